@@ -1,0 +1,1 @@
+"""partita.backends (see ARCHITECTURE.md); filled by later issues."""

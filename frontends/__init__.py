@@ -1,0 +1,1 @@
+"""partita.frontends (see ARCHITECTURE.md); filled by later issues."""

@@ -1,0 +1,72 @@
+"""IRModule: a map from names to Functions; ``main`` is the entry."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..errors import PartitaError
+from .nodes import Expr, Function, GlobalVar
+from .visitor import free_vars
+
+
+class IRModule:
+    """Global functions by name. Immutable by convention: passes return new modules."""
+
+    def __init__(self, functions: dict[str, Function] | None = None, attrs: dict | None = None):
+        self.functions: dict[str, Function] = {}
+        for name, fn in (functions or {}).items():
+            self[name] = fn
+        self.attrs = dict(attrs or {})
+
+    @staticmethod
+    def from_expr(expr: Expr, name: str = "main") -> IRModule:
+        """Wrap an expression (or Function) as ``name``; free vars become parameters in use order."""
+        if not isinstance(expr, Function):
+            expr = Function(free_vars(expr), expr)
+        return IRModule({name: expr})
+
+    def __getitem__(self, name) -> Function:
+        key = name.name_hint if isinstance(name, GlobalVar) else name
+        try:
+            return self.functions[key]
+        except KeyError:
+            known = ", ".join(sorted(self.functions)) or "none"
+            raise PartitaError(f"module has no function @{key} (it has: {known})") from None
+
+    def __setitem__(self, name: str, fn: Function) -> None:
+        if not isinstance(fn, Function):
+            raise PartitaError(f"@{name} must be a Function, got {type(fn).__name__}")
+        self.functions[name.name_hint if isinstance(name, GlobalVar) else name] = fn
+
+    def __contains__(self, name) -> bool:
+        return (name.name_hint if isinstance(name, GlobalVar) else name) in self.functions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.functions)
+
+    def __len__(self):
+        return len(self.functions)
+
+    def items(self):
+        return self.functions.items()
+
+    @property
+    def main(self) -> Function:
+        return self["main"]
+
+    def with_function(self, name: str, fn: Function) -> IRModule:
+        """A new module with ``name`` added or replaced."""
+        out = IRModule(self.functions, self.attrs)
+        out[name] = fn
+        return out
+
+    def copy(self) -> IRModule:
+        return IRModule(self.functions, self.attrs)
+
+    def __str__(self):
+        from ..text.printer import print_module
+
+        return print_module(self)
+
+    def __repr__(self):
+        return f"<IRModule {', '.join('@' + n for n in self.functions)}>"

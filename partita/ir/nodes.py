@@ -1,0 +1,266 @@
+"""IR nodes: Var, Constant, Call, Tuple, TupleGetItem, Function, GlobalVar.
+
+Nodes are immutable: passes build new nodes. The one exception is the type annotation that
+InferType writes once into ``_type`` (a node's type depends only on the sub-graph below it, so
+caching it on a shared node is sound, as Relay's ``checked_type_`` is).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PartitaError
+from .span import Span
+from .types import TensorType, TupleType, Type, check_dtype
+
+
+class Expr:
+    """Base class of expressions. Identity is object identity; use structural_equal to compare."""
+
+    __slots__ = ("span", "_type", "__weakref__")
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable; build a new node instead")
+
+    def _init(self, span):
+        if span is not None and not isinstance(span, Span):
+            raise PartitaError(f"span must be a Span, got {span!r}")
+        object.__setattr__(self, "span", span)
+        object.__setattr__(self, "_type", None)
+
+    @property
+    def checked_type(self) -> Type:
+        """The type InferType gave this node (raises if InferType has not run)."""
+        if self._type is None:
+            raise PartitaError(f"{self.short()} has no type yet: run InferType first")
+        return self._type
+
+    @property
+    def type_or_none(self) -> Type | None:
+        return self._type
+
+    def _set_type(self, ty: Type) -> None:
+        object.__setattr__(self, "_type", ty)
+
+    def short(self) -> str:
+        """A one-line description for error messages."""
+        text = type(self).__name__
+        return f"{text} ({self.span})" if self.span is not None else text
+
+    def __str__(self):
+        from ..text.printer import print_expr
+
+        return print_expr(self)
+
+    def __repr__(self):
+        return f"<{self.short()}>"
+
+    # Arithmetic sugar for building float graphs in tests: x + y -> add(x, y).
+    def __add__(self, other):
+        return _binary("add", self, other)
+
+    def __sub__(self, other):
+        return _binary("subtract", self, other)
+
+    def __mul__(self, other):
+        return _binary("multiply", self, other)
+
+    def __truediv__(self, other):
+        return _binary("divide", self, other)
+
+
+def _binary(name, a, b):
+    from ..ops.registry import get_op
+
+    return Call(get_op(name), [a, const(b) if not isinstance(b, Expr) else b])
+
+
+class Var(Expr):
+    """A function parameter or graph input: ``%name: Tensor[(1, 8), int8]``."""
+
+    __slots__ = ("name_hint", "type_annotation")
+
+    def __init__(self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None):
+        self._init(span)
+        if not isinstance(name_hint, str) or not name_hint:
+            raise PartitaError(f"Var name must be a non-empty string, got {name_hint!r}")
+        if type_annotation is not None and not isinstance(type_annotation, Type):
+            raise PartitaError(f"Var %{name_hint}: type annotation {type_annotation!r} is not a type")
+        object.__setattr__(self, "name_hint", name_hint)
+        object.__setattr__(self, "type_annotation", type_annotation)
+        if type_annotation is not None:
+            self._set_type(type_annotation)
+
+    def short(self):
+        return f"%{self.name_hint}"
+
+
+def var(name: str, shape=None, dtype="float32", span: Span | None = None) -> Var:
+    """Shorthand: ``var("x", (1, 8, 8, 4), "int8")``."""
+    return Var(name, TensorType(shape, dtype) if shape is not None else None, span)
+
+
+class Constant(Expr):
+    """A constant tensor (weights, scales, zero points). The array is made read-only."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data, span: Span | None = None):
+        self._init(span)
+        arr = np.asarray(data)
+        check_dtype(arr.dtype)
+        if arr.flags.writeable:
+            arr = arr.copy()
+            arr.flags.writeable = False
+        object.__setattr__(self, "data", arr)
+        self._set_type(TensorType(arr.shape, arr.dtype.name))
+
+    def short(self):
+        t = self._type
+        return f"Constant {t}" + (f" ({self.span})" if self.span is not None else "")
+
+
+def const(value, dtype: str | None = None, span: Span | None = None) -> Constant:
+    """A Constant from a Python or numpy value. Python floats default to float32, ints to int32."""
+    if isinstance(value, Constant):
+        return value
+    if dtype is None:
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, float):
+            dtype = "float32"
+        elif isinstance(value, int):
+            dtype = "int32"
+    arr = np.asarray(value, dtype=dtype) if dtype is not None else np.asarray(value)
+    if arr.dtype == np.float64:
+        arr = arr.astype(np.float32)
+    elif arr.dtype == np.int64 and dtype is None and not isinstance(value, np.ndarray):
+        arr = arr.astype(np.int32)
+    return Constant(arr, span)
+
+
+class Call(Expr):
+    """``op(args, attrs)``. ``op`` is a registered Op, a Function (a composite) or a GlobalVar."""
+
+    __slots__ = ("op", "args", "attrs")
+
+    def __init__(self, op, args, attrs=None, span: Span | None = None):
+        from ..ops.registry import Op
+
+        self._init(span)
+        args = tuple(args)
+        for i, a in enumerate(args):
+            if not isinstance(a, Expr):
+                raise PartitaError(f"argument {i} of {_op_name(op)} is not an expression: {a!r}")
+        if isinstance(op, Op):
+            attrs = op.make_attrs(attrs, span=span)
+        elif isinstance(op, (Function, GlobalVar)):
+            if attrs is not None:
+                raise PartitaError("a call to a function takes no attributes")
+        else:
+            raise PartitaError(f"cannot call {op!r}: expected an Op, a Function or a GlobalVar")
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "attrs", attrs)
+
+    @property
+    def op_name(self) -> str:
+        return _op_name(self.op)
+
+    def short(self):
+        return f"{self.op_name}" + (f" ({self.span})" if self.span is not None else "")
+
+
+def _op_name(op) -> str:
+    if isinstance(op, Function):
+        return str(op.attrs.get("Composite", "fn"))
+    if isinstance(op, GlobalVar):
+        return f"@{op.name_hint}"
+    return getattr(op, "name", repr(op))
+
+
+class Tuple(Expr):
+    """``(a, b, ...)``."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields, span: Span | None = None):
+        self._init(span)
+        fields = tuple(fields)
+        for i, f in enumerate(fields):
+            if not isinstance(f, Expr):
+                raise PartitaError(f"tuple field {i} is not an expression: {f!r}")
+        object.__setattr__(self, "fields", fields)
+
+
+class TupleGetItem(Expr):
+    """``tuple.index``."""
+
+    __slots__ = ("tuple_value", "index")
+
+    def __init__(self, tuple_value: Expr, index: int, span: Span | None = None):
+        self._init(span)
+        if not isinstance(tuple_value, Expr):
+            raise PartitaError(f"TupleGetItem of a non-expression {tuple_value!r}")
+        object.__setattr__(self, "tuple_value", tuple_value)
+        object.__setattr__(self, "index", int(index))
+
+
+class Function(Expr):
+    """``fn (params) -> ret_type { body }`` with attributes (Composite, Compiler, Primitive, ...)."""
+
+    __slots__ = ("params", "body", "ret_type", "attrs")
+
+    def __init__(self, params, body: Expr, ret_type: Type | None = None, attrs=None, span=None):
+        self._init(span)
+        params = tuple(params)
+        for p in params:
+            if not isinstance(p, Var):
+                raise PartitaError(f"function parameter {p!r} is not a Var")
+        if not isinstance(body, Expr):
+            raise PartitaError(f"function body {body!r} is not an expression")
+        attrs = dict(attrs or {})
+        for k, v in attrs.items():
+            if not isinstance(k, str) or not isinstance(v, (str, int, float, bool)):
+                raise PartitaError(f"function attribute {k}={v!r} must map a str to a scalar")
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "ret_type", ret_type)
+        object.__setattr__(self, "attrs", _FrozenDict(attrs))
+
+    def with_attr(self, key: str, value) -> Function:
+        """A copy of this function with one attribute added or replaced."""
+        attrs = dict(self.attrs)
+        attrs[key] = value
+        return Function(self.params, self.body, self.ret_type, attrs, self.span)
+
+
+class _FrozenDict(dict):
+    """A dict that refuses mutation (function attributes)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("function attributes are immutable; use Function.with_attr")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+
+class GlobalVar(Expr):
+    """A reference to a function of the module by name: ``@npu_main_0``."""
+
+    __slots__ = ("name_hint",)
+
+    def __init__(self, name_hint: str, span: Span | None = None):
+        self._init(span)
+        object.__setattr__(self, "name_hint", name_hint)
+
+    def __eq__(self, other):
+        return isinstance(other, GlobalVar) and other.name_hint == self.name_hint
+
+    def __hash__(self):
+        return hash(("GlobalVar", self.name_hint))
+
+    def short(self):
+        return f"@{self.name_hint}"

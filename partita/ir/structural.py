@@ -1,0 +1,185 @@
+"""Structural equality of expressions and modules, with a readable first difference.
+
+Equality is sharing-aware: a node of the left graph must always pair with the same node of the
+right graph, so a graph where CSE merged two calls differs from one where it did not. Function
+parameters pair by position; free variables pair by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PartitaError
+from .module import IRModule
+from .nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+
+
+class StructuralMismatch(PartitaError, AssertionError):
+    """Raised by assert_structural_equal: the path to the first difference and both sides."""
+
+
+def structural_equal(lhs, rhs) -> bool:
+    """True when two expressions or modules have the same structure, attributes and constants."""
+    return _first_difference(lhs, rhs) is None
+
+
+def assert_structural_equal(lhs, rhs) -> None:
+    """Raise StructuralMismatch describing the first difference, if any."""
+    diff = _first_difference(lhs, rhs)
+    if diff is not None:
+        raise StructuralMismatch(diff)
+
+
+def _first_difference(lhs, rhs) -> str | None:
+    if isinstance(lhs, IRModule) or isinstance(rhs, IRModule):
+        if not (isinstance(lhs, IRModule) and isinstance(rhs, IRModule)):
+            return f"cannot compare {type(lhs).__name__} with {type(rhs).__name__}"
+        if sorted(lhs.functions) != sorted(rhs.functions):
+            return f"functions differ: {sorted(lhs.functions)} vs {sorted(rhs.functions)}"
+        for name in sorted(lhs.functions):
+            diff = _Comparer().run(lhs[name], rhs[name], f"@{name}")
+            if diff:
+                return diff
+        return None
+    return _Comparer().run(lhs, rhs, "expr")
+
+
+class _Comparer:
+    def __init__(self):
+        self.lmap: dict[int, Expr] = {}
+        self.rmap: dict[int, Expr] = {}
+        self.free: dict[str, str] = {}
+
+    def run(self, a, b, root: str) -> str | None:
+        # Each entry: (left, right, index of parent entry, label of the edge from the parent).
+        entries: list[tuple] = [(a, b, -1, root)]
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            x, y, _, _ = entries[i]
+            if id(x) in self.lmap or id(y) in self.rmap:
+                if self.lmap.get(id(x)) is not y or self.rmap.get(id(y)) is not x:
+                    return self._report(entries, i, "sharing differs (one side reuses a node the"
+                                        " other side computes separately)")
+                continue
+            self.lmap[id(x)], self.rmap[id(y)] = y, x
+            why = self._local(x, y)
+            if why:
+                return self._report(entries, i, why)
+            for label, cx, cy in _paired_children(x, y):
+                entries.append((cx, cy, i, label))
+                stack.append(len(entries) - 1)
+        return None
+
+    def _local(self, x, y) -> str | None:
+        if type(x) is not type(y):
+            return f"node kind differs: {type(x).__name__} vs {type(y).__name__}"
+        if isinstance(x, Var):
+            return self._var(x, y)
+        if isinstance(x, Constant):
+            return _constant_diff(x.data, y.data)
+        if isinstance(x, Call):
+            return _call_diff(x, y)
+        if isinstance(x, Tuple) and len(x.fields) != len(y.fields):
+            return f"tuple size differs: {len(x.fields)} vs {len(y.fields)}"
+        if isinstance(x, TupleGetItem) and x.index != y.index:
+            return f"tuple index differs: {x.index} vs {y.index}"
+        if isinstance(x, Function):
+            return _function_diff(x, y, self)
+        if isinstance(x, GlobalVar) and x.name_hint != y.name_hint:
+            return f"global differs: @{x.name_hint} vs @{y.name_hint}"
+        return None
+
+    def _var(self, x: Var, y: Var) -> str | None:
+        if x.type_annotation != y.type_annotation:
+            return f"type of %{x.name_hint} differs: {x.type_annotation} vs {y.type_annotation}"
+        # Vars not bound by a compared function's params pair by name.
+        if self.free.setdefault(x.name_hint, y.name_hint) != y.name_hint:
+            return f"free variable %{x.name_hint} pairs with %{y.name_hint}"
+        return None
+
+    def _report(self, entries, i, why) -> str:
+        path, j = [], i
+        while j >= 0:
+            path.append(entries[j][3])
+            j = entries[j][2]
+        x, y = entries[i][0], entries[i][1]
+        where = "".join(reversed(path))
+        return (f"structural mismatch at {where}: {why}\n"
+                f"  lhs: {_excerpt(x)}\n  rhs: {_excerpt(y)}")
+
+
+def _paired_children(x, y):
+    if isinstance(x, Call):
+        if isinstance(x.op, Function) or isinstance(x.op, GlobalVar):
+            yield ".op", x.op, y.op
+        for k, (a, b) in enumerate(zip(x.args, y.args)):
+            yield f".args[{k}]", a, b
+    elif isinstance(x, Tuple):
+        for k, (a, b) in enumerate(zip(x.fields, y.fields)):
+            yield f".fields[{k}]", a, b
+    elif isinstance(x, TupleGetItem):
+        yield ".tuple_value", x.tuple_value, y.tuple_value
+    elif isinstance(x, Function):
+        yield ".body", x.body, y.body
+
+
+def _call_diff(x: Call, y: Call) -> str | None:
+    if isinstance(x.op, (Function, GlobalVar)) or isinstance(y.op, (Function, GlobalVar)):
+        if type(x.op) is not type(y.op):
+            return f"callee differs: {x.op_name} vs {y.op_name}"
+    elif x.op is not y.op:
+        return f"op differs: {x.op_name} vs {y.op_name}"
+    if len(x.args) != len(y.args):
+        return f"{x.op_name}: number of arguments differs: {len(x.args)} vs {len(y.args)}"
+    if x.attrs != y.attrs:
+        return f"{x.op_name}: attributes differ: {_attrs_delta(x.attrs, y.attrs)}"
+    return None
+
+
+def _attrs_delta(a, b) -> str:
+    da, db = getattr(a, "__dict__", {}) or {}, getattr(b, "__dict__", {}) or {}
+    keys = [k for k in da if da.get(k) != db.get(k)]
+    return ", ".join(f"{k}={da.get(k)!r} vs {db.get(k)!r}" for k in keys) or f"{a} vs {b}"
+
+
+def _function_diff(x: Function, y: Function, comparer: _Comparer) -> str | None:
+    if dict(x.attrs) != dict(y.attrs):
+        return f"function attributes differ: {dict(x.attrs)} vs {dict(y.attrs)}"
+    if len(x.params) != len(y.params):
+        return f"number of parameters differs: {len(x.params)} vs {len(y.params)}"
+    if x.ret_type is not None and y.ret_type is not None and x.ret_type != y.ret_type:
+        return f"return type differs: {x.ret_type} vs {y.ret_type}"
+    for p, q in zip(x.params, y.params):
+        if p.type_annotation != q.type_annotation:
+            return (f"type of parameter %{p.name_hint} differs: "
+                    f"{p.type_annotation} vs {q.type_annotation}")
+        if id(p) in comparer.lmap or id(q) in comparer.rmap:
+            if comparer.lmap.get(id(p)) is not q:
+                return f"parameter %{p.name_hint} pairs with %{q.name_hint} inconsistently"
+        comparer.lmap[id(p)], comparer.rmap[id(q)] = q, p
+    return None
+
+
+def _constant_diff(a: np.ndarray, b: np.ndarray) -> str | None:
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return f"constant type differs: {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
+    if not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+        idx = np.argwhere(a != b)
+        first = tuple(int(i) for i in idx[0]) if idx.size else ()
+        return f"constant values differ (first at index {first}: {a[first]} vs {b[first]})"
+    return None
+
+
+def _excerpt(node) -> str:
+    if isinstance(node, Call):
+        args = ", ".join(a.short() for a in node.args)
+        return f"{node.op_name}({args}) {_attrs_text(node.attrs)}".rstrip()
+    if isinstance(node, Constant):
+        return f"Constant {node.data.shape} {node.data.dtype}"
+    return node.short()
+
+
+def _attrs_text(attrs) -> str:
+    d = getattr(attrs, "__dict__", None)
+    return ", ".join(f"{k}={v!r}" for k, v in d.items()) if d else ""

@@ -1,0 +1,3 @@
+"""See partita/ops/qnn.py."""
+
+from __future__ import annotations

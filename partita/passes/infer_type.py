@@ -1,0 +1,110 @@
+"""InferType: fill every node's type from its op's type relation.
+
+    %1 = nn.relu(%x)          ->   %1 = nn.relu(%x) /* ty=Tensor[(1, 8), float32] */
+"""
+
+from __future__ import annotations
+
+from ..errors import PartitaError, TypeInferenceError
+from ..ir.module import IRModule
+from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from ..ir.types import TensorType, TupleType, Type
+from ..ir.visitor import post_order
+from ..ops.registry import Op
+from .infra import module_pass
+
+
+def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
+    """Type ``expr`` and everything under it (in place: types are write-once caches); return its
+    type. Calls to global functions need ``mod``."""
+    for node in post_order(expr):
+        if node._type is None or isinstance(node, Function):
+            _infer_node(node, mod)
+    return expr._type
+
+
+def _infer_node(node: Expr, mod: IRModule | None) -> None:
+    if isinstance(node, Call):
+        node._set_type(_call_type(node, mod))
+    elif isinstance(node, Tuple):
+        node._set_type(TupleType([f._type for f in node.fields]))
+    elif isinstance(node, TupleGetItem):
+        t = node.tuple_value._type
+        if not isinstance(t, TupleType):
+            raise TypeInferenceError(f"{_where(node)}: indexing .{node.index} of a non-tuple {t}")
+        if not 0 <= node.index < len(t.fields):
+            raise TypeInferenceError(f"{_where(node)}: index {node.index} out of range for a "
+                                     f"tuple of {len(t.fields)}")
+        node._set_type(t.fields[node.index])
+    elif isinstance(node, Var):
+        raise TypeInferenceError(f"variable %{node.name_hint} has no type annotation; give it "
+                                 f"one, e.g. %{node.name_hint}: Tensor[(1, 224, 224, 3), int8]")
+    elif isinstance(node, Function):
+        body_t = node.body._type
+        if node.ret_type is not None and node.ret_type != body_t:
+            name = node.attrs.get("global_symbol") or node.attrs.get("Composite") or "function"
+            raise TypeInferenceError(f"{name}: declared return type {node.ret_type} but the body "
+                                     f"has type {body_t}")
+        # A Function's own type is its result type; the params are read off the node.
+        if node._type is None:
+            node._set_type(body_t)
+    elif isinstance(node, GlobalVar):
+        if mod is None:
+            raise TypeInferenceError(f"@{node.name_hint} used outside a module")
+        fn = mod[node.name_hint]
+        node._set_type(infer_type(fn, mod))
+    elif isinstance(node, Constant):
+        pass  # typed at construction
+
+
+def _call_type(call: Call, mod) -> Type:
+    arg_types = [a._type for a in call.args]
+    op = call.op
+    if isinstance(op, Op):
+        op.check_arity(len(call.args), call.span)
+        try:
+            return op.type_rel(arg_types, call.attrs)
+        except PartitaError as e:
+            raise TypeInferenceError(f"{_where(call)}: {e}\n  {_describe_args(op, arg_types)}") \
+                from None
+        except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
+            raise TypeInferenceError(f"{_where(call)}: type relation failed ({e})\n  "
+                                     f"{_describe_args(op, arg_types)}") from None
+    fn = op if isinstance(op, Function) else mod[op.name_hint] if mod is not None else None
+    if fn is None:
+        raise TypeInferenceError(f"{_where(call)}: call to @{op.name_hint} outside a module")
+    if len(fn.params) != len(call.args):
+        raise TypeInferenceError(f"{_where(call)}: takes {len(fn.params)} arguments, got "
+                                 f"{len(call.args)}")
+    for p, t in zip(fn.params, arg_types):
+        if p.type_annotation is not None and p.type_annotation != t:
+            raise TypeInferenceError(f"{_where(call)}: argument for %{p.name_hint} has type {t}, "
+                                     f"expected {p.type_annotation}")
+    return fn._type if fn._type is not None else infer_type(fn, mod)
+
+
+def _where(node: Expr) -> str:
+    if isinstance(node, Call):
+        return node.op_name + (f" ({node.span})" if node.span is not None else "")
+    return node.short()
+
+
+def _describe_args(op: Op, types) -> str:
+    names = list(op.inputs) + [f"arg{i}" for i in range(len(op.inputs), len(types))]
+    return "arguments: " + ", ".join(f"{n}: {t}" for n, t in zip(names, types))
+
+
+@module_pass("InferType", opt_level=0)
+def InferType(mod: IRModule, ctx) -> IRModule:
+    """Type every function of the module (types are cached on the nodes; the module is returned)."""
+    for fn in mod.functions.values():
+        infer_type(fn, mod)
+    return mod
+
+
+def tensor_type(expr: Expr) -> TensorType:
+    """The inferred TensorType of ``expr`` (inferring it if needed)."""
+    t = expr._type if expr._type is not None else infer_type(expr)
+    if not isinstance(t, TensorType):
+        raise PartitaError(f"{expr.short()} is a tuple, not a tensor")
+    return t

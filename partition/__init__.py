@@ -1,0 +1,1 @@
+"""partita.partition (see ARCHITECTURE.md); filled by later issues."""

@@ -1,0 +1,1 @@
+"""partita.patterns (see ARCHITECTURE.md); filled by later issues."""
