@@ -132,10 +132,12 @@ def const(value, dtype: str | None = None, span: Span | None = None) -> Constant
         elif isinstance(value, int):
             dtype = "int32"
     arr = np.asarray(value, dtype=dtype) if dtype is not None else np.asarray(value)
-    if arr.dtype == np.float64:
-        arr = arr.astype(np.float32)
-    elif arr.dtype == np.int64 and dtype is None and not isinstance(value, np.ndarray):
-        arr = arr.astype(np.int32)
+    if dtype is None and not isinstance(value, (np.ndarray, np.generic)):
+        # Python floats and ints (and lists of them) default to float32 / int32, as in Relay.
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        elif arr.dtype == np.int64:
+            arr = arr.astype(np.int32)
     return Constant(arr, span)
 
 
@@ -153,6 +155,7 @@ class Call(Expr):
             if not isinstance(a, Expr):
                 raise PartitaError(f"argument {i} of {_op_name(op)} is not an expression: {a!r}")
         if isinstance(op, Op):
+            op.check_arity(len(args), span)
             attrs = op.make_attrs(attrs, span=span)
         elif isinstance(op, (Function, GlobalVar)):
             if attrs is not None:

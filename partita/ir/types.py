@@ -6,7 +6,10 @@ import numpy as np
 
 from ..errors import PartitaError
 
-DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float16", "float32", "bool")
+# float64 is here for one reason: TFLite computes requantization multipliers from the exact double
+# product input_scale * weight_scale, which float32 cannot hold; frontends bind that product as a
+# float64 scale constant so that the "tflite" semantics stay bit-exact.
+DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64", "bool")
 
 
 def check_dtype(dtype) -> str:
