@@ -21,7 +21,9 @@ from partita.ops import get_op
 
 def qnn_graph(n_nodes: int) -> IRModule:
     """A chain of quantized blocks with a residual branch: dequantize -> relu -> add -> quantize."""
-    deq, quant, relu, add = (get_op(n) for n in ("qnn.dequantize", "qnn.quantize", "nn.relu", "add"))
+    deq, quant, relu, add = (
+        get_op(n) for n in ("qnn.dequantize", "qnn.quantize", "nn.relu", "add")
+    )
     x = var("x", (1, 4, 4, 8), "int8")
     e = x
     count = 1
@@ -73,8 +75,10 @@ def main() -> None:
     stages = ["InferType", "interpret", "print", "parse"]
     print(f"{'nodes':>8} " + " ".join(f"{s + ' us/node':>18}" for s in stages))
     for r in rows:
-        print(f"{r['nodes']:>8} " + " ".join(
-            f"{r[s]:>10.2f} ({r[s] / rows[0][s]:4.2f}x)" for s in stages))
+        print(
+            f"{r['nodes']:>8} "
+            + " ".join(f"{r[s]:>10.2f} ({r[s] / rows[0][s]:4.2f}x)" for s in stages)
+        )
 
 
 if __name__ == "__main__":

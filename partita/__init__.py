@@ -3,23 +3,76 @@
 This module only re-exports: the core first (IR, ops, interpreter, text format, passes).
 """
 
-from .errors import (ArityError, AttrError, InterpreterError, OpNotFoundError, ParseError,
-                     PartitaError, TypeInferenceError)
-from .ir import (Call, Constant, Expr, ExprMutator, ExprVisitor, Function, GlobalVar, IRModule,
-                 Span, TensorType, Tuple, TupleGetItem, TupleType, Var,
-                 assert_structural_equal, const, structural_equal, var)
+from .errors import (
+    ArityError,
+    AttrError,
+    InterpreterError,
+    OpNotFoundError,
+    ParseError,
+    PartitaError,
+    TypeInferenceError,
+)
+from .interpreter import interpret
+from .ir import (
+    Call,
+    Constant,
+    Expr,
+    ExprMutator,
+    ExprVisitor,
+    Function,
+    GlobalVar,
+    IRModule,
+    Span,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Var,
+    assert_structural_equal,
+    const,
+    structural_equal,
+    var,
+)
 from .ops import get_op, list_ops, register_op
 from .passes import InferType, PassContext, Sequential, infer_type
-from .interpreter import interpret
 from .text import astext, parse
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArityError", "AttrError", "Call", "Constant", "Expr", "ExprMutator", "ExprVisitor",
-    "Function", "GlobalVar", "IRModule", "InferType", "InterpreterError", "OpNotFoundError",
-    "ParseError", "PartitaError", "PassContext", "Sequential", "Span", "TensorType", "Tuple",
-    "TupleGetItem", "TupleType", "TypeInferenceError", "Var", "assert_structural_equal", "astext",
-    "const", "get_op", "infer_type", "interpret", "list_ops", "parse", "register_op",
-    "structural_equal", "var",
+    "ArityError",
+    "AttrError",
+    "Call",
+    "Constant",
+    "Expr",
+    "ExprMutator",
+    "ExprVisitor",
+    "Function",
+    "GlobalVar",
+    "IRModule",
+    "InferType",
+    "InterpreterError",
+    "OpNotFoundError",
+    "ParseError",
+    "PartitaError",
+    "PassContext",
+    "Sequential",
+    "Span",
+    "TensorType",
+    "Tuple",
+    "TupleGetItem",
+    "TupleType",
+    "TypeInferenceError",
+    "Var",
+    "assert_structural_equal",
+    "astext",
+    "const",
+    "get_op",
+    "infer_type",
+    "interpret",
+    "list_ops",
+    "parse",
+    "register_op",
+    "structural_equal",
+    "var",
 ]

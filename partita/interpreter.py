@@ -56,18 +56,21 @@ def _bind_inputs(fn: Function, inputs, named) -> list[np.ndarray]:
         given = {**inputs, **named}
         unknown = [k for k in given if k not in names]
         if unknown:
-            raise InterpreterError(f"unknown input {unknown[0]!r}; the model's inputs are "
-                                   f"{', '.join(names)}")
+            raise InterpreterError(
+                f"unknown input {unknown[0]!r}; the model's inputs are {', '.join(names)}"
+            )
         missing = [n for n in names if n not in given]
         if missing:
-            raise InterpreterError(f"missing input {missing[0]!r}; the model's inputs are "
-                                   f"{', '.join(names)}")
+            raise InterpreterError(
+                f"missing input {missing[0]!r}; the model's inputs are {', '.join(names)}"
+            )
         values = [given[n] for n in names]
     elif isinstance(inputs, Sequence) or isinstance(inputs, np.ndarray):
         values = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
         if named or len(values) != len(names):
-            raise InterpreterError(f"expected {len(names)} inputs ({', '.join(names)}), "
-                                   f"got {len(values) + len(named)}")
+            raise InterpreterError(
+                f"expected {len(names)} inputs ({', '.join(names)}), got {len(values) + len(named)}"
+            )
     else:
         raise InterpreterError(f"inputs must be a dict or a list, got {type(inputs).__name__}")
     return [_check_input(p, v) for p, v in zip(fn.params, values)]
@@ -78,11 +81,13 @@ def _check_input(param: Var, value) -> np.ndarray:
     t = param.type_annotation
     if isinstance(t, TensorType):
         if arr.dtype.name != t.dtype:
-            raise InterpreterError(f"input {param.name_hint!r} must be {t.dtype}, got "
-                                   f"{arr.dtype.name}")
+            raise InterpreterError(
+                f"input {param.name_hint!r} must be {t.dtype}, got {arr.dtype.name}"
+            )
         if arr.shape != t.shape:
-            raise InterpreterError(f"input {param.name_hint!r} must have shape {t.shape}, got "
-                                   f"{arr.shape}")
+            raise InterpreterError(
+                f"input {param.name_hint!r} must have shape {t.shape}, got {arr.shape}"
+            )
     return arr
 
 
@@ -148,8 +153,9 @@ class _Evaluator:
         except PartitaError as e:
             raise InterpreterError(f"{call.short()}: {e}") from None
         except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
-            raise InterpreterError(f"{call.short()}: reference implementation failed: {e}") \
-                from None
+            raise InterpreterError(
+                f"{call.short()}: reference implementation failed: {e}"
+            ) from None
         _check_result(call, out)
         return out
 
@@ -159,5 +165,7 @@ def _check_result(call: Call, out) -> None:
     if isinstance(t, TensorType):
         if not isinstance(out, np.ndarray) or out.shape != t.shape or out.dtype.name != t.dtype:
             got = f"{out.shape} {out.dtype}" if isinstance(out, np.ndarray) else type(out).__name__
-            raise InterpreterError(f"{call.short()}: reference returned {got}, type relation "
-                                   f"says {t} (a bug in the op's registration)")
+            raise InterpreterError(
+                f"{call.short()}: reference returned {got}, type relation "
+                f"says {t} (a bug in the op's registration)"
+            )

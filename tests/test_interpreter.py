@@ -50,8 +50,11 @@ def test_composite_and_global_functions():
     p = var("p", (4,), "float32")
     composite = Function([p], relu(add(p, p)), attrs={"Composite": "npu.add_relu"})
     q = var("q", (4,), "float32")
-    partition = Function([q], Call(composite, [q]),
-                         attrs={"Compiler": "npu", "global_symbol": "npu_main_0", "Primitive": 1})
+    partition = Function(
+        [q],
+        Call(composite, [q]),
+        attrs={"Compiler": "npu", "global_symbol": "npu_main_0", "Primitive": 1},
+    )
     x = var("x", (4,), "float32")
     y = Call(GlobalVar("npu_main_0"), [x])
     main = Function([x], Tuple([y, TupleGetItem(Tuple([x, y]), 0)]))
@@ -73,12 +76,13 @@ def test_type_errors_surface_before_running():
     y = var("y", (4,), "float32")
     msg = r"add: shapes \(2, 3\) and \(4,\) do not broadcast"
     with pytest.raises(P.TypeInferenceError, match=msg):
-        P.interpret(IRModule.from_expr(add(x, y)), [np.zeros((2, 3), np.float32),
-                                                     np.zeros(4, np.float32)])
+        P.interpret(
+            IRModule.from_expr(add(x, y)), [np.zeros((2, 3), np.float32), np.zeros(4, np.float32)]
+        )
 
 
 def test_bad_reference_output_is_caught():
-    from partita.ops.registry import NoAttrs, _REGISTRY, register_op
+    from partita.ops.registry import _REGISTRY, NoAttrs, register_op
     from partita.ops.relations import identity_rel
 
     @register_op("test.broken", inputs=("data",), attrs=NoAttrs, type_rel=identity_rel)
@@ -87,7 +91,6 @@ def test_bad_reference_output_is_caught():
 
     try:
         with pytest.raises(P.InterpreterError, match="test.broken.*returned"):
-            P.interpret(get_op("test.broken")(var("x", (2,), "float32")),
-                        [np.zeros(2, np.float32)])
+            P.interpret(get_op("test.broken")(var("x", (2,), "float32")), [np.zeros(2, np.float32)])
     finally:
         del _REGISTRY["test.broken"]

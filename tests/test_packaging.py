@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBPACKAGES = ["partita", "partita.ir", "partita.ops", "partita.text", "partita.passes",
-               "partita.patterns", "partita.partition", "partita.backends", "partita.frontends"]
+SUBPACKAGES = [
+    "partita",
+    "partita.ir",
+    "partita.ops",
+    "partita.text",
+    "partita.passes",
+    "partita.patterns",
+    "partita.partition",
+    "partita.backends",
+    "partita.frontends",
+]
 
 
 def test_every_source_package_is_listed():
@@ -30,14 +39,36 @@ def test_every_source_package_is_listed():
 @pytest.mark.slow
 def test_wheel_imports_every_subpackage(tmp_path):
     out = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(out), str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(out.glob("partita-*.whl"))
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = "import importlib; [importlib.import_module(m) for m in %r]; " % SUBPACKAGES
-    code += "import partita; assert partita.__file__.startswith(%r), partita.__file__" % str(site)
+    code = f"import importlib; [importlib.import_module(m) for m in {SUBPACKAGES!r}]; "
+    code += f"import partita; assert partita.__file__.startswith({str(site)!r}), partita.__file__"
     # Run from an empty folder with only the unpacked wheel on the path (not the source tree).
-    subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path[:0] = [{str(site)!r}] + "
-                    f"[p for p in {sys.path!r} if 'site-packages' in p]; " + code],
-                   check=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            f"import sys; sys.path[:0] = [{str(site)!r}] + "
+            f"[p for p in {sys.path!r} if 'site-packages' in p]; " + code,
+        ],
+        check=True,
+        cwd=tmp_path,
+    )

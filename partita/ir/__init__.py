@@ -1,17 +1,47 @@
 """The IR: immutable nodes, types, spans, modules, traversal and structural equality."""
 
 from .module import IRModule
-from .nodes import (Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var, const,
-                    var)
+from .nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var, const, var
 from .span import Span
 from .structural import StructuralMismatch, assert_structural_equal, structural_equal
 from .types import DTYPES, TensorType, TupleType, Type
-from .visitor import (ExprMutator, ExprVisitor, children, free_vars, iter_calls, post_order,
-                      substitute, walk)
+from .visitor import (
+    ExprMutator,
+    ExprVisitor,
+    children,
+    free_vars,
+    iter_calls,
+    post_order,
+    substitute,
+    walk,
+)
 
 __all__ = [
-    "Call", "Constant", "DTYPES", "Expr", "ExprMutator", "ExprVisitor", "Function", "GlobalVar",
-    "IRModule", "Span", "StructuralMismatch", "TensorType", "Tuple", "TupleGetItem", "TupleType",
-    "Type", "Var", "assert_structural_equal", "children", "const", "free_vars", "iter_calls",
-    "post_order", "structural_equal", "substitute", "var", "walk",
+    "Call",
+    "Constant",
+    "DTYPES",
+    "Expr",
+    "ExprMutator",
+    "ExprVisitor",
+    "Function",
+    "GlobalVar",
+    "IRModule",
+    "Span",
+    "StructuralMismatch",
+    "TensorType",
+    "Tuple",
+    "TupleGetItem",
+    "TupleType",
+    "Type",
+    "Var",
+    "assert_structural_equal",
+    "children",
+    "const",
+    "free_vars",
+    "iter_calls",
+    "post_order",
+    "structural_equal",
+    "substitute",
+    "var",
+    "walk",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import PartitaError
 from .nodes import Expr, Function, GlobalVar
@@ -20,7 +20,7 @@ class IRModule:
 
     @staticmethod
     def from_expr(expr: Expr, name: str = "main") -> IRModule:
-        """Wrap an expression (or Function) as ``name``; free vars become parameters in use order."""
+        """Wrap an expression (or Function) as ``name``; free vars become parameters in order."""
         if not isinstance(expr, Function):
             expr = Function(free_vars(expr), expr)
         return IRModule({name: expr})

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import PartitaError
 from .span import Span
-from .types import TensorType, TupleType, Type, check_dtype
+from .types import TensorType, Type, check_dtype
 
 
 class Expr:
@@ -80,12 +80,16 @@ class Var(Expr):
 
     __slots__ = ("name_hint", "type_annotation")
 
-    def __init__(self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None):
+    def __init__(
+        self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None
+    ):
         self._init(span)
         if not isinstance(name_hint, str) or not name_hint:
             raise PartitaError(f"Var name must be a non-empty string, got {name_hint!r}")
         if type_annotation is not None and not isinstance(type_annotation, Type):
-            raise PartitaError(f"Var %{name_hint}: type annotation {type_annotation!r} is not a type")
+            raise PartitaError(
+                f"Var %{name_hint}: type annotation {type_annotation!r} is not a type"
+            )
         object.__setattr__(self, "name_hint", name_hint)
         object.__setattr__(self, "type_annotation", type_annotation)
         if type_annotation is not None:
@@ -210,7 +214,7 @@ class TupleGetItem(Expr):
 
 
 class Function(Expr):
-    """``fn (params) -> ret_type { body }`` with attributes (Composite, Compiler, Primitive, ...)."""
+    """``fn (params) -> ret_type { body }`` with attributes (Composite, Compiler, Primitive)."""
 
     __slots__ = ("params", "body", "ret_type", "attrs")
 

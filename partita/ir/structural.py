@@ -59,8 +59,12 @@ class _Comparer:
             x, y, _, _ = entries[i]
             if id(x) in self.lmap or id(y) in self.rmap:
                 if self.lmap.get(id(x)) is not y or self.rmap.get(id(y)) is not x:
-                    return self._report(entries, i, "sharing differs (one side reuses a node the"
-                                        " other side computes separately)")
+                    return self._report(
+                        entries,
+                        i,
+                        "sharing differs (one side reuses a node the"
+                        " other side computes separately)",
+                    )
                 continue
             self.lmap[id(x)], self.rmap[id(y)] = y, x
             why = self._local(x, y)
@@ -105,8 +109,7 @@ class _Comparer:
             j = entries[j][2]
         x, y = entries[i][0], entries[i][1]
         where = "".join(reversed(path))
-        return (f"structural mismatch at {where}: {why}\n"
-                f"  lhs: {_excerpt(x)}\n  rhs: {_excerpt(y)}")
+        return f"structural mismatch at {where}: {why}\n  lhs: {_excerpt(x)}\n  rhs: {_excerpt(y)}"
 
 
 def _paired_children(x, y):
@@ -152,8 +155,10 @@ def _function_diff(x: Function, y: Function, comparer: _Comparer) -> str | None:
         return f"return type differs: {x.ret_type} vs {y.ret_type}"
     for p, q in zip(x.params, y.params):
         if p.type_annotation != q.type_annotation:
-            return (f"type of parameter %{p.name_hint} differs: "
-                    f"{p.type_annotation} vs {q.type_annotation}")
+            return (
+                f"type of parameter %{p.name_hint} differs: "
+                f"{p.type_annotation} vs {q.type_annotation}"
+            )
         if id(p) in comparer.lmap or id(q) in comparer.rmap:
             if comparer.lmap.get(id(p)) is not q:
                 return f"parameter %{p.name_hint} pairs with %{q.name_hint} inconsistently"

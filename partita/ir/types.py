@@ -54,7 +54,9 @@ class TensorType(Type):
 
     def __eq__(self, other):
         return (
-            isinstance(other, TensorType) and self.shape == other.shape and self.dtype == other.dtype
+            isinstance(other, TensorType)
+            and self.shape == other.shape
+            and self.dtype == other.dtype
         )
 
     def __hash__(self):

@@ -6,7 +6,7 @@ Function bodies (composites called inline) are entered like any other sub-expres
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 
@@ -140,8 +140,9 @@ class ExprMutator:
     def rewrite_call(self, call: Call, op, args: list[Expr]) -> Expr:
         if op is call.op and all(a is b for a, b in zip(args, call.args)):
             return call
-        return Call(op, args, call.attrs if not isinstance(op, (Function, GlobalVar)) else None,
-                    call.span)
+        return Call(
+            op, args, call.attrs if not isinstance(op, (Function, GlobalVar)) else None, call.span
+        )
 
     def rewrite_var(self, var: Var) -> Expr:
         return var

@@ -1,6 +1,6 @@
 """Render docs/ops.md from the registry, so the op reference cannot drift from the code.
 
-    python -m partita.ops.docgen > docs/ops.md
+python -m partita.ops.docgen > docs/ops.md
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def render_op(op: Op) -> str:
     if fields:
         lines += ["", "| attribute | default | allowed |", "|---|---|---|"]
         for f in fields:
-            default = ("required" if f.default is dataclasses.MISSING else f"`{f.default!r}`")
+            default = "required" if f.default is dataclasses.MISSING else f"`{f.default!r}`"
             allowed = ", ".join(f"`{c}`" for c in f.metadata.get("choices", ())) or str(f.type)
             lines.append(f"| `{f.name}` | {default} | {allowed.replace('|', 'or')} |")
     lines += ["", inspect.cleandoc(op.doc) if op.doc else "(undocumented)", ""]
@@ -43,8 +43,14 @@ def render() -> str:
     for op in ops:
         groups.setdefault(op.name.split(".")[0] if "." in op.name else "tensor", []).append(op)
     out = [HEADER]
-    for group in sorted(groups, key=lambda g: ("tensor", "nn", "image", "qnn").index(g)
-                        if g in ("tensor", "nn", "image", "qnn") else 9):
+    for group in sorted(
+        groups,
+        key=lambda g: (
+            ("tensor", "nn", "image", "qnn").index(g)
+            if g in ("tensor", "nn", "image", "qnn")
+            else 9
+        ),
+    ):
         out.append(f"## {group}\n")
         out.extend(render_op(op) for op in groups[group])
     return "\n".join(out).rstrip() + "\n"

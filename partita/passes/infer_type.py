@@ -1,6 +1,6 @@
 """InferType: fill every node's type from its op's type relation.
 
-    %1 = nn.relu(%x)          ->   %1 = nn.relu(%x) /* ty=Tensor[(1, 8), float32] */
+%1 = nn.relu(%x)          ->   %1 = nn.relu(%x) /* ty=Tensor[(1, 8), float32] */
 """
 
 from __future__ import annotations
@@ -33,18 +33,22 @@ def _infer_node(node: Expr, mod: IRModule | None) -> None:
         if not isinstance(t, TupleType):
             raise TypeInferenceError(f"{_where(node)}: indexing .{node.index} of a non-tuple {t}")
         if not 0 <= node.index < len(t.fields):
-            raise TypeInferenceError(f"{_where(node)}: index {node.index} out of range for a "
-                                     f"tuple of {len(t.fields)}")
+            raise TypeInferenceError(
+                f"{_where(node)}: index {node.index} out of range for a tuple of {len(t.fields)}"
+            )
         node._set_type(t.fields[node.index])
     elif isinstance(node, Var):
-        raise TypeInferenceError(f"variable %{node.name_hint} has no type annotation; give it "
-                                 f"one, e.g. %{node.name_hint}: Tensor[(1, 224, 224, 3), int8]")
+        raise TypeInferenceError(
+            f"variable %{node.name_hint} has no type annotation; give it "
+            f"one, e.g. %{node.name_hint}: Tensor[(1, 224, 224, 3), int8]"
+        )
     elif isinstance(node, Function):
         body_t = node.body._type
         if node.ret_type is not None and node.ret_type != body_t:
             name = node.attrs.get("global_symbol") or node.attrs.get("Composite") or "function"
-            raise TypeInferenceError(f"{name}: declared return type {node.ret_type} but the body "
-                                     f"has type {body_t}")
+            raise TypeInferenceError(
+                f"{name}: declared return type {node.ret_type} but the body has type {body_t}"
+            )
         # A Function's own type is its result type; the params are read off the node.
         if node._type is None:
             node._set_type(body_t)
@@ -65,21 +69,26 @@ def _call_type(call: Call, mod) -> Type:
         try:
             return op.type_rel(arg_types, call.attrs)
         except PartitaError as e:
-            raise TypeInferenceError(f"{_where(call)}: {e}\n  {_describe_args(op, arg_types)}") \
-                from None
+            raise TypeInferenceError(
+                f"{_where(call)}: {e}\n  {_describe_args(op, arg_types)}"
+            ) from None
         except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
-            raise TypeInferenceError(f"{_where(call)}: type relation failed ({e})\n  "
-                                     f"{_describe_args(op, arg_types)}") from None
+            raise TypeInferenceError(
+                f"{_where(call)}: type relation failed ({e})\n  {_describe_args(op, arg_types)}"
+            ) from None
     fn = op if isinstance(op, Function) else mod[op.name_hint] if mod is not None else None
     if fn is None:
         raise TypeInferenceError(f"{_where(call)}: call to @{op.name_hint} outside a module")
     if len(fn.params) != len(call.args):
-        raise TypeInferenceError(f"{_where(call)}: takes {len(fn.params)} arguments, got "
-                                 f"{len(call.args)}")
+        raise TypeInferenceError(
+            f"{_where(call)}: takes {len(fn.params)} arguments, got {len(call.args)}"
+        )
     for p, t in zip(fn.params, arg_types):
         if p.type_annotation is not None and p.type_annotation != t:
-            raise TypeInferenceError(f"{_where(call)}: argument for %{p.name_hint} has type {t}, "
-                                     f"expected {p.type_annotation}")
+            raise TypeInferenceError(
+                f"{_where(call)}: argument for %{p.name_hint} has type {t}, "
+                f"expected {p.type_annotation}"
+            )
     return fn._type if fn._type is not None else infer_type(fn, mod)
 
 

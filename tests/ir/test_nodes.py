@@ -92,7 +92,7 @@ def test_tuple_and_getitem_types():
 def test_checked_type_before_infer_type_says_what_to_do():
     call = get_op("nn.relu")(var("x", (1,), "float32"))
     with pytest.raises(P.PartitaError, match="run InferType"):
-        call.checked_type
+        _ = call.checked_type
 
 
 def test_var_without_type_gives_a_clear_error():

@@ -1,8 +1,15 @@
 import numpy as np
 import pytest
 
-from partita.ir import (Function, IRModule, StructuralMismatch, assert_structural_equal, const,
-                        structural_equal, var)
+from partita.ir import (
+    Function,
+    IRModule,
+    StructuralMismatch,
+    assert_structural_equal,
+    const,
+    structural_equal,
+    var,
+)
 from partita.ops import get_op
 
 relu, add = get_op("nn.relu"), get_op("add")

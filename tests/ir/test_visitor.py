@@ -1,5 +1,14 @@
-from partita.ir import (Call, ExprMutator, ExprVisitor, Function, Tuple, free_vars, post_order,
-                        substitute, var)
+from partita.ir import (
+    Call,
+    ExprMutator,
+    ExprVisitor,
+    Function,
+    Tuple,
+    free_vars,
+    post_order,
+    substitute,
+    var,
+)
 from partita.ops import get_op
 
 relu, add = get_op("nn.relu"), get_op("add")
