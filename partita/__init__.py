@@ -34,7 +34,17 @@ from .ir import (
     var,
 )
 from .ops import get_op, list_ops, register_op
-from .passes import InferType, PassContext, Sequential, infer_type
+from .passes import (
+    ConvertLayout,
+    DeadCodeElimination,
+    EliminateCommonSubexpr,
+    FoldConstant,
+    InferType,
+    PassContext,
+    Sequential,
+    SimplifyExpr,
+    infer_type,
+)
 from .text import astext, parse
 
 __version__ = "0.1.0"
@@ -44,9 +54,13 @@ __all__ = [
     "AttrError",
     "Call",
     "Constant",
+    "ConvertLayout",
+    "DeadCodeElimination",
+    "EliminateCommonSubexpr",
     "Expr",
     "ExprMutator",
     "ExprVisitor",
+    "FoldConstant",
     "Function",
     "GlobalVar",
     "IRModule",
@@ -57,6 +71,7 @@ __all__ = [
     "PartitaError",
     "PassContext",
     "Sequential",
+    "SimplifyExpr",
     "Span",
     "TensorType",
     "Tuple",

@@ -57,6 +57,8 @@ class _Comparer:
         while stack:
             i = stack.pop()
             x, y, _, _ = entries[i]
+            if type(x) is GlobalVar and type(y) is GlobalVar and x == y:
+                continue  # a global is a name: sharing one GlobalVar object or not is irrelevant
             if id(x) in self.lmap or id(y) in self.rmap:
                 if self.lmap.get(id(x)) is not y or self.rmap.get(id(y)) is not x:
                     return self._report(

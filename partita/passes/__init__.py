@@ -1,10 +1,36 @@
 """Pass infrastructure and the generic passes."""
 
+from .convert_layout import ConvertLayout
+from .cse import EliminateCommonSubexpr
+from .dce import DeadCodeElimination
+from .fold_constant import FoldConstant
 from .infer_type import InferType, infer_type
-from .infra import (DumpIR, Pass, PassContext, PassInstrument, PassTimingInstrument, Sequential,
-                    function_pass, module_pass)
+from .infra import (
+    DumpIR,
+    Pass,
+    PassContext,
+    PassInstrument,
+    PassTimingInstrument,
+    Sequential,
+    function_pass,
+    module_pass,
+)
+from .simplify_expr import SimplifyExpr
 
 __all__ = [
-    "DumpIR", "InferType", "Pass", "PassContext", "PassInstrument", "PassTimingInstrument",
-    "Sequential", "function_pass", "infer_type", "module_pass",
+    "ConvertLayout",
+    "DeadCodeElimination",
+    "DumpIR",
+    "EliminateCommonSubexpr",
+    "FoldConstant",
+    "InferType",
+    "Pass",
+    "PassContext",
+    "PassInstrument",
+    "PassTimingInstrument",
+    "Sequential",
+    "SimplifyExpr",
+    "function_pass",
+    "infer_type",
+    "module_pass",
 ]

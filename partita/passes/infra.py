@@ -12,10 +12,11 @@ passes and the instruments that time passes or dump the IR after them.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import PartitaError
 from ..ir.module import IRModule
@@ -45,8 +46,20 @@ class _FunctionBackedPass(Pass):
     def __init__(self, name, opt_level, fn, options):
         self.name, self.opt_level, self._fn, self.options = name, opt_level, fn, options
         self.__doc__ = fn.__doc__
+        self._check_options(options, "option")
+
+    def _check_options(self, options, what):
+        params = inspect.signature(self._fn).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return
+        allowed = [n for n, p in params.items() if p.default is not p.empty]
+        for key in options:
+            if key not in allowed:
+                raise PartitaError(f"pass {self.name}: unknown {what} {key!r} "
+                                   f"(allowed: {', '.join(allowed) or 'none'})")
 
     def transform(self, mod, ctx):
+        self._check_options(ctx.config.get(self.name, {}), "config key")
         config = {**ctx.config.get(self.name, {}), **self.options}
         result = self._fn(mod, ctx, **config)
         if not isinstance(result, IRModule):
@@ -55,7 +68,7 @@ class _FunctionBackedPass(Pass):
 
 
 def module_pass(name: str, opt_level: int = 0):
-    """Decorator: ``fn(mod, ctx, **options) -> IRModule`` becomes a pass factory ``Name(**options)``."""
+    """Decorator: ``fn(mod, ctx, **options) -> IRModule`` becomes a factory ``Name(**options)``."""
 
     def wrap(fn: Callable) -> Callable[..., Pass]:
         @functools.wraps(fn)
