@@ -1,7 +1,10 @@
 """Quantized ops (``qnn.*``). Scales and zero points are arguments; per-channel ones carry an axis.
 
 Ops whose integer result depends on the runtime's algorithm carry ``semantics``: "tflite"
-reproduces TFLite's reference integer kernels bit for bit, "onnx" reproduces ONNX Runtime.
+reproduces TFLite's reference integer kernels bit for bit, "onnx" reproduces ONNX Runtime's CPU
+kernels (MLAS). Scales are float32 constants (qnn.requantize's input_scale may be float64: the
+exact product input_scale * weight_scale TFLite computes its conv multipliers from), zero points
+int32 constants.
 """
 
 from __future__ import annotations
@@ -11,11 +14,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.types import TensorType
+from .fixedpoint import (
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_int64,
+    quantize_multiplier_array,
+    saturate,
+)
+from .nn_common import exact_matmul, layout_dims
+from .nn_conv import ConvAttrsBase, conv2d_out_shape, conv2d_reference
 from .registry import Attrs, choice, register_op
 from .relations import fail, float_only, normalize_axis, scalar_or_channel, tensor
 
 INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
              "int32": (-(2**31), 2**31 - 1)}
+QUANTIZED_DTYPES = ("int8", "uint8", "int16")
 
 
 def _channels(t: TensorType, axis: int) -> int:
@@ -23,12 +35,50 @@ def _channels(t: TensorType, axis: int) -> int:
 
 
 def _broadcast_param(p: np.ndarray, ndim: int, axis: int) -> np.ndarray:
-    """Reshape a per-channel parameter so that it broadcasts along ``axis`` of a rank-ndim tensor."""
+    """Reshape a per-channel parameter to broadcast along ``axis`` of a rank-ndim tensor."""
     if p.ndim == 0 or p.size == 1:
         return p.reshape(())
     shape = [1] * ndim
     shape[axis % ndim] = p.size
     return p.reshape(shape)
+
+
+def quantized(t, what: str, dtypes=QUANTIZED_DTYPES) -> TensorType:
+    """``t`` as a tensor of one of ``dtypes``, or fail."""
+    t = tensor(t, what)
+    if t.dtype not in dtypes:
+        fail(f"{what} must be {_one_of(dtypes)}, got {t.dtype}")
+    return t
+
+
+def scalar_param(t, what: str, dtype: str) -> TensorType:
+    """A per-tensor quantization parameter: a scalar or shape (1,) of ``dtype``."""
+    t = tensor(t, what)
+    if t.dtype != dtype:
+        fail(f"{what} must be {dtype}, got {t.dtype}")
+    if t.size != 1 or t.ndim > 1:
+        fail(f"{what} must be a scalar, got shape {t.shape}")
+    return t
+
+
+def channel_param(t, what: str, dtype: str, channels: int, whose: str) -> TensorType:
+    """A per-tensor or per-channel parameter with ``channels`` entries; ``whose`` says what the
+    channels are, for the error message."""
+    t = tensor(t, what)
+    if t.dtype != dtype:
+        fail(f"{what} must be {dtype}, got {t.dtype}")
+    if t.ndim == 0 or t.shape == (1,) or t.shape == (channels,):
+        return t
+    fail(f"{what} must be a scalar or shape ({channels},) (one per {whose}), got shape {t.shape}")
+
+
+def _one_of(options) -> str:
+    options = list(options)
+    return ", ".join(options[:-1]) + " or " + options[-1] if len(options) > 1 else options[0]
+
+
+def _scalar(p: np.ndarray) -> int:
+    return int(np.asarray(p).reshape(-1)[0])
 
 
 @dataclass(frozen=True)
@@ -49,10 +99,10 @@ def _quantize_rel(types, attrs):
 @register_op("qnn.quantize", inputs=("data", "output_scale", "output_zero_point"),
              attrs=QuantizeAttrs, type_rel=_quantize_rel, kind="elemwise")
 def quantize(data, output_scale, output_zero_point, attrs):
-    """float -> out_dtype: clip(round(data / scale) + zero_point).
+    """float -> out_dtype: saturate(round(data / scale) + zero_point), per channel along axis.
 
-    "tflite": float32 division, round half away from zero (TfLiteRound).
-    "onnx": float32 division, round half to even (QuantizeLinear).
+    "tflite" (TFLite's reference QUANTIZE): float32 division, round half away from zero
+    (TfLiteRound). "onnx" (QuantizeLinear, MLAS): float32 division, round half to even.
     """
     axis = attrs.axis % data.ndim if data.ndim else 0
     scale = _broadcast_param(output_scale.astype(np.float32), data.ndim, axis)
@@ -63,9 +113,9 @@ def quantize(data, output_scale, output_zero_point, attrs):
         q = np.sign(q) * np.floor(np.abs(q) + 0.5)
     else:
         q = np.rint(q)
-    lo, hi = INT_RANGE[attrs.out_dtype]
-    q = np.clip(np.nan_to_num(q, nan=0.0), lo - 1, hi + 1).astype(np.int64) + zp
-    return np.clip(q, lo, hi).astype(attrs.out_dtype)
+    # The zero point goes in before the saturating clamp; 2**40 only keeps the cast defined.
+    q = np.clip(np.nan_to_num(q, nan=0.0), -(2.0**40), 2.0**40).astype(np.int64) + zp
+    return saturate(q, attrs.out_dtype)
 
 
 @dataclass(frozen=True)
@@ -91,3 +141,195 @@ def dequantize(data, input_scale, input_zero_point, attrs):
     scale = _broadcast_param(input_scale.astype(np.float64), data.ndim, axis)
     zp = _broadcast_param(input_zero_point.astype(np.int64), data.ndim, axis)
     return ((data.astype(np.int64) - zp) * scale).astype(np.float32)
+
+
+# ---- requantize --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RequantizeAttrs(Attrs):
+    axis: int = -1
+    out_dtype: str = choice("int8", "int8", "uint8", "int16", "int32")
+    semantics: str = choice("tflite", "tflite", "onnx")
+
+
+def _requantize_rel(types, attrs):
+    data = quantized(types[0], "data", ("int8", "uint8", "int16", "int32", "int64"))
+    n = _channels(data, attrs.axis)
+    in_scale = tensor(types[1], "input_scale")
+    if in_scale.dtype not in ("float32", "float64"):
+        fail(f"input_scale must be float32 or float64, got {in_scale.dtype}")
+    whose = f"channel of data {data.shape} along axis {attrs.axis}"
+    channel_param(in_scale, "input_scale", in_scale.dtype, n, whose)
+    channel_param(types[2], "input_zero_point", "int32", n, whose)
+    channel_param(types[3], "output_scale", "float32", n, whose)
+    channel_param(types[4], "output_zero_point", "int32", n, whose)
+    return TensorType(data.shape, attrs.out_dtype)
+
+
+@register_op("qnn.requantize",
+             inputs=("data", "input_scale", "input_zero_point", "output_scale",
+                     "output_zero_point"),
+             attrs=RequantizeAttrs, type_rel=_requantize_rel, kind="elemwise")
+def requantize(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
+    """Rescale integers to out_dtype: ``q_out = saturate(round((data - zp_in) * s_in / s_out)
+    + zp_out)``; every parameter may be per channel along ``axis``.
+
+    "tflite" (TFLite's QUANTIZE and the conv/FC output stage): m = float64(s_in) / float64(s_out)
+    per channel, (q, shift) = QuantizeMultiplier(m), out = MultiplyByQuantizedMultiplier(data -
+    zp_in, q, shift) + zp_out, clamped to out_dtype. int64 data (16x8 accumulators) uses
+    TFLite's int64 MultiplyByQuantizedMultiplier (15-bit multiplier). For a conv, pass s_in as
+    the float64 product input_scale * filter_scale, as TFLite computes it.
+    "onnx" (MLAS requantize, as in QLinearConv / QLinearMatMul): scale = float32(s_in) /
+    float32(s_out) in float32 (ORT's X_scale * W_scale / Y_scale: pass s_in = the float32 product),
+    v = float32(data - zp_in) * scale in float32, round half to even, + zp_out, saturated.
+    """
+    nd, axis = data.ndim, attrs.axis
+    zp_in = _broadcast_param(input_zero_point.astype(np.int64), nd, axis)
+    zp_out = _broadcast_param(output_zero_point.astype(np.int64), nd, axis)
+    x = data.astype(np.int64) - zp_in
+    if attrs.semantics == "tflite":
+        real = (_broadcast_param(input_scale.astype(np.float64), nd, axis)
+                / _broadcast_param(output_scale.astype(np.float64), nd, axis))
+        q, shift = quantize_multiplier_array(real)
+        if data.dtype == np.int64:
+            y = multiply_by_quantized_multiplier_int64(x, q, shift)
+        else:
+            y = multiply_by_quantized_multiplier(x, q, shift)
+    else:
+        scale = (_broadcast_param(input_scale.astype(np.float32), nd, axis)
+                 / _broadcast_param(output_scale.astype(np.float32), nd, axis))
+        y = round_half_even_to_int(x.astype(np.float32) * scale)
+    return saturate(y + zp_out, attrs.out_dtype)
+
+
+def round_half_even_to_int(v: np.ndarray) -> np.ndarray:
+    """float -> int64, round half to even; values beyond +-2**40 (and inf) clamp there first,
+    which saturation to any partita integer type cannot tell apart."""
+    v = np.nan_to_num(np.asarray(v), nan=0.0)
+    return np.rint(np.clip(v, -(2.0**40), 2.0**40)).astype(np.int64)
+
+
+# ---- conv2d, dense, batch_matmul ---------------------------------------------------------------
+
+
+def _offset(x: np.ndarray, zero_point: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    """``x - zero_point`` exactly, in int64 (per-channel zero points along ``axis``)."""
+    return x.astype(np.int64) - _broadcast_param(zero_point.astype(np.int64), ndim, axis)
+
+
+@dataclass(frozen=True)
+class QnnConv2DAttrs(ConvAttrsBase):
+    """nn.conv2d's attributes; out_dtype is the accumulator type."""
+
+    kernel_layout: str = choice("OIHW", "OIHW", "HWIO", "HWOI", "OHWI")
+    out_dtype: str = choice("int32", "int32", "int64")
+
+
+def _qnn_conv2d_rel(types, attrs):
+    data, weight = quantized(types[0], "data"), quantized(types[1], "weight")
+    shape = conv2d_out_shape(data.shape, weight.shape, attrs)
+    o = layout_dims(weight.shape, attrs.kernel_layout, "O")[0]
+    whose = f"output channel of kernel {weight.shape} ({attrs.kernel_layout})"
+    scalar_param(types[2], "input_zero_point", "int32")
+    channel_param(types[3], "kernel_zero_point", "int32", o, whose)
+    scalar_param(types[4], "input_scale", "float32")
+    channel_param(types[5], "kernel_scale", "float32", o, whose)
+    return TensorType(shape, attrs.out_dtype)
+
+
+@register_op("qnn.conv2d",
+             inputs=("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",
+                     "kernel_scale"),
+             attrs=QnnConv2DAttrs, type_rel=_qnn_conv2d_rel, kind="out_elemwise_fusable")
+def qnn_conv2d(data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale,
+               attrs):
+    """Quantized 2-D convolution, the exact integer accumulator of nn.conv2d on offset values:
+    ``out = conv2d(data - zp_in, weight - zp_w)`` (zp_w per output channel or scalar), padding
+    with the input zero point (padded taps add 0), summed exactly and wrapped to out_dtype. The
+    scales only type the result: the result's scale is input_scale * kernel_scale. int8/uint8
+    data take out_dtype int32; int16 data take int64, like TFLite's 16x8 kernels."""
+    x = _offset(data, input_zero_point, data.ndim, 0)
+    w = _offset(weight, kernel_zero_point, 4, attrs.kernel_layout.index("O"))
+    return conv2d_reference(x, w, attrs, pad_value=0).astype(attrs.out_dtype)
+
+
+@dataclass(frozen=True)
+class QnnDenseAttrs(Attrs):
+    units: int | None = None
+    out_dtype: str = choice("int32", "int32", "int64")
+
+
+def _qnn_dense_rel(types, attrs):
+    data, weight = quantized(types[0], "data"), quantized(types[1], "weight")
+    if data.ndim < 1 or weight.ndim != 2:
+        fail(f"data must have rank >= 1 and weight must be 2-D (units, in), got {data.shape} and "
+             f"{weight.shape}")
+    units, k = weight.shape
+    if data.shape[-1] != k:
+        fail(f"data {data.shape} has {data.shape[-1]} input features but weight {weight.shape} "
+             f"has {k}")
+    if attrs.units is not None and attrs.units != units:
+        fail(f"units={attrs.units} but weight {weight.shape} has {units} rows")
+    whose = f"row (unit) of weight {weight.shape}"
+    scalar_param(types[2], "input_zero_point", "int32")
+    channel_param(types[3], "kernel_zero_point", "int32", units, whose)
+    scalar_param(types[4], "input_scale", "float32")
+    channel_param(types[5], "kernel_scale", "float32", units, whose)
+    return TensorType(data.shape[:-1] + (units,), attrs.out_dtype)
+
+
+@register_op("qnn.dense",
+             inputs=("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",
+                     "kernel_scale"),
+             attrs=QnnDenseAttrs, type_rel=_qnn_dense_rel, kind="out_elemwise_fusable")
+def qnn_dense(data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale,
+              attrs):
+    """Quantized dense, weight (units, in): ``out[..., u] = sum_k (data[..., k] - zp_in) *
+    (weight[u, k] - zp_w[u])`` summed exactly and wrapped to out_dtype (zp_w scalar or one per
+    unit); the result's scale is input_scale * kernel_scale."""
+    x = _offset(data, input_zero_point, data.ndim, 0)
+    w = _offset(weight, kernel_zero_point, 2, 0)
+    return exact_matmul(x, w.T).astype(attrs.out_dtype)
+
+
+@dataclass(frozen=True)
+class QnnBatchMatmulAttrs(Attrs):
+    transpose_a: bool = False
+    transpose_b: bool = True
+    out_dtype: str = choice("int32", "int32", "int64")
+
+
+def _qnn_batch_matmul_rel(types, attrs):
+    x, y = quantized(types[0], "x"), quantized(types[1], "y")
+    if x.ndim != 3 or y.ndim != 3:
+        fail(f"x and y must be 3-D (batch, rows, columns), got {x.shape} and {y.shape}")
+    (bx, m, kx) = (x.shape[0], x.shape[2], x.shape[1]) if attrs.transpose_a else x.shape
+    (by, n, ky) = y.shape if attrs.transpose_b else (y.shape[0], y.shape[2], y.shape[1])
+    if kx != ky:
+        fail(f"x {x.shape} (transpose_a={attrs.transpose_a}) has {kx} columns but y {y.shape} "
+             f"(transpose_b={attrs.transpose_b}) has {ky} rows")
+    if bx != by and 1 not in (bx, by):
+        fail(f"batch sizes of x {x.shape} and y {y.shape} differ and neither is 1")
+    for i, what in enumerate(("x_zero_point", "y_zero_point")):
+        scalar_param(types[2 + i], what, "int32")
+    for i, what in enumerate(("x_scale", "y_scale")):
+        scalar_param(types[4 + i], what, "float32")
+    return TensorType((max(bx, by), m, n), attrs.out_dtype)
+
+
+@register_op("qnn.batch_matmul",
+             inputs=("x", "y", "x_zero_point", "y_zero_point", "x_scale", "y_scale"),
+             attrs=QnnBatchMatmulAttrs, type_rel=_qnn_batch_matmul_rel,
+             kind="out_elemwise_fusable")
+def qnn_batch_matmul(x, y, x_zero_point, y_zero_point, x_scale, y_scale, attrs):
+    """Quantized batch matmul: ``out[b] = (x[b] - zp_x) @ (y[b] - zp_y)`` with x (B, M, K) (or
+    (B, K, M) if transpose_a) and y (B, K, N) (or (B, N, K) if transpose_b, the default), a batch
+    of 1 broadcast; summed exactly and wrapped to out_dtype."""
+    a = _offset(x, x_zero_point, 3, 0)
+    b = _offset(y, y_zero_point, 3, 0)
+    if attrs.transpose_a:
+        a = a.transpose(0, 2, 1)
+    if attrs.transpose_b:
+        b = b.transpose(0, 2, 1)
+    return exact_matmul(a, b).astype(attrs.out_dtype)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ArityError, AttrError, OpNotFoundError
 
@@ -46,8 +47,17 @@ def choice(default, *options):
 class Op:
     """A registered operator. Call it to build a Call node: ``get_op("nn.relu")(x)``."""
 
-    __slots__ = ("name", "inputs", "attrs_type", "type_rel", "impl", "commutative", "kind",
-                 "doc", "_hints")
+    __slots__ = (
+        "name",
+        "inputs",
+        "attrs_type",
+        "type_rel",
+        "impl",
+        "commutative",
+        "kind",
+        "doc",
+        "_hints",
+    )
 
     def __init__(self, name, inputs, attrs_type, type_rel, impl, commutative, kind, doc):
         self.name, self.inputs, self.attrs_type = name, tuple(inputs), attrs_type
@@ -71,8 +81,10 @@ class Op:
     def check_arity(self, n: int, span=None) -> None:
         if n != len(self.inputs):
             where = f" at {span}" if span is not None else ""
-            raise ArityError(f"{self.name}{where} takes {len(self.inputs)} arguments "
-                             f"({', '.join(self.inputs)}), got {n}")
+            raise ArityError(
+                f"{self.name}{where} takes {len(self.inputs)} arguments "
+                f"({', '.join(self.inputs)}), got {n}"
+            )
 
     def make_attrs(self, attrs, span=None):
         """Validate and coerce ``attrs`` (None, a dict or a schema instance) into the schema."""
@@ -154,7 +166,9 @@ def _coerce(value, hint, f, where):
             raise AttrError(f"{where} must be a string, got {value!r}")
         options = f.metadata.get("choices")
         if options and value not in options:
-            raise AttrError(f"{where} must be one of {', '.join(map(repr, options))}, got {value!r}")
+            raise AttrError(
+                f"{where} must be one of {', '.join(map(repr, options))}, got {value!r}"
+            )
         return value
     return value
 
@@ -170,8 +184,14 @@ def _numeric(value) -> bool:
     return not isinstance(value, str)
 
 
-def register_op(name: str, inputs, attrs=NoAttrs, type_rel: Callable | None = None,
-                commutative: bool = False, kind: str = "opaque"):
+def register_op(
+    name: str,
+    inputs,
+    attrs=NoAttrs,
+    type_rel: Callable | None = None,
+    commutative: bool = False,
+    kind: str = "opaque",
+):
     """Decorator registering a numpy reference implementation as op ``name``.
 
     ``kind`` tells fusion what the op is: "elemwise", "broadcast", "injective", "reduce",
@@ -213,4 +233,17 @@ def list_ops() -> list[Op]:
 
 
 def _ensure_loaded():
-    from . import nn, qnn, qnn_elemwise, qnn_lut, qnn_pool, tensor  # noqa: F401  (they register)
+    # Importing the op modules registers their ops.
+    from . import (  # noqa: F401
+        nn,
+        nn_conv,
+        nn_image,
+        nn_pool,
+        qnn,
+        qnn_elemwise,
+        qnn_lut,
+        qnn_pool,
+        tensor,
+        tensor_reduce,
+        tensor_transform,
+    )
