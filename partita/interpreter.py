@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .errors import InterpreterError, PartitaError
+from .ir.gc_pause import gc_paused
 from .ir.module import IRModule
 from .ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .ir.types import TensorType
@@ -19,6 +20,7 @@ from .ir.visitor import children, post_order
 from .passes.infer_type import infer_type
 
 
+@gc_paused
 def interpret(mod, inputs=None, **named) -> list[np.ndarray]:
     """Run ``mod`` (an IRModule, Function or expression) and return its outputs as a list.
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from ..errors import PartitaError, TypeInferenceError
+from ..ir.gc_pause import gc_paused
 from ..ir.module import IRModule
 from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.types import TensorType, TupleType, Type
@@ -14,6 +15,7 @@ from ..ops.registry import Op
 from .infra import module_pass
 
 
+@gc_paused
 def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     """Type ``expr`` and everything under it (in place: types are write-once caches); return its
     type. Calls to global functions need ``mod``."""

@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from ..errors import AttrError, OpNotFoundError, ParseError, PartitaError
+from ..ir.gc_pause import gc_paused
 from ..ir.module import IRModule
 from ..ir.nodes import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ops.registry import get_op
@@ -24,6 +25,7 @@ _UNSUPPORTED = {"let", "if", "match", "ref", "type", "extern"}
 _INDEX = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
+@gc_paused
 def parse(text: str, constants=None) -> IRModule:
     """Parse a module (``def @main(...) {...}``, optionally after ``#[version = "0.0.5"]``) or a
     bare expression; ``constants`` (from ``astext``) binds ``meta[relay.Constant][i]``."""

@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from ..errors import PartitaError
+from ..ir.gc_pause import gc_paused
 from ..ir.module import IRModule
 from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem
 from ..ir.types import TensorType, TupleType, Type
@@ -44,6 +45,7 @@ def print_expr(expr: Expr) -> str:
     return astext(expr)[0]
 
 
+@gc_paused
 def astext(obj) -> tuple[str, list[Constant]]:
     """``(text, constants)``: ``meta[relay.Constant][i]`` in the text is ``constants[i]``."""
     printer = _Printer()
