@@ -4,7 +4,7 @@ from .convert_layout import ConvertLayout
 from .cse import EliminateCommonSubexpr
 from .dce import DeadCodeElimination
 from .fold_constant import FoldConstant
-from .infer_type import InferType, infer_type
+from .infer_type import InferType, infer_node_type, infer_type
 from .infra import (
     DumpIR,
     Pass,
@@ -31,6 +31,7 @@ __all__ = [
     "Sequential",
     "SimplifyExpr",
     "function_pass",
+    "infer_node_type",
     "infer_type",
     "module_pass",
 ]

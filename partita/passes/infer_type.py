@@ -21,11 +21,13 @@ def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     type. Calls to global functions need ``mod``."""
     for node in post_order(expr):
         if node._type is None or isinstance(node, Function):
-            _infer_node(node, mod)
+            infer_node_type(node, mod)
     return expr._type
 
 
-def _infer_node(node: Expr, mod: IRModule | None) -> None:
+def infer_node_type(node: Expr, mod: IRModule | None = None) -> None:
+    """Type one node whose children are already typed (the per-node step of InferType, for
+    rewrites that re-type only the nodes they built)."""
     if isinstance(node, Call):
         node._set_type(_call_type(node, mod))
     elif isinstance(node, Tuple):

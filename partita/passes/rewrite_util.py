@@ -6,7 +6,7 @@ from ..ir.module import IRModule
 from ..ir.nodes import Call, Expr, Function
 from ..ir.visitor import ExprMutator
 from ..ops.registry import Op
-from .infer_type import _infer_node
+from .infer_type import infer_node_type
 
 # Functions whose bodies belong to a backend: their ops must stay as the patterns matched them.
 OPAQUE_FUNCTION_ATTRS = ("Composite", "Compiler")
@@ -53,5 +53,5 @@ def typed(e: Expr, mod: IRModule | None = None) -> Expr:
     """``e`` with its type inferred from its (already typed) children: constant time, unlike
     ``infer_type``, which walks the whole sub-graph."""
     if e._type is None:
-        _infer_node(e, mod)
+        infer_node_type(e, mod)
     return e

@@ -1,0 +1,129 @@
+"""Grouping matches for rewrite and partition: outermost first, never overlapping, self-contained.
+
+As in TVM's PatternGrouper, nodes are visited from the output down, so a match that can grow
+(``requantize.optional(clip)``) is taken whole before its smaller part is tried. A match is
+refused when one of its interior nodes already belongs to another group (overlap) or is used by a
+node outside the match: replacing the match would then compute that value twice or create a cycle.
+A match's *inputs* are the expressions bound to leaf patterns (wildcard, is_var, is_expr, and
+constants matched by ``wildcard()``); constants matched by ``is_constant()`` stay inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..ir.nodes import Constant, Expr, Function
+from .checks import describe
+from .graph import Graph, node_key
+from .matcher import Solver
+from .pattern import ConstantPattern, ExprPattern, Pattern, VarPattern, WildcardPattern, _PostCheck
+
+_LEAVES = (WildcardPattern, VarPattern, ConstantPattern, ExprPattern)
+
+
+class Group:
+    """A claimed match: its rule, root, bindings, interior node ids and the rule's payload."""
+
+    __slots__ = ("rule", "root", "bindings", "interior", "inputs", "embedded", "payload")
+
+    def __init__(self, rule, root, bindings, interior, inputs, embedded, payload):
+        self.rule, self.root, self.bindings = rule, root, bindings
+        self.interior, self.inputs, self.embedded = interior, inputs, embedded
+        self.payload = payload
+
+
+class RuleIndex:
+    """Rules by the op (or node kind) their pattern's root can match, in priority order."""
+
+    def __init__(self, rules: list):
+        self.rules = rules
+        self._by_key: dict[str, list[int]] = {}
+        self._any: list[int] = []
+        for i, rule in enumerate(rules):
+            keys = rule.pattern.root_keys()
+            if keys is None:
+                self._any.append(i)
+            else:
+                for k in keys:
+                    self._by_key.setdefault(k, []).append(i)
+        self._cache: dict[str, list] = {}
+
+    def for_node(self, node: Expr) -> list:
+        """The rules whose pattern can match at ``node``, in priority order."""
+        key = node_key(node)
+        found = self._cache.get(key)
+        if found is None:
+            ids = sorted(set(self._by_key.get(key, ())) | set(self._any))
+            found = self._cache[key] = [self.rules[i] for i in ids]
+        return found
+
+
+def region_of(bindings: dict, root: Expr) -> tuple[dict, dict, set]:
+    """``(interior, inputs, embedded)``: id -> node maps of a match, and embedded constant ids.
+    The root is always interior (``wildcard().where(...)`` rewrites the node it matched)."""
+    inputs: dict[int, Expr] = {}
+    embedded: set[int] = set()
+    inner: dict[int, Expr] = {}
+    for k, v in bindings.items():
+        if type(k) is _PostCheck and isinstance(v, tuple):
+            # A diamond's parent and path nodes are inside it even where a wildcard of the
+            # child saw them (TVM's "fuzzy" matches).
+            for n in (v[0], *v[1]):
+                inner[id(n)] = n
+    fuzzy = set(inner)
+    for k, v in bindings.items():
+        if not isinstance(k, Pattern) or not isinstance(v, Expr) or type(v) is Function:
+            continue
+        if isinstance(k, _LEAVES) and id(v) not in fuzzy:
+            if type(v) is Constant and (
+                type(k) is ConstantPattern or (type(k) is ExprPattern and type(k.expr) is Constant)
+            ):
+                embedded.add(id(v))
+            else:
+                inputs[id(v)] = v
+        else:
+            inner[id(v)] = v
+    inputs.pop(id(root), None)
+    embedded.discard(id(root))
+    interior = {k: v for k, v in inner.items() if k not in inputs and k not in embedded}
+    interior[id(root)] = root
+    return interior, inputs, embedded
+
+
+def region_problem(root: Expr, interior: dict, graph: Graph, claimed: set) -> str | None:
+    """Why a match cannot be grouped (overlap, or an interior value used outside), or None."""
+    users = graph.users
+    for k, node in interior.items():
+        if node is root:
+            continue
+        if k in claimed:
+            return f"{describe(node)} already belongs to another match"
+        for u in users.get(k, ()):
+            if id(u) not in interior:
+                return f"{describe(node)} inside the match is also used by {describe(u)} outside it"
+    return None
+
+
+def group_matches(graph: Graph, index: RuleIndex, accept: Callable) -> list[Group]:
+    """Claim matches from the output down; ``accept(rule, root, bindings)`` returns a payload or
+    None to refuse (the next rule is then tried at that node)."""
+    claimed: set[int] = set()
+    groups: list[Group] = []
+    solver = Solver(lambda: graph)
+    for node in reversed(graph.order):
+        if id(node) in claimed or type(node) is Function:
+            continue
+        for rule in index.for_node(node):
+            if not solver.run(rule.pattern, node):
+                continue
+            binds = solver.binds
+            interior, inputs, embedded = region_of(binds, node)
+            if region_problem(node, interior, graph, claimed):
+                continue
+            payload = accept(rule, node, binds)
+            if payload is None:
+                continue
+            claimed.update(interior)
+            groups.append(Group(rule, node, binds, interior, inputs, embedded, payload))
+            break
+    return groups

@@ -1,0 +1,175 @@
+"""``pattern.partition``: wrap each match in a function, as Relay's ``partition`` does.
+
+    %2 = nn.relu(nn.conv2d(%x, %w))   ->   %2 = fn (%FunctionVar_0_0, %FunctionVar_0_1,
+                                               PartitionedFromPattern="nn.conv2d_nn.relu_") {
+                                             nn.relu(nn.conv2d(%FunctionVar_0_0, %FunctionVar_0_1))
+                                           }(%x, %w)
+
+The function's parameters are the match's inputs (typed when the graph types); constants matched by
+``is_constant()`` stay inside. Matches are grouped as for rewrites (group.py): outermost first,
+never overlapping, never with an interior value used outside the match. ``check(root)`` can refuse
+a match, which frees its nodes for other matches. MergeComposite builds on ``partition_table``,
+which applies several patterns in one pass, first entry first.
+"""
+
+from __future__ import annotations
+
+from ..errors import PartitaError
+from ..ir.gc_pause import gc_paused
+from ..ir.module import IRModule
+from ..ir.nodes import Call, Expr, Function, Tuple, TupleGetItem, Var
+from ..ops.registry import Op
+from .graph import Graph, function_bodies, rebuild, type_new_nodes
+from .group import Group, RuleIndex, group_matches
+from .pattern import Pattern, PatternError
+from .rewrite import _rebuild_node
+
+
+class _PartitionRule:
+    __slots__ = ("pattern", "attrs", "check", "name")
+
+    def __init__(self, pattern, attrs, check, name):
+        if not isinstance(pattern, Pattern):
+            raise PatternError(f"partition needs a pattern, got {pattern!r}")
+        if check is not None and not callable(check):
+            raise PatternError(f"check must be callable, got {check!r}")
+        self.pattern, self.attrs, self.check, self.name = pattern, dict(attrs or {}), check, name
+
+
+def partition(pattern: Pattern, expr_or_mod, attrs: dict | None = None, check=None):
+    """Wrap every accepted match of ``pattern`` in a function with ``attrs`` (see module doc)."""
+    return partition_table([(pattern, attrs, check)], expr_or_mod)
+
+
+@gc_paused
+def partition_table(entries, expr_or_mod, mod: IRModule | None = None):
+    """Partition with several ``(pattern, attrs, check)`` entries in one pass; at each node the
+    first entry whose pattern matches and whose check accepts wins."""
+    rules = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, tuple) or not 1 <= len(entry) <= 3:
+            raise PatternError(
+                f"partition entry {i} must be (pattern, attrs, check), got {entry!r}"
+            )
+        pattern, attrs, check = (tuple(entry) + (None, None))[:3]
+        rules.append(_PartitionRule(pattern, attrs, check, f"entry {i}"))
+    index = RuleIndex(rules)
+    if isinstance(expr_or_mod, IRModule):
+        mod = expr_or_mod
+    counter = [0]
+    bodies = {}
+    for name, _fn, body in function_bodies(expr_or_mod):
+        bodies[name] = _partition_body(body, index, mod, counter)
+    return rebuild(expr_or_mod, bodies)
+
+
+def _accept(rule, root, bindings):
+    if type(root) not in (Call, Tuple, TupleGetItem):
+        return None  # a lone variable or constant is not a computation to wrap
+    if rule.check is None:
+        return True
+    try:
+        ok = rule.check(root)
+    except PartitaError:
+        raise
+    except Exception as exc:  # a user's check: name it
+        name = getattr(rule.check, "__name__", "check")
+        raise PatternError(
+            f"partition check {name} raised on {root.short()}: {type(exc).__name__}: {exc}"
+        ) from exc
+    return True if ok else None
+
+
+def _partition_body(body: Expr, index: RuleIndex, mod, counter: list) -> Expr:
+    typed = _try_type(body, mod)
+    graph = Graph(body)
+    groups = group_matches(graph, index, _accept)
+    if not groups:
+        return body
+    by_root = {id(g.root): g for g in groups}
+    memo: dict[int, Expr] = {}
+    for node in graph.order:
+        group = by_root.get(id(node))
+        if group is None:
+            memo[id(node)] = _rebuild_node(node, memo)
+            continue
+        fn, inputs = extract_function(group, counter[0])
+        counter[0] += 1
+        memo[id(node)] = Call(fn, [memo[id(x)] for x in inputs], span=node.span)
+    out = memo[id(body)]
+    if typed:
+        type_new_nodes(out, mod)
+    return out
+
+
+def _try_type(body: Expr, mod) -> bool:
+    try:
+        type_new_nodes(body, mod)
+        return True
+    except PartitaError:
+        return False
+
+
+def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
+    """The group's region as a Function of its inputs, and the inputs in parameter order."""
+    rule = group.rule
+    interior, embedded = group.interior, group.embedded
+    done: dict[int, Expr] = {}
+    inputs: list[Expr] = []
+    params: list[Var] = []
+    names: list[str] = []
+    stack = [(group.root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if key in done:
+            continue
+        if key not in interior:
+            if key in embedded or type(node) is Function:
+                done[key] = node  # an is_constant() weight, or a composite called inside
+            else:
+                param = Var(f"FunctionVar_{number}_{len(params)}", node._type)
+                params.append(param)
+                inputs.append(node)
+                done[key] = param
+        elif not expanded:
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(_kids(node)) if id(k) not in done)
+        else:
+            done[key] = _copy(node, done)
+            names.append(_name_part(node))
+    attrs = {"PartitionedFromPattern": "".join(names), **rule.attrs}
+    return Function(params, done[id(group.root)], None, attrs), inputs
+
+
+def _kids(node) -> tuple:
+    if type(node) is Call:
+        return (node.op, *node.args) if type(node.op) is Function else node.args
+    if type(node) is Tuple:
+        return node.fields
+    if type(node) is TupleGetItem:
+        return (node.tuple_value,)
+    return ()
+
+
+def _copy(node: Expr, done: dict) -> Expr:
+    if type(node) is Call:
+        op = done.get(id(node.op), node.op) if type(node.op) is Function else node.op
+        args = [done[id(a)] for a in node.args]
+        return Call(op, args, node.attrs if isinstance(op, Op) else None, node.span)
+    if type(node) is Tuple:
+        return Tuple([done[id(f)] for f in node.fields], node.span)
+    if type(node) is TupleGetItem:
+        return TupleGetItem(done[id(node.tuple_value)], node.index, node.span)
+    return node
+
+
+def _name_part(node: Expr) -> str:
+    """Relay's PartitionedFromPattern pieces: ``nn.conv2d_``, ``Tuple_``, ``TupleGetItem0_``."""
+    if type(node) is Call:
+        return f"{node.op.name}_" if isinstance(node.op, Op) else "Call_"
+    if type(node) is Tuple:
+        return "Tuple_"
+    if type(node) is TupleGetItem:
+        return f"TupleGetItem{node.index}_"
+    return ""
