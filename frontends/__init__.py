@@ -1,1 +1,6 @@
-"""partita.frontends (see ARCHITECTURE.md); filled by later issues."""
+"""partita.frontends: models from other frameworks as IRModules (see ARCHITECTURE.md)."""
+
+from .onnx import from_onnx
+from .tflite import from_tflite
+
+__all__ = ["from_onnx", "from_tflite"]

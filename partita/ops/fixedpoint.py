@@ -110,6 +110,29 @@ def multiply_by_quantized_multiplier(x, quantized_multiplier, shift) -> np.ndarr
                                   right)
 
 
+def multiply_by_quantized_multiplier_upward(x, quantized_multiplier, shift) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier as TFLite's optimized kernels compute it on x86 (their NEON
+    code through NEON_2_SSE, e.g. MultiplyByQuantizedMultiplier4Rows): r = max(-shift, 1),
+    vqrdmulh(x * 2**(shift + r), q) then a rounding shift right by r, both roundings breaking
+    ties upward: (wrap32(x * 2**(shift + r)) * q + 2**30 + 2**(30 + r)) >> (31 + r)."""
+    shift = np.asarray(shift, np.int64)
+    right = np.maximum(-shift, 1)
+    x = wrap_int32(np.asarray(x, np.int64) << (shift + right))
+    one = np.int64(1)
+    acc = x * np.asarray(quantized_multiplier, np.int64) + (one << 30) + (one << (30 + right))
+    return wrap_int32(acc >> (31 + right))
+
+
+def scale_round_half_away_double(x, multiplier) -> np.ndarray:
+    """static_cast<int32_t>(round(double(x) * multiplier)): one double product, rounded half
+    away from zero (TFLite's reference int8 FULLY_CONNECTED output stage)."""
+    v = np.asarray(x, np.float64) * np.asarray(multiplier, np.float64)
+    a = np.minimum(np.abs(v), 2.0**40)
+    fl = np.floor(a)
+    r = fl + (a - fl >= 0.5)  # a - floor(a) is exact, unlike a + 0.5
+    return (np.sign(v) * r).astype(np.int64)
+
+
 def multiply_by_quantized_multiplier_int64(x, quantized_multiplier, shift) -> np.ndarray:
     """TFLite MultiplyByQuantizedMultiplier(int64 x, q, shift), the 16x8 kernels' form: a 16-bit
     multiplier r = (q + 2**15) >> 16 (0x7FFF if q >= 0x7FFF0000), then

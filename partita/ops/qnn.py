@@ -17,8 +17,11 @@ from ..ir.types import TensorType
 from .fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
+    multiply_by_quantized_multiplier_upward,
     quantize_multiplier_array,
     saturate,
+    scale_round_half_away_double,
+    wrap_int32,
 )
 from .nn_common import exact_matmul, layout_dims
 from .nn_conv import ConvAttrsBase, conv2d_out_shape, conv2d_reference
@@ -150,7 +153,7 @@ def dequantize(data, input_scale, input_zero_point, attrs):
 class RequantizeAttrs(Attrs):
     axis: int = -1
     out_dtype: str = choice("int8", "int8", "uint8", "int16", "int32")
-    semantics: str = choice("tflite", "tflite", "onnx")
+    semantics: str = choice("tflite", "tflite", "tflite_builtin", "tflite_double", "onnx")
 
 
 def _requantize_rel(types, attrs):
@@ -180,6 +183,12 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
     zp_in, q, shift) + zp_out, clamped to out_dtype. int64 data (16x8 accumulators) uses
     TFLite's int64 MultiplyByQuantizedMultiplier (15-bit multiplier). For a conv, pass s_in as
     the float64 product input_scale * filter_scale, as TFLite computes it.
+    "tflite_builtin" (TFLite's optimized x86 int8 conv, depthwise and fully connected kernels):
+    the same (q, shift), both roundings breaking ties upward as their NEON code does:
+    (wrap32((data - zp_in) * 2**(shift + r)) * q + 2**30 + 2**(30 + r)) >> (31 + r) with
+    r = max(-shift, 1).
+    "tflite_double" (TFLite's reference int8 FULLY_CONNECTED): round half away from zero of
+    float64(data - zp_in) * m, one double product.
     "onnx" (MLAS requantize, as in QLinearConv / QLinearMatMul): scale = float32(s_in) /
     float32(s_out) in float32 (ORT's X_scale * W_scale / Y_scale: pass s_in = the float32 product),
     v = float32(data - zp_in) * scale in float32, round half to even, + zp_out, saturated.
@@ -188,12 +197,16 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
     zp_in = _broadcast_param(input_zero_point.astype(np.int64), nd, axis)
     zp_out = _broadcast_param(output_zero_point.astype(np.int64), nd, axis)
     x = data.astype(np.int64) - zp_in
-    if attrs.semantics == "tflite":
-        real = (_broadcast_param(input_scale.astype(np.float64), nd, axis)
-                / _broadcast_param(output_scale.astype(np.float64), nd, axis))
+    real = (_broadcast_param(input_scale.astype(np.float64), nd, axis)
+            / _broadcast_param(output_scale.astype(np.float64), nd, axis))
+    if attrs.semantics == "tflite_double":
+        y = scale_round_half_away_double(x, real)
+    elif attrs.semantics != "onnx":
         q, shift = quantize_multiplier_array(real)
         if data.dtype == np.int64:
             y = multiply_by_quantized_multiplier_int64(x, q, shift)
+        elif attrs.semantics == "tflite_builtin":
+            y = multiply_by_quantized_multiplier_upward(wrap_int32(x), q, shift)
         else:
             y = multiply_by_quantized_multiplier(x, q, shift)
     else:

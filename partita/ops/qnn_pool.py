@@ -21,7 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.types import TensorType
-from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
+from .fixedpoint import (
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_upward,
+    quantize_multiplier,
+    wrap_int32,
+)
 from .nn_common import from_nhwc, layout_dims, to_nhwc
 from .nn_pool import AvgPool2DAttrs, pool_counts, pool_out_shape, pool_windows
 from .registry import choice, register_op
@@ -205,7 +210,7 @@ class QnnMeanAttrs(ReduceAttrs):
     """mean's attributes (axis None or () reduces every axis; exclude; keepdims) plus the runtime
     whose integer result to reproduce."""
 
-    semantics: str = choice("tflite", "tflite", "tflite_legacy", "onnx")
+    semantics: str = choice("tflite", "tflite", "tflite_builtin", "tflite_legacy", "onnx")
 
 
 def _mean_rel(types, attrs) -> TensorType:
@@ -231,6 +236,11 @@ def mean(data, input_scale, input_zero_point, output_scale, output_zero_point, a
     trunc(f32(zp_in * s_in / s_out)); equal scales and zero points: S / n truncated; else, in
     float32, round_half_away((S / n) * r - zp_in * r + 0.5) + zp_out with r = s_in / s_out
     (TFLite's stray +0.5 included). All saturated.
+    "tflite_builtin" (TFLite's optimized MEAN): keepdims, rank 4 and axes exactly {1, 2} take
+    optimized_integer_ops::Mean: in float32, t = zp_in * s_in / s_out, bias = zp_out -
+    trunc(t +- 0.5) (the sign of t), r = s_in / (float(n) * s_out); out = MBQM(S, M, e) + bias
+    with (M, e) = QuantizeMultiplier(r), saturated; whole blocks of 16 channels (its NEON path,
+    built through NEON_2_SSE on x86) round both MBQM steps half up. Other MEANs: "tflite".
     "onnx": over the spatial axes of a rank >= 4 tensor (2..rank-1 or 1..rank-2: NC... or N...C),
     MLAS's QLinearGlobalAveragePool: rint(float(S - zp_in * n) * (s_in / (s_out * n))) + zp_out;
     else ORT's DequantizeLinear -> ReduceMean -> QuantizeLinear chain (ONNX ReduceMean takes no
@@ -246,7 +256,10 @@ def mean(data, input_scale, input_zero_point, output_scale, output_zero_point, a
         return np.zeros(out_shape, data.dtype)  # TFLite fills integer outputs with T() here
     n = math.prod(data.shape[a] for a in axes)
     sums = np.asarray(np.sum(data, axis=axes, dtype=np.int64, keepdims=attrs.keepdims))
-    if attrs.semantics == "tflite":
+    if attrs.semantics == "tflite_builtin" and attrs.keepdims and axes == (1, 2) \
+            and data.ndim == 4:
+        out = _mean_tflite_builtin_4d(data, sums, n, params)
+    elif attrs.semantics in ("tflite", "tflite_builtin"):
         out = _mean_tflite(data, sums, n, axes, params)
     elif attrs.semantics == "tflite_legacy":
         out = _mean_tflite_legacy(data, sums, n, params, attrs)
@@ -264,6 +277,23 @@ def _mean_tflite(data, sums, n, axes, params) -> np.ndarray:
     multiplier, shift = (multiplier << k) // n, shift - k
     shifted = wrap_int32(wrap_int32(sums) - zp_in * n)
     out = multiply_by_quantized_multiplier(shifted, multiplier, shift) + zp_out
+    return clip_to(out, data.dtype.name)
+
+
+def _mean_tflite_builtin_4d(data, sums, n, params) -> np.ndarray:
+    s_in, zp_in, s_out, zp_out = params
+    t = F32(F32(zp_in) * F32(s_in)) / F32(s_out)
+    t = t + F32(0.5) if t > 0 else t - F32(0.5)
+    bias = zp_out - int(t)
+    real = F32(s_in) / (F32(n) * F32(s_out))
+    multiplier, shift = quantize_multiplier(float(real))
+    sums = wrap_int32(sums)
+    # Whole blocks of 16 channels take the NEON path (built for x86 through NEON_2_SSE), whose
+    # roundings both break ties upward; the remaining channels take the scalar path.
+    channels = sums.shape[-1]
+    vector = np.arange(channels) < channels // 16 * 16
+    out = np.where(vector, multiply_by_quantized_multiplier_upward(sums, multiplier, shift),
+                   multiply_by_quantized_multiplier(sums, multiplier, shift)) + bias
     return clip_to(out, data.dtype.name)
 
 

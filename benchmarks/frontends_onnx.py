@@ -1,0 +1,111 @@
+"""ONNX frontend import time, next to ONNX Runtime's session creation in the same run; and the
+bit-exactness table of docs/onnx.md.
+
+    python benchmarks/frontends_onnx.py [--repeat 7] [MODEL.onnx ...]
+    python benchmarks/frontends_onnx.py --exactness 8 [MODEL.onnx ...]
+
+Default models: the committed MobileNetV2 0.35 96x96 QDQ (S8S8 per-channel) and QOperator
+models. For each: the median wall time of from_onnx (protobuf parsing, one converter per node,
+constant folding, QDQ -> QNN rewrites, type inference), the median of
+onnxruntime.InferenceSession creation at its default level (the peer), and their ratio.
+With --exactness N: partita's interpreter against ONNX Runtime at ORT_DISABLE_ALL and at its
+default level (ORT_ENABLE_ALL) on N random inputs, as a markdown table: the max difference in
+output quanta (LSB of the last DequantizeLinear's scale) and the fraction of outputs that differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from partita.frontends import from_onnx
+
+import partita as P
+
+MODELS = Path(__file__).resolve().parents[1] / "tests" / "models" / "onnx" / "nets"
+DEFAULT = [MODELS / "mobilenet_v2_035_96.qdq_s8s8_pc.onnx",
+           MODELS / "mobilenet_v2_035_96.qop_u8s8_pc.onnx"]
+
+
+def timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def session(path: Path, level: str = "enable_all"):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                                   if level == "disable_all"
+                                   else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def import_times(paths, repeat: int) -> None:
+    print("| model | nodes | from_onnx | ORT session | ratio |")
+    print("|---|---|---|---|---|")
+    for path in paths:
+        nodes = len(onnx.load(path).graph.node)
+        ours = timed(lambda p=path: from_onnx(p), repeat)
+        try:
+            peer = timed(lambda p=path: session(p), repeat)
+            peer_text, ratio = f"{peer * 1e3:.1f} ms", f"{ours / peer:.2f}"
+        except ImportError:
+            peer_text, ratio = "-", "-"
+        print(f"| {path.name} | {nodes} | {ours * 1e3:.1f} ms | {peer_text} | {ratio} |")
+
+
+def last_dequantize_scale(path: Path) -> float | None:
+    m = onnx.load(path)
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in m.graph.initializer}
+    dqs = [n for n in m.graph.node if n.op_type == "DequantizeLinear"]
+    return float(inits[dqs[-1].input[1]]) if dqs else None
+
+
+def exactness(paths, n: int) -> None:
+    print("| model | vs DISABLE_ALL: max LSB, differing | vs ENABLE_ALL: max LSB, differing |")
+    print("|---|---|---|")
+    for path in paths:
+        mod = from_onnx(path)
+        (param,) = mod["main"].params
+        rng = np.random.default_rng(1)
+        xs = [rng.uniform(-1, 1, param.type_annotation.shape).astype(np.float32)
+              for _ in range(n)]
+        got = np.stack([P.interpret(mod, {param.name_hint: x})[0] for x in xs])
+        scale = last_dequantize_scale(path) or 1.0
+        cells = []
+        for level in ("disable_all", "enable_all"):
+            sess = session(path, level)
+            want = np.stack([sess.run(None, {param.name_hint: x})[0] for x in xs])
+            d = np.rint(np.abs(want.astype(np.float64) - got) / scale)
+            cells.append(f"{int(d.max())}, {np.mean(d > 0):.1%}")
+        print(f"| {path.name} | {cells[0]} | {cells[1]} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="*", type=Path)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--exactness", type=int, default=0, metavar="N")
+    args = ap.parse_args()
+    paths = args.models or DEFAULT
+    if args.exactness:
+        exactness(paths, args.exactness)
+    else:
+        import_times(paths, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+"""partita's ONNX frontend: ``from_onnx(path_or_model, input_shapes=None) -> IRModule``.
+
+The model is read with the ``onnx`` package (reader.py), each node is converted by the row of
+table.py that names it (constant shape arithmetic is folded first), QOperator nodes become qnn ops
+with ONNX Runtime's semantics, and QDQ groups are rewritten into qnn ops by frontends/qdq.py.
+See docs/onnx.md.
+"""
+
+from .errors import ONNXConversionError, ONNXError, ONNXFormatError, UnsupportedOperatorError
+from .frontend import from_onnx
+from .table import CONVERTERS
+
+__all__ = [
+    "CONVERTERS",
+    "ONNXConversionError",
+    "ONNXError",
+    "ONNXFormatError",
+    "UnsupportedOperatorError",
+    "from_onnx",
+]

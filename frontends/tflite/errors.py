@@ -1,0 +1,30 @@
+"""The TFLite frontend's errors: every one is a PartitaError."""
+
+from __future__ import annotations
+
+from ...errors import PartitaError
+
+
+class TFLiteError(PartitaError):
+    """Base class of the TFLite frontend's errors."""
+
+
+class TFLiteFormatError(TFLiteError):
+    """The bytes are not a readable TFLite model: not a flatbuffer, truncated, corrupt, or with
+    tensors whose declared shapes, types or buffers disagree."""
+
+
+class TFLiteConversionError(TFLiteError):
+    """A well-formed model that partita cannot convert as written (bad operands of an operator)."""
+
+
+class UnsupportedOperatorError(TFLiteError):
+    """Operators partita has no converter for; ``unsupported`` lists every one of them."""
+
+    def __init__(self, unsupported: list[tuple[int, str, str, tuple[str, ...], tuple[str, ...]]]):
+        self.unsupported = unsupported
+        lines = [f"  #{i} {name}: {reason} (inputs {list(ins)}, outputs {list(outs)})"
+                 for i, name, reason, ins, outs in unsupported]
+        n = len(unsupported)
+        super().__init__(f"the model has {n} unsupported operator{'s' if n > 1 else ''}:\n"
+                         + "\n".join(lines))

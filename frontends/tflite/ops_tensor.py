@@ -1,0 +1,155 @@
+"""Converters for operators that move data without arithmetic: RESHAPE, SQUEEZE, TRANSPOSE,
+CONCATENATION, PAD, PADV2, STRIDED_SLICE, SPLIT, SPLIT_V. Quantized tensors pass through as
+stored integers (TFLite copies them), except CONCATENATION, which rescales inputs whose
+quantization differs from the output's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Expr
+from .context import OpContext, Unsupported
+
+
+def _ints(ctx: OpContext, i: int, what: str) -> list[int]:
+    data = ctx.constant(i, what)
+    if data.dtype.kind not in "iu":
+        ctx.fail(f"{what} must be integers, got {data.dtype}")
+    return [int(v) for v in data.reshape(-1)]
+
+
+def _axis(ctx: OpContext, axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        ctx.fail(f"axis {axis} is out of range for rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def reshape(ctx: OpContext) -> Expr:
+    """RESHAPE to the shape input (a constant), else the new_shape option, else the declared
+    output shape."""
+    if ctx.has_input(1) and ctx.tensor(1).data is not None:
+        shape = _ints(ctx, 1, "the shape")
+    elif ctx.options.get("NewShape"):
+        shape = list(ctx.opt("NewShape"))
+    else:
+        shape = list(ctx.out().shape)
+    return ctx.call("reshape", ctx.expr(0), newshape=tuple(shape))
+
+
+def squeeze(ctx: OpContext) -> Expr:
+    dims = tuple(ctx.opt("SqueezeDims"))
+    return ctx.call("squeeze", ctx.expr(0), axis=dims if dims else None)
+
+
+def transpose(ctx: OpContext) -> Expr:
+    return ctx.call("transpose", ctx.expr(0), axes=tuple(_ints(ctx, 1, "the permutation")))
+
+
+def concatenation(ctx: OpContext) -> Expr:
+    """CONCATENATION along the axis option; quantized inputs go through qnn.concatenate."""
+    n = len(ctx.op.inputs)
+    data = ctx.tuple([ctx.expr(i) for i in range(n)])
+    out = ctx.out()
+    axis = int(ctx.opt("Axis"))
+    if not ctx.quantized():
+        return ctx.activation(ctx.call("concatenate", data, axis=axis), out)
+    if ctx.opt("FusedActivationFunction") != 0:
+        raise Unsupported("a fused activation on a quantized concatenation")
+    params = [ctx.qparams(ctx.tensor(i)) for i in range(n)]
+    return ctx.call("qnn.concatenate", data, ctx.tuple([s for s, _ in params]),
+                    ctx.tuple([z for _, z in params]), *ctx.qparams(out), axis=axis,
+                    semantics=ctx.sem("qnn.concatenate"))
+
+
+def pad(ctx: OpContext) -> Expr:
+    """PAD and PADV2: constant padding with 0 (the output zero point when quantized), or with
+    PADV2's constant value as stored."""
+    shape = ctx.shape(0)
+    widths = ctx.constant(1, "the paddings")
+    if widths.shape != (len(shape), 2) or widths.dtype.kind not in "iu":
+        ctx.fail(f"the paddings must be an integer ({len(shape)}, 2) tensor, got "
+                 f"{list(widths.shape)} {widths.dtype}")
+    pad_width = tuple((int(a), int(b)) for a, b in widths)
+    x, dtype = ctx.tensor(0), ctx.expr(0).checked_type.dtype
+    if ctx.has_input(2):
+        value = ctx.constant(2, "the constant value")
+        if value.size != 1:
+            ctx.fail(f"the constant value must be a scalar, got shape {list(value.shape)}")
+        value = value.reshape(())
+    elif x.quantized and dtype in ("int8", "uint8", "int16"):
+        value = np.asarray(ctx.out().zero_point[0])
+    else:
+        value = np.zeros(())
+    return ctx.call("nn.pad", ctx.expr(0), ctx.const(value.astype(dtype)), pad_width=pad_width)
+
+
+def strided_slice(ctx: OpContext) -> Expr:
+    """STRIDED_SLICE with begin/end masks, shrink_axis_mask and offset (no ellipsis or new
+    axes). The index arithmetic is resolved here, per axis, as Python's slice.indices."""
+    o = ctx.options
+    if o["EllipsisMask"] or o["NewAxisMask"]:
+        raise Unsupported("ellipsis_mask or new_axis_mask")
+    shape = ctx.shape(0)
+    begin, end = _ints(ctx, 1, "begin"), _ints(ctx, 2, "end")
+    strides = _ints(ctx, 3, "strides") if ctx.has_input(3) else [1] * len(begin)
+    if not len(begin) == len(end) == len(strides) <= len(shape) or 0 in strides:
+        ctx.fail(f"begin {begin}, end {end} and strides {strides} do not fit {list(shape)}")
+    starts, stops, steps, keep = [], [], [], []
+    for i, dim in enumerate(shape):
+        if i >= len(begin):
+            start, stop, step = 0, dim, 1
+        elif o["ShrinkAxisMask"] >> i & 1:
+            b = begin[i] + dim if begin[i] < 0 else begin[i]
+            if not 0 <= b < dim:
+                ctx.fail(f"index {begin[i]} is out of range for axis {i} of size {dim}")
+            start, stop, step = b, b + 1, 1
+        else:
+            b = None if o["BeginMask"] >> i & 1 else begin[i]
+            e = None if o["EndMask"] >> i & 1 else end[i] + (begin[i] if o["Offset"] else 0)
+            start, stop, step = slice(b, e, strides[i]).indices(dim)
+        if not range(start, stop, step):
+            start, stop, step = 0, 0, 1
+        elif stop < 0:
+            stop = -dim - 1  # strided_slice reads a negative end from the back
+        starts.append(start), stops.append(stop), steps.append(step)
+        if not (i < len(begin) and o["ShrinkAxisMask"] >> i & 1):
+            keep.append(i)
+    y = ctx.call("strided_slice", ctx.expr(0), begin=tuple(starts), end=tuple(stops),
+                 strides=tuple(steps))
+    if len(keep) == len(shape):
+        return y
+    kept = tuple(y.checked_type.shape[i] for i in keep)
+    return ctx.call("reshape", y, newshape=kept)
+
+
+def split(ctx: OpContext) -> list[Expr]:
+    """SPLIT (axis, data) into num_splits equal parts."""
+    axis = _ints(ctx, 0, "the axis")
+    if len(axis) != 1:
+        ctx.fail("the axis must be a scalar")
+    ndim = len(ctx.shape(1))
+    parts = ctx.call("split", ctx.expr(1), indices_or_sections=int(ctx.opt("NumSplits")),
+                     axis=_axis(ctx, axis[0], ndim))
+    return _items(ctx, parts)
+
+
+def split_v(ctx: OpContext) -> list[Expr]:
+    """SPLIT_V (data, size_splits, axis); one size may be -1 (the rest)."""
+    shape = ctx.shape(0)
+    sizes, axis = _ints(ctx, 1, "the sizes"), _ints(ctx, 2, "the axis")
+    if len(axis) != 1:
+        ctx.fail("the axis must be a scalar")
+    axis = _axis(ctx, axis[0], len(shape))
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
+    if sum(sizes) != shape[axis] or min(sizes) < 0:
+        ctx.fail(f"sizes {sizes} do not split an axis of size {shape[axis]}")
+    indices = tuple(int(v) for v in np.cumsum(sizes)[:-1])
+    return _items(ctx, ctx.call("split", ctx.expr(0), indices_or_sections=indices, axis=axis))
+
+
+def _items(ctx: OpContext, parts: Expr) -> list[Expr]:
+    n = len(parts.checked_type.fields)
+    if n != len(ctx.op.outputs):
+        ctx.fail(f"splits into {n} parts but has {len(ctx.op.outputs)} outputs")
+    return [ctx.item(parts, i, ctx.out(i)) for i in range(n)]

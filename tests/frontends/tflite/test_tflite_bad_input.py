@@ -1,0 +1,198 @@
+"""Malformed input: every case is a PartitaError that names the problem (and the tensor or
+operator), never a hang, a crash or a bare traceback; plus a seeded mutation fuzz."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from partita.frontends import from_tflite
+from partita.frontends.tflite import TFLiteConversionError, TFLiteError, TFLiteFormatError
+from tflbuild import Model, Op, T, build
+from tflite_cases import models
+
+from partita.errors import PartitaError
+
+
+def conv_model(**changes) -> Model:
+    """x (1, 5, 5, 2) -> CONV_2D with a constant (3, 3, 3, 2) filter -> y."""
+    t = [T("x", (1, 5, 5, 2)), T("filter", (3, 3, 3, 2), data=np.ones((3, 3, 3, 2), np.float32)),
+         T("y", (1, 5, 5, 3))]
+    ops = [Op("CONV_2D", [0, 1], [2], ("Conv2DOptions", {"StrideW": 1, "StrideH": 1}))]
+    m = Model(t, ops, [0], [2])
+    for k, v in changes.items():
+        setattr(m, k, v)
+    return m
+
+
+GOOD = build(conv_model())
+
+
+def test_the_crafted_model_is_good():
+    assert from_tflite(GOOD)["main"].params[0].name_hint == "x"
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"", "0 bytes is too short"),
+    (b"TFL3", "too short"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(64), "not a TFLite model: the file identifier"),
+    (b"\x08\x00\x00\x00ONNX" + bytes(64), "not a TFLite model"),
+])
+def test_not_a_tflite_model(data, message):
+    with pytest.raises(TFLiteFormatError, match=message):
+        from_tflite(data)
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+def test_truncated_file(fraction):
+    with pytest.raises(TFLiteFormatError):
+        from_tflite(GOOD[: int(len(GOOD) * fraction)])
+
+
+def test_truncated_real_models():
+    for path in models("ops")[:10] + models("nets")[:1]:
+        data = path.read_bytes()
+        for cut in (len(data) // 3, len(data) - 100):
+            with pytest.raises(TFLiteFormatError):
+                from_tflite(data[:cut])
+
+
+def test_unsupported_schema_version():
+    with pytest.raises(TFLiteFormatError, match="schema version 7"):
+        from_tflite(build(conv_model(version=7)))
+
+
+def test_buffer_size_disagrees_with_declared_shape():
+    m = conv_model()
+    m.tensors[1].raw = bytes(70)  # the shape (3, 3, 3, 2) float32 needs 216 bytes
+    with pytest.raises(TFLiteFormatError, match=r"tensor #1 'filter'.*needs 216 bytes but "
+                                                 r"buffer 1 holds 70"):
+        from_tflite(build(m))
+
+
+@pytest.mark.parametrize("shape, message", [
+    ((1, 2**20, 2**20, 2**20), "absurd shape"),
+    ((1, -5, 5, 2), "negative dimension"),
+    ((1,) * 12, "rank 12"),
+])
+def test_absurd_shapes_are_refused_before_allocating(shape, message):
+    m = conv_model()
+    m.tensors[0].shape = shape
+    t0 = time.perf_counter()
+    with pytest.raises(TFLiteFormatError, match=rf"tensor #0 'x'.*{message}"):
+        from_tflite(build(m))
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_absurd_constant_shape():
+    m = conv_model()
+    m.tensors[1].shape = (2**16, 2**16, 2**10, 2)
+    with pytest.raises(TFLiteFormatError, match="tensor #1 'filter'.*absurd shape"):
+        from_tflite(build(m))
+
+
+def test_tensor_index_out_of_range():
+    m = conv_model()
+    m.ops[0].inputs = [0, 9]
+    with pytest.raises(TFLiteFormatError, match="operator #0 CONV_2D refer to tensor 9"):
+        from_tflite(build(m))
+
+
+def test_operator_reads_a_tensor_nobody_writes():
+    t = conv_model().tensors + [T("ghost", (1, 5, 5, 2))]
+    m = conv_model(tensors=t)
+    m.ops[0].inputs = [3, 1]
+    with pytest.raises(TFLiteConversionError,
+                       match=r"#0 CONV_2D.*reads tensor #3 'ghost'.*neither a model input"):
+        from_tflite(build(m))
+
+
+def test_declared_output_shape_disagrees():
+    m = conv_model()
+    m.tensors[2].shape = (1, 5, 5, 4)
+    with pytest.raises(TFLiteConversionError, match=r"#0 CONV_2D: the model declares tensor "
+                                                    r"#2 'y' \[1, 5, 5, 4\].*\[1, 5, 5, 3\]"):
+        from_tflite(build(m))
+
+
+def test_options_of_the_wrong_type():
+    m = conv_model()
+    m.ops[0].options = ("Pool2DOptions", {"StrideW": 1})
+    with pytest.raises(TFLiteFormatError, match="Pool2DOptions, expected Conv2DOptions"):
+        from_tflite(build(m))
+
+
+def test_output_never_computed():
+    m = conv_model(outputs=[2], ops=[])
+    with pytest.raises(TFLiteFormatError, match="model output tensor #2 'y'.*never computed"):
+        from_tflite(build(m))
+
+
+def test_bad_per_channel_quantization():
+    m = conv_model()
+    m.tensors[1].scale, m.tensors[1].zp = [0.1, 0.2], [0, 0]
+    with pytest.raises(TFLiteFormatError, match="2 per-channel scales along dimension 0"):
+        from_tflite(build(m))
+
+
+def test_bad_arguments():
+    with pytest.raises(TFLiteError, match="semantics"):
+        from_tflite(GOOD, semantics="tflite_ref")
+    with pytest.raises(TFLiteError, match="cannot read"):
+        from_tflite("/nonexistent/model.tflite")
+    with pytest.raises(TFLiteError, match="path or bytes"):
+        from_tflite(42)
+    with pytest.raises(TFLiteError, match="not inputs of the model"):
+        from_tflite(GOOD, input_shapes={"nope": (1, 5, 5, 2)})
+    with pytest.raises(TFLiteError, match="changes a static dimension"):
+        from_tflite(GOOD, input_shapes={"x": (2, 5, 5, 2)})
+
+
+def test_errors_are_partita_errors():
+    assert issubclass(TFLiteError, PartitaError)
+
+
+def _mutants(data: bytes, rng: np.random.Generator, n: int):
+    for _ in range(n):
+        d = bytearray(data)
+        for _ in range(rng.integers(1, 9)):
+            pos = int(rng.integers(0, len(d)))
+            kind = rng.integers(0, 3)
+            if kind == 0:
+                d[pos] ^= 1 << int(rng.integers(0, 8))
+            elif kind == 1:
+                d[pos] = int(rng.integers(0, 256))
+            else:
+                d[pos:pos + 4] = rng.integers(0, 256, 4, dtype=np.uint8).tobytes()
+        yield bytes(d)
+
+
+@pytest.mark.slow
+def test_mutation_fuzz_raises_only_partita_errors():
+    """Seeded byte flips of real models (3000 cases): conversion succeeds or raises a
+    PartitaError, each case quickly."""
+    paths = models("ops")[:24] + [p for p in models("nets") if "v1" in p.stem]
+    datas = [p.read_bytes() for p in paths] or [GOOD]
+    rng = np.random.default_rng(1234)
+    worst = 0.0
+    for k in range(3000):
+        data = datas[k % len(datas)]
+        mutant = next(_mutants(data, rng, 1))
+        t0 = time.perf_counter()
+        try:
+            from_tflite(mutant)
+        except PartitaError:
+            pass
+        worst = max(worst, time.perf_counter() - t0)
+    assert worst < 5.0
+
+
+def test_mutation_fuzz_smoke():
+    """A few hundred mutants of the crafted model, in the fast suite."""
+    rng = np.random.default_rng(99)
+    for mutant in _mutants(GOOD, rng, 300):
+        try:
+            from_tflite(mutant)
+        except PartitaError:
+            pass
