@@ -97,14 +97,17 @@ def test_srdhm_matches_reference_over_int32(a, b):
     assert int(fp.saturating_rounding_doubling_high_mul(a, b)) == srdhm_ref(a, b)
 
 
-@pytest.mark.parametrize("a, b, expected", [
-    (INT32_MIN, INT32_MIN, INT32_MAX),  # the one overflow: saturates
-    (INT32_MIN, INT32_MAX, -INT32_MAX),
-    (INT32_MAX, INT32_MAX, INT32_MAX - 1),
-    (2**30, 1, 1),  # 2**30 / 2**31 = 0.5 rounds away from zero when positive ...
-    (-(2**30), 1, 0),  # ... but toward zero when negative (gemmlowp's nudge)
-    (0, INT32_MIN, 0),
-])
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        (INT32_MIN, INT32_MIN, INT32_MAX),  # the one overflow: saturates
+        (INT32_MIN, INT32_MAX, -INT32_MAX),
+        (INT32_MAX, INT32_MAX, INT32_MAX - 1),
+        (2**30, 1, 1),  # 2**30 / 2**31 = 0.5 rounds away from zero when positive ...
+        (-(2**30), 1, 0),  # ... but toward zero when negative (gemmlowp's nudge)
+        (0, INT32_MIN, 0),
+    ],
+)
 def test_srdhm_edge_cases(a, b, expected):
     assert srdhm_ref(a, b) == expected
     assert int(fp.saturating_rounding_doubling_high_mul(a, b)) == expected
@@ -190,20 +193,23 @@ def test_quantize_multiplier_matches_exact_reference_and_round_trips(m):
         assert err <= Fraction(2) ** (shift - 32)
 
 
-@pytest.mark.parametrize("m, expected", [
-    (0.0, (0, 0)),
-    (0.5, (2**30, 0)),
-    (1.0, (2**30, 1)),
-    (0.75, (3 * 2**29, 0)),
-    (2.0**-31, (2**30, -30)),
-    (2.0**-33, (0, 0)),  # shift would be -32: flushed to zero, as TFLite does
-    (1e-300, (0, 0)),
-    (1 - 2.0**-40, (2**30, 1)),  # rounds up to 2**31: halved, shift + 1
-    (0.5 - 2.0**-45, (2**30, 0)),  # rounds up to 2**31 from below 0.5: shift -1 + 1
-    (0.5 + 2.0**-32, (2**30 + 1, 0)),  # exactly half a unit above: rounds half away
-    (0.5 + 2.0**-33, (2**30, 0)),  # a quarter unit: rounds down
-    (3.0, (3 * 2**29, 2)),
-])
+@pytest.mark.parametrize(
+    "m, expected",
+    [
+        (0.0, (0, 0)),
+        (0.5, (2**30, 0)),
+        (1.0, (2**30, 1)),
+        (0.75, (3 * 2**29, 0)),
+        (2.0**-31, (2**30, -30)),
+        (2.0**-33, (0, 0)),  # shift would be -32: flushed to zero, as TFLite does
+        (1e-300, (0, 0)),
+        (1 - 2.0**-40, (2**30, 1)),  # rounds up to 2**31: halved, shift + 1
+        (0.5 - 2.0**-45, (2**30, 0)),  # rounds up to 2**31 from below 0.5: shift -1 + 1
+        (0.5 + 2.0**-32, (2**30 + 1, 0)),  # exactly half a unit above: rounds half away
+        (0.5 + 2.0**-33, (2**30, 0)),  # a quarter unit: rounds down
+        (3.0, (3 * 2**29, 2)),
+    ],
+)
 def test_quantize_multiplier_edge_cases(m, expected):
     assert fp.quantize_multiplier(m) == expected
     assert quantize_multiplier_ref(m) == expected

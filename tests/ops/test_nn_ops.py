@@ -2,43 +2,19 @@
 hand-computed or independently derived results, and precise failures for bad attributes and
 shapes. Convolutions: test_nn_conv_ops.py; pooling and resize: test_nn_pool_image_ops.py."""
 
+from __future__ import annotations
+
 import itertools
 
 import numpy as np
 import pytest
+from op_helpers import attr_error, op, run, small_ints, type_error, type_of
 
 import partita as P
-from partita import IRModule, const, get_op, var
+from partita import const, var
 
 RNG = np.random.default_rng(0)
-
-
-def op(name, *args, **attrs):
-    return get_op(name)(*args, **attrs)
-
-
-def run(name, *arrays, **attrs):
-    """Apply op ``name`` to variables bound to ``arrays``; return the result."""
-    args = [var(f"a{i}", a.shape, a.dtype.name) for i, a in enumerate(arrays)]
-    return P.interpret(IRModule.from_expr(op(name, *args, **attrs)), list(arrays))[0]
-
-
-def type_of(name, *shapes_dtypes, **attrs):
-    args = [var(f"a{i}", *t) for i, t in enumerate(shapes_dtypes)]
-    return P.infer_type(op(name, *args, **attrs))
-
-
-def type_error(*patterns):
-    return pytest.raises(P.TypeInferenceError, match="(?s)" + ".*".join(patterns))
-
-
-def attr_error(pattern):
-    return pytest.raises(P.AttrError, match="(?s)" + pattern)
-
-
-def ints(shape, lo=-4, hi=5, dtype=np.float32):
-    """Small integer values: float sums of their products are exact in any order."""
-    return RNG.integers(lo, hi, shape).astype(dtype)
+ints = small_ints(RNG)
 
 
 # ---- dense, batch_matmul, bias_add ---------------------------------------------------------------
@@ -46,8 +22,10 @@ def ints(shape, lo=-4, hi=5, dtype=np.float32):
 
 def test_dense():
     x, w = ints((2, 3, 5)), ints((4, 5))
-    expected = [[[sum(x[a, b, k] * w[u, k] for k in range(5)) for u in range(4)]
-                 for b in range(3)] for a in range(2)]
+    expected = [
+        [[sum(x[a, b, k] * w[u, k] for k in range(5)) for u in range(4)] for b in range(3)]
+        for a in range(2)
+    ]
     got = run("nn.dense", x, w, units=4)
     assert got.shape == (2, 3, 4) and got.dtype == np.float32
     np.testing.assert_array_equal(got, expected)
@@ -56,13 +34,16 @@ def test_dense():
     got = run("nn.dense", xi, wi, out_dtype="int32")
     assert got.dtype == np.int32
     np.testing.assert_array_equal(
-        got, [[sum(int(xi[i, k]) * int(wi[u, k]) for k in range(7)) for u in range(2)]
-              for i in range(3)])
+        got,
+        [
+            [sum(int(xi[i, k]) * int(wi[u, k]) for k in range(7)) for u in range(2)]
+            for i in range(3)
+        ],
+    )
 
 
 def test_dense_failures():
-    with type_error("nn.dense", "data \\(2, 5\\) has 5 features, but weight \\(4, 6\\) "
-                    "expects 6"):
+    with type_error("nn.dense", "data \\(2, 5\\) has 5 features, but weight \\(4, 6\\) expects 6"):
         type_of("nn.dense", ((2, 5), "float32"), ((4, 6), "float32"))
     with type_error("nn.dense", "units=3 but weight \\(4, 5\\) has 4 rows"):
         type_of("nn.dense", ((2, 5), "float32"), ((4, 5), "float32"), units=3)
@@ -79,15 +60,23 @@ def test_batch_matmul(ta, tb, bx, by):
     b = ints((by, 3, 4) if tb else (by, 4, 3))  # logical [b, K=4, N=3]
     la = a.transpose(0, 2, 1) if ta else a
     lb = b.transpose(0, 2, 1) if tb else b
-    expected = [[[sum(la[i % bx, m, k] * lb[i % by, k, n] for k in range(4)) for n in range(3)]
-                 for m in range(2)] for i in range(max(bx, by))]
+    expected = [
+        [
+            [sum(la[i % bx, m, k] * lb[i % by, k, n] for k in range(4)) for n in range(3)]
+            for m in range(2)
+        ]
+        for i in range(max(bx, by))
+    ]
     got = run("nn.batch_matmul", a, b, transpose_a=ta, transpose_b=tb)
     np.testing.assert_array_equal(got, expected)
 
 
 def test_batch_matmul_failures():
-    with type_error("nn.batch_matmul", "x \\(2, 3, 4\\) \\(transpose_a=False\\) has 4 columns",
-                    "y \\(2, 5, 3\\) \\(transpose_b=True\\) has 3 rows"):
+    with type_error(
+        "nn.batch_matmul",
+        "x \\(2, 3, 4\\) \\(transpose_a=False\\) has 4 columns",
+        "y \\(2, 5, 3\\) \\(transpose_b=True\\) has 3 rows",
+    ):
         type_of("nn.batch_matmul", ((2, 3, 4), "float32"), ((2, 5, 3), "float32"))
     with type_error("nn.batch_matmul", "batch sizes 2", "and 3"):
         type_of("nn.batch_matmul", ((2, 3, 4), "float32"), ((3, 5, 4), "float32"))
@@ -104,10 +93,12 @@ def test_bias_add():
     got = run("nn.bias_add", x, np.array([5, 6], np.float32), axis=-1)
     np.testing.assert_array_equal(got[0, 2, 0], [5, 6])
     xi = np.array([[2**31 - 1, 0]], np.int32)
-    np.testing.assert_array_equal(run("nn.bias_add", xi, np.array([1, 2], np.int32), axis=1),
-                                  [[-(2**31), 2]])
-    with type_error("nn.bias_add", "bias must have shape \\(3,\\)", "\\(2, 3, 2, 2\\)",
-                    "got \\(4,\\)"):
+    np.testing.assert_array_equal(
+        run("nn.bias_add", xi, np.array([1, 2], np.int32), axis=1), [[-(2**31), 2]]
+    )
+    with type_error(
+        "nn.bias_add", "bias must have shape \\(3,\\)", "\\(2, 3, 2, 2\\)", "got \\(4,\\)"
+    ):
         type_of("nn.bias_add", ((2, 3, 2, 2), "float32"), ((4,), "float32"))
     with type_error("nn.bias_add", "axis 4 is out of range"):
         type_of("nn.bias_add", ((2, 3, 2, 2), "float32"), ((3,), "float32"), axis=4)
@@ -121,9 +112,8 @@ def test_bias_add():
 def test_activations_hand_computed():
     x = np.array([-4, -3, -1, 0, 1, 3, 4], np.float32)
     np.testing.assert_array_equal(run("nn.relu", x), [0, 0, 0, 0, 1, 3, 4])
-    np.testing.assert_allclose(run("nn.hardswish", x), [0, 0, -1 / 3, 0, 2 / 3, 3, 4],
-                               rtol=1e-7)
-    np.testing.assert_allclose(run("nn.leaky_relu", x, alpha=0.5), [-2, -1.5, -.5, 0, 1, 3, 4])
+    np.testing.assert_allclose(run("nn.hardswish", x), [0, 0, -1 / 3, 0, 2 / 3, 3, 4], rtol=1e-7)
+    np.testing.assert_allclose(run("nn.leaky_relu", x, alpha=0.5), [-2, -1.5, -0.5, 0, 1, 3, 4])
     assert run("nn.leaky_relu", x)[0] == np.float32(-4) * np.float32(0.01)
     assert run("nn.hardswish", x.astype(np.float16)).dtype == np.float16
     np.testing.assert_array_equal(run("nn.relu", np.array([-5, 5], np.int8)), [0, 5])
@@ -159,12 +149,17 @@ def test_pad_modes():
     got = run("nn.pad", x, np.array(9, np.float32), pad_width=((1, 0), (0, 2)))
     np.testing.assert_array_equal(got, [[9, 9, 9, 9, 9], [1, 2, 3, 9, 9], [4, 5, 6, 9, 9]])
     got = run("nn.pad", x, np.array(0, np.float32), pad_width=((0, 1), (2, 1)), pad_mode="edge")
-    np.testing.assert_array_equal(got, [[1, 1, 1, 2, 3, 3], [4, 4, 4, 5, 6, 6],
-                                        [4, 4, 4, 5, 6, 6]])
-    got = run("nn.pad", x, np.array(0, np.float32), pad_width=((1, 1), (2, 2)),
-              pad_mode="reflect")
-    np.testing.assert_array_equal(got, [[6, 5, 4, 5, 6, 5, 4], [3, 2, 1, 2, 3, 2, 1],
-                                        [6, 5, 4, 5, 6, 5, 4], [3, 2, 1, 2, 3, 2, 1]])
+    np.testing.assert_array_equal(got, [[1, 1, 1, 2, 3, 3], [4, 4, 4, 5, 6, 6], [4, 4, 4, 5, 6, 6]])
+    got = run("nn.pad", x, np.array(0, np.float32), pad_width=((1, 1), (2, 2)), pad_mode="reflect")
+    np.testing.assert_array_equal(
+        got,
+        [
+            [6, 5, 4, 5, 6, 5, 4],
+            [3, 2, 1, 2, 3, 2, 1],
+            [6, 5, 4, 5, 6, 5, 4],
+            [3, 2, 1, 2, 3, 2, 1],
+        ],
+    )
     # An int32 zero point pads int8 data (converted to int8).
     xi = np.array([1, 2], np.int8)
     got = run("nn.pad", xi, np.array(-128, np.int32), pad_width=((1, 1),))
@@ -179,8 +174,7 @@ def test_pad_failures():
     with type_error("nn.pad", "pad_value must be a scalar, got shape \\(1,\\)"):
         P.infer_type(op("nn.pad", x, const(np.zeros(1, np.float32)), pad_width=((1, 1),) * 2))
     with type_error("nn.pad", "reflect padding \\(0, 3\\) of axis 1 needs at most size - 1 = 2"):
-        P.infer_type(op("nn.pad", x, const(0.0), pad_width=((0, 0), (0, 3)),
-                        pad_mode="reflect"))
+        P.infer_type(op("nn.pad", x, const(0.0), pad_width=((0, 0), (0, 3)), pad_mode="reflect"))
     with attr_error("nn.pad.*pad_width must be non-negative"):
         op("nn.pad", x, const(0.0), pad_width=((0, -1), (0, 0)))
     with attr_error("nn.pad.*pairs"):

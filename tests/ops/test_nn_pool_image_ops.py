@@ -1,48 +1,24 @@
 """Pooling (nn.max_pool2d, nn.avg_pool2d, nn.global_avg_pool2d) against naive loops, and
 image.resize2d against hand-computed cases and TFLite's reference loop replayed in float32."""
 
+from __future__ import annotations
+
 import itertools
 
 import numpy as np
 import pytest
+from op_helpers import attr_error, op, run, small_ints, type_error, type_of
 
-import partita as P
-from partita import IRModule, get_op, var
+from partita import var
 from partita.ops.nn_pool import MaxPool2DAttrs, pool_counts
 
 RNG = np.random.default_rng(0)
+ints = small_ints(RNG)
 
 
-def op(name, *args, **attrs):
-    return get_op(name)(*args, **attrs)
-
-
-def run(name, *arrays, **attrs):
-    """Apply op ``name`` to variables bound to ``arrays``; return the result."""
-    args = [var(f"a{i}", a.shape, a.dtype.name) for i, a in enumerate(arrays)]
-    return P.interpret(IRModule.from_expr(op(name, *args, **attrs)), list(arrays))[0]
-
-
-def type_of(name, *shapes_dtypes, **attrs):
-    args = [var(f"a{i}", *t) for i, t in enumerate(shapes_dtypes)]
-    return P.infer_type(op(name, *args, **attrs))
-
-
-def type_error(*patterns):
-    return pytest.raises(P.TypeInferenceError, match="(?s)" + ".*".join(patterns))
-
-
-def attr_error(pattern):
-    return pytest.raises(P.AttrError, match="(?s)" + pattern)
-
-
-def ints(shape, lo=-4, hi=5, dtype=np.float32):
-    """Small integer values: float sums of their products are exact in any order."""
-    return RNG.integers(lo, hi, shape).astype(dtype)
-
-
-def naive_pool(x, kind, pool, strides, padding, dilation=(1, 1), ceil_mode=False,
-               count_include_pad=False):
+def naive_pool(
+    x, kind, pool, strides, padding, dilation=(1, 1), ceil_mode=False, count_include_pad=False
+):
     """Data NCHW. Window i starts at i*s - before; ceil mode keeps a partial last window unless
     it starts in the bottom/right padding (PyTorch's rule)."""
     n_, c_, h_, w_ = x.shape
@@ -98,10 +74,15 @@ POOL_CASES = [  # (H, W, pool, strides, padding, dilation, ceil_mode)
 @pytest.mark.parametrize("h,w,pool,strides,padding,dilation,ceil_mode", POOL_CASES)
 def test_pools_match_naive_loops(h, w, pool, strides, padding, dilation, ceil_mode):
     x = RNG.standard_normal((2, 3, h, w)).astype(np.float32)
-    attrs = dict(pool_size=pool, strides=strides, padding=padding, dilation=dilation,
-                 ceil_mode=ceil_mode)
-    pool_both_layouts("nn.max_pool2d", x, naive_pool(x, "max", pool, strides, padding, dilation,
-                                                     ceil_mode), **attrs)
+    attrs = dict(
+        pool_size=pool, strides=strides, padding=padding, dilation=dilation, ceil_mode=ceil_mode
+    )
+    pool_both_layouts(
+        "nn.max_pool2d",
+        x,
+        naive_pool(x, "max", pool, strides, padding, dilation, ceil_mode),
+        **attrs,
+    )
     for include in (False, True):
         expected = naive_pool(x, "avg", pool, strides, padding, dilation, ceil_mode, include)
         pool_both_layouts("nn.avg_pool2d", x, expected, count_include_pad=include, **attrs)
@@ -123,8 +104,7 @@ def test_pools_hand_computed():
     got = run("nn.avg_pool2d", x5, pool_size=(1, 2), strides=(1, 2), ceil_mode=True)
     np.testing.assert_array_equal(got[0, 0, 0], [0.5, 2.5, 4])
     # With padding 1 the 4th window would start in the right padding: PyTorch gives 3 outputs.
-    got = run("nn.max_pool2d", x5, pool_size=(1, 2), strides=(1, 2), padding=(0, 1),
-              ceil_mode=True)
+    got = run("nn.max_pool2d", x5, pool_size=(1, 2), strides=(1, 2), padding=(0, 1), ceil_mode=True)
     np.testing.assert_array_equal(got[0, 0, 0], [0, 2, 4])
 
 
@@ -133,14 +113,16 @@ def test_max_pool_int8_pads_with_dtype_min():
     x[0, 1, 1, 0] = -100
     got = run("nn.max_pool2d", x, pool_size=2, padding=1, layout="NHWC")
     assert got.dtype == np.int8
-    np.testing.assert_array_equal(got[0, :, :, 0], [[-128, -128, -128], [-128, -100, -100],
-                                                    [-128, -100, -100]])
+    np.testing.assert_array_equal(
+        got[0, :, :, 0], [[-128, -128, -128], [-128, -100, -100], [-128, -100, -100]]
+    )
 
 
 def test_pool_counts_helper():
     attrs = MaxPool2DAttrs(pool_size=(3, 3), padding=(1, 1, 1, 1), layout="NHWC")
-    np.testing.assert_array_equal(pool_counts((1, 3, 3, 1), attrs, False),
-                                  [[4, 6, 4], [6, 9, 6], [4, 6, 4]])
+    np.testing.assert_array_equal(
+        pool_counts((1, 3, 3, 1), attrs, False), [[4, 6, 4], [6, 9, 6], [4, 6, 4]]
+    )
     np.testing.assert_array_equal(pool_counts((1, 3, 3, 1), attrs, True), np.full((3, 3), 9))
 
 
@@ -148,11 +130,13 @@ def test_global_avg_pool():
     x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
     got = run("nn.global_avg_pool2d", x)
     assert got.shape == (2, 3, 1, 1)
-    np.testing.assert_allclose(got[..., 0, 0], [[x[n, c].sum() / 20 for c in range(3)]
-                                                for n in range(2)], rtol=1e-6)
+    np.testing.assert_allclose(
+        got[..., 0, 0], [[x[n, c].sum() / 20 for c in range(3)] for n in range(2)], rtol=1e-6
+    )
     got = run("nn.global_avg_pool2d", x.transpose(NCHW_TO_NHWC), layout="NHWC")
-    np.testing.assert_allclose(got[:, 0, 0, :], [[x[n, c].mean() for c in range(3)]
-                                                 for n in range(2)], rtol=1e-6)
+    np.testing.assert_allclose(
+        got[:, 0, 0, :], [[x[n, c].mean() for c in range(3)] for n in range(2)], rtol=1e-6
+    )
 
 
 def test_pool_failures():
@@ -162,8 +146,9 @@ def test_pool_failures():
         op("nn.avg_pool2d", var("x", (1, 1, 4, 4)), padding=(1, 1, 1))
     with attr_error("layout.*must be one of"):
         op("nn.global_avg_pool2d", var("x", (1, 1, 4, 4)), layout="HWCN")
-    with type_error("nn.max_pool2d", "height padding \\(2, 2\\) must be smaller than the pool "
-                    "window extent 2"):
+    with type_error(
+        "nn.max_pool2d", "height padding \\(2, 2\\) must be smaller than the pool window extent 2"
+    ):
         type_of("nn.max_pool2d", ((1, 1, 4, 4), "float32"), pool_size=2, padding=2)
     with type_error("nn.max_pool2d", "does not fit the padded width 3"):
         type_of("nn.max_pool2d", ((1, 1, 4, 3), "float32"), pool_size=4)
@@ -194,8 +179,9 @@ NEAREST_CASES = [  # TFLite flags and their modes; (in 3 -> out 6), (in 3 -> out
 
 @pytest.mark.parametrize("mode,rounding,up6,down2,up3", NEAREST_CASES)
 def test_resize_nearest_hand_computed(mode, rounding, up6, down2, up3):
-    attrs = dict(method="nearest_neighbor", coordinate_transformation_mode=mode,
-                 rounding_method=rounding)
+    attrs = dict(
+        method="nearest_neighbor", coordinate_transformation_mode=mode, rounding_method=rounding
+    )
     np.testing.assert_array_equal(resize_row([0, 1, 2], 6, **attrs), up6)
     np.testing.assert_array_equal(resize_row([0, 1, 2], 2, **attrs), down2)
     np.testing.assert_array_equal(resize_row([0, 1], 3, **attrs), up3)
@@ -203,16 +189,30 @@ def test_resize_nearest_hand_computed(mode, rounding, up6, down2, up3):
 
 def test_resize_nearest_rounding_methods():
     # align_corners 3 -> 5 puts coordinates at 0, 0.5, 1, 1.5, 2: only ties differ.
-    expected = {"round": [0, 1, 1, 2, 2], "round_prefer_ceil": [0, 1, 1, 2, 2],
-                "round_prefer_floor": [0, 0, 1, 1, 2], "floor": [0, 0, 1, 1, 2],
-                "ceil": [0, 1, 1, 2, 2]}
+    expected = {
+        "round": [0, 1, 1, 2, 2],
+        "round_prefer_ceil": [0, 1, 1, 2, 2],
+        "round_prefer_floor": [0, 0, 1, 1, 2],
+        "floor": [0, 0, 1, 1, 2],
+        "ceil": [0, 1, 1, 2, 2],
+    }
     for rounding, want in expected.items():
-        got = resize_row([0, 1, 2], 5, method="nearest_neighbor", rounding_method=rounding,
-                         coordinate_transformation_mode="align_corners")
+        got = resize_row(
+            [0, 1, 2],
+            5,
+            method="nearest_neighbor",
+            rounding_method=rounding,
+            coordinate_transformation_mode="align_corners",
+        )
         np.testing.assert_array_equal(got, want, err_msg=rounding)
     # asymmetric 4 -> 3: 0, 1.333, 2.667 -> ceil 0, 2, 3
-    got = resize_row([0, 1, 2, 3], 3, method="nearest_neighbor", rounding_method="ceil",
-                     coordinate_transformation_mode="asymmetric")
+    got = resize_row(
+        [0, 1, 2, 3],
+        3,
+        method="nearest_neighbor",
+        rounding_method="ceil",
+        coordinate_transformation_mode="asymmetric",
+    )
     np.testing.assert_array_equal(got, [0, 2, 3])
 
 
@@ -220,16 +220,24 @@ def test_resize_linear_hand_computed():
     lin = dict(method="linear")
     np.testing.assert_array_equal(resize_row([0, 10], 4, **lin), [0, 2.5, 7.5, 10])
     np.testing.assert_array_equal(
-        resize_row([0, 10], 4, coordinate_transformation_mode="asymmetric"), [0, 5, 10, 10])
+        resize_row([0, 10], 4, coordinate_transformation_mode="asymmetric"), [0, 5, 10, 10]
+    )
     np.testing.assert_array_equal(
-        resize_row([0, 10], 3, coordinate_transformation_mode="align_corners"), [0, 5, 10])
-    np.testing.assert_array_equal(resize_row([0, 10], 1, coordinate_transformation_mode=
-                                             "pytorch_half_pixel"), [0])
+        resize_row([0, 10], 3, coordinate_transformation_mode="align_corners"), [0, 5, 10]
+    )
+    np.testing.assert_array_equal(
+        resize_row([0, 10], 1, coordinate_transformation_mode="pytorch_half_pixel"), [0]
+    )
     np.testing.assert_array_equal(resize_row([0, 10], 1), [5])  # half_pixel: coordinate 0.5
     x = np.array([[0, 1], [2, 3]], np.float32).reshape(1, 2, 2, 1)
-    got = run("image.resize2d", x, size=(3, 3), layout="NHWC",
-              coordinate_transformation_mode="align_corners")
-    np.testing.assert_array_equal(got[0, :, :, 0], [[0, .5, 1], [1, 1.5, 2], [2, 2.5, 3]])
+    got = run(
+        "image.resize2d",
+        x,
+        size=(3, 3),
+        layout="NHWC",
+        coordinate_transformation_mode="align_corners",
+    )
+    np.testing.assert_array_equal(got[0, :, :, 0], [[0, 0.5, 1], [1, 1.5, 2], [2, 2.5, 3]])
 
 
 def tflite_bilinear(x, oh, ow, align_corners, half_pixel):
@@ -249,34 +257,51 @@ def tflite_bilinear(x, oh, ow, align_corners, half_pixel):
         iy, y0, y1 = interp(y, scale(h, oh), h)
         ix, x0, x1 = interp(z, scale(w, ow), w)
         dy, dx = iy - f(y0), ix - f(x0)
-        out[n, y, z, c] = (x[n, y0, x0, c] * (f(1) - dy) * (f(1) - dx)
-                           + x[n, y1, x0, c] * dy * (f(1) - dx)
-                           + x[n, y0, x1, c] * (f(1) - dy) * dx + x[n, y1, x1, c] * dy * dx)
+        out[n, y, z, c] = (
+            x[n, y0, x0, c] * (f(1) - dy) * (f(1) - dx)
+            + x[n, y1, x0, c] * dy * (f(1) - dx)
+            + x[n, y0, x1, c] * (f(1) - dy) * dx
+            + x[n, y1, x1, c] * dy * dx
+        )
     return out
 
 
-@pytest.mark.parametrize("align_corners,half_pixel,mode", [
-    (False, False, "asymmetric"), (True, False, "align_corners"), (False, True, "half_pixel")])
+@pytest.mark.parametrize(
+    "align_corners,half_pixel,mode",
+    [(False, False, "asymmetric"), (True, False, "align_corners"), (False, True, "half_pixel")],
+)
 @pytest.mark.parametrize("in_hw,out_hw", [((3, 5), (7, 4)), ((4, 4), (3, 9)), ((2, 3), (1, 1))])
-def test_resize_linear_is_bit_exact_with_tflite_loop(align_corners, half_pixel, mode, in_hw,
-                                                     out_hw):
+def test_resize_linear_is_bit_exact_with_tflite_loop(
+    align_corners, half_pixel, mode, in_hw, out_hw
+):
     x = RNG.standard_normal((1, *in_hw, 2)).astype(np.float32)
     expected = tflite_bilinear(x, *out_hw, align_corners, half_pixel)
-    got = run("image.resize2d", x, size=out_hw, layout="NHWC",
-              coordinate_transformation_mode=mode)
+    got = run("image.resize2d", x, size=out_hw, layout="NHWC", coordinate_transformation_mode=mode)
     np.testing.assert_array_equal(got, expected)
-    nchw = run("image.resize2d", x.transpose(0, 3, 1, 2), size=out_hw,
-               coordinate_transformation_mode=mode)
+    nchw = run(
+        "image.resize2d", x.transpose(0, 3, 1, 2), size=out_hw, coordinate_transformation_mode=mode
+    )
     np.testing.assert_array_equal(nchw.transpose(NCHW_TO_NHWC), expected)
 
 
 def test_resize_nearest_int8_and_types():
     x = RNG.integers(-128, 128, (1, 2, 2, 3)).astype(np.int8)
-    got = run("image.resize2d", x, size=(4, 6), method="nearest_neighbor",
-              coordinate_transformation_mode="asymmetric", rounding_method="floor")
+    got = run(
+        "image.resize2d",
+        x,
+        size=(4, 6),
+        method="nearest_neighbor",
+        coordinate_transformation_mode="asymmetric",
+        rounding_method="floor",
+    )
     np.testing.assert_array_equal(got, x.repeat(2, axis=2).repeat(2, axis=3))
-    t = type_of("image.resize2d", ((1, 8, 8, 3), "float32"), size=(16, 4), layout="NHWC",
-                out_dtype="float16")
+    t = type_of(
+        "image.resize2d",
+        ((1, 8, 8, 3), "float32"),
+        size=(16, 4),
+        layout="NHWC",
+        out_dtype="float16",
+    )
     assert (t.shape, t.dtype) == ((1, 16, 4, 3), "float16")
 
 
@@ -286,8 +311,12 @@ def test_resize_failures():
     with attr_error("size must be two positive ints"):
         op("image.resize2d", var("x", (1, 1, 4, 4)), size=(0, 2))
     with attr_error("coordinate_transformation_mode.*must be one of"):
-        op("image.resize2d", var("x", (1, 1, 4, 4)), size=(2, 2),
-           coordinate_transformation_mode="tf_crop_and_resize")
+        op(
+            "image.resize2d",
+            var("x", (1, 1, 4, 4)),
+            size=(2, 2),
+            coordinate_transformation_mode="tf_crop_and_resize",
+        )
     with type_error("image.resize2d", "linear resize needs float data, got int8"):
         type_of("image.resize2d", ((1, 1, 4, 4), "int8"), size=(2, 2))
     with type_error("image.resize2d", "4-D"):
