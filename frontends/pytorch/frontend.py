@@ -1,0 +1,131 @@
+"""from_pytorch: a torch.export program or a TorchScript model to an IRModule.
+
+torch is imported here, lazily, so that importing partita.frontends never imports it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+
+from ...ir import IRModule
+from ...passes.infer_type import infer_type
+from .errors import PyTorchError, PyTorchFormatError
+from .inputs import example_specs
+
+MAX_FILE_BYTES = 2**33
+
+
+def from_pytorch(model_or_path, example_inputs=None, *, convert_qdq: bool = True,
+                 float_bias: bool = False) -> IRModule:
+    """Convert a PyTorch model into an IRModule whose ``main`` takes the model's inputs.
+
+    ``model_or_path``: a torch.export ExportedProgram or its ``.pt2`` file (float, or PT2E
+    quantized by torchao's convert_pt2e), a TorchScript module or ``.pt`` file (eager or FX
+    quantized, traced), the bytes of either file, or an ``nn.Module`` (exported with
+    ``example_inputs``). ``example_inputs`` (tensors, arrays or shapes) fixes the input shapes:
+    TorchScript files need it, programs with dynamic dimensions too. PT2E quantize/dequantize
+    groups become QNN ops through the QDQ rewrites unless ``convert_qdq`` is False. TorchScript
+    convolutions and linear layers become qnn ops with an int32 bias, or, with ``float_bias``,
+    fbgemm's float output stage (bit-exact with PyTorch's x86 kernels, but not QNN form).
+    Every node's span names the FX node (or TorchScript value) and its target.
+    """
+    torch = _import_torch()
+    specs = example_specs(example_inputs)
+    model = _load(torch, model_or_path, example_inputs)
+    if isinstance(model, torch.export.ExportedProgram):
+        from .fx_graph import FxGraph
+
+        mod = FxGraph(model, specs).convert()
+        infer_type(mod["main"])
+        return _qdq_to_qnn(mod) if convert_qdq else mod
+    from .ts_graph import TsGraph
+
+    if specs is None:
+        raise PyTorchError("a TorchScript model has no static input shapes: pass example_inputs "
+                           "(tensors or shapes, one per input)")
+    mod = TsGraph(model, specs, float_bias).convert()
+    infer_type(mod["main"])
+    return mod
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError:
+        raise PyTorchError("from_pytorch needs torch: pip install 'partita[torch]'") from None
+    # Quantized PT2E programs reference quantized_decomposed ops, registered by this import.
+    import torch.ao.quantization.fx._decomposed  # noqa: F401
+
+    return torch
+
+
+def _load(torch, obj, example_inputs):
+    if isinstance(obj, (torch.export.ExportedProgram, torch.jit.ScriptModule)):
+        return obj
+    if isinstance(obj, torch.nn.Module):
+        return _export(torch, obj, example_inputs)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return _load_bytes(torch, bytes(obj), "<bytes>")
+    if isinstance(obj, (str, os.PathLike)):
+        return _load_bytes(torch, _read(obj), os.fspath(obj))
+    raise PyTorchError(f"from_pytorch takes an ExportedProgram, a TorchScript module, an "
+                       f"nn.Module, a path or bytes, not {type(obj).__name__}")
+
+
+def _export(torch, model, example_inputs):
+    if example_inputs is None:
+        raise PyTorchError("exporting an nn.Module needs example_inputs (its input tensors)")
+    args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) \
+        else (example_inputs,)
+    if not all(isinstance(a, torch.Tensor) for a in args):
+        raise PyTorchError("exporting an nn.Module needs example_inputs as torch tensors")
+    try:
+        return torch.export.export(model.eval(), args)
+    except Exception as e:  # torch raises many kinds here; the user needs the message
+        raise PyTorchError(f"torch.export failed: {type(e).__name__}: {e}") from None
+
+
+def _read(path) -> bytes:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise PyTorchFormatError(f"{os.fspath(path)!r} is {size} bytes, too large a model")
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise PyTorchError(f"cannot read the PyTorch model {os.fspath(path)!r}: "
+                           f"{e.strerror or e}") from None
+
+
+def _load_bytes(torch, data: bytes, where: str):
+    """A .pt2 (torch.export archive) or TorchScript .pt, told apart by the zip's contents."""
+    try:
+        names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    except (zipfile.BadZipFile, ValueError, OSError) as e:
+        raise PyTorchFormatError(f"{where} is not a PyTorch model archive (not a zip file: "
+                                 f"{e})") from None
+    kind = "torchscript" if any(n.endswith("constants.pkl") or "/code/" in n for n in names) \
+        else "export" if any("/models/" in n or n.endswith("archive_format") for n in names) \
+        else None
+    if kind is None:
+        raise PyTorchFormatError(f"{where} is a zip file but neither a torch.export archive "
+                                 f"(.pt2) nor a TorchScript file")
+    try:
+        if kind == "export":
+            return torch.export.load(io.BytesIO(data))
+        return torch.jit.load(io.BytesIO(data), map_location="cpu")
+    except Exception as e:  # corrupt archives fail deep inside torch with many error types
+        msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+        raise PyTorchFormatError(f"{where}: torch cannot load this "
+                                 f"{'.pt2 archive' if kind == 'export' else 'TorchScript file'}"
+                                 f" ({type(e).__name__}: {msg})") from None
+
+
+def _qdq_to_qnn(mod: IRModule) -> IRModule:
+    """The shared QDQ -> QNN rewrites (frontends/qdq.py) with "onnx" semantics, the closest to
+    PyTorch's reference arithmetic (float32 scales, round half to even)."""
+    from ..qdq import qdq_to_qnn
+
+    return qdq_to_qnn(mod, semantics="onnx")
