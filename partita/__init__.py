@@ -1,6 +1,7 @@
 """partita: partition quantized neural networks between an NPU and a CPU.
 
-This module only re-exports: the core first (IR, ops, interpreter, text format, passes).
+This module only re-exports: the core first (IR, ops, interpreter, text format, passes), then
+partition_for and placement_report.
 """
 
 from .errors import (
@@ -47,6 +48,10 @@ from .passes import (
 )
 from .text import astext, parse
 
+# isort: split
+# Above the core: partitioning (build comes last when it lands).
+from .partition import partition_for, placement_report
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -87,6 +92,8 @@ __all__ = [
     "interpret",
     "list_ops",
     "parse",
+    "partition_for",
+    "placement_report",
     "register_op",
     "structural_equal",
     "var",

@@ -1,0 +1,145 @@
+"""AnnotateTarget: mark every composite and every op with the target that runs it.
+
+    %1 = npu.conv2d composite(%x);        %1 = fn (%npu_0_i0, Compiler="npu") {...}(%x);
+    %2 = nn.softmax(%1)              ->   %2 = fn (%llvm_1_i0, Compiler="llvm", Host=True,
+                                               Reason="no pattern matched: ...") {
+                                            nn.softmax(%llvm_1_i0) }(%1)
+
+A composite named ``<target>.<name>`` belongs to ``<target>`` (so a bare pattern table works with no
+backend registered); a single op goes to the first target whose check for it accepts; everything
+else goes to the host with the reason why. A tuple item goes with the op that produced the tuple,
+and a tuple with its consumers when they all run on one accelerator.
+"""
+
+from __future__ import annotations
+
+from ..backends.registry import DEFAULT_HOST, Backend, find_backend, get_backend
+from ..backends.verdict import run_check
+from ..errors import PartitaError
+from ..ir.gc_pause import gc_paused
+from ..ir.module import IRModule
+from ..ir.nodes import Call, Function, Tuple, TupleGetItem
+from ..ops.registry import Op
+from ..passes.infra import Pass
+from ..patterns.graph import Graph
+from .merge_composite import REFUSALS_KEY, TABLE_KEY, is_partition_function
+from .reasons import Explainer
+from .regions import Region, RegionBuilder, ensure_typed, flatten
+
+
+class _Target:
+    """A target as AnnotateTarget uses it: its single-op checks and its pattern table."""
+
+    __slots__ = ("name", "checks", "entries")
+
+    def __init__(self, target):
+        backend, options = None, {}
+        if isinstance(target, Backend):
+            backend = target
+        elif hasattr(target, "name") and hasattr(target, "options"):  # a TargetSpec
+            backend, options = get_backend(target.name), target.options
+        elif isinstance(target, str):
+            backend = find_backend(target)
+        else:
+            raise PartitaError(
+                f"a target is a backend name, a TargetSpec or a Backend, got {target!r}"
+            )
+        self.name = backend.name if backend is not None else target
+        if backend is not None and backend.host:
+            raise PartitaError(
+                f"{self.name} is a host; AnnotateTarget takes the accelerator "
+                f"targets (the host gets whatever they leave)"
+            )
+        self.checks = backend.op_checks(options) if backend is not None else {}
+        self.entries = backend.pattern_table(options) if backend is not None else []
+
+
+class AnnotateTarget(Pass):
+    """Mark each composite and each op with the first target that accepts it, the rest with the
+    ``host`` and the reason (module docstring)."""
+
+    name = "AnnotateTarget"
+
+    def __init__(self, targets=(), host: str = DEFAULT_HOST, overrides=None):
+        if isinstance(targets, str):
+            targets = [targets]
+        self.targets = [_Target(t) for t in targets]
+        self.host, self.overrides = host, overrides
+
+    @gc_paused
+    def transform(self, mod: IRModule, ctx) -> IRModule:
+        out = IRModule({}, mod.attrs)
+        entries = mod.attrs.get(TABLE_KEY)
+        if entries is None:
+            entries = [e for t in self.targets for e in t.entries]
+        for gname, fn in mod.items():
+            if is_partition_function(fn):
+                out[gname] = fn
+                continue
+            ensure_typed(fn, mod)
+            flat, _old = flatten(fn.body)
+            graph = Graph(flat)
+            explainer = Explainer(
+                graph, entries, [t.name for t in self.targets], mod.attrs.get(REFUSALS_KEY)
+            )
+            region_of = self._annotate(graph, explainer)
+            body = RegionBuilder(region_of).build(flat)
+            out[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
+        out.attrs.pop(TABLE_KEY, None)
+        out.attrs.pop(REFUSALS_KEY, None)
+        return out
+
+    def _annotate(self, graph: Graph, explainer: Explainer) -> dict:
+        region_of: dict[int, Region] = {}
+        for node in graph.order:
+            if type(node) is Call:
+                region_of[id(node)] = self._call_region(node, explainer)
+            elif type(node) is TupleGetItem:
+                producer = region_of.get(id(node.tuple_value))
+                on_acc = (
+                    type(node.tuple_value) is Call and producer is not None and not producer.host
+                )
+                region_of[id(node)] = Region(producer.target) if on_acc else self._host("")
+        for node in graph.order:
+            if type(node) is Tuple:
+                users = [region_of.get(id(u)) for u in graph.users.get(id(node), ())]
+                names = {r.target for r in users if r is not None and not r.host}
+                single = (
+                    users and len(names) == 1 and all(r is not None and not r.host for r in users)
+                )
+                region_of[id(node)] = Region(names.pop()) if single else self._host("")
+        return region_of
+
+    def _host(self, reason: str) -> Region:
+        return Region(self.host, True, reason)
+
+    def _call_region(self, node: Call, explainer: Explainer) -> Region:
+        forced = self.overrides.forced(node) if self.overrides else None
+        if forced:
+            return self._host(forced)
+        if type(node.op) is Function and "Composite" in node.op.attrs:
+            return self._composite_region(node.op.attrs["Composite"])
+        if not isinstance(node.op, Op):
+            return self._host(f"{node.op_name} is a call to a function, not an op")
+        refusals = []
+        for target in self.targets:
+            check = target.checks.get(node.op.name)
+            if check is None or check is False:
+                continue
+            verdict = True if check is True else run_check(check, node)
+            if verdict:
+                return Region(target.name)
+            refusals.append((target.name, verdict.reason or "refused"))
+        return self._host(explainer.reason(node, refusals))
+
+    def _composite_region(self, name: str) -> Region:
+        owner = name.split(".", 1)[0] if "." in name else None
+        for target in self.targets:
+            if target.name == owner or any(e.name == name for e in target.entries):
+                return Region(target.name)
+        names = ", ".join(t.name for t in self.targets) or "none"
+        if owner is None:
+            return self._host(f"composite {name} names no target (call it <target>.{name})")
+        return self._host(
+            f"composite {name} belongs to {owner}, which is not a target here (targets: {names})"
+        )

@@ -1,0 +1,157 @@
+"""MergeComposite: wrap each match of a pattern table in a composite function.
+
+    %1 = qnn.conv2d(%x, meta[0], ...);        %1 = fn (%FunctionVar_0_0, Composite="npu.conv2d",
+    %2 = qnn.requantize(%1, ...)         ->         PartitionedFromPattern="qnn.conv2d_...") {
+                                                 qnn.requantize(qnn.conv2d(%FunctionVar_0_0, ...))
+                                               }(%x)
+
+The FIRST entry wins: as in Relay, each entry in table order claims all its matches before the
+next entry is tried, so fused patterns go before their parts. An entry claims from the output
+down (a pattern that can grow is taken whole), never overlapping an earlier claim and never with
+an interior value used outside the match. A check receives the matched expression (the match's
+root) and returns a Verdict; a refusal frees the nodes for later entries, and its reason is kept
+for the placement report.
+"""
+
+from __future__ import annotations
+
+from ..backends.registry import normalize_table
+from ..backends.verdict import run_check
+from ..ir.gc_pause import gc_paused
+from ..ir.module import IRModule
+from ..ir.nodes import Call, Expr, Function
+from ..passes.infra import Pass
+from ..patterns.graph import Graph, node_key, type_new_nodes
+from ..patterns.group import Group, region_of, region_problem
+from ..patterns.matcher import Solver
+from ..patterns.partition import extract_function
+from .regions import UNIT_TYPES, copy_node, ensure_typed, value_children
+
+# Module attributes MergeComposite leaves for AnnotateTarget (explanations of CPU ops).
+TABLE_KEY = "partition.pattern_table"
+REFUSALS_KEY = "partition.refusals"
+
+
+class _Rule:
+    __slots__ = ("pattern", "attrs", "check", "name")
+
+    def __init__(self, entry):
+        self.pattern, self.check, self.name = entry.pattern, entry.check, entry.name
+        self.attrs = {"Composite": entry.name}
+
+
+def is_partition_function(fn: Function) -> bool:
+    """A function already lifted for a backend (PartitionGraph's output): passes leave it."""
+    return "Compiler" in fn.attrs
+
+
+class MergeComposite(Pass):
+    """Wrap each match of ``pattern_table`` (rows ``(name, pattern)`` or ``(name, pattern,
+    check)``) in a function with ``Composite=name``; the first entry wins (module docstring)."""
+
+    name = "MergeComposite"
+
+    def __init__(self, pattern_table=(), overrides=None):
+        self.entries = normalize_table(pattern_table)
+        self.overrides = overrides
+
+    @gc_paused
+    def transform(self, mod: IRModule, ctx) -> IRModule:
+        out = IRModule({}, mod.attrs)
+        refusals: dict = {}
+        counter = [0]
+        rules = [_Rule(e) for e in self.entries]
+        for gname, fn in mod.items():
+            if is_partition_function(fn) or not self.entries:
+                out[gname] = fn
+                continue
+            ensure_typed(fn, mod)
+            body = _merge_body(fn.body, rules, mod, counter, refusals, self.overrides)
+            out[gname] = (
+                fn if body is fn.body else Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
+            )
+        out.attrs[TABLE_KEY] = tuple(self.entries)
+        out.attrs[REFUSALS_KEY] = refusals
+        return out
+
+
+def _claim(graph: Graph, rules: list, accept) -> list[Group]:
+    """Each rule in table order claims its matches, from the output down, among the nodes no
+    earlier rule claimed (so an earlier entry wins everywhere, as in Relay)."""
+    by_key: dict[str, list] = {}
+    for node in reversed(graph.order):
+        by_key.setdefault(node_key(node), []).append(node)
+    claimed: set[int] = set()
+    groups = []
+    solver = Solver(lambda: graph)
+    for rule in rules:
+        keys = rule.pattern.root_keys()
+        candidates = (
+            graph.order[::-1] if keys is None else [n for k in keys for n in by_key.get(k, ())]
+        )
+        if keys is not None and len(keys) > 1:
+            pos = graph.pos
+            candidates.sort(key=lambda n: -pos[id(n)])
+        for node in candidates:
+            if id(node) in claimed or type(node) not in UNIT_TYPES:
+                continue
+            if not solver.run(rule.pattern, node):
+                continue
+            interior, inputs, embedded = region_of(solver.binds, node)
+            if region_problem(node, interior, graph, claimed) or not accept(rule, node, interior):
+                continue
+            claimed.update(interior)
+            groups.append(Group(rule, node, solver.binds, interior, inputs, embedded, True))
+    return groups
+
+
+def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, overrides) -> Expr:
+    graph = Graph(body)
+    refused: dict[int, tuple] = {}  # id(old node) -> (old node, reason), first refusal wins
+
+    def accept(rule, root, interior) -> bool:
+        forced = overrides.forced_any(interior.values()) if overrides else None
+        verdict = None if forced else run_check(rule.check, root) if rule.check else True
+        if forced or not verdict:
+            why = forced or verdict.reason or f"the check of {rule.name} refused"
+            for k, node in interior.items():
+                refused.setdefault(k, (node, f"{rule.name}: {why}"))
+            return False
+        return True
+
+    groups = _claim(graph, rules, accept)
+    if not groups:
+        _keep_refusals(refused, {}, set(), refusals)
+        return body
+    by_root = {id(g.root): g for g in groups}
+    inside = {k for g in groups for k in g.interior if k != id(g.root)}
+    memo: dict[int, Expr] = {}
+    for node in graph.order:
+        key = id(node)
+        group = by_root.get(key)
+        if group is not None:
+            fn, inputs = extract_function(group, counter[0])
+            counter[0] += 1
+            call = Call(fn, [memo[id(x)] for x in inputs], span=node.span)
+            type_new_nodes(call, mod)  # its inputs are typed; its consumers copy their types
+            memo[key] = call
+        elif key in inside:
+            continue
+        elif type(node) in UNIT_TYPES:
+            memo[key] = copy_node(node, [memo[id(k)] for k in value_children(node)])
+        else:
+            memo[key] = node
+    out = memo[id(body)]
+    _keep_refusals(refused, memo, inside | set(by_root), refusals)
+    return out
+
+
+def _keep_refusals(refused: dict, memo: dict, claimed: set, refusals: dict) -> None:
+    """Record refusals for the nodes that stayed outside every composite, keyed by the node of
+    the new graph (which the record holds, so the id cannot be reused)."""
+    for key, (node, reason) in refused.items():
+        if key in claimed:
+            continue
+        new = memo.get(key, node)
+        if type(new) is Call and not isinstance(new.op, Function):
+            refusals[id(new)] = (new, reason)

@@ -1,0 +1,256 @@
+"""MergeCompilerRegions: merge neighbouring regions of one target, never creating a cycle.
+
+    %1 = fn (..., Compiler="npu") {conv}(%x);         %2 = fn (..., Compiler="npu") {
+    %2 = fn (..., Compiler="npu") {add}(%1, %1)  ->         add(conv, conv) }(%x)
+
+Two regions may merge only if no path leaves one and re-enters the other: a region must never
+both feed and consume another through a path outside it. Two steps, both linear in practice:
+
+1. Label every unit with the number of target changes on the longest path above it (the label
+   grows by one across every edge between different targets). Neighbouring units of one target
+   with equal labels merge: every edge between the groups then increases the label, so no cycle
+   can form.
+2. For each remaining edge between two regions of one target, contract it unless another path
+   joins them. The check walks only the nodes between the two in a topological order that is
+   kept valid after each contraction (Pearce and Kelly's dynamic topological sort).
+
+Refused edges are tried again after a sweep that merged something (a merge can swallow the only
+other path between two regions), so in the result no two neighbouring regions of one target can
+merge.
+"""
+
+from __future__ import annotations
+
+from ..ir.gc_pause import gc_paused
+from ..ir.module import IRModule
+from ..ir.nodes import Function
+from ..passes.infra import Pass
+from ..patterns.graph import dataflow_order
+from .merge_composite import is_partition_function
+from .regions import (
+    UNIT_TYPES,
+    Region,
+    RegionBuilder,
+    RegionError,
+    ensure_typed,
+    flatten,
+    value_children,
+)
+
+
+class MergeCompilerRegions(Pass):
+    """Merge neighbouring regions of the same target as far as possible without a cycle."""
+
+    name = "MergeCompilerRegions"
+
+    @gc_paused
+    def transform(self, mod: IRModule, ctx) -> IRModule:
+        out = IRModule({}, mod.attrs)
+        for gname, fn in mod.items():
+            if is_partition_function(fn):
+                out[gname] = fn
+                continue
+            ensure_typed(fn, mod)
+            flat, region_of = flatten(fn.body)
+            merged = merge_regions(dataflow_order(flat), region_of)
+            body = RegionBuilder(merged).build(flat)
+            out[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
+        return out
+
+
+def merge_regions(order: list, region_of: dict[int, Region]) -> dict[int, Region]:
+    """id(unit) -> Region after merging (host units and unlabelled units are left alone)."""
+    graph = _ItemGraph(order, region_of)
+    graph.merge_equal_labels()
+    graph.contract_edges()
+    return graph.result(order)
+
+
+class _ItemGraph:
+    """Items (the input regions, and unlabelled units) and the edges between them."""
+
+    def __init__(self, order: list, region_of: dict):
+        self.region_of = region_of
+        self.item_of: dict[int, int] = {}
+        self.regions: list = []
+        by_region: dict[int, int] = {}
+        for node in order:
+            if type(node) not in UNIT_TYPES:
+                continue
+            region = region_of.get(id(node))
+            item = by_region.get(id(region)) if region is not None else None
+            if item is None:
+                item = len(self.regions)
+                self.regions.append(region)
+                if region is not None:
+                    by_region[id(region)] = item
+            self.item_of[id(node)] = item
+        n = len(self.regions)
+        self.key = [r.target if r is not None and not r.host else None for r in self.regions]
+        self.succ: list[set] = [set() for _ in range(n)]
+        self.pred: list[set] = [set() for _ in range(n)]
+        for node in order:
+            i = self.item_of.get(id(node))
+            if i is None:
+                continue
+            for kid in value_children(node):
+                j = self.item_of.get(id(kid))
+                if j is not None and j != i:
+                    self.succ[j].add(i)
+                    self.pred[i].add(j)
+        self.parent = list(range(n))
+        self.topo = self._topological_order()
+
+    def _topological_order(self) -> list[int]:
+        indegree = [len(p) for p in self.pred]
+        ready = [i for i, d in enumerate(indegree) if d == 0]
+        topo = []
+        while ready:
+            i = ready.pop()
+            topo.append(i)
+            for j in self.succ[i]:
+                indegree[j] -= 1
+                if indegree[j] == 0:
+                    ready.append(j)
+        if len(topo) != len(indegree):
+            raise RegionError("the regions given to MergeCompilerRegions already form a cycle")
+        return topo
+
+    def find(self, i: int) -> int:
+        parent = self.parent
+        root = i
+        while parent[root] != root:
+            root = parent[root]
+        while parent[i] != root:
+            parent[i], i = root, parent[i]
+        return root
+
+    # ---- step 1 ------------------------------------------------------------------------------
+    def merge_equal_labels(self) -> None:
+        key, label = self.key, [0] * len(self.key)
+        for i in self.topo:
+            for p in self.pred[i]:
+                label[i] = max(label[i], label[p] + (key[p] != key[i]))
+        for i in self.topo:
+            for p in self.pred[i]:
+                if key[i] is not None and key[p] == key[i] and label[p] == label[i]:
+                    a, b = self.find(p), self.find(i)
+                    if a != b:
+                        self.parent[b] = a
+        rank = {i: r for r, i in enumerate(self.topo)}
+        first: dict[int, tuple] = {}
+        for i in self.topo:
+            rep = self.find(i)
+            first.setdefault(rep, (label[i], rank[i]))
+        self.pos = dict(zip(sorted(first, key=first.__getitem__), range(len(first))))
+        self.csucc = {rep: set() for rep in first}
+        self.cpred = {rep: set() for rep in first}
+        for i, succ in enumerate(self.succ):
+            a = self.find(i)
+            for j in succ:
+                b = self.find(j)
+                if a != b:
+                    self.csucc[a].add(b)
+                    self.cpred[b].add(a)
+
+    # ---- step 2 ------------------------------------------------------------------------------
+    def contract_edges(self) -> None:
+        key, pos = self.key, self.pos
+        pending = [
+            (a, b)
+            for a, succ in self.csucc.items()
+            for b in succ
+            if key[a] is not None and key[a] == key[b]
+        ]
+        pending.sort(key=lambda e: (pos[e[1]], pos[e[0]]))
+        while pending:
+            refused = [e for e in pending if not self._try_contract(*e)]
+            if len(refused) == len(pending):
+                return
+            pending = refused  # a merge can take the only other path between two regions away
+
+    def _try_contract(self, a0: int, b0: int) -> bool:
+        """Contract the edge between the regions of ``a0`` and ``b0``; False if refused."""
+        pos = self.pos
+        a, b = self.find(a0), self.find(b0)
+        if a == b or b not in self.csucc[a]:
+            return True
+        ahead = self._reach(a, b, self.csucc, lambda x, lim=pos[b]: pos[x] < lim)
+        if ahead is None:
+            return False  # another path from a to b: merging would make a cycle
+        behind = self._reach(b, a, self.cpred, lambda x, lim=pos[a]: pos[x] > lim)
+        self._reorder(
+            sorted(behind | {b}, key=pos.__getitem__), sorted(ahead | {a}, key=pos.__getitem__)
+        )
+        self._contract(a, b)
+        return True
+
+    def _reach(self, start: int, avoid: int, edges: dict, within) -> set | None:
+        """Nodes reachable from ``start`` (not through the edge to ``avoid``) inside the
+        window; None if ``avoid`` is reachable another way."""
+        seen: set = set()
+        stack = [x for x in edges[start] if x != avoid and within(x)]
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            for y in edges[x]:
+                if y == avoid:
+                    return None
+                if y not in seen and within(y):
+                    stack.append(y)
+        return seen
+
+    def _reorder(self, before: list, after: list) -> None:
+        """Pearce-Kelly: ``before`` (b and its ancestors in the window) then ``after`` (a and
+        its descendants in the window), in the positions they occupied."""
+        pos = self.pos
+        pool = sorted(pos[x] for x in before + after)
+        for x, p in zip(before + after, pool):
+            pos[x] = p
+
+    def _contract(self, a: int, b: int) -> None:
+        keep, gone = (
+            (a, b)
+            if len(self.csucc[a]) + len(self.cpred[a]) >= len(self.csucc[b]) + len(self.cpred[b])
+            else (b, a)
+        )
+        self.pos[keep] = self.pos[b]  # b now sits right before a: between all preds and succs
+        self.parent[gone] = keep
+        for x in self.csucc.pop(gone):
+            self.cpred[x].discard(gone)
+            if x != keep:
+                self.cpred[x].add(keep)
+                self.csucc[keep].add(x)
+        for x in self.cpred.pop(gone):
+            self.csucc[x].discard(gone)
+            if x != keep:
+                self.csucc[x].add(keep)
+                self.cpred[keep].add(x)
+        self.csucc[keep].discard(keep)
+        self.cpred[keep].discard(keep)
+
+    # ---- result ------------------------------------------------------------------------------
+    def result(self, order: list) -> dict[int, Region]:
+        size: dict[int, int] = {}
+        for i in range(len(self.regions)):
+            rep = self.find(i)
+            size[rep] = size.get(rep, 0) + 1
+        merged: dict[int, Region] = {}
+        out: dict[int, Region] = {}
+        for node in order:
+            i = self.item_of.get(id(node))
+            if i is None:
+                continue
+            if self.key[i] is None:
+                if self.regions[i] is not None:
+                    out[id(node)] = self.regions[i]
+                continue
+            rep = self.find(i)
+            region = merged.get(rep)
+            if region is None:
+                region = self.regions[i] if size[rep] == 1 else Region(self.key[i])
+                merged[rep] = region
+            out[id(node)] = region
+        return out

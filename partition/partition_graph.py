@@ -1,0 +1,120 @@
+"""PartitionGraph: lift each accelerator region into a global function; the host keeps the rest.
+
+    %2 = fn (%npu_0_i0, Compiler="npu") {           def @npu_main_0(%npu_0_i0, Compiler="npu",
+           npu.conv2d composite(%npu_0_i0) }(%x)  ->      global_symbol="npu_main_0", Primitive=1) {
+                                                         npu.conv2d composite(%npu_0_i0) }
+                                                    ... %2 = @npu_main_0(%x)
+
+A region with several outputs returns a tuple that main indexes. Constants stay inside the
+partition that uses them (a constant two partitions use is in both). Host units become plain
+nodes of main again; a composite that stayed on the host but belongs to another target is
+inlined back into its ops. The reason each host op stays there is kept on the module for
+``placement_report``.
+"""
+
+from __future__ import annotations
+
+from ..backends.registry import DEFAULT_HOST
+from ..ir.gc_pause import gc_paused
+from ..ir.module import IRModule
+from ..ir.nodes import Call, Expr, Function
+from ..passes.infra import Pass
+from .merge_composite import is_partition_function
+from .regions import (
+    Region,
+    RegionBuilder,
+    copy_node,
+    ensure_typed,
+    flatten,
+    inline_body,
+    is_composite_call,
+)
+
+PLACEMENT_KEY = "partition.placement"
+
+
+class Placement:
+    """What PartitionGraph knows that the partitioned module cannot say: the host's name and
+    why each host op is there (id(node) -> (node, reason); the record holds the nodes)."""
+
+    def __init__(self, host: str):
+        self.host = host
+        self.reasons: dict[int, tuple] = {}
+
+    def reason(self, node) -> str | None:
+        """Why ``node`` (of the partitioned module) stays on the host, if recorded."""
+        found = self.reasons.get(id(node))
+        return found[1] if found is not None and found[0] is node else None
+
+
+class _Lifter(RegionBuilder):
+    def __init__(self, region_of, taken: set, counters: dict, placement: Placement):
+        super().__init__(region_of)
+        self.taken, self.counters, self.placement = taken, counters, placement
+
+    def mode(self, region: Region) -> str:
+        return "plain" if region.host else "global"
+
+    def function_attrs(self, region, outputs, symbol) -> dict:
+        return {"Compiler": region.target, "global_symbol": symbol, "Primitive": 1}
+
+    def symbol(self, region: Region) -> str:
+        while True:
+            n = self.counters.get(region.target, 0)
+            self.counters[region.target] = n + 1
+            name = f"{region.target}_main_{n}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+    def emit_plain(self, node: Expr, new_kids: list, region: Region | None) -> Expr:
+        reason = region.reason if region is not None else None
+
+        def note(_old, new):
+            if reason and type(new) is Call:
+                self.placement.reasons[id(new)] = (new, reason)
+
+        if (
+            region is not None
+            and is_composite_call(node)
+            and not str(node.op.attrs["Composite"]).startswith(region.target + ".")
+        ):
+            return inline_body(node.op, new_kids, [node.op.body], note)[0]
+        new = copy_node(node, new_kids)
+        note(node, new)
+        return new
+
+
+class PartitionGraph(Pass):
+    """Lift every accelerator region into ``@<target>_main_<n>`` with ``Compiler``,
+    ``global_symbol`` and ``Primitive=1``; host units return to plain ops (module docstring)."""
+
+    name = "PartitionGraph"
+
+    def __init__(self, host: str = DEFAULT_HOST):
+        self.host = host
+
+    @gc_paused
+    def transform(self, mod: IRModule, ctx) -> IRModule:
+        placement = Placement(self.host)
+        taken, counters = set(mod.functions), {}
+        lifted: dict[str, Function] = {}
+        bodies: dict[str, Function] = {}
+        for gname, fn in mod.items():
+            if is_partition_function(fn):
+                bodies[gname] = fn
+                continue
+            ensure_typed(fn, mod)
+            flat, region_of = flatten(fn.body)
+            lifter = _Lifter(region_of, taken, counters, placement)
+            body = lifter.build(flat)
+            lifted.update(lifter.functions)
+            bodies[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
+        out = IRModule({**bodies, **dict(sorted(lifted.items(), key=_symbol_order))}, mod.attrs)
+        out.attrs[PLACEMENT_KEY] = placement
+        return out
+
+
+def _symbol_order(item) -> tuple:
+    target, _, n = item[0].rpartition("_main_")
+    return (target, int(n) if n.isdigit() else 0, item[0])

@@ -1,0 +1,95 @@
+"""``partition_for(mod, target)``: the composite target's partition pipeline, as a visible list.
+
+    partition_pipeline("npu -config=npu-256, llvm")
+        -> <Sequential partition_for: InferType, MergeComposite, AnnotateTarget,
+                                      MergeCompilerRegions, RegionPolicies, PartitionGraph>
+
+The pattern table is the targets' tables in target order (the first entry that matches wins, so
+an earlier target has priority); backends may add passes that run before MergeComposite.
+"""
+
+from __future__ import annotations
+
+from ..errors import PartitaError
+from ..ir.module import IRModule
+from ..passes.infer_type import InferType
+from ..passes.infra import Sequential
+from .annotate_target import AnnotateTarget
+from .merge_composite import MergeComposite
+from .merge_regions import MergeCompilerRegions
+from .partition_graph import PartitionGraph
+from .policies import Overrides, RegionPolicies
+from .report import PlacementReport, placement_report
+from .target import parse_target
+
+
+class StrictPartitionError(PartitaError):
+    """Strict mode: some ops were left off the accelerators. ``report`` says which and why."""
+
+    def __init__(self, report: PlacementReport):
+        self.report = report
+        rows = report.host_rows
+        head = (
+            f"strict mode: {len(rows)} source op{'s' * (len(rows) != 1)} left on the {report.host}:"
+        )
+        lines = [
+            f"  {r.op}{' #' + str(r.index) if r.index is not None else ''}: {r.reason}"
+            for r in rows
+        ]
+        super().__init__("\n".join([head, *lines, "", str(report)]))
+
+
+def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=None) -> Sequential:
+    """The passes ``partition_for`` runs for ``target`` (a tvmc-style string)."""
+    composite = parse_target(target)
+    backends = [(spec, spec.backend) for spec in composite.targets]
+    table = [e for spec, b in backends for e in b.pattern_table(spec.options)]
+    extra = [p for spec, b in backends for p in b.passes(spec.options)]
+    host = composite.host.name
+    return Sequential(
+        [
+            InferType(),
+            *extra,
+            MergeComposite(table, overrides=overrides),
+            AnnotateTarget(composite.targets, host=host, overrides=overrides),
+            MergeCompilerRegions(),
+            RegionPolicies(min_size=min_region_size, targets=composite.targets, host=host),
+            PartitionGraph(host=host),
+        ],
+        name="partition_for",
+    )
+
+
+def partition_for(
+    mod: IRModule,
+    target="llvm",
+    *,
+    min_region_size: int = 1,
+    cpu_ops=(),
+    cpu_nodes=(),
+    strict: bool = False,
+) -> IRModule:
+    """Partition ``mod`` for a composite target such as ``"npu -config=npu-256, llvm"``.
+
+    ``cpu_ops`` (op types) and ``cpu_nodes`` (source op indices or names) are forced onto the
+    CPU; regions under ``min_region_size`` source ops go back to it; ``strict`` raises
+    StrictPartitionError, with the placement report, if any op is left on the CPU.
+    """
+    if not isinstance(mod, IRModule):
+        raise PartitaError(f"partition_for takes an IRModule, got {type(mod).__name__}")
+    overrides = Overrides(cpu_ops, cpu_nodes)
+    unmatched = overrides.unmatched(mod)
+    if unmatched:
+        raise PartitaError(
+            f"CPU override{'s' * (len(unmatched) > 1)} "
+            f"{', '.join(map(str, unmatched))} match no op of the model"
+        )
+    pipeline = partition_pipeline(
+        target, min_region_size=min_region_size, overrides=overrides or None
+    )
+    out = pipeline(mod)
+    if strict:
+        report = placement_report(out)
+        if report.host_rows:
+            raise StrictPartitionError(report)
+    return out

@@ -1,0 +1,141 @@
+"""Why an op stays on the CPU, in one line for the placement report.
+
+In order of precedence: the failing check's text (a composite's check, recorded by MergeComposite
+or asked again, and each target's single-op check); a pattern that matches but whose match cannot
+be taken (an interior value used outside it); otherwise "no pattern matched" with the nearest
+partial match: the pattern, among those that mention the op, whose match got furthest through
+the op, at the op or at one of its consumers (a conv is matched from the requantize above it).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..backends.verdict import run_check
+from ..ir.nodes import Call, Expr
+from ..ops.registry import Op
+from ..patterns import OpPattern, pattern_text
+from ..patterns.graph import Graph, node_key
+from ..patterns.group import region_of, region_problem
+from ..patterns.matcher import Solver
+
+ROOT_DISTANCE = 3  # how far above an op a pattern's root may sit
+
+
+def pattern_ops(pattern) -> set[str]:
+    """The op names a pattern mentions."""
+    out, stack, seen = set(), [pattern], set()
+    while stack:
+        p = stack.pop()
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if isinstance(p, OpPattern):
+            out.add(p.op.name)
+        stack.extend(p.children())
+    return out
+
+
+def describe(node: Expr) -> str:
+    """``qnn.requantize (CONV_2D #3)``: the op and, when known, the source op."""
+    if type(node) is not Call:
+        return node.short()
+    text = node.op_name
+    span = node.span
+    if span is not None and span.index is not None:
+        text += f" ({span.op_type + ' ' if span.op_type else ''}#{span.index})"
+    return text
+
+
+class Explainer:
+    """Reasons for the ops of one graph; ``entries`` are the pattern-table rows in force."""
+
+    def __init__(self, graph: Graph, entries, targets: list[str], refusals: dict | None = None):
+        self.graph, self.entries, self.targets = graph, list(entries), targets
+        self.refusals = refusals or {}
+        self.by_op: dict[str, list] = {}
+        for entry in self.entries:
+            for op in pattern_ops(entry.pattern):
+                self.by_op.setdefault(op, []).append(entry)
+
+    def reason(self, node: Call, single_op_refusals=()) -> str:
+        """Why ``node`` stays on the CPU (``single_op_refusals``: (target, reason) pairs)."""
+        parts = []
+        recorded = self.refusals.get(id(node))
+        if recorded is not None and recorded[0] is node:
+            parts.append(recorded[1])
+        parts.extend(f"{t}: {r}" for t, r in single_op_refusals)
+        if parts:
+            return "; ".join(dict.fromkeys(parts))
+        if not self.targets:
+            return "no accelerator target was given"
+        return self.pattern_reason(node)
+
+    def pattern_reason(self, node: Call) -> str:
+        """What the pattern tables say about ``node``: a match that was refused, or the nearest
+        partial match."""
+        op = node.op.name if isinstance(node.op, Op) else node.op_name
+        relevant = self.by_op.get(op, [])
+        names = "/".join(self.targets)
+        if not relevant:
+            return (
+                f"no pattern matched: no {names} pattern contains {op}, and no target "
+                f"supports it alone"
+            )
+        best = None  # (binds the node, depth, text)
+        for root in self._roots(node):
+            for entry in relevant:
+                keys = entry.pattern.root_keys()
+                if keys is not None and node_key(root) not in keys:
+                    continue
+                found = self._try(entry, root, node)
+                if isinstance(found, str):
+                    return found
+                if found is not None and (best is None or found[:2] > best[:2]):
+                    best = found
+        if best is None:
+            return f"no pattern matched: no {names} pattern can have {op} where it is"
+        return f"no pattern matched; nearest: {best[2]}"
+
+    def _roots(self, node: Call) -> list:
+        """The node and the calls above it, nearest first."""
+        out, seen = [node], {id(node)}
+        queue = deque([(node, 0)])
+        users = self.graph.users
+        while queue:
+            current, dist = queue.popleft()
+            if dist == ROOT_DISTANCE:
+                continue
+            for user in users.get(id(current), ()):
+                if id(user) not in seen and type(user) is Call and isinstance(user.op, Op):
+                    seen.add(id(user))
+                    out.append(user)
+                    queue.append((user, dist + 1))
+        return out
+
+    def _try(self, entry, root: Call, node: Call):
+        """A reason string when ``entry`` matches through ``node``; else (binds node, depth,
+        text) for the deepest partial match, or None."""
+        graph = self.graph
+        solver = Solver(lambda: graph, record=True)
+        if solver.run(entry.pattern, root):
+            binds = solver.binds
+            interior = region_of(binds, root)[0]
+            if id(node) not in interior:
+                return None
+            problem = region_problem(root, interior, self.graph, set())
+            if problem:
+                return f"{entry.name} matches at {describe(root)}, but {problem}"
+            if entry.check is not None:
+                verdict = run_check(entry.check, root)
+                if not verdict.ok:
+                    return f"{entry.name}: {verdict.reason}"
+            return f"{entry.name} matches at {describe(root)}, but another composite took part"
+        depth, failed_p, failed_e, why, binds = solver.best
+        through = any(v is node for v in binds.values())
+        text = (
+            f"{entry.name} at {describe(root)} ({depth} sub-patterns matched, then "
+            f"{pattern_text(failed_p, depth=2)} failed on "
+            f"{describe(failed_e) if isinstance(failed_e, Expr) else failed_e}: {why})"
+        )
+        return (through, depth, text)

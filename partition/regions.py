@@ -1,0 +1,368 @@
+"""Regions in the IR between AnnotateTarget and PartitionGraph, and the two operations on them.
+
+An annotated unit, or a merged region, is a call of an inline function that carries its target;
+units left on the host say why:
+
+    %1 = fn (%npu_0_i0, Compiler="npu") { npu.conv2d composite(%npu_0_i0) }(%x);
+    %2 = fn (%llvm_1_i0, Compiler="llvm", Host=True, Reason="no pattern matched ...") {
+           nn.softmax(%llvm_1_i0) }(%1);
+
+A region with several outputs returns a tuple (``Outputs=2``) that its users index (``%3.0``).
+``flatten`` inlines every region into a plain dataflow graph and remembers each node's Region;
+``RegionBuilder`` turns a labelled graph back into region calls, or lifts them to global functions.
+Every stage is a valid module: it types, prints and interprets to the same bits.
+"""
+
+from __future__ import annotations
+
+from ..errors import PartitaError
+from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from ..ir.types import TupleType
+from ..ops.registry import Op
+from ..patterns.graph import dataflow_order
+
+UNIT_TYPES = (Call, Tuple, TupleGetItem)
+
+
+class RegionError(PartitaError):
+    """Regions that cannot be built (a cycle between regions, a malformed region call)."""
+
+
+class Region:
+    """A set of units that runs on one target; host units carry the reason they stay there."""
+
+    __slots__ = ("target", "host", "reason")
+
+    def __init__(self, target: str, host: bool = False, reason: str = ""):
+        self.target, self.host, self.reason = target, bool(host), reason
+
+    @staticmethod
+    def from_attrs(attrs) -> Region:
+        """The Region an inline region function's attributes describe."""
+        return Region(
+            str(attrs["Compiler"]), bool(attrs.get("Host", False)), str(attrs.get("Reason", ""))
+        )
+
+    def attrs(self, outputs: int) -> dict:
+        """The inline function attributes that mark this region."""
+        out: dict = {"Compiler": self.target}
+        if self.host:
+            out["Host"] = True
+            if self.reason:
+                out["Reason"] = self.reason
+        if outputs > 1:
+            out["Outputs"] = outputs
+        return out
+
+    def __repr__(self):
+        return f"<Region {self.target}{' (host)' if self.host else ''}>"
+
+
+def is_region_call(node) -> bool:
+    """A call of an inline function marked with ``Compiler`` (an annotated unit or region)."""
+    return type(node) is Call and type(node.op) is Function and "Compiler" in node.op.attrs
+
+
+def is_composite_call(node) -> bool:
+    """A call of a composite function (MergeComposite's output)."""
+    return type(node) is Call and type(node.op) is Function and "Composite" in node.op.attrs
+
+
+def value_children(node: Expr) -> tuple:
+    """The data inputs of a unit (a called function is not one)."""
+    t = type(node)
+    if t is Call:
+        return node.args
+    if t is Tuple:
+        return node.fields
+    if t is TupleGetItem:
+        return (node.tuple_value,)
+    return ()
+
+
+def _typed(node: Expr, ty) -> Expr:
+    if node._type is None and ty is not None:
+        node._set_type(ty)  # the write-once type cache; a copy has its original's type
+    return node
+
+
+def copy_node(node: Expr, new_kids: list) -> Expr:
+    """``node`` with new data inputs (itself when none changed), keeping span and type."""
+    old = value_children(node)
+    if all(a is b for a, b in zip(new_kids, old)):
+        return node
+    t = type(node)
+    if t is Call:
+        attrs = node.attrs if isinstance(node.op, Op) else None
+        new = Call(node.op, new_kids, attrs, node.span)
+    elif t is Tuple:
+        new = Tuple(new_kids, node.span)
+    else:
+        new = TupleGetItem(new_kids[0], node.index, node.span)
+    return _typed(new, node._type)
+
+
+def inline_body(fn: Function, args: list, roots: list, on_copy=None) -> list:
+    """Copies of ``roots`` (nodes of ``fn``'s body) with ``fn``'s params replaced by ``args``;
+    ``on_copy(old, new)`` sees every copied unit."""
+    memo: dict[int, Expr] = {id(p): a for p, a in zip(fn.params, args)}
+    for root in roots:
+        stack = [root]
+        while stack:  # region bodies are small: a plain stack walk, kids before parents
+            node = stack[-1]
+            if id(node) in memo:
+                stack.pop()
+                continue
+            if type(node) in UNIT_TYPES:
+                kids = value_children(node)
+                pending = [k for k in kids if id(k) not in memo]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                new = copy_node(node, [memo[id(k)] for k in kids])
+                if on_copy is not None:
+                    on_copy(node, new)
+            else:
+                new = node
+            memo[id(node)] = new
+            stack.pop()
+    return [memo[id(r)] for r in roots]
+
+
+def ensure_typed(fn: Function, mod) -> None:
+    """Type ``fn`` unless its body already has a type (InferType types bottom-up, and the
+    partition passes give every node they build its type)."""
+    if fn.body._type is None:
+        from ..passes.infer_type import infer_type
+
+        infer_type(fn, mod)
+
+
+def flatten(body: Expr) -> tuple[Expr, dict[int, Region]]:
+    """Inline every region call of ``body``; returns the plain graph and id(unit) -> Region.
+    Units outside any region (an unannotated graph) have no entry."""
+    memo: dict[int, object] = {}
+    region_of: dict[int, Region] = {}
+
+    def value(e):
+        v = memo[id(e)]
+        if type(v) is list:  # a multi-output region used as a whole: rebuild the tuple
+            v = memo[id(e)] = _typed(Tuple(v), e._type)
+        return v
+
+    for node in dataflow_order(body):
+        if is_region_call(node):
+            memo[id(node)] = _inline_region(node, [value(a) for a in node.args], region_of)
+        elif type(node) is TupleGetItem and type(memo[id(node.tuple_value)]) is list:
+            memo[id(node)] = memo[id(node.tuple_value)][node.index]
+        elif type(node) in UNIT_TYPES:
+            memo[id(node)] = copy_node(node, [value(k) for k in value_children(node)])
+        else:
+            memo[id(node)] = node
+    return value(body), region_of
+
+
+def _inline_region(call: Call, args: list, region_of: dict):
+    fn = call.op
+    region = Region.from_attrs(fn.attrs)
+    outputs = int(fn.attrs.get("Outputs", 1))
+
+    def label(_old, new):
+        region_of[id(new)] = region
+
+    if outputs > 1:
+        if type(fn.body) is not Tuple or len(fn.body.fields) != outputs:
+            raise RegionError(
+                f"region function with Outputs={outputs} must return a tuple of {outputs} fields"
+            )
+        return inline_body(fn, args, list(fn.body.fields), label)
+    return inline_body(fn, args, [fn.body], label)[0]
+
+
+class RegionBuilder:
+    """Turns a flat graph labelled with Regions into region calls (``mode`` "inline"), global
+    functions (``"global"``) or plain nodes (``"plain"``). Subclasses choose per region."""
+
+    def __init__(self, region_of: dict[int, Region]):
+        self.region_of = region_of
+        self.functions: dict[str, Function] = {}
+        self._count = 0
+
+    # ---- hooks -------------------------------------------------------------------------------
+    def mode(self, region: Region) -> str:
+        """ "inline" (a region call), "global" (a lifted function) or "plain" (no wrapper)."""
+        return "inline"
+
+    def function_attrs(self, region: Region, outputs: int, symbol: str | None) -> dict:
+        """The attributes of the function built for ``region``."""
+        return region.attrs(outputs)
+
+    def symbol(self, region: Region) -> str:
+        """The global name of a lifted region."""
+        raise NotImplementedError
+
+    def emit_plain(self, node: Expr, new_kids: list, region: Region | None) -> Expr:
+        """The outer graph's version of a node that no region wraps."""
+        return copy_node(node, new_kids)
+
+    # ---- the walk ----------------------------------------------------------------------------
+    def build(self, root: Expr) -> Expr:
+        """The graph under ``root`` with every region built (lifted ones in ``functions``)."""
+        order = dataflow_order(root)
+        members, inputs, outputs = self.regions(order, root)
+        outer: dict[int, Expr] = {}
+        for item in self._emission_order(root, inputs):
+            if type(item) is Region:
+                self._emit_region(
+                    item, members[id(item)], inputs[id(item)], outputs[id(item)], outer
+                )
+            elif type(item) in UNIT_TYPES:
+                kids = [outer[id(k)] for k in value_children(item)]
+                outer[id(item)] = self.emit_plain(item, kids, self.region_of.get(id(item)))
+            else:
+                outer[id(item)] = item
+        return outer[id(root)]
+
+    def _grouped(self, node) -> Region | None:
+        region = self.region_of.get(id(node))
+        return region if region is not None and self.mode(region) != "plain" else None
+
+    def regions(self, order: list, root: Expr):
+        """Per grouped region (by id): its members in order, its inputs and its outputs."""
+        members: dict[int, list] = {}
+        inputs: dict[int, dict] = {}
+        outputs: dict[int, dict] = {}
+        for node in order:
+            region = self._grouped(node)
+            if region is not None:
+                members.setdefault(id(region), []).append(node)
+                inputs.setdefault(id(region), {})
+                outputs.setdefault(id(region), {})
+            for kid in value_children(node):
+                owner = self._grouped(kid)
+                if owner is region:
+                    continue
+                if owner is not None:
+                    outputs[id(owner)][id(kid)] = kid
+                if region is not None and type(kid) is not Constant:
+                    inputs[id(region)].setdefault(id(kid), kid)
+        owner = self._grouped(root)
+        if owner is not None:
+            outputs[id(owner)][id(root)] = root
+        return members, {k: list(v.values()) for k, v in inputs.items()}, outputs
+
+    def _deps(self, item, inputs) -> list:
+        kids = inputs[id(item)] if type(item) is Region else value_children(item)
+        return [self._grouped(k) or k for k in kids]
+
+    def _emission_order(self, root: Expr, inputs) -> list:
+        """Items (regions and plain nodes) after their inputs; a cycle is a RegionError."""
+        order, state = [], {}
+        start = self._grouped(root) or root
+        stack = [(start, iter(self._deps(start, inputs)))]
+        state[id(start)] = 1
+        while stack:
+            item, deps = stack[-1]
+            for dep in deps:
+                s = state.get(id(dep))
+                if s is None:
+                    state[id(dep)] = 1
+                    stack.append((dep, iter(self._deps(dep, inputs))))
+                    break
+                if s == 1:
+                    raise RegionError(f"regions form a cycle through {_describe(dep)}")
+            else:
+                stack.pop()
+                state[id(item)] = 2
+                order.append(item)
+        return order
+
+    def _emit_region(self, region, members, ins, outs, outer) -> None:
+        number, self._count = self._count, self._count + 1
+        inner: dict[int, Expr] = {}
+        params = []
+        for k, node in enumerate(ins):
+            param = Var(f"{region.target}_{number}_i{k}", node._type)
+            params.append(param)
+            inner[id(node)] = param
+        for node in members:
+            inner[id(node)] = copy_node(node, [inner.get(id(k), k) for k in value_children(node)])
+        results = [inner[k] for k in outs]
+        body = (
+            results[0]
+            if len(results) == 1
+            else _typed(Tuple(results), TupleType([r._type for r in results]))
+        )
+        mode = self.mode(region)
+        symbol = self.symbol(region) if mode == "global" else None
+        fn = _typed(
+            Function(params, body, None, self.function_attrs(region, len(results), symbol)),
+            body._type,
+        )
+        callee = fn
+        if symbol is not None:
+            self.functions[symbol] = fn
+            callee = _typed(GlobalVar(symbol), body._type)
+        call = _typed(Call(callee, [outer[id(n)] for n in ins]), body._type)
+        if len(results) == 1:
+            outer[next(iter(outs))] = call
+            return
+        for i, k in enumerate(outs):
+            outer[k] = _typed(TupleGetItem(call, i), results[i]._type)
+
+
+def _describe(item) -> str:
+    if type(item) is Region:
+        return f"a {item.target} region"
+    return item.short()
+
+
+def units(order: list) -> list:
+    """The units of a flat graph (calls, tuples, tuple items) in post-order."""
+    return [n for n in order if type(n) in UNIT_TYPES]
+
+
+def unit_ops(node: Expr) -> list:
+    """The op calls a unit stands for: itself, or the ops inside the composite it calls."""
+    if type(node) is Call:
+        if isinstance(node.op, Op):
+            return [node]
+        if type(node.op) is Function:
+            return op_calls(node.op.body)
+    return []
+
+
+def op_calls(root: Expr) -> list:
+    """Every call of a registered op reachable from ``root``, composite bodies included."""
+    out = []
+    stack = [root]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is Call:
+            if isinstance(node.op, Op):
+                out.append(node)
+            elif type(node.op) is Function:
+                stack.append(node.op.body)
+        stack.extend(value_children(node))
+    return out
+
+
+__all__ = [
+    "Region",
+    "RegionBuilder",
+    "RegionError",
+    "copy_node",
+    "ensure_typed",
+    "flatten",
+    "inline_body",
+    "is_composite_call",
+    "is_region_call",
+    "op_calls",
+    "unit_ops",
+    "units",
+    "value_children",
+]

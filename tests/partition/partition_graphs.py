@@ -1,0 +1,263 @@
+"""Helpers for the partition tests: pipelines, where each named node ended up, and the oracles
+(same bits, types from scratch, every op once, no mergeable neighbours left)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+
+import networkx as nx
+import numpy as np
+from partita.backends import Backend, register_backend, unregister_backend
+from partita.partition import (
+    AnnotateTarget,
+    MergeCompilerRegions,
+    MergeComposite,
+    PartitionGraph,
+    RegionPolicies,
+)
+
+import partita as P
+from partita.ir import Call, Function, GlobalVar, Tuple, TupleGetItem, post_order
+from partita.ops.registry import Op
+
+
+def passes(table=(), targets=("acc",), min_size=1, overrides=None, host="llvm"):
+    """The partition pipeline, spelled out."""
+    return P.Sequential(
+        [
+            P.InferType(),
+            MergeComposite(table, overrides=overrides),
+            AnnotateTarget(list(targets), host=host, overrides=overrides),
+            MergeCompilerRegions(),
+            RegionPolicies(
+                min_size=min_size, targets=[t for t in targets if isinstance(t, str)], host=host
+            ),
+            PartitionGraph(host=host),
+        ]
+    )
+
+
+def backend(name, ops=(), patterns=(), cost=None) -> Backend:
+    return Backend(name, patterns=list(patterns), ops={o: True for o in ops}, cost=cost)
+
+
+def partitions(mod) -> dict:
+    return {k: f for k, f in mod.items() if "Compiler" in f.attrs}
+
+
+def _names(fn) -> list[str]:
+    out = []
+    for node in post_order(fn.body):
+        if isinstance(node, Call) and isinstance(node.op, Op):
+            out.append(node.span.tensor if node.span is not None else node.op.name)
+    return sorted(out)
+
+
+def placement(mod) -> dict:
+    """``{"main": [host node names], "<symbol>": [node names], ...}`` (names from the spans)."""
+    out = {"main": []}
+    for node in post_order(mod["main"].body, enter_functions=True):
+        if isinstance(node, Call) and isinstance(node.op, Op):
+            out["main"].append(node.span.tensor if node.span is not None else node.op.name)
+    out["main"].sort()
+    for name, fn in partitions(mod).items():
+        out[name] = _names(fn)
+    return out
+
+
+def op_spans(mod) -> Counter:
+    """Every op call of main and of the partitions it calls, by span."""
+    seen, count = set(), Counter()
+    stack = [mod["main"].body]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Call):
+            if isinstance(node.op, Op):
+                count[node.span] += 1
+            elif isinstance(node.op, Function):
+                stack.append(node.op.body)
+            else:
+                stack.append(mod[node.op.name_hint].body)
+            stack.extend(node.args)
+        elif isinstance(node, Tuple):
+            stack.extend(node.fields)
+        elif isinstance(node, TupleGetItem):
+            stack.append(node.tuple_value)
+    return count
+
+
+def random_inputs(mod, seed=0) -> list:
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in mod["main"].params:
+        t = p.type_annotation
+        if t.dtype.startswith("int") or t.dtype.startswith("uint"):
+            info = np.iinfo(t.dtype)
+            out.append(rng.integers(info.min, info.max, t.shape, dtype=t.dtype, endpoint=True))
+        else:
+            out.append(rng.standard_normal(t.shape).astype(t.dtype))
+    return out
+
+
+def assert_same_bits(before, after, seed=0) -> None:
+    inputs = random_inputs(before, seed)
+    want, got = P.interpret(before, inputs), P.interpret(after, inputs)
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        assert w.dtype == g.dtype and w.shape == g.shape
+        assert w.tobytes() == g.tobytes()
+
+
+def assert_typed(mod) -> None:
+    """Every node the passes built carries its type already (no pass left one out)."""
+    for fn in mod.functions.values():
+        for node in post_order(fn.body):
+            assert node.type_or_none is not None or isinstance(node, GlobalVar), node
+
+
+def retyped(mod):
+    """Print, parse and type the module from scratch (no cached types survive)."""
+    text, consts = P.astext(mod)
+    fresh = P.parse(text, consts)
+    P.InferType()(fresh)
+    return fresh
+
+
+def item_graph(mod) -> nx.DiGraph:
+    """Main's calls as a graph (a partition's tuple items folded into its call)."""
+    g = nx.DiGraph()
+
+    def item(node):
+        while (
+            isinstance(node, TupleGetItem)
+            and isinstance(node.tuple_value, Call)
+            and isinstance(node.tuple_value.op, GlobalVar)
+        ):
+            node = node.tuple_value
+        return node
+
+    for node in post_order(mod["main"].body, enter_functions=False):
+        if isinstance(node, (Call, Tuple, TupleGetItem)):
+            me = item(node)
+            g.add_node(id(me), node=me)
+            kids = (
+                node.fields
+                if isinstance(node, Tuple)
+                else ([node.tuple_value] if isinstance(node, TupleGetItem) else node.args)
+            )
+            for kid in kids:
+                if isinstance(kid, (Call, Tuple, TupleGetItem)) and id(item(kid)) != id(me):
+                    g.add_edge(id(item(kid)), id(me))
+    return g
+
+
+def mergeable_neighbours(mod) -> list:
+    """Pairs of partitions of one target, one feeding the other, with no other path between
+    them: MergeCompilerRegions should have merged them."""
+    g = item_graph(mod)
+    assert nx.is_directed_acyclic_graph(g)
+    out = []
+    for a, b in list(g.edges):
+        na, nb = g.nodes[a]["node"], g.nodes[b]["node"]
+        if not all(isinstance(n, Call) and isinstance(n.op, GlobalVar) for n in (na, nb)):
+            continue
+        ta = mod[na.op.name_hint].attrs["Compiler"]
+        if ta != mod[nb.op.name_hint].attrs["Compiler"]:
+            continue
+        h = g.copy()
+        h.remove_edge(a, b)
+        if not nx.has_path(h, a, b):
+            out.append((na.op.name_hint, nb.op.name_hint))
+    return out
+
+
+def assert_invariants(mod, table, targets, support, min_size=1):
+    """Partition ``mod`` and check every invariant of the pipeline (see the property test)."""
+    from partita.partition import placement_report
+
+    out = passes(table, targets, min_size)(mod)
+    assert_typed(out)
+    fresh = retyped(out)
+    assert nx.is_directed_acyclic_graph(item_graph(out))
+    assert op_spans(out) == op_spans(mod)
+    assert_same_bits(mod, out)
+    assert_same_bits(mod, fresh, seed=1)
+    for fn in partitions(out).values():
+        target = fn.attrs["Compiler"]
+        for node in post_order(fn.body, enter_functions=False):
+            if isinstance(node, Call) and isinstance(node.op, Op):
+                assert node.op.name in support[target], (node.op.name, target)
+            elif isinstance(node, Call) and isinstance(node.op, Function):
+                assert node.op.attrs["Composite"].startswith(target + ".")
+    for node in post_order(out["main"].body, enter_functions=False):
+        assert not (isinstance(node, Call) and isinstance(node.op, Function)), "composite in main"
+    if min_size == 1:
+        assert mergeable_neighbours(out) == []
+    report = placement_report(out)
+    assert all(row.reason for row in report.host_rows)
+    return out
+
+
+@contextlib.contextmanager
+def registered(*backends):
+    """Register backends for the duration of a ``with`` block."""
+    for b in backends:
+        register_backend(b, override=True)
+    try:
+        yield
+    finally:
+        for b in backends:
+            unregister_backend(b.name)
+
+
+def int8_convnet(strides=((1, 1), (4, 4))):
+    """x -> one CONV_2D (conv, bias, requantize, clip) per stride -> MEAN, every node with the
+    span of its source op (index, type, name ``conv<i>`` / ``mean``)."""
+    import numpy as np
+
+    import partita as P
+    from partita.ir import Span
+
+    rng = np.random.default_rng(0)
+    op = P.get_op
+    x = P.var("x", (1, 8, 8, 4), "int8")
+    y = x
+    for i, stride in enumerate(strides):
+        s = Span(i, "CONV_2D", f"conv{i}")
+        w = P.const(rng.integers(-8, 8, (4, 3, 3, 4), dtype=np.int8))
+        zero, scale = P.const(np.int32(0)), P.const(np.float32(0.05))
+        y = op("qnn.conv2d")(
+            y,
+            w,
+            zero,
+            zero,
+            scale,
+            P.const(np.float32(0.02)),
+            strides=stride,
+            padding=(1, 1),
+            data_layout="NHWC",
+            kernel_layout="OHWI",
+            span=s,
+        )
+        bias = P.const(rng.integers(-50, 50, (4,), dtype=np.int32))
+        y = op("nn.bias_add")(y, bias, axis=3, span=s)
+        y = op("qnn.requantize")(
+            y, P.const(np.float32(0.001)), zero, scale, zero, out_dtype="int8", span=s
+        )
+        y = op("clip")(y, a_min=-128.0, a_max=127.0, span=s)
+    n = len(strides)
+    y = op("qnn.mean")(
+        y,
+        P.const(np.float32(0.05)),
+        P.const(np.int32(0)),
+        P.const(np.float32(0.05)),
+        P.const(np.int32(0)),
+        axis=(1, 2),
+        keepdims=True,
+        span=Span(n, "MEAN", "mean"),
+    )
+    return P.IRModule.from_expr(y)
