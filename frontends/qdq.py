@@ -134,7 +134,8 @@ def _has_semantics(op_name: str, semantics: str) -> bool:
     return f is not None and semantics in f.metadata.get("choices", ())
 
 
-def _attrs(call: Call, drop=("out_dtype",)) -> dict:
+def _attrs(call: Call, drop=("out_dtype", "accumulate", "threads")) -> dict:
+    # accumulate / threads choose a float op's summation order; the integer op has none
     return {k: v for k, v in dataclasses.asdict(call.attrs).items() if k not in drop}
 
 

@@ -1,4 +1,5 @@
-"""partita's ONNX frontend: ``from_onnx(path_or_model, input_shapes=None) -> IRModule``.
+"""partita's ONNX frontend: ``from_onnx(path_or_model, input_shapes=None, qdq_to_qnn=True,
+match="ort", ort_threads=None) -> IRModule``.
 
 The model is read with the ``onnx`` package (reader.py), each node is converted by the row of
 table.py that names it (constant shape arithmetic is folded first), QOperator nodes become qnn ops

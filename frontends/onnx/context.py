@@ -87,6 +87,16 @@ class NodeContext:
         v = self.graph.lookup(self.name(i), self)
         return v.dtype.name if isinstance(v, np.ndarray) else v.checked_type.dtype
 
+    def mlas(self, threads: bool = True, packed: bool = False) -> dict:
+        """The attributes that make a float op sum as MLAS does under match="ort_disable_all"
+        (accumulate="mlas", or "mlas_packed" for a GEMM whose B ONNX Runtime prepacks [and
+        threads]), or {} for exact float arithmetic."""
+        t = self.graph.mlas_threads
+        if t is None:
+            return {}
+        out = {"accumulate": "mlas_packed" if packed else "mlas"}
+        return {**out, "threads": t} if threads else out
+
     # ---- building nodes -------------------------------------------------------------------------
 
     def call(self, name: str, *args, **attrs) -> Call:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping
 
@@ -20,10 +21,15 @@ from .table import CONVERTERS
 # quantize/dequantize of a weight.
 NO_FOLD = {"QuantizeLinear", "DequantizeLinear", "Constant"}
 MAX_FOLD_ELEMENTS = 1 << 24
+MATCHES = ("ort", "ort_disable_all")
+# QDQ rules whose float op keeps MLAS arithmetic under match="ort_disable_all".
+MLAS_GROUPS = {"conv_to_qnn", "dense_to_qnn", "global_pool_to_qnn", "add_to_qnn", "multiply_to_qnn",
+               "subtract_to_qnn"}
 
 
 def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
-              qdq_to_qnn: bool = True) -> IRModule:
+              qdq_to_qnn: bool = True, match: str = "ort",
+              ort_threads: int | None = None) -> IRModule:
     """Convert an ONNX model (a path, the file's bytes or an onnx.ModelProto) into an IRModule
     whose ``main`` takes the graph inputs, named after them, and returns the graph outputs.
 
@@ -35,19 +41,64 @@ def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
     inputs with dynamic dimensions. Every node carries a Span (node index, op type, first output,
     node name); ``mod.attrs["input_names"]`` / ``["output_names"]`` give the graph's names.
     ``qdq_to_qnn=False`` keeps QDQ groups as dequantize -> float op -> quantize.
+
+    ``match`` picks the ONNX Runtime results to reproduce: "ort" (its default optimization
+    level: float ops sum exactly, QDQ groups become qnn ops like its fused kernels) or
+    "ort_disable_all" (graph optimizations disabled: float Conv, Gemm, MatMul and
+    GlobalAveragePool sum in MLAS's float32 order for ``ort_threads`` threads, default ONNX
+    Runtime's own default, the physical cores; their QDQ groups stay dequantize -> float ->
+    quantize, as ONNX Runtime runs them). See docs/onnx.md.
     """
+    if match not in MATCHES:
+        raise ONNXError(f"match must be one of {MATCHES}, got {match!r}")
+    if ort_threads is not None and (not isinstance(ort_threads, int) or ort_threads < 1):
+        raise ONNXError(f"ort_threads must be a positive int, got {ort_threads!r}")
+    threads = None
+    if match == "ort_disable_all":
+        threads = ort_threads or ort_default_threads()
+    model = read(load(path_or_model))
+    mod = _Graph(model, dict(input_shapes or {}), threads).convert()
+    if not qdq_to_qnn:
+        return mod
+    return _rewrite_qdq(mod, exclude=MLAS_GROUPS if threads else ())
+
+
+def _rewrite_qdq(mod: IRModule, exclude) -> IRModule:
+    """qdq_to_qnn(mod, "onnx") without the rules named in ``exclude``."""
+    from ...patterns import RewriteTable
     from .. import qdq
 
-    model = read(load(path_or_model))
-    mod = _Graph(model, dict(input_shapes or {})).convert()
-    return qdq.qdq_to_qnn(mod, semantics="onnx") if qdq_to_qnn else mod
+    if not exclude:
+        return qdq.qdq_to_qnn(mod, semantics="onnx")
+    table = qdq.qdq_rules("onnx")
+    rules = [(r.pattern, r.fn, r.name) for r in table.rules if r.name not in exclude]
+    out = RewriteTable(rules, require_type=True, name=table.name)(qdq.unshare_dequantize(mod))
+    return IRModule(dict(out.functions), attrs=mod.attrs)
+
+
+def ort_default_threads() -> int:
+    """ONNX Runtime's default intra-op thread count: the physical cores /proc/cpuinfo lists
+    (else os.cpu_count())."""
+    cores, package = set(), None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "physical id":
+                    package = value.strip()
+                elif key.strip() == "core id":
+                    cores.add((package, value.strip()))
+    except OSError:
+        pass
+    return len(cores) or os.cpu_count() or 1
 
 
 class _Graph:
     """Tensor name -> expression (or numpy value for constants) while nodes are converted."""
 
-    def __init__(self, model: Model, input_shapes: dict):
+    def __init__(self, model: Model, input_shapes: dict, mlas_threads: int | None = None):
         self.model = model
+        self.mlas_threads = mlas_threads  # float ops in MLAS arithmetic, or None (exact)
         self.values: dict[str, Expr | np.ndarray] = dict(model.initializers)
         self.consts: dict[str, Constant] = {}
         self.poisoned: set[str] = set()

@@ -62,7 +62,8 @@ def conv(ctx: NodeContext) -> Expr:
     """Conv(X, W, B) -> nn.conv2d [-> nn.bias_add on axis 1]."""
     _float(ctx)
     w = ctx.expr(1)
-    out = ctx.call("nn.conv2d", ctx.expr(0), w, **conv_attrs(ctx, w.checked_type.shape))
+    out = ctx.call("nn.conv2d", ctx.expr(0), w, **conv_attrs(ctx, w.checked_type.shape),
+                   **ctx.mlas())
     if ctx.has_input(2):
         out = ctx.call("nn.bias_add", out, ctx.expr(2), axis=1)
     return out
@@ -79,6 +80,9 @@ def gemm(ctx: NodeContext) -> Expr:
     a, b = ctx.expr(0), ctx.expr(1)
     if len(ctx.shape(0)) != 2 or len(ctx.shape(1)) != 2:
         ctx.fail(f"Gemm takes 2-D A and B, got {list(ctx.shape(0))} and {list(ctx.shape(1))}")
+    mlas = _mlas_gemm(ctx, a, b)
+    if mlas is not None:
+        return mlas
     if ctx.attr("transA", 0):
         a = ctx.call("transpose", a, axes=(1, 0))
     if not ctx.attr("transB", 0):
@@ -95,6 +99,22 @@ def gemm(ctx: NodeContext) -> Expr:
     return out
 
 
+def _mlas_gemm(ctx: NodeContext, a: Expr, b: Expr) -> Expr | None:
+    """Gemm in MLAS arithmetic (match="ort_disable_all"): nn.gemm with C as the bias (MLAS's
+    beta = 1), or nn.dense for a transposed B without C; "mlas_packed" when B is an
+    initializer (ONNX Runtime prepacks it); None where MLAS's path is not emulated (transA,
+    alpha != 1, beta other than 0 or 1)."""
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    has_c = ctx.has_input(2) and beta != 0.0
+    if not ctx.mlas() or ctx.attr("transA", 0) or alpha != 1.0 or beta not in (0.0, 1.0):
+        return None
+    trans_b, mlas = bool(ctx.attr("transB", 0)), ctx.mlas(packed=ctx.is_const(1))
+    if not has_c and trans_b:
+        return ctx.call("nn.dense", a, b, **mlas)
+    c = ctx.expr(2) if has_c else ctx.const(np.float32(0.0))
+    return ctx.call("nn.gemm", a, b, c, transpose_b=trans_b, **mlas)
+
+
 def _transposed(ctx: NodeContext, i: int, e: Expr) -> Expr:
     if ctx.is_const(i):
         return ctx.const(np.ascontiguousarray(ctx.value(i, "B").T))
@@ -105,10 +125,15 @@ def matmul(ctx: NodeContext) -> Expr:
     """MatMul: a 2-D B becomes nn.dense (B transposed); 3-D A and B nn.batch_matmul."""
     _float(ctx)
     sa, sb = ctx.shape(0), ctx.shape(1)
+    if ctx.mlas() and len(sb) == 2 and len(sa) >= 2:
+        # MLAS multiplies by B as stored ([K, N]); a zero C sums like beta = 0
+        return ctx.call("nn.gemm", ctx.expr(0), ctx.expr(1), ctx.const(np.float32(0.0)),
+                        transpose_b=False, **ctx.mlas(packed=ctx.is_const(1)))
     if len(sb) == 2 and len(sa) >= 1:
         return ctx.call("nn.dense", ctx.expr(0), _transposed(ctx, 1, ctx.expr(1)))
     if len(sa) == 3 and len(sb) == 3:
-        return ctx.call("nn.batch_matmul", ctx.expr(0), ctx.expr(1), transpose_b=False)
+        mlas = ctx.mlas() if sa[0] == sb[0] else {}
+        return ctx.call("nn.batch_matmul", ctx.expr(0), ctx.expr(1), transpose_b=False, **mlas)
     raise Unsupported(f"MatMul of shapes {list(sa)} and {list(sb)}")
 
 
@@ -145,7 +170,8 @@ def global_avg_pool(ctx: NodeContext) -> Expr:
     _float(ctx)
     if len(ctx.shape(0)) != 4:
         raise Unsupported(f"GlobalAveragePool of a rank-{len(ctx.shape(0))} tensor")
-    return ctx.call("nn.global_avg_pool2d", ctx.expr(0), layout="NCHW")
+    return ctx.call("nn.global_avg_pool2d", ctx.expr(0), layout="NCHW",
+                    **ctx.mlas(threads=False))
 
 
 def global_max_pool(ctx: NodeContext) -> Expr:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import PartitaError
 from ..ir.types import TensorType
+from . import mlas
 from .nn_common import OUT_DTYPES, cast_result, exact_matmul, product_dtype
 from .registry import Attrs, choice, register_op
 from .relations import fail, float_only, identity_rel, normalize_axis, tensor
@@ -97,8 +98,17 @@ def bias_add(data, bias, attrs):
 
 @dataclass(frozen=True)
 class DenseAttrs(Attrs):
+    """Relay's DenseAttrs, plus ``accumulate`` ("exact"; "mlas": ONNX Runtime's MLAS float32
+    order, "mlas_packed": the same with the weight prepacked as a constant) and ``threads``
+    (the ONNX Runtime thread count MLAS splits the product for; partita/ops/mlas.py)."""
+
     units: int | None = None
     out_dtype: str = choice("", *OUT_DTYPES)
+    accumulate: str = choice("exact", *mlas.GEMM_ACCUMULATE)
+    threads: int = 1
+
+    def validate(self):
+        mlas.check_threads(self.threads)
 
 
 def dense_out_shape(data_shape, weight_shape, units: int | None = None) -> tuple[int, ...]:
@@ -118,6 +128,7 @@ def dense_out_shape(data_shape, weight_shape, units: int | None = None) -> tuple
 def _dense_rel(types, attrs):
     data, weight = tensor(types[0], "data"), tensor(types[1], "weight")
     dtype = product_dtype(data, weight, attrs.out_dtype)
+    mlas.require_float32(attrs, dtype, "data, weight and result")
     return TensorType(dense_out_shape(data.shape, weight.shape, attrs.units), dtype)
 
 
@@ -125,7 +136,15 @@ def _dense_rel(types, attrs):
              kind="out_elemwise_fusable")
 def dense(data, weight, attrs):
     """out[..., u] = sum_k data[..., k] * weight[u, k] (weight [units, in_features], as Relay),
-    accumulated in float64 or exactly in int64, cast to out_dtype ("" = data's dtype)."""
+    accumulated in float64 or exactly in int64, cast to out_dtype ("" = data's dtype).
+    accumulate="mlas" (float32): ONNX Runtime's MlasGemm with the weight as transposed B and
+    the leading axes of data flattened into M, on ``threads`` threads ("mlas_packed": B
+    prepacked, FMA chains in K blocks of 256)."""
+    if attrs.accumulate != "exact":
+        a = data.reshape(1, -1, data.shape[-1])
+        out = mlas.sgemm(a, weight.T[None], trans_b=True, threads=attrs.threads,
+                         packed=attrs.accumulate == "mlas_packed")
+        return out.reshape(*data.shape[:-1], weight.shape[0])
     acc = exact_matmul(data.reshape(-1, data.shape[-1]), weight.T)
     return cast_result(acc.reshape(*data.shape[:-1], weight.shape[0]),
                        attrs.out_dtype or data.dtype.name)
@@ -133,9 +152,18 @@ def dense(data, weight, attrs):
 
 @dataclass(frozen=True)
 class BatchMatmulAttrs(Attrs):
+    """Relay's BatchMatmulAttrs, plus ``accumulate`` and ``threads`` as DenseAttrs."""
+
     out_dtype: str = choice("", *OUT_DTYPES)
     transpose_a: bool = False
     transpose_b: bool = True
+    accumulate: str = choice("exact", *mlas.ACCUMULATE)
+    threads: int = 1
+
+    def validate(self):
+        mlas.check_threads(self.threads)
+        if self.accumulate == "mlas" and self.transpose_a:
+            raise ValueError('accumulate="mlas" does not support transpose_a')
 
 
 def _batch_matmul_rel(types, attrs):
@@ -150,6 +178,9 @@ def _batch_matmul_rel(types, attrs):
              f"(transpose_b={attrs.transpose_b}) has {ky} rows")
     if bx != by and 1 not in (bx, by):
         fail(f"batch sizes {bx} of x {x.shape} and {by} of y {y.shape} do not broadcast")
+    mlas.require_float32(attrs, dtype, "x, y and result")
+    if attrs.accumulate == "mlas" and bx != by:
+        fail(f'accumulate="mlas" needs equal batch sizes, got x {x.shape} and y {y.shape}')
     return TensorType((max(bx, by) if min(bx, by) else 0, m, n), dtype)
 
 
@@ -158,10 +189,69 @@ def _batch_matmul_rel(types, attrs):
 def batch_matmul(x, y, attrs):
     """out[b] = op(x[b]) @ op(y[b]) with op = transpose where transpose_a / transpose_b say
     (Relay's default: y is [batch, N, K]); a batch of 1 broadcasts. Accumulated in float64 or
-    exactly in int64, cast to out_dtype ("" = x's dtype)."""
+    exactly in int64, cast to out_dtype ("" = x's dtype). accumulate="mlas" (float32, equal
+    batches, no transpose_a): ONNX Runtime's MlasGemmBatch on ``threads`` threads."""
+    if attrs.accumulate == "mlas":
+        b = y.transpose(0, 2, 1) if attrs.transpose_b else y
+        return mlas.sgemm(x, b, trans_b=attrs.transpose_b, threads=attrs.threads)
     a = x.transpose(0, 2, 1) if attrs.transpose_a else x
     b = y.transpose(0, 2, 1) if attrs.transpose_b else y
     return cast_result(exact_matmul(a, b), attrs.out_dtype or x.dtype.name)
+
+
+@dataclass(frozen=True)
+class GemmAttrs(Attrs):
+    """nn.gemm: ``transpose_b`` says the weight is [N, K] (as nn.dense) rather than [K, N];
+    ``accumulate`` and ``threads`` as DenseAttrs."""
+
+    transpose_b: bool = True
+    accumulate: str = choice("exact", *mlas.GEMM_ACCUMULATE)
+    threads: int = 1
+
+    def validate(self):
+        mlas.check_threads(self.threads)
+
+
+def _gemm_rel(types, attrs):
+    data, weight = tensor(types[0], "data"), tensor(types[1], "weight")
+    bias = float_only(tensor(types[2], "bias"), "bias")
+    dtype = product_dtype(data, weight, "")
+    if dtype != bias.dtype or not dtype.startswith("float"):
+        fail(f"data, weight and bias must share one float dtype, got {data.dtype}, "
+             f"{weight.dtype} and {bias.dtype}")
+    mlas.require_float32(attrs, dtype, "data, weight and bias")
+    if data.ndim < 2:
+        fail(f"data must have rank >= 2, got shape {data.shape}")
+    w_shape = weight.shape if attrs.transpose_b else tuple(reversed(weight.shape))
+    out = dense_out_shape(data.shape, w_shape)
+    rows = int(np.prod(data.shape[:-1]))
+    try:
+        np.broadcast_shapes(bias.shape, (rows, out[-1]))
+    except ValueError:
+        fail(f"bias {bias.shape} does not broadcast to the ({rows}, {out[-1]}) product of data "
+             f"{data.shape} and weight {weight.shape}")
+    if data.ndim > 2 and bias.ndim > 1:
+        fail(f"with data of rank {data.ndim} the bias must be a scalar or [N], got {bias.shape}")
+    return TensorType(out, dtype)
+
+
+@register_op("nn.gemm", inputs=("data", "weight", "bias"), attrs=GemmAttrs, type_rel=_gemm_rel,
+             kind="out_elemwise_fusable")
+def gemm(data, weight, bias, attrs):
+    """ONNX Gemm with alpha = beta = 1: out = A @ W + bias, A = data with its leading axes
+    flattened into rows, W = weight.T if transpose_b else weight, bias broadcast to the product.
+    "exact": the sum and the bias in float64, rounded once. "mlas" (float32): ONNX Runtime's
+    MlasGemm with C preloaded with the bias (beta = 1) on ``threads`` threads; "mlas_packed":
+    the same with the weight prepacked (FMA chains in K blocks of 256, from C)."""
+    a = data.reshape(-1, data.shape[-1])
+    w = weight.T if attrs.transpose_b else weight
+    c = np.broadcast_to(bias, (a.shape[0], w.shape[1]))
+    if attrs.accumulate != "exact":
+        out = mlas.sgemm(a[None], w[None], np.array(c, np.float32)[None], attrs.transpose_b,
+                         attrs.threads, packed=attrs.accumulate == "mlas_packed")[0]
+    else:
+        out = (exact_matmul(a, w) + c.astype(np.float64)).astype(data.dtype)
+    return out.reshape(*data.shape[:-1], w.shape[1])
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.types import TensorType
+from . import mlas
 from .nn_common import (
     OUT_DTYPES,
     accumulator_dtype,
@@ -72,10 +73,18 @@ class ConvAttrsBase(Attrs):
 
 @dataclass(frozen=True)
 class Conv2DAttrs(ConvAttrsBase):
-    """Relay's Conv2DAttrs (kernel O = output channels, I = data channels / groups)."""
+    """Relay's Conv2DAttrs (kernel O = output channels, I = data channels / groups), plus
+    ``accumulate`` ("exact" or "mlas": ONNX Runtime's float32 summation order, see
+    partita/ops/mlas.py) and ``threads`` (the ONNX Runtime thread count MLAS splits work for)."""
 
     kernel_layout: str = choice("OIHW", "OIHW", "HWIO", "HWOI", "OHWI")
     out_dtype: str = choice("", *OUT_DTYPES)
+    accumulate: str = choice("exact", *mlas.ACCUMULATE)
+    threads: int = 1
+
+    def validate(self):
+        super().validate()
+        mlas.check_threads(self.threads)
 
 
 @dataclass(frozen=True)
@@ -179,7 +188,17 @@ def conv2d_reference(data: np.ndarray, weight: np.ndarray, attrs, pad_value=0,
 def _conv2d_rel(types, attrs):
     data, weight = tensor(types[0], "data"), tensor(types[1], "weight")
     dtype = product_dtype(data, weight, attrs.out_dtype)
+    mlas.require_float32(attrs, dtype, "data, weight and result")
     return TensorType(conv2d_out_shape(data.shape, weight.shape, attrs), dtype)
+
+
+def conv2d_mlas(data: np.ndarray, weight: np.ndarray, attrs) -> np.ndarray:
+    """nn.conv2d with accumulate="mlas": MLAS's float32 convolution in any layout."""
+    nchw = to_layout(data, attrs.data_layout, "NCHW")
+    oihw = to_layout(weight, attrs.kernel_layout, "OIHW")
+    out = mlas.conv2d_nchw(nchw, oihw, attrs.strides, attrs.padding, attrs.dilation,
+                           attrs.groups, attrs.threads)
+    return to_layout(out, "NCHW", attrs.data_layout)
 
 
 @register_op("nn.conv2d", inputs=("data", "weight"), attrs=Conv2DAttrs, type_rel=_conv2d_rel,
@@ -190,7 +209,11 @@ def conv2d(data, weight, attrs):
     weight[o, c, a, b]`` with g = o // (O / groups), Cg = C / groups, zero padding
     (top, left, bottom, right). Depthwise: groups = C, kernel (C * multiplier, 1, KH, KW) in
     OIHW, output channel c * multiplier + m reads input channel c. Float data accumulates in
-    float64, integer data exactly in int64; the sum is cast to out_dtype ("" = data's dtype)."""
+    float64, integer data exactly in int64; the sum is cast to out_dtype ("" = data's dtype).
+    accumulate="mlas" (float32 only) sums as ONNX Runtime's MlasConv does with ``threads``
+    threads: im2col, K-blocked FMA chains or the M=1 kernels (partita/ops/mlas.py)."""
+    if attrs.accumulate == "mlas":
+        return conv2d_mlas(data, weight, attrs)
     return cast_result(conv2d_reference(data, weight, attrs), attrs.out_dtype or data.dtype.name)
 
 

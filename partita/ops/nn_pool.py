@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.types import TensorType
+from . import mlas
 from .nn_common import (
     FLOAT_DTYPES,
     INT_DTYPES,
@@ -27,6 +28,7 @@ from .nn_common import (
     pad_input,
     set_fields,
     sliding_windows,
+    to_layout,
     to_nhwc,
 )
 from .registry import Attrs, choice, register_op
@@ -73,9 +75,10 @@ class AvgPool2DAttrs(PoolAttrsBase):
 
 @dataclass(frozen=True)
 class GlobalPool2DAttrs(Attrs):
-    """Relay's GlobalPool2DAttrs."""
+    """Relay's GlobalPool2DAttrs, plus ``accumulate`` ("exact" or "mlas")."""
 
     layout: str = choice("NCHW", "NCHW", "NHWC")
+    accumulate: str = choice("exact", *mlas.ACCUMULATE)
 
 
 def _pool_dim(size, k, stride, dilation, before, after, ceil_mode, what) -> int:
@@ -191,6 +194,7 @@ def _global_pool_rel(types, attrs):
         fail(f"data must be 4-D ({attrs.layout}), got shape {data.shape}")
     shape = list(data.shape)
     shape[attrs.layout.index("H")] = shape[attrs.layout.index("W")] = 1
+    mlas.require_float32(attrs, data.dtype, "data")
     return TensorType(shape, data.dtype)
 
 
@@ -198,6 +202,11 @@ def _global_pool_rel(types, attrs):
              type_rel=_global_pool_rel, kind="reduce")
 def global_avg_pool2d(data, attrs):
     """The mean over H and W (kept as size-1 axes) of float data, summed in float64 and cast
-    to data's dtype."""
+    to data's dtype. accumulate="mlas" (float32): as ONNX Runtime's MlasPool global kernel,
+    4 float32 lanes over the pixels in row-major order, (l0 + l2) + (l1 + l3), the leftover
+    pixels added in order, then divided by H * W in float32."""
+    if attrs.accumulate == "mlas":
+        out = mlas.global_avg_pool_nchw(to_layout(data, attrs.layout, "NCHW"))
+        return np.ascontiguousarray(to_layout(out, "NCHW", attrs.layout))
     axes = (attrs.layout.index("H"), attrs.layout.index("W"))
     return data.mean(axis=axes, dtype=np.float64, keepdims=True).astype(data.dtype)
