@@ -7,9 +7,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ...errors import PartitaError
-from ...ir import Call, Constant, Expr, Span, Tuple, TupleGetItem, TupleType
-from ...ops import get_op
+from ...ir import Call, Constant, Expr, Span
+from ..builder import NodeBuilder
 from .errors import ONNXConversionError
 
 QDTYPES = ("int8", "uint8", "int16")
@@ -19,7 +18,7 @@ class Unsupported(Exception):
     """Raised by a converter for a node it cannot convert; the reason joins the report."""
 
 
-class NodeContext:
+class NodeContext(NodeBuilder):
     """One node being converted (see the module docstring)."""
 
     def __init__(self, graph, node: onnx.NodeProto, index: int):
@@ -99,34 +98,6 @@ class NodeContext:
 
     # ---- building nodes -------------------------------------------------------------------------
 
-    def call(self, name: str, *args, **attrs) -> Call:
-        """``name(*args, **attrs)`` with this node's span, typed now."""
-        args = [a if isinstance(a, Expr) else self.const(a) for a in args]
-        try:
-            node = Call(get_op(name), args, attrs or None, span=self.span)
-            node._set_type(node.op.type_rel([a.checked_type for a in args], node.attrs))
-        except PartitaError as e:
-            self.fail(f"cannot build {name}: {e}")
-        except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
-            self.fail(f"cannot build {name}: {type(e).__name__}: {e}")
-        return node
-
-    def const(self, value, dtype: str | None = None) -> Constant:
-        """A constant with this node's span; Python numbers become float32 / int32."""
-        if dtype is None and isinstance(value, (int, float)):
-            dtype = "float32" if isinstance(value, float) else "int32"
-        return Constant(np.asarray(value, dtype=dtype), span=self.span)
-
-    def tuple(self, fields) -> Tuple:
-        node = Tuple(list(fields), span=self.span)
-        node._set_type(TupleType([f.checked_type for f in fields]))
-        return node
-
-    def item(self, tup: Expr, index: int) -> TupleGetItem:
-        node = TupleGetItem(tup, index, span=self.span)
-        node._set_type(tup.checked_type.fields[index])
-        return node
-
     def fail(self, message: str):
         name = f" {self.node.name!r}" if self.node.name else ""
         raise ONNXConversionError(f"node #{self.index} {self.op_type}{name}: {message}")
@@ -165,5 +136,6 @@ class NodeContext:
 
 def float_scale_product(a: Constant, b: Constant) -> Constant:
     """a * b in float32, as ONNX Runtime multiplies input and weight scales."""
-    return Constant((a.data.astype(np.float32) * b.data.astype(np.float32)).astype(np.float32),
-                    span=a.span)
+    return Constant(
+        (a.data.astype(np.float32) * b.data.astype(np.float32)).astype(np.float32), span=a.span
+    )

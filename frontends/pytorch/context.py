@@ -11,13 +11,16 @@ import dataclasses
 
 import numpy as np
 
-from ...errors import PartitaError
-from ...ir import Call, Constant, Expr, Span, Tuple, TupleGetItem, TupleType
-from ...ops import get_op
+from ...ir import Constant, Expr, Span
+from ..builder import NodeBuilder
 from .errors import PyTorchConversionError
 
-INT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
-              "int32": (-(2**31), 2**31 - 1)}
+INT_RANGES = {
+    "int8": (-128, 127),
+    "uint8": (0, 255),
+    "int16": (-32768, 32767),
+    "int32": (-(2**31), 2**31 - 1),
+}
 
 
 class Unsupported(Exception):
@@ -37,11 +40,19 @@ class QValue:
         return self.expr.checked_type.dtype
 
 
-class NodeContext:
+class NodeContext(NodeBuilder):
     """One node being converted (see the module docstring)."""
 
-    def __init__(self, index: int, name: str, target: str, args: list, kwargs: dict,
-                 source: str | None = None, options: dict | None = None):
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        target: str,
+        args: list,
+        kwargs: dict,
+        source: str | None = None,
+        options: dict | None = None,
+    ):
         self.index, self.name, self.target = index, name, target
         self.args, self.kwargs = args, kwargs
         self.options = options or {}
@@ -92,34 +103,6 @@ class NodeContext:
         return float(v)
 
     # ---- building nodes -------------------------------------------------------------------------
-
-    def call(self, name: str, *args, **attrs) -> Call:
-        """``name(*args, **attrs)`` with this node's span, typed now."""
-        args = [a if isinstance(a, Expr) else self.const(a) for a in args]
-        try:
-            node = Call(get_op(name), args, attrs or None, span=self.span)
-            node._set_type(node.op.type_rel([a.checked_type for a in args], node.attrs))
-        except PartitaError as e:
-            self.fail(f"cannot build {name}: {e}")
-        except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
-            self.fail(f"cannot build {name}: {type(e).__name__}: {e}")
-        return node
-
-    def item(self, tup: Expr, index: int) -> TupleGetItem:
-        node = TupleGetItem(tup, index, span=self.span)
-        node._set_type(tup.checked_type.fields[index])
-        return node
-
-    def tuple(self, fields: list[Expr]) -> Tuple:
-        node = Tuple(fields, span=self.span)
-        node._set_type(TupleType([f.checked_type for f in fields]))
-        return node
-
-    def const(self, value, dtype: str | None = None) -> Constant:
-        """A constant with this node's span; Python numbers become float32 / int32."""
-        if dtype is None and isinstance(value, (int, float)):
-            dtype = "float32" if isinstance(value, float) else "int32"
-        return Constant(np.asarray(value, dtype=dtype), span=self.span)
 
     def fail(self, message: str):
         raise PyTorchConversionError(f"node #{self.index} {self.name} = {self.target}: {message}")

@@ -11,9 +11,9 @@ import dataclasses
 
 import numpy as np
 
-from ...errors import PartitaError
-from ...ir import Call, Constant, Expr, Span, Tuple, TupleGetItem, TupleType
+from ...ir import Constant, Expr, Span, TupleGetItem
 from ...ops import get_op
+from ..builder import NodeBuilder
 from .errors import TFLiteConversionError
 from .reader import Operator, Tensor
 
@@ -27,7 +27,7 @@ class Unsupported(Exception):
     """Raised by a converter for an operator it cannot convert; the reason joins the report."""
 
 
-class OpContext:
+class OpContext(NodeBuilder):
     """One operator being converted (see the module docstring)."""
 
     def __init__(self, graph, op: Operator, options: dict):
@@ -71,38 +71,13 @@ class OpContext:
 
     # ---- building nodes -------------------------------------------------------------------------
 
-    def call(self, name: str, *args, **attrs) -> Call:
-        """``name(*args, **attrs)`` with this operator's span, typed now."""
-        args = [a if isinstance(a, Expr) else self.const(a) for a in args]
-        try:
-            node = Call(get_op(name), args, attrs or None, span=self.span)
-            op = node.op
-            node._set_type(op.type_rel([a.checked_type for a in args], node.attrs))
-        except PartitaError as e:
-            self.fail(f"cannot build {name}: {e}")
-        except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
-            self.fail(f"cannot build {name}: {type(e).__name__}: {e}")
-        return node
-
     def item(self, tup: Expr, index: int, tensor: Tensor) -> TupleGetItem:
-        node = TupleGetItem(tup, index, span=dataclasses.replace(self.span, tensor=tensor.name))
-        node._set_type(tup.checked_type.fields[index])
-        return node
-
-    def tuple(self, fields: list[Expr]) -> Tuple:
-        node = Tuple(fields, span=self.span)
-        node._set_type(TupleType([f.checked_type for f in fields]))
-        return node
-
-    def const(self, value, dtype: str | None = None) -> Constant:
-        """A constant with this operator's span; Python numbers become float32 / int32."""
-        if dtype is None and isinstance(value, (int, float)):
-            dtype = "float32" if isinstance(value, float) else "int32"
-        return Constant(np.asarray(value, dtype=dtype), span=self.span)
+        return super().item(tup, index, dataclasses.replace(self.span, tensor=tensor.name))
 
     def fail(self, message: str):
-        raise TFLiteConversionError(f"operator #{self.op.index} {self.op.name} "
-                                    f"(output {self.span.tensor!r}): {message}")
+        raise TFLiteConversionError(
+            f"operator #{self.op.index} {self.op.name} (output {self.span.tensor!r}): {message}"
+        )
 
     # ---- quantization ---------------------------------------------------------------------------
 
