@@ -296,7 +296,8 @@ def find_backend(name: str) -> Backend | None:
                 f"{name!r} (call register_backend in its __init__.py)"
             )
         return _REGISTRY[name]
-    eps = _entry_points(name)
+    # The same package found twice on the path (installed, and again by a test) is one backend.
+    eps = list({ep.value: ep for ep in _entry_points(name)}.values())
     if eps:
         if len(eps) > 1:
             values = ", ".join(ep.value for ep in eps)

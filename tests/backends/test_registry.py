@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from backend_helpers import fake_distribution, registered
+from backend_helpers import fake_distribution
+from common_graphs import registered
 from partita.backends import (
     Backend,
     BackendError,

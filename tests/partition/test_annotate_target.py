@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from common_graphs import registered
 from partita.backends import Backend, Verdict
 from partita.partition import AnnotateTarget, MergeComposite
 from partita.patterns import is_op, wildcard
-from partition_graphs import assert_same_bits, backend, registered, retyped
+from partition_graphs import assert_same_bits, backend, retyped
 
 import partita as P
 from partita.ir import Call, Function, post_order

@@ -4,10 +4,11 @@ RecursionError (and in time linear in its size: see benchmarks/partition.py)."""
 from __future__ import annotations
 
 import pytest
+from common_graphs import registered
 from partita.backends import Backend
 from partita.partition import partition_for, placement_report
 from partita.patterns import is_op, wildcard
-from partition_graphs import assert_same_bits, registered
+from partition_graphs import assert_same_bits
 
 import partita as P
 from partita.ir import Span

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from common_graphs import int8_convnet, registered
 from partita.backends import Backend
 from partita.partition import partition_for, partition_pipeline, placement_report
 from partita.patterns import constants, is_constant, is_op, wildcard
-from partition_graphs import assert_same_bits, int8_convnet, placement, registered
+from partition_graphs import assert_same_bits, placement
 
 import partita as P
 

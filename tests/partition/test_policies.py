@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from common_graphs import registered
 from partita.backends import Backend, CostModel, RegionStats, Verdict
 from partita.partition import (
     Overrides,
@@ -11,7 +12,7 @@ from partita.partition import (
     partition_for,
     placement_report,
 )
-from partition_graphs import assert_same_bits, placement, registered
+from partition_graphs import assert_same_bits, placement
 
 import partita as P
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from common_graphs import int8_convnet
 from partita.partition import placement_report
 from partita.patterns import constants, is_constant, is_op, wildcard
-from partition_graphs import int8_convnet, passes
+from partition_graphs import passes
 
 import partita as P
 

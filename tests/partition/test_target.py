@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from common_graphs import registered
 from partita.backends import Backend
 from partita.partition import CompositeTarget, TargetError, TargetSpec, parse_target
-from partition_graphs import registered
 
 NPU = Backend("npu_t", options={"config": "npu-256", "fast": False})
 DSP = Backend("dsp_t")
