@@ -4,8 +4,10 @@
 
 Import time: from_pytorch on the .pt2 path (torch.export.load included) and on the loaded
 ExportedProgram (conversion and QDQ -> QNN rewrites only), median of ``--repeat``, next to
-torch.export.load itself. Differences: for every committed quantized model, the distribution of
-max |partita - PyTorch| per input in output quanta, and the top-1 agreement (docs/pytorch.md).
+torch.export.load itself. Differences: for every committed quantized model (PT2E programs also
+with match="pytorch_eager", TorchScript also with float_bias), the distribution of max
+|partita - PyTorch| per input in output quanta, bit-exact inputs and the top-1 agreement
+(docs/pytorch.md).
 """
 
 from __future__ import annotations
@@ -52,25 +54,28 @@ def import_times(repeat: int) -> None:
           f"from_pytorch(path) {whole * 1e3:.0f} ms")
 
 
-def distribution(name: str, n: int, float_bias: bool = False) -> None:
+def distribution(name: str, n: int, float_bias: bool = False, match: str = "qnn") -> None:
     side = 16 if "ops" in name else 64
     path = MODELS / name
     if name.endswith(".pt2"):
         ep = torch.export.load(path)
-        mod, ref_fn = from_pytorch(ep), ep.module()
+        mod, ref_fn = from_pytorch(ep, match=match), ep.module()
+        quantum = output_quantum(from_pytorch(ep))
     else:
         ref_fn = torch.jit.load(str(path))
         mod = from_pytorch(path, [(1, 3, side, side)], float_bias=float_bias)
-    quantum = output_quantum(mod)
-    diffs, top1 = Counter(), 0
+        quantum = output_quantum(mod)
+    diffs, top1, exact = Counter(), 0, 0
     for x in images(n, side, 2024):
         ref = ref_fn(torch.from_numpy(x[None])).detach().numpy()
         ours = partita.interpret(mod, {mod.attrs["input_names"][0]: x[None]})[0]
         diffs[int(round(float(np.abs(ours - ref).max()) / quantum))] += 1
         top1 += int(ours.argmax() == ref.argmax())
+        exact += int(np.array_equal(ours, ref))
     hist = ", ".join(f"{k} LSB: {v}" for k, v in sorted(diffs.items()))
-    tag = " (float_bias)" if float_bias else ""
-    print(f"{name}{tag}: max |diff| per input {{{hist}}}; top-1 equal {top1}/{n}")
+    tag = " (float_bias)" if float_bias else f" (match={match})" if match != "qnn" else ""
+    print(f"{name}{tag}: max |diff| per input {{{hist}}}; bit-exact {exact}/{n}; "
+          f"top-1 equal {top1}/{n}")
 
 
 def main(argv=None) -> int:
@@ -86,6 +91,8 @@ def main(argv=None) -> int:
         distribution(name, args.inputs)
         if name.endswith(".pt"):
             distribution(name, args.inputs, float_bias=True)
+        else:
+            distribution(name, args.inputs, match="pytorch_eager")
     return 0
 
 

@@ -20,11 +20,26 @@ def _conv(ctx: NodeContext, x: Expr, w: Expr, b: Expr | None, stride, padding, d
                           f"weight {list(shape_of(w))})")
     if isinstance(padding, str):
         padding = _string_padding(ctx, padding, shape_of(w)[2:], dilation)
-    out = ctx.call("nn.conv2d", x, w, strides=stride, padding=padding * 2 if len(padding) == 2
-                   else padding, dilation=dilation, groups=groups, channels=shape_of(w)[0],
-                   kernel_size=shape_of(w)[2:], data_layout="NCHW", kernel_layout="OIHW")
+    padding = padding * 2 if len(padding) == 2 else padding
+    out = ctx.call("nn.conv2d", x, w, strides=stride, padding=padding, dilation=dilation,
+                   groups=groups, channels=shape_of(w)[0], kernel_size=shape_of(w)[2:],
+                   data_layout="NCHW", kernel_layout="OIHW",
+                   **torch_cpu_conv(ctx, shape_of(x), shape_of(w), dilation, groups))
+    if ctx.options.get("torch_cpu"):  # PyTorch adds the float bias to the float sum
+        return ctx.call("nn.bias_add", out, b, axis=1) if b is not None else out
     b = bias_for(ctx, x, w, b)
     return ctx.call("nn.bias_add", out, b, axis=1) if b is not None else out
+
+
+def torch_cpu_conv(ctx: NodeContext, xs, ws, dilation, groups: int) -> dict:
+    """accumulate="torch_cpu" under match="pytorch_eager" for the float32 convolutions whose
+    PyTorch kernel partita reproduces (partita/ops/torch_cpu.py), else nothing."""
+    if not ctx.options.get("torch_cpu") or tuple(dilation) != (1, 1):
+        return {}
+    depthwise = groups == xs[1] == ws[0]
+    mkl = groups == 1 and xs[0] == 1 and int(np.prod(xs)) <= 20480 and min(ws[2:]) <= 3 \
+        and int(np.prod(ws[1:])) <= 320  # partita.ops.torch_cpu.MAX_K
+    return {"accumulate": "torch_cpu"} if depthwise or mkl else {}
 
 
 def _string_padding(ctx: NodeContext, mode: str, kernel, dilation) -> tuple[int, ...]:
@@ -69,7 +84,8 @@ def linear(ctx: NodeContext) -> Expr:
     """aten.linear(input, weight, bias=None): weight [out, in]."""
     x, w, b = ctx.tensor(0, "input"), ctx.tensor(1, "weight"), ctx.tensor(2, "bias", None)
     out = ctx.call("nn.dense", x, w, units=shape_of(w)[0])
-    b = bias_for(ctx, x, w, b)
+    if not ctx.options.get("torch_cpu"):  # pytorch_eager keeps PyTorch's float bias
+        b = bias_for(ctx, x, w, b)
     return ctx.call("nn.bias_add", out, b, axis=-1) if b is not None else out
 
 
@@ -158,5 +174,6 @@ def adaptive_avg_pool2d(ctx: NodeContext) -> Expr:
     x = ctx.tensor(0, "input")
     win = adaptive_window(ctx, shape_of(x), ctx.arg(1, "output_size"))
     if win is None:
-        return ctx.call("nn.global_avg_pool2d", x, layout="NCHW")
+        extra = {"accumulate": "torch_cpu"} if ctx.options.get("torch_cpu") else {}
+        return ctx.call("nn.global_avg_pool2d", x, layout="NCHW", **extra)
     return ctx.call("nn.avg_pool2d", x, pool_size=win, strides=win, layout="NCHW")

@@ -15,10 +15,11 @@ from .errors import PyTorchError, PyTorchFormatError
 from .inputs import example_specs
 
 MAX_FILE_BYTES = 2**33
+MATCHES = ("qnn", "pytorch_eager")
 
 
 def from_pytorch(model_or_path, example_inputs=None, *, convert_qdq: bool = True,
-                 float_bias: bool = False) -> IRModule:
+                 float_bias: bool = False, match: str = "qnn") -> IRModule:
     """Convert a PyTorch model into an IRModule whose ``main`` takes the model's inputs.
 
     ``model_or_path``: a torch.export ExportedProgram or its ``.pt2`` file (float, or PT2E
@@ -27,25 +28,34 @@ def from_pytorch(model_or_path, example_inputs=None, *, convert_qdq: bool = True
     ``example_inputs``). ``example_inputs`` (tensors, arrays or shapes) fixes the input shapes:
     TorchScript files need it, programs with dynamic dimensions too. PT2E quantize/dequantize
     groups become QNN ops through the QDQ rewrites unless ``convert_qdq`` is False. TorchScript
-    convolutions and linear layers become qnn ops with an int32 bias, or, with ``float_bias``,
-    fbgemm's float output stage (bit-exact with PyTorch's x86 kernels, but not QNN form).
-    Every node's span names the FX node (or TorchScript value) and its target.
+    convolutions and linear layers become qnn ops with fbgemm's output stage (qnn.requantize
+    "fbgemm", bit-exact with PyTorch's x86 kernels), or, with ``float_bias``, the same
+    arithmetic as float ops. ``match="pytorch_eager"`` reproduces PyTorch's own float32 CPU
+    execution of a program: QDQ groups stay dequantize -> float op -> quantize, convolutions
+    and global average pools sum as PyTorch 2.13's kernels (accumulate="torch_cpu"),
+    quantize rounds x * float32(1 / scale). Every node's span names the FX node (or
+    TorchScript value) and its target. See docs/pytorch.md.
     """
+    if match not in MATCHES:
+        raise PyTorchError(f"match must be one of {MATCHES}, got {match!r}")
+    eager = match == "pytorch_eager"
     torch = _import_torch()
     specs = example_specs(example_inputs)
     model = _load(torch, model_or_path, example_inputs)
     if isinstance(model, torch.export.ExportedProgram):
         from .fx_graph import FxGraph
 
-        mod = FxGraph(model, specs).convert()
+        mod = FxGraph(model, specs, {"torch_cpu": eager}).convert()
         infer_type(mod["main"])
-        return _qdq_to_qnn(mod) if convert_qdq else mod
+        return _qdq_to_qnn(mod) if convert_qdq and not eager else mod
     from .ts_graph import TsGraph
 
     if specs is None:
         raise PyTorchError("a TorchScript model has no static input shapes: pass example_inputs "
                            "(tensors or shapes, one per input)")
-    mod = TsGraph(model, specs, float_bias).convert()
+    graph = TsGraph(model, specs, float_bias)
+    graph.options["torch_cpu"] = eager
+    mod = graph.convert()
     infer_type(mod["main"])
     return mod
 

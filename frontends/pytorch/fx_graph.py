@@ -31,8 +31,9 @@ def packet_name(target) -> str:
 class FxGraph:
     """FX node -> value (an Expr, a Python value, or a list for multi-output nodes)."""
 
-    def __init__(self, ep, inputs: list[InputSpec] | None):
+    def __init__(self, ep, inputs: list[InputSpec] | None, options: dict | None = None):
         self.ep = ep
+        self.options = options or {}
         self.values: dict[str, object] = {}
         self.poisoned: set[str] = set()
         self.unsupported: list[tuple[int, str, str, str]] = []
@@ -121,7 +122,8 @@ class FxGraph:
             return self._unsupported(index, node, "no converter for this op")
         args = [self._value(a) for a in node.args]
         kwargs = {k: self._value(v) for k, v in node.kwargs.items()}
-        ctx = NodeContext(index, node.name, target_name(node.target), args, kwargs)
+        ctx = NodeContext(index, node.name, target_name(node.target), args, kwargs, None,
+                          self.options)
         try:
             result = fn(ctx)
         except Unsupported as e:

@@ -7,7 +7,8 @@ ops into QNN ops afterwards.
 
 - Rounding: PyTorch's reference quantize is round_half_even(x * float32(1 / scale)); the closest
   qnn semantics is "onnx" (x / scale, round half to even), equal except within one float32 ulp
-  of a rounding tie.
+  of a rounding tie. Under match="pytorch_eager" it is built exactly: multiply by float32(1 /
+  scale), then qnn.quantize with scale 1.
 - A quantization range narrower than the dtype's (x86 ``reduce_range``, XNNPACK's symmetric
   [-127, 127]) adds a clip after the quantize.
 - Float biases of convolutions and linear layers whose input and weight are dequantized are
@@ -78,6 +79,9 @@ def quantize_per_tensor(ctx: NodeContext) -> Expr:
     x = ctx.tensor(0, "input")
     scale, zp = _scalar(ctx, 1, "scale", float), _scalar(ctx, 2, "zero_point", int)
     dtype = _dtype(ctx, 5)
+    if ctx.options.get("torch_cpu"):  # exactly PyTorch's round(x * float32(1.0 / scale)) + zp
+        x = ctx.call("multiply", x, f32(1.0 / scale))
+        scale = 1.0
     q = ctx.call("qnn.quantize", x, f32(scale), np.int32(zp), out_dtype=dtype, semantics="onnx")
     return _restrict(ctx, q, dtype, 3)
 

@@ -1,9 +1,9 @@
 """TorchScript quantized ops -> QNN, with the arithmetic of PyTorch's fbgemm (x86) kernels.
 
 fbgemm's conv / linear output stage is ``nearbyint((float(acc) + b / s_aw) * (s_aw / s_out)) +
-zp_out`` in float32, s_aw = float32(s_in * s_w) per channel: qnn.requantize "onnx" with
-input_scale = s_aw, except that the float bias is added as an int32 rounded to nearest (one
-output quantum at most, rarely). quantized::add is qnn.add "onnx" bit for bit on the tests.
+zp_out`` in float32, s_aw = float32(s_in * s_w) per channel: nn.bias_add of the bias rounded to
+int32, then qnn.requantize "fbgemm" with input_scale = s_aw, whose float32 input zero point
+carries the bias's fraction. quantized::add is qnn.add "onnx" bit for bit on the tests.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import numpy as np
 from ...ir import Expr
 from . import aten_nn, aten_tensor
 from .context import INT_RANGES, NodeContext, QValue, Unsupported, f32, shape_of
-from .pt2e import quantize_bias
 
 # c10::ScalarType codes of the quantized dtypes.
 SCALAR_TYPES = {12: "int8", 13: "uint8", 14: "int32"}
@@ -69,23 +68,33 @@ def _output_stage(ctx: NodeContext, acc: Expr, q: QValue, w_scale, bias, axis: i
                   relu: bool) -> QValue:
     """int32 accumulator -> quantized output, fbgemm's ReQuantizeOutput.
 
-    QNN form (default): + int32 bias, qnn.requantize "onnx" with input_scale s_aw [, clip at
-    the zero point]. ``float_bias`` form, bit-exact with fbgemm: cast to float32, + float32(b /
-    s_aw), * float32(s_aw / s_out), qnn.quantize with scale 1 (round half to even, + zp_out).
+    QNN form (default, bit-exact with fbgemm while |acc + bias| < 2**24): + int32 bias,
+    qnn.requantize "fbgemm" with input_scale s_aw and the bias's fraction as a float32 input
+    zero point [, clip at the zero point]. ``float_bias`` form (float ops, also exact): cast to
+    float32, + float32(b / s_aw), * float32(s_aw / s_out), qnn.quantize with scale 1.
     """
     out_scale, out_zp = ctx.number(2, "output_scale"), int(ctx.number(3, "output_zero_point"))
     s_aw = (np.float32(q.scale) * w_scale).astype(np.float32)
     if ctx.options.get("float_bias"):
         out = _float_output_stage(ctx, acc, s_aw, bias, axis, out_scale, out_zp, q.dtype)
     else:
+        zp_in = np.int32(0)
         if bias is not None:
-            b = bias.detach().numpy().astype(np.float32)
-            acc = ctx.call("nn.bias_add", acc, quantize_bias(b, s_aw), axis=axis)
-        out = ctx.call("qnn.requantize", acc, s_aw, np.int32(0), f32(out_scale),
-                       np.int32(out_zp), axis=axis, out_dtype=q.dtype, semantics="onnx")
+            k, zp_in = fbgemm_bias(bias.detach().numpy().astype(np.float32), s_aw)
+            acc = ctx.call("nn.bias_add", acc, k, axis=axis)
+        out = ctx.call("qnn.requantize", acc, s_aw, zp_in, f32(out_scale),
+                       np.int32(out_zp), axis=axis, out_dtype=q.dtype, semantics="fbgemm")
     if relu:
         out = ctx.call("clip", out, a_min=out_zp, a_max=INT_RANGES[q.dtype][1])
     return QValue(out, out_scale, out_zp)
+
+
+def fbgemm_bias(b: np.ndarray, s_aw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """fbgemm's float bias float32(b / s_aw) as an int32 bias k = round_half_even(b / s_aw) and
+    the float32 remainder, negated, as qnn.requantize "fbgemm"'s input zero point (exact)."""
+    fb = (b / s_aw).astype(np.float32)
+    k = np.clip(np.rint(fb.astype(np.float64)), -(2.0**31), 2.0**31 - 1)
+    return k.astype(np.int32), (k - fb.astype(np.float64)).astype(np.float32)
 
 
 def _float_output_stage(ctx, acc, s_aw, bias, axis, out_scale, out_zp, dtype):
@@ -198,8 +207,14 @@ def adaptive_avg_pool2d(ctx: NodeContext) -> QValue:
     """aten::adaptive_avg_pool2d on a quantized tensor (output keeps the input's parameters)."""
     q = qarg(ctx, 0, "self")
     win = aten_nn.adaptive_window(ctx, shape_of(q.expr), ctx.arg(1, "output_size"))
-    win = win or shape_of(q.expr)[2:]
-    out = ctx.call("qnn.avg_pool2d", q.expr, *_qparams(q), *_qparams(q), pool_size=win,
+    hw = tuple(shape_of(q.expr)[2:])
+    win = tuple(win or hw)
+    # PyTorch rounds nearbyint(zp + (S - zp * n) / n), i.e. the mean of the raw integers, half to
+    # even; qnn.avg_pool2d "onnx" global (window = H x W) with zero points 0 computes exactly that
+    # (equal input and output parameters: the zero point cancels). Other windows keep them.
+    scale, zp = _qparams(q)
+    zp = np.int32(0) if win == hw else zp
+    out = ctx.call("qnn.avg_pool2d", q.expr, scale, zp, scale, zp, pool_size=win,
                    strides=win, layout="NCHW", semantics="onnx")
     return QValue(out, q.scale, q.zero_point)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.types import TensorType
-from . import mlas
+from . import mlas, torch_cpu
 from .nn_common import (
     OUT_DTYPES,
     accumulator_dtype,
@@ -74,12 +74,13 @@ class ConvAttrsBase(Attrs):
 @dataclass(frozen=True)
 class Conv2DAttrs(ConvAttrsBase):
     """Relay's Conv2DAttrs (kernel O = output channels, I = data channels / groups), plus
-    ``accumulate`` ("exact" or "mlas": ONNX Runtime's float32 summation order, see
-    partita/ops/mlas.py) and ``threads`` (the ONNX Runtime thread count MLAS splits work for)."""
+    ``accumulate`` ("exact"; "mlas": ONNX Runtime's float32 summation order, see
+    partita/ops/mlas.py; "torch_cpu": PyTorch's, partita/ops/torch_cpu.py) and ``threads`` (the
+    ONNX Runtime thread count MLAS splits work for)."""
 
     kernel_layout: str = choice("OIHW", "OIHW", "HWIO", "HWOI", "OHWI")
     out_dtype: str = choice("", *OUT_DTYPES)
-    accumulate: str = choice("exact", *mlas.ACCUMULATE)
+    accumulate: str = choice("exact", *mlas.ACCUMULATE, *torch_cpu.ACCUMULATE)
     threads: int = 1
 
     def validate(self):
@@ -189,7 +190,27 @@ def _conv2d_rel(types, attrs):
     data, weight = tensor(types[0], "data"), tensor(types[1], "weight")
     dtype = product_dtype(data, weight, attrs.out_dtype)
     mlas.require_float32(attrs, dtype, "data, weight and result")
-    return TensorType(conv2d_out_shape(data.shape, weight.shape, attrs), dtype)
+    out = TensorType(conv2d_out_shape(data.shape, weight.shape, attrs), dtype)
+    if attrs.accumulate == "torch_cpu":
+        _check_torch_cpu(data.shape, weight.shape, attrs)
+    return out
+
+
+def _check_torch_cpu(data_shape, weight_shape, attrs) -> None:
+    """The convolutions whose PyTorch CPU path torch_cpu.py reproduces: depthwise ones, and
+    those PyTorch does not hand to oneDNN (groups 1, batch 1, <= 20480 input values, a kernel
+    no larger than 3 in some axis) with K <= MAX_K; dilation 1 (dilated ones take others)."""
+    n, h, w, c = layout_dims(data_shape, attrs.data_layout)
+    o, i, kh, kw = layout_dims(weight_shape, attrs.kernel_layout, "OIHW")
+    if tuple(attrs.dilation) == (1, 1) and (attrs.groups == c == o or (
+            attrs.groups == 1 and n == 1 and h * w * c <= 20480 and min(kh, kw) <= 3
+            and i * kh * kw <= torch_cpu.MAX_K)):
+        return
+    fail(f'accumulate="torch_cpu" reproduces undilated depthwise convolutions and PyTorch\'s '
+         f"MKL path (groups 1, batch 1, at most 20480 input values, a kernel side <= 3) summing "
+         f"at most {torch_cpu.MAX_K} products, not data "
+         f"{tuple(data_shape)} with kernel {tuple(weight_shape)} and groups={attrs.groups}, "
+         f"which PyTorch runs with oneDNN")
 
 
 def conv2d_mlas(data: np.ndarray, weight: np.ndarray, attrs) -> np.ndarray:
@@ -211,9 +232,18 @@ def conv2d(data, weight, attrs):
     OIHW, output channel c * multiplier + m reads input channel c. Float data accumulates in
     float64, integer data exactly in int64; the sum is cast to out_dtype ("" = data's dtype).
     accumulate="mlas" (float32 only) sums as ONNX Runtime's MlasConv does with ``threads``
-    threads: im2col, K-blocked FMA chains or the M=1 kernels (partita/ops/mlas.py)."""
+    threads: im2col, K-blocked FMA chains or the M=1 kernels (partita/ops/mlas.py).
+    accumulate="torch_cpu" (float32) sums as PyTorch 2.13's CPU conv2d: depthwise as oneDNN's
+    jit_dw (one FMA chain over the taps), else im2col + MKL SGEMM (FMA chains over (channel,
+    row, column), K <= 320; partita/ops/torch_cpu.py)."""
     if attrs.accumulate == "mlas":
         return conv2d_mlas(data, weight, attrs)
+    if attrs.accumulate == "torch_cpu":
+        nchw = to_layout(data, attrs.data_layout, "NCHW")
+        oihw = to_layout(weight, attrs.kernel_layout, "OIHW")
+        out = torch_cpu.conv2d_nchw(nchw, oihw, attrs.strides, attrs.padding, attrs.dilation,
+                                    attrs.groups)
+        return np.ascontiguousarray(to_layout(out, "NCHW", attrs.data_layout))
     return cast_result(conv2d_reference(data, weight, attrs), attrs.out_dtype or data.dtype.name)
 
 

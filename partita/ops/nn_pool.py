@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.types import TensorType
-from . import mlas
+from . import mlas, torch_cpu
 from .nn_common import (
     FLOAT_DTYPES,
     INT_DTYPES,
@@ -75,10 +75,10 @@ class AvgPool2DAttrs(PoolAttrsBase):
 
 @dataclass(frozen=True)
 class GlobalPool2DAttrs(Attrs):
-    """Relay's GlobalPool2DAttrs, plus ``accumulate`` ("exact" or "mlas")."""
+    """Relay's GlobalPool2DAttrs, plus ``accumulate`` ("exact", "mlas" or "torch_cpu")."""
 
     layout: str = choice("NCHW", "NCHW", "NHWC")
-    accumulate: str = choice("exact", *mlas.ACCUMULATE)
+    accumulate: str = choice("exact", *mlas.ACCUMULATE, *torch_cpu.ACCUMULATE)
 
 
 def _pool_dim(size, k, stride, dilation, before, after, ceil_mode, what) -> int:
@@ -204,9 +204,12 @@ def global_avg_pool2d(data, attrs):
     """The mean over H and W (kept as size-1 axes) of float data, summed in float64 and cast
     to data's dtype. accumulate="mlas" (float32): as ONNX Runtime's MlasPool global kernel,
     4 float32 lanes over the pixels in row-major order, (l0 + l2) + (l1 + l3), the leftover
-    pixels added in order, then divided by H * W in float32."""
-    if attrs.accumulate == "mlas":
-        out = mlas.global_avg_pool_nchw(to_layout(data, attrs.layout, "NCHW"))
+    pixels added in order, then divided by H * W in float32. "torch_cpu" (float32): as
+    PyTorch 2.13's CPU mean, ATen's cascade sum over the pixels (8-float vectors, 4 interleaved
+    accumulators, leftover pixels then the lanes added in order), / float32(H * W)."""
+    if attrs.accumulate != "exact":
+        emulate = mlas if attrs.accumulate == "mlas" else torch_cpu
+        out = emulate.global_avg_pool_nchw(to_layout(data, attrs.layout, "NCHW"))
         return np.ascontiguousarray(to_layout(out, "NCHW", attrs.layout))
     axes = (attrs.layout.index("H"), attrs.layout.index("W"))
     return data.mean(axis=axes, dtype=np.float64, keepdims=True).astype(data.dtype)

@@ -2,9 +2,10 @@
 
 Ops whose integer result depends on the runtime's algorithm carry ``semantics``: "tflite"
 reproduces TFLite's reference integer kernels bit for bit, "onnx" reproduces ONNX Runtime's CPU
-kernels (MLAS). Scales are float32 constants (qnn.requantize's input_scale may be float64: the
-exact product input_scale * weight_scale TFLite computes its conv multipliers from), zero points
-int32 constants.
+kernels (MLAS), "fbgemm" (qnn.requantize) PyTorch's x86 quantized kernels. Scales are float32
+constants (qnn.requantize's input_scale may be float64: the exact product input_scale *
+weight_scale TFLite computes its conv multipliers from), zero points int32 constants (float32
+for qnn.requantize "fbgemm": a bias fraction).
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ def dequantize(data, input_scale, input_zero_point, attrs):
 class RequantizeAttrs(Attrs):
     axis: int = -1
     out_dtype: str = choice("int8", "int8", "uint8", "int16", "int32")
-    semantics: str = choice("tflite", "tflite", "tflite_builtin", "tflite_double", "onnx")
+    semantics: str = choice("tflite", "tflite", "tflite_builtin", "tflite_double", "onnx",
+                            "fbgemm")
 
 
 def _requantize_rel(types, attrs):
@@ -164,7 +166,10 @@ def _requantize_rel(types, attrs):
         fail(f"input_scale must be float32 or float64, got {in_scale.dtype}")
     whose = f"channel of data {data.shape} along axis {attrs.axis}"
     channel_param(in_scale, "input_scale", in_scale.dtype, n, whose)
-    channel_param(types[2], "input_zero_point", "int32", n, whose)
+    zp_dtype = "int32"
+    if attrs.semantics == "fbgemm" and tensor(types[2], "input_zero_point").dtype == "float32":
+        zp_dtype = "float32"  # fbgemm's fractional float bias, see requantize's docstring
+    channel_param(types[2], "input_zero_point", zp_dtype, n, whose)
     channel_param(types[3], "output_scale", "float32", n, whose)
     channel_param(types[4], "output_zero_point", "int32", n, whose)
     return TensorType(data.shape, attrs.out_dtype)
@@ -192,10 +197,15 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
     "onnx" (MLAS requantize, as in QLinearConv / QLinearMatMul): scale = float32(s_in) /
     float32(s_out) in float32 (ORT's X_scale * W_scale / Y_scale: pass s_in = the float32 product),
     v = float32(data - zp_in) * scale in float32, round half to even, + zp_out, saturated.
+    "fbgemm" (PyTorch's x86 ReQuantizeOutput): the same with v = float32(float32(data) - zp_in),
+    where input_zero_point may be float32: -(fbgemm's float bias b / s_in minus the int32 bias
+    already added to data), which makes it exact for |data| < 2**24 (see _fbgemm_requantize).
     """
     nd, axis = data.ndim, attrs.axis
     zp_in = _broadcast_param(input_zero_point.astype(np.int64), nd, axis)
     zp_out = _broadcast_param(output_zero_point.astype(np.int64), nd, axis)
+    if attrs.semantics == "fbgemm":
+        return _fbgemm_requantize(data, input_scale, input_zero_point, output_scale, zp_out, attrs)
     x = data.astype(np.int64) - zp_in
     real = (_broadcast_param(input_scale.astype(np.float64), nd, axis)
             / _broadcast_param(output_scale.astype(np.float64), nd, axis))
@@ -213,6 +223,19 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
         scale = (_broadcast_param(input_scale.astype(np.float32), nd, axis)
                  / _broadcast_param(output_scale.astype(np.float32), nd, axis))
         y = round_half_even_to_int(x.astype(np.float32) * scale)
+    return saturate(y + zp_out, attrs.out_dtype)
+
+
+def _fbgemm_requantize(data, input_scale, input_zero_point, output_scale, zp_out, attrs):
+    """fbgemm computes nearbyint((float32(acc) + float32(b / s_in)) * M) + zp_out in float32.
+    With data = acc + k (k the int32 bias) and zp_in = -(float32(b / s_in) - k), which float32
+    holds exactly, float32(float32(data) - zp_in) rounds the same real number as fbgemm's sum."""
+    nd, axis = data.ndim, attrs.axis
+    zp_in = _broadcast_param(input_zero_point.astype(np.float32), nd, axis)
+    scale = (_broadcast_param(input_scale.astype(np.float32), nd, axis)
+             / _broadcast_param(output_scale.astype(np.float32), nd, axis))
+    v = (data.astype(np.float32) - zp_in).astype(np.float32)
+    y = round_half_even_to_int((v * scale).astype(np.float32))
     return saturate(y + zp_out, attrs.out_dtype)
 
 
