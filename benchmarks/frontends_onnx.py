@@ -2,7 +2,7 @@
 bit-exactness table of docs/onnx.md.
 
     python benchmarks/frontends_onnx.py [--repeat 7] [MODEL.onnx ...]
-    python benchmarks/frontends_onnx.py --exactness 8 [MODEL.onnx ...]
+    python benchmarks/frontends_onnx.py --exactness 8 [--smooth] [MODEL.onnx ...]
 
 Default models: the committed MobileNetV2 0.35 96x96 QDQ (S8S8 per-channel) and QOperator
 models. For each: the median wall time of from_onnx (protobuf parsing, one converter per node,
@@ -12,7 +12,9 @@ With --exactness N: partita's interpreter against ONNX Runtime at ORT_DISABLE_AL
 default level (ORT_ENABLE_ALL) on N random inputs, as a markdown table: the max difference in
 output quanta (LSB of the last DequantizeLinear's scale) and the fraction of outputs that differ,
 for the default import (match="ort") and for match="ort_disable_all". ONNX Runtime and the
-emulated MLAS work split both use the default thread count (the physical cores).
+emulated MLAS work split both use the default thread count (the physical cores). Inputs are
+uniform in [-1, 1], or with --smooth the smooth random images the torch_* networks are made for
+(tests/frontends/onnx/onnx_cases.smooth_image).
 """
 
 from __future__ import annotations
@@ -76,7 +78,19 @@ def last_dequantize_scale(path: Path) -> float | None:
     return float(inits[dqs[-1].input[1]]) if dqs else None
 
 
-def exactness(paths, n: int) -> None:
+def inputs(shape, n: int, smooth: bool) -> list[np.ndarray]:
+    if smooth:
+        import sys
+
+        sys.path.insert(0, str(MODELS.parents[2] / "frontends" / "onnx"))
+        from onnx_cases import smooth_image
+
+        return [smooth_image(shape, seed) for seed in range(n)]
+    rng = np.random.default_rng(1)
+    return [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(n)]
+
+
+def exactness(paths, n: int, smooth: bool = False) -> None:
     print("| model | match | vs DISABLE_ALL: max LSB, differing | vs ENABLE_ALL: max LSB, "
           "differing |")
     print("|---|---|---|---|")
@@ -85,9 +99,7 @@ def exactness(paths, n: int) -> None:
         for match in ("ort", "ort_disable_all"):
             mod = from_onnx(path, match=match)
             (param,) = mod["main"].params
-            rng = np.random.default_rng(1)
-            xs = [rng.uniform(-1, 1, param.type_annotation.shape).astype(np.float32)
-                  for _ in range(n)]
+            xs = inputs(param.type_annotation.shape, n, smooth)
             got = np.stack([P.interpret(mod, {param.name_hint: x})[0] for x in xs])
             scale = last_dequantize_scale(path) or 1.0
             cells = []
@@ -106,10 +118,11 @@ def main() -> None:
     ap.add_argument("models", nargs="*", type=Path)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--exactness", type=int, default=0, metavar="N")
+    ap.add_argument("--smooth", action="store_true", help="smooth random images as inputs")
     args = ap.parse_args()
     paths = args.models or DEFAULT
     if args.exactness:
-        exactness(paths, args.exactness)
+        exactness(paths, args.exactness, args.smooth)
     else:
         import_times(paths, args.repeat)
 

@@ -90,8 +90,8 @@ class NodeContext(NodeBuilder):
         """The attributes that make a float op sum as MLAS does under match="ort_disable_all"
         (accumulate="mlas", or "mlas_packed" for a GEMM whose B ONNX Runtime prepacks [and
         threads]), or {} for exact float arithmetic."""
-        t = self.graph.mlas_threads
-        if t is None:
+        t, only = self.graph.mlas_threads, self.graph.mlas_nodes
+        if t is None or (only is not None and self.index not in only):
             return {}
         out = {"accumulate": "mlas_packed" if packed else "mlas"}
         return {**out, "threads": t} if threads else out

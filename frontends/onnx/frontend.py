@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from collections.abc import Mapping
@@ -10,10 +11,11 @@ import numpy as np
 import onnx
 
 from ...errors import PartitaError
-from ...ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
+from ...ir import Call, Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
 from ...passes.infer_type import infer_type
 from .context import NodeContext, Unsupported
 from .errors import ONNXConversionError, ONNXError, ONNXFormatError, UnsupportedOperatorError
+from .ort_fusion import ort_unfused_nodes
 from .reader import DTYPES, Model, input_type, load, read
 from .table import CONVERTERS
 
@@ -43,7 +45,9 @@ def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
     ``qdq_to_qnn=False`` keeps QDQ groups as dequantize -> float op -> quantize.
 
     ``match`` picks the ONNX Runtime results to reproduce: "ort" (its default optimization
-    level: float ops sum exactly, QDQ groups become qnn ops like its fused kernels) or
+    level: float ops sum exactly, QDQ groups become qnn ops like its fused kernels, except the
+    groups it leaves unfused — int8 activations that fan out, see ort_fusion.py — which keep
+    MLAS arithmetic for ``ort_threads`` threads) or
     "ort_disable_all" (graph optimizations disabled: float Conv, Gemm, MatMul and
     GlobalAveragePool sum in MLAS's float32 order for ``ort_threads`` threads, default ONNX
     Runtime's own default, the physical cores; their QDQ groups stay dequantize -> float ->
@@ -53,27 +57,50 @@ def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
         raise ONNXError(f"match must be one of {MATCHES}, got {match!r}")
     if ort_threads is not None and (not isinstance(ort_threads, int) or ort_threads < 1):
         raise ONNXError(f"ort_threads must be a positive int, got {ort_threads!r}")
-    threads = None
+    model = read(load(path_or_model))
+    threads, unfused = None, None
     if match == "ort_disable_all":
         threads = ort_threads or ort_default_threads()
-    model = read(load(path_or_model))
-    mod = _Graph(model, dict(input_shapes or {}), threads).convert()
+    elif qdq_to_qnn:
+        unfused = ort_unfused_nodes(model.graph, model.initializers)
+        threads = (ort_threads or ort_default_threads()) if unfused else None
+    mod = _Graph(model, dict(input_shapes or {}), threads, unfused).convert()
     if not qdq_to_qnn:
         return mod
-    return _rewrite_qdq(mod, exclude=MLAS_GROUPS if threads else ())
+    return _rewrite_qdq(mod, exclude=MLAS_GROUPS if match == "ort_disable_all" else (),
+                        keep_nodes=unfused or ())
 
 
-def _rewrite_qdq(mod: IRModule, exclude) -> IRModule:
-    """qdq_to_qnn(mod, "onnx") without the rules named in ``exclude``."""
+def _rewrite_qdq(mod: IRModule, exclude, keep_nodes=()) -> IRModule:
+    """qdq_to_qnn(mod, "onnx") without the rules named in ``exclude``, and leaving the groups
+    of the float nodes (by index) in ``keep_nodes`` as they are."""
     from ...patterns import RewriteTable
     from .. import qdq
 
-    if not exclude:
+    if not exclude and not keep_nodes:
         return qdq.qdq_to_qnn(mod, semantics="onnx")
     table = qdq.qdq_rules("onnx")
-    rules = [(r.pattern, r.fn, r.name) for r in table.rules if r.name not in exclude]
+    rules = [(r.pattern, _skipping(r.fn, set(keep_nodes)) if keep_nodes else r.fn, r.name)
+             for r in table.rules if r.name not in exclude]
     out = RewriteTable(rules, require_type=True, name=table.name)(qdq.unshare_dequantize(mod))
     return IRModule(dict(out.functions), attrs=mod.attrs)
+
+
+def _skipping(fn, keep_nodes: set[int]):
+    """A rule fn that declines groups containing one of the nodes ``keep_nodes``."""
+
+    sig = inspect.signature(fn)
+    takes_all = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+
+    def rule(**captures):
+        for v in captures.values():
+            span = getattr(v, "span", None)
+            if isinstance(v, Call) and span is not None and span.index in keep_nodes:
+                return None
+        return fn(**(captures if takes_all else
+                     {k: v for k, v in captures.items() if k in sig.parameters}))
+
+    return rule
 
 
 def ort_default_threads() -> int:
@@ -96,9 +123,11 @@ def ort_default_threads() -> int:
 class _Graph:
     """Tensor name -> expression (or numpy value for constants) while nodes are converted."""
 
-    def __init__(self, model: Model, input_shapes: dict, mlas_threads: int | None = None):
+    def __init__(self, model: Model, input_shapes: dict, mlas_threads: int | None = None,
+                 mlas_nodes: set[int] | None = None):
         self.model = model
         self.mlas_threads = mlas_threads  # float ops in MLAS arithmetic, or None (exact)
+        self.mlas_nodes = mlas_nodes  # only these node indices (None: all)
         self.values: dict[str, Expr | np.ndarray] = dict(model.initializers)
         self.consts: dict[str, Constant] = {}
         self.poisoned: set[str] = set()

@@ -57,3 +57,24 @@ def output_scale(path: Path) -> float:
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
     last = [n for n in m.graph.node if n.op_type == "DequantizeLinear"][-1]
     return float(inits[last.input[1]])
+
+
+def _upsample_matrix(n_in: int, n_out: int) -> np.ndarray:
+    """Linear interpolation (half-pixel centres, as align_corners=False) from n_in to n_out."""
+    src = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0, n_in - 1)
+    lo = np.floor(src).astype(int)
+    hi = np.minimum(lo + 1, n_in - 1)
+    m = np.zeros((n_out, n_in))
+    np.add.at(m, (np.arange(n_out), lo), 1 - (src - lo))
+    np.add.at(m, (np.arange(n_out), hi), src - lo)
+    return m
+
+
+def smooth_image(shape, seed: int) -> np.ndarray:
+    """A smooth random NCHW image in about [-2, 2] (low-frequency noise plus a little pixel
+    noise), the inputs the torch_* networks' low-pass kernels are made for."""
+    n, c, h, w = shape
+    rng = np.random.default_rng(seed)
+    low = rng.standard_normal((n, c, max(h // 8, 2), max(w // 8, 2)))
+    up = _upsample_matrix(low.shape[2], h) @ low @ _upsample_matrix(low.shape[3], w).T
+    return (up + 0.2 * rng.standard_normal(shape)).astype(np.float32)

@@ -6,6 +6,7 @@ and the float Conv / Gemm / MatMul / GlobalAveragePool models — for 1 and 2 ON
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx_cases import LEVELS, feeds_for, models, ort
 from partita.frontends import from_onnx
@@ -100,3 +101,48 @@ def test_constant_gemm_weight_is_prepacked():
     net = models("nets", "resnet_mini_64.qdq_u8s8_pt.onnx")[0]  # B is a DequantizeLinear output
     calls = iter_calls(from_onnx(net, match="ort_disable_all")["main"])
     assert [c.attrs.accumulate for c in calls if c.op.name == "nn.gemm"] == ["mlas"]
+
+
+@pytest.mark.parametrize("path", [p for p in NETS if ".qdq_" in p.name], ids=lambda p: p.name[:-5])
+def test_default_import_leaves_float_what_ort_leaves_unfused(path, tmp_path):
+    # the oracle: the float Conv / Add nodes left in ONNX Runtime's own optimized graph
+    so = ort.SessionOptions()
+    so.optimized_model_filepath, so.log_severity_level = str(tmp_path / "opt.onnx"), 3
+    ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    opt = onnx.load(tmp_path / "opt.onnx")
+    want = sorted(n.name for n in opt.graph.node if n.domain == "" and n.op_type in ("Conv", "Add"))
+    calls = iter_calls(from_onnx(path, ort_threads=1)["main"])
+    got = sorted(c.span.source for c in calls if c.op.name in ("nn.conv2d", "add"))
+    assert got == want
+    # uint8 activations fuse everywhere; int8 ones only where they do not fan out (residuals)
+    assert bool(want) == ("s8s8" in path.name and "mobilenet_v1" not in path.name)
+
+
+def _fan_out_graph(zp_dtype, readers: int, dq_is_output: bool = False):
+    """conv0 -> Q -> DQ -> `readers` float Adds (hand-built, never run)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    zp = numpy_helper.from_array(np.zeros((), zp_dtype), "zp")
+    sc = numpy_helper.from_array(np.ones((), np.float32), "s")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv0"),
+             helper.make_node("QuantizeLinear", ["c", "s", "zp"], ["q"], name="q"),
+             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["dq"], name="dq")]
+    nodes += [helper.make_node("Add", ["dq", "x"], [f"a{i}"], name=f"add{i}")
+              for i in range(readers)]
+    outs = [f"a{i}" for i in range(readers)] + (["dq"] if dq_is_output else [])
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]
+    return helper.make_graph(nodes, "g", [], vi, [zp, sc]), {"zp": np.zeros((), zp_dtype),
+                                                            "s": np.ones((), np.float32)}
+
+
+def test_unfused_rule_on_hand_built_graphs():
+    from partita.frontends.onnx.ort_fusion import ort_unfused_nodes
+
+    # int8 read by one node: ONNX Runtime makes the pair uint8 and fuses both groups
+    assert ort_unfused_nodes(*_fan_out_graph(np.int8, 1)) == set()
+    # fanned out: the producer and both readers stay float (node indices 0, 3, 4)
+    assert ort_unfused_nodes(*_fan_out_graph(np.int8, 2)) == {0, 3, 4}
+    assert ort_unfused_nodes(*_fan_out_graph(np.int8, 1, dq_is_output=True)) == {0, 3}
+    assert ort_unfused_nodes(*_fan_out_graph(np.int8, 0, dq_is_output=True)) == set()
+    # uint8 activations fuse whatever their fan-out
+    assert ort_unfused_nodes(*_fan_out_graph(np.uint8, 2)) == set()

@@ -1,10 +1,11 @@
-"""Whole networks (tf2onnx exports of Keras MobileNet v1/v2 and a ResNet-style net, quantized by
-quantize_static) against ONNX Runtime, and their layout conversion to NHWC.
+"""Whole networks (tf2onnx exports of Keras MobileNet v1/v2 and a ResNet-style net, and the
+torch.onnx.export MobileNetV2, quantized by quantize_static) against ONNX Runtime, and their
+layout conversion to NHWC.
 
 Measured figures (docs/onnx.md): QOperator models are bit-exact at every optimization level.
-QDQ models become qnn ops that follow ONNX Runtime's fused QDQ kernels, so they are bit-exact
-against its default level, except for one tie-breaking ulp in MobileNetV2 S8S8 per-channel, and
-within a few LSB of its unfused float path (DISABLE_ALL).
+QDQ models become qnn ops that follow ONNX Runtime's fused QDQ kernels, except the groups it
+leaves unfused (int8 activations that fan out), which keep MLAS's float arithmetic: bit-exact
+against its default level, within a few LSB of its unfused float path (DISABLE_ALL).
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from partita.passes import ConvertLayout, InferType, Sequential, SimplifyExpr
 
 NETS = [p for p in models("nets") if p.name.count(".") == 2]
 FLOAT_NETS = [p for p in models("nets") if p.name.count(".") == 1]
-# max LSB against (DISABLE_ALL, ENABLE_ALL), measured on 8 inputs (docs/onnx.md)
-QDQ_BOUNDS = {"mobilenet_v2_035_96.qdq_s8s8_pc": (3, 4)}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +30,7 @@ def imported():
 
 def _mod(path, cache):
     if path not in cache:
-        cache[path] = from_onnx(path)
+        cache[path] = from_onnx(path, ort_threads=1)  # as onnx_cases.ort_run
     return cache[path]
 
 
@@ -42,13 +41,11 @@ def test_net_against_onnxruntime(path, imported):
     (got,) = P.interpret(mod, feeds)
     scale = output_scale(path)
     name = path.name[:-5]
-    for i, level in enumerate(("disable_all", "enable_all")):
+    for level in ("disable_all", "enable_all"):
         (want,) = ort_run(path, feeds, level)
         d = lsb_diff(want, got, scale)
         if ".qop_" in name:
             assert got.tobytes() == want.tobytes(), (level, d.max())
-        elif name in QDQ_BOUNDS:
-            assert d.max() <= QDQ_BOUNDS[name][i], (level, d.max())
         elif level == "enable_all":
             assert got.tobytes() == want.tobytes(), (level, d.max())
         else:
