@@ -102,6 +102,7 @@ class Backend:
         patterns=(),
         ops=None,
         compile: Callable | None = None,
+        load: Callable | None = None,
         cost: Callable | None = None,
         options: dict | None = None,
         host: bool = False,
@@ -111,7 +112,7 @@ class Backend:
         if not isinstance(name, str) or not name.isidentifier():
             raise BackendError(f"a backend name must be an identifier, got {name!r}")
         self.name, self.host, self.description = name, bool(host), description
-        self._patterns, self._ops, self._compile = patterns, ops, compile
+        self._patterns, self._ops, self._compile, self._load = patterns, ops, compile, load
         self._cost, self._passes = cost, passes
         self.options = dict(options) if options is not None else None
 
@@ -170,11 +171,36 @@ class Backend:
             else passes
         )
 
+    @property
+    def can_compile(self) -> bool:
+        """Whether this backend has a compile hook (the placeholder host does not)."""
+        return self._compile is not None or type(self).compile is not Backend.compile
+
     def compile(self, function, options: dict | None = None):
-        """Compile one partitioned function to a kernel."""
+        """Compile one region (a partitioned function, or the host part of ``main``) to a
+        CompiledRegion (see partita.backends.compiled)."""
+        from partita.backends.compiled import CompiledRegion
+
         if self._compile is None:
-            raise BackendError(f"backend {self.name} has no compile hook")
-        return self._compile(function, self.resolve_options(options))
+            raise BackendError(
+                f"backend {self.name} cannot compile yet (it has no compile hook); "
+                f"use the host 'ref' to run this part on the reference interpreter"
+            )
+        region = self._compile(function, self.resolve_options(options))
+        if not isinstance(region, CompiledRegion):
+            raise BackendError(
+                f"backend {self.name}'s compile hook returned {type(region).__name__}, "
+                f"not a CompiledRegion (see docs/backends.md)"
+            )
+        if not region.backend:
+            region.backend = self.name
+        return region
+
+    def load(self, data: bytes):
+        """A CompiledRegion back from ``to_bytes()`` data, without compiling again."""
+        if self._load is None:
+            raise BackendError(f"backend {self.name} cannot load compiled regions (no load hook)")
+        return self._load(data)
 
 
 def host_backend(name: str = DEFAULT_HOST) -> Backend:

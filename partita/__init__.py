@@ -49,8 +49,12 @@ from .passes import (
 from .text import astext, parse
 
 # isort: split
-# Above the core: partitioning (build comes last when it lands).
+# Above the core: partitioning, then build and the runtime.
 from .partition import partition_for, placement_report
+
+# isort: split
+from .build import build
+from .runtime import Executable, load
 
 __version__ = "0.1.0"
 
@@ -84,13 +88,16 @@ __all__ = [
     "TupleType",
     "TypeInferenceError",
     "Var",
+    "Executable",
     "assert_structural_equal",
+    "build",
     "astext",
     "const",
     "get_op",
     "infer_type",
     "interpret",
     "list_ops",
+    "load",
     "parse",
     "partition_for",
     "placement_report",

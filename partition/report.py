@@ -149,6 +149,13 @@ class PlacementReport:
             "partitions": list(self.partitions),
         }
 
+    @classmethod
+    def from_dict(cls, data: dict) -> PlacementReport:
+        """The inverse of ``to_dict()`` (a saved executable keeps its report as data)."""
+        rows = [PlacementRow(**row) for row in data["rows"]]
+        macs = dict(data["summary"]["macs_by_target"])
+        return cls(rows, data["host"], list(data["partitions"]), macs)
+
     def to_json(self, indent: int | None = 2) -> str:
         """``to_dict()`` as JSON."""
         return json.dumps(self.to_dict(), indent=indent)

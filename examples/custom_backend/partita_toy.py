@@ -8,9 +8,8 @@ quantized adds and max pooling. ``pip install examples/custom_backend`` makes it
 from __future__ import annotations
 
 from partita.backends import Backend, Verdict, all_of, constraint
+from partita.backends.ref import InterpretedRegion
 from partita.patterns import constants, is_constant, is_op, wildcard
-
-import partita
 
 STRIDES = (1, 2)
 
@@ -61,8 +60,8 @@ def pattern_table(options):
 
 
 def compile_function(function, options):
-    """The toy 'compiles' a partition into a callable that runs the reference interpreter."""
-    return lambda *arrays: partita.interpret(function, list(arrays))
+    """The toy 'compiles' a partition by keeping it: the interpreter is its machine."""
+    return InterpretedRegion(function, backend="toy")
 
 
 backend = Backend(
@@ -70,6 +69,7 @@ backend = Backend(
     patterns=pattern_table,
     ops={"nn.max_pool2d": True},
     compile=compile_function,
+    load=InterpretedRegion.loader("toy"),
     options={"depthwise": "yes"},
     description="a toy accelerator for the custom-backend example",
 )

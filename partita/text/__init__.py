@@ -2,5 +2,14 @@
 
 from .parser import parse
 from .printer import astext, print_expr, print_module
+from .serialize import DeserializeError, deserialize, serialize
 
-__all__ = ["astext", "parse", "print_expr", "print_module"]
+__all__ = [
+    "DeserializeError",
+    "astext",
+    "deserialize",
+    "parse",
+    "print_expr",
+    "print_module",
+    "serialize",
+]

@@ -79,9 +79,13 @@ def test_toy_options_change_its_table(toy):
 
 def test_toy_compile_hook_runs_a_partition(toy):
     out = partition_for(int8_convnet(strides=((1, 1),)), "toy")
-    kernel = toy.compile(out["toy_main_0"])
+    region = toy.compile(out["toy_main_0"])
+    assert region.backend == "toy" and region.name == "toy_main_0"
     x = np.random.default_rng(2).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
-    assert np.array_equal(kernel(x)[0], P.interpret(out["toy_main_0"], [x])[0])
+    expected = P.interpret(out["toy_main_0"], [x])[0]
+    assert np.array_equal(region.run([x])[0], expected)
+    again = toy.load(region.to_bytes())  # the registered loader, no recompilation
+    assert np.array_equal(again.run([x])[0], expected)
 
 
 @pytest.mark.skipif(not MOBILENET.exists(), reason="the MobileNet test model is not built")

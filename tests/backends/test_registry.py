@@ -20,6 +20,7 @@ from partita.backends import (
     register_pattern_table,
     unregister_backend,
 )
+from partita.backends.compiled import CompiledRegion
 from partita.patterns import is_op, wildcard
 
 import partita as P
@@ -117,10 +118,24 @@ def test_register_pattern_table_decorator_creates_or_fills_a_backend():
 
 
 def test_compile_hook_gets_resolved_options():
-    acc = Backend("acc_c", compile=lambda fn, opts: ("kernel", opts), options={"o": "1"})
-    assert acc.compile("fn") == ("kernel", {"o": "1"})
+    seen = []
+
+    class Region(CompiledRegion):
+        input_types = output_types = []
+
+    def compile_hook(fn, opts):
+        seen.append((fn, opts))
+        return Region()
+
+    acc = Backend("acc_c", compile=compile_hook, options={"o": "1"})
+    region = acc.compile("fn")
+    assert seen == [("fn", {"o": "1"})] and region.backend == "acc_c"
     with pytest.raises(BackendError, match="has no compile hook"):
         Backend("acc_nc").compile("fn")
+    with pytest.raises(BackendError, match="returned tuple, not a CompiledRegion"):
+        Backend("acc_bad", compile=lambda fn, opts: ("kernel", opts)).compile("fn")
+    with pytest.raises(BackendError, match="cannot load compiled regions"):
+        acc.load(b"")
 
 
 def test_cost_hook_and_extra_passes():

@@ -1,0 +1,28 @@
+"""partita.runtime: the Executable (a static schedule of compiled regions), profiles, and saved
+executables.
+
+    exe = partita.build(mod, "npu, llvm"); exe.run(x); exe.save("m.partita")
+    exe = partita.load("m.partita")
+"""
+
+from partita.runtime.artifact import ArtifactError, load_executable, save_executable
+from partita.runtime.executable import Executable, InputError, Port, Step
+from partita.runtime.profile import Profile, StepProfile
+from partita.runtime.schedule import ScheduleError, plan_schedule
+
+load = load_executable
+
+__all__ = [
+    "ArtifactError",
+    "Executable",
+    "InputError",
+    "Port",
+    "Profile",
+    "ScheduleError",
+    "Step",
+    "StepProfile",
+    "load",
+    "load_executable",
+    "plan_schedule",
+    "save_executable",
+]

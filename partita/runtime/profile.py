@@ -1,0 +1,118 @@
+"""Profiles: where an inference's time went, per step and per operation, as data and a table.
+
+Each step reports its measured host time; its region adds its own records (an NPU operation's
+cycles, MACs, utilisation and bytes per memory; a CPU kernel's time). Totals sum the numeric
+metrics per target, so ``profile.totals["npu"]["cycles"]`` is the NPU's cycle count.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from partita.backends.compiled import OpProfile
+
+# Metrics summed into the totals when a region reports them.
+SUMMED = ("cycles", "compute_cycles", "memory_cycles", "macs", "bytes", "time_at_clock_s")
+
+
+@dataclass
+class StepProfile:
+    """One step: its symbol, target, measured host time and the region's own records."""
+
+    symbol: str
+    target: str
+    time_s: float
+    ops: list[OpProfile] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "symbol": self.symbol,
+            "target": self.target,
+            "time_s": self.time_s,
+            "ops": [op.to_dict() for op in self.ops],
+        }
+
+
+class Profile:
+    """The median run of ``Executable.profile``: steps, totals, ``table()`` and ``to_json()``."""
+
+    def __init__(self, target: str, total_s: float, steps: list[StepProfile], repeat: int = 1):
+        self.target, self.total_s, self.steps, self.repeat = target, total_s, steps, repeat
+
+    @property
+    def totals(self) -> dict:
+        """Per target: host time, step and op counts, and the summed metrics of its ops."""
+        out: dict[str, dict] = {}
+        for step in self.steps:
+            t = out.setdefault(step.target, {"time_s": 0.0, "steps": 0, "ops": 0})
+            t["time_s"] += step.time_s
+            t["steps"] += 1
+            t["ops"] += len(step.ops)
+            for op in step.ops:
+                for key in SUMMED:
+                    value = op.metrics.get(key)
+                    if isinstance(value, (int, float)):
+                        t[key] = t.get(key, 0) + value
+                    elif isinstance(value, dict):  # e.g. bytes per memory
+                        sub = t.setdefault(key, {})
+                        for k, v in value.items():
+                            sub[k] = sub.get(k, 0) + v
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target,
+            "total_s": self.total_s,
+            "repeat": self.repeat,
+            "totals": self.totals,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_plain)
+
+    def table(self, ops: bool = True) -> str:
+        """Steps and (with ``ops``) their operations, then the totals per target."""
+        lines = [f"{'step / operation':44} {'target':8} {'host ms':>9} {'cycles':>11} {'MACs':>11}"]
+        for step in self.steps:
+            cycles = sum(op.metrics.get("cycles", 0) or 0 for op in step.ops)
+            macs = sum(op.metrics.get("macs", 0) or 0 for op in step.ops)
+            lines.append(
+                f"{step.symbol[:44]:44} {step.target[:8]:8} {1e3 * step.time_s:9.3f} "
+                f"{_num(cycles):>11} {_num(macs):>11}"
+            )
+            if ops and len(step.ops) > 1:
+                for op in step.ops:
+                    t = "" if op.time_s is None else f"{1e3 * op.time_s:9.3f}"
+                    lines.append(
+                        f"  {op.name[:42]:42} {op.kind[:8]:8} {t:>9} "
+                        f"{_num(op.metrics.get('cycles', 0)):>11} "
+                        f"{_num(op.metrics.get('macs', 0)):>11}"
+                    )
+        lines.append("")
+        for target, t in self.totals.items():
+            extra = ""
+            if t.get("cycles"):
+                extra = f", {t['cycles']:,} cycles"
+                if t.get("time_at_clock_s"):
+                    extra += f" ({1e3 * t['time_at_clock_s']:.3f} ms at the NPU clock)"
+            lines.append(
+                f"{target}: {t['steps']} step{'s' * (t['steps'] != 1)}, "
+                f"{1e3 * t['time_s']:.3f} ms host time{extra}"
+            )
+        lines.append(f"total: {1e3 * self.total_s:.3f} ms (median of {self.repeat})")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+
+def _num(value) -> str:
+    return f"{value:,}" if value else ""
+
+
+def _plain(value):
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
