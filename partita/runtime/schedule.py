@@ -102,9 +102,24 @@ class _Planner:
                 self.users.setdefault(id(c), []).append(id(node))
         outs = self.main.body.fields if isinstance(self.main.body, Tuple) else ()
         self.result_ids = {id(self.main.body), *(id(f) for f in outs)}
+        self.delay_host_ops(order)
         self.emit(order)
         self.plan.output_slots = self.value_slots(self.main.body)
         return self.plan
+
+    def delay_host_ops(self, order: list[Expr]) -> None:
+        """Move every host op to the last host segment before its first reader: segments are
+        then only where a partition needs host results, and at the end."""
+        last = max(self.stage.values(), default=0)
+        final = last + last % 2
+        for node in reversed(order):
+            if isinstance(node, Constant) or self.stage[id(node)] % 2:
+                continue
+            latest = final
+            for user in self.users.get(id(node), ()):
+                s = self.stage[user]
+                latest = min(latest, s - 1 if s % 2 else s)
+            self.stage[id(node)] = latest
 
     def stage_of(self, node: Expr) -> int:
         if isinstance(node, Constant):
