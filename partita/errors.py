@@ -7,6 +7,16 @@ class PartitaError(Exception):
     """Base class of every error partita raises on purpose."""
 
 
+class ModelFileError(PartitaError):
+    """A model or executable file that cannot be read: missing, truncated, corrupt, or not in the
+    format its name says (the CLI exits with status 3)."""
+
+
+class UnsupportedModelError(PartitaError):
+    """A readable model that uses what partita does not support: an operator, a dtype, an
+    attribute value (the CLI exits with status 4)."""
+
+
 class OpNotFoundError(PartitaError):
     """An op name that is not in the registry."""
 

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from ...errors import PartitaError
+from partita.errors import ModelFileError, PartitaError, UnsupportedModelError
 
 
 class ONNXError(PartitaError):
     """Base class of the ONNX frontend's errors."""
 
 
-class ONNXFormatError(ONNXError):
+class ONNXFormatError(ONNXError, ModelFileError):
     """Not a readable ONNX model: a corrupt protobuf, a missing initializer, an unsupported opset,
     a node reading a tensor that nothing produces, ..."""
 
 
-class ONNXConversionError(ONNXError):
+class ONNXConversionError(ONNXError, UnsupportedModelError):
     """A well-formed model that partita cannot convert as written (bad operands of a node)."""
 
 
-class UnsupportedOperatorError(ONNXError):
+class UnsupportedOperatorError(ONNXError, UnsupportedModelError):
     """Nodes partita has no converter for; ``unsupported`` lists every one of them as
     (node index, op type with domain, node name, reason)."""
 

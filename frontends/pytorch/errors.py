@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from ...errors import PartitaError
+from partita.errors import ModelFileError, PartitaError, UnsupportedModelError
 
 
 class PyTorchError(PartitaError):
     """Base class of the PyTorch frontend's errors (bad arguments, missing torch)."""
 
 
-class PyTorchFormatError(PyTorchError):
+class PyTorchFormatError(PyTorchError, ModelFileError):
     """The file or object is not a model partita can read: not a torch.export archive nor a
     TorchScript file, truncated, corrupt, or with a graph whose values are inconsistent."""
 
 
-class PyTorchConversionError(PyTorchError):
+class PyTorchConversionError(PyTorchError, UnsupportedModelError):
     """A readable model that partita cannot convert as written (bad operands of a node)."""
 
 
-class UnsupportedOperatorError(PyTorchError):
+class UnsupportedOperatorError(PyTorchError, UnsupportedModelError):
     """Nodes partita has no converter for; ``unsupported`` lists every one of them as
     (index, node name, target, reason)."""
 

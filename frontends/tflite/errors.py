@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from ...errors import PartitaError
+from partita.errors import ModelFileError, PartitaError, UnsupportedModelError
 
 
 class TFLiteError(PartitaError):
     """Base class of the TFLite frontend's errors."""
 
 
-class TFLiteFormatError(TFLiteError):
+class TFLiteFormatError(TFLiteError, ModelFileError):
     """The bytes are not a readable TFLite model: not a flatbuffer, truncated, corrupt, or with
     tensors whose declared shapes, types or buffers disagree."""
 
 
-class TFLiteConversionError(TFLiteError):
+class TFLiteConversionError(TFLiteError, UnsupportedModelError):
     """A well-formed model that partita cannot convert as written (bad operands of an operator)."""
 
 
-class UnsupportedOperatorError(TFLiteError):
+class UnsupportedOperatorError(TFLiteError, UnsupportedModelError):
     """Operators partita has no converter for; ``unsupported`` lists every one of them."""
 
     def __init__(self, unsupported: list[tuple[int, str, str, tuple[str, ...], tuple[str, ...]]]):

@@ -122,10 +122,12 @@ class _Graph:
         return IRModule({"main": fn}, attrs=attrs)
 
     def _convert_op(self, op: Operator) -> None:
+        entry = CONVERTERS.get(op.name)
         if any(i in self.poisoned for i in op.inputs):
+            if entry is None:  # report every unsupported operator, not only the first in a chain
+                return self._unsupported(op, "no converter for this operator")
             self.poisoned.update(op.outputs)  # downstream of an unsupported operator
             return
-        entry = CONVERTERS.get(op.name)
         if entry is None:
             return self._unsupported(op, "no converter for this operator")
         fn, options_type = entry

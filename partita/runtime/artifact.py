@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from partita.backends.registry import get_backend
-from partita.errors import PartitaError
+from partita.errors import ModelFileError, PartitaError
 from partita.ir import TensorType
 from partita.runtime.executable import Executable, Port, Step
 
@@ -28,7 +28,7 @@ COMMENT = b"partita-executable sha256="
 MAX_MEMBER_BYTES = 1 << 32  # refuse members that claim more than 4 GiB before reading them
 
 
-class ArtifactError(PartitaError):
+class ArtifactError(ModelFileError):
     """A saved executable that cannot be loaded: not one, another version, tampered, truncated."""
 
 
