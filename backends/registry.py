@@ -39,6 +39,15 @@ class BackendError(PartitaError):
     """An unknown backend, a backend that fails to load, or a bad backend declaration."""
 
 
+class Option(NamedTuple):
+    """A declared backend option: its default, the values it accepts (None: any), a help line.
+    ``options={"depthwise": Option("yes", ("yes", "no"))}`` refuses ``-depthwise=maybe``."""
+
+    default: object = None
+    choices: tuple | None = None
+    help: str = ""
+
+
 class PatternEntry(NamedTuple):
     """One row of a pattern table: composite ``name``, its ``pattern`` and an optional ``check``
     that receives the matched expression and returns a Verdict."""
@@ -120,7 +129,8 @@ class Backend:
         return f"<Backend {self.name}{' (host)' if self.host else ''}>"
 
     def resolve_options(self, options: dict | None = None) -> dict:
-        """The declared defaults updated with ``options``; unknown keys are a BackendError."""
+        """The declared defaults updated with ``options``; unknown keys and values outside an
+        Option's choices are a BackendError."""
         options = dict(options or {})
         if self.options is None:
             return options
@@ -130,7 +140,28 @@ class Backend:
             raise BackendError(
                 f"backend {self.name} has no option -{unknown[0]} (its options: {allowed})"
             )
-        return {**self.options, **options}
+        for key, value in options.items():
+            spec = self.options[key]
+            if isinstance(spec, Option) and spec.choices is not None:
+                if str(value) not in {str(c) for c in spec.choices}:
+                    raise BackendError(
+                        f"backend {self.name}: -{key}={value} is not one of "
+                        f"{', '.join(map(str, spec.choices))}"
+                    )
+        defaults = {k: v.default if isinstance(v, Option) else v for k, v in self.options.items()}
+        return {**defaults, **options}
+
+    def describe_options(self) -> dict:
+        """Option name -> default (with its choices, when declared) for listings."""
+        out = {}
+        for key, spec in (self.options or {}).items():
+            if isinstance(spec, Option):
+                out[key] = spec.default if spec.choices is None else (
+                    f"{spec.default} (one of {'|'.join(map(str, spec.choices))})"
+                )
+            else:
+                out[key] = spec
+        return out
 
     def pattern_table(self, options: dict | None = None) -> list[PatternEntry]:
         """The composite patterns, first match wins, names prefixed ``<name>.``."""
@@ -350,6 +381,40 @@ def get_backend(name: str) -> Backend:
     return backend
 
 
+def backend_origin(name: str) -> str:
+    """Where backend ``name`` comes from: built in, an installed package, or this process."""
+    if _builtin_module(name):
+        return f"built-in (partita.backends.{name})"
+    eps = _entry_points(name)
+    if eps:
+        dist = getattr(getattr(eps[0], "dist", None), "name", None) or "an installed package"
+        return f"entry point {eps[0].value} ({dist})"
+    backend = _REGISTRY.get(name)
+    if backend is not None and getattr(backend, "placeholder", False):
+        return "built-in placeholder (partitions only; no code generation yet)"
+    return "registered in this process"
+
+
+def describe_backends() -> list[dict]:
+    """Name, role, description, options and origin of every backend (``partita backends``)."""
+    rows = []
+    for name in list_backends():
+        row = {"name": name, "host": False, "description": "", "options": {}, "error": None}
+        try:
+            backend = get_backend(name)
+            row.update(
+                host=backend.host,
+                description=backend.description,
+                options=backend.describe_options(),
+                can_compile=backend.can_compile,
+            )
+        except BackendError as exc:
+            row["error"] = str(exc)
+        row["origin"] = backend_origin(name)
+        rows.append(row)
+    return rows
+
+
 def list_backends() -> list[str]:
     """The names of every backend that can be looked up (without loading them)."""
     from . import __path__ as here
@@ -370,6 +435,9 @@ __all__ = [
     "DEFAULT_HOST",
     "ENTRY_POINT_GROUP",
     "PatternEntry",
+    "Option",
+    "backend_origin",
+    "describe_backends",
     "find_backend",
     "get_backend",
     "get_pattern_table",

@@ -185,6 +185,8 @@ def placement_report(mod: IRModule) -> PlacementReport:
     walk = _Walk(mod, host, placement)
     walk.function(mod["main"], host, "", "")
     rows = [b.finish() for b in walk.rows.values()]
+    # source order (dataflow order differs where branches join); ops without an index last
+    rows.sort(key=lambda r: (r.index is None, r.index if r.index is not None else 0))
     return PlacementReport(rows, host, walk.partitions, walk.macs)
 
 

@@ -96,7 +96,7 @@ def test_bad_model_paths(capsys, tmp_path, name, message):
     if name.endswith(".caffemodel"):
         path.write_text("x")
     status, _, err = run(capsys, "inspect", path, "-t", "llvm")
-    assert status == 2 and re.search(message, err), err
+    assert status == 3 and re.search(message, err), err  # 3: a model file that cannot be read
 
 
 def test_formats_without_a_frontend_say_so(capsys, tmp_path, monkeypatch):
@@ -108,7 +108,7 @@ def test_formats_without_a_frontend_say_so(capsys, tmp_path, monkeypatch):
     path = tmp_path / "net.pt2"
     path.write_bytes(b"")
     status, _, err = run(capsys, "inspect", path, "-t", "llvm")
-    assert status == 2
+    assert status == 4  # an unsupported model
     assert "PyTorch (torch.export) models (.pt2) are not supported yet" in err
 
 

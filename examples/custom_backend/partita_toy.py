@@ -7,7 +7,7 @@ quantized adds and max pooling. ``pip install examples/custom_backend`` makes it
 
 from __future__ import annotations
 
-from partita.backends import Backend, Verdict, all_of, constraint
+from partita.backends import Backend, Option, Verdict, all_of, constraint
 from partita.backends.ref import InterpretedRegion
 from partita.patterns import constants, is_constant, is_op, wildcard
 
@@ -70,6 +70,6 @@ backend = Backend(
     ops={"nn.max_pool2d": True},
     compile=compile_function,
     load=InterpretedRegion.loader("toy"),
-    options={"depthwise": "yes"},
+    options={"depthwise": Option("yes", ("yes", "no"), "no: refuse depthwise convolutions")},
     description="a toy accelerator for the custom-backend example",
 )

@@ -253,3 +253,14 @@ def test_a_backend_folder_that_registers_nothing(tmp_path, monkeypatch):
 
 def test_modules_of_the_backends_package_are_not_backends():
     assert find_backend("registry") is None and find_backend("cost") is None
+
+
+def test_option_values_outside_their_choices_are_refused():
+    from partita.backends import Option
+
+    acc = Backend("acc_opt", options={"depthwise": Option("yes", ("yes", "no"))})
+    assert acc.resolve_options({"depthwise": "no"}) == {"depthwise": "no"}
+    assert acc.resolve_options() == {"depthwise": "yes"}
+    with pytest.raises(BackendError, match="-depthwise=maybe is not one of yes, no"):
+        acc.resolve_options({"depthwise": "maybe"})
+    assert acc.describe_options() == {"depthwise": "yes (one of yes|no)"}

@@ -1,0 +1,197 @@
+"""The argument parser of the ``partita`` command: every command with its --help and examples."""
+
+from __future__ import annotations
+
+import argparse
+
+TARGET_HELP = (
+    "composite target, tvmc style: accelerators in priority order, then the host; e.g. "
+    '"npu, llvm", "npu -config=u55-256, ref" (see: partita backends)'
+)
+
+EXAMPLES = {
+    "compile": """examples:
+  partita compile model.tflite --target "npu, llvm" -o model.partita
+  partita compile model.onnx -t "npu -config=u65-256, llvm" --input-shape input=1,3,224,224
+  partita compile model.pt -t "npu, ref" --input-shape x=1,3,96,96 -v""",
+    "run": """examples:
+  partita run model.partita --input input=image.npy -o outputs.npz
+  partita run model.partita --random --seed 1
+  partita run model.tflite --target "npu, ref" --random      (compiles in memory first)""",
+    "inspect": """examples:
+  partita inspect model.tflite --target "npu, llvm"
+  partita inspect model.tflite -t "npu, llvm" --json > placement.json
+  partita inspect model.onnx -t "npu, llvm" --svg partitions.svg
+  partita inspect model.tflite -t npu --cpu-op MEAN --cpu-node 12 --strict
+  partita inspect model.partita                      (the report saved in an executable)""",
+    "profile": """examples:
+  partita profile model.partita
+  partita profile model.partita --input input=image.npy --repeat 20 --json
+  partita profile model.tflite --target "npu, llvm\"""",
+    "backends": """examples:
+  partita backends
+  partita backends --json""",
+}
+
+
+def _command(commands, name: str, help: str, description: str) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=EXAMPLES[name],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show each step and the pass pipeline with timings",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the result (and errors) as JSON on stdout"
+    )
+    return parser
+
+
+def _model_options(parser, model_help: str, target_required: bool = False) -> None:
+    parser.add_argument("model", metavar="MODEL", help=model_help)
+    parser.add_argument("--target", "-t", required=target_required, help=TARGET_HELP)
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D1,D2,...",
+        help="static shape of an input with dynamic dimensions (TorchScript .pt needs one per "
+        "input); repeatable",
+    )
+    parser.add_argument(
+        "--semantics",
+        choices=("tflite", "tflite_builtin"),
+        help="TFLite: match the reference kernels (default) or the optimized ones",
+    )
+    parser.add_argument(
+        "--match",
+        metavar="MODE",
+        help="ONNX: ort (default) or ort_disable_all; PyTorch: qnn (default) or pytorch_eager",
+    )
+    parser.add_argument(
+        "--min-region-size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="regions of fewer source ops go back to the CPU (default 1)",
+    )
+    parser.add_argument(
+        "--cpu-op",
+        action="append",
+        default=[],
+        metavar="TYPE",
+        help="force an op type onto the CPU (CONV_2D, qnn.add, ...); repeatable",
+    )
+    parser.add_argument(
+        "--cpu-node",
+        action="append",
+        default=[],
+        metavar="INDEX_OR_NAME",
+        help="force a source op onto the CPU by index or name; repeatable",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="fail (exit status 1) if any op is left on the CPU"
+    )
+
+
+def _input_options(parser) -> None:
+    parser.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="an input array (.npy); repeatable",
+    )
+    parser.add_argument(
+        "--random",
+        action="store_true",
+        help="random inputs of the right shapes and dtypes (seeded)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for --random (default 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from partita import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="partita",
+        description="Partition quantized neural networks between an NPU and a CPU, compile "
+        "and run them.",
+        epilog="exit status: 0 ok, 1 --strict found CPU ops, 2 usage error, 3 unreadable model "
+        "file, 4 unsupported model, 5 internal error",
+    )
+    parser.add_argument("--version", action="version", version=f"partita {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = _command(
+        commands,
+        "compile",
+        "compile a model for a target and save the executable",
+        "Import MODEL, partition it for TARGET, compile every region and save one "
+        "executable file (docs/file-format.md).",
+    )
+    _model_options(
+        p, "a model file: .tflite, .onnx, .pt2, .pt (TorchScript) or .relay", target_required=True
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write the executable (default: MODEL's name with .partita)",
+    )
+
+    p = _command(
+        commands,
+        "run",
+        "run a compiled executable (or a model, compiled in memory)",
+        "Run MODEL once and print each output's shape, dtype and SHA-256 digest.",
+    )
+    _model_options(p, "a saved executable (.partita) or a model file (then give --target)")
+    _input_options(p)
+    p.add_argument("-o", "--output", metavar="FILE.npz", help="save the outputs by name")
+
+    p = _command(
+        commands,
+        "inspect",
+        "print where every op runs, and why",
+        "Partition MODEL for TARGET and print the placement report: every source op, "
+        "its target, composite and partition, and for ops left on the CPU the reason.",
+    )
+    _model_options(p, "a model file, or a saved executable (its report)")
+    p.add_argument(
+        "--svg",
+        metavar="FILE",
+        help="draw the partitioned graph (needs Graphviz's "
+        "dot; without it, DOT is written next to FILE)",
+    )
+    p.add_argument("--dot", metavar="FILE", help="write the partitioned graph as Graphviz DOT")
+
+    p = _command(
+        commands,
+        "profile",
+        "profile one inference per step and per operation",
+        "Run MODEL with profiling: time per step, per NPU operation (cycles, MACs, "
+        "utilisation, bytes) and per CPU kernel, with totals.",
+    )
+    _model_options(p, "a saved executable (.partita) or a model file (then give --target)")
+    _input_options(p)
+    p.add_argument(
+        "--repeat", type=int, default=5, metavar="N", help="runs to take the median of (default 5)"
+    )
+
+    _command(
+        commands,
+        "backends",
+        "list the backends, their options and where they come from",
+        "List every backend partita can find: built in, registered, or declared by an "
+        "installed package through the 'partita.backends' entry point group.",
+    )
+    return parser
