@@ -26,5 +26,9 @@ class UnsupportedOperatorError(TFLiteError, UnsupportedModelError):
         lines = [f"  #{i} {name}: {reason} (inputs {list(ins)}, outputs {list(outs)})"
                  for i, name, reason, ins, outs in unsupported]
         n = len(unsupported)
-        super().__init__(f"the model has {n} unsupported operator{'s' if n > 1 else ''}:\n"
-                         + "\n".join(lines))
+        counts: dict[str, int] = {}
+        for _, name, *_ in unsupported:
+            counts[name] = counts.get(name, 0) + 1
+        kinds = ", ".join(f"{c} {name}" for name, c in counts.items())
+        super().__init__(f"the model has {n} unsupported operator{'s' if n > 1 else ''} "
+                         f"({kinds}):\n" + "\n".join(lines))

@@ -4,11 +4,13 @@ operator), never a hang, a crash or a bare traceback; plus a seeded mutation fuz
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from partita.frontends import from_tflite
 from partita.frontends.tflite import TFLiteConversionError, TFLiteError, TFLiteFormatError
+from partita.frontends.tflite.errors import UnsupportedOperatorError
 from tflbuild import Model, Op, T, build
 from tflite_cases import models
 
@@ -17,8 +19,11 @@ from partita.errors import PartitaError
 
 def conv_model(**changes) -> Model:
     """x (1, 5, 5, 2) -> CONV_2D with a constant (3, 3, 3, 2) filter -> y."""
-    t = [T("x", (1, 5, 5, 2)), T("filter", (3, 3, 3, 2), data=np.ones((3, 3, 3, 2), np.float32)),
-         T("y", (1, 5, 5, 3))]
+    t = [
+        T("x", (1, 5, 5, 2)),
+        T("filter", (3, 3, 3, 2), data=np.ones((3, 3, 3, 2), np.float32)),
+        T("y", (1, 5, 5, 3)),
+    ]
     ops = [Op("CONV_2D", [0, 1], [2], ("Conv2DOptions", {"StrideW": 1, "StrideH": 1}))]
     m = Model(t, ops, [0], [2])
     for k, v in changes.items():
@@ -33,12 +38,15 @@ def test_the_crafted_model_is_good():
     assert from_tflite(GOOD)["main"].params[0].name_hint == "x"
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "0 bytes is too short"),
-    (b"TFL3", "too short"),
-    (b"\x89PNG\r\n\x1a\n" + bytes(64), "not a TFLite model: the file identifier"),
-    (b"\x08\x00\x00\x00ONNX" + bytes(64), "not a TFLite model"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "0 bytes is too short"),
+        (b"TFL3", "too short"),
+        (b"\x89PNG\r\n\x1a\n" + bytes(64), "not a TFLite model: the file identifier"),
+        (b"\x08\x00\x00\x00ONNX" + bytes(64), "not a TFLite model"),
+    ],
+)
 def test_not_a_tflite_model(data, message):
     with pytest.raises(TFLiteFormatError, match=message):
         from_tflite(data)
@@ -66,16 +74,22 @@ def test_unsupported_schema_version():
 def test_buffer_size_disagrees_with_declared_shape():
     m = conv_model()
     m.tensors[1].raw = bytes(70)  # the shape (3, 3, 3, 2) float32 needs 216 bytes
-    with pytest.raises(TFLiteFormatError, match=r"tensor #1 'filter'.*needs 216 bytes but "
-                                                 r"buffer 1 holds 70"):
+    with pytest.raises(
+        TFLiteFormatError,
+        match=r"tensor #1 'filter'.*needs 216 bytes but "
+        r"buffer 1 holds 70",
+    ):
         from_tflite(build(m))
 
 
-@pytest.mark.parametrize("shape, message", [
-    ((1, 2**20, 2**20, 2**20), "absurd shape"),
-    ((1, -5, 5, 2), "negative dimension"),
-    ((1,) * 12, "rank 12"),
-])
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((1, 2**20, 2**20, 2**20), "absurd shape"),
+        ((1, -5, 5, 2), "negative dimension"),
+        ((1,) * 12, "rank 12"),
+    ],
+)
 def test_absurd_shapes_are_refused_before_allocating(shape, message):
     m = conv_model()
     m.tensors[0].shape = shape
@@ -103,16 +117,20 @@ def test_operator_reads_a_tensor_nobody_writes():
     t = conv_model().tensors + [T("ghost", (1, 5, 5, 2))]
     m = conv_model(tensors=t)
     m.ops[0].inputs = [3, 1]
-    with pytest.raises(TFLiteConversionError,
-                       match=r"#0 CONV_2D.*reads tensor #3 'ghost'.*neither a model input"):
+    with pytest.raises(
+        TFLiteConversionError, match=r"#0 CONV_2D.*reads tensor #3 'ghost'.*neither a model input"
+    ):
         from_tflite(build(m))
 
 
 def test_declared_output_shape_disagrees():
     m = conv_model()
     m.tensors[2].shape = (1, 5, 5, 4)
-    with pytest.raises(TFLiteConversionError, match=r"#0 CONV_2D: the model declares tensor "
-                                                    r"#2 'y' \[1, 5, 5, 4\].*\[1, 5, 5, 3\]"):
+    with pytest.raises(
+        TFLiteConversionError,
+        match=r"#0 CONV_2D: the model declares tensor "
+        r"#2 'y' \[1, 5, 5, 4\].*\[1, 5, 5, 3\]",
+    ):
         from_tflite(build(m))
 
 
@@ -164,7 +182,7 @@ def _mutants(data: bytes, rng: np.random.Generator, n: int):
             elif kind == 1:
                 d[pos] = int(rng.integers(0, 256))
             else:
-                d[pos:pos + 4] = rng.integers(0, 256, 4, dtype=np.uint8).tobytes()
+                d[pos : pos + 4] = rng.integers(0, 256, 4, dtype=np.uint8).tobytes()
         yield bytes(d)
 
 
@@ -196,3 +214,27 @@ def test_mutation_fuzz_smoke():
             from_tflite(mutant)
         except PartitaError:
             pass
+
+
+def test_every_unsupported_operator_is_counted_also_in_a_chain(tmp_path):
+    """All 30 operators of the MobileNet turned into PRELU: 30 are reported, not the first."""
+    import tflite
+
+    data = bytearray(
+        (
+            Path(__file__).resolve().parents[2] / "models/tflite/nets/mobilenet_v1_025_128.tflite"
+        ).read_bytes()
+    )
+    model = tflite.Model.GetRootAsModel(data, 0)
+    for i in range(model.OperatorCodesLength()):
+        tab = model.OperatorCodes(i)._tab
+        for slot, width in ((4, 1), (10, 4)):  # deprecated_builtin_code, builtin_code
+            if tab.Offset(slot):
+                pos = tab.Pos + tab.Offset(slot)
+                data[pos : pos + width] = (54).to_bytes(width, "little")  # PRELU
+    path = tmp_path / "prelu.tflite"
+    path.write_bytes(bytes(data))
+    with pytest.raises(
+        UnsupportedOperatorError, match=r"has 30 unsupported operators \(30 PRELU\)"
+    ):
+        from_tflite(str(path))
