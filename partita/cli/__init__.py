@@ -5,6 +5,7 @@
     partita inspect MODEL --target "npu, llvm" [--json] [--svg FILE | --dot FILE]
     partita profile model.partita [--random] [--repeat N] [--json]
     partita backends [--json]
+    partita demo [--target "npu, llvm"]   (the main job on the shipped digits model)
 
 Exit status: 0 success; 1 --strict found ops left on the CPU; 2 usage error (bad arguments,
 target or inputs); 3 a model or executable file that cannot be read; 4 a model partita does not
@@ -40,6 +41,7 @@ COMMANDS = {
     "inspect": commands.inspect_cmd,
     "profile": commands.profile_cmd,
     "backends": commands.backends_cmd,
+    "demo": commands.demo_cmd,
 }
 
 

@@ -200,3 +200,10 @@ def backends_cmd(args, out, progress: Progress) -> int:
         else:
             out.write(f"         options: {opts}\n")
     return 0
+
+
+def demo_cmd(args, out, progress: Progress) -> int:
+    """``partita demo``: the main job (partita/cli/demo.py)."""
+    from partita.cli.demo import run_demo
+
+    return run_demo(out, args.target, args.limit, say=progress.note)

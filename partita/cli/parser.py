@@ -28,6 +28,9 @@ EXAMPLES = {
   partita profile model.partita
   partita profile model.partita --input input=image.npy --repeat 20 --json
   partita profile model.tflite --target "npu, llvm\"""",
+    "demo": """examples:
+  partita demo                          (compile for "npu, llvm", run the held-out digits)
+  partita demo --target "npu, ref" --limit 50""",
     "backends": """examples:
   partita backends
   partita backends --json""",
@@ -186,6 +189,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--repeat", type=int, default=5, metavar="N", help="runs to take the median of (default 5)"
     )
+
+    p = _command(
+        commands,
+        "demo",
+        "the main job: compile the shipped digits MobileNetV2 and run it",
+        "Compile the int8 MobileNetV2 that ships with partita (trained on scikit-learn's digits) "
+        'for "npu, llvm", run the held-out digits and print placement, accuracy, NPU cycles, '
+        "CPU time and whether every output equals TFLite's.",
+    )
+    p.add_argument("--target", "-t", help=TARGET_HELP + ' (default "npu, llvm")')
+    p.add_argument("--limit", type=int, metavar="N", help="run only the first N test digits")
 
     _command(
         commands,
