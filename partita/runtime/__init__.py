@@ -5,12 +5,18 @@ executables.
     exe = partita.load("m.partita")
 """
 
-from partita.runtime.artifact import ArtifactError, load_executable, save_executable
+from partita.runtime.artifact import (
+    ArtifactError,
+    load_executable,
+    load_executable_bytes,
+    save_executable,
+)
 from partita.runtime.executable import Executable, InputError, Port, Step
 from partita.runtime.profile import Profile, StepProfile
 from partita.runtime.schedule import ScheduleError, plan_schedule
 
 load = load_executable
+load_bytes = load_executable_bytes
 
 __all__ = [
     "ArtifactError",
@@ -22,7 +28,9 @@ __all__ = [
     "Step",
     "StepProfile",
     "load",
+    "load_bytes",
     "load_executable",
+    "load_executable_bytes",
     "plan_schedule",
     "save_executable",
 ]

@@ -47,7 +47,15 @@ def _port(p: Port) -> dict:
 
 
 def save_executable(exe: Executable, path) -> None:
-    """Write ``exe`` to ``path`` (see the module docstring)."""
+    """Write ``exe`` to ``path`` (see the module docstring); atomic (a temporary file renamed)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(executable_bytes(exe))
+    tmp.replace(path)
+
+
+def executable_bytes(exe: Executable) -> bytes:
+    """The saved file's bytes: what travels to a worker process or a Ray task."""
     from partita import __version__
 
     members: dict[str, bytes] = {}
@@ -85,24 +93,27 @@ def save_executable(exe: Executable, path) -> None:
         "members": {name: _sha(data) for name, data in members.items()},
     }
     manifest_bytes = json.dumps(manifest, indent=1).encode()
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(MANIFEST, manifest_bytes)
         for name, data in members.items():
             z.writestr(name, data)
         z.comment = COMMENT + _sha(manifest_bytes).encode()
-    tmp.replace(path)
+    return buf.getvalue()
 
 
 def load_executable(path) -> Executable:
     """Read an executable written by ``save``; an ArtifactError says what is wrong."""
     path = Path(path)
-    where = str(path)
     if not path.is_file():
-        raise ArtifactError(f"no such file: {where!r}")
+        raise ArtifactError(f"no such file: {str(path)!r}")
+    return load_executable_bytes(path.read_bytes(), str(path))
+
+
+def load_executable_bytes(data: bytes, where: str = "<bytes>") -> Executable:
+    """The executable in ``data`` (the bytes of a saved file)."""
     try:
-        with zipfile.ZipFile(path) as z:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
             manifest, blobs = _read_members(z, where)
     except zipfile.BadZipFile as exc:
         raise ArtifactError(

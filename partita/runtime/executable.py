@@ -221,6 +221,12 @@ class Executable:
 
         save_executable(self, path)
 
+    def to_bytes(self) -> bytes:
+        """The bytes ``save`` writes; ``partita.runtime.load_bytes`` reads them back."""
+        from partita.runtime.artifact import executable_bytes
+
+        return executable_bytes(self)
+
 
 def _check(port: Port, array) -> np.ndarray:
     if not isinstance(array, np.ndarray):

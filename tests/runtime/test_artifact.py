@@ -164,3 +164,15 @@ def test_arrays_are_never_unpickled(saved):
         for name in z.namelist():
             if name.endswith(".npy"):
                 np.load(io.BytesIO(z.read(name)), allow_pickle=False)
+
+
+def test_bytes_round_trip_is_the_file(saved):
+    from partita.runtime import load_bytes
+
+    mod, exe, path, _ = saved
+    data = exe.to_bytes()
+    loaded = load_bytes(data)
+    x = np.random.default_rng(4).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
+    assert np.array_equal(loaded.run(x)[0], P.interpret(mod, [x])[0])
+    with pytest.raises(ArtifactError, match="<bytes>.*not a zip file"):
+        load_bytes(data[:100] + b"junk")
