@@ -55,6 +55,7 @@ from .partition import partition_for, placement_report
 # isort: split
 from .build import build
 from .runtime import Executable, load
+from .scale import evaluate, sweep
 
 __version__ = "0.1.0"
 
@@ -91,6 +92,7 @@ __all__ = [
     "Executable",
     "assert_structural_equal",
     "build",
+    "evaluate",
     "astext",
     "const",
     "get_op",
@@ -103,5 +105,6 @@ __all__ = [
     "placement_report",
     "register_op",
     "structural_equal",
+    "sweep",
     "var",
 ]

@@ -6,6 +6,8 @@
     partita profile model.partita [--random] [--repeat N] [--json]
     partita backends [--json]
     partita demo [--target "npu, llvm"]   (the main job on the shipped digits model)
+    partita sweep MODEL... --target "npu -config={u55-128,u55-256}, llvm" [--engine ray]
+    partita eval MODEL --data FILE.npz|digits --target "npu, llvm" [--engine ray]
 
 Exit status: 0 success; 1 --strict found ops left on the CPU; 2 usage error (bad arguments,
 target or inputs); 3 a model or executable file that cannot be read; 4 a model partita does not
@@ -18,7 +20,7 @@ import json
 import sys
 import traceback
 
-from partita.cli import commands
+from partita.cli import commands, scale_cmds
 from partita.cli.models import LOADERS, UsageError, load_model
 from partita.cli.parser import build_parser
 from partita.cli.progress import Progress
@@ -42,6 +44,8 @@ COMMANDS = {
     "profile": commands.profile_cmd,
     "backends": commands.backends_cmd,
     "demo": commands.demo_cmd,
+    "sweep": scale_cmds.sweep_cmd,
+    "eval": scale_cmds.eval_cmd,
 }
 
 

@@ -31,6 +31,14 @@ EXAMPLES = {
     "demo": """examples:
   partita demo                          (compile for "npu, llvm", run the held-out digits)
   partita demo --target "npu, ref" --limit 50""",
+    "sweep": """examples:
+  partita sweep m1.tflite m2.tflite \\
+      --target "npu -config={u55-128,u55-256,u65-256} -sram={256k,512k,1m}, llvm"
+  partita sweep m.tflite -t "npu -config={u55-128,u65-512}, llvm" --csv --plot pareto.svg
+  partita sweep m.tflite -t "..." --engine ray --out runs/ --resume""",
+    "eval": """examples:
+  partita eval digits.tflite --data digits --target "npu, llvm"
+  partita eval model.tflite --data val.npz -t "npu, llvm" --limit 500 --engine ray://head:10001""",
     "backends": """examples:
   partita backends
   partita backends --json""",
@@ -121,6 +129,73 @@ def _input_options(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for --random (default 0)")
 
 
+def _engine_options(parser) -> None:
+    parser.add_argument(
+        "--engine",
+        default="local",
+        metavar="ENGINE",
+        help="local (default: a process pool on every core), local:N, ray (a "
+        "local Ray instance) or ray://HOST:PORT (a cluster)",
+    )
+    parser.add_argument("--workers", type=int, metavar="N", help="worker processes (local)")
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=1,
+        metavar="N",
+        help="retries of a failed task before it is reported (default 1)",
+    )
+
+
+def _add_scale(commands) -> None:
+    p = _command(
+        commands,
+        "sweep",
+        "compile and simulate models over a grid of NPU configs",
+        "Compile every MODEL at every point of TARGET's grid (brace lists expand: "
+        "-config={u55-128,u55-256}) and report NPU cycles, time at the clock, SRAM "
+        "peak, bytes moved, ops and MACs on the NPU and CPU time per point.",
+    )
+    p.add_argument("models", nargs="+", metavar="MODEL", help=".tflite, .onnx or .pt2 files")
+    p.add_argument("--target", "-t", required=True, help=TARGET_HELP + "; {a,b} lists expand")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="cycles vs SRAM and MAC-array size with the Pareto front (matplotlib; .svg or .png)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="append each record to DIR/sweep.jsonl as it arrives"
+    )
+    p.add_argument("--resume", action="store_true", help="skip points already in --out")
+    _engine_options(p)
+
+    p = _command(
+        commands,
+        "eval",
+        "run a compiled model over a dataset and check it",
+        "Compile MODEL for TARGET, run every sample of DATA and report accuracy (when "
+        "labels are given), top-1 agreement and max |diff| against a reference (TFLite "
+        "or ONNX Runtime when installed, else partita's interpreter) and throughput.",
+    )
+    p.add_argument("model", metavar="MODEL", help="a .tflite, .onnx or .pt2 model")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="an .npz (inputs: images/inputs/x; labels: "
+        "labels/y) or 'digits' (the test set shipped with partita)",
+    )
+    p.add_argument("--target", "-t", default="npu, llvm", help=TARGET_HELP)
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N samples")
+    p.add_argument(
+        "--reference",
+        choices=("auto", "interpreter", "tflite", "onnx"),
+        default="auto",
+        help="what to compare with (default auto)",
+    )
+    _engine_options(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from partita import __version__
 
@@ -200,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--target", "-t", help=TARGET_HELP + ' (default "npu, llvm")')
     p.add_argument("--limit", type=int, metavar="N", help="run only the first N test digits")
+
+    _add_scale(commands)
 
     _command(
         commands,
