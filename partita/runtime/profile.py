@@ -74,21 +74,28 @@ class Profile:
 
     def table(self, ops: bool = True) -> str:
         """Steps and (with ``ops``) their operations, then the totals per target."""
-        lines = [f"{'step / operation':44} {'target':8} {'host ms':>9} {'cycles':>11} {'MACs':>11}"]
+        lines = [
+            f"{'step / operation':40} {'target':8} {'host ms':>9} {'cycles':>11} {'MACs':>11} "
+            f"{'util':>5} {'bytes':>10}"
+        ]
         for step in self.steps:
             cycles = sum(op.metrics.get("cycles", 0) or 0 for op in step.ops)
             macs = sum(op.metrics.get("macs", 0) or 0 for op in step.ops)
+            moved = sum(_bytes(op.metrics.get("bytes")) for op in step.ops)
             lines.append(
-                f"{step.symbol[:44]:44} {step.target[:8]:8} {1e3 * step.time_s:9.3f} "
-                f"{_num(cycles):>11} {_num(macs):>11}"
+                f"{step.symbol[:40]:40} {step.target[:8]:8} {1e3 * step.time_s:9.3f} "
+                f"{_num(cycles):>11} {_num(macs):>11} {'':>5} {_num(moved):>10}"
             )
             if ops and len(step.ops) > 1:
                 for op in step.ops:
+                    m = op.metrics
                     t = "" if op.time_s is None else f"{1e3 * op.time_s:9.3f}"
+                    util = m.get("utilisation", m.get("utilization"))
+                    util = f"{100 * util:4.0f}%" if isinstance(util, (int, float)) else ""
                     lines.append(
-                        f"  {op.name[:42]:42} {op.kind[:8]:8} {t:>9} "
-                        f"{_num(op.metrics.get('cycles', 0)):>11} "
-                        f"{_num(op.metrics.get('macs', 0)):>11}"
+                        f"  {op.name[:38]:38} {op.kind[:8]:8} {t:>9} "
+                        f"{_num(m.get('cycles', 0)):>11} {_num(m.get('macs', 0)):>11} "
+                        f"{util:>5} {_num(_bytes(m.get('bytes'))):>10}"
                     )
         lines.append("")
         for target, t in self.totals.items():
@@ -97,6 +104,8 @@ class Profile:
                 extra = f", {t['cycles']:,} cycles"
                 if t.get("time_at_clock_s"):
                     extra += f" ({1e3 * t['time_at_clock_s']:.3f} ms at the NPU clock)"
+            if isinstance(t.get("bytes"), dict) and t["bytes"]:
+                extra += ", bytes " + ", ".join(f"{k} {v:,}" for k, v in t["bytes"].items())
             lines.append(
                 f"{target}: {t['steps']} step{'s' * (t['steps'] != 1)}, "
                 f"{1e3 * t['time_s']:.3f} ms host time{extra}"
@@ -106,6 +115,13 @@ class Profile:
 
     def __str__(self):
         return self.table()
+
+
+def _bytes(value) -> int:
+    """A bytes metric: a count, or a dict of counts per memory (summed)."""
+    if isinstance(value, dict):
+        return int(sum(v for v in value.values() if isinstance(v, (int, float))))
+    return int(value) if isinstance(value, (int, float)) else 0
 
 
 def _num(value) -> str:

@@ -230,3 +230,23 @@ def test_mobilenet_on_ref_equals_the_interpreter():
     assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
     assert exe.output_names == list(mod.attrs["output_names"])
     assert exe.report.summary()["ops"] > 50
+
+
+def test_profile_table_shows_npu_style_metrics():
+    from partita.backends.compiled import OpProfile
+    from partita.runtime.profile import Profile, StepProfile
+
+    ops = [
+        OpProfile(
+            "conv #0",
+            "npu op",
+            1e-5,
+            {"cycles": 1000, "macs": 50_000, "utilisation": 0.8, "bytes": {"sram": 100}},
+        ),
+        OpProfile("add #1", "npu op", 2e-6, {"cycles": 10, "bytes": {"sram": 10, "dram": 5}}),
+    ]
+    profile = Profile("npu, ref", 0.01, [StepProfile("npu_main_0", "npu", 0.005, ops)])
+    assert profile.totals["npu"]["cycles"] == 1010
+    assert profile.totals["npu"]["bytes"] == {"sram": 110, "dram": 5}
+    table = profile.table()
+    assert "80%" in table and "1,010 cycles" in table and "bytes sram 110, dram 5" in table
