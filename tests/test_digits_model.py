@@ -1,0 +1,40 @@
+"""The shipped main-job model: imports, equals TFLite bit for bit, and classifies digits."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from partita.frontends import from_tflite
+
+import partita as P
+from partita.cli.demo import MODEL, TEST_SET, data_path, run_demo
+
+
+def test_the_model_equals_tflite_and_keeps_its_recorded_accuracy():
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    with np.load(data_path(TEST_SET)) as z:
+        images, labels, recorded = z["images"], z["labels"], float(z["int8_accuracy"])
+    assert recorded > 0.9
+    mod = from_tflite(str(data_path(MODEL)))
+    it = litert.Interpreter(
+        model_path=str(data_path(MODEL)),
+        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF,
+    )
+    it.allocate_tensors()
+    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+    for image in images[:20]:
+        it.set_tensor(inp, image[None])
+        it.invoke()
+        assert np.array_equal(P.interpret(mod, [image[None]])[0], it.get_tensor(out))
+
+
+def test_demo_runs_and_reports(capsys):
+    out = io.StringIO()
+    status = run_demo(out, target="ref", limit=30, say=lambda m: None)
+    text = out.getvalue()
+    assert status == 0, text
+    assert "accuracy:" in text and "placement: 66 source ops" in text
+    if "TFLite (reference kernels)" in text:
+        assert "30/30 outputs bit-exact" in text
