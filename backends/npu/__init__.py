@@ -1,0 +1,123 @@
+"""``npu``: a configurable Ethos-U-like NPU — pattern table and constraints, a compiler to a
+command stream, a bit-exact simulator and a cycle model (docs/npu.md).
+
+    partita.build(mod, "npu -config=u55-256, llvm")
+    partita.build(mod, "npu -config=my_npu.toml -sram=512k, ref")
+"""
+
+from __future__ import annotations
+
+import time
+
+from partita.backends.compiled import CompiledRegion, OpProfile, region_types
+from partita.backends.registry import Backend, Option, register_backend
+
+from .compiler import compile_function
+from .config import DEFAULT, PRESETS, get_config
+from .cycles import program_cycles
+from .patterns import pattern_table
+from .simulator import run_program
+from .stream import decode, encode
+
+
+class NPURegion(CompiledRegion):
+    """A partition compiled to a command stream; ``run`` simulates the stream."""
+
+    backend = "npu"
+
+    def __init__(self, stream: bytes, name: str, input_types, output_types):
+        self.stream, self.name = stream, name
+        self.program = decode(stream)  # the simulator runs what the stream says, nothing else
+        self.config = get_config(*_config_args(self.program.config))
+        self.input_types, self.output_types = input_types, output_types
+        self.cycles = program_cycles(self.program, self.config)
+
+    def run(self, inputs):
+        return run_program(self.program, self.check_inputs(inputs))
+
+    def profile(self, inputs):
+        start = time.perf_counter()
+        outputs = self.run(inputs)
+        host = time.perf_counter() - start
+        records = [
+            OpProfile(op.name, "npu op", c["time_at_clock_s"], dict(c))
+            for op, c in zip(self.program.ops, self.cycles)
+        ]
+        if records:
+            records[0].metrics["simulation_s"] = host
+        return outputs, records
+
+    def summary(self) -> dict:
+        return {
+            "ops": len(self.program.ops),
+            "cycles": sum(c["cycles"] for c in self.cycles),
+            "sram_peak_bytes": self.program.sram_peak,
+            "macs_per_cycle": self.config.macs_per_cycle,
+            "stream_bytes": len(self.stream),
+            "config": self.program.config,
+        }
+
+    def to_bytes(self) -> bytes:
+        header = "|".join([self.name, _types(self.input_types), _types(self.output_types)]).encode()
+        return len(header).to_bytes(4, "little") + header + self.stream
+
+
+def _types(types) -> str:
+    return ";".join(f"{'x'.join(map(str, t.shape))}:{t.dtype}" for t in types)
+
+
+def _parse_types(text: str):
+    from partita.ir import TensorType
+
+    out = []
+    for item in filter(None, text.split(";")):
+        dims, dtype = item.split(":")
+        out.append(TensorType(tuple(int(d) for d in dims.split("x") if d), dtype))
+    return out
+
+
+def _config_args(text: str):
+    name, _, sram = text.partition("@sram=")
+    return name, (sram or None)
+
+
+def load_region(data: bytes) -> NPURegion:
+    """The inverse of ``NPURegion.to_bytes`` (decodes and validates; does not recompile)."""
+    from .stream import StreamError
+
+    try:
+        n = int.from_bytes(data[:4], "little")
+        name, ins, outs = data[4 : 4 + n].decode().split("|")
+        stream = data[4 + n :]
+        return NPURegion(stream, name, _parse_types(ins), _parse_types(outs))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StreamError(f"corrupt NPU region header: {exc}") from None
+
+
+def compile_region(function, options: dict) -> NPURegion:
+    """Partitioned function -> Program -> command stream -> a region that simulates it."""
+    config = get_config(options.get("config"), options.get("sram"))
+    program = compile_function(function, config)
+    if options.get("sram"):
+        program.config = f"{config.name}@sram={options['sram']}"
+    else:
+        program.config = options.get("config") or config.name
+    name = str((function.attrs or {}).get("global_symbol", "npu"))
+    ins, outs = region_types(function)
+    return NPURegion(encode(program), name, ins, outs)
+
+
+backend = Backend(
+    "npu",
+    patterns=pattern_table,
+    compile=compile_region,
+    load=load_region,
+    options={
+        "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),
+        "sram": Option(None, None, "SRAM size override, e.g. 512k"),
+    },
+    description="an Ethos-U-like NPU: command stream, bit-exact simulator, cycle model",
+)
+register_backend(backend)
+
+__all__ = ["NPURegion", "backend", "compile_region", "load_region"]

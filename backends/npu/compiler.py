@@ -1,0 +1,352 @@
+"""Compile a partitioned function (composites named ``npu.*``) into an NPU Program.
+
+Each composite becomes one operation: convolutions and FC layers get their weights in the MAC
+array's layout (OHWI; depthwise as one HxW filter per channel), the int32 bias, and the output
+stage's per-channel fixed-point multipliers and shifts, computed once here as TFLite's
+QuantizeMultiplier does; activation functions become 256-entry tables evaluated on every input
+value. Then feature maps are placed in SRAM (first fit, by liveness; what does not fit spills to
+the configured off-chip memory) and operations whose maps exceed SRAM are split into stripes of
+output rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from partita.backends.registry import BackendError
+
+from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order, substitute
+from partita.ops import get_op
+from partita.ops.fixedpoint import quantize_multiplier_array
+from partita.passes.infer_type import infer_type
+
+from .config import NPUConfig
+from .program import NPUOp, Program, TensorDesc
+
+INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+def _calls(fn: Function) -> dict[str, Call]:
+    """The composite body's calls by op name (each op appears at most once in a pattern)."""
+    return {c.op.name: c for c in post_order(fn.body) if isinstance(c, Call)}
+
+
+def _const(expr) -> np.ndarray:
+    if not isinstance(expr, Constant):
+        raise BackendError(f"npu: expected a constant, got {expr.short()}")
+    return np.asarray(expr.data)
+
+
+def _output_stage(calls: dict, out_dtype: str) -> tuple[dict, dict]:
+    """Requantize (+ clip) as the output stage's parameters and per-channel arrays."""
+    rq = calls["qnn.requantize"]
+    in_scale, rq_zp = _const(rq.args[1]), _const(rq.args[2])
+    out_scale, out_zp = _const(rq.args[3]), _const(rq.args[4])
+    real = in_scale.astype(np.float64) / out_scale.astype(np.float64)
+    lo, hi = INT_RANGE[out_dtype]
+    if "clip" in calls:
+        lo = max(lo, int(np.ceil(calls["clip"].attrs.a_min)))
+        hi = min(hi, int(np.floor(calls["clip"].attrs.a_max)))
+    params = {"rounding": rq.attrs.semantics, "act_min": lo, "act_max": hi, "out_dtype": out_dtype}
+    arrays = {
+        "out_zp": np.atleast_1d(out_zp).astype(np.int32),
+        "rq_zp": np.atleast_1d(rq_zp).astype(np.int32),
+    }
+    if rq.attrs.semantics == "tflite_double":
+        arrays["scale"] = np.atleast_1d(real).astype(np.float64)
+    else:
+        q, shift = quantize_multiplier_array(np.atleast_1d(real))
+        arrays["multiplier"] = np.asarray(q, np.int32)
+        arrays["shift"] = np.asarray(shift, np.int32)
+    return params, arrays
+
+
+def _conv(fn: Function, out_dtype: str):
+    calls = _calls(fn)
+    conv = calls["qnn.conv2d"]
+    layout = conv.attrs.kernel_layout
+    weight = np.transpose(_const(conv.args[1]), [layout.index(c) for c in "OHWI"])
+    params, arrays = _output_stage(calls, out_dtype)
+    depthwise = conv.attrs.groups > 1
+    if depthwise:  # (C, kh, kw, 1) -> (C, kh, kw)
+        weight = weight[..., 0] if weight.shape[-1] == 1 else weight[:, :, :, 0]
+    pad = (0, 0, 0, 0)
+    pad_value = 0
+    if "nn.pad" in calls:
+        widths = calls["nn.pad"].attrs.pad_width
+        pad = (widths[1][0], widths[2][0], widths[1][1], widths[2][1])
+        pad_value = int(_const(calls["nn.pad"].args[1]))
+    params.update(
+        strides=list(conv.attrs.strides),
+        dilation=list(conv.attrs.dilation),
+        padding=list(conv.attrs.padding),
+        explicit_pad=list(pad),
+        pad_value=pad_value,
+        in_zp=int(_const(conv.args[2])),
+    )
+    arrays.update(
+        weights=weight.astype(weight.dtype, copy=True),
+        w_zp=np.atleast_1d(_const(conv.args[3])).astype(np.int32),
+    )
+    if "nn.bias_add" in calls:
+        arrays["bias"] = _const(calls["nn.bias_add"].args[1]).astype(np.int32)
+    return ("DWCONV" if depthwise else "CONV"), params, arrays
+
+
+def _fc(fn: Function, out_dtype: str):
+    calls = _calls(fn)
+    dense = calls["qnn.dense"]
+    params, arrays = _output_stage(calls, out_dtype)
+    params["in_zp"] = int(_const(dense.args[2]))
+    arrays.update(
+        weights=_const(dense.args[1]).copy(),
+        w_zp=np.atleast_1d(_const(dense.args[3])).astype(np.int32),
+    )
+    if "nn.bias_add" in calls:
+        arrays["bias"] = _const(calls["nn.bias_add"].args[1]).astype(np.int32)
+    return "FC", params, arrays
+
+
+def _lut(fn: Function, in_dtype: str, out_dtype: str):
+    """Evaluate the function on all 256 input values: the table the unit indexes."""
+    (call,) = [c for c in post_order(fn.body) if isinstance(c, Call)]
+    lo, hi = INT_RANGE[in_dtype]
+    values = np.arange(lo, hi + 1, dtype=in_dtype)
+    args = [values] + [_const(a) for a in call.args[1:]]
+    table = np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype)
+    return (
+        "LUT",
+        {"op": call.op.name, "in_dtype": in_dtype, "out_dtype": out_dtype},
+        {"table": table},
+    )
+
+
+def _unit(fn: Function, out_dtype: str):
+    """The unit's operation: the QNN op, its attributes, constant operands, activation clamp."""
+    calls = [c for c in post_order(fn.body) if isinstance(c, Call)]
+    main = calls[0]
+    lo, hi = INT_RANGE[out_dtype]
+    if len(calls) > 1 and calls[-1].op.name == "clip":
+        lo = max(lo, int(np.ceil(calls[-1].attrs.a_min)))
+        hi = min(hi, int(np.floor(calls[-1].attrs.a_max)))
+    operands, arrays, k = [], {}, 0
+    for arg in main.args:
+        if isinstance(arg, Constant):
+            arrays[f"c{len(arrays)}"] = np.asarray(arg.data)
+            operands.append(f"c{len(arrays) - 1}")
+        elif isinstance(arg, Tuple):
+            operands.append([f"t{k + i}" for i in range(len(arg.fields))])
+            k += len(arg.fields)
+        else:
+            operands.append(f"t{k}")
+            k += 1
+    attrs = (
+        {f.name: _plain(getattr(main.attrs, f.name)) for f in dataclasses.fields(main.attrs)}
+        if main.attrs is not None
+        else {}
+    )
+    params = {
+        "op": main.op.name,
+        "attrs": attrs,
+        "operands": operands,
+        "act_min": lo,
+        "act_max": hi,
+        "out_dtype": out_dtype,
+    }
+    return "UNIT", params, arrays
+
+
+def _plain(value):
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def unit_attrs(params: dict):
+    """The QNN op and its attributes object back from a UNIT operation's parameters."""
+    op = get_op(params["op"])
+    attrs = {
+        k: tuple(_tuple(v) for v in x)
+        if isinstance(x, list) and x and isinstance(x[0], list)
+        else (tuple(x) if isinstance(x, list) else x)
+        for k, x in params["attrs"].items()
+    }
+    return op, op.make_attrs(attrs)
+
+
+def _tuple(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _lower(fn: Function, in_dtype: str, out_dtype: str):
+    name = str(fn.attrs.get("Composite", ""))
+    if name == "npu.conv2d":
+        return _conv(fn, out_dtype)
+    if name == "npu.dense":
+        return _fc(fn, out_dtype)
+    if name == "npu.lut":
+        return _lut(fn, in_dtype, out_dtype)
+    if name.startswith("npu."):
+        return _unit(fn, out_dtype)
+    raise BackendError(f"npu: cannot compile composite {name!r}")
+
+
+def compile_function(function: Function, config: NPUConfig) -> Program:
+    """The Program of one partitioned function."""
+    tensors: list[TensorDesc] = []
+    ids: dict[int, list[int]] = {}
+
+    def new(expr) -> int:
+        ty = expr.checked_type
+        tensors.append(TensorDesc(tuple(int(d) for d in ty.shape), ty.dtype))
+        return len(tensors) - 1
+
+    for p in function.params:
+        ids[id(p)] = [new(p)]
+    ops: list[NPUOp] = []
+    for node in _dataflow(function.body):
+        if isinstance(node, Call) and isinstance(node.op, Function):
+            fn = _bind_constants(node.op, node.args)
+            ins = [t for a in node.args if not isinstance(a, Constant) for t in _ids_of(a, ids)]
+            out = new(node)
+            in_dtype = tensors[ins[0]].dtype if ins else node.checked_type.dtype
+            kind, params, arrays = _lower(fn, in_dtype, node.checked_type.dtype)
+            ops.append(NPUOp(kind, _name(node.op, node), ins, out, params, arrays))
+            ids[id(node)] = [out]
+        elif isinstance(node, Tuple):
+            ids[id(node)] = [t for f in node.fields for t in _ids_of(f, ids)]
+        elif isinstance(node, TupleGetItem):
+            ids[id(node)] = [_ids_of(node.tuple_value, ids)[node.index]]
+        elif isinstance(node, Call):  # a single op the partitioner left bare
+            ins = [t for a in node.args if not isinstance(a, Constant) for t in _ids_of(a, ids)]
+            out = new(node)
+            fn = _as_composite(node)
+            kind, params, arrays = _lower(fn, tensors[ins[0]].dtype, node.checked_type.dtype)
+            ops.append(NPUOp(kind, _name(fn, node), ins, out, params, arrays))
+            ids[id(node)] = [out]
+    inputs = [ids[id(p)][0] for p in function.params]
+    outputs = _ids_of(function.body, ids)
+    program = Program(config.name, tensors, ops, inputs, outputs)
+    plan_memory(program, config)
+    return program
+
+
+def _bind_constants(fn: Function, args) -> Function:
+    """A composite with its constant arguments folded in (e.g. a scalar operand of qnn.mul)."""
+    consts = {p: a for p, a in zip(fn.params, args) if isinstance(a, Constant)}
+    if not consts:
+        return fn
+    body = substitute(fn.body, consts)
+    kept = [p for p in fn.params if p not in consts]
+    out = Function(kept, body, fn.ret_type, fn.attrs, fn.span)
+    infer_type(out)
+    return out
+
+
+def _dataflow(root) -> list:
+    """Nodes in dependency order, not entering composite functions."""
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in seen:
+            continue
+        if expanded:
+            seen.add(id(node))
+            order.append(node)
+            continue
+        stack.append((node, True))
+        if isinstance(node, Call):
+            kids = node.args
+        elif isinstance(node, Tuple):
+            kids = node.fields
+        elif isinstance(node, TupleGetItem):
+            kids = [node.tuple_value]
+        else:
+            kids = []
+        stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
+    return order
+
+
+def _name(fn: Function, node: Call) -> str:
+    name = str(fn.attrs["Composite"])
+    if node.span is not None and node.span.op_type:
+        name += f" ({node.span.op_type} #{node.span.index})"
+    return name
+
+
+LUT_NAMES = ("clip", "qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.requantize")
+
+
+def _as_composite(call: Call) -> Function:
+    """A bare op as a one-op composite over fresh parameters (its feature-map operands)."""
+    params, args = [], []
+    for a in call.args:
+        if isinstance(a, Constant):
+            args.append(a)
+        elif isinstance(a, Tuple):
+            fields = [Var(f"p{len(params) + i}", f.checked_type) for i, f in enumerate(a.fields)]
+            params += fields
+            args.append(Tuple(fields))
+        else:
+            params.append(Var(f"p{len(params)}", a.checked_type))
+            args.append(params[-1])
+    kind = "npu.lut" if call.op.name in LUT_NAMES else f"npu.{call.op.name}"
+    fn = Function(params, Call(call.op, args, call.attrs, call.span), attrs={"Composite": kind})
+    infer_type(fn)
+    return fn
+
+
+def _ids_of(expr, ids) -> list[int]:
+    if isinstance(expr, (Var, Call, Tuple, TupleGetItem)) and id(expr) in ids:
+        return ids[id(expr)]
+    raise BackendError(f"npu: operand {expr.short()} is not a feature map of the partition")
+
+
+def plan_memory(program: Program, config: NPUConfig) -> None:
+    """Place feature maps in SRAM by liveness (first fit); spill to ``config.spill_memory`` what
+    does not fit; split operations whose working set exceeds SRAM into stripes of output rows."""
+    last_use = {t: -1 for t in range(len(program.tensors))}
+    for i, op in enumerate(program.ops):
+        for t in op.inputs:
+            last_use[t] = i
+    for t in program.outputs:
+        last_use[t] = len(program.ops)
+    live: list[tuple[int, int, int]] = []  # (start, end, tensor)
+    peak = 0
+
+    def place(t: int, step: int) -> None:
+        nonlocal peak
+        live[:] = [x for x in live if last_use[x[2]] >= step]
+        size = program.tensors[t].nbytes
+        start = 0
+        for s, e, _ in sorted(live):
+            if start + size <= s:
+                break
+            start = max(start, e)
+        desc = program.tensors[t]
+        if start + size <= config.sram_bytes:
+            desc.memory, desc.address = "sram", start
+            live.append((start, start + size, t))
+            peak = max(peak, start + size)
+        elif config.spill_memory != "none":
+            desc.memory, desc.address = config.spill_memory, 0
+        else:
+            raise BackendError(
+                f"npu: a feature map of {size:,} bytes does not fit the {config.name} SRAM "
+                f"({config.sram_bytes:,} bytes) and it has no off-chip memory to spill to"
+            )
+
+    for t in program.inputs:
+        place(t, 0)
+    for i, op in enumerate(program.ops):
+        place(op.output, i)
+        working = sum(program.tensors[t].nbytes for t in (*op.inputs, op.output))
+        rows = (
+            program.tensors[op.output].shape[1] if len(program.tensors[op.output].shape) == 4 else 1
+        )
+        if op.kind in ("CONV", "DWCONV") and working > config.sram_bytes // 2:
+            op.stripes = int(min(rows, -(-2 * working // config.sram_bytes)))
+    program.sram_peak = peak

@@ -1,0 +1,142 @@
+"""What the NPU runs, one requirement per row (Vela's style). Each row is the refusal message in
+the placement report and a line of docs/npu_supported_ops.md (tools: ``python -m
+partita.backends.npu.docgen``)."""
+
+from __future__ import annotations
+
+from partita.backends.verdict import Verdict, constraint, in_range
+
+from partita.ir import Call, Constant
+
+ACT_DTYPES = ("int8", "uint8")
+KERNEL_RANGE = (1, 8)  # height and width, as the MAC array's sub-kernel
+STRIDE_RANGE = (1, 3)
+DILATION_RANGE = (1, 2)
+CHANNELS_MAX = 4096
+FC_DEPTH_MAX = 65536
+POOL_RANGE = (1, 8)
+ROUNDINGS = ("tflite", "tflite_builtin", "tflite_double")
+BINARY_SEMANTICS = ("tflite",)
+
+
+def down(expr, name: str):
+    """The ``name`` call on the first-argument chain below a composite's root."""
+    while isinstance(expr, Call):
+        if getattr(expr.op, "name", None) == name:
+            return expr
+        if not expr.args:
+            return None
+        expr = expr.args[0]
+    return None
+
+
+def _layout_hw(conv: Call):
+    kernel = conv.args[1].checked_type.shape
+    layout = conv.attrs.kernel_layout
+    return kernel[layout.index("H")], kernel[layout.index("W")]
+
+
+@constraint("Feature maps must be int8 or uint8")
+def activation_dtype(root) -> Verdict:
+    mac = down(root, "qnn.conv2d") or down(root, "qnn.dense")
+    dtypes = {mac.args[0].checked_type.dtype, root.checked_type.dtype}
+    bad = sorted(dtypes - set(ACT_DTYPES))
+    return Verdict(not bad, f"got {', '.join(bad)}")
+
+
+@constraint("Convolutions must be NHWC with constant int8/uint8 weights")
+def conv_layout(root) -> Verdict:
+    conv = down(root, "qnn.conv2d")
+    ok = conv.attrs.data_layout == "NHWC" and isinstance(conv.args[1], Constant)
+    return Verdict(
+        ok and conv.args[1].checked_type.dtype in ACT_DTYPES, f"got {conv.attrs.data_layout}"
+    )
+
+
+@constraint("Kernel height and width must be in the range [{}, {}]", *KERNEL_RANGE)
+def kernel_size(root) -> Verdict:
+    kh, kw = _layout_hw(down(root, "qnn.conv2d"))
+    return Verdict(in_range(kh, *KERNEL_RANGE) and in_range(kw, *KERNEL_RANGE), f"got {kh}x{kw}")
+
+
+@constraint("Stride height and width must be in the range [{}, {}]", *STRIDE_RANGE)
+def stride(root) -> Verdict:
+    sh, sw = down(root, "qnn.conv2d").attrs.strides
+    return Verdict(in_range(sh, *STRIDE_RANGE) and in_range(sw, *STRIDE_RANGE), f"got {sh}x{sw}")
+
+
+@constraint("Dilation must be in the range [{}, {}]", *DILATION_RANGE)
+def dilation(root) -> Verdict:
+    dh, dw = down(root, "qnn.conv2d").attrs.dilation
+    ok = in_range(dh, *DILATION_RANGE) and in_range(dw, *DILATION_RANGE)
+    return Verdict(ok, f"got {dh}x{dw}")
+
+
+@constraint("Grouped convolutions must be plain (1 group) or depthwise (one channel per group)")
+def groups(root) -> Verdict:
+    conv = down(root, "qnn.conv2d")
+    g = conv.attrs.groups
+    cin = conv.args[0].checked_type.shape[3]
+    cout = root.checked_type.shape[-1]
+    return Verdict(g == 1 or (g == cin == cout), f"got {g} groups, {cin} -> {cout} channels")
+
+
+@constraint("Output channels must be at most {}", CHANNELS_MAX)
+def channels(root) -> Verdict:
+    c = root.checked_type.shape[-1]
+    return Verdict(c <= CHANNELS_MAX, f"got {c}")
+
+
+@constraint("Requantization must use TFLite's integer rounding ({})", ", ".join(ROUNDINGS))
+def rounding(root) -> Verdict:
+    rq = down(root, "qnn.requantize")
+    return Verdict(rq.attrs.semantics in ROUNDINGS, f"got {rq.attrs.semantics}")
+
+
+@constraint("Fully connected input depth must be at most {}", FC_DEPTH_MAX)
+def fc_depth(root) -> Verdict:
+    dense = down(root, "qnn.dense")
+    k = dense.args[0].checked_type.shape[-1]
+    ok = isinstance(dense.args[1], Constant) and dense.args[0].checked_type.ndim == 2
+    return Verdict(ok and k <= FC_DEPTH_MAX, f"got depth {k}")
+
+
+@constraint("Elementwise ops must use TFLite's integer arithmetic and int8/uint8 operands")
+def binary(root) -> Verdict:
+    call = root if getattr(root.op, "name", "").startswith("qnn.") else root.args[0]
+    sem = getattr(call.attrs, "semantics", "tflite")
+    dtypes = {a.checked_type.dtype for a in call.args[:2]}
+    return Verdict(sem in BINARY_SEMANTICS and dtypes <= set(ACT_DTYPES), f"got {sem}, {dtypes}")
+
+
+@constraint("Pooling windows must be in the range [{}, {}] and NHWC", *POOL_RANGE)
+def pool(root) -> Verdict:
+    ph, pw = root.attrs.pool_size
+    ok = in_range(ph, *POOL_RANGE) and in_range(pw, *POOL_RANGE)
+    ok = ok and getattr(root.attrs, "layout", "NHWC") == "NHWC"
+    return Verdict(ok and root.checked_type.dtype in ACT_DTYPES, f"got {ph}x{pw}")
+
+
+@constraint("Mean must reduce the H and W axes of an NHWC int8/uint8 tensor")
+def mean(root) -> Verdict:
+    axes = tuple(sorted(a % root.args[0].checked_type.ndim for a in root.attrs.axis))
+    ok = root.args[0].checked_type.ndim == 4 and axes == (1, 2)
+    return Verdict(ok and root.checked_type.dtype in ACT_DTYPES, f"got axes {axes}")
+
+
+@constraint("Look-up-table operations must map int8/uint8 to int8/uint8 with per-tensor parameters")
+def lut(root) -> Verdict:
+    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
+    scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:] if isinstance(arg, Constant))
+    ok = a in ACT_DTYPES and b in ACT_DTYPES and scalar
+    return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
+
+
+@constraint("Data movement ops (reshape, concatenate, pad) must move int8 or uint8 data")
+def movement(root) -> Verdict:
+    return Verdict(root.checked_type.dtype in ACT_DTYPES, f"got {root.checked_type.dtype}")
+
+
+CONV = (activation_dtype, conv_layout, kernel_size, stride, dilation, groups, channels, rounding)
+DENSE = (activation_dtype, fc_depth, rounding)
+ALL = CONV + (fc_depth, binary, pool, mean, lut, movement)

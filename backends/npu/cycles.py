@@ -1,0 +1,104 @@
+"""The cycle model: per operation, compute cycles from the MAC array's block shape, memory
+cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed overhead.
+
+    MAC ops    ceil(OH/bh) * ceil(OW/bw) * ceil(OC/bc) blocks, each kh*kw*ceil(IC/depth) steps
+               (depthwise: kh*kw steps, one input channel per output channel; FC: the blocks'
+               spatial lanes idle), at least the output stage's cycles per output element
+    unit ops   output elements / elementwise rate (pooling and mean: input elements)
+    memory     feature maps read and written where they live, weights and tables from the
+               weight memory, halo rows re-read by each extra stripe; bytes / bandwidth, plus
+               the first-byte latency of off-chip transfers
+    total      max(compute, memory) + per-operation overhead (weight DMA double-buffers under
+               compute; the NPU reads SRAM directly)
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+import numpy as np
+
+from .config import NPUConfig
+from .program import NPUOp, Program
+
+MEMORY_BANDWIDTH = ("sram", "dram", "flash")
+
+
+def _bandwidth(config: NPUConfig, memory: str) -> float:
+    if memory == "sram":
+        return config.sram_bandwidth
+    if memory == config.weight_memory:
+        return config.weight_bandwidth
+    return config.spill_bandwidth or config.weight_bandwidth
+
+
+def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
+    """Cycles, MACs, utilisation and bytes per memory of one operation."""
+    out = program.tensors[op.output]
+    ins = [program.tensors[t] for t in op.inputs]
+    out_elems = int(np.prod(out.shape))
+    bh, bw, bc = config.ofm_block
+    macs, compute = 0, 0.0
+    if op.kind in ("CONV", "DWCONV", "FC"):
+        w = op.arrays["weights"]
+        if op.kind == "FC":
+            oc, k = w.shape
+            macs = oc * k
+            steps = ceil(oc / bc) * ceil(k / config.ifm_depth_per_cycle)
+        else:
+            _, oh, ow, oc = out.shape
+            blocks = ceil(oh / bh) * ceil(ow / bw) * ceil(oc / bc)
+            kh, kw = w.shape[1], w.shape[2]
+            if op.kind == "CONV":
+                ic = w.shape[3]
+                macs = oh * ow * oc * kh * kw * ic
+                steps = blocks * kh * kw * ceil(ic / config.ifm_depth_per_cycle)
+            else:
+                macs = oh * ow * oc * kh * kw
+                steps = blocks * kh * kw
+        compute = max(float(steps), out_elems * config.output_cycles_per_element)
+    elif op.kind == "UNIT" and op.params["op"] in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
+        compute = sum(int(np.prod(t.shape)) for t in ins) / config.elementwise_per_cycle
+    elif op.kind == "UNIT" and op.params["op"] in (
+        "reshape",
+        "nn.pad",
+        "concatenate",
+        "qnn.concatenate",
+    ):
+        compute = 0.0  # DMA only
+    else:
+        compute = out_elems / config.elementwise_per_cycle
+    moved: dict[str, int] = {}
+
+    def add(memory: str, nbytes: int) -> None:
+        moved[memory] = moved.get(memory, 0) + int(nbytes)
+
+    halo = 1.0
+    if op.stripes > 1 and op.kind in ("CONV", "DWCONV"):
+        kh = op.arrays["weights"].shape[1]
+        halo = 1.0 + (op.stripes - 1) * (kh - 1) / max(1, out.shape[1])
+    for t in ins:
+        add(t.memory, t.nbytes * halo)
+    add(out.memory, out.nbytes)
+    constant_bytes = sum(a.nbytes for a in op.arrays.values())
+    if constant_bytes:
+        add(config.weight_memory, constant_bytes)
+    memory = sum(n / _bandwidth(config, m) for m, n in moved.items())
+    memory += sum(config.dma_latency_cycles for m in moved if m != "sram")
+    total = int(ceil(max(compute, memory))) + config.op_overhead_cycles
+    capacity = total * config.macs_per_cycle
+    return {
+        "cycles": total,
+        "compute_cycles": int(ceil(compute)),
+        "memory_cycles": int(ceil(memory)),
+        "macs": int(macs),
+        "utilisation": macs / capacity if capacity and macs else 0.0,
+        "bytes": moved,
+        "stripes": op.stripes,
+        "time_at_clock_s": total / config.clock_hz,
+    }
+
+
+def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
+    """``op_cycles`` of every operation, in order."""
+    return [op_cycles(op, program, config) for op in program.ops]

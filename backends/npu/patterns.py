@@ -1,0 +1,72 @@
+"""The NPU's pattern table: fused groups first, then single ops (first match wins).
+
+    npu.conv2d      [nn.pad] -> qnn.conv2d -> [nn.bias_add] -> qnn.requantize -> [clip]
+    npu.dense       qnn.dense -> [nn.bias_add] -> qnn.requantize -> [clip]
+    npu.add/sub/mul qnn.add | qnn.subtract | qnn.mul -> [clip]
+    npu.max_pool    nn.max_pool2d -> [clip];  npu.avg_pool  qnn.avg_pool2d -> [clip]
+    npu.mean        qnn.mean
+    npu.lut         qnn.sigmoid | qnn.tanh | qnn.hardswish | qnn.leaky_relu | clip |
+                    qnn.requantize of 8-bit data (any function of one int8/uint8 value)
+    npu.concat      qnn.concatenate | concatenate;  npu.reshape  reshape;  npu.pad  nn.pad
+
+A clip alone between two NPU ops is a LUT operation, so it never splits a partition.
+"""
+
+from __future__ import annotations
+
+from partita.backends.verdict import all_of
+from partita.patterns import constants, is_constant, is_op, wildcard
+
+from . import constraints as C
+
+LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu")
+
+
+def _clip(p):
+    return p.optional(lambda q: is_op("clip")(q))
+
+
+def conv2d():
+    data = is_op("nn.pad")(wildcard(), is_constant()) | wildcard()
+    conv = is_op("qnn.conv2d")(data, is_constant(), *constants(4))
+    conv = conv.optional(lambda c: is_op("nn.bias_add")(c, is_constant()))
+    return _clip(is_op("qnn.requantize")(conv, *constants(4)))
+
+
+def dense():
+    fc = is_op("qnn.dense")(wildcard(), is_constant(), *constants(4))
+    fc = fc.optional(lambda c: is_op("nn.bias_add")(c, is_constant()))
+    return _clip(is_op("qnn.requantize")(fc, *constants(4)))
+
+
+def binary(name: str):
+    return _clip(is_op(name)(wildcard(), wildcard(), *constants(6)))
+
+
+def lut():
+    pattern = is_op("clip")(wildcard()) | is_op("qnn.requantize")(wildcard(), *constants(4))
+    for name in LUT_OPS:
+        pattern = pattern | is_op(name)(wildcard(), *constants(4))
+    return pattern
+
+
+def pattern_table(options=None):
+    """First match wins: fused convolutions and FC before the single ops."""
+    return [
+        ("conv2d", conv2d(), all_of(*C.CONV)),
+        ("dense", dense(), all_of(*C.DENSE)),
+        ("add", binary("qnn.add"), C.binary),
+        ("sub", binary("qnn.subtract"), C.binary),
+        ("mul", binary("qnn.mul"), C.binary),
+        ("max_pool", _clip(is_op("nn.max_pool2d")(wildcard())), C.pool),
+        ("avg_pool", _clip(is_op("qnn.avg_pool2d")(wildcard(), *constants(4))), C.pool),
+        ("mean", is_op("qnn.mean")(wildcard(), *constants(4)), C.mean),
+        ("lut", lut(), C.lut),
+        (
+            "concat",
+            is_op("qnn.concatenate")(wildcard(), *constants(4)) | is_op("concatenate")(wildcard()),
+            C.movement,
+        ),
+        ("reshape", is_op("reshape")(wildcard()), C.movement),
+        ("pad", is_op("nn.pad")(wildcard(), is_constant()), C.movement),
+    ]
