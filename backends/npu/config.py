@@ -3,7 +3,7 @@
 Presets follow Arm's public Ethos-U figures as Vela models them (architecture_features.py) and
 the memory systems of Vela's default system configurations (vela.ini):
 
-    u55-128, u55-256   Ethos_U55_High_End_Embedded, Shared_Sram: 500 MHz, feature maps in SRAM
+    u55-128, u55-256   Ethos_U55_High_End_Embedded, Shared_Sram: 500 MHz, feature maps in 4 MiB SRAM
                        (8 B/cycle), weights in off-chip flash (1 B/cycle)
     u65-256, u65-512   Ethos_U65_Client_Server, Dedicated_Sram_384KB: 1 GHz, SRAM 16 B/cycle,
                        DRAM 12 B/cycle; weights and spilled feature maps in DRAM
@@ -33,8 +33,11 @@ class NPUConfig:
     macs_per_cycle: int  # int8 MACs per cycle of the MAC array
     ofm_block: tuple[int, int, int]  # output micro-block (height, width, channels) per step
     ifm_depth_per_cycle: int  # input channels consumed per MAC step
-    elementwise_per_cycle: float  # output elements per cycle of the elementwise/LUT unit
-    output_cycles_per_element: float  # output stage (requantize, activation) per element
+    conv_output_cycles: float  # output stage per element of a conv/FC (Vela's table, index 7)
+    add_output_cycles: float  # per output element of add/sub (index 5)
+    mul_output_cycles: float  # per output element of mul (index 3)
+    pool_output_cycles: float  # per element of pooling and mean (index 6)
+    lut_cycles: float  # per element through a look-up table (activation index 0)
     clock_hz: float
     sram_bytes: int
     sram_bandwidth: float
@@ -51,10 +54,18 @@ class NPUConfig:
         return dataclasses.asdict(self)
 
 
+# Vela's output/activation cycles per element for each MAC array (architecture_features.py)
+OUTPUT_FIELDS = (
+    "conv_output_cycles",
+    "add_output_cycles",
+    "mul_output_cycles",
+    "pool_output_cycles",
+    "lut_cycles",
+)
 _U55 = dict(
     ifm_depth_per_cycle=8,
     clock_hz=500e6,
-    sram_bytes=1 << 20,
+    sram_bytes=4 << 20,
     sram_bandwidth=8.0,
     weight_memory="flash",
     weight_bandwidth=1.0,
@@ -77,33 +88,19 @@ _U65 = dict(
 )
 
 PRESETS = {
-    "u55-128": NPUConfig(
-        "u55-128", 128, (2, 1, 8), elementwise_per_cycle=4.0, output_cycles_per_element=0.75, **_U55
-    ),
-    "u55-256": NPUConfig(
-        "u55-256",
-        256,
-        (2, 2, 8),
-        elementwise_per_cycle=8.0,
-        output_cycles_per_element=0.625,
-        **_U55,
-    ),
-    "u65-256": NPUConfig(
-        "u65-256",
-        256,
-        (2, 2, 8),
-        elementwise_per_cycle=8.0,
-        output_cycles_per_element=0.625,
-        **_U65,
-    ),
-    "u65-512": NPUConfig(
-        "u65-512",
-        512,
-        (2, 2, 8),
-        elementwise_per_cycle=16.0,
-        output_cycles_per_element=0.3125,
-        **{**_U65, "ifm_depth_per_cycle": 16},
-    ),
+    name: NPUConfig(name, macs, block, **dict(zip(OUTPUT_FIELDS, cycles)), **memory)
+    for name, macs, block, cycles, memory in (
+        ("u55-128", 128, (2, 1, 8), (0.5, 1.5, 0.75, 0.25, 1.0), _U55),
+        ("u55-256", 256, (2, 2, 8), (0.25, 0.75, 0.375, 0.125, 1.0), _U55),
+        ("u65-256", 256, (2, 2, 8), (0.25, 0.75, 0.375, 0.125, 1.0), _U65),
+        (
+            "u65-512",
+            512,
+            (2, 2, 8),
+            (0.125, 0.375, 0.1875, 0.0625, 0.5),
+            {**_U65, "ifm_depth_per_cycle": 16},
+        ),
+    )
 }
 DEFAULT = "u55-256"
 

@@ -32,6 +32,18 @@ def _bandwidth(config: NPUConfig, memory: str) -> float:
     return config.spill_bandwidth or config.weight_bandwidth
 
 
+def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
+    """Cycles per output element of the elementwise/pooling unit (0 for pure data movement)."""
+    if name in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
+        window = sum(int(np.prod(t.shape)) for t in ins) / max(1, out_elems)
+        return window * config.pool_output_cycles
+    if name in ("reshape", "nn.pad", "concatenate", "qnn.concatenate"):
+        return 0.0  # DMA only: its cost is the memory traffic
+    if name == "qnn.mul":
+        return config.mul_output_cycles
+    return config.add_output_cycles
+
+
 def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation."""
     out = program.tensors[op.output]
@@ -56,18 +68,11 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
             else:
                 macs = oh * ow * oc * kh * kw
                 steps = blocks * kh * kw
-        compute = max(float(steps), out_elems * config.output_cycles_per_element)
-    elif op.kind == "UNIT" and op.params["op"] in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
-        compute = sum(int(np.prod(t.shape)) for t in ins) / config.elementwise_per_cycle
-    elif op.kind == "UNIT" and op.params["op"] in (
-        "reshape",
-        "nn.pad",
-        "concatenate",
-        "qnn.concatenate",
-    ):
-        compute = 0.0  # DMA only
+        compute = max(float(steps), out_elems * config.conv_output_cycles)
+    elif op.kind == "LUT":
+        compute = out_elems * config.lut_cycles
     else:
-        compute = out_elems / config.elementwise_per_cycle
+        compute = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     moved: dict[str, int] = {}
 
     def add(memory: str, nbytes: int) -> None:
