@@ -140,16 +140,8 @@ def _from_toml(path: Path) -> NPUConfig:
 
 
 def _validate(c: NPUConfig, where: str) -> None:
-    positive = (
-        "macs_per_cycle",
-        "ifm_depth_per_cycle",
-        "elementwise_per_cycle",
-        "clock_hz",
-        "sram_bytes",
-        "sram_bandwidth",
-        "weight_bandwidth",
-        "output_cycles_per_element",
-    )
+    positive = ("macs_per_cycle", "ifm_depth_per_cycle", "clock_hz", "sram_bytes",
+                "sram_bandwidth", "weight_bandwidth", *OUTPUT_FIELDS)
     for name in positive:
         value = getattr(c, name)
         if not isinstance(value, (int, float)) or value <= 0:

@@ -1,0 +1,76 @@
+"""The NPU on whole models: TFLite's interpreter is the oracle, bit for bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from partita.frontends import from_tflite
+
+import partita as P
+
+NETS = Path(__file__).resolve().parents[2] / "models" / "tflite" / "nets"
+INT8_NETS = [
+    "mobilenet_v1_025_128",
+    "mobilenet_v2_035_96",
+    "mobilenet_v3_small_075_96",
+    "resnet_mini_64",
+    "mobilenet_v2_035_96_uint8",
+]
+
+
+def tflite_reference(path, x):
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    it = litert.Interpreter(
+        model_path=str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
+    )
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def random_input(ty, seed):
+    info = np.iinfo(ty.dtype)
+    rng = np.random.default_rng(seed)
+    return rng.integers(info.min, info.max, ty.shape, dtype=ty.dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("name", INT8_NETS)
+@pytest.mark.parametrize("config", ["u55-256", "u65-256"])
+def test_whole_nets_on_the_npu_equal_tflite(name, config, tmp_path):
+    path = NETS / f"{name}.tflite"
+    exe = P.build(from_tflite(str(path)), f"npu -config={config}, ref")
+    summary = exe.report.summary()
+    assert summary["macs_by_target"].get("npu", 0) == summary["macs"]  # every MAC on the NPU
+    assert summary["partitions"] == 1
+    exe.save(tmp_path / "m.partita")
+    loaded = P.load(tmp_path / "m.partita")
+    for seed in range(3):
+        x = random_input(exe.input_types[0], seed)
+        want = tflite_reference(path, x)
+        assert np.array_equal(exe.run(x)[0], want)
+        assert np.array_equal(loaded.run(x)[0], want)
+
+
+def test_float_io_model_keeps_quantize_and_dequantize_on_the_cpu_with_reasons():
+    exe = P.build(from_tflite(str(NETS / "mobilenet_v2_035_96_float_io.tflite")), "npu, ref")
+    rows = exe.report.host_rows
+    assert [r.op for r in rows] == ["QUANTIZE", "DEQUANTIZE"]
+    assert all("no npu pattern contains" in r.reason for r in rows)
+    x = np.random.default_rng(0).standard_normal(exe.input_types[0].shape).astype(np.float32)
+    mod = from_tflite(str(NETS / "mobilenet_v2_035_96_float_io.tflite"))
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_profile_reports_cycles_macs_and_bytes_per_op():
+    exe = P.build(from_tflite(str(NETS / "mobilenet_v2_035_96.tflite")), "npu, ref")
+    profile = exe.profile(random_input(exe.input_types[0], 0))
+    npu = profile.totals["npu"]
+    assert npu["macs"] == exe.report.summary()["macs"]
+    assert npu["cycles"] > npu["macs"] / 256  # never faster than the MAC array's peak
+    assert set(npu["bytes"]) == {"sram", "flash"}
+    ops = profile.steps[0].ops
+    assert all(0 <= op.metrics["utilisation"] <= 1 for op in ops)
+    assert "CONV_2D #0" in ops[0].name

@@ -1,0 +1,157 @@
+"""The simulator equals the interpreter per operation and on random chains, also striped; the
+cycle model is monotone; configs and constraints say why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from common_graphs import registered  # noqa: F401  (the tests folder on sys.path)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from partita.backends import get_backend
+from partita.backends.npu.config import PRESETS, ConfigError, get_config
+from partita.backends.npu.cycles import program_cycles
+from partita.partition import partition_for
+
+import partita as P
+
+SCALE = 0.05
+
+
+def conv_graph(h, w, cin, cout, k, stride, dilation, pad, depthwise, relu6, kernel_seed=0):
+    """One quantized conv (TFLite-style constants) as Relay text plus its constants."""
+    rng = np.random.default_rng(kernel_seed)
+    if depthwise:
+        cout = cin
+        weight = rng.integers(-127, 128, (k, k, cin, 1), dtype=np.int8)
+        layout, groups = "HWOI", cin
+    else:
+        weight = rng.integers(-127, 128, (cout, k, k, cin), dtype=np.int8)
+        layout, groups = "OHWI", 1
+    bias = rng.integers(-2000, 2000, cout, dtype=np.int32)
+    wscale = rng.uniform(0.002, 0.02, cout).astype(np.float32)
+    in_scale = np.float64(SCALE) * wscale.astype(np.float64)
+    consts = [weight, wscale, bias, in_scale]
+    clip = (
+        "\n  clip(%2, a_min=-128f, a_max=127f)"
+        if not relu6
+        else ("\n  clip(%2, a_min=-20f, a_max=100f)")
+    )
+    text = f"""
+def @main(%x: Tensor[(1, {h}, {w}, {cin}), int8]) {{
+  %0 = qnn.conv2d(%x, meta[relay.Constant][0], -3, 0, {SCALE}f, meta[relay.Constant][1],
+       strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}],
+       dilation=[{dilation}, {dilation}], groups={groups}, data_layout="NHWC",
+       kernel_layout="{layout}", out_dtype="int32");
+  %1 = nn.bias_add(%0, meta[relay.Constant][2], axis=3);
+  %2 = qnn.requantize(%1, meta[relay.Constant][3], 0, 0.08f, 5, axis=3, out_dtype="int8");{clip}
+}}"""
+    return P.parse(text, consts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    h=st.integers(3, 12),
+    w=st.integers(3, 12),
+    cin=st.integers(1, 12),
+    cout=st.integers(1, 12),
+    k=st.sampled_from([1, 2, 3, 5]),
+    stride=st.integers(1, 3),
+    dilation=st.integers(1, 2),
+    pad=st.integers(0, 2),
+    depthwise=st.booleans(),
+    relu6=st.booleans(),
+    sram=st.sampled_from([None, "16k"]),
+)
+def test_conv_on_the_npu_equals_the_interpreter(
+    h, w, cin, cout, k, stride, dilation, pad, depthwise, relu6, sram
+):
+    if (k - 1) * dilation + 1 > min(h, w) + 2 * pad:
+        return
+    mod = conv_graph(h, w, cin, cout, k, stride, dilation, pad, depthwise, relu6)
+    target = "npu -config=u65-256" + (f" -sram={sram}" if sram else "") + ", ref"
+    exe = P.build(mod, target)
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(h * w).integers(-128, 128, (1, h, w, cin), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_small_sram_stripes_and_spills_and_still_computes_the_same_bits():
+    mod = conv_graph(40, 40, 16, 32, 3, 1, 1, 1, False, True)
+    small = P.build(mod, "npu -config=u65-256 -sram=16k, ref")
+    region = small.steps[0].region
+    assert region.program.ops[0].stripes > 1
+    assert {t.memory for t in region.program.tensors} == {"dram"}
+    x = np.random.default_rng(1).integers(-128, 128, (1, 40, 40, 16), dtype=np.int8)
+    assert np.array_equal(small.run(x)[0], P.interpret(mod, [x])[0])
+    big = P.build(mod, "npu -config=u65-256 -sram=1m, ref").steps[0].region
+    assert big.program.ops[0].stripes == 1
+    memory = [sum(c["memory_cycles"] for c in r.cycles) for r in (region, big)]
+    assert memory[0] > memory[1]  # spills and halo re-reads cost memory cycles
+    assert region.summary()["cycles"] >= big.summary()["cycles"]
+
+
+def test_u55_refuses_maps_larger_than_its_sram_with_the_size():
+    mod = conv_graph(64, 64, 16, 16, 1, 1, 1, 0, False, False)
+    with pytest.raises(P.PartitaError, match="does not fit the u55-256 SRAM"):
+        P.build(mod, "npu -sram=16k, ref")
+
+
+@pytest.mark.parametrize(
+    "slower, faster", [("u55-128", "u55-256"), ("u65-256", "u65-512"), ("u55-256", "u65-256")]
+)
+def test_more_macs_or_bandwidth_is_never_slower(slower, faster):
+    mod = conv_graph(24, 24, 32, 64, 3, 1, 1, 1, False, True)
+    cycles = {}
+    for name in (slower, faster):
+        region = P.build(mod, f"npu -config={name}, ref").steps[0].region
+        cycles[name] = sum(c["cycles"] for c in program_cycles(region.program, region.config))
+    assert cycles[faster] <= cycles[slower]
+
+
+def test_cycles_are_monotone_in_bandwidth_and_mac_count():
+    import dataclasses
+
+    mod = conv_graph(16, 16, 32, 32, 3, 1, 1, 1, False, True)
+    region = P.build(mod, "npu, ref").steps[0].region
+    base = get_config("u55-256")
+    wider = dataclasses.replace(base, weight_bandwidth=4.0, sram_bandwidth=16.0)
+    bigger = dataclasses.replace(base, macs_per_cycle=512, ifm_depth_per_cycle=16)
+    total = [
+        sum(c["cycles"] for c in program_cycles(region.program, c)) for c in (base, wider, bigger)
+    ]
+    assert total[1] <= total[0] and total[2] <= total[0]
+
+
+def test_configs_presets_toml_and_errors(tmp_path):
+    assert set(PRESETS) == {"u55-128", "u55-256", "u65-256", "u65-512"}
+    custom = tmp_path / "mine.toml"
+    custom.write_text('base = "u65-256"\nmacs_per_cycle = 1024\nsram_bytes = 1048576\n')
+    config = get_config(str(custom))
+    assert (config.name, config.macs_per_cycle, config.clock_hz) == ("mine", 1024, 1e9)
+    with pytest.raises(ConfigError, match="unknown NPU config 'u99'"):
+        get_config("u99")
+    with pytest.raises(ConfigError, match="-sram=lots"):
+        get_config("u55-256", "lots")
+    custom.write_text("macs_per_cycle = -1\n")
+    with pytest.raises(ConfigError, match="macs_per_cycle must be a positive number"):
+        get_config(str(custom))
+    custom.write_text("colour = 3\n")
+    with pytest.raises(ConfigError, match="unknown field 'colour'"):
+        get_config(str(custom))
+
+
+def test_constraint_refusals_name_the_requirement():
+    mod = conv_graph(12, 12, 4, 4, 3, 4, 1, 1, False, False)  # stride 4
+    report = P.placement_report(partition_for(mod, "npu, ref"))
+    assert "Stride height and width must be in the range [1, 3] (got 4x4)" in report.rows[0].reason
+    big = conv_graph(12, 12, 4, 4, 3, 1, 3, 4, False, False)  # dilation 3
+    report = P.placement_report(partition_for(big, "npu, ref"))
+    assert "Dilation must be in the range [1, 2] (got 3x3)" in report.rows[0].reason
+
+
+def test_npu_is_listed_with_its_options():
+    backend = get_backend("npu")
+    assert backend.describe_options()["config"] == "u55-256"
+    with pytest.raises(P.PartitaError, match="no option -colour"):
+        P.build(conv_graph(4, 4, 2, 2, 1, 1, 1, 0, False, False), "npu -colour=red, ref")
