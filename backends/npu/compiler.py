@@ -130,17 +130,22 @@ def _unit(fn: Function, out_dtype: str):
     if len(calls) > 1 and calls[-1].op.name == "clip":
         lo = max(lo, int(np.ceil(calls[-1].attrs.a_min)))
         hi = min(hi, int(np.floor(calls[-1].attrs.a_max)))
-    operands, arrays, k = [], {}, 0
+    position = {id(p): i for i, p in enumerate(fn.params)}
+
+    def ref(arg) -> str:
+        if id(arg) not in position:
+            raise BackendError(f"npu: {main.op.name} reads {arg.short()}, not a partition input")
+        return f"t{position[id(arg)]}"
+
+    operands, arrays = [], {}
     for arg in main.args:
         if isinstance(arg, Constant):
             arrays[f"c{len(arrays)}"] = np.asarray(arg.data)
             operands.append(f"c{len(arrays) - 1}")
         elif isinstance(arg, Tuple):
-            operands.append([f"t{k + i}" for i in range(len(arg.fields))])
-            k += len(arg.fields)
+            operands.append([ref(f) for f in arg.fields])
         else:
-            operands.append(f"t{k}")
-            k += 1
+            operands.append(ref(arg))
     attrs = (
         {f.name: _plain(getattr(main.attrs, f.name)) for f in dataclasses.fields(main.attrs)}
         if main.attrs is not None

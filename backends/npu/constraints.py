@@ -111,9 +111,10 @@ def binary(root) -> Verdict:
 
 @constraint("Pooling windows must be in the range [{}, {}] and NHWC", *POOL_RANGE)
 def pool(root) -> Verdict:
-    ph, pw = root.attrs.pool_size
+    call = down(root, "nn.max_pool2d") or down(root, "qnn.avg_pool2d")
+    ph, pw = call.attrs.pool_size
     ok = in_range(ph, *POOL_RANGE) and in_range(pw, *POOL_RANGE)
-    ok = ok and getattr(root.attrs, "layout", "NHWC") == "NHWC"
+    ok = ok and getattr(call.attrs, "layout", "NHWC") == "NHWC"
     return Verdict(ok and root.checked_type.dtype in ACT_DTYPES, f"got {ph}x{pw}")
 
 
