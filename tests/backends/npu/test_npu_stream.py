@@ -82,3 +82,11 @@ def test_other_versions_and_foreign_bytes(region):
         decode(bytes(blob))
     with pytest.raises(StreamError, match="bad magic"):
         decode(b"TFL3" + bytes(40))
+
+
+def test_supported_ops_doc_is_generated_from_the_constraints():
+    from partita.backends.npu.docgen import render
+
+    doc = Path(__file__).resolve().parents[3] / "docs" / "npu_supported_ops.md"
+    assert doc.read_text() == render(), "run: python -m partita.backends.npu.docgen > " + str(doc)
+    assert "Stride height and width must be in the range [1, 3]" in render()

@@ -1,0 +1,145 @@
+"""The NPU against its anchor, Arm's Vela: cycles per model and preset, ops on the NPU, and the
+simulator's speed against TFLite's own CPU time with XNNPACK.
+
+    python benchmarks/npu.py [--presets u55-256 u65-256] [--models PATH ...] [--no-speed]
+
+Vela (ethos-u-vela) runs in this process with its default system config and memory mode for
+each accelerator (what the issue's figures use); partita builds the same .tflite for
+"npu -config=<preset>, ref". Columns: total cycles (ours, Vela's, ratio), NPU-only cycles
+(Vela's cycles_npu: the MAC/elementwise work without memory stalls), ops on the NPU (ours,
+Vela's) and the share of MACs on the NPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from partita.frontends import from_tflite
+
+import partita as P
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = [
+    *sorted((ROOT / "tests" / "models" / "tflite" / "nets").glob("*.tflite")),
+    ROOT / "partita" / "data" / "digits_mobilenetv2.tflite",
+    ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite",
+]
+VELA_NAMES = {
+    "u55-128": "ethos-u55-128",
+    "u55-256": "ethos-u55-256",
+    "u65-256": "ethos-u65-256",
+    "u65-512": "ethos-u65-512",
+}
+
+
+def vela(model: Path, preset: str) -> dict | None:
+    """Vela's estimate: total and NPU cycles, and its NPU/CPU operator counts."""
+    try:
+        from ethosu.vela import vela as vela_main
+    except ImportError:
+        return None
+    with tempfile.TemporaryDirectory() as out:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+            vela_main.main(
+                [str(model), "--accelerator-config", VELA_NAMES[preset], "--output-dir", out]
+            )
+        (summary,) = Path(out).glob("*_summary_*.csv")
+        row = next(csv.DictReader(summary.open()))
+    text = printed.getvalue()
+    npu_ops = int(text.split("NPU operators = ")[1].split()[0]) if "NPU operators" in text else 0
+    cpu_ops = int(text.split("CPU operators = ")[1].split()[0]) if "CPU operators" in text else 0
+    return {
+        "cycles": float(row["cycles_total"]),
+        "npu_cycles": float(row["cycles_npu"]),
+        "npu_ops": npu_ops,
+        "cpu_ops": cpu_ops,
+    }
+
+
+def ours(model: Path, preset: str) -> dict:
+    exe = P.build(from_tflite(str(model)), f"npu -config={preset}, ref")
+    summary = exe.report.summary()
+    regions = [s.region for s in exe.steps if s.target == "npu"]
+    cycles = sum(c["cycles"] for r in regions for c in r.cycles)
+    compute = sum(c["compute_cycles"] for r in regions for c in r.cycles)
+    share = summary["macs_by_target"].get("npu", 0) / max(1, summary["macs"])
+    return {
+        "cycles": cycles,
+        "compute": compute,
+        "npu_ops": summary["ops_by_target"].get("npu", 0),
+        "ops": summary["ops"],
+        "macs_share": share,
+        "partitions": summary["partitions"],
+    }
+
+
+def speed(model: Path, repeat: int = 5) -> tuple[float, float, float]:
+    """Median seconds: partita's simulator, TFLite with XNNPACK (1 thread), and compile."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    mod = from_tflite(str(model))
+    start = time.perf_counter()
+    exe = P.build(mod, "npu, ref")
+    compile_s = time.perf_counter() - start
+    x = np.random.default_rng(0).integers(-128, 128, exe.input_types[0].shape, dtype=np.int8)
+    exe.run(x)
+    sim = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        exe.run(x)
+        sim.append(time.perf_counter() - start)
+    it = Interpreter(model_path=str(model), num_threads=1)
+    it.allocate_tensors()
+    index = it.get_input_details()[0]["index"]
+    it.set_tensor(index, x)
+    it.invoke()
+    tfl = []
+    for _ in range(max(repeat, 20)):
+        start = time.perf_counter()
+        it.invoke()
+        tfl.append(time.perf_counter() - start)
+    return statistics.median(sim), statistics.median(tfl), compile_s
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--presets", nargs="+", default=["u55-256", "u65-256"])
+    parser.add_argument("--models", nargs="+", type=Path, default=MODELS)
+    parser.add_argument("--no-speed", action="store_true")
+    args = parser.parse_args(argv)
+    print(
+        f"{'model':32} {'preset':8} {'ours':>10} {'Vela':>10} {'ratio':>6} {'Vela NPU':>10} "
+        f"{'our comp':>10} {'NPU ops':>9} {'Vela ops':>9} {'MACs':>6}"
+    )
+    for model in args.models:
+        for preset in args.presets:
+            o, v = ours(model, preset), vela(model, preset)
+            vc = f"{v['cycles']:,.0f}" if v else "-"
+            ratio = f"{o['cycles'] / v['cycles']:.2f}" if v else "-"
+            vn = f"{v['npu_cycles']:,.0f}" if v else "-"
+            vops = f"{v['npu_ops']}/{v['npu_ops'] + v['cpu_ops']}" if v else "-"
+            print(
+                f"{model.stem[:32]:32} {preset:8} {o['cycles']:>10,} {vc:>10} {ratio:>6} "
+                f"{vn:>10} {o['compute']:>10,} {o['npu_ops']:>4}/{o['ops']:<4} {vops:>9} "
+                f"{100 * o['macs_share']:5.1f}%"
+            )
+    if not args.no_speed:
+        big = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"
+        sim, tfl, compile_s = speed(big)
+        print(
+            f"\nMobileNetV2 1.0 224: simulation {1e3 * sim:.1f} ms, TFLite XNNPACK (1 thread) "
+            f"{1e3 * tfl:.2f} ms, ratio {sim / tfl:.1f}x; NPU compile {1e3 * compile_s:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
