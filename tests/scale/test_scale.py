@@ -127,3 +127,30 @@ def test_ray_gives_the_same_records_as_the_local_pool(dataset):
             assert local[key] == remote[key]
     finally:
         ray.shutdown()
+
+
+def test_npu_sweep_over_presets_and_sram_sizes_through_the_cli(capsys, tmp_path):
+    import partita.cli as cli
+
+    target = "npu -config={u55-128,u55-256,u65-256} -sram={256k,512k,1m}, ref"
+    status = cli.main(["sweep", str(MODELS[0]), "-t", target, "--engine", "local:2", "--json",
+                       "--out", str(tmp_path)])
+    records = json.loads(capsys.readouterr().out)
+    assert status == 0 and len(records) == 9
+    assert all(r["status"] == "ok" and r["npu_cycles"] > 0 for r in records)
+    by = {r["target"]: r for r in records}
+    u55 = by["npu -config=u55-128 -sram=1m, ref"]["npu_cycles"]
+    assert by["npu -config=u55-256 -sram=1m, ref"]["npu_cycles"] <= u55  # more MACs, not slower
+    assert by["npu -config=u65-256 -sram=256k, ref"]["npu_sram_peak_bytes"] <= 256 * 1024
+    assert by["npu -config=u65-256 -sram=1m, ref"]["npu_macs_per_cycle"] == 256
+    status = cli.main(["eval", str(MODELS[0]), "--data", str(_random_npz(tmp_path)), "-t",
+                       "npu, ref", "--engine", "local:2", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert status == 0 and result["bit_exact"] == 1.0
+
+
+def _random_npz(tmp_path):
+    rng = np.random.default_rng(3)
+    path = tmp_path / "samples.npz"
+    np.savez(path, x=rng.integers(-128, 128, (6, 128, 128, 3), dtype=np.int8))
+    return path
