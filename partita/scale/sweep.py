@@ -56,9 +56,8 @@ def _frontend(name: str):
 
 def sweep_point(name: str, model: bytes, target: str, seed: int = 0) -> dict:
     """One point (runs in a worker): import, build, profile one seeded random input."""
-    from partita.partition import parse_target
-
     import partita
+    from partita.partition import parse_target
 
     start = time.perf_counter()
     exe = partita.build(_frontend(name)(model), target)
