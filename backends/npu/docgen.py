@@ -21,7 +21,7 @@ reason in the placement report.
 
 def render() -> str:
     lines = [HEADER, "| composite | requirements |", "|---|---|"]
-    for name, pattern, check in pattern_table():
+    for name, _pattern, check in pattern_table():
         reqs = requirements_of(check) if check is not None else []
         text = "<br>".join(reqs) or "none"
         lines.append(f"| `npu.{name}` | {text} |")

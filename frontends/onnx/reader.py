@@ -14,6 +14,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from partita.limits import check_shape
+
 from .errors import ONNXError, ONNXFormatError
 
 MIN_OPSET = 13
@@ -87,6 +89,12 @@ def read(proto: onnx.ModelProto) -> Model:
         inits[t.name] = to_array(t, f"initializer {t.name!r}")
     for t in graph.sparse_initializer:
         raise ONNXFormatError(f"sparse initializer {t.values.name!r} is not supported")
+    for i, node in enumerate(graph.node):
+        if not any(node.output):  # every ONNX operator has at least one output
+            raise ONNXFormatError(
+                f"node #{i} ({node.op_type} {node.name!r}) has no outputs; the ONNX spec gives "
+                f"every {node.op_type} at least one"
+            )
     inputs = [i for i in graph.input if i.name not in inits]
     return Model(graph, opsets, inits, inputs)
 
@@ -140,9 +148,11 @@ def input_type(vi: onnx.ValueInfoProto, input_shapes: dict) -> tuple[tuple[int, 
                             f"declared shape {dims}")
         if min(shape, default=1) < 1:
             raise ONNXError(f"input_shapes[{vi.name!r}] = {list(shape)} has a dimension < 1")
+        check_shape(shape, 8, f"input_shapes[{vi.name!r}] = {list(shape)}")
         return shape, DTYPES[tt.elem_type]
     if not tt.HasField("shape") or any(not isinstance(d, int) or d <= 0 for d in dims):
         shown = dims if tt.HasField("shape") else "unknown"
         raise ONNXError(f"graph input {vi.name!r} has a dynamic shape {shown}; pass "
                         f"input_shapes={{{vi.name!r}: (...)}} with static dimensions")
+    check_shape(dims, 8, f"graph input {vi.name!r} {dims}")
     return tuple(dims), DTYPES[tt.elem_type]

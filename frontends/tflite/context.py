@@ -14,7 +14,7 @@ import numpy as np
 from ...ir import Constant, Expr, Span, TupleGetItem
 from ...ops import get_op
 from ..builder import NodeBuilder
-from .errors import TFLiteConversionError
+from .errors import TFLiteConversionError, TFLiteFormatError
 from .reader import Operator, Tensor
 
 # ActivationFunctionType: NONE, RELU, RELU_N1_TO_1, RELU6 (TANH and SIGN_BIT are not fused here).
@@ -139,10 +139,17 @@ def quantized_activation_range(out: Tensor, lo: float, hi: float | None, dtype: 
     dtype's range."""
     qmin, qmax = INT_RANGES[dtype]
     scale, zp = np.float32(out.scale[0]), int(out.zero_point[0])
+    if not (np.isfinite(scale) and scale > 0):
+        raise TFLiteFormatError(
+            f"tensor {out.describe()} has quantization scale {float(scale)!r}; TFLite requires a "
+            f"positive, finite scale (its interpreter refuses the model at setup)"
+        )
 
     def quantize(f: float) -> int:
-        v = float(np.float32(f) / scale)
-        return zp + int(np.sign(v) * np.floor(abs(v) + 0.5))
+        with np.errstate(over="ignore"):
+            v = float(np.float32(f) / scale)
+        v = min(max(v, -(2.0**40)), 2.0**40)  # a tiny scale overflows float32: saturate, as the
+        return zp + int(np.sign(v) * np.floor(abs(v) + 0.5))  # clamp to the dtype does next
 
     return max(qmin, quantize(lo)), (qmax if hi is None else min(qmax, quantize(hi)))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.types import TensorType
+from ..limits import check_shape
 from . import mlas, torch_cpu
 from .nn_common import (
     OUT_DTYPES,
@@ -162,6 +163,8 @@ def conv2d_out_shape(data_shape, weight_shape, attrs) -> tuple[int, ...]:
     if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
         fail(f"kernel_size={tuple(attrs.kernel_size)} but kernel {kernel} is {kh}x{kw}")
     oh, ow = conv_spatial_out(h, w, kh, kw, attrs)
+    top, left, bottom, right = expand_padding(attrs.padding)
+    check_shape((n, h + top + bottom, w + left + right, c), 8, f"its padded input {data}")
     return tuple({"N": n, "C": o, "H": oh, "W": ow}[a] for a in dl)
 
 

@@ -11,6 +11,7 @@ from ..ir.module import IRModule
 from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import post_order
+from ..limits import MemoryBudgetError, check_shape
 from ..ops.registry import Op
 from .infra import module_pass
 
@@ -71,7 +72,11 @@ def _call_type(call: Call, mod) -> Type:
     if isinstance(op, Op):
         op.check_arity(len(call.args), call.span)
         try:
-            return op.type_rel(arg_types, call.attrs)
+            out = op.type_rel(arg_types, call.attrs)
+            _check_budget(out)
+            return out
+        except MemoryBudgetError as e:
+            raise MemoryBudgetError(f"{_where(call)}: {e}") from None
         except PartitaError as e:
             raise TypeInferenceError(
                 f"{_where(call)}: {e}\n  {_describe_args(op, arg_types)}"
@@ -94,6 +99,15 @@ def _call_type(call: Call, mod) -> Type:
                 f"expected {p.type_annotation}"
             )
     return fn._type if fn._type is not None else infer_type(fn, mod)
+
+
+def _check_budget(ty) -> None:
+    """Every op's result must fit the memory budget (partita.limits)."""
+    if isinstance(ty, TupleType):
+        for field in ty.fields:
+            _check_budget(field)
+    elif isinstance(ty, TensorType):
+        check_shape(ty.shape, 8, f"its result {ty}")  # the references compute in 64 bits
 
 
 def _where(node: Expr) -> str:

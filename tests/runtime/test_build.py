@@ -234,6 +234,7 @@ def test_mobilenet_on_ref_equals_the_interpreter():
 
 def test_profile_table_shows_npu_style_metrics():
     from partita.backends.compiled import OpProfile
+
     from partita.runtime.profile import Profile, StepProfile
 
     ops = [

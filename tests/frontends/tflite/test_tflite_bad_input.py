@@ -238,3 +238,27 @@ def test_every_unsupported_operator_is_counted_also_in_a_chain(tmp_path):
         UnsupportedOperatorError, match=r"has 30 unsupported operators \(30 PRELU\)"
     ):
         from_tflite(str(path))
+
+
+@pytest.mark.parametrize("scale, error", [(1e-45, None), (-0.0, "it must be positive"),
+                                          (0.0, "it must be positive")])
+def test_tiny_zero_and_negative_scales_of_fused_activation_outputs(scale, error):
+    """A fused RELU6's bounds are round(6 / scale): a tiny scale overflows float32 (saturated, as
+    TFLite's clamp does); a zero or negative one is refused with TFLite's reason."""
+    import struct
+
+    import tflite
+
+    net = Path(__file__).resolve().parents[2] / "models/tflite/nets/mobilenet_v1_025_128.tflite"
+    data = bytearray(net.read_bytes())
+    graph = tflite.Model.GetRootAsModel(data, 0).Subgraphs(0)
+    out = graph.Tensors(graph.Operators(0).Outputs(0))  # the first CONV_2D, fused RELU6
+    tab = out.Quantization()._tab
+    start = tab.Vector(tab.Offset(8))  # QuantizationParameters.scale
+    data[start: start + 4] = struct.pack("<f", scale)
+    if error is None:
+        mod = from_tflite(bytes(data))
+        assert mod["main"].body.checked_type.dtype == "int8"
+    else:
+        with pytest.raises(TFLiteError, match=error):
+            from_tflite(bytes(data))
