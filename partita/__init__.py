@@ -4,6 +4,9 @@ This module only re-exports: the core first (IR, ops, interpreter, text format, 
 partition_for and placement_report.
 """
 
+from . import _source_tree  # noqa: F401  (first: a source checkout finds its subpackages)
+
+# isort: split
 from .errors import (
     ArityError,
     AttrError,

@@ -72,3 +72,55 @@ def test_wheel_imports_every_subpackage(tmp_path):
         check=True,
         cwd=tmp_path,
     )
+
+
+@pytest.mark.slow
+def test_an_installed_partita_runs_from_the_repository_root(tmp_path):
+    """After a (non-editable) install, ``python -c "import partita"`` and ``python -m partita``
+    in the repository root pick the source folder first: it must still be the whole package."""
+    out, site = tmp_path / "dist", tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next(out.glob("partita-*.whl"))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    code = "import partita, partita.partition, partita.frontends, partita.backends.npu"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "partita", "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and "compile" in done.stdout
