@@ -1,0 +1,94 @@
+"""Who may import whom (docs/architecture.md): dependencies point down the layers, never up,
+and frontends and partition never import each other. Every import counts, at module level or
+inside a function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {
+    "partita": "partita",
+    "patterns": "partita.patterns",
+    "partition": "partita.partition",
+    "backends": "partita.backends",
+    "frontends": "partita.frontends",
+}
+LAYERS = [  # (prefix, layer): the longest matching prefix decides
+    ("partita.cli", 1),
+    ("partita.build", 1),
+    ("partita.runtime", 1),
+    ("partita.scale", 1),
+    ("partita.relay", 1),
+    ("partita.__main__", 1),
+    ("partita.frontends", 2),
+    ("partita.partition", 2),
+    ("partita.backends", 3),
+    ("partita.patterns", 4),
+    ("partita", 5),
+]
+EXEMPT = {"partita"}  # partita/__init__.py only re-exports, core first and build last
+
+
+def layer(module: str) -> int:
+    best = max((p for p, _ in LAYERS if module == p or module.startswith(p + ".")), key=len)
+    return dict(LAYERS)[best]
+
+
+def modules():
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            yield ".".join([package, *parts]), path, path.name == "__init__.py"
+
+
+def imports(module: str, path: Path, is_package: bool):
+    tree = ast.parse(path.read_text())
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                target = ".".join(
+                    base[: len(base) - node.level + 1] + ([node.module] if node.module else [])
+                )
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                yield (full if _is_module(full) else target), node.lineno
+
+
+def _is_module(name: str) -> bool:
+    parts = name.split(".")
+    for folder, package in FOLDERS.items():
+        if name == package or name.startswith(package + "."):
+            rest = name[len(package) :].lstrip(".").split(".") if name != package else []
+            path = ROOT / folder / Path(*rest) if rest else ROOT / folder
+            return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+    return len(parts) == 1
+
+
+def test_no_upward_imports_and_frontends_and_partition_stay_apart():
+    problems = []
+    for module, path, is_package in modules():
+        if module in EXEMPT:
+            continue
+        mine = layer(module)
+        for target, line in imports(module, path, is_package):
+            if not (target == "partita" or target.startswith("partita.")):
+                continue
+            theirs = layer(target)
+            where = f"{path.relative_to(ROOT)}:{line} ({module} -> {target})"
+            if theirs < mine and target != "partita":
+                problems.append(f"upward import, layer {mine} -> {theirs}: {where}")
+            if target == "partita" and mine > 1:
+                problems.append(f"imports the top-level package (re-exports every layer): {where}")
+            pair = {(module.split(".") + [""])[1], (target.split(".") + [""])[1]}
+            if pair == {"frontends", "partition"}:
+                problems.append(f"frontends and partition import each other: {where}")
+    assert not problems, "\n".join(problems)
