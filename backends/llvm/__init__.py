@@ -1,0 +1,104 @@
+"""``llvm``: the host backend compiled to native code with llvmlite.
+
+Each host segment becomes one object file: its kernels (fused conv/FC with TFLite's output
+stage, tables for 8-bit functions, pooling, mean, copies) and a driver, so an inference of the
+segment is one native call over buffers planned once. Object code is cached on disk and saved in
+executables; loading one does not run LLVM again. What it cannot compile yet it refuses by op name
+(build with the ``ref`` host for those models). docs/performance.md has the status and numbers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import time
+
+import numpy as np
+from partita.backends.compiled import CompiledRegion, OpProfile, region_types
+from partita.backends.registry import Backend, register_backend
+
+from partita.ir import TensorType
+
+from .jit import Loaded, compile_ir
+from .kernels import generate
+from .lower import LLVMError, lower
+
+DRIVER = "partita_run"
+
+
+class LLVMRegion(CompiledRegion):
+    """A host segment as native code; ``run`` makes one call into the generated driver."""
+
+    backend = "llvm"
+
+    def __init__(self, name, obj: bytes, buffers, inputs, outputs, kernels, cached=False):
+        self.name, self.obj = name, obj
+        self.buffers = [(tuple(s), d) for s, d in buffers]
+        self.inputs, self.outputs, self.kernels = list(inputs), list(outputs), list(kernels)
+        self.input_types = [TensorType(*self.buffers[i]) for i in self.inputs]
+        self.output_types = [TensorType(*self.buffers[i]) for i in self.outputs]
+        self.cached = cached
+        self._loaded = Loaded(obj)
+        self._run = self._loaded.function(DRIVER, [ctypes.c_void_p])
+
+    def run(self, inputs):
+        inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
+        arrays = []
+        for i, (shape, dtype) in enumerate(self.buffers):
+            arrays.append(inputs[self.inputs.index(i)] if i in self.inputs
+                          else np.empty(shape, dtype))
+        table = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        self._run(ctypes.addressof(table))
+        return [arrays[i] for i in self.outputs]
+
+    def profile(self, inputs):
+        start = time.perf_counter()
+        outputs = self.run(inputs)
+        elapsed = time.perf_counter() - start
+        return outputs, [OpProfile(self.name, "cpu region", elapsed,
+                                   {"kernels": len(self.kernels)})]
+
+    def summary(self) -> dict:
+        return {"kernels": len(self.kernels), "object_bytes": len(self.obj),
+                "cached": self.cached}
+
+    def to_bytes(self) -> bytes:
+        meta = json.dumps({"name": self.name, "buffers": self.buffers, "inputs": self.inputs,
+                           "outputs": self.outputs, "kernels": self.kernels}).encode()
+        return len(meta).to_bytes(4, "little") + meta + self.obj
+
+
+def load_region(data: bytes) -> LLVMRegion:
+    """Object code back into a region; LLVM's optimizer does not run again."""
+    try:
+        n = int.from_bytes(data[:4], "little")
+        meta = json.loads(data[4: 4 + n])
+        return LLVMRegion(meta["name"], bytes(data[4 + n:]), meta["buffers"], meta["inputs"],
+                          meta["outputs"], meta["kernels"], cached=True)
+    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise LLVMError(f"corrupt llvm region: {type(exc).__name__}: {exc}") from None
+
+
+def compile_region(function, options: dict) -> LLVMRegion:
+    """Lower, generate IR, compile (or fetch from the cache), load."""
+    plan = lower(function)
+    module = generate(plan)
+    obj, cached = compile_ir(str(module))
+    name = str((function.attrs or {}).get("global_symbol", "llvm"))
+    ins, _ = region_types(function)
+    del ins
+    kernels = [f"{k.kind} {k.name}" for k in plan.kernels]
+    return LLVMRegion(name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, cached)
+
+
+backend = Backend(
+    "llvm",
+    host=True,
+    compile=compile_region,
+    load=load_region,
+    options={},
+    description="the host CPU: native code generated with llvmlite (one call per segment)",
+)
+register_backend(backend, override=True)
+
+__all__ = ["LLVMRegion", "backend", "compile_region", "load_region"]

@@ -1,0 +1,200 @@
+"""The kernels' IR: plain loops over NHWC buffers (correct first; the vectorized VNNI kernels of
+docs/performance.md are the next step). Each kernel is ``void name(ptr in..., ptr out)``."""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from .codegen import DRIVER, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
+from .lower import Kernel
+
+
+class KernelEmitter(Emitter):
+    def function(self, k: Kernel, n_inputs: int):
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * (n_inputs + 1)), name=k.name)
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        return fn, b, list(fn.args)
+
+    def globals_of(self, k: Kernel) -> dict:
+        out = {}
+        for name, array in k.arrays.items():
+            ty = F64 if array.dtype.kind == "f" else I32
+            out[name] = self.global_array(f"{k.name}.{name}", array, ty)
+        return out
+
+    def emit(self) -> ir.Module:
+        fns = [getattr(self, f"k_{k.kind.lower()}")(k) for k in self.plan.kernels]
+        driver = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name=DRIVER)
+        b = ir.IRBuilder(driver.append_basic_block("entry"))
+        table = driver.args[0]
+        for fn, k in zip(fns, self.plan.kernels):
+            ptrs = [self.load_at(b, table, c64(i), PTR) for i in (*k.inputs, k.output)]
+            b.call(fn, ptrs)
+        b.ret_void()
+        return self.module
+
+    def shape(self, i: int):
+        return self.plan.buffers[i][0]
+
+    def dtype(self, i: int):
+        return self.plan.buffers[i][1]
+
+    # -- MAC kernels -------------------------------------------------------------------------
+    def k_conv(self, k: Kernel):
+        return self._conv(k, depthwise=False)
+
+    def k_dwconv(self, k: Kernel):
+        return self._conv(k, depthwise=True)
+
+    def _conv(self, k: Kernel, depthwise: bool):
+        fn, b, (x, y) = self.function(k, 1)
+        g = self.globals_of(k)
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, oc = self.shape(k.output)
+        o_, kh, kw, ci = k.arrays["weights"].shape
+        p = k.params
+        (sh, sw), (dh, dw) = p["strides"], p["dilation"]
+        top, left = p["padding"][0], p["padding"][1]
+        in_dtype = p["in_dtype"]
+        acc_ptr = b.alloca(I64)  # allocas in the entry block
+        with for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox, \
+                for_range(b, oc, "oc") as o:
+            b.store(c64(0), acc_ptr)
+            wzp = b.sext(self.load_at(b, g["w_zp"], o, I32), I64)
+            with for_range(b, kh, "ky") as ky, for_range(b, kw, "kx") as kx:
+                iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
+                ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
+                inside = b.and_(
+                    b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
+                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))))
+                with b.if_then(inside):
+                    base = b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c))
+                    wbase = b.mul(b.add(b.mul(b.add(b.mul(o, c64(kh)), ky), c64(kw)), kx),
+                                  c64(ci))
+                    if depthwise:
+                        xv = self.signed(b, self.load_at(b, x, b.add(base, o), I8), in_dtype)
+                        wv = b.sext(self.load_at(b, g["weights"], wbase, I32), I64)
+                        term = b.mul(b.sub(xv, c64(p["in_zp"])), b.sub(wv, wzp))
+                        b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
+                    else:
+                        with for_range(b, ci, "ic") as ic:
+                            xv = self.signed(b, self.load_at(b, x, b.add(base, ic), I8),
+                                             in_dtype)
+                            wv = b.sext(self.load_at(b, g["weights"], b.add(wbase, ic), I32),
+                                        I64)
+                            term = b.mul(b.sub(xv, c64(p["in_zp"])), b.sub(wv, wzp))
+                            b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
+            value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, o)
+            index = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(oc)), o)
+            self.store_at(b, value, y, index, I8)
+        b.ret_void()
+        return fn
+
+    def k_fc(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        g = self.globals_of(k)
+        rows, depth = self.shape(k.inputs[0])
+        units = k.arrays["weights"].shape[0]
+        in_dtype = k.params["in_dtype"]
+        acc_ptr = b.alloca(I64)
+        with for_range(b, rows, "r") as r, for_range(b, units, "u") as u:
+            b.store(c64(0), acc_ptr)
+            wzp = b.sext(self.load_at(b, g["w_zp"], u, I32), I64)
+            with for_range(b, depth, "d") as d:
+                xv = self.signed(b, self.load_at(b, x, b.add(b.mul(r, c64(depth)), d), I8),
+                                 in_dtype)
+                wv = b.sext(self.load_at(b, g["weights"], b.add(b.mul(u, c64(depth)), d), I32),
+                            I64)
+                term = b.mul(b.sub(xv, c64(k.params["in_zp"])), b.sub(wv, wzp))
+                b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
+            value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, u)
+            self.store_at(b, value, y, b.add(b.mul(r, c64(units)), u), I8)
+        b.ret_void()
+        return fn
+
+    # -- tables, copies, pooling -----------------------------------------------------------------
+    def k_lut(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        table = self.global_array(f"{k.name}.table", k.arrays["table"].astype(np.int64), I8)
+        offset = 128 if self.dtype(k.inputs[0]) == "int8" else 0
+        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
+            v = self.signed(b, self.load_at(b, x, e, I8), self.dtype(k.inputs[0]))
+            self.store_at(b, self.load_at(b, table, b.add(v, c64(offset)), I8), y, e, I8)
+        b.ret_void()
+        return fn
+
+    def k_lut2(self, k: Kernel):
+        fn, b, (x1, x2, y) = self.function(k, 2)
+        table = self.global_array(f"{k.name}.table", k.arrays["table"].astype(np.int64), I8)
+        offs = [128 if self.dtype(i) == "int8" else 0 for i in k.inputs]
+        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
+            a = b.add(self.signed(b, self.load_at(b, x1, e, I8), self.dtype(k.inputs[0])),
+                      c64(offs[0]))
+            c = b.add(self.signed(b, self.load_at(b, x2, e, I8), self.dtype(k.inputs[1])),
+                      c64(offs[1]))
+            self.store_at(b, self.load_at(b, table, b.add(b.mul(a, c64(256)), c), I8), y, e, I8)
+        b.ret_void()
+        return fn
+
+    def k_copy(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        n = int(np.prod(self.shape(k.output))) * np.dtype(self.dtype(k.output)).itemsize
+        with for_range(b, n, "e") as e:
+            self.store_at(b, self.load_at(b, x, e, I8), y, e, I8)
+        b.ret_void()
+        return fn
+
+    def k_maxpool(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, _ = self.shape(k.output)
+        p = k.params
+        (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
+        top, left = p["padding"][0], p["padding"][1]
+        dtype = self.dtype(k.inputs[0])
+        best = b.alloca(I64)
+        with for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox, \
+                for_range(b, c, "ch") as ch:
+            b.store(c64(-1 << 20), best)
+            with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
+                iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
+                ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
+                inside = b.and_(
+                    b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
+                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))))
+                with b.if_then(inside):
+                    idx = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
+                    v = self.signed(b, self.load_at(b, x, idx, I8), dtype)
+                    cur = b.load(best, typ=I64)
+                    b.store(b.select(b.icmp_signed(">", v, cur), v, cur), best)
+            out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
+            self.store_at(b, b.trunc(b.load(best, typ=I64), I8), y, out, I8)
+        b.ret_void()
+        return fn
+
+    def k_mean(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        _, h, w, c = self.shape(k.inputs[0])
+        p = k.params
+        dtype = self.dtype(k.inputs[0])
+        lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
+        acc = b.alloca(I64)
+        with for_range(b, c, "ch") as ch:
+            b.store(c64(0), acc)
+            with for_range(b, h * w, "e") as e:
+                v = self.signed(b, self.load_at(b, x, b.add(b.mul(e, c64(c)), ch), I8), dtype)
+                b.store(b.add(b.load(acc, typ=I64), v), acc)
+            s = b.sub(b.load(acc, typ=I64), c64(p["in_zp"] * p["n"]))
+            s = b.sext(b.trunc(s, I32), I64)
+            v = self.mbqm(b, s, c64(p["multiplier"]), c64(p["shift"]))
+            v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
+            self.store_at(b, b.trunc(v, I8), y, ch, I8)
+        b.ret_void()
+        return fn
+
+
+def generate(plan) -> ir.Module:
+    """The module with every kernel and the driver."""
+    return KernelEmitter(plan).emit()

@@ -1,0 +1,261 @@
+"""Lower a host function to kernels: fuse, precompute constants, plan buffers.
+
+    qnn.conv2d -> [nn.bias_add] -> qnn.requantize -> [clip]   one CONV kernel (depthwise too)
+    qnn.dense  -> [nn.bias_add] -> qnn.requantize -> [clip]   one FC kernel
+    any int8/uint8 -> int8/uint8 function of one value         LUT (256 entries, from the op)
+    qnn.add/subtract/mul of two 8-bit tensors, per-tensor     LUT2 (256 x 256, from the op)
+    qnn.mean over H, W ("tflite"), nn.max_pool2d, reshape      MEAN, MAXPOOL, COPY
+
+Tables are evaluated with the op's own reference implementation at compile time, so those kernels
+are exact by construction; conv, FC and mean carry TFLite's fixed-point output stage (multiplier
+and shift per channel, computed here as QuantizeMultiplier does). Anything else is refused with
+the op's name: the host part of the model then needs ``ref``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from partita.backends.registry import BackendError
+
+from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
+from partita.ops.fixedpoint import quantize_multiplier, quantize_multiplier_array
+
+EIGHT_BIT = ("int8", "uint8")
+RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+class LLVMError(BackendError):
+    """A host function the LLVM backend cannot compile (it names the op)."""
+
+
+@dataclass
+class Kernel:
+    kind: str
+    name: str
+    inputs: list[int]
+    output: int
+    params: dict = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """Buffers (shape, dtype), kernels in order, the function's inputs and outputs."""
+
+    buffers: list[tuple[tuple[int, ...], str]]
+    kernels: list[Kernel]
+    inputs: list[int]
+    outputs: list[int]
+
+
+def _const(e) -> np.ndarray:
+    if not isinstance(e, Constant):
+        raise LLVMError(f"llvm: expected a constant operand, got {e.short()}")
+    return np.asarray(e.data)
+
+
+def _order(root):
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in seen:
+            continue
+        if done:
+            seen.add(id(node))
+            order.append(node)
+            continue
+        stack.append((node, True))
+        kids = node.args if isinstance(node, Call) else node.fields if isinstance(
+            node, Tuple) else [node.tuple_value] if isinstance(node, TupleGetItem) else []
+        stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
+    return order
+
+
+class _Lowering:
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.buffers: list[tuple[tuple[int, ...], str]] = []
+        self.ids: dict[int, int] = {}
+        self.kernels: list[Kernel] = []
+        self.users: dict[int, list] = {}
+        self.absorbed: set[int] = set()
+
+    def buffer(self, expr) -> int:
+        ty = expr.checked_type
+        self.buffers.append((tuple(int(d) for d in ty.shape), ty.dtype))
+        self.ids[id(expr)] = len(self.buffers) - 1
+        return self.ids[id(expr)]
+
+    def only_user(self, node, name):
+        """The single reader of ``node`` if it is op ``name`` and ``node`` is not an output."""
+        outs = self.fn.body.fields if isinstance(self.fn.body, Tuple) else [self.fn.body]
+        if any(node is o for o in outs):
+            return None
+        users = self.users.get(id(node), [])
+        if len(users) == 1 and getattr(users[0].op, "name", "") == name:
+            return users[0]
+        return None
+
+    def run(self) -> Plan:
+        for p in self.fn.params:
+            self.buffer(p)
+        order = _order(self.fn.body)
+        for node in order:
+            if isinstance(node, Call):
+                for a in node.args:
+                    self.users.setdefault(id(a), []).append(node)
+        for node in order:
+            if isinstance(node, Call) and id(node) not in self.absorbed:
+                self.lower(node)
+            elif isinstance(node, (Tuple, TupleGetItem)):
+                raise LLVMError("llvm: tuples inside a host segment are not supported yet")
+        outs = self.fn.body.fields if isinstance(self.fn.body, Tuple) else [self.fn.body]
+        return Plan(self.buffers, self.kernels, [self.ids[id(p)] for p in self.fn.params],
+                    [self.ids[id(o)] for o in outs])
+
+    def src(self, expr) -> int:
+        if id(expr) not in self.ids:
+            raise LLVMError(f"llvm: operand {expr.short()} is not computed by this segment")
+        return self.ids[id(expr)]
+
+    def lower(self, call: Call) -> None:
+        name = call.op.name if not isinstance(call.op, Function) else "<function>"
+        where = f"{name}" + (f" ({call.span})" if call.span is not None else "")
+        if name in ("qnn.conv2d", "qnn.dense"):
+            return self.mac(call, where)
+        data = [a for a in call.args if not isinstance(a, Constant)]
+        dtypes = [a.checked_type.dtype for a in data]
+        out = call.checked_type.dtype if hasattr(call.checked_type, "dtype") else None
+        if name == "reshape":
+            return self.emit("COPY", call, [self.src(data[0])])
+        if name == "qnn.mean" and call.attrs.semantics == "tflite":
+            return self.mean(call, where)
+        if name == "nn.max_pool2d" and dtypes[0] in EIGHT_BIT and call.attrs.layout == "NHWC":
+            a = call.attrs
+            params = {"pool": list(a.pool_size), "strides": list(a.strides),
+                      "padding": list(a.padding), "dilation": list(a.dilation)}
+            return self.emit("MAXPOOL", call, [self.src(data[0])], params)
+        consts_scalar = all(_const(a).ndim == 0 for a in call.args if isinstance(a, Constant))
+        if len(data) == 1 and dtypes[0] in EIGHT_BIT and out in EIGHT_BIT and consts_scalar \
+                and call.args[0] is data[0]:
+            return self.emit("LUT", call, [self.src(data[0])], {},
+                             {"table": _table(call, dtypes[0], out)})
+        if name in ("qnn.add", "qnn.subtract", "qnn.mul") and consts_scalar and \
+                set(dtypes) <= set(EIGHT_BIT) and out in EIGHT_BIT and len(data) == 2:
+            if data[0].checked_type.shape != data[1].checked_type.shape:
+                raise LLVMError(f"llvm: {where}: broadcasting binary ops are not supported yet")
+            return self.emit("LUT2", call, [self.src(d) for d in data], {},
+                             {"table": _table2(call, dtypes, out)})
+        raise LLVMError(f"llvm cannot compile {where} yet (build with the 'ref' host for it)")
+
+    def emit(self, kind, call, inputs, params=None, arrays=None) -> None:
+        out = self.buffer(call)
+        name = f"{kind.lower()}_{len(self.kernels)}"
+        self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))
+
+    def mac(self, call: Call, where: str) -> None:
+        chain, node = [call], call
+        for op in ("nn.bias_add", "qnn.requantize", "clip"):
+            nxt = self.only_user(node, op)
+            if nxt is not None:
+                chain.append(nxt)
+                node = nxt
+            elif op == "qnn.requantize":
+                raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
+        by = {c.op.name: c for c in chain}
+        rq = by["qnn.requantize"]
+        if rq.attrs.semantics not in ("tflite", "tflite_double"):
+            raise LLVMError(f"llvm: {where}: requantize semantics {rq.attrs.semantics!r}")
+        x = call.args[0]
+        if x.checked_type.dtype not in EIGHT_BIT or _const(call.args[1]).dtype.name \
+                not in EIGHT_BIT:
+            raise LLVMError(f"llvm: {where}: only int8/uint8 data and weights")
+        out_dtype = rq.attrs.out_dtype
+        lo, hi = RANGE[out_dtype]
+        if "clip" in by:
+            lo = max(lo, math.ceil(by["clip"].attrs.a_min))
+            hi = min(hi, math.floor(by["clip"].attrs.a_max))
+        real = _const(rq.args[1]).astype(np.float64) / _const(rq.args[3]).astype(np.float64)
+        n_out = call.checked_type.shape[-1]
+        real = np.broadcast_to(np.atleast_1d(real), (n_out,)).copy()
+        q, shift = quantize_multiplier_array(real)
+        arrays = {
+            "multiplier": np.asarray(q, np.int32), "shift": np.asarray(shift, np.int32),
+            "scale": real,
+            "bias": (_const(by["nn.bias_add"].args[1]).astype(np.int32) if "nn.bias_add" in by
+                     else np.zeros(n_out, np.int32)),
+            "w_zp": np.broadcast_to(np.atleast_1d(_const(call.args[3])), (n_out,)).astype(
+                np.int32).copy(),
+        }
+        params = {"in_zp": int(_const(call.args[2])), "rq_zp": int(_const(rq.args[2]).flat[0]),
+                  "out_zp": int(_const(rq.args[4]).flat[0]), "lo": lo, "hi": hi,
+                  "rounding": rq.attrs.semantics, "in_dtype": x.checked_type.dtype,
+                  "out_dtype": out_dtype}
+        if np.asarray(_const(rq.args[4])).size > 1 or np.asarray(_const(rq.args[2])).size > 1:
+            raise LLVMError(f"llvm: {where}: per-channel zero points in requantize")
+        if call.op.name == "qnn.dense":
+            if x.checked_type.ndim != 2:
+                raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
+            arrays["weights"] = _const(call.args[1]).astype(np.int32)
+            kind = "FC"
+        else:
+            a = call.attrs
+            if a.data_layout != "NHWC":
+                raise LLVMError(f"llvm: {where}: {a.data_layout} convolutions")
+            w = np.transpose(_const(call.args[1]), [a.kernel_layout.index(c) for c in "OHWI"])
+            cin = x.checked_type.shape[3]
+            if a.groups == 1:
+                kind = "CONV"
+            elif a.groups == cin == n_out and w.shape[3] == 1:
+                kind = "DWCONV"
+            else:
+                raise LLVMError(f"llvm: {where}: grouped convolution with {a.groups} groups")
+            arrays["weights"] = w.astype(np.int32)
+            params.update(strides=list(a.strides), dilation=list(a.dilation),
+                          padding=list(a.padding))
+        for c in chain[1:]:
+            self.absorbed.add(id(c))
+        out = self.buffer(chain[-1])
+        name = f"{kind.lower()}_{len(self.kernels)}"
+        self.kernels.append(Kernel(kind, name, [self.src(x)], out, params, arrays))
+
+    def mean(self, call: Call, where: str) -> None:
+        x = call.args[0]
+        shape = x.checked_type.shape
+        axes = tuple(sorted(a % len(shape) for a in call.attrs.axis))
+        if len(shape) != 4 or axes != (1, 2) or call.attrs.exclude:
+            raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")
+        s_in, zp_in, s_out, zp_out = (_const(a) for a in call.args[1:])
+        n = shape[1] * shape[2]
+        m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
+        k = min(int(math.floor(math.log2(n))), 32, 31 + e)
+        params = {"n": n, "multiplier": int((m << k) // n), "shift": e - k,
+                  "in_zp": int(zp_in), "out_zp": int(zp_out),
+                  "out_dtype": call.checked_type.dtype}
+        self.emit("MEAN", call, [self.src(x)], params)
+
+
+def _table(call: Call, in_dtype: str, out_dtype: str) -> np.ndarray:
+    lo, hi = RANGE[in_dtype]
+    values = np.arange(lo, hi + 1, dtype=in_dtype)
+    args = [values] + [_const(a) for a in call.args[1:]]
+    return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype)
+
+
+def _table2(call: Call, dtypes, out_dtype: str) -> np.ndarray:
+    (alo, ahi), (blo, bhi) = RANGE[dtypes[0]], RANGE[dtypes[1]]
+    a, b = np.meshgrid(np.arange(alo, ahi + 1), np.arange(blo, bhi + 1), indexing="ij")
+    args = [a.astype(dtypes[0]).ravel(), b.astype(dtypes[1]).ravel()]
+    args += [_const(x) for x in call.args[2:]]
+    return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype).reshape(256, 256)
+
+
+def lower(fn: Function) -> Plan:
+    """The kernels of host function ``fn`` (an LLVMError names the first op it cannot take)."""
+    return _Lowering(fn).run()
+
+
+__all__ = ["EIGHT_BIT", "Kernel", "LLVMError", "Plan", "Var", "lower"]
