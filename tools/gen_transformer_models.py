@@ -14,6 +14,8 @@ inputs ``input_ids`` (int64 [batch, seq], vocab 100) and ``attention_mask`` (int
     bert_tiny.qdq.onnx        quant_pre_process + quantize_static, QDQ, int8 activations/weights
     bert_tiny.ort_fused.onnx  onnxruntime.transformers.optimizer (Attention, SkipLayerNormalization,
                               BiasGelu), offline, opt_level 0
+    bert_tiny.dyn_int8.ort_opt.onnx  the dynamic int8 model after ONNX Runtime's extended graph
+                              optimizations (DynamicQuantizeMatMul, MatMulIntegerToFloat, ...)
     bert_tiny.pt2             torch.export of the float model, static [1, 16]
 """
 
@@ -111,7 +113,7 @@ def inputs(n: int, seed: int, seq: int = SEQ) -> list[dict[str, np.ndarray]]:
     for _ in range(n):
         ids = rng.integers(1, VOCAB, (1, seq), dtype=np.int64)
         mask = np.ones((1, seq), np.int64)
-        mask[0, seq - int(rng.integers(0, seq // 2 + 1)):] = 0
+        mask[0, seq - int(rng.integers(0, seq // 2 + 1)) :] = 0
         ids[mask == 0] = 0
         out.append({"input_ids": ids, "attention_mask": mask})
     return out
@@ -130,9 +132,16 @@ def export_legacy(model: TinyBert, path: Path) -> None:
     feed = inputs(1, SEED)[0]
     args = (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"]))
     dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
-    torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
-                      input_names=["input_ids", "attention_mask"], output_names=["logits"],
-                      dynamic_axes=dyn)
+    torch.onnx.export(
+        model,
+        args,
+        str(path),
+        dynamo=False,
+        opset_version=17,
+        input_names=["input_ids", "attention_mask"],
+        output_names=["logits"],
+        dynamic_axes=dyn,
+    )
     proto = onnx.load(path)
     _clean(proto, "partita gen_transformer_models.py (torch.onnx.export, legacy)")
     onnx.save(proto, path)
@@ -141,9 +150,15 @@ def export_legacy(model: TinyBert, path: Path) -> None:
 def export_dynamo(model: TinyBert, path: Path) -> None:
     feed = inputs(1, SEED)[0]
     args = (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"]))
-    program = torch.onnx.export(model, args, dynamo=True, opset_version=18,
-                                input_names=["input_ids", "attention_mask"],
-                                output_names=["logits"], verbose=False)
+    program = torch.onnx.export(
+        model,
+        args,
+        dynamo=True,
+        opset_version=18,
+        input_names=["input_ids", "attention_mask"],
+        output_names=["logits"],
+        verbose=False,
+    )
     proto = program.model_proto
     _clean(proto, "partita gen_transformer_models.py (torch.onnx.export, dynamo)")
     onnx.checker.check_model(proto, full_check=True)
@@ -168,18 +183,28 @@ class _Reader:
 
 
 def quantize_qdq(float_path: Path, out: Path) -> None:
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
-    from onnxruntime.quantization import quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     reader = type("Reader", (_Reader, CalibrationDataReader), {})(inputs(N_CALIB, SEED + 1))
     with tempfile.TemporaryDirectory() as tmp:
         pre = Path(tmp) / "pre.onnx"
         quant_pre_process(str(float_path), str(pre), skip_symbolic_shape=True)
-        quantize_static(str(pre), str(out), reader, quant_format=QuantFormat.QDQ,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        op_types_to_quantize=["MatMul", "Gemm"],
-                        extra_options={"ActivationSymmetric": False})
+        quantize_static(
+            str(pre),
+            str(out),
+            reader,
+            quant_format=QuantFormat.QDQ,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gemm"],
+            extra_options={"ActivationSymmetric": False},
+        )
     proto = onnx.load(out)
     _clean(proto, "partita gen_transformer_models.py (quantize_static QDQ)")
     onnx.save(proto, out)
@@ -191,10 +216,29 @@ def ort_fuse(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         hf = Path(tmp) / "hf.onnx"
         export_legacy(make_model(hf_mask=True), hf)
-        opt = optimizer.optimize_model(str(hf), model_type="bert", num_heads=HEADS,
-                                       hidden_size=HIDDEN, opt_level=0, use_gpu=False)
-    proto = opt.model
-    _clean(proto, "partita gen_transformer_models.py (onnxruntime.transformers.optimizer)")
+        opt = optimizer.optimize_model(
+            str(hf),
+            model_type="bert",
+            num_heads=HEADS,
+            hidden_size=HIDDEN,
+            opt_level=0,
+            use_gpu=False,
+        )
+    _clean(opt.model, "partita gen_transformer_models.py (onnxruntime.transformers.optimizer)")
+    opt.save_model_to_file(str(out))  # adds the com.microsoft opset import
+
+
+def ort_optimized(src: Path, out: Path) -> None:
+    """ONNX Runtime's own extended-level graph optimizations of ``src``, saved (dynamic int8
+    becomes DynamicQuantizeMatMul / MatMulIntegerToFloat)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = str(out)
+    ort.InferenceSession(str(src), opts, providers=["CPUExecutionProvider"])
+    proto = onnx.load(out)
+    _clean(proto, "partita gen_transformer_models.py (onnxruntime ORT_ENABLE_EXTENDED)")
     onnx.save(proto, out)
 
 
@@ -219,10 +263,13 @@ def main(argv=None) -> int:
     model = make_model()
     base = args.out / "bert_tiny.onnx"
     export_legacy(model, base)
-    steps = [("dynamo", lambda p: export_dynamo(model, p)),
-             ("dyn_int8", lambda p: quantize_dynamic_int8(base, p)),
-             ("qdq", lambda p: quantize_qdq(base, p)),
-             ("ort_fused", ort_fuse)]
+    steps = [
+        ("dynamo", lambda p: export_dynamo(model, p)),
+        ("dyn_int8", lambda p: quantize_dynamic_int8(base, p)),
+        ("qdq", lambda p: quantize_qdq(base, p)),
+        ("ort_fused", ort_fuse),
+        ("dyn_int8.ort_opt", lambda p: ort_optimized(args.out / "bert_tiny.dyn_int8.onnx", p)),
+    ]
     for suffix, make in steps:
         path = args.out / f"bert_tiny.{suffix}.onnx"
         try:

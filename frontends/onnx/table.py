@@ -4,10 +4,13 @@ Adding an operator adds a row."""
 
 from __future__ import annotations
 
+from . import ops_attention as A
+from . import ops_dynquant as D
 from . import ops_elemwise as E
 from . import ops_nn as N
 from . import ops_quant as Q
 from . import ops_tensor as T
+from . import ops_transformer as X
 
 ONNX = {
     "Abs": E.unary, "Add": E.binary, "AveragePool": N.avg_pool, "BatchNormalization": N.batch_norm,
@@ -32,6 +35,18 @@ MICROSOFT = {
     "QLinearLeakyRelu": Q.qlinear_leaky_relu, "QLinearMul": Q.qlinear_binary,
     "QLinearSigmoid": Q.qlinear_sigmoid,
 }
+
+# transformer encoders (ops_transformer.py replaces ops_nn's MatMul with one for N-D batches)
+ONNX.update(X.ONNX)
+ONNX.update({"DynamicQuantizeLinear": D.dynamic_quantize_linear,
+             "MatMulInteger": D.matmul_integer})
+MICROSOFT.update({
+    "Attention": A.attention, "BiasGelu": X.bias_gelu,
+    "DynamicQuantizeMatMul": D.dynamic_quantize_matmul, "FastGelu": X.fast_gelu,
+    "FusedMatMul": X.fused_matmul,
+    "Gelu": X.gelu, "MatMulIntegerToFloat": D.matmul_integer_to_float,
+    "SkipLayerNormalization": X.skip_layer_norm,
+})
 
 CONVERTERS = {**{("ai.onnx", k): v for k, v in ONNX.items()},
               **{("com.microsoft", k): v for k, v in MICROSOFT.items()}}

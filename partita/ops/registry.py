@@ -246,4 +246,5 @@ def _ensure_loaded():
         tensor,
         tensor_reduce,
         tensor_transform,
+        transformer,
     )
