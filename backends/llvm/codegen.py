@@ -18,6 +18,7 @@ from .lower import Kernel, Plan
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F64 = ir.DoubleType()
+F32 = ir.FloatType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 ELEM = {"int8": I8, "uint8": I8, "int32": I32, "float32": ir.FloatType()}
@@ -57,13 +58,18 @@ class Emitter:
         self.count = 0
 
     def global_array(self, name: str, array: np.ndarray, ty=I32) -> ir.GlobalVariable:
-        conv = float if ty is F64 else int
-        values = [conv(v) for v in np.asarray(array).ravel()]
-        arr_ty = ir.ArrayType(ty, max(1, len(values)))
+        flat = np.asarray(array).ravel()
+        arr_ty = ir.ArrayType(ty, max(1, flat.size))
+        if ty is I8:  # bytes as a string literal: compact IR for weights and tables
+            init = ir.Constant(arr_ty, bytearray(flat.astype(np.int64).astype(np.uint8).tobytes()
+                                                 or b"\0"))
+        else:
+            conv = float if ty in (F64, F32) else int
+            init = ir.Constant(arr_ty, [conv(v) for v in flat] or [0])
         g = ir.GlobalVariable(self.module, arr_ty, name=name)
         g.global_constant = True
         g.linkage = "internal"
-        g.initializer = ir.Constant(arr_ty, values or [0])
+        g.initializer = init
         return g
 
     def load_at(self, b, ptr, index, ty):

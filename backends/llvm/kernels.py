@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from .codegen import DRIVER, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
+from .codegen import DRIVER, F32, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
 from .lower import Kernel
 
 
@@ -20,9 +20,14 @@ class KernelEmitter(Emitter):
     def globals_of(self, k: Kernel) -> dict:
         out = {}
         for name, array in k.arrays.items():
-            ty = F64 if array.dtype.kind == "f" else I32
+            ty = F64 if array.dtype.kind == "f" else I8 if name == "weights" else I32
             out[name] = self.global_array(f"{k.name}.{name}", array, ty)
         return out
+
+    def weight(self, b, g, index, k: Kernel):
+        """A weight widened to i64 (stored as bytes, signed or not as the model's weights)."""
+        v = self.load_at(b, g["weights"], index, I8)
+        return b.sext(v, I64) if k.params["w_dtype"] == "int8" else b.zext(v, I64)
 
     def emit(self) -> ir.Module:
         fns = [getattr(self, f"k_{k.kind.lower()}")(k) for k in self.plan.kernels]
@@ -75,15 +80,14 @@ class KernelEmitter(Emitter):
                                   c64(ci))
                     if depthwise:
                         xv = self.signed(b, self.load_at(b, x, b.add(base, o), I8), in_dtype)
-                        wv = b.sext(self.load_at(b, g["weights"], wbase, I32), I64)
+                        wv = self.weight(b, g, wbase, k)
                         term = b.mul(b.sub(xv, c64(p["in_zp"])), b.sub(wv, wzp))
                         b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
                     else:
                         with for_range(b, ci, "ic") as ic:
                             xv = self.signed(b, self.load_at(b, x, b.add(base, ic), I8),
                                              in_dtype)
-                            wv = b.sext(self.load_at(b, g["weights"], b.add(wbase, ic), I32),
-                                        I64)
+                            wv = self.weight(b, g, b.add(wbase, ic), k)
                             term = b.mul(b.sub(xv, c64(p["in_zp"])), b.sub(wv, wzp))
                             b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
             value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, o)
@@ -105,8 +109,7 @@ class KernelEmitter(Emitter):
             with for_range(b, depth, "d") as d:
                 xv = self.signed(b, self.load_at(b, x, b.add(b.mul(r, c64(depth)), d), I8),
                                  in_dtype)
-                wv = b.sext(self.load_at(b, g["weights"], b.add(b.mul(u, c64(depth)), d), I32),
-                            I64)
+                wv = self.weight(b, g, b.add(b.mul(u, c64(depth)), d), k)
                 term = b.mul(b.sub(xv, c64(k.params["in_zp"])), b.sub(wv, wzp))
                 b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
             value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, u)
@@ -117,24 +120,64 @@ class KernelEmitter(Emitter):
     # -- tables, copies, pooling -----------------------------------------------------------------
     def k_lut(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
-        table = self.global_array(f"{k.name}.table", k.arrays["table"].astype(np.int64), I8)
+        out = self.dtype(k.output)
+        if out == "float32":
+            table = self.global_array(f"{k.name}.table", k.arrays["table"], F32)
+        else:
+            table = self.global_array(f"{k.name}.table", k.arrays["table"].astype(np.int64), I8)
+        ety = F32 if out == "float32" else I8
         offset = 128 if self.dtype(k.inputs[0]) == "int8" else 0
         with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
             v = self.signed(b, self.load_at(b, x, e, I8), self.dtype(k.inputs[0]))
-            self.store_at(b, self.load_at(b, table, b.add(v, c64(offset)), I8), y, e, I8)
+            self.store_at(b, self.load_at(b, table, b.add(v, c64(offset)), ety), y, e, ety)
+        b.ret_void()
+        return fn
+
+    def k_quant(self, k: Kernel):
+        """float32 -> int8/uint8: x / scale in float32, then round half away from zero (TFLite)
+        or half to even (ONNX), + zero point, saturated."""
+        fn, b, (x, y) = self.function(k, 1)
+        p = k.params
+        lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
+        floor = self.module.declare_intrinsic("llvm.floor", [F64])
+        fabs = self.module.declare_intrinsic("llvm.fabs", [F64])
+        rint = self.module.declare_intrinsic("llvm.rint", [F64])
+        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
+            q = b.fpext(b.fdiv(self.load_at(b, x, e, F32), ir.Constant(F32, p["scale"])), F64)
+            if p["round"] == "tflite":
+                r = b.call(floor, [b.fadd(b.call(fabs, [q]), ir.Constant(F64, 0.5))])
+                r = b.select(b.fcmp_ordered("<", q, ir.Constant(F64, 0.0)), b.fneg(r), r)
+            else:
+                r = b.call(rint, [q])
+            r = b.select(b.fcmp_unordered("uno", r, r), ir.Constant(F64, 0.0), r)  # NaN -> 0
+            r = b.select(b.fcmp_ordered("<", r, ir.Constant(F64, -(2.0**40))),
+                         ir.Constant(F64, -(2.0**40)), r)
+            r = b.select(b.fcmp_ordered(">", r, ir.Constant(F64, 2.0**40)),
+                         ir.Constant(F64, 2.0**40), r)
+            v = self.clamp(b, b.add(b.fptosi(r, I64), c64(p["zp"])), lo, hi)
+            self.store_at(b, b.trunc(v, I8), y, e, I8)
         b.ret_void()
         return fn
 
     def k_lut2(self, k: Kernel):
+        """out[e] = table[a[ia(e)], b[ib(e)]]: the flat index split by the output's dims, then
+        recombined with each input's (broadcast) strides."""
         fn, b, (x1, x2, y) = self.function(k, 2)
         table = self.global_array(f"{k.name}.table", k.arrays["table"].astype(np.int64), I8)
         offs = [128 if self.dtype(i) == "int8" else 0 for i in k.inputs]
-        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
-            a = b.add(self.signed(b, self.load_at(b, x1, e, I8), self.dtype(k.inputs[0])),
-                      c64(offs[0]))
-            c = b.add(self.signed(b, self.load_at(b, x2, e, I8), self.dtype(k.inputs[1])),
-                      c64(offs[1]))
-            self.store_at(b, self.load_at(b, table, b.add(b.mul(a, c64(256)), c), I8), y, e, I8)
+        shape, strides = k.params["out_shape"], k.params["strides"]
+        with for_range(b, int(np.prod(shape)), "e") as e:
+            rest, ia, ib = e, c64(0), c64(0)
+            for axis in reversed(range(len(shape))):
+                coord = b.srem(rest, c64(shape[axis]))
+                rest = b.sdiv(rest, c64(shape[axis]))
+                ia = b.add(ia, b.mul(coord, c64(strides[0][axis])))
+                ib = b.add(ib, b.mul(coord, c64(strides[1][axis])))
+            va = b.add(self.signed(b, self.load_at(b, x1, ia, I8), self.dtype(k.inputs[0])),
+                       c64(offs[0]))
+            vb = b.add(self.signed(b, self.load_at(b, x2, ib, I8), self.dtype(k.inputs[1])),
+                       c64(offs[1]))
+            self.store_at(b, self.load_at(b, table, b.add(b.mul(va, c64(256)), vb), I8), y, e, I8)
         b.ret_void()
         return fn
 

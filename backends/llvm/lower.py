@@ -139,15 +139,21 @@ class _Lowering:
                       "padding": list(a.padding), "dilation": list(a.dilation)}
             return self.emit("MAXPOOL", call, [self.src(data[0])], params)
         consts_scalar = all(_const(a).ndim == 0 for a in call.args if isinstance(a, Constant))
-        if len(data) == 1 and dtypes[0] in EIGHT_BIT and out in EIGHT_BIT and consts_scalar \
-                and call.args[0] is data[0]:
+        if len(data) == 1 and dtypes[0] in EIGHT_BIT and out in (*EIGHT_BIT, "float32") \
+                and consts_scalar and call.args[0] is data[0]:
             return self.emit("LUT", call, [self.src(data[0])], {},
                              {"table": _table(call, dtypes[0], out)})
+        if name == "qnn.quantize" and consts_scalar and dtypes[0] == "float32" \
+                and out in EIGHT_BIT and call.attrs.semantics in ("tflite", "onnx"):
+            params = {"scale": float(_const(call.args[1])), "zp": int(_const(call.args[2])),
+                      "round": call.attrs.semantics, "out_dtype": out}
+            return self.emit("QUANT", call, [self.src(data[0])], params)
         if name in ("qnn.add", "qnn.subtract", "qnn.mul") and consts_scalar and \
                 set(dtypes) <= set(EIGHT_BIT) and out in EIGHT_BIT and len(data) == 2:
-            if data[0].checked_type.shape != data[1].checked_type.shape:
-                raise LLVMError(f"llvm: {where}: broadcasting binary ops are not supported yet")
-            return self.emit("LUT2", call, [self.src(d) for d in data], {},
+            oshape = call.checked_type.shape
+            strides = [_broadcast_strides(d.checked_type.shape, oshape) for d in data]
+            return self.emit("LUT2", call, [self.src(d) for d in data],
+                             {"out_shape": list(oshape), "strides": strides},
                              {"table": _table2(call, dtypes, out)})
         raise LLVMError(f"llvm cannot compile {where} yet (build with the 'ref' host for it)")
 
@@ -193,13 +199,14 @@ class _Lowering:
         params = {"in_zp": int(_const(call.args[2])), "rq_zp": int(_const(rq.args[2]).flat[0]),
                   "out_zp": int(_const(rq.args[4]).flat[0]), "lo": lo, "hi": hi,
                   "rounding": rq.attrs.semantics, "in_dtype": x.checked_type.dtype,
+                  "w_dtype": _const(call.args[1]).dtype.name,
                   "out_dtype": out_dtype}
         if np.asarray(_const(rq.args[4])).size > 1 or np.asarray(_const(rq.args[2])).size > 1:
             raise LLVMError(f"llvm: {where}: per-channel zero points in requantize")
         if call.op.name == "qnn.dense":
             if x.checked_type.ndim != 2:
                 raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
-            arrays["weights"] = _const(call.args[1]).astype(np.int32)
+            arrays["weights"] = _const(call.args[1])
             kind = "FC"
         else:
             a = call.attrs
@@ -213,7 +220,7 @@ class _Lowering:
                 kind = "DWCONV"
             else:
                 raise LLVMError(f"llvm: {where}: grouped convolution with {a.groups} groups")
-            arrays["weights"] = w.astype(np.int32)
+            arrays["weights"] = w
             params.update(strides=list(a.strides), dilation=list(a.dilation),
                           padding=list(a.padding))
         for c in chain[1:]:
@@ -236,6 +243,16 @@ class _Lowering:
                   "in_zp": int(zp_in), "out_zp": int(zp_out),
                   "out_dtype": call.checked_type.dtype}
         self.emit("MEAN", call, [self.src(x)], params)
+
+
+def _broadcast_strides(shape, out_shape) -> list[int]:
+    """Element strides of an input read at each output index (0 along broadcast axes)."""
+    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step if d > 1 else 0)
+        step *= d
+    return strides[::-1]
 
 
 def _table(call: Call, in_dtype: str, out_dtype: str) -> np.ndarray:
