@@ -31,7 +31,7 @@ MLAS_GROUPS = {"conv_to_qnn", "dense_to_qnn", "global_pool_to_qnn", "add_to_qnn"
 
 def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
               qdq_to_qnn: bool = True, match: str = "ort",
-              ort_threads: int | None = None) -> IRModule:
+              ort_threads: int | None = None, freeze_params: bool = True):
     """Convert an ONNX model (a path, the file's bytes or an onnx.ModelProto) into an IRModule
     whose ``main`` takes the graph inputs, named after them, and returns the graph outputs.
 
@@ -52,7 +52,20 @@ def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
     GlobalAveragePool sum in MLAS's float32 order for ``ort_threads`` threads, default ONNX
     Runtime's own default, the physical cores; their QDQ groups stay dequantize -> float ->
     quantize, as ONNX Runtime runs them). See docs/onnx.md.
+
+    ``freeze_params=False`` returns ``(mod, params)`` as TVM's ``relay.frontend.from_onnx``
+    does: the weights become trailing parameters of ``main`` and ``params`` maps their names to
+    arrays, for ``partita.build(mod, target, params=params)`` (frontends/params.py).
     """
+    mod = _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads)
+    if freeze_params:
+        return mod
+    from ..params import lift_params
+
+    return lift_params(mod)
+
+
+def _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads) -> IRModule:
     if match not in MATCHES:
         raise ONNXError(f"match must be one of {MATCHES}, got {match!r}")
     if ort_threads is not None and (not isinstance(ort_threads, int) or ort_threads < 1):
