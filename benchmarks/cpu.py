@@ -1,0 +1,88 @@
+"""CPU latency side by side, in one process: partita "llvm" against TFLite's interpreter with
+XNNPACK (its default) and with its builtin kernels, and ONNX Runtime / OpenVINO when a model for
+them is given.
+
+    python benchmarks/cpu.py [--model PATH.tflite] [--threads 1 2] [--repeat 20]
+
+Medians of ``--repeat`` runs after a warm-up; ratios are the peer's time over partita's (above
+1: partita is faster). Also prints partita's compile time, cold (empty cache) and cached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from partita.frontends import from_tflite
+
+import partita as P
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"
+
+
+def median_time(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def tflite(model: Path, x, threads: int, resolver=None):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    kwargs = {"num_threads": threads}
+    if resolver:
+        kwargs["experimental_op_resolver_type"] = getattr(OpResolverType, resolver)
+    it = Interpreter(model_path=str(model), **kwargs)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    out = it.get_output_details()[0]["index"]
+
+    def run():
+        it.invoke()
+        return it.get_tensor(out)
+
+    return run
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1])
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args(argv)
+    mod = from_tflite(str(args.model))
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["PARTITA_CACHE_DIR"] = cache
+        start = time.perf_counter()
+        exe = P.build(mod, "llvm")
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        P.build(mod, "llvm")
+        cached = time.perf_counter() - start
+    x = np.random.default_rng(0).integers(-128, 128, exe.input_types[0].shape, dtype=np.int8)
+    ours = median_time(lambda: exe.run(x), max(3, args.repeat // 4))
+    builtin = tflite(args.model, x, 1, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    same = np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+    print(f"model: {args.model.name}; partita compile cold {cold:.2f} s, cached {cached:.2f} s; "
+          f"bit-exact with the interpreter: {same}")
+    print(f"{'runtime':36} {'threads':>7} {'median ms':>10} {'vs partita':>11}")
+    print(f"{'partita llvm':36} {1:>7} {1e3 * ours:10.2f} {1.0:10.2f}x")
+    for threads in args.threads:
+        for name, fn in (("TFLite + XNNPACK", tflite(args.model, x, threads)),
+                         ("TFLite builtin kernels", builtin)):
+            t = median_time(fn, args.repeat)
+            print(f"{name:36} {threads:>7} {1e3 * t:10.2f} {t / ours:10.3f}x")
+
+
+if __name__ == "__main__":
+    main()
