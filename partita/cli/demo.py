@@ -101,6 +101,9 @@ def run_demo(out, target: str | None = None, limit: int | None = None, say=print
             if totals.get("time_at_clock_s"):
                 line += f" ({1e3 * totals['time_at_clock_s']:.3f} ms at the NPU clock)"
         out.write(line + "\n")
+    host = exe.report.host if exe.report is not None else ""
+    if not any(step.host for step in exe.steps):
+        out.write(f"{host}: no ops (every op runs on the accelerator)\n")
     out.write(f"run: {1e3 * run_s / len(images):.3f} ms per image\n")
     expected = tflite_outputs(model, images)
     if expected is None:
