@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 from partita.backends.compiled import CompiledRegion, OpProfile, region_types
-from partita.backends.registry import Backend, register_backend
+from partita.backends.registry import Backend, Option, register_backend
 
 from partita.ir import TensorType
 
@@ -83,7 +83,7 @@ def compile_region(function, options: dict) -> LLVMRegion:
     """Lower, generate IR, compile (or fetch from the cache), load."""
     plan = lower(function)
     module = generate(plan)
-    obj, cached = compile_ir(str(module))
+    obj, cached = compile_ir(str(module), options.get("mcpu"))
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     ins, _ = region_types(function)
     del ins
@@ -96,7 +96,7 @@ backend = Backend(
     host=True,
     compile=compile_region,
     load=load_region,
-    options={},
+    options={"mcpu": Option(None, None, "the CPU to generate code for (default: this host's)")},
     description="the host CPU: native code generated with llvmlite (one call per segment)",
 )
 register_backend(backend, override=True)

@@ -31,12 +31,13 @@ def _init() -> None:
             _READY = True
 
 
-def _machine():
+def _machine(cpu: str | None = None):
     _init()
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, reloc="pic", codemodel="default")
+    features = llvm.get_host_cpu_features().flatten() if cpu in (None, "native") else ""
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name() if cpu in (None, "native")
+                                        else cpu, features=features, opt=3, reloc="pic",
+                                        codemodel="default")
 
 
 def host_key() -> str:
@@ -49,9 +50,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("PARTITA_CACHE_DIR") or Path.home() / ".cache" / "partita" / "llvm")
 
 
-def compile_ir(text: str) -> tuple[bytes, bool]:
-    """Object code for ``text`` and whether it came from the cache."""
-    key = hashlib.sha256((host_key() + "\n" + text).encode()).hexdigest()
+def compile_ir(text: str, cpu: str | None = None) -> tuple[bytes, bool]:
+    """Object code for ``text`` (for ``cpu``, default the host) and whether it was cached."""
+    key = hashlib.sha256((host_key() + f"|{cpu}\n" + text).encode()).hexdigest()
     path = cache_dir() / f"{key}.o"
     digest_path = path.with_suffix(".sha256")
     try:
@@ -62,7 +63,7 @@ def compile_ir(text: str) -> tuple[bytes, bool]:
         pass
     module = llvm.parse_assembly(text)
     module.verify()
-    machine = _machine()
+    machine = _machine(cpu)
     pm = llvm.create_pass_builder(machine, llvm.PipelineTuningOptions(speed_level=3)) \
         if hasattr(llvm, "create_pass_builder") else None
     if pm is not None:

@@ -35,20 +35,22 @@ _REQUIRED = object()
 _SCHEMAS: dict[type, tuple] = {}
 
 
-def print_module(mod: IRModule) -> str:
+def print_module(mod: IRModule, show_spans: bool = False) -> str:
     """The module in Relay's text format (meta constants numbered, but not returned)."""
-    return astext(mod)[0]
+    return astext(mod, show_spans)[0]
 
 
-def print_expr(expr: Expr) -> str:
+def print_expr(expr: Expr, show_spans: bool = False) -> str:
     """An expression in Relay's text format: bindings then the result (``fn ...`` for functions)."""
-    return astext(expr)[0]
+    return astext(expr, show_spans)[0]
 
 
 @gc_paused
-def astext(obj) -> tuple[str, list[Constant]]:
-    """``(text, constants)``: ``meta[relay.Constant][i]`` in the text is ``constants[i]``."""
-    printer = _Printer()
+def astext(obj, show_spans: bool = False) -> tuple[str, list[Constant]]:
+    """``(text, constants)``: ``meta[relay.Constant][i]`` in the text is ``constants[i]``. Spans
+    (``/* span=OP:index:tensor */``) are printed only with ``show_spans``: they repeat the source
+    op after every argument of an imported model."""
+    printer = _Printer(show_spans)
     if isinstance(obj, IRModule):
         return printer.module(obj), printer.constants
     if isinstance(obj, Expr):
@@ -57,10 +59,16 @@ def astext(obj) -> tuple[str, list[Constant]]:
 
 
 class _Printer:
-    def __init__(self):
+    def __init__(self, show_spans: bool = False):
+        self.show_spans = show_spans
         self.constants: list[Constant] = []
         self._meta: dict[int, int] = {}
         self._types: dict[Type, str] = {}
+
+    def _span(self, node) -> str:
+        if not self.show_spans or node.span is None:
+            return ""
+        return f" /* span={encode_span(node.span)} */"
 
     def module(self, mod: IRModule) -> str:
         defs = [self._def(name, fn) for name, fn in mod.items()]
@@ -75,7 +83,7 @@ class _Printer:
             name = self.names[id(v)] = self._var_name(v.name_hint)
             if v.type_annotation is not None:
                 name = f"{name}: {self._type(v.type_annotation)}"
-            lines.append(f"free_var {name}{_span(v)};")
+            lines.append(f"free_var {name}{self._span(v)};")
         self._block(None, expr, 0, lines, hoisted)
         return "\n".join(lines)
 
@@ -83,7 +91,7 @@ class _Printer:
         hoisted = self._reset(fn, fn.body)
         lines = [f"def {_global(name)}({self._params(fn)}){self._ret(fn)} {{"]
         self._block(fn, fn.body, 1, lines, hoisted)
-        lines.append("}" + _span(fn))
+        lines.append("}" + self._span(fn))
         return "\n".join(lines)
 
     # Per-definition state: names of printed nodes, var names in scope, the %n counter.
@@ -151,7 +159,7 @@ class _Printer:
             elif kind is Constant:
                 text = self._constant(node)
                 if key not in self.bound_constants or node is root:
-                    names[key] = text + _span(node)
+                    names[key] = text + self._span(node)
                     continue
             elif kind is GlobalVar:
                 names[key] = _global(node.name_hint)
@@ -174,7 +182,7 @@ class _Printer:
         text = ""
         if node._type is not None and type(node) in _TYPED:
             text = f" /* ty={self._type(node._type)} */"
-        return text + _span(node) if node.span is not None else text
+        return text + self._span(node) if node.span is not None else text
 
     def _function(self, fn: Function, indent: int, hoisted=()) -> str:
         """An inner function; its params and bindings are visible only inside it."""
@@ -195,7 +203,7 @@ class _Printer:
             self.names[id(p)] = name
             if p.type_annotation is not None:
                 name = f"{name}: {self._type(p.type_annotation)}"
-            parts.append(name + _span(p))
+            parts.append(name + self._span(p))
         for key, value in fn.attrs.items():
             key = key if IDENTIFIER.fullmatch(key) else quote(key)
             parts.append(f"{key}={_attr_value(value)}")
@@ -323,7 +331,3 @@ def _attr_value(value) -> str:
 
 def _global(name: str) -> str:
     return "@" + (name if IDENTIFIER.fullmatch(name) else quote(name))
-
-
-def _span(node) -> str:
-    return f" /* span={encode_span(node.span)} */" if node.span is not None else ""

@@ -27,7 +27,7 @@ def serialize(fn: Function) -> bytes:
     """``fn`` (with its constants, exactly) as bytes."""
     from partita.text.printer import astext
 
-    text, constants = astext(IRModule({"main": fn}))
+    text, constants = astext(IRModule({"main": fn}), show_spans=True)
     buf = io.BytesIO()
     np.savez(
         buf,

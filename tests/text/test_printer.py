@@ -216,7 +216,14 @@ def test_spans_are_printed_as_comments():
     span = Span(3, "CONV_2D", "model/conv;bias:0")
     x = var("x", (4,), span=Span(0, "INPUT", "x"))
     call = Call(relu, [x], span=span)
-    text = print_expr(Function([x], add(call, Constant(np.float32(2), span=Span(None, None, "c")))))
+    fn = Function([x], add(call, Constant(np.float32(2), span=Span(None, None, "c"))))
+    assert print_expr(fn).splitlines() == [  # spans are off by default: readable text
+        "fn (%x: Tensor[(4), float32]) {",
+        "  %0 = nn.relu(%x);",
+        "  add(%0, 2f)",
+        "}",
+    ]
+    text = print_expr(fn, show_spans=True)
     assert text.splitlines() == [
         "fn (%x: Tensor[(4), float32] /* span=INPUT:0:x */) {",
         "  %0 = nn.relu(%x) /* span=CONV_2D:3:model/conv;bias:0 */;",
@@ -224,7 +231,7 @@ def test_spans_are_printed_as_comments():
         "}",
     ]
     odd = Span(None, "A:B", "x */ y", "m.tflite")
-    assert body(Call(relu, [x], span=odd)) == (
+    assert print_expr(Call(relu, [x], span=odd), show_spans=True).splitlines()[-1] == (
         'nn.relu(%x) /* span="A:B"::"x *\\/ y" source="m.tflite" */'
     )
 

@@ -152,12 +152,12 @@ def _spans(mod):
 @settings(max_examples=100, deadline=None)
 @given(modules())
 def test_print_parse_print_is_the_identity(mod):
-    text, constants = astext(mod)
+    text, constants = astext(mod, show_spans=True)
     again = parse(text, constants)
     P.assert_structural_equal(again, mod)
     assert list(again) == list(mod)
     assert _spans(again) == _spans(mod)
-    text2, constants2 = astext(again)
+    text2, constants2 = astext(again, show_spans=True)
     assert text2 == text
     assert all(a is b for a, b in zip(constants2, constants)) and len(constants2) == len(constants)
 
@@ -166,11 +166,11 @@ def test_print_parse_print_is_the_identity(mod):
 @given(modules())
 def test_typed_modules_round_trip(mod):
     P.InferType()(mod)
-    text, constants = astext(mod)
+    text, constants = astext(mod, show_spans=True)
     assert "/* ty=" in text
     again = P.InferType()(parse(text, constants))
     P.assert_structural_equal(again, mod)
-    assert astext(again)[0] == text
+    assert astext(again, show_spans=True)[0] == text
 
 
 @settings(max_examples=200, deadline=None)
@@ -190,7 +190,7 @@ def test_scalar_literals_round_trip_bit_exactly(case):
 def test_non_finite_scalars_round_trip_through_meta():
     values = [const(np.float32(np.nan)), const(np.float16(-np.inf)), const(np.float64(np.inf))]
     mod = IRModule.from_expr(Tuple(values))
-    text, constants = astext(mod)
+    text, constants = astext(mod, show_spans=True)
     assert len(constants) == 3
     P.assert_structural_equal(parse(text, constants), mod)
 
@@ -227,11 +227,11 @@ def test_attributes_round_trip_for_conv_and_friends():
         dequantize(rq, sc, zp), const(0.0), pad_width=((0, 0), (1, 1), (1, 1), (0, 0))
     )
     mod = P.InferType()(IRModule.from_expr(pad))
-    text, constants = astext(mod)
+    text, constants = astext(mod, show_spans=True)
     assert "pad_width=[[0, 0], [1, 1], [1, 1], [0, 0]]" in text and "axis=3" in text
     again = parse(text, constants)
     P.assert_structural_equal(again, mod)
-    assert astext(P.InferType()(again))[0] == text
+    assert astext(P.InferType()(again), show_spans=True)[0] == text
 
 
 @pytest.mark.slow
@@ -249,7 +249,7 @@ def test_long_chain_prints_and_parses_without_recursion():
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)
     try:
-        text, constants = astext(mod)
+        text, constants = astext(mod, show_spans=True)
         again = parse(text, constants)
     finally:
         sys.setrecursionlimit(limit)
