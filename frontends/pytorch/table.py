@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from . import aten_nn as nn
 from . import aten_tensor as t
-from . import pt2e
+from . import aten_transformer, pt2e
 
 CONVERTERS = {
     "aten._convolution": nn.convolution,
@@ -63,3 +63,4 @@ CONVERTERS = {
     "quantized_decomposed.quantize_per_channel": pt2e.quantize_per_channel,
     "quantized_decomposed.quantize_per_tensor": pt2e.quantize_per_tensor,
 }
+CONVERTERS.update(aten_transformer.CONVERTERS)  # overrides aten.matmul with the N-D form
