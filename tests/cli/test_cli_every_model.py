@@ -12,9 +12,10 @@ import partita as P
 import partita.cli as cli
 
 MODELS = Path(__file__).resolve().parents[2] / "tests" / "models"
-FILES = sorted(
+FILES = sorted(  # the three frontends' test models (transformers have their own tests)
     p
-    for p in MODELS.rglob("*")
+    for folder in ("tflite", "onnx", "pytorch")
+    for p in (MODELS / folder).rglob("*")
     if p.suffix in (".tflite", ".onnx", ".pt2", ".pt") and "large" not in p.parts
 )
 SHAPES = {".pt": ["--input-shape", "x=1,3,16,16"]}
