@@ -6,7 +6,7 @@ several outputs). Adding an operator adds a row.
 
 from __future__ import annotations
 
-from . import ops_conv, ops_elemwise, ops_pool, ops_tensor
+from . import ops_conv, ops_elemwise, ops_pool, ops_tensor, ops_transformer
 
 CONVERTERS = {
     "ADD": (ops_elemwise.binary, "AddOptions"),
@@ -44,3 +44,4 @@ CONVERTERS = {
     "TANH": (ops_elemwise.unary, None),
     "TRANSPOSE": (ops_tensor.transpose, None),
 }
+CONVERTERS.update(ops_transformer.CONVERTERS)

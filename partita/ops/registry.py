@@ -243,6 +243,7 @@ def _ensure_loaded():
         qnn_elemwise,
         qnn_lut,
         qnn_pool,
+        qnn_transformer,
         tensor,
         tensor_reduce,
         tensor_transform,
