@@ -85,3 +85,19 @@ def test_squared_difference_every_value(scales):
     data = build(Model(t, [Op("SQUARED_DIFFERENCE", [0, 1], [2])], [0, 1], [2]))
     got = interpret(from_tflite(data), [ALL_INT8, b])
     assert_same(got, Oracle(data, "ref")([ALL_INT8, b]), "SQUARED_DIFFERENCE")
+
+
+def test_keras_encoder_npu_ref_build_bit_exact_and_placement():
+    """build(mod, "npu, ref"): the NPU takes every FULLY_CONNECTED, every op it refuses carries
+    its reason, and the results stay bit-exact with TFLite's reference kernels."""
+    import partita
+
+    exe = partita.build(from_tflite(MODEL), "npu, ref")
+    rows = exe.report.rows
+    assert {r.target for r in rows if r.op == "FULLY_CONNECTED"} == {"npu"}
+    refused = [r for r in rows if r.target == "ref"]
+    assert {"SOFTMAX", "GELU", "RSQRT", "GATHER"} <= {r.op for r in refused}
+    assert all(r.reason for r in refused if r.op in ("SOFTMAX", "GELU", "RSQRT", "MEAN"))
+    oracle = Oracle(MODEL, "ref")
+    x = token_inputs(oracle, np.random.default_rng(3))
+    assert_same(exe.run(*x), oracle(x), "bert_tiny_int8 on npu, ref")
