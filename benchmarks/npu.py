@@ -16,15 +16,20 @@ import argparse
 import contextlib
 import csv
 import io
+import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-from partita.frontends import from_tflite
+# one BLAS thread, as TFLite gets one thread: on a shared machine OpenBLAS's spinning workers
+# make the simulator's small GEMMs 10-100x slower
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import partita as P
+import numpy as np  # noqa: E402
+from partita.frontends import from_tflite  # noqa: E402
+
+import partita as P  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = [

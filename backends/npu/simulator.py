@@ -33,30 +33,63 @@ def run_program(program: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [values[t] for t in program.outputs]
 
 
-def output_stage(acc: np.ndarray, op: NPUOp) -> np.ndarray:
-    """int32 accumulators (+ bias) -> requantized, offset, clamped out_dtype values."""
+def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarray:
+    """int64 accumulators (+ bias) -> requantized, offset, clamped out_dtype values.
+
+    ``bound`` is a static bound on |acc|; below 2**31 the int32 wrap-arounds cannot trigger and
+    are skipped (the arithmetic is otherwise TFLite's, step for step)."""
     p, a = op.params, op.arrays
-    acc = acc.astype(np.int64).astype(np.int32)  # the accumulator register wraps at 32 bits
-    if "bias" in a:
-        acc = acc + a["bias"]  # int32 + int32 wraps like the hardware adder
-    x = acc.astype(np.int64) - a["rq_zp"].astype(np.int64)
+    bias = a.get("bias")
+    rq_zp = a["rq_zp"].astype(np.int64)
+    if bias is not None:
+        bound += float(np.abs(bias.astype(np.int64)).max(initial=0))
+    exact = bound + float(np.abs(rq_zp).max(initial=0)) < 2.0**31
+    if not exact:  # the accumulator register and the bias adder wrap at 32 bits
+        acc = wrap_int32(acc)
+    if bias is not None:
+        acc = acc + bias.astype(np.int64)
+        if not exact:
+            acc = wrap_int32(acc)
+    if rq_zp.any():
+        acc = acc - rq_zp
     if p["rounding"] == "tflite_double":
-        y = scale_round_half_away_double(x, a["scale"])
+        y = scale_round_half_away_double(acc, a["scale"])
     elif p["rounding"] == "tflite_builtin":
-        y = multiply_by_quantized_multiplier_upward(wrap_int32(x), a["multiplier"], a["shift"])
+        y = multiply_by_quantized_multiplier_upward(wrap_int32(acc), a["multiplier"], a["shift"])
     else:
-        y = multiply_by_quantized_multiplier(x, a["multiplier"], a["shift"])
-    y = y + a["out_zp"].astype(np.int64)
+        y = _multiply_by_quantized_multiplier(acc, a["multiplier"], a["shift"], exact)
+    y += a["out_zp"].astype(np.int64)
     return np.clip(y, p["act_min"], p["act_max"]).astype(p["out_dtype"])
 
 
+def _multiply_by_quantized_multiplier(x, multiplier, shift, exact: bool) -> np.ndarray:
+    """partita.ops.fixedpoint.multiply_by_quantized_multiplier in fewer passes over the data:
+    SRDHM(a, q) for q > 0 is (a*q + 2**30) >> 31 (its nudge and truncation toward zero fold into
+    one floor), and RoundingDivideByPOT(v, e > 0) is (v + 2**(e-1) - (v < 0)) >> e. Equal bit
+    for bit (tests/backends/npu/test_npu_ops.py checks it against the reference helper)."""
+    shift = shift.astype(np.int64)
+    q = multiplier.astype(np.int64)
+    if (shift > 0).any() or not exact or (q <= 0).any():
+        return multiply_by_quantized_multiplier(x, multiplier, shift)
+    right = -shift
+    v = x * q
+    v += 1 << 30
+    v >>= 31
+    half = (np.int64(1) << right) >> 1
+    v += half - ((v < 0) & (half > 0))  # no rounding when there is no shift
+    v >>= right
+    return v
+
+
 def _padded(x: np.ndarray, op: NPUOp) -> np.ndarray:
-    """Input minus its zero point (float64), with the explicit pad and the conv's own padding."""
+    """Input minus its zero point (float32, exact), with the explicit pad and the conv's own
+    padding."""
     p = op.params
     t, left, b, r = p["explicit_pad"]
     if t or left or b or r:
         x = np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=p["pad_value"])
-    xo = x.astype(np.float64) - p["in_zp"]
+    xo = x.astype(np.float32)
+    xo -= p["in_zp"]
     t, left, b, r = p["padding"]
     if t or left or b or r:
         xo = np.pad(xo, ((0, 0), (t, b), (left, r), (0, 0)))
@@ -75,13 +108,35 @@ def _stripes(oh: int, count: int):
     return [(r, min(oh, r + step)) for r in range(0, oh, step)]
 
 
+def _input_range(dtype, op: NPUOp) -> int:
+    """The largest |x - zero point| an input of ``dtype`` can produce."""
+    info = np.iinfo(dtype)
+    zp = int(op.params["in_zp"])
+    return max(zp - int(info.min), int(info.max) - zp)
+
+
+def _weight_matrix(op: NPUOp, x_range: int, shape: tuple) -> tuple[np.ndarray, float]:
+    """(K, O) weights minus their zero points, as float32 when every partial sum of the GEMM
+    stays below 2**24 in magnitude (then float32 is exact in any summation order), else float64;
+    and the bound on |accumulator|. Cached on the op: it depends only on the stream."""
+    cache = op.__dict__.setdefault("_sim_cache", {})
+    if x_range not in cache:
+        w = op.arrays["weights"]
+        zp = op.arrays["w_zp"].reshape((-1,) + (1,) * (w.ndim - 1))
+        wm = (w.astype(np.int64) - zp).reshape(w.shape[0], -1)
+        bound = float(np.abs(wm).sum(axis=1).max(initial=0)) * x_range
+        dtype = np.float32 if bound < 2.0**24 else np.float64
+        cache[x_range] = (np.ascontiguousarray(wm.T.astype(dtype)).reshape(shape), bound)
+    return cache[x_range]
+
+
 def conv(op: NPUOp, args) -> np.ndarray:
     xo = _padded(args[0], op)
-    w = op.arrays["weights"]
-    o, kh, kw, c = w.shape
+    o, kh, kw, c = op.arrays["weights"].shape
+    wm, bound = _weight_matrix(op, _input_range(args[0].dtype, op), (kh * kw * c, o))
+    xo = xo.astype(wm.dtype, copy=False)
     sh, sw, dh, dw, oh, ow = _geometry(xo, kh, kw, op)
-    wm = (w.astype(np.float64) - op.arrays["w_zp"].reshape(-1, 1, 1, 1)).reshape(o, -1)
-    out = np.empty((1, oh, ow, o), np.float64)
+    out = np.empty((1, oh, ow, o), wm.dtype)
     for r0, r1 in _stripes(oh, op.stripes):  # each stripe reads its rows plus the halo
         taps = [
             xo[
@@ -93,38 +148,38 @@ def conv(op: NPUOp, args) -> np.ndarray:
             for i in range(kh)
             for j in range(kw)
         ]
-        patches = np.concatenate(taps, axis=-1).reshape(-1, kh * kw * c)
-        out[:, r0:r1] = (patches @ wm.T).reshape(1, r1 - r0, ow, o)
-    return output_stage(np.rint(out).astype(np.int64), op)
+        patches = taps[0] if len(taps) == 1 else np.concatenate(taps, axis=-1)
+        np.matmul(patches.reshape(-1, kh * kw * c), wm, out=out[0, r0:r1].reshape(-1, o))
+    return output_stage(out.astype(np.int64), op, bound)
 
 
 def dwconv(op: NPUOp, args) -> np.ndarray:
     xo = _padded(args[0], op)
-    w = op.arrays["weights"]
-    c, kh, kw = w.shape
+    c, kh, kw = op.arrays["weights"].shape
+    wm, bound = _weight_matrix(op, _input_range(args[0].dtype, op), (kh, kw, c))
+    xo = xo.astype(wm.dtype, copy=False)
     sh, sw, dh, dw, oh, ow = _geometry(xo, kh, kw, op)
-    wm = w.astype(np.int64) - op.arrays["w_zp"].reshape(-1, 1, 1).astype(np.int64)
-    xi = xo.astype(np.int64)
-    acc = np.zeros((1, oh, ow, c), np.int64)
+    acc = np.zeros((1, oh, ow, c), wm.dtype)
     for r0, r1 in _stripes(oh, op.stripes):
+        part, tmp = acc[:, r0:r1], np.empty_like(acc[:, r0:r1])
         for i in range(kh):
             for j in range(kw):
-                acc[:, r0:r1] += (
-                    xi[
-                        :,
-                        r0 * sh + i * dh : (r1 - 1) * sh + i * dh + 1 : sh,
-                        j * dw : j * dw + (ow - 1) * sw + 1 : sw,
-                        :,
-                    ]
-                    * wm[:, i, j]
-                )
-    return output_stage(acc, op)
+                tap = xo[
+                    :,
+                    r0 * sh + i * dh : (r1 - 1) * sh + i * dh + 1 : sh,
+                    j * dw : j * dw + (ow - 1) * sw + 1 : sw,
+                    :,
+                ]
+                np.multiply(tap, wm[i, j], out=tmp)
+                part += tmp
+    return output_stage(acc.astype(np.int64), op, bound)
 
 
 def fc(op: NPUOp, args) -> np.ndarray:
-    x = args[0].astype(np.float64) - op.params["in_zp"]
-    w = op.arrays["weights"].astype(np.float64) - op.arrays["w_zp"].reshape(-1, 1)
-    return output_stage(np.rint(x @ w.T).astype(np.int64), op)
+    shape = op.arrays["weights"].shape[::-1]
+    wm, bound = _weight_matrix(op, _input_range(args[0].dtype, op), shape)
+    x = args[0].astype(wm.dtype) - op.params["in_zp"]
+    return output_stage((x @ wm).astype(np.int64), op, bound)
 
 
 def lut(op: NPUOp, args) -> np.ndarray:

@@ -155,3 +155,23 @@ def test_npu_is_listed_with_its_options():
     assert backend.describe_options()["config"] == "u55-256"
     with pytest.raises(P.PartitaError, match="no option -colour"):
         P.build(conv_graph(4, 4, 2, 2, 1, 1, 1, 0, False, False), "npu -colour=red, ref")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    shift=st.integers(-31, 0),
+    magnitude=st.sampled_from([2**8, 2**20, 2**30, 2**31 - 1]),
+)
+def test_fast_multiplier_equals_tflite_helper(seed, shift, magnitude):
+    from partita.backends.npu.simulator import _multiply_by_quantized_multiplier
+
+    from partita.ops.fixedpoint import multiply_by_quantized_multiplier
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-magnitude, magnitude, (64, 4), dtype=np.int64)
+    x[0, :] = [-(2**30), 2**30, -1, 0]  # exact halves and zero
+    q = rng.integers(1 << 30, 1 << 31, 4, dtype=np.int64)
+    sh = np.array([shift, min(0, shift + 1), -31, 0], np.int64)
+    got = _multiply_by_quantized_multiplier(x, q, sh, exact=True)
+    np.testing.assert_array_equal(got, multiply_by_quantized_multiplier(x, q, sh))
