@@ -17,6 +17,7 @@ inputs ``input_ids`` (int64 [batch, seq], vocab 100) and ``attention_mask`` (int
     bert_tiny.dyn_int8.ort_opt.onnx  the dynamic int8 model after ONNX Runtime's extended graph
                               optimizations (DynamicQuantizeMatMul, MatMulIntegerToFloat, ...)
     bert_tiny.pt2             torch.export of the float model, static [1, 16]
+    bert_tiny.pt2e_xnnpack.pt2  PT2E (torchao XNNPACKQuantizer, per-channel), static [1, 16]
 """
 
 from __future__ import annotations
@@ -248,6 +249,28 @@ def export_pt2(model: TinyBert, path: Path) -> None:
     torch.export.save(torch.export.export(model, args), str(path))
 
 
+def export_pt2e(model: TinyBert, path: Path) -> None:
+    """PT2E with torchao's XNNPACKQuantizer (symmetric, per-channel weights), calibrated on
+    N_CALIB sequences, exported again with torch.export."""
+    from gen_torch_models import _drop_unused_attributes
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchao.testing.pt2e._xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    feed = inputs(1, SEED)[0]
+    args = tuple(torch.from_numpy(v) for v in feed.values())
+    quantizer = XNNPACKQuantizer()
+    quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
+    prepared = prepare_pt2e(torch.export.export(model, args).module(), quantizer)
+    for f in inputs(N_CALIB, SEED + 1):
+        prepared(*(torch.from_numpy(v) for v in f.values()))
+    converted = convert_pt2e(prepared)
+    _drop_unused_attributes(converted)
+    torch.export.save(torch.export.export(converted, args), str(path))
+
+
 def op_counts(path: Path) -> str:
     counts: dict[str, int] = {}
     for node in onnx.load(path).graph.node:
@@ -279,6 +302,7 @@ def main(argv=None) -> int:
             continue
         print(f"{path} {path.stat().st_size} bytes: {op_counts(path)}", file=sys.stderr)
     export_pt2(model, args.out / "bert_tiny.pt2")
+    export_pt2e(model, args.out / "bert_tiny.pt2e_xnnpack.pt2")
     return 0
 
 
