@@ -260,3 +260,38 @@ def test_dynamic_quantize_matmul_and_integer_to_float():
         {"w": w, "ws": np.array(0.02, np.float32), "wz": np.array(0, np.int8), "bias": f32(8)},
     )
     check(m, {"x": f32(2, 5, 16)}, atol=1e-6)
+
+
+def test_bad_transformer_nodes_fail_naming_the_node():
+    from partita.frontends.onnx import ONNXConversionError
+
+    gather = helper.make_node("Gather", ["t", "i"], ["y"], name="emb")
+    m = model(
+        [gather],
+        [("t", "float32", [4, 2])],
+        [("y", "float32", None)],
+        {"i": np.array([4], np.int64)},
+    )
+    with pytest.raises(ONNXConversionError, match="#0 Gather 'emb'.*out of range for axis 0"):
+        from_onnx(m)
+    ln = helper.make_node("LayerNormalization", ["x", "g"], ["y"], name="ln")
+    m = model([ln], [("x", "float32", [2, 8])], [("y", "float32", None)], {"g": f32(4)})
+    with pytest.raises(ONNXConversionError, match="LayerNormalization 'ln'.*4 values.*8"):
+        from_onnx(m)
+    att = helper.make_node(
+        "Attention", ["x", "w", "b"], ["y"], domain="com.microsoft", num_heads=3, name="att"
+    )
+    m = model(
+        [att],
+        [("x", "float32", [1, 2, 4])],
+        [("y", "float32", None)],
+        {"w": f32(4, 12), "b": f32(12)},
+    )
+    with pytest.raises(ONNXConversionError, match="Attention 'att'.*num_heads=3"):
+        from_onnx(m)
+    pw = helper.make_node("Pow", ["x", "e"], ["y"], name="cube")
+    m = model(
+        [pw], [("x", "float32", [3])], [("y", "float32", None)], {"e": np.array(3.0, np.float32)}
+    )
+    with pytest.raises(UnsupportedOperatorError, match="Pow 'cube': Pow with exponent 3.0"):
+        from_onnx(m)
