@@ -9,6 +9,8 @@ and a classification head on the first token (tanh pooler, 3 classes). Random we
 inputs ``input_ids`` (int64 [batch, seq], vocab 100) and ``attention_mask`` (int64 [batch, seq]).
 
     bert_tiny.onnx            torch.onnx.export(dynamo=False), opset 17, dynamic batch and seq
+    bert_tiny.opset14.onnx    the same at opset 14 (LayerNormalization decomposed: ReduceMean, Sub,
+                              Pow, Sqrt, Div)
     bert_tiny.dynamo.onnx     torch.onnx.export(dynamo=True), opset 18, static [1, 16]
     bert_tiny.dyn_int8.onnx   quantize_dynamic (DynamicQuantizeLinear + MatMulInteger), int8 weights
     bert_tiny.qdq.onnx        quant_pre_process + quantize_static, QDQ, int8 activations/weights
@@ -129,7 +131,7 @@ def _clean(proto: onnx.ModelProto, producer: str) -> None:
     proto.doc_string, proto.producer_name = "", producer
 
 
-def export_legacy(model: TinyBert, path: Path) -> None:
+def export_legacy(model: TinyBert, path: Path, opset: int = 17) -> None:
     feed = inputs(1, SEED)[0]
     args = (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"]))
     dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
@@ -138,7 +140,7 @@ def export_legacy(model: TinyBert, path: Path) -> None:
         args,
         str(path),
         dynamo=False,
-        opset_version=17,
+        opset_version=opset,
         input_names=["input_ids", "attention_mask"],
         output_names=["logits"],
         dynamic_axes=dyn,
@@ -288,6 +290,7 @@ def main(argv=None) -> int:
     export_legacy(model, base)
     steps = [
         ("dynamo", lambda p: export_dynamo(model, p)),
+        ("opset14", lambda p: export_legacy(model, p, opset=14)),
         ("dyn_int8", lambda p: quantize_dynamic_int8(base, p)),
         ("qdq", lambda p: quantize_qdq(base, p)),
         ("ort_fused", ort_fuse),
