@@ -47,6 +47,11 @@ class NPUConfig:
     spill_bandwidth: float
     op_overhead_cycles: int  # command decode and pipeline fill per operation
     dma_latency_cycles: int  # first-byte latency of an off-chip transfer
+    shram_banks: int = 48  # the MAC array's shared buffer, 1 KiB banks (block-config search)
+    shram_ifm_granule: int = 8  # banks allocated at a time for input blocks
+    shram_acc_granule: int = 16  # and for 32-bit accumulators
+    cores: int = 1  # MAC-array cores working on one block in parallel
+    sram_latency_cycles: int = 32  # first-byte latency of an SRAM block transfer
     max_kernel: int = 8 * 8  # largest kernel area the MAC array takes without splitting
     max_stride: int = 3
 
@@ -90,7 +95,13 @@ _U65 = dict(
 PRESETS = {
     name: NPUConfig(name, macs, block, **dict(zip(OUTPUT_FIELDS, cycles)), **memory)
     for name, macs, block, cycles, memory in (
-        ("u55-128", 128, (2, 1, 8), (0.5, 1.5, 0.75, 0.25, 1.0), _U55),
+        (
+            "u55-128",
+            128,
+            (1, 2, 8),
+            (0.5, 1.5, 0.75, 0.25, 1.0),
+            {**_U55, "shram_banks": 24, "shram_ifm_granule": 4, "shram_acc_granule": 8},
+        ),
         ("u55-256", 256, (2, 2, 8), (0.25, 0.75, 0.375, 0.125, 1.0), _U55),
         ("u65-256", 256, (2, 2, 8), (0.25, 0.75, 0.375, 0.125, 1.0), _U65),
         (
@@ -98,7 +109,7 @@ PRESETS = {
             512,
             (2, 2, 8),
             (0.125, 0.375, 0.1875, 0.0625, 0.5),
-            {**_U65, "ifm_depth_per_cycle": 16},
+            {**_U65, "cores": 2},
         ),
     )
 }
@@ -140,8 +151,19 @@ def _from_toml(path: Path) -> NPUConfig:
 
 
 def _validate(c: NPUConfig, where: str) -> None:
-    positive = ("macs_per_cycle", "ifm_depth_per_cycle", "clock_hz", "sram_bytes",
-                "sram_bandwidth", "weight_bandwidth", *OUTPUT_FIELDS)
+    positive = (
+        "macs_per_cycle",
+        "ifm_depth_per_cycle",
+        "clock_hz",
+        "sram_bytes",
+        "sram_bandwidth",
+        "weight_bandwidth",
+        "shram_banks",
+        "shram_ifm_granule",
+        "shram_acc_granule",
+        "cores",
+        *OUTPUT_FIELDS,
+    )
     for name in positive:
         value = getattr(c, name)
         if not isinstance(value, (int, float)) or value <= 0:

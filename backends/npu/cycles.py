@@ -1,9 +1,9 @@
 """The cycle model: per operation, compute cycles from the MAC array's block shape, memory
 cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed overhead.
 
-    MAC ops    ceil(OH/bh) * ceil(OW/bw) * ceil(OC/bc) blocks, each kh*kw*ceil(IC/depth) steps
-               (depthwise: kh*kw steps, one input channel per output channel; FC: the blocks'
-               spatial lanes idle), at least the output stage's cycles per output element
+    MAC ops    Vela's block model (blocks.py): the output block chosen to fit the shared buffer,
+               per block kernel elements x 32-channel passes x micro-blocks (at least the
+               weight-buffer refill), the output stage overlapping the next block
     unit ops   output elements / elementwise rate (pooling and mean: input elements)
     memory     feature maps read and written where they live, weights and tables from the
                weight memory, halo rows re-read by each extra stripe; bytes / bandwidth, plus
@@ -18,6 +18,7 @@ from math import ceil
 
 import numpy as np
 
+from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .program import NPUOp, Program
 
@@ -44,31 +45,33 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     return config.add_output_cycles
 
 
+def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple) -> tuple[Query, int]:
+    """The block model's view of a MAC-array op, and its MAC count."""
+    w = op.arrays["weights"]
+    if op.kind == "FC":
+        oc, k = w.shape
+        rows = int(np.prod(ofm[:-1]))
+        return Query("fc", (1, rows, k), (1, rows, oc)), rows * oc * k
+    _, oh, ow, oc = ofm
+    kh, kw = w.shape[1], w.shape[2]
+    p = op.params
+    kind = "conv" if op.kind == "CONV" else "dwconv"
+    query = Query(
+        kind, tuple(ifm[1:]), (oh, ow, oc), (kh, kw), tuple(p["strides"]), tuple(p["dilation"])
+    )
+    depth = w.shape[3] if op.kind == "CONV" else 1
+    return query, oh * ow * oc * kh * kw * depth
+
+
 def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation."""
     out = program.tensors[op.output]
     ins = [program.tensors[t] for t in op.inputs]
     out_elems = int(np.prod(out.shape))
-    bh, bw, bc = config.ofm_block
-    macs, compute = 0, 0.0
+    macs, compute, block = 0, 0.0, None
     if op.kind in ("CONV", "DWCONV", "FC"):
-        w = op.arrays["weights"]
-        if op.kind == "FC":
-            oc, k = w.shape
-            macs = oc * k
-            steps = ceil(oc / bc) * ceil(k / config.ifm_depth_per_cycle)
-        else:
-            _, oh, ow, oc = out.shape
-            blocks = ceil(oh / bh) * ceil(ow / bw) * ceil(oc / bc)
-            kh, kw = w.shape[1], w.shape[2]
-            if op.kind == "CONV":
-                ic = w.shape[3]
-                macs = oh * ow * oc * kh * kw * ic
-                steps = blocks * kh * kw * ceil(ic / config.ifm_depth_per_cycle)
-            else:
-                macs = oh * ow * oc * kh * kw
-                steps = blocks * kh * kw
-        compute = max(float(steps), out_elems * config.conv_output_cycles)
+        query, macs = _mac_query(op, ins[0].shape, out.shape)
+        compute, block = mac_cycles(config, query, config.conv_output_cycles)
     elif op.kind == "LUT":
         compute = out_elems * config.lut_cycles
     else:
@@ -100,6 +103,7 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
         "utilisation": macs / capacity if capacity and macs else 0.0,
         "bytes": moved,
         "stripes": op.stripes,
+        **({"block": "x".join(map(str, block.ofm))} if block else {}),
         "time_at_clock_s": total / config.clock_hz,
     }
 

@@ -1,0 +1,196 @@
+"""The MAC array's block configuration and its compute cycles, after Vela's performance model.
+
+An operation runs as a sequence of output blocks (h x w x c, a multiple of the micro-block) that
+must fit the shared buffer (SHRAM) together with their input block and accumulators; the block is
+chosen to minimise the input and weight re-fetches per output element (Vela's
+``find_block_config``). Per block, each kernel element costs 4 cycles per micro-block pass but at
+least the weight-buffer refill (``32 * ublock depth / 8`` cycles), repeated for every 32 (or, in
+part-kernel mode, 8) input channels; the output stage works per block in parallel with the next
+block's MACs (Vela's ``_estimate_conv_cycles``). Small feature maps therefore waste lanes, which
+is what makes Vela's estimates of small networks much larger than MACs / MACs-per-cycle.
+"""
+
+from __future__ import annotations
+
+from math import ceil, inf
+from typing import NamedTuple
+
+from .config import NPUConfig
+
+SPLIT_DEPTH = 16  # Vela's OFMSplitDepth
+BLOCK_MAX = (32, 64, 128)  # largest output block (h, w, c)
+SUB_KERNEL = 8  # kernels larger than 8x8 run as sub-kernels
+BANK_BYTES = 1024
+RESERVED_OUTPUT_BANKS = 2
+RESERVED_END_BANKS = 2
+
+
+class Query(NamedTuple):
+    """One MAC-array operation: kind (conv, dwconv, fc, pool), ifm and ofm (h, w, c), kernel
+    (kh, kw), strides and dilations."""
+
+    kind: str
+    ifm: tuple[int, int, int]
+    ofm: tuple[int, int, int]
+    kernel: tuple[int, int] = (1, 1)
+    strides: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+
+
+class Block(NamedTuple):
+    ofm: tuple[int, int, int]
+    ifm: tuple[int, int, int]
+    partkernel: bool
+
+
+def _up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def _area(q: Query) -> tuple[int, int]:
+    return tuple((k - 1) * d + 1 for k, d in zip(q.kernel, q.dilation))
+
+
+def _partkernel(q: Query) -> bool:
+    """Part-kernel-first (8 channels x 4 kernel elements) beats depth-first (32 channels)?"""
+    if q.kind != "conv":
+        return False
+    depth, elems = q.ifm[2], q.kernel[0] * q.kernel[1]
+    if depth <= 8:
+        return True
+    depth_util = depth / _up(depth, 32)
+    part_util = depth * elems / (_up(depth, 8) * _up(elems, 4))
+    return part_util > depth_util
+
+
+def _ifm_block(q: Query, ofm: tuple[int, int, int], ublock, ifm_depth: int):
+    areas = _area(q)
+    dims = [
+        _up((o - 1) * s + min(a, SUB_KERNEL), u)
+        for o, s, a, u in zip(ofm[:2], q.strides, areas, ublock[:2])
+    ]
+    return (dims[0], dims[1], ifm_depth)
+
+
+def _fits(config: NPUConfig, ofm, ifm, equal_depth: bool) -> bool:
+    """Input block (double-buffered) and 32-bit accumulators fit the SHRAM banks."""
+    ifm_bytes = ifm[0] * ifm[1] * _up(ifm[2], 8)
+    ifm_banks = _up(-(-ifm_bytes // BANK_BYTES) * 2, config.shram_ifm_granule)
+    acc_bytes = ofm[0] * ofm[1] * _up(ofm[2], 8) * 4
+    acc_banks = _up(-(-acc_bytes // BANK_BYTES) * 2, config.shram_acc_granule)
+    total = config.shram_banks - RESERVED_END_BANKS
+    return RESERVED_OUTPUT_BANKS + ifm_banks <= total - RESERVED_END_BANKS - acc_banks
+
+
+def find_block(config: NPUConfig, q: Query) -> Block:
+    """The output block with the fewest input and weight fetches per output element."""
+    ublock = config.ofm_block
+    oh, ow, oc = q.ofm
+    partkernel = _partkernel(q)
+    equal_depth = q.kind in ("dwconv", "pool")
+    ifm_depth = _up(min(q.ifm[2], 16 if partkernel else 32), 8)
+    space = [_up(min(o, m), u) for o, m, u in zip(q.ofm, BLOCK_MAX, ublock)]
+    repeats = ceil(_area(q)[0] / SUB_KERNEL) * ceil(_area(q)[1] / SUB_KERNEL)
+    weight_wh = q.kernel[0] * q.kernel[1] if q.kind != "pool" else 0
+    best, best_cost = None, inf
+    depth = max(ublock[2], min(space[2], SPLIT_DEPTH))
+    if depth < oc:
+        depth = _up(depth, SPLIT_DEPTH)
+    while depth <= space[2]:
+        for h in range(ublock[0], space[0] + 1, ublock[0]):
+            for w in range(ublock[1], space[1] + 1, ublock[1]):
+                ofm = (h, w, depth)
+                ifm = _ifm_block(q, ofm, ublock, depth if equal_depth else ifm_depth)
+                if oh == 1 and q.kernel[0] == 1 and ublock[0] == 2:
+                    ofm = (1, w, depth)  # Vela's 1-D optimisation for 256/512-MAC arrays
+                if not _fits(config, ofm, ifm, equal_depth):
+                    continue
+                full = (ceil(oh / ofm[0]), ceil(ow / ofm[1]), ceil(oc / ofm[2]))
+                weight = weight_wh * q.ifm[2] * full[0] * full[1]
+                if not equal_depth:
+                    weight *= ofm[2] * (oc / ofm[2])
+                fetch = ifm[0] * ifm[1] * q.ifm[2] * repeats * (oh / ofm[0]) * (ow / ofm[1])
+                if not equal_depth:
+                    fetch *= full[2]
+                cost = (fetch + weight) / (oh * ow * oc)
+                if q.ifm[0] * q.ifm[1] * q.ifm[2] < ifm[0] * ifm[1] * ifm[2] * 2:
+                    cost /= 2
+                if cost < best_cost:
+                    best, best_cost = Block((h, w, depth), ifm, partkernel), cost
+        depth += ublock[2]
+        if depth < oc:
+            depth = _up(depth, SPLIT_DEPTH)
+    if best is None:  # nothing fits: the smallest block (Vela would refuse the op)
+        best = Block(tuple(ublock), _ifm_block(q, ublock, ublock, ifm_depth), partkernel)
+    return best
+
+
+def _dpu_block_cycles(config: NPUConfig, q: Query, block: Block, ofm_block) -> float:
+    ublock = config.ofm_block
+    one_d = q.kind != "pool" and q.ofm[0] == 1 and q.kernel[0] == 1
+    if one_d and ublock[0] == 2 and q.ofm[1] % 2 == 0:  # 1-D rows use a 1x4 micro-block
+        ublock = (1, 4, ublock[2])
+        ofm_block = (1, ofm_block[1], ofm_block[2])
+    n_xy = ceil(ofm_block[0] / ublock[0]) * ceil(ofm_block[1] / ublock[1])
+    n_z = ceil(ofm_block[2] / ublock[2])
+    wb = 32 * ublock[2] // 8
+    limit = (1, 1) if q.kind == "fc" else (SUB_KERNEL, SUB_KERNEL)
+    kh, kw = q.kernel
+    subs = [
+        min(kh - i * limit[0], limit[0]) * min(kw - j * limit[1], limit[1])
+        for i in range(ceil(kh / limit[0]))
+        for j in range(ceil(kw / limit[1]))
+    ]
+    ifm_depth = min(q.ifm[2], block.ifm[2])
+    per_ublock = 32 / config.ifm_depth_per_cycle  # cycles for one 32-channel pass (4 on Ethos-U)
+    cycles = 0.0
+    for elems in subs:
+        if q.kind == "pool":
+            steps, c = 1, max(4, elems) * n_xy * n_z
+        elif q.kind == "dwconv":
+            steps = ceil(elems / 4)
+            c = max(wb, per_ublock * n_xy) * steps * n_z
+        elif block.partkernel:
+            steps = ceil(elems / 4)
+            c = max(wb, per_ublock * n_xy) * steps * ceil(ifm_depth / 8) * n_z
+        else:
+            steps = elems
+            c = max(wb, per_ublock * n_xy) * steps * n_z
+        delay = 0
+        if n_xy == 1:
+            delay = 2 * steps if n_z == 1 else 2 * (steps - 1) * n_z if steps > 1 else 0
+        if block.partkernel:
+            delay *= ceil(ifm_depth / 8)
+        cycles += c + delay
+    if q.kind in ("conv", "fc"):
+        cycles *= ceil(q.ifm[2] / ifm_depth)
+    # the presets' arrays are exactly ublock x depth-per-cycle x cores MACs wide; a custom
+    # macs_per_cycle scales the rate
+    nominal = ublock[0] * ublock[1] * ublock[2] * config.ifm_depth_per_cycle * config.cores
+    return cycles / config.cores * nominal / config.macs_per_cycle
+
+
+def mac_cycles(config: NPUConfig, q: Query, output_cycles_per_elem: float) -> tuple[float, Block]:
+    """Compute cycles of one MAC-array operation and the block it runs with."""
+    block = find_block(config, q)
+    ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
+    ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
+    dpu = _dpu_block_cycles(config, q, block, ofm_block)
+    out_elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
+    output = ceil(output_cycles_per_elem * out_elems)
+    if q.kind != "pool":  # scale and bias fetch per block
+        output = max(output, 10 * ofm_block[2] * config.sram_latency_cycles / 256)
+    # per-block command overhead: the input and output block transfers through SRAM
+    transfer = (
+        2 * config.sram_latency_cycles
+        + (ifm_block[0] * ifm_block[1] * ifm_block[2] + out_elems) / config.sram_bandwidth
+    )
+    cmd = (transfer + output + dpu) / 4
+    dpu, output = max(dpu, cmd), max(output, cmd)
+    blocks = (
+        ceil(q.ofm[0] / ofm_block[0])
+        * ceil(q.ofm[1] / ofm_block[1])
+        * ceil(q.ofm[2] / ofm_block[2])
+    )
+    total = dpu * blocks + output if dpu > output else output * blocks + dpu
+    return total, block
