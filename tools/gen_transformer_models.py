@@ -30,6 +30,7 @@ import math
 import sys
 import tempfile
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,31 +41,48 @@ from torch import nn
 warnings.filterwarnings("ignore")
 logging.getLogger("torch.onnx").setLevel(logging.ERROR)
 
-VOCAB, HIDDEN, HEADS, LAYERS, FFN, CLASSES, MAX_POS = 100, 64, 4, 2, 128, 3, 32
+VOCAB, CLASSES = 100, 3
 SEQ = 16
 SEED = 1515
 N_CALIB = 16
 
 
+@dataclass(frozen=True)
+class Config:
+    """The encoder's geometry; the default is the tiny test model, ``BERT_BASE`` the benchmark's
+    (benchmarks/transformers.py)."""
+
+    hidden: int = 64
+    heads: int = 4
+    layers: int = 2
+    ffn: int = 128
+    max_pos: int = 32
+
+
+BERT_BASE = Config(hidden=768, heads=12, layers=12, ffn=3072, max_pos=512)
+
+
 class Layer(nn.Module):
     """A post-LN BERT layer: self-attention, add & norm, GELU feed-forward, add & norm."""
 
-    def __init__(self):
+    def __init__(self, c: Config):
         super().__init__()
-        self.q, self.k, self.v = (nn.Linear(HIDDEN, HIDDEN) for _ in range(3))
-        self.o = nn.Linear(HIDDEN, HIDDEN)
-        self.ln1, self.ln2 = nn.LayerNorm(HIDDEN), nn.LayerNorm(HIDDEN)
-        self.ff1, self.ff2 = nn.Linear(HIDDEN, FFN), nn.Linear(FFN, HIDDEN)
+        self.c = c
+        self.q, self.k, self.v = (nn.Linear(c.hidden, c.hidden) for _ in range(3))
+        self.o = nn.Linear(c.hidden, c.hidden)
+        self.ln1, self.ln2 = nn.LayerNorm(c.hidden), nn.LayerNorm(c.hidden)
+        self.ff1, self.ff2 = nn.Linear(c.hidden, c.ffn), nn.Linear(c.ffn, c.hidden)
 
     def heads(self, x: torch.Tensor) -> torch.Tensor:
         b, s, _ = x.shape
-        return x.view(b, s, HEADS, HIDDEN // HEADS).permute(0, 2, 1, 3)
+        return x.view(b, s, self.c.heads, self.c.hidden // self.c.heads).permute(0, 2, 1, 3)
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         q, k, v = self.heads(self.q(x)), self.heads(self.k(x)), self.heads(self.v(x))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(HIDDEN // HEADS) + bias
+        scale = math.sqrt(self.c.hidden // self.c.heads)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / scale + bias
         ctx = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3)
-        ctx = ctx.reshape(x.shape[0], x.shape[1], HIDDEN)
+        ctx = ctx.reshape(x.shape[0], x.shape[1], self.c.hidden)
         x = self.ln1(x + self.o(ctx))
         return self.ln2(x + self.ff2(nn.functional.gelu(self.ff1(x))))
 
@@ -73,15 +91,15 @@ class TinyBert(nn.Module):
     """``hf_mask``: the additive mask as Hugging Face's BERT makes it, (1 - mask) * -10000 (the
     form onnxruntime's transformer optimizer fuses into Attention); else Equal/Where."""
 
-    def __init__(self, hf_mask: bool = False):
+    def __init__(self, hf_mask: bool = False, c: Config = Config()):
         super().__init__()
         self.hf_mask = hf_mask
-        self.tok = nn.Embedding(VOCAB, HIDDEN)
-        self.pos = nn.Embedding(MAX_POS, HIDDEN)
-        self.ln = nn.LayerNorm(HIDDEN)
-        self.layers = nn.ModuleList(Layer() for _ in range(LAYERS))
-        self.pool = nn.Linear(HIDDEN, HIDDEN)
-        self.cls = nn.Linear(HIDDEN, CLASSES)
+        self.tok = nn.Embedding(VOCAB, c.hidden)
+        self.pos = nn.Embedding(c.max_pos, c.hidden)
+        self.ln = nn.LayerNorm(c.hidden)
+        self.layers = nn.ModuleList(Layer(c) for _ in range(c.layers))
+        self.pool = nn.Linear(c.hidden, c.hidden)
+        self.cls = nn.Linear(c.hidden, CLASSES)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         pos = torch.arange(input_ids.shape[1], device=input_ids.device)
@@ -95,9 +113,9 @@ class TinyBert(nn.Module):
         return self.cls(torch.tanh(self.pool(x[:, 0])))
 
 
-def make_model(hf_mask: bool = False) -> TinyBert:
+def make_model(hf_mask: bool = False, c: Config = Config()) -> TinyBert:
     torch.manual_seed(SEED)
-    model = TinyBert(hf_mask).eval()
+    model = TinyBert(hf_mask, c).eval()
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.Linear):
@@ -131,8 +149,8 @@ def _clean(proto: onnx.ModelProto, producer: str) -> None:
     proto.doc_string, proto.producer_name = "", producer
 
 
-def export_legacy(model: TinyBert, path: Path, opset: int = 17) -> None:
-    feed = inputs(1, SEED)[0]
+def export_legacy(model: TinyBert, path: Path, opset: int = 17, seq: int = SEQ) -> None:
+    feed = inputs(1, SEED, seq)[0]
     args = (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"]))
     dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
     torch.onnx.export(
@@ -222,8 +240,8 @@ def ort_fuse(out: Path) -> None:
         opt = optimizer.optimize_model(
             str(hf),
             model_type="bert",
-            num_heads=HEADS,
-            hidden_size=HIDDEN,
+            num_heads=Config().heads,
+            hidden_size=Config().hidden,
             opt_level=0,
             use_gpu=False,
         )

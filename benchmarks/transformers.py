@@ -1,0 +1,103 @@
+"""BERT-base geometry (12 layers, hidden 768, 12 heads, FFN 3072; random weights, vocabulary
+100) at sequence 128: partita's import and compile times, and its "llvm" latency next to ONNX
+Runtime's at 1 and 2 threads, in one process.
+
+    python benchmarks/transformers.py [--seq 128] [--threads 1 2] [--repeat 10] [--tiny]
+
+The encoder is tools/gen_transformer_models.py's (BERT_BASE config; --tiny: the 2-layer test
+geometry), exported with torch.onnx.export (legacy exporter, opset 17) to a temporary file.
+Medians of --repeat runs after a warm-up; the ratio is partita's time over ONNX Runtime's (the
+issue's goal: at most 1.5). Where the llvm backend cannot build the model yet, the line says
+why, and the reference interpreter's time is printed instead, for scale only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import partita as P
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+
+def median_time(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def export(path: Path, seq: int, tiny: bool) -> None:
+    from gen_transformer_models import BERT_BASE, Config, export_legacy, make_model
+
+    export_legacy(make_model(c=Config() if tiny else BERT_BASE), path, seq=seq)
+
+
+def ort_latency(path: Path, feed: dict, threads: int, repeat: int) -> float:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return median_time(lambda: sess.run(None, feed), repeat)
+
+
+def partita_latency(mod, feed: dict, repeat: int) -> tuple[str, float, float]:
+    """(what ran, compile seconds, median run seconds): "llvm", or the interpreter when the
+    llvm build fails (the reason goes in ``what``)."""
+    t = time.perf_counter()
+    try:
+        exe = P.build(mod, "llvm")
+    except P.PartitaError as e:
+        reason = str(e).splitlines()[0][:120]
+        return f"ref (llvm: {reason})", 0.0, median_time(lambda: P.interpret(mod, feed), 1)
+    compile_s = time.perf_counter() - t
+    return "llvm", compile_s, median_time(lambda: exe.run(**feed), repeat)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--tiny", action="store_true", help="the 2-layer test geometry")
+    args = ap.parse_args(argv)
+    from partita.frontends.onnx import from_onnx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bert.onnx"
+        export(path, args.seq, args.tiny)
+        rng = np.random.default_rng(0)
+        feed = {
+            "input_ids": rng.integers(1, 100, (1, args.seq)),
+            "attention_mask": np.ones((1, args.seq), np.int64),
+        }
+        shapes = {k: v.shape for k, v in feed.items()}
+        t = time.perf_counter()
+        mod = from_onnx(path, shapes)
+        print(f"import (from_onnx): {time.perf_counter() - t:.2f} s")
+        what, compile_s, ours = partita_latency(mod, feed, args.repeat)
+        print(f"partita {what}: compile {compile_s:.2f} s, run {ours * 1e3:.1f} ms")
+        for n in args.threads:
+            peer = ort_latency(path, feed, n, args.repeat)
+            print(
+                f"ONNX Runtime {n} thread(s): {peer * 1e3:.1f} ms; partita / ORT = "
+                f"{ours / peer:.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
