@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 
-from ..ir import Constant, ExprMutator, Function, IRModule, TensorType, Var, post_order
-from ..passes.infer_type import infer_type
+from partita.ir import Constant, ExprMutator, Function, IRModule, TensorType, Var, post_order
+from partita.passes.infer_type import infer_type
 
 
 def lift_params(mod: IRModule, min_size: int = 2) -> tuple[IRModule, dict[str, np.ndarray]]:

@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import NodeContext, Unsupported
 
 UNSUPPORTED_INPUTS = {4: "past", 5: "attention_bias", 6: "past_sequence_length"}

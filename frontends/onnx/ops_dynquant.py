@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import NodeContext, Unsupported
 from .ops_quant import _dense_weight
 

@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import NodeContext, Unsupported
 from .ops_nn import matmul as matmul_2d
 

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .aten_nn import matmul as matmul_2d
 from .context import NodeContext, Unsupported, shape_of
 

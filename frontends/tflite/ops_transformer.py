@@ -4,7 +4,8 @@ layer-norm pieces SQUARED_DIFFERENCE and RSQRT."""
 
 from __future__ import annotations
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import OpContext, Unsupported
 from .ops_conv import check_quantized_io
 
