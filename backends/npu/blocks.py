@@ -72,14 +72,14 @@ def _ifm_block(q: Query, ofm: tuple[int, int, int], ublock, ifm_depth: int):
     return (dims[0], dims[1], ifm_depth)
 
 
-def _fits(config: NPUConfig, ofm, ifm, equal_depth: bool) -> bool:
+def _fits(config: NPUConfig, ofm, ifm) -> bool:
     """Input block (double-buffered) and 32-bit accumulators fit the SHRAM banks."""
     ifm_bytes = ifm[0] * ifm[1] * _up(ifm[2], 8)
     ifm_banks = _up(-(-ifm_bytes // BANK_BYTES) * 2, config.shram_ifm_granule)
     acc_bytes = ofm[0] * ofm[1] * _up(ofm[2], 8) * 4
     acc_banks = _up(-(-acc_bytes // BANK_BYTES) * 2, config.shram_acc_granule)
-    total = config.shram_banks - RESERVED_END_BANKS
-    return RESERVED_OUTPUT_BANKS + ifm_banks <= total - RESERVED_END_BANKS - acc_banks
+    acc_start = config.shram_banks - RESERVED_END_BANKS - acc_banks  # the LUT banks at the end
+    return RESERVED_OUTPUT_BANKS + ifm_banks <= acc_start
 
 
 def find_block(config: NPUConfig, q: Query) -> Block:
@@ -91,25 +91,30 @@ def find_block(config: NPUConfig, q: Query) -> Block:
     ifm_depth = _up(min(q.ifm[2], 16 if partkernel else 32), 8)
     space = [_up(min(o, m), u) for o, m, u in zip(q.ofm, BLOCK_MAX, ublock)]
     repeats = ceil(_area(q)[0] / SUB_KERNEL) * ceil(_area(q)[1] / SUB_KERNEL)
-    weight_wh = q.kernel[0] * q.kernel[1] if q.kind != "pool" else 0
-    best, best_cost = None, inf
+    weight_wh = _area(q)[0] * _area(q)[1] if q.kind != "pool" else 0  # Vela uses the dilated area
+    best, best_cost, best_coverage = None, inf, inf
     depth = max(ublock[2], min(space[2], SPLIT_DEPTH))
     if depth < oc:
         depth = _up(depth, SPLIT_DEPTH)
     while depth <= space[2]:
+        wont_fit = set()  # Vela skips the transpose of a block that did not fit
         for h in range(ublock[0], space[0] + 1, ublock[0]):
             for w in range(ublock[1], space[1] + 1, ublock[1]):
+                if (h, w) in wont_fit:
+                    continue
                 ofm = (h, w, depth)
                 ifm = _ifm_block(q, ofm, ublock, depth if equal_depth else ifm_depth)
                 if oh == 1 and q.kernel[0] == 1 and ublock[0] == 2:
                     ofm = (1, w, depth)  # Vela's 1-D optimisation for 256/512-MAC arrays
-                if not _fits(config, ofm, ifm, equal_depth):
+                if not _fits(config, ofm, ifm):
+                    wont_fit.add((w, h))
                     continue
                 full = (ceil(oh / ofm[0]), ceil(ow / ofm[1]), ceil(oc / ofm[2]))
-                weight = weight_wh * q.ifm[2] * full[0] * full[1]
+                weight = weight_wh * q.ifm[2] * (full[0] * full[1])
                 if not equal_depth:
                     weight *= ofm[2] * (oc / ofm[2])
-                fetch = ifm[0] * ifm[1] * q.ifm[2] * repeats * (oh / ofm[0]) * (ow / ofm[1])
+                # Vela's float expression, in its order (ties between blocks depend on it)
+                fetch = ifm[0] * ifm[1] * q.ifm[2] * repeats * ((oh / ofm[0]) * (ow / ofm[1]))
                 if not equal_depth:
                     fetch *= full[2]
                 cost = (fetch + weight) / (oh * ow * oc)
@@ -117,6 +122,13 @@ def find_block(config: NPUConfig, q: Query) -> Block:
                     cost /= 2
                 if cost < best_cost:
                     best, best_cost = Block((h, w, depth), ifm, partkernel), cost
+                    best_coverage = inf
+                elif cost == best_cost and h <= 4 and w <= 4:
+                    # equal cost: prefer the block that covers more of a small input
+                    covered = min(q.ifm[0], ifm[0]) * min(q.ifm[1], ifm[1])
+                    coverage = q.ifm[0] * q.ifm[1] / covered
+                    if coverage <= best_coverage:
+                        best, best_coverage = Block((h, w, depth), ifm, partkernel), coverage
         depth += ublock[2]
         if depth < oc:
             depth = _up(depth, SPLIT_DEPTH)
