@@ -98,10 +98,8 @@ def compile_region(function, options: dict) -> NPURegion:
     """Partitioned function -> Program -> command stream -> a region that simulates it."""
     config = get_config(options.get("config"), options.get("sram"))
     program = compile_function(function, config)
-    if options.get("sram"):
-        program.config = f"{config.name}@sram={options['sram']}"
-    else:
-        program.config = options.get("config") or config.name
+    source = options.get("config") or config.name  # a preset's name or the TOML's path
+    program.config = f"{source}@sram={options['sram']}" if options.get("sram") else source
     name = str((function.attrs or {}).get("global_symbol", "npu"))
     ins, outs = region_types(function)
     return NPURegion(encode(program), name, ins, outs)

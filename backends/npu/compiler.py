@@ -321,6 +321,7 @@ def plan_memory(program: Program, config: NPUConfig) -> None:
         last_use[t] = len(program.ops)
     live: list[tuple[int, int, int]] = []  # (start, end, tensor)
     peak = 0
+    io = {*program.inputs, *program.outputs}  # Vela's Dedicated_Sram keeps these off-chip
 
     def place(t: int, step: int) -> None:
         nonlocal peak
@@ -332,7 +333,9 @@ def plan_memory(program: Program, config: NPUConfig) -> None:
                 break
             start = max(start, e)
         desc = program.tensors[t]
-        if start + size <= config.sram_bytes:
+        if config.io_memory != "sram" and t in io:
+            desc.memory, desc.address = config.io_memory, 0
+        elif start + size <= config.sram_bytes:
             desc.memory, desc.address = "sram", start
             live.append((start, start + size, t))
             peak = max(peak, start + size)

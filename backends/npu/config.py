@@ -52,6 +52,8 @@ class NPUConfig:
     shram_acc_granule: int = 16  # and for 32-bit accumulators
     cores: int = 1  # MAC-array cores working on one block in parallel
     sram_latency_cycles: int = 32  # first-byte latency of an SRAM block transfer
+    io_memory: str = "sram"  # where a region's input and output maps live
+    offchip_burst_bytes: int = 128  # burst length of the off-chip memory (vela.ini)
     max_kernel: int = 8 * 8  # largest kernel area the MAC array takes without splitting
     max_stride: int = 3
 
@@ -88,6 +90,7 @@ _U65 = dict(
     weight_bandwidth=12.0,
     spill_memory="dram",
     spill_bandwidth=12.0,
+    io_memory="dram",
     op_overhead_cycles=300,
     dma_latency_cycles=500,
 )
@@ -172,6 +175,8 @@ def _validate(c: NPUConfig, where: str) -> None:
         raise ConfigError(f"{where}: ofm_block must be three positive integers")
     if c.weight_memory not in ("flash", "dram", "sram"):
         raise ConfigError(f"{where}: weight_memory must be flash, dram or sram")
+    if c.io_memory not in ("sram", "dram"):
+        raise ConfigError(f"{where}: io_memory must be sram or dram")
     if c.spill_memory not in ("dram", "none"):
         raise ConfigError(f"{where}: spill_memory must be dram or none")
 

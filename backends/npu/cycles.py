@@ -63,6 +63,21 @@ def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple) -> tuple[Query, int]:
     return query, oh * ow * oc * kh * kw * depth
 
 
+def _offchip_ifm_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float]:
+    """Bytes a MAC op reads from an off-chip input map (every output block fetches its input
+    block, with the kernel's overlap; a convolution once per block of output channels) and the
+    burst efficiency: an NHWC read returns one input block's depth per burst (Vela's
+    ``_estimate_memory_transfer_efficiency``)."""
+    (oh, ow, oc), (bh, bw, bd) = q.ofm, block.ofm
+    item = np.dtype(t.dtype).itemsize
+    ih, iw = min(block.ifm[0], q.ifm[0]), min(block.ifm[1], q.ifm[1])
+    fetch = ih * iw * q.ifm[2] * item * ceil(oh / bh) * ceil(ow / bw)
+    if q.kind in ("conv", "fc"):
+        fetch *= ceil(oc / bd)
+    burst = config.offchip_burst_bytes
+    return fetch, burst / min(burst, block.ifm[2] * item)
+
+
 def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation."""
     out = program.tensors[op.output]
@@ -77,21 +92,28 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
     else:
         compute = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     moved: dict[str, int] = {}
+    scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
 
-    def add(memory: str, nbytes: int) -> None:
+    def add(memory: str, nbytes: float, efficiency: float = 1.0) -> None:
         moved[memory] = moved.get(memory, 0) + int(nbytes)
+        scaled[memory] = scaled.get(memory, 0.0) + nbytes * efficiency
 
     halo = 1.0
     if op.stripes > 1 and op.kind in ("CONV", "DWCONV"):
         kh = op.arrays["weights"].shape[1]
         halo = 1.0 + (op.stripes - 1) * (kh - 1) / max(1, out.shape[1])
-    for t in ins:
-        add(t.memory, t.nbytes * halo)
+    for i, t in enumerate(ins):
+        # a region input read from off-chip memory: Vela's burst-inefficient first layer (our
+        # spilled maps stream at full bandwidth instead, standing in for Vela's cascading)
+        if i == 0 and block is not None and t.memory != "sram" and op.inputs[0] in program.inputs:
+            add(t.memory, *_offchip_ifm_read(config, query, block, t))
+        else:
+            add(t.memory, t.nbytes * halo)
     add(out.memory, out.nbytes)
     constant_bytes = sum(a.nbytes for a in op.arrays.values())
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
-    memory = sum(n / _bandwidth(config, m) for m, n in moved.items())
+    memory = sum(n / _bandwidth(config, m) for m, n in scaled.items())
     memory += sum(config.dma_latency_cycles for m in moved if m != "sram")
     total = int(ceil(max(compute, memory))) + config.op_overhead_cycles
     capacity = total * config.macs_per_cycle

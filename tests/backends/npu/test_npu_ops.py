@@ -76,19 +76,34 @@ def test_conv_on_the_npu_equals_the_interpreter(
     assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
 
 
-def test_small_sram_stripes_and_spills_and_still_computes_the_same_bits():
+def test_small_sram_stripes_and_spills_and_still_computes_the_same_bits(tmp_path):
     mod = conv_graph(40, 40, 16, 32, 3, 1, 1, 1, False, True)
-    small = P.build(mod, "npu -config=u65-256 -sram=16k, ref")
+    # region inputs and outputs in SRAM (not the U65 preset's DRAM), so only spills go off-chip
+    toml = tmp_path / "u65_io_sram.toml"
+    toml.write_text('base = "u65-256"\nio_memory = "sram"\n')
+    small = P.build(mod, f"npu -config={toml} -sram=16k, ref")
     region = small.steps[0].region
     assert region.program.ops[0].stripes > 1
     assert {t.memory for t in region.program.tensors} == {"dram"}
     x = np.random.default_rng(1).integers(-128, 128, (1, 40, 40, 16), dtype=np.int8)
     assert np.array_equal(small.run(x)[0], P.interpret(mod, [x])[0])
-    big = P.build(mod, "npu -config=u65-256 -sram=1m, ref").steps[0].region
+    big = P.build(mod, f"npu -config={toml} -sram=1m, ref").steps[0].region
     assert big.program.ops[0].stripes == 1
     memory = [sum(c["memory_cycles"] for c in r.cycles) for r in (region, big)]
     assert memory[0] > memory[1]  # spills and halo re-reads cost memory cycles
     assert region.summary()["cycles"] >= big.summary()["cycles"]
+
+
+def test_u65_keeps_region_inputs_and_outputs_in_dram_and_charges_bursts():
+    mod = conv_graph(16, 16, 3, 8, 3, 2, 1, 1, False, True)
+    u65 = P.build(mod, "npu -config=u65-256, ref").steps[0].region
+    program = u65.program
+    assert {program.tensors[t].memory for t in (*program.inputs, *program.outputs)} == {"dram"}
+    (cycles,) = u65.cycles
+    # a 3-channel input read in 8-byte bursts of a 128-byte memory: >= 16x its size in cycles
+    assert cycles["memory_cycles"] * 12 >= 16 * 16 * 16 * 3
+    u55 = P.build(mod, "npu -config=u55-256, ref").steps[0].region
+    assert {t.memory for t in u55.program.tensors} == {"sram"}
 
 
 def test_u55_refuses_maps_larger_than_its_sram_with_the_size():
