@@ -39,19 +39,15 @@ def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarr
     ``bound`` is a static bound on |acc|; below 2**31 the int32 wrap-arounds cannot trigger and
     are skipped (the arithmetic is otherwise TFLite's, step for step)."""
     p, a = op.params, op.arrays
-    bias = a.get("bias")
-    rq_zp = a["rq_zp"].astype(np.int64)
-    if bias is not None:
-        bound += float(np.abs(bias.astype(np.int64)).max(initial=0))
-    exact = bound + float(np.abs(rq_zp).max(initial=0)) < 2.0**31
+    bias, rq_zp, exact = _stage_constants(op, bound)
     if not exact:  # the accumulator register and the bias adder wrap at 32 bits
         acc = wrap_int32(acc)
     if bias is not None:
-        acc = acc + bias.astype(np.int64)
+        acc += bias
         if not exact:
             acc = wrap_int32(acc)
-    if rq_zp.any():
-        acc = acc - rq_zp
+    if rq_zp is not None:
+        acc -= rq_zp
     if p["rounding"] == "tflite_double":
         y = scale_round_half_away_double(acc, a["scale"])
     elif p["rounding"] == "tflite_builtin":
@@ -60,6 +56,19 @@ def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarr
         y = _multiply_by_quantized_multiplier(acc, a["multiplier"], a["shift"], exact)
     y += a["out_zp"].astype(np.int64)
     return np.clip(y, p["act_min"], p["act_max"]).astype(p["out_dtype"])
+
+
+def _stage_constants(op: NPUOp, bound: float):
+    """(bias, rq_zp or None, whether no int32 wrap can occur), as int64, cached on the op."""
+    cache = op.__dict__.setdefault("_sim_stage", {})
+    if bound not in cache:
+        a = op.arrays
+        bias = a["bias"].astype(np.int64) if "bias" in a else None
+        rq_zp = a["rq_zp"].astype(np.int64)
+        top = bound + (float(np.abs(bias).max(initial=0)) if bias is not None else 0.0)
+        exact = top + float(np.abs(rq_zp).max(initial=0)) < 2.0**31
+        cache[bound] = (bias, rq_zp if rq_zp.any() else None, exact)
+    return cache[bound]
 
 
 def _multiply_by_quantized_multiplier(x, multiplier, shift, exact: bool) -> np.ndarray:
@@ -130,27 +139,42 @@ def _weight_matrix(op: NPUOp, x_range: int, shape: tuple) -> tuple[np.ndarray, f
     return cache[x_range]
 
 
+CHUNK_ELEMENTS = 1 << 15  # output elements per chunk: the output stage's passes stay in cache
+
+
+def _chunks(oh: int, stripes: int, row_elements: int):
+    """Rows of each stripe in chunks of about CHUNK_ELEMENTS outputs (the stripes are the NPU's;
+    the chunks are only how the simulator walks them)."""
+    rows = max(1, CHUNK_ELEMENTS // max(1, row_elements))
+    for r0, r1 in _stripes(oh, stripes):
+        for c0 in range(r0, r1, rows):
+            yield c0, min(r1, c0 + rows)
+
+
+def _tap(xo, r0, r1, i, j, geometry):
+    sh, sw, dh, dw, _, ow = geometry
+    return xo[
+        :,
+        r0 * sh + i * dh : (r1 - 1) * sh + i * dh + 1 : sh,
+        j * dw : j * dw + (ow - 1) * sw + 1 : sw,
+        :,
+    ]
+
+
 def conv(op: NPUOp, args) -> np.ndarray:
     xo = _padded(args[0], op)
     o, kh, kw, c = op.arrays["weights"].shape
     wm, bound = _weight_matrix(op, _input_range(args[0].dtype, op), (kh * kw * c, o))
     xo = xo.astype(wm.dtype, copy=False)
-    sh, sw, dh, dw, oh, ow = _geometry(xo, kh, kw, op)
-    out = np.empty((1, oh, ow, o), wm.dtype)
-    for r0, r1 in _stripes(oh, op.stripes):  # each stripe reads its rows plus the halo
-        taps = [
-            xo[
-                :,
-                r0 * sh + i * dh : (r1 - 1) * sh + i * dh + 1 : sh,
-                j * dw : j * dw + (ow - 1) * sw + 1 : sw,
-                :,
-            ]
-            for i in range(kh)
-            for j in range(kw)
-        ]
+    geometry = _geometry(xo, kh, kw, op)
+    oh, ow = geometry[4:]
+    out = np.empty((1, oh, ow, o), op.params["out_dtype"])
+    for r0, r1 in _chunks(oh, op.stripes, ow * o):  # each stripe reads its rows plus the halo
+        taps = [_tap(xo, r0, r1, i, j, geometry) for i in range(kh) for j in range(kw)]
         patches = taps[0] if len(taps) == 1 else np.concatenate(taps, axis=-1)
-        np.matmul(patches.reshape(-1, kh * kw * c), wm, out=out[0, r0:r1].reshape(-1, o))
-    return output_stage(out.astype(np.int64), op, bound)
+        acc = patches.reshape(-1, kh * kw * c) @ wm
+        out[0, r0:r1] = output_stage(acc.astype(np.int64), op, bound).reshape(r1 - r0, ow, o)
+    return out
 
 
 def dwconv(op: NPUOp, args) -> np.ndarray:
@@ -158,21 +182,18 @@ def dwconv(op: NPUOp, args) -> np.ndarray:
     c, kh, kw = op.arrays["weights"].shape
     wm, bound = _weight_matrix(op, _input_range(args[0].dtype, op), (kh, kw, c))
     xo = xo.astype(wm.dtype, copy=False)
-    sh, sw, dh, dw, oh, ow = _geometry(xo, kh, kw, op)
-    acc = np.zeros((1, oh, ow, c), wm.dtype)
-    for r0, r1 in _stripes(oh, op.stripes):
-        part, tmp = acc[:, r0:r1], np.empty_like(acc[:, r0:r1])
+    geometry = _geometry(xo, kh, kw, op)
+    oh, ow = geometry[4:]
+    out = np.empty((1, oh, ow, c), op.params["out_dtype"])
+    for r0, r1 in _chunks(oh, op.stripes, ow * c):
+        acc = np.multiply(_tap(xo, r0, r1, 0, 0, geometry), wm[0, 0])
+        tmp = np.empty_like(acc)
         for i in range(kh):
             for j in range(kw):
-                tap = xo[
-                    :,
-                    r0 * sh + i * dh : (r1 - 1) * sh + i * dh + 1 : sh,
-                    j * dw : j * dw + (ow - 1) * sw + 1 : sw,
-                    :,
-                ]
-                np.multiply(tap, wm[i, j], out=tmp)
-                part += tmp
-    return output_stage(acc.astype(np.int64), op, bound)
+                if i or j:
+                    acc += np.multiply(_tap(xo, r0, r1, i, j, geometry), wm[i, j], out=tmp)
+        out[:, r0:r1] = output_stage(acc.astype(np.int64), op, bound)
+    return out
 
 
 def fc(op: NPUOp, args) -> np.ndarray:
