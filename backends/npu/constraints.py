@@ -15,6 +15,7 @@ DILATION_RANGE = (1, 2)
 CHANNELS_MAX = 4096
 FC_DEPTH_MAX = 65536
 POOL_RANGE = (1, 8)
+RESIZE_FACTORS = (1, 2, 4, 8)  # Vela's upscaling factors
 ROUNDINGS = ("tflite", "tflite_builtin", "tflite_double")
 BINARY_SEMANTICS = ("tflite",)
 
@@ -133,6 +134,20 @@ def lut(root) -> Verdict:
     return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
 
 
+@constraint(
+    "Resize must be nearest-neighbour on NHWC int8/uint8 data, the output {}x the input "
+    "(or a 1x1 input)",
+    "/".join(map(str, RESIZE_FACTORS)),
+)
+def resize(root) -> Verdict:
+    a = root.attrs
+    (_, ih, iw, _), (oh, ow) = root.args[0].checked_type.shape, a.size
+    scaled = (ih, iw) == (1, 1) or any((oh, ow) == (ih * f, iw * f) for f in RESIZE_FACTORS)
+    ok = a.method == "nearest_neighbor" and a.layout == "NHWC" and scaled
+    ok = ok and root.checked_type.dtype in ACT_DTYPES
+    return Verdict(ok, f"got {a.method} {ih}x{iw} -> {oh}x{ow}, {root.checked_type.dtype}")
+
+
 @constraint("Data movement ops (reshape, concatenate, pad) must move int8 or uint8 data")
 def movement(root) -> Verdict:
     return Verdict(root.checked_type.dtype in ACT_DTYPES, f"got {root.checked_type.dtype}")
@@ -140,4 +155,4 @@ def movement(root) -> Verdict:
 
 CONV = (activation_dtype, conv_layout, kernel_size, stride, dilation, groups, channels, rounding)
 DENSE = (activation_dtype, fc_depth, rounding)
-ALL = CONV + (fc_depth, binary, pool, mean, lut, movement)
+ALL = CONV + (fc_depth, binary, pool, mean, lut, resize, movement)

@@ -38,6 +38,8 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     if name in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
         window = sum(int(np.prod(t.shape)) for t in ins) / max(1, out_elems)
         return window * config.pool_output_cycles
+    if name == "image.resize2d":  # the pooling unit with the input upscaled (Vela's way)
+        return config.pool_output_cycles
     if name in ("reshape", "nn.pad", "concatenate", "qnn.concatenate"):
         return 0.0  # DMA only: its cost is the memory traffic
     if name == "qnn.mul":

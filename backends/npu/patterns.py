@@ -8,6 +8,7 @@
     npu.lut         qnn.sigmoid | qnn.tanh | qnn.hardswish | qnn.leaky_relu | clip |
                     qnn.requantize of 8-bit data (any function of one int8/uint8 value)
     npu.concat      qnn.concatenate | concatenate;  npu.reshape  reshape;  npu.pad  nn.pad
+    npu.resize      image.resize2d (nearest neighbour, 1x/2x/4x/8x)
 
 A clip alone between two NPU ops is a LUT operation, so it never splits a partition.
 """
@@ -67,6 +68,7 @@ def pattern_table(options=None):
             is_op("qnn.concatenate")(wildcard(), *constants(4)) | is_op("concatenate")(wildcard()),
             C.movement,
         ),
+        ("resize", is_op("image.resize2d")(wildcard()), C.resize),
         ("reshape", is_op("reshape")(wildcard()), C.movement),
         ("pad", is_op("nn.pad")(wildcard(), is_constant()), C.movement),
     ]

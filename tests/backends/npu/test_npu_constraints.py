@@ -1,0 +1,178 @@
+"""Every NPU constraint, accepting and refusing: the verdict and the reason it gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from partita.backends.npu import constraints as C
+
+import partita as P
+from partita.passes.infer_type import infer_type
+
+
+def root(text: str, consts=()):
+    """The typed body of ``def @main`` written in the text format."""
+    mod = P.parse(text, list(consts))
+    fn = mod["main"]
+    infer_type(fn)
+    return fn.body
+
+
+def conv(
+    *,
+    dtype="int8",
+    layout="NHWC",
+    k=3,
+    stride=1,
+    dilation=1,
+    cin=4,
+    cout=4,
+    groups=1,
+    semantics="tflite",
+    hw=12,
+):
+    w_shape = (cout, k, k, cin // groups) if layout == "NHWC" else (cout, cin // groups, k, k)
+    weight = np.ones(w_shape, np.int8)
+    shape = f"1, {hw}, {hw}, {cin}" if layout == "NHWC" else f"1, {cin}, {hw}, {hw}"
+    kernel_layout = "OHWI" if layout == "NHWC" else "OIHW"
+    axis = 3 if layout == "NHWC" else 1
+    return root(
+        f"""
+def @main(%x: Tensor[({shape}), {dtype}]) {{
+  %0 = qnn.conv2d(%x, meta[relay.Constant][0], 0, 0, 0.5f, 0.5f, strides=[{stride}, {stride}],
+       padding=[1, 1, 1, 1], dilation=[{dilation}, {dilation}], groups={groups},
+       data_layout="{layout}", kernel_layout="{kernel_layout}", out_dtype="int32");
+  qnn.requantize(%0, 0.25f, 0, 0.5f, 0, axis={axis}, out_dtype="int8", semantics="{semantics}")
+}}""",
+        [weight],
+    )
+
+
+def dense(k=16):
+    return root(
+        f"""
+def @main(%x: Tensor[(1, {k}), int8]) {{
+  %0 = qnn.dense(%x, meta[relay.Constant][0], 0, 0, 0.5f, 0.5f, units=4, out_dtype="int32");
+  qnn.requantize(%0, 0.25f, 0, 0.5f, 0, out_dtype="int8")
+}}""",
+        [np.ones((4, k), np.int8)],
+    )
+
+
+def single(body: str, shape="1, 8, 8, 4", dtype="int8", consts=()):
+    return root(f"def @main(%x: Tensor[({shape}), {dtype}]) {{\n  {body}\n}}", consts)
+
+
+ADD = "qnn.add(%x, %x, 0.5f, 0, 0.5f, 0, 0.5f, 0{})"
+
+CASES = [
+    (C.activation_dtype, lambda: conv(), True, ""),
+    (C.activation_dtype, lambda: conv(dtype="int16"), False, "got int16"),
+    (C.conv_layout, lambda: conv(), True, ""),
+    (C.conv_layout, lambda: conv(layout="NCHW"), False, "got NCHW"),
+    (C.kernel_size, lambda: conv(k=8, hw=16), True, ""),
+    (C.kernel_size, lambda: conv(k=9, hw=16), False, "got 9x9"),
+    (C.stride, lambda: conv(stride=3), True, ""),
+    (C.stride, lambda: conv(stride=4), False, "got 4x4"),
+    (C.dilation, lambda: conv(dilation=2), True, ""),
+    (C.dilation, lambda: conv(dilation=3), False, "got 3x3"),
+    (C.groups, lambda: conv(groups=4), True, ""),
+    (C.groups, lambda: conv(groups=2), False, "got 2 groups, 4 -> 4 channels"),
+    (C.channels, lambda: conv(cout=4096, hw=3), True, ""),
+    (C.channels, lambda: conv(cout=4097, hw=3), False, "got 4097"),
+    (C.rounding, lambda: conv(semantics="tflite_double"), True, ""),
+    (C.rounding, lambda: conv(semantics="onnx"), False, "got onnx"),
+    (C.fc_depth, lambda: dense(65536), True, ""),
+    (C.fc_depth, lambda: dense(65537), False, "got depth 65537"),
+    (C.binary, lambda: single(ADD.format("")), True, ""),
+    (C.binary, lambda: single(ADD.format(', semantics="onnx"')), False, "got onnx, {'int8'}"),
+    (C.pool, lambda: single('nn.max_pool2d(%x, pool_size=[8, 8], layout="NHWC")'), True, ""),
+    (
+        C.pool,
+        lambda: single('nn.max_pool2d(%x, pool_size=[9, 9], layout="NHWC")', "1, 9, 9, 4"),
+        False,
+        "got 9x9",
+    ),
+    (C.mean, lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[1, 2])"), True, ""),
+    (C.mean, lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[3])"), False, "got axes (3,)"),
+    (C.lut, lambda: single("qnn.sigmoid(%x, 0.5f, 0, 0.00390625f, -128)"), True, ""),
+    (
+        C.lut,
+        lambda: single(
+            'qnn.requantize(%x, meta[relay.Constant][0], 0, 0.5f, 0, axis=3, out_dtype="int8")',
+            consts=[np.full(4, 0.25, np.float32)],
+        ),
+        False,
+        "got int8 -> int8, per-channel parameters",
+    ),
+    (
+        C.resize,
+        lambda: single(
+            'image.resize2d(%x, size=[16, 16], layout="NHWC", method="nearest_neighbor")'
+        ),
+        True,
+        "",
+    ),
+    (
+        C.resize,
+        lambda: single(
+            'image.resize2d(%x, size=[12, 12], layout="NHWC", method="nearest_neighbor")'
+        ),
+        False,
+        "got nearest_neighbor 8x8 -> 12x12, int8",
+    ),
+    (C.movement, lambda: single("reshape(%x, newshape=[1, 256])"), True, ""),
+    (
+        C.movement,
+        lambda: single("reshape(%x, newshape=[1, 256])", dtype="int32"),
+        False,
+        "got int32",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "check, build, ok, reason",
+    CASES,
+    ids=[f"{c[0].requirement[:30]}-{'ok' if c[2] else 'refused'}" for c in CASES],
+)
+def test_constraint_verdict_and_reason(check, build, ok, reason):
+    verdict = check(build())
+    assert verdict.ok is ok
+    if not ok:
+        assert verdict.reason == f"{check.requirement} ({reason})"
+
+
+def test_every_constraint_has_an_accepting_and_a_refusing_case():
+    tested = {(c[0], c[2]) for c in CASES}
+    for check in C.ALL:
+        assert (check, True) in tested and (check, False) in tested, check.requirement
+
+
+@pytest.mark.parametrize("mode", ["asymmetric", "align_corners", "tf_half_pixel_for_nn"])
+def test_nearest_resize_runs_on_the_npu_between_elementwise_ops(mode):
+    rounding = "round" if mode == "align_corners" else "floor"
+    text = f"""
+def @main(%x: Tensor[(1, 5, 6, 3), int8]) {{
+  %0 = qnn.add(%x, %x, 0.5f, 3, 0.5f, 3, 0.75f, -2);
+  %1 = image.resize2d(%0, size=[10, 12], layout="NHWC", method="nearest_neighbor",
+       coordinate_transformation_mode="{mode}", rounding_method="{rounding}");
+  qnn.add(%1, %1, 0.75f, -2, 0.75f, -2, 0.5f, 1)
+}}"""
+    mod = P.parse(text)
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(0).integers(-128, 128, (1, 5, 6, 3), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_a_three_times_resize_stays_on_the_cpu_with_the_requirement():
+    from partita.partition import partition_for
+
+    mod = P.parse(
+        "def @main(%x: Tensor[(1, 4, 4, 2), int8]) {\n"
+        '  image.resize2d(%x, size=[12, 12], layout="NHWC", method="nearest_neighbor")\n}'
+    )
+    (row,) = P.placement_report(partition_for(mod, "npu, ref")).rows
+    assert row.target == "ref"
+    assert C.resize.requirement in row.reason and "4x4 -> 12x12" in row.reason
