@@ -15,6 +15,7 @@ from partita.backends.registry import Backend, Option, register_backend
 from .compiler import compile_function
 from .config import DEFAULT, PRESETS, get_config
 from .cycles import program_cycles
+from .layout import NPUConvertLayout
 from .patterns import pattern_table
 from .simulator import run_program
 from .stream import decode, encode
@@ -110,6 +111,7 @@ backend = Backend(
     patterns=pattern_table,
     compile=compile_region,
     load=load_region,
+    passes=lambda: [NPUConvertLayout()],
     options={
         "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),
         "sram": Option(None, None, "SRAM size override, e.g. 512k"),

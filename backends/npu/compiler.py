@@ -55,6 +55,9 @@ def _output_stage(calls: dict, out_dtype: str) -> tuple[dict, dict]:
     }
     if rq.attrs.semantics == "tflite_double":
         arrays["scale"] = np.atleast_1d(real).astype(np.float64)
+    elif rq.attrs.semantics == "onnx":  # MLAS: float32 scale, float32 product, half to even
+        scale = in_scale.astype(np.float32) / out_scale.astype(np.float32)
+        arrays["scale"] = np.atleast_1d(scale).astype(np.float32)
     else:
         q, shift = quantize_multiplier_array(np.atleast_1d(real))
         arrays["multiplier"] = np.asarray(q, np.int32)

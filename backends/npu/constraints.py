@@ -16,8 +16,8 @@ CHANNELS_MAX = 4096
 FC_DEPTH_MAX = 65536
 POOL_RANGE = (1, 8)
 RESIZE_FACTORS = (1, 2, 4, 8)  # Vela's upscaling factors
-ROUNDINGS = ("tflite", "tflite_builtin", "tflite_double")
-BINARY_SEMANTICS = ("tflite",)
+ROUNDINGS = ("tflite", "tflite_builtin", "tflite_double", "onnx")
+BINARY_SEMANTICS = ("tflite", "onnx")
 
 
 def down(expr, name: str):
@@ -88,7 +88,9 @@ def channels(root) -> Verdict:
     return Verdict(c <= CHANNELS_MAX, f"got {c}")
 
 
-@constraint("Requantization must use TFLite's integer rounding ({})", ", ".join(ROUNDINGS))
+@constraint(
+    "Requantization must use TFLite's or ONNX Runtime's rounding ({})", ", ".join(ROUNDINGS)
+)
 def rounding(root) -> Verdict:
     rq = down(root, "qnn.requantize")
     return Verdict(rq.attrs.semantics in ROUNDINGS, f"got {rq.attrs.semantics}")
@@ -102,7 +104,10 @@ def fc_depth(root) -> Verdict:
     return Verdict(ok and k <= FC_DEPTH_MAX, f"got depth {k}")
 
 
-@constraint("Elementwise ops must use TFLite's integer arithmetic and int8/uint8 operands")
+@constraint(
+    "Elementwise ops must use TFLite's or ONNX Runtime's arithmetic ({}) and int8/uint8 operands",
+    ", ".join(BINARY_SEMANTICS),
+)
 def binary(root) -> Verdict:
     call = root if getattr(root.op, "name", "").startswith("qnn.") else root.args[0]
     sem = getattr(call.attrs, "semantics", "tflite")

@@ -1,6 +1,6 @@
 """Generate docs/npu_supported_ops.md from the pattern table and the constraint texts.
 
-    python -m partita.backends.npu.docgen > docs/npu_supported_ops.md
+python -m partita.backends.npu.docgen > docs/npu_supported_ops.md
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from partita.ops.fixedpoint import (
     scale_round_half_away_double,
     wrap_int32,
 )
+from partita.ops.qnn import round_half_even_to_int
 
 from .compiler import unit_attrs
 from .program import NPUOp, Program
@@ -50,6 +51,8 @@ def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarr
         acc -= rq_zp
     if p["rounding"] == "tflite_double":
         y = scale_round_half_away_double(acc, a["scale"])
+    elif p["rounding"] == "onnx":
+        y = round_half_even_to_int(acc.astype(np.float32) * a["scale"])
     elif p["rounding"] == "tflite_builtin":
         y = multiply_by_quantized_multiplier_upward(wrap_int32(acc), a["multiplier"], a["shift"])
     else:

@@ -22,6 +22,7 @@ MAGIC = b"PNPU"
 VERSION = 1
 HEADER = struct.Struct("<4sHHII")  # magic, version, flags, metadata bytes, data bytes
 MAX_BYTES = 1 << 31
+ROUNDINGS = ("tflite", "tflite_builtin", "tflite_double", "onnx")
 REQUIRED = {
     "CONV": {
         "strides": list,
@@ -188,12 +189,14 @@ def _op(o, i: int, n: int, data: memoryview) -> NPUOp:
         arrays[name] = np.frombuffer(data[offset : offset + nbytes], dtype).reshape(shape)
     for name in ARRAYS[kind]:
         _check(name in arrays, f"op {i} ({kind}) lacks array {name!r}")
-    _check(
-        ("multiplier" in arrays and "shift" in arrays)
-        or "scale" in arrays
-        or kind in ("LUT", "UNIT"),
-        f"op {i} ({kind}) lacks its output-stage scaling",
-    )
+    if kind in ("CONV", "DWCONV", "FC"):
+        rounding = params["rounding"]
+        _check(rounding in ROUNDINGS, f"op {i} ({kind}) rounding {rounding!r}")
+        needs = ("scale",) if rounding in ("tflite_double", "onnx") else ("multiplier", "shift")
+        _check(
+            all(name in arrays for name in needs),
+            f"op {i} ({kind}) lacks its output-stage scaling ({', '.join(needs)})",
+        )
     if kind == "LUT":
         _check(arrays["table"].shape == (256,), f"op {i} LUT table must have 256 entries")
     stripes = _int(o.get("stripes"), f"op {i} stripes", 1, 1 << 16)

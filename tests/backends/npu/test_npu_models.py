@@ -109,3 +109,30 @@ def test_tvm_ethos_n_style_pipeline_then_build():
     assert [s.target for s in exe.steps] == ["npu"]
     x = random_input(exe.input_types[0], 7)
     assert np.array_equal(exe.run(x)[0], tflite_reference(path, x))
+
+
+ONNX_NETS = Path(__file__).resolve().parents[2] / "models" / "onnx" / "nets"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mobilenet_v2_035_96.qop_u8s8_pc",
+        "mobilenet_v2_035_96.qdq_u8s8_pt",
+        "resnet_mini_64.qop_s8s8_pt",
+        "torch_mobilenetv2_64.qop_u8s8_pt",
+    ],
+)
+def test_nchw_onnx_nets_run_on_the_npu_with_their_own_semantics(name):
+    """NCHW QLinearConv / QDQ graphs are converted to NHWC before partitioning; ONNX Runtime's
+    requantization (float32 scale, half to even) runs in the NPU's output stage."""
+    from partita.frontends import from_onnx
+
+    mod = from_onnx(str(ONNX_NETS / f"{name}.onnx"))
+    exe = P.build(mod, "npu, ref")
+    summary = exe.report.summary()
+    assert summary["macs_by_target"].get("npu", 0) >= 0.99 * summary["macs"]
+    assert summary["partitions"] <= 2
+    ty = exe.input_types[0]
+    x = np.random.default_rng(3).standard_normal(ty.shape).astype(ty.dtype)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
