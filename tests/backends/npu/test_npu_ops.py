@@ -18,7 +18,9 @@ import partita as P
 SCALE = 0.05
 
 
-def conv_graph(h, w, cin, cout, k, stride, dilation, pad, depthwise, relu6, kernel_seed=0):
+def conv_graph(
+    h, w, cin, cout, k, stride, dilation, pad, depthwise, relu6, kernel_seed=0, semantics="tflite"
+):
     """One quantized conv (TFLite-style constants) as Relay text plus its constants."""
     rng = np.random.default_rng(kernel_seed)
     if depthwise:
@@ -44,7 +46,8 @@ def @main(%x: Tensor[(1, {h}, {w}, {cin}), int8]) {{
        dilation=[{dilation}, {dilation}], groups={groups}, data_layout="NHWC",
        kernel_layout="{layout}", out_dtype="int32");
   %1 = nn.bias_add(%0, meta[relay.Constant][2], axis=3);
-  %2 = qnn.requantize(%1, meta[relay.Constant][3], 0, 0.08f, 5, axis=3, out_dtype="int8");{clip}
+  %2 = qnn.requantize(%1, meta[relay.Constant][3], 0, 0.08f, 5, axis=3, out_dtype="int8",
+       semantics="{semantics}");{clip}
 }}"""
     return P.parse(text, consts)
 
@@ -190,3 +193,21 @@ def test_fast_multiplier_equals_tflite_helper(seed, shift, magnitude):
     sh = np.array([shift, min(0, shift + 1), -31, 0], np.int64)
     got = _multiply_by_quantized_multiplier(x, q, sh, exact=True)
     np.testing.assert_array_equal(got, multiply_by_quantized_multiplier(x, q, sh))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    h=st.integers(3, 10),
+    cin=st.integers(1, 10),
+    cout=st.integers(1, 10),
+    k=st.sampled_from([1, 3]),
+    stride=st.integers(1, 2),
+    depthwise=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_onnx_rounding_conv_equals_interpreter(h, cin, cout, k, stride, depthwise, seed):
+    mod = conv_graph(h, h, cin, cout, k, stride, 1, k // 2, depthwise, True, seed, "onnx")
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(seed).integers(-128, 128, (1, h, h, cin), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])

@@ -63,6 +63,12 @@ def resign(meta: dict, data: bytes) -> bytes:
         (lambda m: m["tensors"][0].__setitem__(0, [0, 3]), "dimension"),
         (lambda m: m.update(inputs="x"), "inputs must be a list"),
         (lambda m: m["ops"][0]["params"].update(out_dtype="float32"), "out_dtype"),
+        (lambda m: m["ops"][0]["params"].update(rounding="banker"), "rounding 'banker'"),
+        (
+            lambda m: m["ops"][0]["params"].update(rounding="onnx"),
+            r"lacks its output-stage scaling \(scale\)",
+        ),
+        (lambda m: m["ops"][0]["arrays"].pop("shift"), r"\(multiplier, shift\)"),
     ],
 )
 def test_field_checks_with_a_valid_checksum(region, edit, message):
