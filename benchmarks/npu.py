@@ -7,7 +7,7 @@ Vela (ethos-u-vela) runs in this process with its default system config and memo
 each accelerator (what the issue's figures use); partita builds the same .tflite for
 "npu -config=<preset>, ref". Columns: total cycles (ours, Vela's, ratio), NPU-only cycles
 (Vela's cycles_npu: the MAC/elementwise work without memory stalls), ops on the NPU (ours,
-Vela's) and the share of MACs on the NPU.
+Vela's), the share of MACs on the NPU and the number of NPU partitions.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(
         f"{'model':32} {'preset':8} {'ours':>10} {'Vela':>10} {'ratio':>6} {'Vela NPU':>10} "
-        f"{'our comp':>10} {'NPU ops':>9} {'Vela ops':>9} {'MACs':>6}"
+        f"{'our comp':>10} {'NPU ops':>9} {'Vela ops':>9} {'MACs':>6} {'parts':>5}"
     )
     for model in args.models:
         for preset in args.presets:
@@ -135,7 +135,7 @@ def main(argv=None) -> None:
             print(
                 f"{model.stem[:32]:32} {preset:8} {o['cycles']:>10,} {vc:>10} {ratio:>6} "
                 f"{vn:>10} {o['compute']:>10,} {o['npu_ops']:>4}/{o['ops']:<4} {vops:>9} "
-                f"{100 * o['macs_share']:5.1f}%"
+                f"{100 * o['macs_share']:5.1f}% {o['partitions']:>5}"
             )
     if not args.no_speed:
         big = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"

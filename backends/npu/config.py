@@ -8,6 +8,10 @@ the memory systems of Vela's default system configurations (vela.ini):
     u65-256, u65-512   Ethos_U65_Client_Server, Dedicated_Sram_384KB: 1 GHz, SRAM 16 B/cycle,
                        DRAM 12 B/cycle; weights and spilled feature maps in DRAM
 
+The MAC array's block model (blocks.py) also takes Vela's shared-buffer size (48 banks of 1 KiB
+on the 256-MAC parts, 24 on u55-128) and core count (u65-512 is two 256-MAC cores). The U65
+presets keep a region's inputs and outputs in DRAM, as Vela's Dedicated_Sram mode does.
+
 ``-config=NAME`` picks a preset, ``-config=path.toml`` loads a custom one (any field below, plus
 ``base = "u55-256"`` to start from a preset); ``-sram=512k`` overrides the SRAM size.
 """
