@@ -237,9 +237,38 @@ def compile_function(function: Function, config: NPUConfig) -> Program:
             ids[id(node)] = [out]
     inputs = [ids[id(p)][0] for p in function.params]
     outputs = _ids_of(function.body, ids)
-    program = Program(config.name, tensors, ops, inputs, outputs)
+    program = Program(config.name, tensors, fuse_activations(ops, outputs), inputs, outputs)
     plan_memory(program, config)
     return program
+
+
+def fuse_activations(ops: list[NPUOp], outputs: list[int]) -> list[NPUOp]:
+    """A LUT op whose input is a MAC op's output used nowhere else becomes that op's activation
+    (its table applied after the output stage), as Vela fuses activations into the producing
+    convolution: the intermediate map never goes to SRAM.
+
+        CONV(x) -> t;  LUT(t) -> y      =>      CONV(x) -> y  with arrays["table"]
+    """
+    uses: dict[int, int] = {}
+    for op in ops:
+        for t in op.inputs:
+            uses[t] = uses.get(t, 0) + 1
+    producer = {op.output: op for op in ops}
+    fused: list[NPUOp] = []
+    for op in ops:
+        mac = producer.get(op.inputs[0]) if op.kind == "LUT" else None
+        if (
+            mac is not None
+            and mac.kind in ("CONV", "DWCONV", "FC")
+            and "table" not in mac.arrays
+            and uses[op.inputs[0]] == 1
+            and op.inputs[0] not in outputs
+        ):
+            mac.arrays["table"], mac.output = op.arrays["table"], op.output
+            mac.name = f"{mac.name} + {op.name}"
+            continue
+        fused.append(op)
+    return fused
 
 
 def _bind_constants(fn: Function, args) -> Function:

@@ -88,7 +88,9 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
     macs, compute, block = 0, 0.0, None
     if op.kind in ("CONV", "DWCONV", "FC"):
         query, macs = _mac_query(op, ins[0].shape, out.shape)
-        compute, block = mac_cycles(config, query, config.conv_output_cycles)
+        # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0)
+        lut = config.lut_cycles if "table" in op.arrays else 0.0
+        compute, block = mac_cycles(config, query, max(config.conv_output_cycles, lut))
     elif op.kind == "LUT":
         compute = out_elems * config.lut_cycles
     else:

@@ -154,6 +154,10 @@ def _chunks(oh: int, stripes: int, row_elements: int):
             yield c0, min(r1, c0 + rows)
 
 
+def _out_dtype(op: NPUOp):
+    return op.arrays["table"].dtype if "table" in op.arrays else np.dtype(op.params["out_dtype"])
+
+
 def _tap(xo, r0, r1, i, j, geometry):
     sh, sw, dh, dw, _, ow = geometry
     return xo[
@@ -171,12 +175,13 @@ def conv(op: NPUOp, args) -> np.ndarray:
     xo = xo.astype(wm.dtype, copy=False)
     geometry = _geometry(xo, kh, kw, op)
     oh, ow = geometry[4:]
-    out = np.empty((1, oh, ow, o), op.params["out_dtype"])
+    out = np.empty((1, oh, ow, o), _out_dtype(op))
     for r0, r1 in _chunks(oh, op.stripes, ow * o):  # each stripe reads its rows plus the halo
         taps = [_tap(xo, r0, r1, i, j, geometry) for i in range(kh) for j in range(kw)]
         patches = taps[0] if len(taps) == 1 else np.concatenate(taps, axis=-1)
         acc = patches.reshape(-1, kh * kw * c) @ wm
-        out[0, r0:r1] = output_stage(acc.astype(np.int64), op, bound).reshape(r1 - r0, ow, o)
+        y = output_stage(acc.astype(np.int64), op, bound).reshape(r1 - r0, ow, o)
+        out[0, r0:r1] = _activation(op, y)
     return out
 
 
@@ -187,7 +192,7 @@ def dwconv(op: NPUOp, args) -> np.ndarray:
     xo = xo.astype(wm.dtype, copy=False)
     geometry = _geometry(xo, kh, kw, op)
     oh, ow = geometry[4:]
-    out = np.empty((1, oh, ow, c), op.params["out_dtype"])
+    out = np.empty((1, oh, ow, c), _out_dtype(op))
     for r0, r1 in _chunks(oh, op.stripes, ow * c):
         acc = np.multiply(_tap(xo, r0, r1, 0, 0, geometry), wm[0, 0])
         tmp = np.empty_like(acc)
@@ -195,7 +200,7 @@ def dwconv(op: NPUOp, args) -> np.ndarray:
             for j in range(kw):
                 if i or j:
                     acc += np.multiply(_tap(xo, r0, r1, i, j, geometry), wm[i, j], out=tmp)
-        out[:, r0:r1] = output_stage(acc.astype(np.int64), op, bound)
+        out[:, r0:r1] = _activation(op, output_stage(acc.astype(np.int64), op, bound))
     return out
 
 
@@ -203,13 +208,18 @@ def fc(op: NPUOp, args) -> np.ndarray:
     shape = op.arrays["weights"].shape[::-1]
     wm, bound = _weight_matrix(op, _input_range(args[0].dtype, op), shape)
     x = args[0].astype(wm.dtype) - op.params["in_zp"]
-    return output_stage((x @ wm).astype(np.int64), op, bound)
+    return _activation(op, output_stage((x @ wm).astype(np.int64), op, bound))
 
 
 def lut(op: NPUOp, args) -> np.ndarray:
     x = args[0]
     offset = 128 if x.dtype == np.int8 else 0
     return op.arrays["table"][x.astype(np.int16) + offset]
+
+
+def _activation(op: NPUOp, y: np.ndarray) -> np.ndarray:
+    """A MAC op's fused activation table, if it has one (see compiler.fuse_activations)."""
+    return lut(op, [y]) if "table" in op.arrays else y
 
 
 def unit(op: NPUOp, args) -> np.ndarray:

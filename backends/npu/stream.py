@@ -197,7 +197,8 @@ def _op(o, i: int, n: int, data: memoryview) -> NPUOp:
             all(name in arrays for name in needs),
             f"op {i} ({kind}) lacks its output-stage scaling ({', '.join(needs)})",
         )
-    if kind == "LUT":
-        _check(arrays["table"].shape == (256,), f"op {i} LUT table must have 256 entries")
+    if "table" in arrays:  # a LUT op's table, or a MAC op's fused activation
+        _check(arrays["table"].shape == (256,), f"op {i} table must have 256 entries")
+        _check(arrays["table"].dtype.name in ("int8", "uint8"), f"op {i} table dtype")
     stripes = _int(o.get("stripes"), f"op {i} stripes", 1, 1 << 16)
     return NPUOp(kind, o["name"], inputs, output, params, arrays, stripes)
