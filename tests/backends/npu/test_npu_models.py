@@ -136,3 +136,14 @@ def test_nchw_onnx_nets_run_on_the_npu_with_their_own_semantics(name):
     ty = exe.input_types[0]
     x = np.random.default_rng(3).standard_normal(ty.shape).astype(ty.dtype)
     assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_hardswish_after_a_convolution_is_its_fused_activation():
+    path = NETS / "mobilenet_v3_small_075_96.tflite"
+    exe = P.build(from_tflite(str(path)), "npu -config=u65-256, ref")
+    ops = exe.steps[0].region.program.ops
+    fused = [op for op in ops if op.kind in ("CONV", "DWCONV", "FC") and "table" in op.arrays]
+    assert len(fused) == 19 and not any(op.kind == "LUT" for op in ops)
+    assert all("HARD_SWISH" in op.name for op in fused)
+    x = random_input(exe.input_types[0], 11)
+    assert np.array_equal(exe.run(x)[0], tflite_reference(path, x))
