@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import time
 
 import numpy as np
@@ -19,9 +20,10 @@ from partita.backends.registry import Backend, Option, register_backend
 
 from partita.ir import TensorType
 
-from .jit import Loaded, compile_ir
+from .jit import Loaded, compile_ir, host_isa, isa_features
 from .kernels import generate
 from .lower import LLVMError, lower
+from .vplan import ISAS
 
 DRIVER = "partita_run"
 
@@ -45,8 +47,9 @@ class LLVMRegion(CompiledRegion):
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
         arrays = []
         for i, (shape, dtype) in enumerate(self.buffers):
-            arrays.append(inputs[self.inputs.index(i)] if i in self.inputs
-                          else np.empty(shape, dtype))
+            arrays.append(
+                inputs[self.inputs.index(i)] if i in self.inputs else np.empty(shape, dtype)
+            )
         table = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         self._run(ctypes.addressof(table))
         return [arrays[i] for i in self.outputs]
@@ -55,16 +58,23 @@ class LLVMRegion(CompiledRegion):
         start = time.perf_counter()
         outputs = self.run(inputs)
         elapsed = time.perf_counter() - start
-        return outputs, [OpProfile(self.name, "cpu region", elapsed,
-                                   {"kernels": len(self.kernels)})]
+        return outputs, [
+            OpProfile(self.name, "cpu region", elapsed, {"kernels": len(self.kernels)})
+        ]
 
     def summary(self) -> dict:
-        return {"kernels": len(self.kernels), "object_bytes": len(self.obj),
-                "cached": self.cached}
+        return {"kernels": len(self.kernels), "object_bytes": len(self.obj), "cached": self.cached}
 
     def to_bytes(self) -> bytes:
-        meta = json.dumps({"name": self.name, "buffers": self.buffers, "inputs": self.inputs,
-                           "outputs": self.outputs, "kernels": self.kernels}).encode()
+        meta = json.dumps(
+            {
+                "name": self.name,
+                "buffers": self.buffers,
+                "inputs": self.inputs,
+                "outputs": self.outputs,
+                "kernels": self.kernels,
+            }
+        ).encode()
         return len(meta).to_bytes(4, "little") + meta + self.obj
 
 
@@ -72,18 +82,42 @@ def load_region(data: bytes) -> LLVMRegion:
     """Object code back into a region; LLVM's optimizer does not run again."""
     try:
         n = int.from_bytes(data[:4], "little")
-        meta = json.loads(data[4: 4 + n])
-        return LLVMRegion(meta["name"], bytes(data[4 + n:]), meta["buffers"], meta["inputs"],
-                          meta["outputs"], meta["kernels"], cached=True)
+        meta = json.loads(data[4 : 4 + n])
+        return LLVMRegion(
+            meta["name"],
+            bytes(data[4 + n :]),
+            meta["buffers"],
+            meta["inputs"],
+            meta["outputs"],
+            meta["kernels"],
+            cached=True,
+        )
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise LLVMError(f"corrupt llvm region: {type(exc).__name__}: {exc}") from None
 
 
+def resolve_isa(options: dict) -> str:
+    """The kernel family: option ``-isa=``, else $PARTITA_LLVM_ISA, else the host's best (plain
+    when ``-mcpu`` names another CPU)."""
+    isa = str(options.get("isa") or "auto")
+    if isa == "auto":
+        isa = os.environ.get("PARTITA_LLVM_ISA", "auto")
+    if isa not in ISAS:
+        raise LLVMError(f"llvm: unknown instruction set {isa!r} (one of {', '.join(ISAS)})")
+    if isa == "auto":
+        return host_isa() if options.get("mcpu") in (None, "native") else "plain"
+    return isa
+
+
 def compile_region(function, options: dict) -> LLVMRegion:
     """Lower, generate IR, compile (or fetch from the cache), load."""
-    plan = lower(function)
+    options = options or {}
+    isa = resolve_isa(options)
+    plan = lower(function, isa)
     module = generate(plan)
-    obj, cached = compile_ir(str(module), options.get("mcpu"))
+    native = options.get("mcpu") in (None, "native")
+    features = isa_features(isa) if native and isa == "avx2" else None
+    obj, cached = compile_ir(str(module), options.get("mcpu"), features)
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     ins, _ = region_types(function)
     del ins
@@ -96,7 +130,14 @@ backend = Backend(
     host=True,
     compile=compile_region,
     load=load_region,
-    options={"mcpu": Option(None, None, "the CPU to generate code for (default: this host's)")},
+    options={
+        "mcpu": Option(None, None, "the CPU to generate code for (default: this host's)"),
+        "isa": Option(
+            "auto",
+            ISAS,
+            "conv/dense kernels: vnni, avx2, plain (auto: the host's best, or $PARTITA_LLVM_ISA)",
+        ),
+    },
     description="the host CPU: native code generated with llvmlite (one call per segment)",
 )
 register_backend(backend, override=True)

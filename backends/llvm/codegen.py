@@ -61,8 +61,9 @@ class Emitter:
         flat = np.asarray(array).ravel()
         arr_ty = ir.ArrayType(ty, max(1, flat.size))
         if ty is I8:  # bytes as a string literal: compact IR for weights and tables
-            init = ir.Constant(arr_ty, bytearray(flat.astype(np.int64).astype(np.uint8).tobytes()
-                                                 or b"\0"))
+            init = ir.Constant(
+                arr_ty, bytearray(flat.astype(np.int64).astype(np.uint8).tobytes() or b"\0")
+            )
         else:
             conv = float if ty in (F64, F32) else int
             init = ir.Constant(arr_ty, [conv(v) for v in flat] or [0])
@@ -92,13 +93,13 @@ class Emitter:
         ab = b.mul(x, q)
         nudge = b.select(b.icmp_signed(">=", ab, zero), c64(1 << 30), c64(1 - (1 << 30)))
         high = b.sdiv(b.add(ab, nudge), c64(1 << 31))
-        overflow = b.and_(b.icmp_signed("==", x, c64(-(1 << 31))),
-                          b.icmp_signed("==", q, c64(-(1 << 31))))
+        overflow = b.and_(
+            b.icmp_signed("==", x, c64(-(1 << 31))), b.icmp_signed("==", q, c64(-(1 << 31)))
+        )
         high = b.select(overflow, c64((1 << 31) - 1), high)
         mask = b.sub(b.shl(c64(1), right), c64(1))
         remainder = b.and_(high, mask)
-        threshold = b.add(b.ashr(mask, c64(1)),
-                          b.zext(b.icmp_signed("<", high, zero), I64))
+        threshold = b.add(b.ashr(mask, c64(1)), b.zext(b.icmp_signed("<", high, zero), I64))
         up = b.zext(b.icmp_signed(">", remainder, threshold), I64)
         return b.add(b.ashr(high, right), up)
 

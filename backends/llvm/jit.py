@@ -31,28 +31,60 @@ def _init() -> None:
             _READY = True
 
 
-def _machine(cpu: str | None = None):
+def _machine(cpu: str | None = None, features: str | None = None):
     _init()
     target = llvm.Target.from_default_triple()
-    features = llvm.get_host_cpu_features().flatten() if cpu in (None, "native") else ""
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name() if cpu in (None, "native")
-                                        else cpu, features=features, opt=3, reloc="pic",
-                                        codemodel="default")
+    native = cpu in (None, "native")
+    if features is None:
+        features = host_features() if native else ""
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name() if native else cpu,
+        features=features,
+        opt=3,
+        reloc="pic",
+        codemodel="default",
+    )
+
+
+def host_features() -> str:
+    _init()
+    return llvm.get_host_cpu_features().flatten()
+
+
+def host_isa() -> str:
+    """The best kernel family this CPU runs: vnni (AVX-512 VNNI), avx2, or plain."""
+    features = set(host_features().split(","))
+    if {"+avx512vnni", "+avx512bw", "+avx512f"} <= features:
+        return "vnni"
+    return "avx2" if "+avx2" in features else "plain"
+
+
+def isa_features(isa: str) -> str:
+    """Target features for a kernel family on this host: the host's, without AVX-512 (and
+    VNNI) for ``avx2``, so that a forced AVX2 build really is AVX2 code."""
+    features = host_features().split(",")
+    if isa == "avx2":
+        features = [("-" + f[1:]) if f.startswith(("+avx512", "+avxvnni")) else f for f in features]
+    return ",".join(features)
 
 
 def host_key() -> str:
     _init()
-    return "|".join([llvmlite.__version__, llvm.get_default_triple(), llvm.get_host_cpu_name(),
-                     llvm.get_host_cpu_features().flatten()])
+    return "|".join(
+        [llvmlite.__version__, llvm.get_default_triple(), llvm.get_host_cpu_name(), host_features()]
+    )
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("PARTITA_CACHE_DIR") or Path.home() / ".cache" / "partita" / "llvm")
 
 
-def compile_ir(text: str, cpu: str | None = None) -> tuple[bytes, bool]:
-    """Object code for ``text`` (for ``cpu``, default the host) and whether it was cached."""
-    key = hashlib.sha256((host_key() + f"|{cpu}\n" + text).encode()).hexdigest()
+def compile_ir(
+    text: str, cpu: str | None = None, features: str | None = None
+) -> tuple[bytes, bool]:
+    """Object code for ``text`` (for ``cpu`` and target ``features``, default the host's) and
+    whether it came from the cache."""
+    key = hashlib.sha256((host_key() + f"|{cpu}|{features}\n" + text).encode()).hexdigest()
     path = cache_dir() / f"{key}.o"
     digest_path = path.with_suffix(".sha256")
     try:
@@ -63,9 +95,12 @@ def compile_ir(text: str, cpu: str | None = None) -> tuple[bytes, bool]:
         pass
     module = llvm.parse_assembly(text)
     module.verify()
-    machine = _machine(cpu)
-    pm = llvm.create_pass_builder(machine, llvm.PipelineTuningOptions(speed_level=3)) \
-        if hasattr(llvm, "create_pass_builder") else None
+    machine = _machine(cpu, features)
+    pm = (
+        llvm.create_pass_builder(machine, llvm.PipelineTuningOptions(speed_level=3))
+        if hasattr(llvm, "create_pass_builder")
+        else None
+    )
     if pm is not None:
         pm.getModulePassManager().run(module, pm)
     data = machine.emit_object(module)

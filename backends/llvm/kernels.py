@@ -8,9 +8,10 @@ from llvmlite import ir
 
 from .codegen import DRIVER, F32, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
 from .lower import Kernel
+from .vector import VectorKernels
 
 
-class KernelEmitter(Emitter):
+class KernelEmitter(VectorKernels, Emitter):
     def function(self, k: Kernel, n_inputs: int):
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * (n_inputs + 1)), name=k.name)
         fn.linkage = "internal"
@@ -64,8 +65,11 @@ class KernelEmitter(Emitter):
         top, left = p["padding"][0], p["padding"][1]
         in_dtype = p["in_dtype"]
         acc_ptr = b.alloca(I64)  # allocas in the entry block
-        with for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox, \
-                for_range(b, oc, "oc") as o:
+        with (
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, oc, "oc") as o,
+        ):
             b.store(c64(0), acc_ptr)
             wzp = b.sext(self.load_at(b, g["w_zp"], o, I32), I64)
             with for_range(b, kh, "ky") as ky, for_range(b, kw, "kx") as kx:
@@ -73,11 +77,11 @@ class KernelEmitter(Emitter):
                 ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
                 inside = b.and_(
                     b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
-                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))))
+                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
+                )
                 with b.if_then(inside):
                     base = b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c))
-                    wbase = b.mul(b.add(b.mul(b.add(b.mul(o, c64(kh)), ky), c64(kw)), kx),
-                                  c64(ci))
+                    wbase = b.mul(b.add(b.mul(b.add(b.mul(o, c64(kh)), ky), c64(kw)), kx), c64(ci))
                     if depthwise:
                         xv = self.signed(b, self.load_at(b, x, b.add(base, o), I8), in_dtype)
                         wv = self.weight(b, g, wbase, k)
@@ -85,8 +89,7 @@ class KernelEmitter(Emitter):
                         b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
                     else:
                         with for_range(b, ci, "ic") as ic:
-                            xv = self.signed(b, self.load_at(b, x, b.add(base, ic), I8),
-                                             in_dtype)
+                            xv = self.signed(b, self.load_at(b, x, b.add(base, ic), I8), in_dtype)
                             wv = self.weight(b, g, b.add(wbase, ic), k)
                             term = b.mul(b.sub(xv, c64(p["in_zp"])), b.sub(wv, wzp))
                             b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
@@ -107,8 +110,9 @@ class KernelEmitter(Emitter):
             b.store(c64(0), acc_ptr)
             wzp = b.sext(self.load_at(b, g["w_zp"], u, I32), I64)
             with for_range(b, depth, "d") as d:
-                xv = self.signed(b, self.load_at(b, x, b.add(b.mul(r, c64(depth)), d), I8),
-                                 in_dtype)
+                xv = self.signed(
+                    b, self.load_at(b, x, b.add(b.mul(r, c64(depth)), d), I8), in_dtype
+                )
                 wv = self.weight(b, g, b.add(b.mul(u, c64(depth)), d), k)
                 term = b.mul(b.sub(xv, c64(k.params["in_zp"])), b.sub(wv, wzp))
                 b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
@@ -150,10 +154,14 @@ class KernelEmitter(Emitter):
             else:
                 r = b.call(rint, [q])
             r = b.select(b.fcmp_unordered("uno", r, r), ir.Constant(F64, 0.0), r)  # NaN -> 0
-            r = b.select(b.fcmp_ordered("<", r, ir.Constant(F64, -(2.0**40))),
-                         ir.Constant(F64, -(2.0**40)), r)
-            r = b.select(b.fcmp_ordered(">", r, ir.Constant(F64, 2.0**40)),
-                         ir.Constant(F64, 2.0**40), r)
+            r = b.select(
+                b.fcmp_ordered("<", r, ir.Constant(F64, -(2.0**40))),
+                ir.Constant(F64, -(2.0**40)),
+                r,
+            )
+            r = b.select(
+                b.fcmp_ordered(">", r, ir.Constant(F64, 2.0**40)), ir.Constant(F64, 2.0**40), r
+            )
             v = self.clamp(b, b.add(b.fptosi(r, I64), c64(p["zp"])), lo, hi)
             self.store_at(b, b.trunc(v, I8), y, e, I8)
         b.ret_void()
@@ -173,10 +181,12 @@ class KernelEmitter(Emitter):
                 rest = b.sdiv(rest, c64(shape[axis]))
                 ia = b.add(ia, b.mul(coord, c64(strides[0][axis])))
                 ib = b.add(ib, b.mul(coord, c64(strides[1][axis])))
-            va = b.add(self.signed(b, self.load_at(b, x1, ia, I8), self.dtype(k.inputs[0])),
-                       c64(offs[0]))
-            vb = b.add(self.signed(b, self.load_at(b, x2, ib, I8), self.dtype(k.inputs[1])),
-                       c64(offs[1]))
+            va = b.add(
+                self.signed(b, self.load_at(b, x1, ia, I8), self.dtype(k.inputs[0])), c64(offs[0])
+            )
+            vb = b.add(
+                self.signed(b, self.load_at(b, x2, ib, I8), self.dtype(k.inputs[1])), c64(offs[1])
+            )
             self.store_at(b, self.load_at(b, table, b.add(b.mul(va, c64(256)), vb), I8), y, e, I8)
         b.ret_void()
         return fn
@@ -198,15 +208,19 @@ class KernelEmitter(Emitter):
         top, left = p["padding"][0], p["padding"][1]
         dtype = self.dtype(k.inputs[0])
         best = b.alloca(I64)
-        with for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox, \
-                for_range(b, c, "ch") as ch:
+        with (
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, c, "ch") as ch,
+        ):
             b.store(c64(-1 << 20), best)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
                 iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
                 ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
                 inside = b.and_(
                     b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
-                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))))
+                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
+                )
                 with b.if_then(inside):
                     idx = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
                     v = self.signed(b, self.load_at(b, x, idx, I8), dtype)

@@ -23,6 +23,8 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
 from partita.ops.fixedpoint import quantize_multiplier, quantize_multiplier_array
 
+from .vplan import vector_kernel
+
 EIGHT_BIT = ("int8", "uint8")
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -68,15 +70,22 @@ def _order(root):
             order.append(node)
             continue
         stack.append((node, True))
-        kids = node.args if isinstance(node, Call) else node.fields if isinstance(
-            node, Tuple) else [node.tuple_value] if isinstance(node, TupleGetItem) else []
+        kids = (
+            node.args
+            if isinstance(node, Call)
+            else node.fields
+            if isinstance(node, Tuple)
+            else [node.tuple_value]
+            if isinstance(node, TupleGetItem)
+            else []
+        )
         stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
     return order
 
 
 class _Lowering:
-    def __init__(self, fn: Function):
-        self.fn = fn
+    def __init__(self, fn: Function, isa: str = "plain"):
+        self.fn, self.isa = fn, isa
         self.buffers: list[tuple[tuple[int, ...], str]] = []
         self.ids: dict[int, int] = {}
         self.kernels: list[Kernel] = []
@@ -113,8 +122,12 @@ class _Lowering:
             elif isinstance(node, (Tuple, TupleGetItem)):
                 raise LLVMError("llvm: tuples inside a host segment are not supported yet")
         outs = self.fn.body.fields if isinstance(self.fn.body, Tuple) else [self.fn.body]
-        return Plan(self.buffers, self.kernels, [self.ids[id(p)] for p in self.fn.params],
-                    [self.ids[id(o)] for o in outs])
+        return Plan(
+            self.buffers,
+            self.kernels,
+            [self.ids[id(p)] for p in self.fn.params],
+            [self.ids[id(o)] for o in outs],
+        )
 
     def src(self, expr) -> int:
         if id(expr) not in self.ids:
@@ -135,26 +148,54 @@ class _Lowering:
             return self.mean(call, where)
         if name == "nn.max_pool2d" and dtypes[0] in EIGHT_BIT and call.attrs.layout == "NHWC":
             a = call.attrs
-            params = {"pool": list(a.pool_size), "strides": list(a.strides),
-                      "padding": list(a.padding), "dilation": list(a.dilation)}
+            params = {
+                "pool": list(a.pool_size),
+                "strides": list(a.strides),
+                "padding": list(a.padding),
+                "dilation": list(a.dilation),
+            }
             return self.emit("MAXPOOL", call, [self.src(data[0])], params)
         consts_scalar = all(_const(a).ndim == 0 for a in call.args if isinstance(a, Constant))
-        if len(data) == 1 and dtypes[0] in EIGHT_BIT and out in (*EIGHT_BIT, "float32") \
-                and consts_scalar and call.args[0] is data[0]:
-            return self.emit("LUT", call, [self.src(data[0])], {},
-                             {"table": _table(call, dtypes[0], out)})
-        if name == "qnn.quantize" and consts_scalar and dtypes[0] == "float32" \
-                and out in EIGHT_BIT and call.attrs.semantics in ("tflite", "onnx"):
-            params = {"scale": float(_const(call.args[1])), "zp": int(_const(call.args[2])),
-                      "round": call.attrs.semantics, "out_dtype": out}
+        if (
+            len(data) == 1
+            and dtypes[0] in EIGHT_BIT
+            and out in (*EIGHT_BIT, "float32")
+            and consts_scalar
+            and call.args[0] is data[0]
+        ):
+            return self.emit(
+                "LUT", call, [self.src(data[0])], {}, {"table": _table(call, dtypes[0], out)}
+            )
+        if (
+            name == "qnn.quantize"
+            and consts_scalar
+            and dtypes[0] == "float32"
+            and out in EIGHT_BIT
+            and call.attrs.semantics in ("tflite", "onnx")
+        ):
+            params = {
+                "scale": float(_const(call.args[1])),
+                "zp": int(_const(call.args[2])),
+                "round": call.attrs.semantics,
+                "out_dtype": out,
+            }
             return self.emit("QUANT", call, [self.src(data[0])], params)
-        if name in ("qnn.add", "qnn.subtract", "qnn.mul") and consts_scalar and \
-                set(dtypes) <= set(EIGHT_BIT) and out in EIGHT_BIT and len(data) == 2:
+        if (
+            name in ("qnn.add", "qnn.subtract", "qnn.mul")
+            and consts_scalar
+            and set(dtypes) <= set(EIGHT_BIT)
+            and out in EIGHT_BIT
+            and len(data) == 2
+        ):
             oshape = call.checked_type.shape
             strides = [_broadcast_strides(d.checked_type.shape, oshape) for d in data]
-            return self.emit("LUT2", call, [self.src(d) for d in data],
-                             {"out_shape": list(oshape), "strides": strides},
-                             {"table": _table2(call, dtypes, out)})
+            return self.emit(
+                "LUT2",
+                call,
+                [self.src(d) for d in data],
+                {"out_shape": list(oshape), "strides": strides},
+                {"table": _table2(call, dtypes, out)},
+            )
         raise LLVMError(f"llvm cannot compile {where} yet (build with the 'ref' host for it)")
 
     def emit(self, kind, call, inputs, params=None, arrays=None) -> None:
@@ -176,8 +217,10 @@ class _Lowering:
         if rq.attrs.semantics not in ("tflite", "tflite_double"):
             raise LLVMError(f"llvm: {where}: requantize semantics {rq.attrs.semantics!r}")
         x = call.args[0]
-        if x.checked_type.dtype not in EIGHT_BIT or _const(call.args[1]).dtype.name \
-                not in EIGHT_BIT:
+        if (
+            x.checked_type.dtype not in EIGHT_BIT
+            or _const(call.args[1]).dtype.name not in EIGHT_BIT
+        ):
             raise LLVMError(f"llvm: {where}: only int8/uint8 data and weights")
         out_dtype = rq.attrs.out_dtype
         lo, hi = RANGE[out_dtype]
@@ -189,18 +232,29 @@ class _Lowering:
         real = np.broadcast_to(np.atleast_1d(real), (n_out,)).copy()
         q, shift = quantize_multiplier_array(real)
         arrays = {
-            "multiplier": np.asarray(q, np.int32), "shift": np.asarray(shift, np.int32),
+            "multiplier": np.asarray(q, np.int32),
+            "shift": np.asarray(shift, np.int32),
             "scale": real,
-            "bias": (_const(by["nn.bias_add"].args[1]).astype(np.int32) if "nn.bias_add" in by
-                     else np.zeros(n_out, np.int32)),
-            "w_zp": np.broadcast_to(np.atleast_1d(_const(call.args[3])), (n_out,)).astype(
-                np.int32).copy(),
+            "bias": (
+                _const(by["nn.bias_add"].args[1]).astype(np.int32)
+                if "nn.bias_add" in by
+                else np.zeros(n_out, np.int32)
+            ),
+            "w_zp": np.broadcast_to(np.atleast_1d(_const(call.args[3])), (n_out,))
+            .astype(np.int32)
+            .copy(),
         }
-        params = {"in_zp": int(_const(call.args[2])), "rq_zp": int(_const(rq.args[2]).flat[0]),
-                  "out_zp": int(_const(rq.args[4]).flat[0]), "lo": lo, "hi": hi,
-                  "rounding": rq.attrs.semantics, "in_dtype": x.checked_type.dtype,
-                  "w_dtype": _const(call.args[1]).dtype.name,
-                  "out_dtype": out_dtype}
+        params = {
+            "in_zp": int(_const(call.args[2])),
+            "rq_zp": int(_const(rq.args[2]).flat[0]),
+            "out_zp": int(_const(rq.args[4]).flat[0]),
+            "lo": lo,
+            "hi": hi,
+            "rounding": rq.attrs.semantics,
+            "in_dtype": x.checked_type.dtype,
+            "w_dtype": _const(call.args[1]).dtype.name,
+            "out_dtype": out_dtype,
+        }
         if np.asarray(_const(rq.args[4])).size > 1 or np.asarray(_const(rq.args[2])).size > 1:
             raise LLVMError(f"llvm: {where}: per-channel zero points in requantize")
         if call.op.name == "qnn.dense":
@@ -221,13 +275,23 @@ class _Lowering:
             else:
                 raise LLVMError(f"llvm: {where}: grouped convolution with {a.groups} groups")
             arrays["weights"] = w
-            params.update(strides=list(a.strides), dilation=list(a.dilation),
-                          padding=list(a.padding))
+            params.update(
+                strides=list(a.strides), dilation=list(a.dilation), padding=list(a.padding)
+            )
         for c in chain[1:]:
             self.absorbed.add(id(c))
+        inputs = [self.src(x)]
+        vector = vector_kernel(
+            kind, params, arrays, x.checked_type.shape, call.checked_type.shape, self.isa
+        )
+        if vector is not None:
+            kind, params, arrays, scratch = vector
+            if scratch:
+                self.buffers.append(((scratch,), "uint8"))
+                inputs.append(len(self.buffers) - 1)
         out = self.buffer(chain[-1])
         name = f"{kind.lower()}_{len(self.kernels)}"
-        self.kernels.append(Kernel(kind, name, [self.src(x)], out, params, arrays))
+        self.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
 
     def mean(self, call: Call, where: str) -> None:
         x = call.args[0]
@@ -239,9 +303,14 @@ class _Lowering:
         n = shape[1] * shape[2]
         m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         k = min(int(math.floor(math.log2(n))), 32, 31 + e)
-        params = {"n": n, "multiplier": int((m << k) // n), "shift": e - k,
-                  "in_zp": int(zp_in), "out_zp": int(zp_out),
-                  "out_dtype": call.checked_type.dtype}
+        params = {
+            "n": n,
+            "multiplier": int((m << k) // n),
+            "shift": e - k,
+            "in_zp": int(zp_in),
+            "out_zp": int(zp_out),
+            "out_dtype": call.checked_type.dtype,
+        }
         self.emit("MEAN", call, [self.src(x)], params)
 
 
@@ -270,9 +339,10 @@ def _table2(call: Call, dtypes, out_dtype: str) -> np.ndarray:
     return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype).reshape(256, 256)
 
 
-def lower(fn: Function) -> Plan:
-    """The kernels of host function ``fn`` (an LLVMError names the first op it cannot take)."""
-    return _Lowering(fn).run()
+def lower(fn: Function, isa: str = "plain") -> Plan:
+    """The kernels of host function ``fn`` (an LLVMError names the first op it cannot take);
+    ``isa`` picks the conv/dense kernels: vnni, avx2 (vector) or plain (scalar loops)."""
+    return _Lowering(fn, isa).run()
 
 
 __all__ = ["EIGHT_BIT", "Kernel", "LLVMError", "Plan", "Var", "lower"]

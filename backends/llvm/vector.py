@@ -1,0 +1,213 @@
+"""The vector kernels' IR (plans in vplan.py): a register tile of 16 x int32 accumulators per
+(pixel, 16 output channels), fed by ``vpdpbusd`` (VNNI) or by the same 4-deep dot product written
+in portable IR (LLVM makes ``vpmaddwd`` of it for AVX2), and a vector output stage."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .codegen import I8, I32, I64, c64, for_range
+
+V16 = ir.VectorType(I32, 16)
+V16x64 = ir.VectorType(I64, 16)
+B16 = ir.VectorType(I8, 16)
+B64 = ir.VectorType(I8, 64)
+
+
+def vsplat(b, value, ty=V16):
+    """A vector of ``ty`` with every lane ``value`` (a scalar of its element type)."""
+    one = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+    mask = ir.Constant(ir.VectorType(I32, ty.count), [0] * ty.count)
+    return b.shuffle_vector(one, ir.Constant(ty, ir.Undefined), mask)
+
+
+def kconst(ty, value):
+    return ir.Constant(ty, [ir.Constant(ty.element, int(value))] * ty.count)
+
+
+class VectorKernels:
+    """Mixed into the kernel emitter: ``k_vconv`` and ``k_vdw``."""
+
+    def vglobals(self, k):
+        return {
+            name: self.global_array(f"{k.name}.{name}", a, I8 if a.dtype.itemsize == 1 else I32)
+            for name, a in k.arrays.items()
+        }
+
+    def vload(self, b, ptr, byte_offset, ty):
+        return b.load(b.gep(ptr, [byte_offset], source_etype=I8), typ=ty, align=1)
+
+    # -- padding copy ---------------------------------------------------------------------------
+    def pack_input(self, b, x, dst, p):
+        """dst[Hs][Ws][Cs] = x placed at (top, left), the rest filled with the zero point."""
+        memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
+        memcpy = self.module.declare_intrinsic(
+            "llvm.memcpy", [ir.PointerType(), ir.PointerType(), I64]
+        )
+        false = ir.Constant(ir.IntType(1), 0)
+        zp = ir.Constant(I8, p["in_zp"] & 0xFF)
+        hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
+        top, left = p["pad"][0], p["pad"][1]
+        b.call(memset, [dst, zp, c64(hs * ws * cs), false])
+        with for_range(b, p["H"], "py") as y, for_range(b, p["W"], "px") as xx:
+            src = b.gep(x, [b.mul(b.add(b.mul(y, c64(p["W"])), xx), c64(c))], source_etype=I8)
+            at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(xx, c64(left))), c64(cs))
+            b.call(memcpy, [b.gep(dst, [at], source_etype=I8), src, c64(c), false])
+
+    # -- output stage ---------------------------------------------------------------------------
+    def vrequant(self, b, acc, g, o, p):
+        """16 int32 accumulators of channels o.. o+15 -> 16 output bytes (TFLite's stage)."""
+
+        def chan(name):
+            return self.vload(b, g[name], b.mul(o, c64(4)), V16)
+
+        a = b.add(acc, chan("corr"))  # int32 wrap-around, as TFLite's accumulator
+        x = b.sext(a, V16x64)
+        if p["rq_zp"]:
+            x = b.sub(x, kconst(V16x64, p["rq_zp"]))
+        x = b.sext(b.trunc(b.shl(x, b.zext(chan("lshift"), V16x64)), V16), V16x64)
+        high = b.ashr(
+            b.add(b.mul(x, b.sext(chan("mult"), V16x64)), kconst(V16x64, 1 << 30)),
+            kconst(V16x64, 31),
+        )
+        high = b.trunc(high, V16)
+        sign = b.and_(b.ashr(high, kconst(V16, 31)), chan("rmask"))
+        y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
+        y = b.add(y, kconst(V16, p["out_zp"]))
+        lo = kconst(V16, p["lo"])
+        hi = kconst(V16, p["hi"])
+        y = b.select(b.icmp_signed("<", y, lo), lo, y)
+        y = b.select(b.icmp_signed(">", y, hi), hi, y)
+        return b.trunc(y, B16)
+
+    def vstore(self, b, value, y, index, o, oc):
+        """Store 16 bytes at y[index..]; only the lanes below ``oc - o`` at the channel tail."""
+        full = b.icmp_signed("<=", b.add(o, c64(16)), c64(oc))
+        with b.if_else(full) as (then, otherwise):
+            with then:
+                b.store(value, b.gep(y, [index], source_etype=I8), align=1)
+            with otherwise, for_range(b, b.sub(c64(oc), o), "lane") as lane:
+                self.store_at(b, b.extract_element(value, lane), y, b.add(index, lane), I8)
+
+    # -- dot products ------------------------------------------------------------------
+    def dot4(self, b, acc, a, w, isa):
+        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane."""
+        if isa == "vnni":
+            fn = self.module.declare_intrinsic(
+                "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64])
+            )
+            return b.call(fn, [acc, b.bitcast(a, B64), b.bitcast(w, B64)])
+        wide = ir.VectorType(I32, 64)
+        prod = b.mul(b.zext(b.bitcast(a, B64), wide), b.sext(b.bitcast(w, B64), wide))
+        for n in (32, 16):
+            even = b.shuffle_vector(
+                prod, prod, ir.Constant(ir.VectorType(I32, n), list(range(0, 2 * n, 2)))
+            )
+            odd = b.shuffle_vector(
+                prod, prod, ir.Constant(ir.VectorType(I32, n), list(range(1, 2 * n, 2)))
+            )
+            prod = b.add(even, odd)
+        return b.add(acc, prod)
+
+    # -- convolution / dense ----------------------------------------------------------------------
+    def k_vconv(self, k):
+        p = k.params
+        fn, b, args = self.function(k, len(k.inputs))
+        x, y = args[0], args[-1]
+        g = self.vglobals(k)
+        src = x
+        if p["pack"]:
+            src = args[1]
+            self.pack_input(b, x, src, p)
+        accs = [[b.alloca(V16) for _ in range(p["V"])] for _ in range(p["R"])]
+        out = b.alloca(V16, size=p["R"] * p["V"])
+        ow, nvec = p["OW"], -(-p["OC"] // 16)
+        r_full, r_tail = divmod(ow, p["R"])
+        g_full, v_tail = divmod(nvec, p["V"])
+        with for_range(b, p["OH"], "oy") as oy:
+            for rows, count, base in ((p["R"], r_full, 0), (r_tail, 1, r_full * p["R"])):
+                if not rows or not count:
+                    continue
+                with for_range(b, count, "ot") as t:
+                    ox0 = b.add(b.mul(t, c64(rows)), c64(base))
+                    for vecs, gcount, gbase in ((p["V"], g_full, 0), (v_tail, 1, g_full * p["V"])):
+                        if not vecs or not gcount:
+                            continue
+                        with for_range(b, gcount, "og") as og:
+                            o0 = b.mul(b.add(b.mul(og, c64(vecs)), c64(gbase)), c64(16))
+                            tile = (oy, ox0, o0, rows, vecs)
+                            self.conv_tile(b, src, y, g, p, accs, out, tile)
+        b.ret_void()
+        return fn
+
+    def conv_tile(self, b, src, y, g, p, accs, out, tile):
+        oy, ox0, o0, rows, vecs = tile
+        zero = ir.Constant(V16, None)
+        for r in range(rows):
+            for v in range(vecs):
+                b.store(zero, accs[r][v])
+        c4, ocp, cs = p["Cs"] // 4, -(-p["OC"] // 16) * 16, p["Cs"]
+        # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
+        # DAG combiner into a loop when it feeds vpdpbusd)
+        flip = ir.Constant(I32, 0x80808080 - (1 << 32)) if p["signed"] else None
+        with (
+            for_range(b, p["KH"], "ky") as ky,
+            for_range(b, p["KW"], "kx") as kx,
+            for_range(b, c4, "c4") as c,
+        ):
+            iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
+            ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
+            tap = b.add(b.mul(ky, c64(p["KW"])), kx)
+            wrow = b.mul(b.add(b.mul(tap, c64(c4)), c), c64(ocp * 4))
+            ws = [
+                self.vload(b, g["weights"], b.add(wrow, b.mul(b.add(o0, c64(16 * v)), c64(4))), V16)
+                for v in range(vecs)
+            ]
+            row = b.mul(iy, c64(p["Ws"]))
+            for r in range(rows):
+                pix = b.add(row, b.add(ix0, c64(r * p["sw"])))
+                at = b.add(b.mul(pix, c64(cs)), b.mul(c, c64(4)))
+                a = self.vload(b, src, at, I32)
+                a = vsplat(b, a if flip is None else b.xor(a, flip))
+                for v in range(vecs):
+                    b.store(
+                        self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"]), accs[r][v]
+                    )
+        for r in range(rows):
+            for v in range(vecs):
+                slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
+                b.store(b.load(accs[r][v], typ=V16), slot)
+        with for_range(b, rows, "er") as r, for_range(b, vecs, "ev") as v:
+            slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
+            o = b.add(o0, b.mul(v, c64(16)))
+            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p)
+            pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, r))
+            self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+
+    # -- depthwise ---------------------------------------------------------------------
+    def k_vdw(self, k):
+        p = k.params
+        fn, b, (x, src, y) = self.function(k, 2)
+        g = self.vglobals(k)
+        self.pack_input(b, x, src, p)
+        cs, taps = p["Cs"], p["KH"] * p["KW"]
+        ext = b.sext if p["signed"] else b.zext
+        with for_range(b, p["OH"], "oy") as oy, for_range(b, cs // 16, "cv") as cv:
+            o = b.mul(cv, c64(16))
+            ws = [
+                b.sext(self.vload(b, g["weights"], b.add(c64(t * cs), o), B16), V16)
+                for t in range(taps)
+            ]
+            with for_range(b, p["OW"], "ox") as ox:
+                acc = ir.Constant(V16, None)
+                for t in range(taps):
+                    ky, kx = divmod(t, p["KW"])
+                    iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
+                    ix = b.add(b.mul(ox, c64(p["sw"])), c64(kx * p["dw"]))
+                    at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
+                    acc = b.add(acc, b.mul(ext(self.vload(b, src, at, B16), V16), ws[t]))
+                value = self.vrequant(b, acc, g, o, p)
+                pix = b.add(b.mul(oy, c64(p["OW"])), ox)
+                self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+        b.ret_void()
+        return fn

@@ -1,0 +1,150 @@
+"""Plans for the vector kernels: weights pre-packed at compile time, per-channel requantization
+constants, register tiles per instruction set.
+
+    CONV/FC -> VCONV   weights [KH*KW][C/4][OCp][4] int8 for ``vpdpbusd`` (u8 x s8, 4-deep dots);
+                       int8 activations are read as ``x ^ 0x80`` (= x + 128, unsigned) and the
+                       constant part of the zero-point algebra goes into one int32 per channel:
+                       corr = bias - zx' * sum(w)   (zx' = zx + 128 for int8 input)
+    DWCONV  -> VDW     weights [KH*KW][Cp] int8, channels 16 to a vector
+
+Both read a padded copy of the input (``Hs x Ws x Cs``, the border filled with the input's zero
+point) when the convolution pads or its channels are not a multiple of the vector step. The
+output stage uses the exact identities of docs/performance.md:
+``SRDHM(x, M) = (x*M + 2^30) >> 31`` and
+``RDBPOT(x, e) = (x + ((1 << e) >> 1) + (e > 0 ? x >> 31 : 0)) >> e``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from partita.ops.fixedpoint import wrap_int32
+
+ISAS = ("auto", "vnni", "avx2", "plain")
+# accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
+# vector is two of them)
+TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}}
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _effective_weights(arrays: dict, params: dict) -> np.ndarray | None:
+    """w - w_zp as int8 (OHWI or [units, depth]), or None when that does not fit."""
+    w = arrays["weights"].astype(np.int32)
+    zp = arrays["w_zp"].reshape((-1,) + (1,) * (w.ndim - 1))
+    w = w - zp
+    if w.min(initial=0) < -128 or w.max(initial=0) > 127:
+        return None
+    return w.astype(np.int8)
+
+
+def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, ocp: int) -> dict:
+    """Per-channel int32 constants of the epilogue, padded to ``ocp`` channels."""
+    shift = arrays["shift"].astype(np.int64)
+    e = np.maximum(-shift, 0)
+    consts = {
+        "corr": wrap_int32(arrays["bias"].astype(np.int64) - zx * colsum),
+        "mult": arrays["multiplier"].astype(np.int64),
+        "lshift": np.maximum(shift, 0),
+        "rshift": e,
+        "rnd": (np.int64(1) << e) >> 1,
+        "rmask": np.where(e > 0, -1, 0),
+    }
+    out = {}
+    for name, v in consts.items():
+        padded = np.zeros(ocp, np.int32)
+        padded[: v.size] = v
+        out[name] = padded
+    return out
+
+
+def _geometry(kind: str, params: dict, in_shape, out_shape, wshape) -> dict:
+    if kind == "FC":
+        rows, depth = in_shape
+        return {
+            "H": 1,
+            "W": rows,
+            "C": depth,
+            "OH": 1,
+            "OW": rows,
+            "OC": out_shape[1],
+            "KH": 1,
+            "KW": 1,
+            "sh": 1,
+            "sw": 1,
+            "dh": 1,
+            "dw": 1,
+            "pad": [0, 0, 0, 0],
+        }
+    _, h, w, c = in_shape
+    _, oh, ow, oc = out_shape
+    (sh, sw), (dh, dw) = params["strides"], params["dilation"]
+    pad = list(params["padding"])
+    geo = {
+        "H": h,
+        "W": w,
+        "C": c,
+        "OH": oh,
+        "OW": ow,
+        "OC": oc,
+        "KH": wshape[1],
+        "KW": wshape[2],
+        "sh": sh,
+        "sw": sw,
+        "dh": dh,
+        "dw": dw,
+        "pad": pad,
+    }
+    if geo["KH"] == geo["KW"] == sh == sw == 1 and not any(pad) and oh == h and ow == w:
+        geo.update(H=1, W=h * w, OH=1, OW=oh * ow)  # a pointwise conv is one long row
+    return geo
+
+
+def _padded(geo: dict, step: int) -> dict:
+    top, left, bottom, right = geo["pad"]
+    cs = _round_up(geo["C"], step)
+    # rows/columns the kernel window can reach (the stride may leave the last ones unread)
+    hs = max(geo["H"] + top + bottom, (geo["OH"] - 1) * geo["sh"] + (geo["KH"] - 1) * geo["dh"] + 1)
+    ws = max(geo["W"] + left + right, (geo["OW"] - 1) * geo["sw"] + (geo["KW"] - 1) * geo["dw"] + 1)
+    pack = cs != geo["C"] or any(geo["pad"])
+    return {"Cs": cs, "Hs": hs if pack else geo["H"], "Ws": ws if pack else geo["W"], "pack": pack}
+
+
+def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, isa: str):
+    """(kind, params, arrays, scratch bytes) of the vector kernel, or None to keep ``kind``."""
+    if isa == "plain" or params["rounding"] != "tflite" or kind not in ("CONV", "DWCONV", "FC"):
+        return None
+    w = _effective_weights(arrays, params)
+    if w is None:
+        return None
+    geo = _geometry(kind, params, in_shape, out_shape, w.shape)
+    zx = params["in_zp"]
+    signed = params["in_dtype"] == "int8"
+    if kind == "DWCONV":
+        geo.update(_padded(geo, 16))
+        geo["pack"] = True  # vector loads read 16 channels: always from the padded copy
+        cs = geo["Cs"]
+        packed = np.zeros((geo["KH"] * geo["KW"], cs), np.int8)
+        packed[:, : geo["C"]] = w[:, :, :, 0].transpose(1, 2, 0).reshape(-1, geo["C"])
+        colsum = w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
+        consts = _output_constants(arrays, params, colsum, zx, cs)
+        new = {**params, **geo, "signed": signed}
+        return "VDW", new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
+    geo.update(_padded(geo, 4))
+    if kind == "FC":
+        w = w.reshape(w.shape[0], 1, 1, -1)
+    oc, kh, kw, c = w.shape
+    cs, ocp = geo["Cs"], _round_up(oc, 16)
+    wp = np.zeros((kh, kw, cs, ocp), np.int8)
+    wp[:, :, :c, :oc] = w.transpose(1, 2, 3, 0)
+    packed = wp.reshape(kh * kw, cs // 4, 4, ocp).transpose(0, 1, 3, 2)
+    colsum = w.astype(np.int64).reshape(oc, -1).sum(axis=1)
+    consts = _output_constants(arrays, params, colsum, zx + (128 if signed else 0), ocp)
+    nvec = ocp // 16
+    tiles = TILES[isa]
+    v = min(max(tiles), nvec)
+    new = {**params, **geo, "signed": signed, "isa": isa, "V": v, "R": min(tiles[v], geo["OW"])}
+    scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
+    return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
