@@ -82,10 +82,27 @@ def _fits(config: NPUConfig, ofm, ifm) -> bool:
     return RESERVED_OUTPUT_BANKS + ifm_banks <= acc_start
 
 
+def _fetch_cost(q: Query, ofm, ifm, repeats: int, weight_wh: int, equal_depth: bool) -> float:
+    """Input and weight fetches per output element for output block ``ofm`` (Vela's
+    expression, in its float order: ties between blocks depend on it)."""
+    oh, ow, oc = q.ofm
+    full = (ceil(oh / ofm[0]), ceil(ow / ofm[1]), ceil(oc / ofm[2]))
+    weight = weight_wh * q.ifm[2] * (full[0] * full[1])
+    if not equal_depth:
+        weight *= ofm[2] * (oc / ofm[2])
+    fetch = ifm[0] * ifm[1] * q.ifm[2] * repeats * ((oh / ofm[0]) * (ow / ofm[1]))
+    if not equal_depth:
+        fetch *= full[2]
+    cost = (fetch + weight) / (oh * ow * oc)
+    if q.ifm[0] * q.ifm[1] * q.ifm[2] < ifm[0] * ifm[1] * ifm[2] * 2:
+        cost /= 2  # the whole input fits both buffers
+    return cost
+
+
 def find_block(config: NPUConfig, q: Query) -> Block:
     """The output block with the fewest input and weight fetches per output element."""
     ublock = config.ofm_block
-    oh, ow, oc = q.ofm
+    oh, oc = q.ofm[0], q.ofm[2]
     partkernel = _partkernel(q)
     equal_depth = q.kind in ("dwconv", "pool")
     ifm_depth = _up(min(q.ifm[2], 16 if partkernel else 32), 8)
@@ -109,17 +126,7 @@ def find_block(config: NPUConfig, q: Query) -> Block:
                 if not _fits(config, ofm, ifm):
                     wont_fit.add((w, h))
                     continue
-                full = (ceil(oh / ofm[0]), ceil(ow / ofm[1]), ceil(oc / ofm[2]))
-                weight = weight_wh * q.ifm[2] * (full[0] * full[1])
-                if not equal_depth:
-                    weight *= ofm[2] * (oc / ofm[2])
-                # Vela's float expression, in its order (ties between blocks depend on it)
-                fetch = ifm[0] * ifm[1] * q.ifm[2] * repeats * ((oh / ofm[0]) * (ow / ofm[1]))
-                if not equal_depth:
-                    fetch *= full[2]
-                cost = (fetch + weight) / (oh * ow * oc)
-                if q.ifm[0] * q.ifm[1] * q.ifm[2] < ifm[0] * ifm[1] * ifm[2] * 2:
-                    cost /= 2
+                cost = _fetch_cost(q, ofm, ifm, repeats, weight_wh, equal_depth)
                 if cost < best_cost:
                     best, best_cost = Block((h, w, depth), ifm, partkernel), cost
                     best_coverage = inf
