@@ -22,7 +22,7 @@ from partita.ir import TensorType
 
 from .jit import Loaded, compile_ir, host_isa, isa_features
 from .kernels import generate
-from .lower import LLVMError, lower
+from .lower import LLVMError, lower, plan_digest
 from .vplan import ISAS
 
 DRIVER = "partita_run"
@@ -114,10 +114,11 @@ def compile_region(function, options: dict) -> LLVMRegion:
     options = options or {}
     isa = resolve_isa(options)
     plan = lower(function, isa)
-    module = generate(plan)
     native = options.get("mcpu") in (None, "native")
     features = isa_features(isa) if native and isa == "avx2" else None
-    obj, cached = compile_ir(str(module), options.get("mcpu"), features)
+    obj, cached = compile_ir(
+        lambda: str(generate(plan)), options.get("mcpu"), features, plan_digest(plan)
+    )
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     ins, _ = region_types(function)
     del ins

@@ -80,11 +80,14 @@ def cache_dir() -> Path:
 
 
 def compile_ir(
-    text: str, cpu: str | None = None, features: str | None = None
+    text, cpu: str | None = None, features: str | None = None, source: bytes | None = None
 ) -> tuple[bytes, bool]:
     """Object code for ``text`` (for ``cpu`` and target ``features``, default the host's) and
-    whether it came from the cache."""
-    key = hashlib.sha256((host_key() + f"|{cpu}|{features}\n" + text).encode()).hexdigest()
+    whether it came from the cache. ``text`` may be a function that makes the IR, and ``source``
+    what it is made from: then the key hashes ``source`` and a cache hit never builds the IR."""
+    material = source if source is not None else (text() if callable(text) else text).encode()
+    head = (host_key() + f"|{cpu}|{features}\n").encode()
+    key = hashlib.sha256(head + material).hexdigest()
     path = cache_dir() / f"{key}.o"
     digest_path = path.with_suffix(".sha256")
     try:
@@ -93,7 +96,7 @@ def compile_ir(
             return data, True
     except OSError:
         pass
-    module = llvm.parse_assembly(text)
+    module = llvm.parse_assembly(text() if callable(text) else text)
     module.verify()
     machine = _machine(cpu, features)
     pm = (

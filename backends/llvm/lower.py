@@ -14,8 +14,11 @@ the op's name: the host part of the model then needs ``ref``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from partita.backends.registry import BackendError
@@ -337,6 +340,25 @@ def _table2(call: Call, dtypes, out_dtype: str) -> np.ndarray:
     args = [a.astype(dtypes[0]).ravel(), b.astype(dtypes[1]).ravel()]
     args += [_const(x) for x in call.args[2:]]
     return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype).reshape(256, 256)
+
+
+def plan_digest(plan: Plan) -> bytes:
+    """What a plan's object code is made from: the code generator's source, the buffers and every
+    kernel's kind, operands, parameters and constant arrays (the cache key; no IR is built)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.read_bytes())
+    h.update(json.dumps([plan.buffers, plan.inputs, plan.outputs], default=str).encode())
+    for k in plan.kernels:
+        h.update(
+            json.dumps(
+                [k.kind, k.name, k.inputs, k.output, k.params], sort_keys=True, default=str
+            ).encode()
+        )
+        for name, a in sorted(k.arrays.items()):
+            h.update(f"{name}{a.dtype}{a.shape}".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+    return h.digest()
 
 
 def lower(fn: Function, isa: str = "plain") -> Plan:

@@ -1,0 +1,145 @@
+"""Each conv/dense kernel variant of the LLVM backend (vnni, avx2, plain) equals the interpreter
+bit for bit on hypothesis-generated shapes, strides, paddings, dilations, depthwise groups,
+dtypes and per-channel requantization."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import partita as P
+
+ISAS = ["vnni", "avx2", "plain"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PARTITA_CACHE_DIR", str(tmp_path_factory.mktemp("llvm-kernel-cache")))
+    yield
+    mp.undo()
+
+
+def _isa_available(isa: str) -> bool:
+    from partita.backends.llvm.jit import host_isa
+
+    order = ["plain", "avx2", "vnni"]
+    return order.index(isa) <= order.index(host_isa())
+
+
+@st.composite
+def convs(draw):
+    """A fused qnn.conv2d/dense -> bias -> requantize(tflite) -> clip with random parameters."""
+    kind = draw(st.sampled_from(["conv", "depthwise", "dense"]))
+    in_dtype = draw(st.sampled_from(["int8", "uint8"]))
+    cin = draw(st.sampled_from([1, 3, 4, 8, 17, 32]))
+    cout = cin if kind == "depthwise" else draw(st.sampled_from([1, 5, 16, 24, 40, 70]))
+    if kind == "dense":
+        rows = draw(st.integers(1, 9))
+        geo = {"rows": rows}
+    else:
+        k = draw(st.sampled_from([1, 3, 5])), draw(st.sampled_from([1, 3]))
+        h, w = draw(st.integers(k[0], 9)), draw(st.integers(k[1], 9))
+        geo = {
+            "hw": (h, w),
+            "k": k,
+            "strides": (draw(st.integers(1, 2)), draw(st.integers(1, 2))),
+            "dilation": (draw(st.sampled_from([1, 1, 2])),) * 2,
+            "padding": tuple(draw(st.integers(0, 2)) for _ in range(4)),
+        }
+        dh, dw = geo["dilation"]
+        if h + geo["padding"][0] + geo["padding"][2] < dh * (k[0] - 1) + 1:
+            geo["dilation"] = (1, 1)
+        if w + geo["padding"][1] + geo["padding"][3] < dw * (k[1] - 1) + 1:
+            geo["dilation"] = (1, 1)
+    seed = draw(st.integers(0, 2**16))
+    per_channel = draw(st.booleans())
+    clip = draw(st.sampled_from([None, (0, 127), (-20, 60)]))
+    return kind, in_dtype, cin, cout, geo, seed, per_channel, clip
+
+
+def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip):
+    rng = np.random.default_rng(seed)
+    op = P.get_op
+    info = np.iinfo(in_dtype)
+    in_zp = int(rng.integers(info.min, info.max + 1))
+    if kind == "dense":
+        x = P.var("x", (geo["rows"], cin), in_dtype)
+        wshape = (cout, cin)
+    else:
+        x = P.var("x", (1, *geo["hw"], cin), in_dtype)
+        wshape = (cout, *geo["k"], 1 if kind == "depthwise" else cin)
+    w = rng.integers(-127, 128, wshape, dtype=np.int8)
+    n = cout if per_channel else 1
+    w_scale = (rng.uniform(0.002, 0.05, n)).astype(np.float32)
+    in_scale = np.float32(rng.uniform(0.01, 0.1))
+    args = [
+        x,
+        P.const(w),
+        P.const(np.int32(in_zp)),
+        P.const(np.zeros(n, np.int32) if n > 1 else np.int32(0)),
+    ]
+    args += [P.const(in_scale), P.const(w_scale if n > 1 else w_scale[0])]
+    if kind == "dense":
+        y = op("qnn.dense")(*args)
+    else:
+        y = op("qnn.conv2d")(
+            *args,
+            strides=geo["strides"],
+            padding=geo["padding"],
+            dilation=geo["dilation"],
+            groups=cin if kind == "depthwise" else 1,
+            data_layout="NHWC",
+            kernel_layout="OHWI",
+        )
+    y = op("nn.bias_add")(y, P.const(rng.integers(-3000, 3000, cout, dtype=np.int32)), axis=-1)
+    out_scale = np.float32(rng.uniform(0.02, 0.3))
+    rq_scale = (in_scale * w_scale).astype(np.float32)
+    y = op("qnn.requantize")(
+        y,
+        P.const(rq_scale if n > 1 else rq_scale[0]),
+        P.const(np.int32(0)),
+        P.const(out_scale),
+        P.const(np.int32(rng.integers(-20, 20))),
+        axis=-1,
+        out_dtype="int8",
+        semantics="tflite",
+    )
+    if clip is not None:
+        y = op("clip")(y, a_min=float(clip[0]), a_max=float(clip[1]))
+    return P.IRModule.from_expr(P.Function([x], y)), x
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=convs())
+def test_conv_dense_depthwise_kernels_equal_the_interpreter(isa, case):
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    mod, x = build_graph(*case)
+    exe = P.build(mod, f"llvm -isa={isa}")
+    ty = exe.input_types[0]
+    info = np.iinfo(ty.dtype)
+    data = np.random.default_rng(1).integers(
+        info.min, info.max, ty.shape, dtype=ty.dtype, endpoint=True
+    )
+    assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+
+
+def test_the_forced_variant_is_the_one_compiled():
+    mod, _ = build_graph(
+        "conv",
+        "int8",
+        8,
+        16,
+        {"hw": (4, 4), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0)},
+        0,
+        False,
+        None,
+    )
+    kinds = {
+        isa: P.build(mod, f"llvm -isa={isa}").steps[0].region.kernels for isa in ("plain", "avx2")
+    }
+    assert kinds["plain"][0].startswith("CONV ") and kinds["avx2"][0].startswith("VCONV ")
