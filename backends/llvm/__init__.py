@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import threading
 import time
 
 import numpy as np
@@ -23,6 +24,7 @@ from partita.ir import TensorType
 from .jit import Loaded, compile_ir, host_isa, isa_features
 from .kernels import generate
 from .lower import LLVMError, lower, plan_digest
+from .memory import plan_arena
 from .vplan import ISAS
 
 DRIVER = "partita_run"
@@ -33,8 +35,10 @@ class LLVMRegion(CompiledRegion):
 
     backend = "llvm"
 
-    def __init__(self, name, obj: bytes, buffers, inputs, outputs, kernels, cached=False):
+    def __init__(self, name, obj: bytes, buffers, inputs, outputs, kernels, arena, cached=False):
         self.name, self.obj = name, obj
+        self.offsets, self.arena_bytes = list(arena[0]), int(arena[1])
+        self._local = threading.local()
         self.buffers = [(tuple(s), d) for s, d in buffers]
         self.inputs, self.outputs, self.kernels = list(inputs), list(outputs), list(kernels)
         self.input_types = [TensorType(*self.buffers[i]) for i in self.inputs]
@@ -43,16 +47,33 @@ class LLVMRegion(CompiledRegion):
         self._loaded = Loaded(obj)
         self._run = self._loaded.function(DRIVER, [ctypes.c_void_p])
 
+    def _views(self):
+        """This thread's arena (allocated on its first run), views of it, the pointer table."""
+        state = getattr(self._local, "state", None)
+        if state is None:
+            arena = np.zeros(self.arena_bytes + 64, np.uint8)
+            base = -arena.ctypes.data % 64
+            views = [
+                None
+                if off is None
+                else arena[base + off : base + off + int(np.prod(shape)) * np.dtype(dt).itemsize]
+                .view(dt)
+                .reshape(shape)
+                for off, (shape, dt) in zip(self.offsets, self.buffers)
+            ]
+            ptrs = [0 if v is None else v.ctypes.data for v in views]
+            table = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
+            state = self._local.state = (arena, views, table)
+        return state
+
     def run(self, inputs):
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
-        arrays = []
-        for i, (shape, dtype) in enumerate(self.buffers):
-            arrays.append(
-                inputs[self.inputs.index(i)] if i in self.inputs else np.empty(shape, dtype)
-            )
-        table = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        _, views, table = self._views()
+        for i, a in zip(self.inputs, inputs):
+            table[i] = a.ctypes.data
         self._run(ctypes.addressof(table))
-        return [arrays[i] for i in self.outputs]
+        by_index = dict(zip(self.inputs, inputs))
+        return [by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs]
 
     def profile(self, inputs):
         start = time.perf_counter()
@@ -73,6 +94,7 @@ class LLVMRegion(CompiledRegion):
                 "inputs": self.inputs,
                 "outputs": self.outputs,
                 "kernels": self.kernels,
+                "arena": [self.offsets, self.arena_bytes],
             }
         ).encode()
         return len(meta).to_bytes(4, "little") + meta + self.obj
@@ -90,6 +112,7 @@ def load_region(data: bytes) -> LLVMRegion:
             meta["inputs"],
             meta["outputs"],
             meta["kernels"],
+            meta["arena"],
             cached=True,
         )
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -123,7 +146,8 @@ def compile_region(function, options: dict) -> LLVMRegion:
     ins, _ = region_types(function)
     del ins
     kernels = [f"{k.kind} {k.name}" for k in plan.kernels]
-    return LLVMRegion(name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, cached)
+    arena = plan_arena(plan)
+    return LLVMRegion(name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, cached)
 
 
 backend = Backend(
