@@ -35,8 +35,10 @@ class LLVMRegion(CompiledRegion):
 
     backend = "llvm"
 
-    def __init__(self, name, obj: bytes, buffers, inputs, outputs, kernels, arena, cached=False):
-        self.name, self.obj = name, obj
+    def __init__(
+        self, name, obj: bytes, buffers, inputs, outputs, kernels, arena, calls, cached=False
+    ):
+        self.name, self.obj, self.calls = name, obj, [list(c) for c in calls]
         self.offsets, self.arena_bytes = list(arena[0]), int(arena[1])
         self._local = threading.local()
         self.buffers = [(tuple(s), d) for s, d in buffers]
@@ -76,12 +78,25 @@ class LLVMRegion(CompiledRegion):
         return [by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs]
 
     def profile(self, inputs):
-        start = time.perf_counter()
-        outputs = self.run(inputs)
-        elapsed = time.perf_counter() - start
-        return outputs, [
-            OpProfile(self.name, "cpu region", elapsed, {"kernels": len(self.kernels)})
+        """Run kernel by kernel (each a native call, timed): one OpProfile per fused kernel."""
+        inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
+        _, views, table = self._views()
+        for i, a in zip(self.inputs, inputs):
+            table[i] = a.ctypes.data
+        profile = []
+        for label, args in zip(self.kernels, self.calls):
+            kind, name = label.split(" ", 1)
+            fn = self._loaded.function(name, [ctypes.c_void_p] * len(args))
+            pointers = [table[i] for i in args]
+            start = time.perf_counter()
+            fn(*pointers)
+            elapsed = time.perf_counter() - start
+            profile.append(OpProfile(name, "cpu kernel", elapsed, {"kernel": kind}))
+        by_index = dict(zip(self.inputs, inputs))
+        outputs = [
+            by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs
         ]
+        return outputs, profile
 
     def summary(self) -> dict:
         return {"kernels": len(self.kernels), "object_bytes": len(self.obj), "cached": self.cached}
@@ -95,6 +110,7 @@ class LLVMRegion(CompiledRegion):
                 "outputs": self.outputs,
                 "kernels": self.kernels,
                 "arena": [self.offsets, self.arena_bytes],
+                "calls": self.calls,
             }
         ).encode()
         return len(meta).to_bytes(4, "little") + meta + self.obj
@@ -113,6 +129,7 @@ def load_region(data: bytes) -> LLVMRegion:
             meta["outputs"],
             meta["kernels"],
             meta["arena"],
+            meta["calls"],
             cached=True,
         )
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -147,7 +164,10 @@ def compile_region(function, options: dict) -> LLVMRegion:
     del ins
     kernels = [f"{k.kind} {k.name}" for k in plan.kernels]
     arena = plan_arena(plan)
-    return LLVMRegion(name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, cached)
+    calls = [[*k.inputs, k.output] for k in plan.kernels]
+    return LLVMRegion(
+        name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, calls, cached
+    )
 
 
 backend = Backend(
