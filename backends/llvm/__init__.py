@@ -22,7 +22,7 @@ from partita.backends.registry import Backend, Option, register_backend
 from partita.ir import TensorType
 
 from .jit import Loaded, compile_ir, host_isa, isa_features
-from .kernels import generate
+from .kernels import call_args, constants, generate, signature
 from .lower import LLVMError, lower, plan_digest
 from .memory import plan_arena
 from .vplan import ISAS
@@ -36,9 +36,21 @@ class LLVMRegion(CompiledRegion):
     backend = "llvm"
 
     def __init__(
-        self, name, obj: bytes, buffers, inputs, outputs, kernels, arena, calls, cached=False
+        self,
+        name,
+        obj: bytes,
+        buffers,
+        inputs,
+        outputs,
+        kernels,
+        arena,
+        calls,
+        consts,
+        cached=False,
     ):
-        self.name, self.obj, self.calls = name, obj, [list(c) for c in calls]
+        self.name, self.obj = name, obj
+        self.calls = [(str(fn), [int(i) for i in args]) for fn, args in calls]
+        self.consts = [np.ascontiguousarray(c) for c in consts]
         self.offsets, self.arena_bytes = list(arena[0]), int(arena[1])
         self._local = threading.local()
         self.buffers = [(tuple(s), d) for s, d in buffers]
@@ -64,6 +76,7 @@ class LLVMRegion(CompiledRegion):
                 for off, (shape, dt) in zip(self.offsets, self.buffers)
             ]
             ptrs = [0 if v is None else v.ctypes.data for v in views]
+            ptrs += [c.ctypes.data for c in self.consts]
             table = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
             state = self._local.state = (arena, views, table)
         return state
@@ -84,9 +97,9 @@ class LLVMRegion(CompiledRegion):
         for i, a in zip(self.inputs, inputs):
             table[i] = a.ctypes.data
         profile = []
-        for label, args in zip(self.kernels, self.calls):
+        for label, (fn_name, args) in zip(self.kernels, self.calls):
             kind, name = label.split(" ", 1)
-            fn = self._loaded.function(name, [ctypes.c_void_p] * len(args))
+            fn = self._loaded.function(fn_name, [ctypes.c_void_p] * len(args))
             pointers = [table[i] for i in args]
             start = time.perf_counter()
             fn(*pointers)
@@ -111,9 +124,11 @@ class LLVMRegion(CompiledRegion):
                 "kernels": self.kernels,
                 "arena": [self.offsets, self.arena_bytes],
                 "calls": self.calls,
+                "consts": [[str(c.dtype), list(c.shape)] for c in self.consts],
             }
         ).encode()
-        return len(meta).to_bytes(4, "little") + meta + self.obj
+        blob = b"".join(c.tobytes() for c in self.consts)
+        return len(meta).to_bytes(4, "little") + meta + blob + self.obj
 
 
 def load_region(data: bytes) -> LLVMRegion:
@@ -121,15 +136,23 @@ def load_region(data: bytes) -> LLVMRegion:
     try:
         n = int.from_bytes(data[:4], "little")
         meta = json.loads(data[4 : 4 + n])
+        consts, at = [], 4 + n
+        for dtype, shape in meta["consts"]:
+            size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            if at + size > len(data):
+                raise ValueError("truncated constants")
+            consts.append(np.frombuffer(data[at : at + size], dtype).reshape(shape).copy())
+            at += size
         return LLVMRegion(
             meta["name"],
-            bytes(data[4 + n :]),
+            bytes(data[at:]),
             meta["buffers"],
             meta["inputs"],
             meta["outputs"],
             meta["kernels"],
             meta["arena"],
             meta["calls"],
+            consts,
             cached=True,
         )
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -164,9 +187,13 @@ def compile_region(function, options: dict) -> LLVMRegion:
     del ins
     kernels = [f"{k.kind} {k.name}" for k in plan.kernels]
     arena = plan_arena(plan)
-    calls = [[*k.inputs, k.output] for k in plan.kernels]
+    names, first = [], {}
+    for k in plan.kernels:
+        names.append(first.setdefault(signature(plan, k), k.name))
+    calls = list(zip(names, call_args(plan)))
+    consts = [a for k in plan.kernels for _, a in constants(k)]
     return LLVMRegion(
-        name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, calls, cached
+        name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, calls, consts, cached
     )
 
 

@@ -3,6 +3,8 @@ docs/performance.md are the next step). Each kernel is ``void name(ptr in..., pt
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from llvmlite import ir
 
@@ -13,17 +15,18 @@ from .vector import VectorKernels
 
 class KernelEmitter(VectorKernels, Emitter):
     def function(self, k: Kernel, n_inputs: int):
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * (n_inputs + 1)), name=k.name)
+        """``void name(ptr in..., ptr out, ptr const...)``; the constants' pointers (weights,
+        tables, per-channel parameters, in ``constants(k)`` order) go to ``self.cargs``."""
+        names = [name for name, _ in constants(k)]
+        ty = ir.FunctionType(VOID, [PTR] * (n_inputs + 1 + len(names)))
+        fn = ir.Function(self.module, ty, name=k.name)
         # external: profile() calls each kernel on its own (the driver calls them all)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        return fn, b, list(fn.args)
+        self.cargs = dict(zip(names, fn.args[n_inputs + 1 :]))
+        return fn, b, list(fn.args[: n_inputs + 1])
 
     def globals_of(self, k: Kernel) -> dict:
-        out = {}
-        for name, array in k.arrays.items():
-            ty = F64 if array.dtype.kind == "f" else I8 if name == "weights" else I32
-            out[name] = self.global_array(f"{k.name}.{name}", array, ty)
-        return out
+        return self.cargs
 
     def weight(self, b, g, index, k: Kernel):
         """A weight widened to i64 (stored as bytes, signed or not as the model's weights)."""
@@ -31,13 +34,19 @@ class KernelEmitter(VectorKernels, Emitter):
         return b.sext(v, I64) if k.params["w_dtype"] == "int8" else b.zext(v, I64)
 
     def emit(self) -> ir.Module:
-        fns = [getattr(self, f"k_{k.kind.lower()}")(k) for k in self.plan.kernels]
+        """One function per distinct kernel signature, and the driver that calls them in order
+        with pointers from its table (buffers first, then the constants)."""
+        fns, made = [], {}
+        for k in self.plan.kernels:
+            sig = signature(self.plan, k)
+            if sig not in made:
+                made[sig] = getattr(self, f"k_{k.kind.lower()}")(k)
+            fns.append(made[sig])
         driver = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name=DRIVER)
         b = ir.IRBuilder(driver.append_basic_block("entry"))
         table = driver.args[0]
-        for fn, k in zip(fns, self.plan.kernels):
-            ptrs = [self.load_at(b, table, c64(i), PTR) for i in (*k.inputs, k.output)]
-            b.call(fn, ptrs)
+        for fn, args in zip(fns, call_args(self.plan)):
+            b.call(fn, [self.load_at(b, table, c64(i), PTR) for i in args])
         b.ret_void()
         return self.module
 
@@ -125,10 +134,7 @@ class KernelEmitter(VectorKernels, Emitter):
     def k_lut(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         out = self.dtype(k.output)
-        if out == "float32":
-            table = self.global_array(f"{k.name}.table", k.arrays["table"], F32)
-        else:
-            table = self.global_array(f"{k.name}.table", k.arrays["table"].astype(np.int64), I8)
+        table = self.cargs["table"]
         ety = F32 if out == "float32" else I8
         offset = 128 if self.dtype(k.inputs[0]) == "int8" else 0
         with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
@@ -171,7 +177,7 @@ class KernelEmitter(VectorKernels, Emitter):
         """out[e] = table[a[ia(e)], b[ib(e)]]: the flat index split by the output's dims, then
         recombined with each input's (broadcast) strides."""
         fn, b, (x1, x2, y) = self.function(k, 2)
-        table = self.global_array(f"{k.name}.table", k.arrays["table"].astype(np.int64), I8)
+        table = self.cargs["table"]
         offs = [128 if self.dtype(i) == "int8" else 0 for i in k.inputs]
         shape, strides = k.params["out_shape"], k.params["strides"]
         with for_range(b, int(np.prod(shape)), "e") as e:
@@ -250,6 +256,42 @@ class KernelEmitter(VectorKernels, Emitter):
             self.store_at(b, b.trunc(v, I8), y, ch, I8)
         b.ret_void()
         return fn
+
+
+def constants(k: Kernel) -> list[tuple[str, np.ndarray]]:
+    """A kernel's constant arrays as the kernel reads them (weights and tables as bytes, scales
+    as float64, per-channel parameters as int32), in argument order."""
+    out = []
+    for name, a in sorted(k.arrays.items()):
+        if k.kind in ("VCONV", "VDW"):
+            a = a if a.dtype.itemsize == 1 else a.astype(np.int32)
+        elif name == "table":
+            a = a if a.dtype == np.float32 else a.astype(np.int64).astype(np.uint8)
+        elif a.dtype.kind == "f":
+            a = a.astype(np.float64)
+        else:
+            a = a.astype(np.int64).astype(np.uint8) if name == "weights" else a.astype(np.int32)
+        out.append((name, np.ascontiguousarray(a)))
+    return out
+
+
+def signature(plan, k: Kernel) -> str:
+    """What a kernel's code depends on (not its constants' values): equal signatures share
+    one function."""
+    shapes = [plan.buffers[i] for i in (*k.inputs, k.output)]
+    consts = [(n, str(a.dtype), a.shape) for n, a in constants(k)]
+    return json.dumps([k.kind, k.params, shapes, consts], sort_keys=True, default=str)
+
+
+def call_args(plan) -> list[list[int]]:
+    """Each kernel's table indices: its buffers, then its constants (numbered after the
+    buffers, in kernel order)."""
+    out, n = [], len(plan.buffers)
+    for k in plan.kernels:
+        m = len(k.arrays)
+        out.append([*k.inputs, k.output, *range(n, n + m)])
+        n += m
+    return out
 
 
 def generate(plan) -> ir.Module:

@@ -29,10 +29,7 @@ class VectorKernels:
     """Mixed into the kernel emitter: ``k_vconv`` and ``k_vdw``."""
 
     def vglobals(self, k):
-        return {
-            name: self.global_array(f"{k.name}.{name}", a, I8 if a.dtype.itemsize == 1 else I32)
-            for name, a in k.arrays.items()
-        }
+        return self.cargs
 
     def vload(self, b, ptr, byte_offset, ty):
         return b.load(b.gep(ptr, [byte_offset], source_etype=I8), typ=ty, align=1)
