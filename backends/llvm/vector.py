@@ -42,7 +42,7 @@ class VectorKernels:
             "llvm.memcpy", [ir.PointerType(), ir.PointerType(), I64]
         )
         false = ir.Constant(ir.IntType(1), 0)
-        zp = ir.Constant(I8, p["in_zp"] & 0xFF)
+        zp = b.trunc(b.load(self.cargs["izp"], typ=I32), I8)
         hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
         top, left = p["pad"][0], p["pad"][1]
         b.call(memset, [dst, zp, c64(hs * ws * cs), false])
@@ -70,9 +70,8 @@ class VectorKernels:
         high = b.trunc(high, V16)
         sign = b.and_(b.ashr(high, kconst(V16, 31)), chan("rmask"))
         y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
-        y = b.add(y, kconst(V16, p["out_zp"]))
-        lo = kconst(V16, p["lo"])
-        hi = kconst(V16, p["hi"])
+        y = b.add(y, chan("ozp"))
+        lo, hi = chan("lo"), chan("hi")
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)

@@ -51,13 +51,25 @@ def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, o
         "rshift": e,
         "rnd": (np.int64(1) << e) >> 1,
         "rmask": np.where(e > 0, -1, 0),
+        "ozp": np.full(shift.size, params["out_zp"]),
+        "lo": np.full(shift.size, params["lo"]),
+        "hi": np.full(shift.size, params["hi"]),
     }
     out = {}
     for name, v in consts.items():
         padded = np.zeros(ocp, np.int32)
         padded[: v.size] = v
         out[name] = padded
+    out["izp"] = np.array([params["in_zp"]], np.int32)  # the padding value
     return out
+
+
+def _code_params(params: dict, geo: dict) -> dict:
+    """Parameters the code depends on; zero points and clip bounds are data (constants)."""
+    new = {**params, **geo}
+    for key in ("in_zp", "out_zp", "lo", "hi"):
+        new.pop(key)
+    return new
 
 
 def _geometry(kind: str, params: dict, in_shape, out_shape, wshape) -> dict:
@@ -130,7 +142,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         packed[:, : geo["C"]] = w[:, :, :, 0].transpose(1, 2, 0).reshape(-1, geo["C"])
         colsum = w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
         consts = _output_constants(arrays, params, colsum, zx, cs)
-        new = {**params, **geo, "signed": signed}
+        new = {**_code_params(params, geo), "signed": signed}
         return "VDW", new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
     geo.update(_padded(geo, 4))
     if kind == "FC":
@@ -145,6 +157,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     nvec = ocp // 16
     tiles = TILES[isa]
     v = min(max(tiles), nvec)
-    new = {**params, **geo, "signed": signed, "isa": isa, "V": v, "R": min(tiles[v], geo["OW"])}
+    new = {**_code_params(params, geo), "signed": signed, "isa": isa, "V": v}
+    new["R"] = min(tiles[v], geo["OW"])
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
     return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
