@@ -4,7 +4,8 @@ them is given.
 
     python benchmarks/cpu.py [--model PATH.tflite] [--threads 1 2] [--repeat 20]
 
-Medians of ``--repeat`` runs after a warm-up; ratios are the peer's time over partita's (above
+Medians of ``--repeat`` rounds after a warm-up, every runtime called once per round (so load
+from other processes falls on all of them alike); ratios are the peer's time over partita's (above
 1: partita is faster). Also prints partita's compile time, cold (empty cache) and cached.
 """
 
@@ -24,16 +25,6 @@ import partita as P
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"
-
-
-def median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def tflite(model: Path, x, threads: int, resolver=None):
@@ -70,18 +61,39 @@ def main(argv=None) -> None:
         P.build(mod, "llvm")
         cached = time.perf_counter() - start
     x = np.random.default_rng(0).integers(-128, 128, exe.input_types[0].shape, dtype=np.int8)
-    ours = median_time(lambda: exe.run(x), max(3, args.repeat // 4))
-    builtin = tflite(args.model, x, 1, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
     same = np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
-    print(f"model: {args.model.name}; partita compile cold {cold:.2f} s, cached {cached:.2f} s; "
-          f"bit-exact with the interpreter: {same}")
-    print(f"{'runtime':36} {'threads':>7} {'median ms':>10} {'vs partita':>11}")
-    print(f"{'partita llvm':36} {1:>7} {1e3 * ours:10.2f} {1.0:10.2f}x")
+    runs = [("partita llvm", 1, lambda: exe.run(x))]
     for threads in args.threads:
-        for name, fn in (("TFLite + XNNPACK", tflite(args.model, x, threads)),
-                         ("TFLite builtin kernels", builtin)):
-            t = median_time(fn, args.repeat)
-            print(f"{name:36} {threads:>7} {1e3 * t:10.2f} {t / ours:10.3f}x")
+        runs.append(("TFLite + XNNPACK", threads, tflite(args.model, x, threads)))
+        runs.append(
+            (
+                "TFLite builtin kernels",
+                threads,
+                tflite(args.model, x, threads, "BUILTIN_WITHOUT_DEFAULT_DELEGATES"),
+            )
+        )
+    times = interleaved([fn for _, _, fn in runs], args.repeat)
+    print(
+        f"model: {args.model.name}; partita compile cold {cold:.2f} s, cached {cached:.2f} s; "
+        f"bit-exact with the interpreter: {same}"
+    )
+    print(f"{'runtime':36} {'threads':>7} {'median ms':>10} {'vs partita':>11}")
+    for (name, threads, _), t in zip(runs, times):
+        print(f"{name:36} {threads:>7} {1e3 * t:10.2f} {t / times[0]:10.3f}x")
+
+
+def interleaved(fns, repeat: int) -> list[float]:
+    """Median time of each function, measured round-robin (one call of each per round) so that
+    load from other processes falls on every runtime alike."""
+    for fn in fns:
+        fn()
+    samples = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, out in zip(fns, samples):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return [statistics.median(s) for s in samples]
 
 
 if __name__ == "__main__":

@@ -45,6 +45,23 @@ class VectorKernels:
         zp = b.trunc(b.load(self.cargs["izp"], typ=I32), I8)
         hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
         top, left = p["pad"][0], p["pad"][1]
+        if cs == c:  # whole rows: one copy per row, the zero point only in the border
+            row, width = ws * cs, p["W"] * c
+            b.call(memset, [dst, zp, c64(top * row), false])
+            after = (top + p["H"]) * row
+            b.call(
+                memset,
+                [b.gep(dst, [c64(after)], source_etype=I8), zp, c64(hs * row - after), false],
+            )
+            with for_range(b, p["H"], "py") as y:
+                at = b.mul(b.add(y, c64(top)), c64(row))
+                b.call(memset, [b.gep(dst, [at], source_etype=I8), zp, c64(left * cs), false])
+                start = b.add(at, c64(left * cs))
+                src = b.gep(x, [b.mul(y, c64(width))], source_etype=I8)
+                b.call(memcpy, [b.gep(dst, [start], source_etype=I8), src, c64(width), false])
+                rest = b.gep(dst, [b.add(start, c64(width))], source_etype=I8)
+                b.call(memset, [rest, zp, c64(row - left * cs - width), false])
+            return
         b.call(memset, [dst, zp, c64(hs * ws * cs), false])
         with for_range(b, p["H"], "py") as y, for_range(b, p["W"], "px") as xx:
             src = b.gep(x, [b.mul(b.add(b.mul(y, c64(p["W"])), xx), c64(c))], source_etype=I8)
@@ -62,7 +79,8 @@ class VectorKernels:
         x = b.sext(a, V16x64)
         if p["rq_zp"]:
             x = b.sub(x, kconst(V16x64, p["rq_zp"]))
-        x = b.sext(b.trunc(b.shl(x, b.zext(chan("lshift"), V16x64)), V16), V16x64)
+        if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
+            x = b.sext(b.trunc(b.shl(x, b.zext(chan("lshift"), V16x64)), V16), V16x64)
         high = b.ashr(
             b.add(b.mul(x, b.sext(chan("mult"), V16x64)), kconst(V16x64, 1 << 30)),
             kconst(V16x64, 31),

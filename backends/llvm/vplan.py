@@ -69,6 +69,7 @@ def _code_params(params: dict, geo: dict) -> dict:
     new = {**params, **geo}
     for key in ("in_zp", "out_zp", "lo", "hi"):
         new.pop(key)
+    new["left"] = bool(params["left"])
     return new
 
 
@@ -131,6 +132,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     w = _effective_weights(arrays, params)
     if w is None:
         return None
+    params = {**params, "left": bool((arrays["shift"] > 0).any())}
     geo = _geometry(kind, params, in_shape, out_shape, w.shape)
     zx = params["in_zp"]
     signed = params["in_dtype"] == "int8"

@@ -95,7 +95,8 @@ def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip):
             kernel_layout="OHWI",
         )
     y = op("nn.bias_add")(y, P.const(rng.integers(-3000, 3000, cout, dtype=np.int32)), axis=-1)
-    out_scale = np.float32(rng.uniform(0.02, 0.3))
+    # now and then a multiplier above 1 (TFLite's left shift before the high multiply)
+    out_scale = np.float32(rng.uniform(0.02, 0.3) if rng.random() < 0.7 else 1e-4)
     rq_scale = (in_scale * w_scale).astype(np.float32)
     y = op("qnn.requantize")(
         y,
