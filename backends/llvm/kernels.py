@@ -180,9 +180,13 @@ class KernelEmitter(VectorKernels, Emitter):
         table = self.cargs["table"]
         offs = [128 if self.dtype(i) == "int8" else 0 for i in k.inputs]
         shape, strides = k.params["out_shape"], k.params["strides"]
+        dense = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
+        flat = all(shape[i] == 1 or s[i] == dense[i] for s in strides for i in range(len(shape)))
         with for_range(b, int(np.prod(shape)), "e") as e:
             rest, ia, ib = e, c64(0), c64(0)
-            for axis in reversed(range(len(shape))):
+            if flat:  # no broadcasting: both inputs are read at the output's flat index
+                ia = ib = e
+            for axis in reversed(range(len(shape)) if not flat else ()):
                 coord = b.srem(rest, c64(shape[axis]))
                 rest = b.sdiv(rest, c64(shape[axis]))
                 ia = b.add(ia, b.mul(coord, c64(strides[0][axis])))
