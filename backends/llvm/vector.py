@@ -191,7 +191,8 @@ class VectorKernels:
             for v in range(vecs):
                 slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
                 b.store(b.load(accs[r][v], typ=V16), slot)
-        with for_range(b, rows, "er") as r, for_range(b, vecs, "ev") as v:
+        # channels outer: the per-channel constants and the tail test stay out of the pixel loop
+        with for_range(b, vecs, "ev") as v, for_range(b, rows, "er") as r:
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
             o = b.add(o0, b.mul(v, c64(16)))
             value = self.vrequant(b, b.load(slot, typ=V16), g, o, p)
