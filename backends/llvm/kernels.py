@@ -268,7 +268,7 @@ def constants(k: Kernel) -> list[tuple[str, np.ndarray]]:
     out = []
     for name, a in sorted(k.arrays.items()):
         if k.kind in ("VCONV", "VDW"):
-            a = a if a.dtype.itemsize == 1 else a.astype(np.int32)
+            a = a if a.dtype.itemsize == 1 or a.dtype == np.float32 else a.astype(np.int32)
         elif name == "table":
             a = a if a.dtype == np.float32 else a.astype(np.int64).astype(np.uint8)
         elif a.dtype.kind == "f":

@@ -215,9 +215,11 @@ class _Lowering:
                 node = nxt
             elif op == "qnn.requantize":
                 raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
+        if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
+            raise LLVMError(f"llvm: {where}: {call.attrs.data_layout} convolutions")
         by = {c.op.name: c for c in chain}
         rq = by["qnn.requantize"]
-        if rq.attrs.semantics not in ("tflite", "tflite_double"):
+        if rq.attrs.semantics not in ("tflite", "tflite_double", "onnx"):
             raise LLVMError(f"llvm: {where}: requantize semantics {rq.attrs.semantics!r}")
         x = call.args[0]
         if (
@@ -231,6 +233,7 @@ class _Lowering:
             lo = max(lo, math.ceil(by["clip"].attrs.a_min))
             hi = min(hi, math.floor(by["clip"].attrs.a_max))
         real = _const(rq.args[1]).astype(np.float64) / _const(rq.args[3]).astype(np.float64)
+        fscale = _const(rq.args[1]).astype(np.float32) / _const(rq.args[3]).astype(np.float32)
         n_out = call.checked_type.shape[-1]
         real = np.broadcast_to(np.atleast_1d(real), (n_out,)).copy()
         q, shift = quantize_multiplier_array(real)
@@ -281,13 +284,21 @@ class _Lowering:
             params.update(
                 strides=list(a.strides), dilation=list(a.dilation), padding=list(a.padding)
             )
+        arrays["fscale"] = np.broadcast_to(np.atleast_1d(fscale), (n_out,)).astype(np.float32)
         for c in chain[1:]:
             self.absorbed.add(id(c))
         inputs = [self.src(x)]
         vector = vector_kernel(
             kind, params, arrays, x.checked_type.shape, call.checked_type.shape, self.isa
         )
-        if vector is not None:
+        if vector is None and params["rounding"] == "onnx":
+            raise LLVMError(
+                f"llvm: {where}: 'onnx' requantization needs the vector kernels "
+                f"(-isa=vnni or avx2) and int8 weights"
+            )
+        if vector is None:
+            del arrays["fscale"]
+        else:
             kind, params, arrays, scratch = vector
             if scratch:
                 self.buffers.append(((scratch,), "uint8"))

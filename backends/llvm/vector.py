@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .codegen import I8, I32, I64, c64, for_range
+from .codegen import F32, I8, I32, I64, c64, for_range
 
 V16 = ir.VectorType(I32, 16)
 V16x64 = ir.VectorType(I64, 16)
@@ -76,6 +76,8 @@ class VectorKernels:
             return self.vload(b, g[name], b.mul(o, c64(4)), V16)
 
         a = b.add(acc, chan("corr"))  # int32 wrap-around, as TFLite's accumulator
+        if p["rounding"] == "onnx":
+            return self.vrequant_onnx(b, a, chan, o, g)
         x = b.sext(a, V16x64)
         if p["rq_zp"]:
             x = b.sub(x, kconst(V16x64, p["rq_zp"]))
@@ -89,6 +91,26 @@ class VectorKernels:
         sign = b.and_(b.ashr(high, kconst(V16, 31)), chan("rmask"))
         y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
         y = b.add(y, chan("ozp"))
+        lo, hi = chan("lo"), chan("hi")
+        y = b.select(b.icmp_signed("<", y, lo), lo, y)
+        y = b.select(b.icmp_signed(">", y, hi), hi, y)
+        return b.trunc(y, B16)
+
+    def vrequant_onnx(self, b, a, chan, o, g):
+        """MLAS: float32(acc) * float32 scale, round half to even, + zero point, saturated."""
+        f16 = ir.VectorType(F32, 16)
+        scale = self.vload(b, g["fscale"], b.mul(o, c64(4)), f16)
+        v = b.fmul(b.sitofp(a, f16), scale)
+        name = "llvm.roundeven.v16f32"
+        fn = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(f16, [f16]), name=name
+        )
+        v = b.call(fn, [v])
+        big = ir.Constant(f16, [ir.Constant(F32, 1e9)] * 16)  # saturates either way
+        small = ir.Constant(f16, [ir.Constant(F32, -1e9)] * 16)
+        v = b.select(b.fcmp_ordered(">", v, big), big, v)
+        v = b.select(b.fcmp_ordered("<", v, small), small, v)
+        y = b.add(b.fptosi(v, V16), chan("ozp"))
         lo, hi = chan("lo"), chan("hi")
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)

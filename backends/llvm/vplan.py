@@ -61,6 +61,9 @@ def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, o
         padded[: v.size] = v
         out[name] = padded
     out["izp"] = np.array([params["in_zp"]], np.int32)  # the padding value
+    fscale = np.zeros(ocp, np.float32)  # "onnx": float32(s_in) / float32(s_out) per channel
+    fscale[: arrays["fscale"].size] = arrays["fscale"]
+    out["fscale"] = fscale
     return out
 
 
@@ -127,7 +130,9 @@ def _padded(geo: dict, step: int) -> dict:
 
 def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, isa: str):
     """(kind, params, arrays, scratch bytes) of the vector kernel, or None to keep ``kind``."""
-    if isa == "plain" or params["rounding"] != "tflite" or kind not in ("CONV", "DWCONV", "FC"):
+    if isa == "plain" or params["rounding"] not in ("tflite", "onnx"):
+        return None
+    if kind not in ("CONV", "DWCONV", "FC") or (params["rounding"] == "onnx" and params["rq_zp"]):
         return None
     w = _effective_weights(arrays, params)
     if w is None:

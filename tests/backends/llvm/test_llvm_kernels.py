@@ -57,10 +57,11 @@ def convs(draw):
     seed = draw(st.integers(0, 2**16))
     per_channel = draw(st.booleans())
     clip = draw(st.sampled_from([None, (0, 127), (-20, 60)]))
-    return kind, in_dtype, cin, cout, geo, seed, per_channel, clip
+    semantics = draw(st.sampled_from(["tflite", "onnx"]))
+    return kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics
 
 
-def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip):
+def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics="tflite"):
     rng = np.random.default_rng(seed)
     op = P.get_op
     info = np.iinfo(in_dtype)
@@ -106,7 +107,7 @@ def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip):
         P.const(np.int32(rng.integers(-20, 20))),
         axis=-1,
         out_dtype="int8",
-        semantics="tflite",
+        semantics=semantics,
     )
     if clip is not None:
         y = op("clip")(y, a_min=float(clip[0]), a_max=float(clip[1]))
@@ -120,6 +121,10 @@ def test_conv_dense_depthwise_kernels_equal_the_interpreter(isa, case):
     if not _isa_available(isa):
         pytest.skip(f"this CPU does not run {isa} code")
     mod, x = build_graph(*case)
+    if isa == "plain" and case[-1] == "onnx":
+        with pytest.raises(P.PartitaError, match="'onnx' requantization needs the vector"):
+            P.build(mod, f"llvm -isa={isa}")
+        return
     exe = P.build(mod, f"llvm -isa={isa}")
     ty = exe.input_types[0]
     info = np.iinfo(ty.dtype)
