@@ -1,0 +1,95 @@
+"""partita.relay: TVM Relay's spellings over partita, so Relay BYOC code ports by its imports.
+
+    from partita import relay                    # was: from tvm import relay
+    from partita.relay import IRModule           # was: tvm.IRModule
+    from partita.relay.dataflow_pattern import is_op, wildcard
+    x = relay.var("x", shape=(1, 8), dtype="int8")
+    mod = IRModule.from_expr(relay.Function([x], relay.nn.relu(x)))
+    mod = relay.transform.Sequential([relay.transform.InferType(),
+                                      relay.transform.MergeComposite(table), ...])(mod)
+
+A top layer (like the CLI): it imports anything, nothing imports it. The differences from TVM
+that remain, and why, are in docs/migrating-from-tvm.md.
+"""
+
+from __future__ import annotations
+
+from partita.interpreter import interpret
+from partita.ir import (
+    Call,
+    Constant,
+    Expr,
+    ExprMutator,
+    ExprVisitor,
+    Function,
+    GlobalVar,
+    IRModule,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Var,
+    assert_structural_equal,
+    structural_equal,
+)
+from partita.ir import const as _const
+from partita.text import astext, parse
+
+from . import _ops, dataflow_pattern, transform
+from .op_attr import register_op_attr
+
+nn = _ops.namespace("nn", "partita.relay.nn")
+image = _ops.namespace("image", "partita.relay.image")
+qnn = _ops.namespace("qnn", "partita.relay.qnn")
+qnn.op = qnn  # relay.qnn.op.requantize
+globals().update(_ops.top_level_ops())
+
+
+def var(name_hint: str, type_annotation=None, shape=None, dtype: str = "float32") -> Var:
+    """``relay.var("x", shape=(1, 8), dtype="int8")`` or ``relay.var("x", TensorType(...))``;
+    with neither a shape nor a type the variable is untyped."""
+    if type_annotation is None and shape is not None:
+        type_annotation = TensorType(tuple(shape), dtype)
+    elif isinstance(type_annotation, str):
+        type_annotation = TensorType((), type_annotation)
+    return Var(name_hint, type_annotation)
+
+
+def const(value, dtype: str | None = None) -> Constant:
+    """``relay.const(1.0)``, ``relay.const(np_array)``, ``relay.const(3, "int32")``."""
+    return _const(value, dtype)
+
+
+def from_text(text: str) -> IRModule:
+    """Parse Relay text (``tvm.relay.fromtext`` / ``tvm.parser.parse``)."""
+    return parse(text)
+
+
+__all__ = [
+    "Call",
+    "Constant",
+    "Expr",
+    "ExprMutator",
+    "ExprVisitor",
+    "Function",
+    "GlobalVar",
+    "IRModule",
+    "TensorType",
+    "Tuple",
+    "TupleGetItem",
+    "TupleType",
+    "Var",
+    "assert_structural_equal",
+    "astext",
+    "const",
+    "dataflow_pattern",
+    "from_text",
+    "image",
+    "interpret",
+    "nn",
+    "qnn",
+    "register_op_attr",
+    "structural_equal",
+    "transform",
+    "var",
+]

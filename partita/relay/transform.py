@@ -1,0 +1,55 @@
+"""``tvm.relay.transform`` spellings: the generic passes and the BYOC passes, TVM's arguments."""
+
+from __future__ import annotations
+
+from partita.errors import PartitaError
+from partita.partition import AnnotateTarget as _AnnotateTarget
+from partita.partition import MergeCompilerRegions, MergeComposite
+from partita.partition import PartitionGraph as _PartitionGraph
+from partita.passes import (
+    ConvertLayout,
+    DeadCodeElimination,
+    EliminateCommonSubexpr,
+    FoldConstant,
+    InferType,
+    PassContext,
+    Sequential,
+    SimplifyExpr,
+)
+
+
+def AnnotateTarget(targets, include_non_call_ops: bool = True):  # noqa: N802 (TVM's name)
+    """TVM's ``AnnotateTarget(targets)``: a name or a list of names of registered targets."""
+    if not include_non_call_ops:
+        raise PartitaError(
+            "AnnotateTarget(include_non_call_ops=False) is not supported: partita places tuples "
+            "and tuple items with their producers/consumers (docs/migrating-from-tvm.md)"
+        )
+    return _AnnotateTarget(targets)
+
+
+def PartitionGraph(mod_name: str = "default", bind_constants: bool = True):  # noqa: N802
+    """TVM's ``PartitionGraph``. Partitions are named ``<target>_main_<n>``, not TVM's
+    ``tvmgen_<mod_name>_<target>_main_<n>``; constants always stay bound inside partitions."""
+    if not bind_constants:
+        raise PartitaError(
+            "PartitionGraph(bind_constants=False) is not supported: partita keeps constants "
+            "inside each partition (docs/migrating-from-tvm.md)"
+        )
+    return _PartitionGraph()
+
+
+__all__ = [
+    "AnnotateTarget",
+    "ConvertLayout",
+    "DeadCodeElimination",
+    "EliminateCommonSubexpr",
+    "FoldConstant",
+    "InferType",
+    "MergeComposite",
+    "MergeCompilerRegions",
+    "PartitionGraph",
+    "PassContext",
+    "Sequential",
+    "SimplifyExpr",
+]

@@ -1,0 +1,188 @@
+"""TVM's dataflow-pattern behaviours, written through partita.relay (names mirror TVM's tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from partita import relay
+from partita.relay.dataflow_pattern import (
+    DFPatternCallback,
+    dominates,
+    has_attr,
+    is_constant,
+    is_expr,
+    is_op,
+    is_tuple,
+    is_tuple_get_item,
+    is_var,
+    rewrite,
+    wildcard,
+)
+
+
+def _v(name, shape=(2, 3), dtype="float32"):
+    return relay.var(name, shape=shape, dtype=dtype)
+
+
+def test_expr_pattern():
+    c = relay.const(1.0)
+    assert is_expr(c).match(c) and not is_expr(c).match(relay.const(2.0))
+
+
+def test_var_pattern():
+    x, y = _v("x"), _v("y")
+    assert is_var("x").match(x) and not is_var("x").match(y) and is_var().match(y)
+
+
+def test_constant_pattern():
+    assert is_constant().match(relay.const(np.ones((2, 2), "float32")))
+    assert not is_constant().match(_v("x"))
+
+
+def test_wildcard_pattern():
+    assert wildcard().match(_v("x")) and wildcard().match(relay.const(1))
+
+
+def test_match_call():
+    x, y = _v("x"), _v("y")
+    assert is_op("add")(wildcard(), wildcard()).match(relay.add(x, y))
+    assert not is_op("add")(wildcard(), wildcard()).match(relay.multiply(x, y))
+
+
+def test_match_call_commutive():
+    x, y = _v("x"), _v("y")
+    pat = is_op("add")(is_var("x"), is_var("y"))
+    assert pat.match(relay.add(x, y)) and pat.match(relay.add(y, x))
+
+
+def test_no_match_call_commutive():
+    x, y = _v("x"), _v("y")
+    pat = is_op("subtract")(is_var("x"), is_var("y"))
+    assert pat.match(relay.subtract(x, y)) and not pat.match(relay.subtract(y, x))
+
+
+def test_match_op_or():
+    x, y = _v("x"), _v("y")
+    pat = (is_op("add") | is_op("multiply"))(wildcard(), wildcard())
+    assert pat.match(relay.add(x, y)) and pat.match(relay.multiply(x, y))
+    assert not pat.match(relay.subtract(x, y))
+
+
+def test_match_tuple():
+    x, y = _v("x"), _v("y")
+    t = relay.Tuple([x, y])
+    assert is_tuple([is_var("x"), wildcard()]).match(t)
+    assert is_tuple_get_item(is_tuple([wildcard(), wildcard()]), 1).match(relay.TupleGetItem(t, 1))
+    assert not is_tuple_get_item(wildcard(), 0).match(relay.TupleGetItem(t, 1))
+
+
+def test_match_option():
+    x = _v("x")
+    pat = is_op("nn.relu")(wildcard()).optional(lambda p: is_op("tanh")(p))
+    assert pat.match(relay.nn.relu(x)) and pat.match(relay.tanh(relay.nn.relu(x)))
+    assert not pat.match(relay.sigmoid(relay.nn.relu(x)))
+
+
+def test_match_dtype_and_shape():
+    typed = relay.transform.InferType()(
+        relay.IRModule.from_expr(relay.nn.relu(_v("x", dtype="int8")))
+    )
+    body = typed["main"].body
+    assert wildcard().has_dtype("int8").match(body)
+    assert not wildcard().has_dtype("float32").match(body)
+    assert wildcard().has_shape((2, 3)).match(body)
+    assert not wildcard().has_shape((3, 2)).match(body)
+
+
+def test_match_call_attr():
+    x = _v("x", shape=(1, 4, 4, 2))
+    w = relay.const(np.ones((1, 1, 2, 2), "float32"))
+    conv = relay.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="HWIO")
+    pat = is_op("nn.conv2d")(wildcard(), wildcard())
+    assert pat.has_attr({"data_layout": "NHWC"}).match(conv)
+    assert not pat.has_attr({"data_layout": "NCHW"}).match(conv)
+    assert has_attr({"kernel_layout": "HWIO"}, pat).match(conv)
+
+
+def _diamond(x):
+    r = relay.nn.relu(x)
+    return relay.add(relay.tanh(r), relay.sigmoid(r))
+
+
+def test_match_diamond():
+    path = is_op("tanh")(wildcard()) | is_op("sigmoid")(wildcard())
+    pat = dominates(is_op("nn.relu")(wildcard()), path, is_op("add")(wildcard(), wildcard()))
+    assert pat.match(_diamond(_v("x")))
+
+
+def test_no_match_diamond():
+    x = _v("x")
+    r = relay.nn.relu(x)
+    expr = relay.add(relay.tanh(r), relay.exp(r))  # exp is not a path op
+    add = is_op("add")(wildcard(), wildcard())
+    pat = dominates(is_op("nn.relu")(wildcard()), is_op("tanh")(wildcard()), add)
+    assert not pat.match(expr)
+
+
+class _AddToSub(DFPatternCallback):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = wildcard(), wildcard()
+        self.pattern = is_op("add")(self.a, self.b)
+
+    def callback(self, pre, post, node_map):
+        return relay.subtract(node_map[self.a][0], node_map[self.b][0])
+
+
+def test_rewrite():
+    x, y = _v("x"), _v("y")
+    out = rewrite(_AddToSub(), relay.add(x, y))
+    relay.assert_structural_equal(out, relay.subtract(x, y))
+
+
+def test_nested_rewrite():
+    x, y = _v("x"), _v("y")
+    out = rewrite(_AddToSub(), relay.add(relay.add(x, y), y))
+    relay.assert_structural_equal(out, relay.subtract(relay.subtract(x, y), y))
+
+
+class _MulOneSimplify(DFPatternCallback):
+    def __init__(self):
+        super().__init__()
+        self.x = wildcard()
+        self.pattern = is_op("multiply")(self.x, is_expr(relay.const(1.0)))
+
+    def callback(self, pre, post, node_map):
+        return node_map[self.x][0]
+
+
+def test_algebraic_simplify():
+    x = _v("x")
+    expr = relay.nn.relu(relay.multiply(x, relay.const(1.0)))
+    relay.assert_structural_equal(rewrite(_MulOneSimplify(), expr), relay.nn.relu(x))
+
+
+def test_partition_check():
+    x = _v("x")
+    expr = relay.nn.relu(relay.add(x, relay.const(1.0)))
+    pat = is_op("nn.relu")(is_op("add")(wildcard(), is_constant()))
+    wrapped = pat.partition(expr, {"Composite": "addrelu"})
+    assert isinstance(wrapped.op, relay.Function)
+    assert wrapped.op.attrs["Composite"] == "addrelu"
+    refused = pat.partition(expr, {"Composite": "addrelu"}, check=lambda e: False)
+    relay.assert_structural_equal(refused, expr)
+
+
+def test_rewrite_once():
+    x = _v("x")
+
+    class ReluTwice(DFPatternCallback):
+        def __init__(self):
+            super().__init__(rewrite_once=True)
+            self.pattern = is_op("nn.relu")(wildcard())
+
+        def callback(self, pre, post, node_map):
+            return relay.nn.relu(post)
+
+    out = rewrite(ReluTwice(), relay.nn.relu(x))
+    relay.assert_structural_equal(out, relay.nn.relu(relay.nn.relu(x)))
