@@ -36,7 +36,7 @@ from partita.ir import const as _const
 from partita.text import astext, parse
 
 from . import _ops, dataflow_pattern, transform
-from .op_attr import register_op_attr
+from .op_attr import register_op_attr, register_pattern_table, target_name
 
 nn = _ops.namespace("nn", "partita.relay.nn")
 image = _ops.namespace("image", "partita.relay.image")
@@ -89,6 +89,8 @@ __all__ = [
     "nn",
     "qnn",
     "register_op_attr",
+    "register_pattern_table",
+    "target_name",
     "structural_equal",
     "transform",
     "var",

@@ -11,10 +11,39 @@ finds it.
 
 from __future__ import annotations
 
+import re
+
 from partita.backends import Backend, register_backend
+from partita.backends import register_pattern_table as _register_pattern_table
 from partita.backends.registry import find_backend
 from partita.errors import PartitaError
 from partita.ops import get_op
+
+
+def target_name(name: str) -> str:
+    """partita's backend name for a TVM target name: ``"ethos-n"`` -> ``"ethos_n"``,
+    ``"double.A"`` -> ``"double_A"`` (backend names are identifiers; see the migration guide)."""
+    out = re.sub(r"\W", "_", name)
+    return out if out.isidentifier() else f"_{out}"
+
+
+def register_pattern_table(name: str, table=None):
+    """TVM's ``@register_pattern_table("ethos-n")``: ``fn() -> [(name, pattern, check), ...]``
+    becomes the pattern table of backend ``target_name(name)``."""
+    if table is None:
+        return lambda fn: register_pattern_table(name, fn)
+    _register_pattern_table(target_name(name))(lambda: sanitise_table(table()))
+    return table
+
+
+def sanitise_table(table) -> list:
+    """Rows ``("ethos-n.conv", pattern[, check])`` -> ``("ethos_n.conv", ...)``: a composite
+    name's target prefix is the sanitised target name, so AnnotateTarget finds its owner."""
+    out = []
+    for row in table:
+        head, dot, tail = row[0].partition(".")
+        out.append((target_name(head) + dot + tail, *row[1:]) if dot else tuple(row))
+    return out
 
 
 def register_op_attr(op_name: str, attr_key: str, value=None, level: int = 10):
@@ -27,7 +56,7 @@ def register_op_attr(op_name: str, attr_key: str, value=None, level: int = 10):
             f"register_op_attr: only 'target.<name>' keys are supported, got {attr_key!r}"
         )
     get_op(op_name)  # an unknown op fails here, not by never matching
-    target = attr_key[len("target.") :]
+    target = target_name(attr_key[len("target.") :])
     backend = find_backend(target)
     if backend is None:
         backend = Backend(target, ops={})
