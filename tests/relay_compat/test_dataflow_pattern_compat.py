@@ -186,3 +186,18 @@ def test_rewrite_once():
 
     out = rewrite(ReluTwice(), relay.nn.relu(x))
     relay.assert_structural_equal(out, relay.nn.relu(relay.nn.relu(x)))
+
+
+def test_match_type():
+    typed = relay.transform.InferType()(relay.IRModule.from_expr(relay.nn.relu(_v("x"))))
+    body = typed["main"].body
+    assert wildcard().has_type(relay.TensorType((2, 3), "float32")).match(body)
+    assert not wildcard().has_type(relay.TensorType((2, 3), "int8")).match(body)
+
+
+def test_match_const():
+    x = _v("x", shape=(1, 2, 4, 4))
+    w = relay.const(np.ones((2, 2, 1, 1), "float32"))
+    pat = is_op("nn.conv2d")(wildcard(), is_constant())
+    assert pat.match(relay.nn.conv2d(x, w))
+    assert not pat.match(relay.nn.conv2d(x, _v("w", shape=(2, 2, 1, 1))))
