@@ -113,6 +113,58 @@ def test_diamond_not_merge():
     assert _composites(out) == []
 
 
+def _add_sub_mul():
+    a, b = wildcard(), wildcard()  # one wildcard object used twice binds one node
+    return is_op("multiply")(is_op("add")(a, b), is_op("subtract")(a, b))
+
+
+def test_reuse_call_merge():
+    x, y = _v("x"), _v("y")
+    s = relay.subtract(x, y)
+    expr = relay.add(relay.add(s, y), s)  # s is used twice inside the match
+    a, b = wildcard(), wildcard()
+    sub = is_op("subtract")(a, b)
+    pat = is_op("add")(is_op("add")(sub, b), sub)
+    out = _merge(relay.IRModule.from_expr(expr), [("test.reuse", pat)])
+    assert _composites(out) == ["test.reuse"]
+    assert len(out["main"].params) == 2 and len(out["main"].body.args) == 2
+
+
+def test_parallel_merge():
+    x, y = _v("x"), _v("y")
+
+    def branch():
+        return relay.multiply(relay.add(x, y), relay.subtract(x, y))
+
+    mod = relay.IRModule.from_expr(relay.multiply(branch(), branch()))
+    out = _merge(mod, [("test.asm", _add_sub_mul())])
+    assert _composites(out) == ["test.asm", "test.asm"]
+    feed = {"x": np.arange(4, dtype="float32")[None], "y": np.ones((1, 4), "float32")}
+    np.testing.assert_array_equal(_run(out, **feed), _run(mod, **feed))
+
+
+def test_multiple_input_subgraphs():
+    x, y, z = _v("x"), _v("y"), _v("z")
+    first = relay.multiply(relay.add(x, y), relay.subtract(x, y))
+    second = relay.multiply(relay.add(first, z), relay.subtract(first, z))
+    out = _merge(relay.IRModule.from_expr(second), [("test.asm", _add_sub_mul())])
+    assert _composites(out) == ["test.asm", "test.asm"]
+
+
+def test_type_check():
+    x = _v("x", shape=(1, 4, 4, 2))
+    w = relay.const(np.ones((1, 1, 2, 2), "float32"))
+    conv = relay.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="HWIO")
+    mod = relay.IRModule.from_expr(relay.nn.relu(conv))
+    pat = is_op("nn.relu")(is_op("nn.conv2d")(wildcard(), is_constant()))
+
+    def channels_at_least(n):
+        return lambda call: call.args[0].checked_type.shape[-1] >= n
+
+    assert _composites(_merge(mod, [("test.c", pat, channels_at_least(2))])) == ["test.c"]
+    assert _composites(_merge(mod, [("test.c", pat, channels_at_least(8))])) == []
+
+
 def _partition(mod, names):
     return transform.Sequential(
         [

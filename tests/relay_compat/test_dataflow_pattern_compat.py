@@ -201,3 +201,49 @@ def test_match_const():
     pat = is_op("nn.conv2d")(wildcard(), is_constant())
     assert pat.match(relay.nn.conv2d(x, w))
     assert not pat.match(relay.nn.conv2d(x, _v("w", shape=(2, 2, 1, 1))))
+
+
+def _conv(x, w):
+    return relay.nn.conv2d(x, w)
+
+
+def test_at_most_one_parent():
+    x, w = _v("x", shape=(1, 2, 4, 4)), _v("w", shape=(2, 2, 1, 1))
+    top = _conv(x, w)
+    lower = _conv(relay.tanh(top), w)  # a second parent behind a non-path node
+    expr = relay.add(relay.nn.relu(lower), relay.nn.relu(top))
+    pat = dominates(
+        is_op("nn.conv2d")(wildcard(), wildcard()),
+        is_op("nn.relu")(wildcard()),
+        is_op("add")(wildcard(), wildcard()),
+    )
+    assert not pat.match(expr)
+
+
+def test_partition_overused():
+    x, w = _v("x", shape=(1, 2, 4, 4)), _v("w", shape=(2, 2, 1, 1))
+    conv = _conv(x, w)
+    expr = relay.add(relay.nn.relu(conv), conv)  # conv escapes the match: no partition
+    pat = is_op("nn.relu")(is_op("nn.conv2d")(wildcard(), wildcard()))
+    relay.assert_structural_equal(pat.partition(expr), expr)
+
+
+def test_double_partition():
+    x = _v("x", shape=(1, 2, 4, 4))
+    w1, w2 = _v("w1", shape=(2, 2, 1, 1)), _v("w2", shape=(2, 2, 1, 1))
+    b1, b2 = _v("b1", shape=(2,)), _v("b2", shape=(2,))
+    first = relay.nn.relu(relay.nn.bias_add(_conv(x, w1), b1))
+    expr = relay.nn.bias_add(_conv(first, w2), b2)
+    conv_bias = is_op("nn.bias_add")(is_op("nn.conv2d")(wildcard(), wildcard()), wildcard())
+    out = is_op("nn.relu")(conv_bias).partition(expr, {"Composite": "conv_bias_relu"})
+    out = conv_bias.partition(out, {"Composite": "conv_bias"})
+    assert out.op.attrs["Composite"] == "conv_bias"
+    assert out.args[0].op.attrs["Composite"] == "conv_bias_relu"
+
+
+def test_partition_fuzzy_tuple():
+    x, y = _v("x"), _v("y")
+    pat = is_op("concatenate")(is_tuple(None))
+    for fields in ([x], [x, y], [x, y, relay.add(x, y)]):
+        out = pat.partition(relay.concatenate(fields, axis=0))
+        assert isinstance(out.op, relay.Function) and len(out.args) == len(fields)
