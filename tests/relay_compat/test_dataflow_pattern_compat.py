@@ -247,3 +247,78 @@ def test_partition_fuzzy_tuple():
     for fields in ([x], [x, y], [x, y, relay.add(x, y)]):
         out = pat.partition(relay.concatenate(fields, axis=0))
         assert isinstance(out.op, relay.Function) and len(out.args) == len(fields)
+
+
+def test_match_call_attr_dtype():
+    x = _v("x", dtype="int8")
+    pat = is_op("cast")(wildcard()).has_attr({"dtype": "float32"})
+    assert pat.match(relay.cast(x, dtype="float32"))
+    assert not pat.match(relay.cast(x, dtype="int32"))
+
+
+def test_rewrite_func():
+    x, y = _v("x"), _v("y")
+    p, q = _v("p"), _v("q")
+    fn = relay.Function([p, q], relay.nn.relu(relay.multiply(p, q)))
+    out = rewrite(_AddToSub(), relay.add(relay.Call(fn, [x, y]), y))
+    assert is_op("subtract")(wildcard(), wildcard()).match(out)
+
+
+def test_rewrite_func_with_attr():
+    a, b, p, q = _v("a"), _v("b"), _v("p"), _v("q")
+    fn = relay.Function([p, q], relay.add(p, q), attrs={"Composite": "add"})
+    expr = relay.abs(relay.Call(fn, [a, b]))
+
+    class Inline(DFPatternCallback):
+        def __init__(self):
+            super().__init__()
+            self.pattern = wildcard().has_attr({"Composite": "add"})(wildcard(), wildcard())
+
+        def callback(self, pre, post, node_map):
+            return relay.add(post.args[0], post.args[1])
+
+    out = rewrite(Inline(), expr)
+    assert is_op("abs")(is_op("add")(wildcard(), wildcard())).match(out)
+
+
+def test_partition_check_types():
+    x, w = _v("x", shape=(1, 2, 4, 4)), _v("w", shape=(2, 2, 1, 1))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.nn.relu(_conv(x, w))))
+    body = mod["main"].body
+    pat = is_op("nn.relu")(is_op("nn.conv2d")(wildcard(), wildcard()))
+
+    def nchw_batch_one(pre):
+        conv = pre.args[0]
+        return conv.attrs.data_layout == "NCHW" and conv.checked_type.shape[0] == 1
+
+    out = pat.partition(body, check=nchw_batch_one)
+    assert out.op.attrs["PartitionedFromPattern"] == "nn.conv2d_nn.relu_"
+    relay.assert_structural_equal(pat.partition(body, check=lambda pre: False), body)
+
+
+def test_partition_parallel_branch_with_same_input():
+    x, w = _v("x", shape=(1, 2, 4, 4)), _v("w", shape=(2, 2, 1, 1))
+    left, right = _v("l", shape=(1, 2, 4, 4)), _v("r", shape=(1, 2, 4, 4))
+    conv = _conv(x, w)
+    expr = relay.add(relay.multiply(left, conv), relay.add(conv, right))
+    pat = is_op("add")(
+        is_op("multiply")(wildcard(), wildcard()), is_op("add")(wildcard(), wildcard())
+    )
+    out = pat.partition(expr)
+    assert len(out.op.params) == 3  # conv is one parameter, not two
+    assert [a.name_hint if isinstance(a, relay.Var) else "conv" for a in out.args] == [
+        "l",
+        "conv",
+        "r",
+    ]
+
+
+def test_partition_constant_embedding():
+    x, b = _v("x", shape=(1, 2, 4, 4)), _v("b", shape=(2,))
+    wc = relay.const(np.ones((2, 2, 1, 1), "float32"))
+    expr = relay.nn.relu(relay.nn.bias_add(_conv(x, wc), b))
+    conv = is_op("nn.conv2d")
+    lifted = is_op("nn.relu")(is_op("nn.bias_add")(conv(wildcard(), wildcard()), wildcard()))
+    embedded = is_op("nn.relu")(is_op("nn.bias_add")(conv(wildcard(), is_constant()), wildcard()))
+    assert len(lifted.partition(expr).args) == 3  # a wildcard-matched constant is lifted
+    assert len(embedded.partition(expr).args) == 2  # an is_constant() match stays inside
