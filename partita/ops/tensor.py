@@ -196,6 +196,13 @@ def exp(data, attrs):
     return _in_float32(data, np.exp)
 
 
+@register_op("log", inputs=("data",), type_rel=_float_rel, kind="elemwise")
+def log(data, attrs):
+    """Natural logarithm (float16/float32, computed in float32); log(0) is -inf."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _in_float32(data, np.log)
+
+
 @register_op("sqrt", inputs=("data",), type_rel=_float_rel, kind="elemwise")
 def sqrt(data, attrs):
     """Square root (float16/float32, computed in float32); negative inputs give nan."""

@@ -78,6 +78,12 @@ def less(lhs, rhs, attrs):
     return np.asarray(np.less(lhs, rhs))
 
 
+@register_op("greater", inputs=("lhs", "rhs"), type_rel=compare_rel, kind="broadcast")
+def greater(lhs, rhs, attrs):
+    """lhs > rhs with numpy broadcasting -> bool."""
+    return np.asarray(np.greater(lhs, rhs))
+
+
 def _bool_rel(types, attrs) -> TensorType:
     data = tensor(types[0], "data")
     if data.dtype != "bool":
