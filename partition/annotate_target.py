@@ -77,23 +77,29 @@ class AnnotateTarget(Pass):
                 out[gname] = fn
                 continue
             ensure_typed(fn, mod)
-            flat, _old = flatten(fn.body)
+            flat, earlier = flatten(fn.body)
             graph = Graph(flat)
             explainer = Explainer(
                 graph, entries, [t.name for t in self.targets], mod.attrs.get(REFUSALS_KEY)
             )
-            region_of = self._annotate(graph, explainer)
+            region_of = self._annotate(graph, explainer, earlier)
             body = RegionBuilder(region_of).build(flat)
             out[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
         out.attrs.pop(TABLE_KEY, None)
         out.attrs.pop(REFUSALS_KEY, None)
         return out
 
-    def _annotate(self, graph: Graph, explainer: Explainer) -> dict:
+    def _annotate(self, graph: Graph, explainer: Explainer, earlier: dict) -> dict:
+        """``earlier``: an earlier run's accelerator placements, kept (TVM: running (A) then (B)
+        equals running ([A, B]))."""
         region_of: dict[int, Region] = {}
         for node in graph.order:
             if type(node) is Call:
-                region_of[id(node)] = self._call_region(node, explainer)
+                kept = earlier.get(id(node))
+                on_acc = kept is not None and not kept.host
+                region_of[id(node)] = (
+                    Region(kept.target) if on_acc else self._call_region(node, explainer)
+                )
             elif type(node) is TupleGetItem:
                 producer = region_of.get(id(node.tuple_value))
                 on_acc = (
