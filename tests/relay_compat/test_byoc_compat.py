@@ -240,3 +240,14 @@ def test_double_target(targets):
 def test_not_bind_constant_is_refused():
     with pytest.raises(PartitaError, match="bind_constants"):
         transform.PartitionGraph(bind_constants=False)
+
+
+def test_multiple_runs(targets):
+    targets("acc_r1", ["add"])
+    targets("acc_r2", ["add", "multiply"])
+    x, y = _v("x"), _v("y")
+    mod = transform.InferType()(relay.IRModule.from_expr(relay.multiply(relay.add(x, y), y)))
+    once = transform.AnnotateTarget(["acc_r1", "acc_r2"])(mod)
+    twice = transform.AnnotateTarget("acc_r2")(transform.AnnotateTarget("acc_r1")(mod))
+    relay.assert_structural_equal(twice, once)
+    assert 'Compiler="acc_r1"' in str(twice) and 'Compiler="acc_r2"' in str(twice)
