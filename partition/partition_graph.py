@@ -14,6 +14,8 @@ inlined back into its ops. The reason each host op stays there is kept on the mo
 
 from __future__ import annotations
 
+import re
+
 from ..backends.registry import DEFAULT_HOST
 from ..ir.gc_pause import gc_paused
 from ..ir.module import IRModule
@@ -48,9 +50,10 @@ class Placement:
 
 
 class _Lifter(RegionBuilder):
-    def __init__(self, region_of, taken: set, counters: dict, placement: Placement):
+    def __init__(self, region_of, taken: set, counters: dict, placement: Placement, prefix=""):
         super().__init__(region_of)
         self.taken, self.counters, self.placement = taken, counters, placement
+        self.prefix = prefix
 
     def mode(self, region: Region) -> str:
         return "plain" if region.host else "global"
@@ -62,7 +65,7 @@ class _Lifter(RegionBuilder):
         while True:
             n = self.counters.get(region.target, 0)
             self.counters[region.target] = n + 1
-            name = f"{region.target}_main_{n}"
+            name = f"{self.prefix}{region.target}_main_{n}"
             if name not in self.taken:
                 self.taken.add(name)
                 return name
@@ -91,8 +94,10 @@ class PartitionGraph(Pass):
 
     name = "PartitionGraph"
 
-    def __init__(self, host: str = DEFAULT_HOST):
+    def __init__(self, host: str = DEFAULT_HOST, mod_name: str | None = None):
+        """``mod_name``: TVM's names, ``@tvmgen_<mod_name>_<target>_main_<n>`` (sanitised)."""
         self.host = host
+        self.prefix = "" if mod_name is None else "tvmgen_" + re.sub(r"\W", "_", mod_name) + "_"
 
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
@@ -106,7 +111,7 @@ class PartitionGraph(Pass):
                 continue
             ensure_typed(fn, mod)
             flat, region_of = flatten(fn.body)
-            lifter = _Lifter(region_of, taken, counters, placement)
+            lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
             body = lifter.build(flat)
             lifted.update(lifter.functions)
             bodies[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
