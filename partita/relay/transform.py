@@ -40,14 +40,14 @@ def AnnotateTarget(targets, include_non_call_ops: bool = True):  # noqa: N802 (T
 
 
 def PartitionGraph(mod_name: str = "default", bind_constants: bool = True):  # noqa: N802
-    """TVM's ``PartitionGraph``. Partitions are named ``<target>_main_<n>``, not TVM's
-    ``tvmgen_<mod_name>_<target>_main_<n>``; constants always stay bound inside partitions."""
+    """TVM's ``PartitionGraph``: partitions are named ``tvmgen_<mod_name>_<target>_main_<n>``;
+    constants always stay bound inside partitions."""
     if not bind_constants:
         raise PartitaError(
             "PartitionGraph(bind_constants=False) is not supported: partita keeps constants "
             "inside each partition (docs/migrating-from-tvm.md)"
         )
-    return _PartitionGraph()
+    return _PartitionGraph(mod_name=mod_name)
 
 
 __all__ = [
