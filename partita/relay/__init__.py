@@ -29,9 +29,9 @@ from partita.ir import (
     TupleGetItem,
     TupleType,
     Var,
-    assert_structural_equal,
-    structural_equal,
 )
+from partita.ir import assert_structural_equal as _assert_structural_equal
+from partita.ir import structural_equal as _structural_equal
 from partita.ir import const as _const
 from partita.text import astext, parse
 
@@ -58,6 +58,17 @@ def var(name_hint: str, type_annotation=None, shape=None, dtype: str = "float32"
 def const(value, dtype: str | None = None) -> Constant:
     """``relay.const(1.0)``, ``relay.const(np_array)``, ``relay.const(3, "int32")``."""
     return _const(value, dtype)
+
+
+def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
+    """TVM's ``tvm.ir.structural_equal``; partita always maps free variables by position, so
+    ``map_free_vars`` is accepted for compatibility only."""
+    return _structural_equal(lhs, rhs)
+
+
+def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
+    """TVM's ``tvm.ir.assert_structural_equal`` (free variables mapped, as above)."""
+    _assert_structural_equal(lhs, rhs)
 
 
 def from_text(text: str) -> IRModule:
