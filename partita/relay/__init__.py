@@ -31,8 +31,8 @@ from partita.ir import (
     Var,
 )
 from partita.ir import assert_structural_equal as _assert_structural_equal
-from partita.ir import structural_equal as _structural_equal
 from partita.ir import const as _const
+from partita.ir import structural_equal as _structural_equal
 from partita.text import astext, parse
 
 from . import _ops, dataflow_pattern, transform
