@@ -127,6 +127,27 @@ FLOAT_IO = (
 )
 
 
+EFFNET = (
+    want("CONV_2D", stride="2x2"),
+    want("LOGISTIC"),
+    want("MUL"),
+    want("MEAN", keep_dims=True),
+    want("ADD"),
+    want("DEPTHWISE_CONV_2D", stride="2x2"),
+    want("FULLY_CONNECTED"),
+)
+
+
+def efficientnet(width: float, depth: float, size: int):
+    """EfficientNet (Keras' B0 block list) scaled by width and depth coefficients."""
+    from keras.src.applications.efficientnet import EfficientNet
+
+    def ctor(**kw):
+        return EfficientNet(width, depth, size, name=f"efficientnet_w{width}_d{depth}", **kw)
+
+    return keras_app(ctor, size)
+
+
 def _mv2(alpha):
     return keras_app(applications.MobileNetV2, 96, alpha=alpha)
 
@@ -185,10 +206,25 @@ NET_SPECS: list[Spec] = [
         group="nets",
     ),
     Spec(
+        "efficientnet_w050_d050_128",
+        "EfficientNet (B0 block list, MBConv + squeeze-excite + swish), width 0.5, depth 0.5, "
+        "128x128, 16 classes",
+        efficientnet(0.5, 0.5, 128),
+        EFFNET,
+        group="nets",
+    ),
+    Spec(
         "mobilenet_v2_100_224",
         "MobileNetV2, alpha 1.0, 224x224, 1000 classes (benchmarks)",
         keras_app(applications.MobileNetV2, 224, classes=1000, alpha=1.0),
         MBV2,
+        group="large",
+    ),
+    Spec(
+        "mobilenet_v1_100_224",
+        "MobileNet v1, alpha 1.0, 224x224, 1000 classes (benchmarks)",
+        keras_app(applications.MobileNet, 224, classes=1000, alpha=1.0),
+        MBV1,
         group="large",
     ),
 ]

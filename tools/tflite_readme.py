@@ -19,7 +19,8 @@ Seeds derive from model names and conversion is deterministic, so reruns give id
 
 ## Layout
 - `ops/NAME.tflite`: one small model per operator variant; `nets/NAME.tflite`: whole networks with
-  random weights; `large/mobilenet_v2_100_224.tflite`: full-size MobileNetV2 for benchmarks.
+  random weights; `large/`: full-size MobileNetV2 and MobileNet v1 (1.0, 224x224, 1000 classes)
+  for benchmarks.
 - `NAME.npz` beside each model: `input_<i>` (test inputs in the model's input dtype, already
   quantized with the input's parameters, stacked over samples: 3 for ops, 1 for networks) and
   `ref_<j>`, `builtin_<j>`, `xnnpack_<j>`: output j of the three TFLite kernel sets
@@ -62,7 +63,10 @@ int8 tensor feeding its final DEQUANTIZE.
   weights from a fixed seed and BatchNorm set LSUV-style (moving mean 0, moving variance = the
   layer's mean input second moment on the calibration data, gamma ~ U(0.5, 1.5),
   beta ~ N(0, 0.1), classifier bias ~ N(0, 0.5)); calibration uses 20 uniform [-1, 1] images.
-  MobileNetV3Small is built with `include_preprocessing=False`.
+  MobileNetV3Small is built with `include_preprocessing=False`. The EfficientNet is Keras'
+  `EfficientNet(width, depth, size)` base (B0's block list); its Rescaling and Normalization
+  layers fold away, the converter turns Keras' explicit padding into SAME convolutions, and swish
+  stays LOGISTIC + MUL (no fused op).
 """
 
 

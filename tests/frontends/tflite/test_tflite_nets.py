@@ -1,5 +1,6 @@
-"""Whole networks (MobileNet v1/v2/v3, ResNet-style; int8, uint8 and float I/O): partita against
-TFLite's reference kernels and its optimized builtin kernels, bit for bit."""
+"""Whole networks (MobileNet v1/v2/v3, ResNet-style, EfficientNet; int8, uint8 and float I/O) and
+the full-size benchmark networks: partita against TFLite's reference kernels and its optimized
+builtin kernels, bit for bit."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from partita import interpret
 from partita.ir import iter_calls
 
 NETS = models("nets")
+LARGE = models("large")
 pytestmark = pytest.mark.skipif(not NETS, reason="TFLite test networks not generated")
 
 
@@ -28,7 +30,7 @@ def converted():
 
 
 @pytest.mark.parametrize("kernels", ["ref", "builtin"])
-@pytest.mark.parametrize("path", NETS, ids=model_ids(NETS))
+@pytest.mark.parametrize("path", NETS + LARGE, ids=model_ids(NETS + LARGE))
 def test_stored_samples(path, kernels, converted):
     mod = converted(path, SEMANTICS[kernels])
     for inputs, want in stored_samples(path):
