@@ -1,6 +1,6 @@
 """Whole networks (tf2onnx exports of Keras MobileNet v1/v2 and a ResNet-style net, and the
-torch.onnx.export MobileNetV2, quantized by quantize_static) against ONNX Runtime, and their
-layout conversion to NHWC.
+torch.onnx.export MobileNetV2, quantized by quantize_static; and the full-size MobileNet v1/v2
+1.0 224 benchmark networks) against ONNX Runtime, and their layout conversion to NHWC.
 
 Measured figures (docs/onnx.md): QOperator models are bit-exact at every optimization level.
 QDQ models become qnn ops that follow ONNX Runtime's fused QDQ kernels, except the groups it
@@ -19,7 +19,7 @@ import partita as P
 from partita.ir import Call, iter_calls, post_order
 from partita.passes import ConvertLayout, InferType, Sequential, SimplifyExpr
 
-NETS = [p for p in models("nets") if p.name.count(".") == 2]
+NETS = [p for p in models("nets") + models("large") if p.name.count(".") == 2]
 FLOAT_NETS = [p for p in models("nets") if p.name.count(".") == 1]
 
 
