@@ -277,16 +277,62 @@ def write(out_dir: Path, group: str, name: str, model, configs, float_dir=None) 
     return rows
 
 
+def large_model(name: str) -> onnx.ModelProto:
+    """One large network's float model, built in a fresh Keras session with tf2onnx's name counter
+    reset: the names in the file then do not depend on what was built before in the process, so
+    get_model() reproduces the committed bytes."""
+    import tf2onnx.utils
+    from keras.utils import clear_session
+
+    clear_session()
+    tf2onnx.utils.INTERNAL_NAME = 1
+    make, size = large_nets()[name]
+    return canonical_names(net_model(name, make, size))
+
+
+def canonical_names(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Rename and order initializers (c0, c1, ... by first use) and tf2onnx's numbered names
+    (X__N -> X__k in order of appearance). tf2onnx's constant folding keeps one of several equal
+    constants by set order, which follows Python's per-process string hashing."""
+    import re
+
+    g = model.graph
+    g.doc_string = ""  # "converted from __inference_fn_<TensorFlow's function counter>"
+    inits = {i.name for i in g.initializer}
+    renames: dict[str, str] = {}
+    for node in g.node:
+        for t in node.input:
+            if t in inits and t not in renames:
+                renames[t] = f"c{len(renames)}"
+    numbered = re.compile(r"__\d+")
+    for node in g.node:
+        for t in [node.name, *node.output]:
+            if t not in renames and numbered.search(t):
+                renames[t] = numbered.sub(f"__{len(renames)}", t)
+    for i in g.initializer:
+        i.name = renames.get(i.name, i.name)
+    ordered = sorted(g.initializer, key=lambda i: int(i.name[1:]) if i.name[1:].isdigit() else -1)
+    g.ClearField("initializer")
+    g.initializer.extend(ordered)
+    for node in g.node:
+        node.name = renames.get(node.name, node.name)
+        node.input[:] = [renames.get(t, t) for t in node.input]
+        node.output[:] = [renames.get(t, t) for t in node.output]
+    for v in [*g.input, *g.output, *g.value_info]:
+        v.name = renames.get(v.name, v.name)
+    onnx.checker.check_model(model)
+    return model
+
+
 def make_large(name: str, config: str | None, dest: Path) -> Path:
     """Make one large network into dest: its float model (config None) or one quantization.
 
     The float model is reused from dest when present (generation is deterministic).
     """
-    make, size = large_nets()[name]
     float_path = dest / f"{name}.onnx"
     if not float_path.exists():
         dest.mkdir(parents=True, exist_ok=True)
-        onnx.save(net_model(name, make, size), float_path)
+        onnx.save(large_model(name), float_path)
     if config is None:
         return float_path
     out = dest / f"{name}.{config}.onnx"
@@ -389,10 +435,10 @@ def main() -> None:
                 log(f"net {name}")
                 write(out_dir, "nets", name, net_model(name, make, size), NET_CONFIGS)
     if not args.no_large:
-        for name, (make, size) in large_nets().items():
+        for name in large_nets():
             if wanted(name):
                 log(f"large {name}")
-                model = net_model(name, make, size)
+                model = large_model(name)
                 write(out_dir, "large", name, model, LARGE_CONFIGS, float_dir=cache_dir())
     write_readme(out_dir)
 
