@@ -20,8 +20,8 @@ The full-size benchmark networks (large/: MobileNetV2 and MobileNet v1, alpha 1.
 classes) are committed in the two QOperator U8S8 configurations only; their float models (over 5
 MB) and any other configuration go to a cache folder instead ($PARTITA_MODEL_CACHE, by default
 ~/.cache/partita-models), where benchmarks/models.py `get_model(name)` also makes them on first
-use. README.md lists every file with its ops and, for networks, how closely the quantized model
-follows the float one in ONNX Runtime.
+use (`--make NAME[.CONFIG] [--dest DIR]`). README.md lists every file with its ops and, for
+networks, how closely the quantized model follows the float one in ONNX Runtime.
 """
 
 from __future__ import annotations
@@ -422,7 +422,13 @@ def main() -> None:
     ap.add_argument("--no-nets", action="store_true")
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--out", default="tests/models/onnx")
+    ap.add_argument("--make", metavar="NAME[.CONFIG]", help="make one large network into --dest")
+    ap.add_argument("--dest", type=Path, help="folder for --make (default: the cache folder)")
     args = ap.parse_args()
+    if args.make:
+        name, _, config = args.make.partition(".")
+        print(make_large(name, config or None, args.dest or cache_dir()))
+        return
     out_dir = Path(args.out)
     wanted = lambda name: args.only is None or name in args.only  # noqa: E731
     for name, builder, configs in OP_SPECS:
