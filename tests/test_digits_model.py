@@ -38,3 +38,15 @@ def test_demo_runs_and_reports(capsys):
     assert "accuracy:" in text and "placement: 66 source ops" in text
     if "TFLite (reference kernels)" in text:
         assert "30/30 outputs bit-exact" in text
+
+
+@pytest.mark.slow
+def test_partita_reaches_the_recorded_accuracy_on_the_whole_test_split():
+    """All 450 held-out digits through partita's interpreter: the int8 accuracy equals the one
+    tools/gen_digits_model.py measured with TFLite's reference kernels, to the image."""
+    with np.load(data_path(TEST_SET)) as z:
+        images, labels, recorded = z["images"], z["labels"], float(z["int8_accuracy"])
+    mod = from_tflite(str(data_path(MODEL)))
+    hits = sum(int(P.interpret(mod, [x[None]])[0].argmax() == y) for x, y in zip(images, labels))
+    assert len(labels) == 450
+    assert hits == round(recorded * len(labels))
