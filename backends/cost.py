@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.nodes import Call, Expr
-from ..ir.types import TensorType, TupleType, Type
-from ..ops.registry import Op
+from partita.ir.nodes import Call, Expr
+from partita.ir.types import TensorType, TupleType, Type
+from partita.ops.registry import Op
+
 from .verdict import Verdict
 
 _MAC_OPS = {
@@ -27,7 +28,7 @@ _MAC_OPS = {
 
 def _type(e: Expr) -> Type:
     if e._type is None:
-        from ..passes.infer_type import infer_type
+        from partita.passes.infer_type import infer_type
 
         infer_type(e)
     return e._type

@@ -26,7 +26,8 @@ import pkgutil
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..errors import PartitaError
+from partita.errors import PartitaError
+
 from .verdict import CheckError, Verdict, as_verdict
 
 log = logging.getLogger("partita.backends")
@@ -60,7 +61,7 @@ class PatternEntry(NamedTuple):
 def normalize_table(entries, prefix: str | None = None) -> list[PatternEntry]:
     """Pattern-table rows as PatternEntry: ``(name, pattern)`` or ``(name, pattern, check)``;
     with ``prefix``, names without it become ``prefix.name``."""
-    from ..patterns import Pattern
+    from partita.patterns import Pattern
 
     if entries is None:
         return []
@@ -156,8 +157,10 @@ class Backend:
         out = {}
         for key, spec in (self.options or {}).items():
             if isinstance(spec, Option):
-                out[key] = spec.default if spec.choices is None else (
-                    f"{spec.default} (one of {'|'.join(map(str, spec.choices))})"
+                out[key] = (
+                    spec.default
+                    if spec.choices is None
+                    else (f"{spec.default} (one of {'|'.join(map(str, spec.choices))})")
                 )
             else:
                 out[key] = spec

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import PartitaError
+from partita.errors import PartitaError
 
 
 class CheckError(PartitaError):

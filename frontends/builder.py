@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import PartitaError
-from ..ir import Call, Constant, Expr, Span, Tuple, TupleGetItem, TupleType
-from ..ops import get_op
+from partita.errors import PartitaError
+from partita.ir import Call, Constant, Expr, Span, Tuple, TupleGetItem, TupleType
+from partita.ops import get_op
 
 
 class NodeBuilder:

@@ -32,12 +32,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from partita.patterns import RewriteTable, is_constant, is_op, is_tuple, wildcard
 
-from ..ir import Call, Constant, Expr, Function, IRModule, Tuple, TupleGetItem
-from ..ir.visitor import post_order
-from ..ops import get_op
-from ..passes.infer_type import infer_type
-from ..patterns import RewriteTable, is_constant, is_op, is_tuple, wildcard
+from partita.ir import Call, Constant, Expr, Function, IRModule, Tuple, TupleGetItem
+from partita.ir.visitor import post_order
+from partita.ops import get_op
+from partita.passes.infer_type import infer_type
 
 __all__ = ["qdq_rules", "qdq_to_qnn", "unshare_dequantize"]
 
@@ -54,8 +54,11 @@ def qdq_to_qnn(mod: IRModule, semantics: str = "onnx", trace=None) -> IRModule:
 
 def qdq_rules(semantics: str = "onnx") -> RewriteTable:
     """The QDQ -> QNN rewrite table for qnn.quantize ops of ``semantics``."""
-    return RewriteTable(_compute_rules(semantics) + _integer_rules(semantics),
-                        require_type=True, name=f"qdq_to_qnn[{semantics}]")
+    return RewriteTable(
+        _compute_rules(semantics) + _integer_rules(semantics),
+        require_type=True,
+        name=f"qdq_to_qnn[{semantics}]",
+    )
 
 
 def unshare_dequantize(mod: IRModule) -> IRModule:
@@ -90,8 +93,9 @@ def _copy_args(node: Expr, memo: dict, dq) -> Expr:
         return Call(node.op, args, node.attrs, node.span)
     if t is Tuple:
         fields = [_fresh(f, memo, dq) for f in node.fields]
-        return node if all(a is b for a, b in zip(fields, node.fields)) else Tuple(fields,
-                                                                                   node.span)
+        return (
+            node if all(a is b for a, b in zip(fields, node.fields)) else Tuple(fields, node.span)
+        )
     if t is TupleGetItem:
         value = memo.get(id(node.tuple_value), node.tuple_value)
         return node if value is node.tuple_value else TupleGetItem(value, node.index, node.span)
@@ -103,13 +107,17 @@ def _copy_args(node: Expr, memo: dict, dq) -> Expr:
 
 def _dq(name: str):
     """qnn.dequantize(<name>, <name>_s, <name>_z), the call captured as <name>_dq."""
-    return is_op("qnn.dequantize")(wildcard(name), is_constant().named(name + "_s"),
-                                   is_constant().named(name + "_z")).named(name + "_dq")
+    return is_op("qnn.dequantize")(
+        wildcard(name), is_constant().named(name + "_s"), is_constant().named(name + "_z")
+    ).named(name + "_dq")
 
 
 def _quantized(inner, semantics: str):
-    return is_op("qnn.quantize")(inner, is_constant().named("ys"), is_constant().named("yz")) \
-        .has_attr({"semantics": semantics}).named("q")
+    return (
+        is_op("qnn.quantize")(inner, is_constant().named("ys"), is_constant().named("yz"))
+        .has_attr({"semantics": semantics})
+        .named("q")
+    )
 
 
 def _call(name: str, args, span, **attrs) -> Call:
@@ -175,9 +183,13 @@ def _int32_bias(b: Expr, in_scale: np.ndarray) -> Constant | None:
     input_scale * weight_scale (zero point 0), or a float constant quantized with that scale."""
     if type(b) is Call and b.op.name == "qnn.dequantize":
         data, bs, bz = b.args
-        if not (isinstance(data, Constant) and data.data.dtype == np.int32
-                and isinstance(bs, Constant) and isinstance(bz, Constant)
-                and not np.any(bz.data)):
+        if not (
+            isinstance(data, Constant)
+            and data.data.dtype == np.int32
+            and isinstance(bs, Constant)
+            and isinstance(bz, Constant)
+            and not np.any(bz.data)
+        ):
             return None
         want = np.broadcast_to(in_scale, data.data.shape)
         got = np.broadcast_to(bs.data.astype(np.float32), data.data.shape)
@@ -197,22 +209,32 @@ def _matmul_out(semantics, q, ys, yz, acc, in_scale, bias, b, act, axis):
             return None
         acc = _call("nn.bias_add", [acc, b], bias.span, axis=axis)
     s_in = Constant(in_scale if in_scale.size > 1 else in_scale.reshape(()), q.span)
-    out = _call("qnn.requantize", [acc, s_in, Constant(np.int32(0)), _s(ys), _s(yz)], q.span,
-                axis=axis, out_dtype=q.attrs.out_dtype, semantics=semantics)
+    out = _call(
+        "qnn.requantize",
+        [acc, s_in, Constant(np.int32(0)), _s(ys), _s(yz)],
+        q.span,
+        axis=axis,
+        out_dtype=q.attrs.out_dtype,
+        semantics=semantics,
+    )
     return _activation(out, act, ys, yz, q.attrs.out_dtype, act.span if act else q.span)
 
 
 def _operand_ok(x, x_s, x_z, w, w_s, ys, yz) -> bool:
-    return (_scalar(x_s, x_z, ys, yz) and isinstance(w, Constant) and _qtype(x, w)
-            and isinstance(w_s, Constant) and x_s.data.dtype == np.float32)
+    return (
+        _scalar(x_s, x_z, ys, yz)
+        and isinstance(w, Constant)
+        and _qtype(x, w)
+        and isinstance(w_s, Constant)
+        and x_s.data.dtype == np.float32
+    )
 
 
 def _conv_rule(semantics):
     conv = is_op("nn.conv2d")(_dq("x"), _dq("w")).named("conv")
     body = conv.optional(lambda c: (is_op("nn.bias_add")(c, wildcard("b"))).named("bias"))
 
-    def conv_to_qnn(q, ys, yz, conv, x, x_s, x_z, w, w_s, w_z, w_dq, bias=None, b=None,
-                    act=None):
+    def conv_to_qnn(q, ys, yz, conv, x, x_s, x_z, w, w_s, w_z, w_dq, bias=None, b=None, act=None):
         """quantize(act?(bias_add?(nn.conv2d(dq(x), dq(W))))) -> act?(requantize(bias_add?(
         qnn.conv2d(x, W))))"""
         if not _operand_ok(x, x_s, x_z, w, w_s, ys, yz):
@@ -220,8 +242,13 @@ def _conv_rule(semantics):
         o_axis = conv.attrs.kernel_layout.index("O")
         if w_s.data.size > 1 and w_dq.attrs.axis % 4 != o_axis:
             return None
-        acc = _call("qnn.conv2d", [x, w, _s(x_z), w_z, _s(x_s), w_s], conv.span,
-                    **_attrs(conv), out_dtype="int32")
+        acc = _call(
+            "qnn.conv2d",
+            [x, w, _s(x_z), w_z, _s(x_s), w_s],
+            conv.span,
+            **_attrs(conv),
+            out_dtype="int32",
+        )
         in_scale = (x_s.data.astype(np.float32) * w_s.data.astype(np.float32)).reshape(-1)
         axis = conv.attrs.data_layout.index("C")
         if bias is not None and bias.attrs.axis % 4 != axis:
@@ -234,11 +261,15 @@ def _conv_rule(semantics):
 def _dense_rule(semantics):
     w = _dq("w") | is_op("transpose")(_dq("w")).named("wt")
     dense = is_op("nn.dense")(_dq("x"), w).named("dense")
-    body = dense.optional(lambda c: (is_op("nn.bias_add")(c, wildcard("b"))
-                                     | is_op("add")(c, wildcard("b"))).named("bias"))
+    body = dense.optional(
+        lambda c: (is_op("nn.bias_add")(c, wildcard("b")) | is_op("add")(c, wildcard("b"))).named(
+            "bias"
+        )
+    )
 
-    def dense_to_qnn(q, ys, yz, dense, x, x_s, x_z, w, w_s, w_z, w_dq, wt=None, bias=None,
-                     b=None, act=None):
+    def dense_to_qnn(
+        q, ys, yz, dense, x, x_s, x_z, w, w_s, w_z, w_dq, wt=None, bias=None, b=None, act=None
+    ):
         """quantize(act?(add?(nn.dense(dq(x), [transpose](dq(W)))))) -> act?(requantize(
         add?(qnn.dense(x, W))))"""
         if not _operand_ok(x, x_s, x_z, w, w_s, ys, yz) or w.data.ndim != 2:
@@ -249,8 +280,12 @@ def _dense_rule(semantics):
             data, axis = data.T, (None if axis is None else 1 - axis)
         if axis not in (None, 0):
             return None
-        acc = _call("qnn.dense", [x, Constant(np.ascontiguousarray(data), w.span), _s(x_z), w_z,
-                                  _s(x_s), w_s], dense.span, out_dtype="int32")
+        acc = _call(
+            "qnn.dense",
+            [x, Constant(np.ascontiguousarray(data), w.span), _s(x_z), w_z, _s(x_s), w_s],
+            dense.span,
+            out_dtype="int32",
+        )
         in_scale = (x_s.data.astype(np.float32) * w_s.data.astype(np.float32)).reshape(-1)
         rank = len(dense.checked_type.shape)
         return _matmul_out(semantics, q, ys, yz, acc, in_scale, bias, b, act, rank - 1)
@@ -259,8 +294,12 @@ def _dense_rule(semantics):
 
 
 BINARY = {"add": "qnn.add", "multiply": "qnn.mul", "subtract": "qnn.subtract"}
-UNARY = {"sigmoid": "qnn.sigmoid", "tanh": "qnn.tanh", "nn.leaky_relu": "qnn.leaky_relu",
-         "nn.hardswish": "qnn.hardswish"}
+UNARY = {
+    "sigmoid": "qnn.sigmoid",
+    "tanh": "qnn.tanh",
+    "nn.leaky_relu": "qnn.leaky_relu",
+    "nn.hardswish": "qnn.hardswish",
+}
 
 
 def _unary_ok(q, x, x_s, x_z, ys, yz) -> bool:
@@ -280,11 +319,18 @@ def _binary_rules(semantics):
         def binary_to_qnn(q, ys, yz, op, a, a_s, a_z, b, b_s, b_z, qname=qname):
             """quantize(add|multiply|subtract(dq(a), dq(b))) -> qnn.add|mul|subtract(a, b)"""
             dtype = q.attrs.out_dtype
-            if not (_scalar(a_s, a_z, b_s, b_z, ys, yz) and _qtype(a, b)
-                    and a.checked_type.dtype == dtype == b.checked_type.dtype):
+            if not (
+                _scalar(a_s, a_z, b_s, b_z, ys, yz)
+                and _qtype(a, b)
+                and a.checked_type.dtype == dtype == b.checked_type.dtype
+            ):
                 return None
-            return _call(qname, [a, b, _s(a_s), _s(a_z), _s(b_s), _s(b_z), _s(ys), _s(yz)],
-                         op.span, semantics=semantics)
+            return _call(
+                qname,
+                [a, b, _s(a_s), _s(a_z), _s(b_s), _s(b_z), _s(ys), _s(yz)],
+                op.span,
+                semantics=semantics,
+            )
 
         pattern = is_op(name)(_dq("a"), _dq("b")).named("op")
         rules.append((_quantized(pattern, semantics), binary_to_qnn, f"{name}_to_qnn"))
@@ -302,8 +348,9 @@ def _unary_rules(semantics):
             if not _unary_ok(q, x, x_s, x_z, ys, yz):
                 return None
             attrs = _attrs(op, drop=())
-            return _call(qname, [x, *_params(x_s, x_z, ys, yz)], op.span, **attrs,
-                         semantics=semantics)
+            return _call(
+                qname, [x, *_params(x_s, x_z, ys, yz)], op.span, **attrs, semantics=semantics
+            )
 
         pattern = is_op(name)(_dq("x")).named("op")
         rules.append((_quantized(pattern, semantics), unary_to_qnn, f"{name}_to_qnn"))
@@ -315,29 +362,44 @@ def _pool_rules(semantics):
         """quantize(nn.avg_pool2d(dq(x))) -> qnn.avg_pool2d(x)"""
         if not _unary_ok(q, x, x_s, x_z, ys, yz):
             return None
-        return _call("qnn.avg_pool2d", [x, *_params(x_s, x_z, ys, yz)], op.span, **_attrs(op),
-                     semantics=semantics)
+        return _call(
+            "qnn.avg_pool2d",
+            [x, *_params(x_s, x_z, ys, yz)],
+            op.span,
+            **_attrs(op),
+            semantics=semantics,
+        )
 
     def global_pool_to_qnn(q, ys, yz, op, x, x_s, x_z):
         """quantize(nn.global_avg_pool2d(dq(x))) -> qnn.mean(x, spatial axes, keepdims)"""
         if not _unary_ok(q, x, x_s, x_z, ys, yz):
             return None
         axes = (2, 3) if op.attrs.layout == "NCHW" else (1, 2)
-        return _call("qnn.mean", [x, *_params(x_s, x_z, ys, yz)], op.span, axis=axes,
-                     keepdims=True, semantics=semantics)
+        return _call(
+            "qnn.mean",
+            [x, *_params(x_s, x_z, ys, yz)],
+            op.span,
+            axis=axes,
+            keepdims=True,
+            semantics=semantics,
+        )
 
     def mean_to_qnn(q, ys, yz, op, x, x_s, x_z):
         """quantize(mean(dq(x))) -> qnn.mean(x)"""
         if not _unary_ok(q, x, x_s, x_z, ys, yz):
             return None
-        return _call("qnn.mean", [x, *_params(x_s, x_z, ys, yz)], op.span, **_attrs(op),
-                     semantics=semantics)
+        return _call(
+            "qnn.mean", [x, *_params(x_s, x_z, ys, yz)], op.span, **_attrs(op), semantics=semantics
+        )
 
-    rules = [(_quantized(is_op("nn.avg_pool2d")(_dq("x")).named("op"), semantics),
-              avg_pool_to_qnn),
-             (_quantized(is_op("nn.global_avg_pool2d")(_dq("x")).named("op"), semantics),
-              global_pool_to_qnn),
-             (_quantized(is_op("mean")(_dq("x")).named("op"), semantics), mean_to_qnn)]
+    rules = [
+        (_quantized(is_op("nn.avg_pool2d")(_dq("x")).named("op"), semantics), avg_pool_to_qnn),
+        (
+            _quantized(is_op("nn.global_avg_pool2d")(_dq("x")).named("op"), semantics),
+            global_pool_to_qnn,
+        ),
+        (_quantized(is_op("mean")(_dq("x")).named("op"), semantics), mean_to_qnn),
+    ]
     needed = {"avg_pool_to_qnn": "qnn.avg_pool2d"}
     return [r for r in rules if _has_semantics(needed.get(r[1].__name__, "qnn.mean"), semantics)]
 
@@ -354,8 +416,13 @@ def _concat_rule(semantics):
         data = Tuple([f.args[0] for f in fields], tup.span)
         scales = Tuple([_s(f.args[1]) for f in fields], tup.span)
         zps = Tuple([_s(f.args[2]) for f in fields], tup.span)
-        return _call("qnn.concatenate", [data, scales, zps, _s(ys), _s(yz)], op.span,
-                     axis=op.attrs.axis, semantics=semantics)
+        return _call(
+            "qnn.concatenate",
+            [data, scales, zps, _s(ys), _s(yz)],
+            op.span,
+            axis=op.attrs.axis,
+            semantics=semantics,
+        )
 
     pattern = is_op("concatenate")(is_tuple().named("tup")).named("op")
     if not _has_semantics("qnn.concatenate", semantics):
@@ -364,20 +431,36 @@ def _concat_rule(semantics):
 
 
 def _compute_rules(semantics):
-    return ([_conv_rule(semantics), _dense_rule(semantics)] + _binary_rules(semantics)
-            + _unary_rules(semantics) + _pool_rules(semantics) + _concat_rule(semantics))
+    return (
+        [_conv_rule(semantics), _dense_rule(semantics)]
+        + _binary_rules(semantics)
+        + _unary_rules(semantics)
+        + _pool_rules(semantics)
+        + _concat_rule(semantics)
+    )
 
 
 # ---- rules that move integers: exact when input and output parameters are equal ---------------
 
-MOVE_OPS = ("nn.max_pool2d", "reshape", "transpose", "squeeze", "expand_dims", "strided_slice",
-            "image.resize2d", "nn.relu", "clip")
+MOVE_OPS = (
+    "nn.max_pool2d",
+    "reshape",
+    "transpose",
+    "squeeze",
+    "expand_dims",
+    "strided_slice",
+    "image.resize2d",
+    "nn.relu",
+    "clip",
+)
 
 
 def _same_params(q, x, x_s, x_z, ys, yz) -> bool:
-    return (_unary_ok(q, x, x_s, x_z, ys, yz)
-            and np.float32(x_s.data.reshape(-1)[0]) == np.float32(ys.data.reshape(-1)[0])
-            and int(x_z.data.reshape(-1)[0]) == int(yz.data.reshape(-1)[0]))
+    return (
+        _unary_ok(q, x, x_s, x_z, ys, yz)
+        and np.float32(x_s.data.reshape(-1)[0]) == np.float32(ys.data.reshape(-1)[0])
+        and int(x_z.data.reshape(-1)[0]) == int(yz.data.reshape(-1)[0])
+    )
 
 
 def _move_to_int(q, ys, yz, op, x, x_s, x_z):
@@ -400,8 +483,9 @@ def _pad_to_int(q, ys, yz, op, x, x_s, x_z, value):
         return None
     dtype = q.attrs.out_dtype
     qv = quantize_value(float(value.data.reshape(-1)[0]), ys, yz, dtype)
-    return _call("nn.pad", [x, Constant(np.asarray(qv, dtype), value.span)], op.span,
-                 **_attrs(op, drop=()))
+    return _call(
+        "nn.pad", [x, Constant(np.asarray(qv, dtype), value.span)], op.span, **_attrs(op, drop=())
+    )
 
 
 def _drop_qdq(q, ys, yz, x, x_s, x_z):
@@ -415,7 +499,9 @@ def _integer_rules(semantics):
         move = move | is_op(name)
     return [
         (_quantized(move(_dq("x")).named("op"), semantics), _move_to_int),
-        (_quantized(is_op("nn.pad")(_dq("x"), wildcard("value")).named("op"), semantics),
-         _pad_to_int),
+        (
+            _quantized(is_op("nn.pad")(_dq("x"), wildcard("value")).named("op"), semantics),
+            _pad_to_int,
+        ),
         (_quantized(_dq("x"), semantics), _drop_qdq),
     ]

@@ -7,17 +7,7 @@ partition_for and placement_report.
 from . import _source_tree  # noqa: F401  (first: a source checkout finds its subpackages)
 
 # isort: split
-from .errors import (
-    ArityError,
-    AttrError,
-    InterpreterError,
-    OpNotFoundError,
-    ParseError,
-    PartitaError,
-    TypeInferenceError,
-)
-from .interpreter import interpret
-from .ir import (
+from partita.ir import (
     Call,
     Constant,
     Expr,
@@ -37,8 +27,8 @@ from .ir import (
     structural_equal,
     var,
 )
-from .ops import get_op, list_ops, register_op
-from .passes import (
+from partita.ops import get_op, list_ops, register_op
+from partita.passes import (
     ConvertLayout,
     DeadCodeElimination,
     EliminateCommonSubexpr,
@@ -49,16 +39,28 @@ from .passes import (
     SimplifyExpr,
     infer_type,
 )
-from .text import astext, parse
+from partita.text import astext, parse
+
+from .errors import (
+    ArityError,
+    AttrError,
+    InterpreterError,
+    OpNotFoundError,
+    ParseError,
+    PartitaError,
+    TypeInferenceError,
+)
+from .interpreter import interpret
 
 # isort: split
 # Above the core: partitioning, then build and the runtime.
-from .partition import partition_for, placement_report
+from partita.partition import partition_for, placement_report
 
 # isort: split
+from partita.runtime import Executable, load
+from partita.scale import evaluate, sweep
+
 from .build import build
-from .runtime import Executable, load
-from .scale import evaluate, sweep
 
 __version__ = "0.1.0"
 

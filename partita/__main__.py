@@ -1,5 +1,5 @@
 """``python -m partita``: the same as the ``partita`` console script."""
 
-from .cli import main
+from partita.cli import main
 
 raise SystemExit(main())

@@ -11,13 +11,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir.types import TensorType
+from partita.ir.visitor import children, post_order
+from partita.passes.infer_type import infer_type
+
 from .errors import InterpreterError, PartitaError
-from .ir.gc_pause import gc_paused
-from .ir.module import IRModule
-from .ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from .ir.types import TensorType
-from .ir.visitor import children, post_order
-from .passes.infer_type import infer_type
 
 
 @gc_paused

@@ -13,15 +13,17 @@ and a tuple with its consumers when they all run on one accelerator.
 
 from __future__ import annotations
 
-from ..backends.registry import DEFAULT_HOST, Backend, find_backend, get_backend
-from ..backends.verdict import run_check
-from ..errors import PartitaError
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Function, Tuple, TupleGetItem
-from ..ops.registry import Op
-from ..passes.infra import Pass
-from ..patterns.graph import Graph
+from partita.backends.registry import DEFAULT_HOST, Backend, find_backend, get_backend
+from partita.backends.verdict import run_check
+from partita.patterns.graph import Graph
+
+from partita.errors import PartitaError
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Function, Tuple, TupleGetItem
+from partita.ops.registry import Op
+from partita.passes.infra import Pass
+
 from .merge_composite import REFUSALS_KEY, TABLE_KEY, is_partition_function
 from .reasons import Explainer
 from .regions import Region, RegionBuilder, ensure_typed, flatten

@@ -15,16 +15,18 @@ for the placement report.
 
 from __future__ import annotations
 
-from ..backends.registry import normalize_table
-from ..backends.verdict import run_check
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Expr, Function
-from ..passes.infra import Pass
-from ..patterns.graph import Graph, node_key, type_new_nodes
-from ..patterns.group import Group, region_of, region_problem
-from ..patterns.matcher import Solver
-from ..patterns.partition import extract_function
+from partita.backends.registry import normalize_table
+from partita.backends.verdict import run_check
+from partita.patterns.graph import Graph, node_key, type_new_nodes
+from partita.patterns.group import Group, region_of, region_problem
+from partita.patterns.matcher import Solver
+from partita.patterns.partition import extract_function
+
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Expr, Function
+from partita.passes.infra import Pass
+
 from .regions import UNIT_TYPES, copy_node, ensure_typed, value_children
 
 # Module attributes MergeComposite leaves for AnnotateTarget (explanations of CPU ops).

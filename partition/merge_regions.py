@@ -21,11 +21,13 @@ merge.
 
 from __future__ import annotations
 
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Function
-from ..passes.infra import Pass
-from ..patterns.graph import dataflow_order
+from partita.patterns.graph import dataflow_order
+
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Function
+from partita.passes.infra import Pass
+
 from .merge_composite import is_partition_function
 from .regions import (
     UNIT_TYPES,

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import re
 
-from ..backends.registry import DEFAULT_HOST
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Expr, Function
-from ..passes.infra import Pass
+from partita.backends.registry import DEFAULT_HOST
+
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Expr, Function
+from partita.passes.infra import Pass
+
 from .merge_composite import is_partition_function
 from .regions import (
     Region,

@@ -10,10 +10,11 @@ an earlier target has priority); backends may add passes that run before MergeCo
 
 from __future__ import annotations
 
-from ..errors import PartitaError
-from ..ir.module import IRModule
-from ..passes.infer_type import InferType
-from ..passes.infra import Sequential
+from partita.errors import PartitaError
+from partita.ir.module import IRModule
+from partita.passes.infer_type import InferType
+from partita.passes.infra import Sequential
+
 from .annotate_target import AnnotateTarget
 from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions

@@ -12,15 +12,17 @@ MergeCompilerRegions and sends back to the CPU every region that is smaller than
 
 from __future__ import annotations
 
-from ..backends.cost import RegionStats, count_macs, type_bytes
-from ..backends.registry import DEFAULT_HOST, find_backend
-from ..errors import PartitaError
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Function
-from ..ir.visitor import post_order
-from ..passes.infra import Pass
-from ..patterns.graph import dataflow_order
+from partita.backends.cost import RegionStats, count_macs, type_bytes
+from partita.backends.registry import DEFAULT_HOST, find_backend
+from partita.patterns.graph import dataflow_order
+
+from partita.errors import PartitaError
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Function
+from partita.ir.visitor import post_order
+from partita.passes.infra import Pass
+
 from .merge_composite import is_partition_function
 from .regions import Region, RegionBuilder, ensure_typed, flatten, op_calls, unit_ops
 

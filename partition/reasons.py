@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..backends.verdict import run_check
-from ..ir.nodes import Call, Expr
-from ..ops.registry import Op
-from ..patterns import OpPattern, pattern_text
-from ..patterns.graph import Graph, node_key
-from ..patterns.group import region_of, region_problem
-from ..patterns.matcher import Solver
+from partita.backends.verdict import run_check
+from partita.patterns import OpPattern, pattern_text
+from partita.patterns.graph import Graph, node_key
+from partita.patterns.group import region_of, region_problem
+from partita.patterns.matcher import Solver
+
+from partita.ir.nodes import Call, Expr
+from partita.ops.registry import Op
 
 ROOT_DISTANCE = 3  # how far above an op a pattern's root may sit
 

@@ -15,11 +15,12 @@ Every stage is a valid module: it types, prints and interprets to the same bits.
 
 from __future__ import annotations
 
-from ..errors import PartitaError
-from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ..ir.types import TupleType
-from ..ops.registry import Op
-from ..patterns.graph import dataflow_order
+from partita.patterns.graph import dataflow_order
+
+from partita.errors import PartitaError
+from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir.types import TupleType
+from partita.ops.registry import Op
 
 UNIT_TYPES = (Call, Tuple, TupleGetItem)
 
@@ -133,7 +134,7 @@ def ensure_typed(fn: Function, mod) -> None:
     """Type ``fn`` unless its body already has a type (InferType types bottom-up, and the
     partition passes give every node they build its type)."""
     if fn.body._type is None:
-        from ..passes.infer_type import infer_type
+        from partita.passes.infer_type import infer_type
 
         infer_type(fn, mod)
 

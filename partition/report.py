@@ -14,14 +14,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from ..backends.cost import count_macs
-from ..backends.registry import DEFAULT_HOST
-from ..errors import PartitaError
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Function, GlobalVar
-from ..ops.registry import Op
-from ..passes.infer_type import infer_type
-from ..patterns.graph import dataflow_order
+from partita.backends.cost import count_macs
+from partita.backends.registry import DEFAULT_HOST
+from partita.patterns.graph import dataflow_order
+
+from partita.errors import PartitaError
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Function, GlobalVar
+from partita.ops.registry import Op
+from partita.passes.infer_type import infer_type
+
 from .partition_graph import PLACEMENT_KEY
 
 

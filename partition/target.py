@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from ..backends.registry import DEFAULT_HOST, Backend, BackendError, get_backend
+from partita.backends.registry import DEFAULT_HOST, Backend, BackendError, get_backend
 
 
 class TargetError(BackendError):

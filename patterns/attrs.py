@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
-from ..errors import AttrError
-from ..ops.registry import Op
+from partita.errors import AttrError
+from partita.ops.registry import Op
 
 # What has_attr can ask of an op itself (``wildcard().has_attr({"kind": "elemwise"})(x)``).
 OP_LEVEL_ATTRS = ("kind", "commutative")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Var
-from ..ir.types import TensorType
-from ..ops.registry import Op
+from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Var
+from partita.ir.types import TensorType
+from partita.ops.registry import Op
+
 from .attrs import OP_LEVEL_ATTRS, normalize_value
 from .graph import type_new_nodes
 from .pattern import DataTypePattern, OpPattern, TypePattern
@@ -78,7 +79,7 @@ def type_of(e) -> object:
     if not isinstance(e, Expr):
         return None
     if e._type is None and not isinstance(e, (Var, GlobalVar, Function)):
-        from ..errors import PartitaError
+        from partita.errors import PartitaError
 
         try:
             type_new_nodes(e)

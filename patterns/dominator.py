@@ -9,7 +9,7 @@ the region. Inputs that never lead to the parent (weights, other inputs) are unc
 
 from __future__ import annotations
 
-from ..ir.nodes import Call, Expr, Tuple, TupleGetItem
+from partita.ir.nodes import Call, Expr, Tuple, TupleGetItem
 
 
 def inputs_of(e: Expr) -> tuple:

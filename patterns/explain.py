@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.module import IRModule
-from ..ir.nodes import Expr, Function
+from partita.ir.module import IRModule
+from partita.ir.nodes import Expr, Function
+
 from .checks import describe
 from .graph import Graph
 from .matcher import Solver

@@ -6,10 +6,10 @@ partition already carved out, so matching and rewriting never enter them.
 
 from __future__ import annotations
 
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Expr, Function, Tuple, TupleGetItem
-from ..ir.visitor import children
-from ..ops.registry import Op
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem
+from partita.ir.visitor import children
+from partita.ops.registry import Op
 
 
 def node_key(e: Expr) -> str:
@@ -99,7 +99,7 @@ def type_new_nodes(root: Expr, mod=None) -> None:
     A typed node's inputs are all typed (types are inferred bottom-up), so after a rewrite only
     the rebuilt nodes need InferType; the full ``infer_type`` would walk the whole graph again.
     """
-    from ..passes.infer_type import infer_node_type
+    from partita.passes.infer_type import infer_node_type
 
     pending: list[Expr] = []
     state: dict[int, bool] = {}

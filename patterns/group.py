@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir.nodes import Constant, Expr, Function
+from partita.ir.nodes import Constant, Expr, Function
+
 from .checks import describe
 from .graph import Graph, node_key
 from .matcher import Solver

@@ -12,11 +12,12 @@ The search runs on an explicit goal list and choice stack, never on Python's cal
 
 from __future__ import annotations
 
-from ..ir.gc_pause import gc_paused
-from ..ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from ..ir.structural import structural_equal
-from ..ir.visitor import free_vars
-from ..ops.registry import Op
+from partita.ir.gc_pause import gc_paused
+from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from partita.ir.structural import structural_equal
+from partita.ir.visitor import free_vars
+from partita.ops.registry import Op
+
 from .checks import (
     attr_mismatch,
     callee,

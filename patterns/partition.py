@@ -14,11 +14,12 @@ which applies several patterns in one pass, first entry first.
 
 from __future__ import annotations
 
-from ..errors import PartitaError
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Expr, Function, Tuple, TupleGetItem, Var
-from ..ops.registry import Op
+from partita.errors import PartitaError
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem, Var
+from partita.ops.registry import Op
+
 from .graph import Graph, function_bodies, rebuild, type_new_nodes
 from .group import Group, RuleIndex, group_matches
 from .pattern import Pattern, PatternError

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import PartitaError
-from ..ir.nodes import Expr
-from ..ir.types import Type, check_dtype
-from ..ops.registry import Op, get_op
+from partita.errors import PartitaError
+from partita.ir.nodes import Expr
+from partita.ir.types import Type, check_dtype
+from partita.ops.registry import Op, get_op
+
 from .attrs import check_attr_names, normalize_value
 
 

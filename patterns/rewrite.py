@@ -25,12 +25,13 @@ import inspect
 import logging
 from dataclasses import dataclass
 
-from ..errors import PartitaError
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ..ops.registry import Op
-from ..passes.infra import Pass, module_pass
+from partita.errors import PartitaError
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ops.registry import Op
+from partita.passes.infra import Pass, module_pass
+
 from .checks import describe
 from .graph import Graph, function_bodies, rebuild, type_new_nodes
 from .group import RuleIndex, group_matches

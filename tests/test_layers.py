@@ -92,3 +92,20 @@ def test_no_upward_imports_and_frontends_and_partition_stay_apart():
             if pair == {"frontends", "partition"}:
                 problems.append(f"frontends and partition import each other: {where}")
     assert not problems, "\n".join(problems)
+
+
+def test_relative_imports_stay_in_their_folder():
+    """``from .x import`` only names a module beside the file on disk; anything further away is
+    imported absolutely (``from partita.ir import``), so a reader and an IDE can follow it: the
+    package-dir mapping puts patterns/, partition/, backends/ and frontends/ under ``partita``
+    although they are not inside partita/ on disk."""
+    problems = []
+    for _module, path, _is_package in modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            first = (node.module or "").split(".")[0]
+            beside = not first or (path.parent / f"{first}.py").exists()
+            if node.level > 1 or "." in (node.module or "") or not beside:
+                problems.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not problems, "relative imports leaving their folder:\n" + "\n".join(problems)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from onnx import helper
+from partita.frontends.builder import NodeBuilder
 
-from ...ir import Call, Constant, Expr, Span
-from ..builder import NodeBuilder
+from partita.ir import Call, Constant, Expr, Span
+
 from .errors import ONNXConversionError
 
 QDTYPES = ("int8", "uint8", "int16")
@@ -69,7 +70,7 @@ class NodeContext(NodeBuilder):
             return v
         if isinstance(v, Call) and all(isinstance(a, Constant) for a in v.args):
             # e.g. a DequantizeLinear of a constant (QDQ models dequantize Pad's value)
-            from ...interpreter import interpret
+            from partita.interpreter import interpret
 
             return interpret(v, {})[0]
         raise Unsupported(f"{what} ({self.name(i)!r}) must be a constant")

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 import numpy as np
 import onnx
 
-from ...errors import PartitaError
-from ...ir import Call, Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
-from ...passes.infer_type import infer_type
+from partita.errors import PartitaError
+from partita.ir import Call, Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
+from partita.passes.infer_type import infer_type
+
 from .context import NodeContext, Unsupported
 from .errors import ONNXConversionError, ONNXError, ONNXFormatError, UnsupportedOperatorError
 from .ort_fusion import ort_unfused_nodes
@@ -25,13 +26,24 @@ NO_FOLD = {"QuantizeLinear", "DequantizeLinear", "Constant"}
 MAX_FOLD_ELEMENTS = 1 << 24
 MATCHES = ("ort", "ort_disable_all")
 # QDQ rules whose float op keeps MLAS arithmetic under match="ort_disable_all".
-MLAS_GROUPS = {"conv_to_qnn", "dense_to_qnn", "global_pool_to_qnn", "add_to_qnn", "multiply_to_qnn",
-               "subtract_to_qnn"}
+MLAS_GROUPS = {
+    "conv_to_qnn",
+    "dense_to_qnn",
+    "global_pool_to_qnn",
+    "add_to_qnn",
+    "multiply_to_qnn",
+    "subtract_to_qnn",
+}
 
 
-def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
-              qdq_to_qnn: bool = True, match: str = "ort",
-              ort_threads: int | None = None, freeze_params: bool = True):
+def from_onnx(
+    path_or_model,
+    input_shapes: Mapping[str, tuple] | None = None,
+    qdq_to_qnn: bool = True,
+    match: str = "ort",
+    ort_threads: int | None = None,
+    freeze_params: bool = True,
+):
     """Convert an ONNX model (a path, the file's bytes or an onnx.ModelProto) into an IRModule
     whose ``main`` takes the graph inputs, named after them, and returns the graph outputs.
 
@@ -60,7 +72,7 @@ def from_onnx(path_or_model, input_shapes: Mapping[str, tuple] | None = None,
     mod = _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads)
     if freeze_params:
         return mod
-    from ..params import lift_params
+    from partita.frontends.params import lift_params
 
     return lift_params(mod)
 
@@ -80,21 +92,25 @@ def _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads) -> I
     mod = _Graph(model, dict(input_shapes or {}), threads, unfused).convert()
     if not qdq_to_qnn:
         return mod
-    return _rewrite_qdq(mod, exclude=MLAS_GROUPS if match == "ort_disable_all" else (),
-                        keep_nodes=unfused or ())
+    return _rewrite_qdq(
+        mod, exclude=MLAS_GROUPS if match == "ort_disable_all" else (), keep_nodes=unfused or ()
+    )
 
 
 def _rewrite_qdq(mod: IRModule, exclude, keep_nodes=()) -> IRModule:
     """qdq_to_qnn(mod, "onnx") without the rules named in ``exclude``, and leaving the groups
     of the float nodes (by index) in ``keep_nodes`` as they are."""
-    from ...patterns import RewriteTable
-    from .. import qdq
+    from partita.frontends import qdq
+    from partita.patterns import RewriteTable
 
     if not exclude and not keep_nodes:
         return qdq.qdq_to_qnn(mod, semantics="onnx")
     table = qdq.qdq_rules("onnx")
-    rules = [(r.pattern, _skipping(r.fn, set(keep_nodes)) if keep_nodes else r.fn, r.name)
-             for r in table.rules if r.name not in exclude]
+    rules = [
+        (r.pattern, _skipping(r.fn, set(keep_nodes)) if keep_nodes else r.fn, r.name)
+        for r in table.rules
+        if r.name not in exclude
+    ]
     out = RewriteTable(rules, require_type=True, name=table.name)(qdq.unshare_dequantize(mod))
     return IRModule(dict(out.functions), attrs=mod.attrs)
 
@@ -110,8 +126,13 @@ def _skipping(fn, keep_nodes: set[int]):
             span = getattr(v, "span", None)
             if isinstance(v, Call) and span is not None and span.index in keep_nodes:
                 return None
-        return fn(**(captures if takes_all else
-                     {k: v for k, v in captures.items() if k in sig.parameters}))
+        return fn(
+            **(
+                captures
+                if takes_all
+                else {k: v for k, v in captures.items() if k in sig.parameters}
+            )
+        )
 
     return rule
 
@@ -136,8 +157,13 @@ def ort_default_threads() -> int:
 class _Graph:
     """Tensor name -> expression (or numpy value for constants) while nodes are converted."""
 
-    def __init__(self, model: Model, input_shapes: dict, mlas_threads: int | None = None,
-                 mlas_nodes: set[int] | None = None):
+    def __init__(
+        self,
+        model: Model,
+        input_shapes: dict,
+        mlas_threads: int | None = None,
+        mlas_nodes: set[int] | None = None,
+    ):
         self.model = model
         self.mlas_threads = mlas_threads  # float ops in MLAS arithmetic, or None (exact)
         self.mlas_nodes = mlas_nodes  # only these node indices (None: all)
@@ -148,8 +174,10 @@ class _Graph:
         names = [vi.name for vi in model.inputs]
         unknown = set(input_shapes) - set(names)
         if unknown:
-            raise ONNXError(f"input_shapes names {sorted(unknown)}, which are not inputs of the "
-                            f"model (its inputs: {names})")
+            raise ONNXError(
+                f"input_shapes names {sorted(unknown)}, which are not inputs of the "
+                f"model (its inputs: {names})"
+            )
         self.params = [self._input(vi, input_shapes) for vi in model.inputs]
 
     def _input(self, vi, input_shapes) -> Var:
@@ -169,7 +197,8 @@ class _Graph:
             raise ONNXFormatError(
                 f"node #{ctx.index} {ctx.op_type} {ctx.node.name!r} reads {name!r}, which is "
                 f"neither a graph input, an initializer nor the output of an earlier node "
-                f"(a missing initializer, or nodes out of topological order)") from None
+                f"(a missing initializer, or nodes out of topological order)"
+            ) from None
 
     def expr(self, name: str, ctx: NodeContext) -> Expr:
         v = self.lookup(name, ctx)
@@ -178,8 +207,9 @@ class _Graph:
         if name not in self.consts:
             if v.dtype.name not in DTYPES.values():
                 ctx.fail(f"constant {name!r} has unsupported type {v.dtype.name}")
-            self.consts[name] = Constant(v, span=Span(index=ctx.index, op_type=ctx.op_type,
-                                                      tensor=name))
+            self.consts[name] = Constant(
+                v, span=Span(index=ctx.index, op_type=ctx.op_type, tensor=name)
+            )
         return self.consts[name]
 
     # ---- conversion -----------------------------------------------------------------------------
@@ -194,8 +224,9 @@ class _Graph:
             if vi.name not in self.values:
                 raise ONNXFormatError(f"graph output {vi.name!r} is never computed")
             v = self.values[vi.name]
-            outputs.append(Constant(v, span=Span(tensor=vi.name)) if isinstance(v, np.ndarray)
-                           else v)
+            outputs.append(
+                Constant(v, span=Span(tensor=vi.name)) if isinstance(v, np.ndarray) else v
+            )
         if not outputs:
             raise ONNXFormatError("the graph has no outputs")
         body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
@@ -204,16 +235,21 @@ class _Graph:
             infer_type(fn)
         except PartitaError as e:
             raise ONNXConversionError(f"the converted graph does not type-check: {e}") from None
-        attrs = {"input_names": tuple(p.name_hint for p in self.params),
-                 "output_names": tuple(vi.name for vi in self.model.graph.output)}
+        attrs = {
+            "input_names": tuple(p.name_hint for p in self.params),
+            "output_names": tuple(vi.name for vi in self.model.graph.output),
+        }
         return IRModule({"main": fn}, attrs=attrs)
 
     def _convert_node(self, index: int, node: onnx.NodeProto) -> None:
         if any(i in self.poisoned for i in node.input):
             self.poisoned.update(node.output)  # downstream of an unsupported node
             return
-        domain = "com.microsoft" if node.domain == "com.microsoft" else (
-            "ai.onnx" if node.domain in ("", "ai.onnx") else node.domain)
+        domain = (
+            "com.microsoft"
+            if node.domain == "com.microsoft"
+            else ("ai.onnx" if node.domain in ("", "ai.onnx") else node.domain)
+        )
         ctx = NodeContext(self, node, index)
         if domain not in self.model.opsets:
             return self._unsupported(ctx, f"domain {node.domain!r} is not imported by the model")
@@ -221,15 +257,25 @@ class _Graph:
             return
         entry = CONVERTERS.get((domain, node.op_type))
         if entry is None:
-            reason = ("no converter for this operator" if domain in ("ai.onnx", "com.microsoft")
-                      else f"unknown domain {node.domain!r}")
+            reason = (
+                "no converter for this operator"
+                if domain in ("ai.onnx", "com.microsoft")
+                else f"unknown domain {node.domain!r}"
+            )
             return self._unsupported(ctx, reason)
         try:
             results = entry(ctx)
         except Unsupported as e:
             return self._unsupported(ctx, str(e))
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError,
-                ZeroDivisionError) as e:
+        except (
+            TypeError,
+            ValueError,
+            IndexError,
+            KeyError,
+            AttributeError,
+            OverflowError,
+            ZeroDivisionError,
+        ) as e:
             # attributes or operands of the wrong kind (a malformed or corrupted model)
             ctx.fail(f"malformed node ({type(e).__name__}: {e})")
         results = results if isinstance(results, list) else [results]
@@ -245,8 +291,11 @@ class _Graph:
         that exporters emit); False if it cannot be folded here."""
         node = ctx.node
         ins = [self.values.get(n) if n else None for n in node.input]
-        if not node.input or not all(v is None or isinstance(v, np.ndarray)
-                                     for v in ins) or all(v is None for v in ins):
+        if (
+            not node.input
+            or not all(v is None or isinstance(v, np.ndarray) for v in ins)
+            or all(v is None for v in ins)
+        ):
             return False
         if sum(v.size for v in ins if v is not None) > MAX_FOLD_ELEMENTS:
             return False

@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import NodeContext, Unsupported
 from .reader import DTYPES
 
-BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide",
-          "Max": "maximum", "Min": "minimum"}
-UNARY = {"Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
-         "Neg": "negative", "Abs": "abs", "Floor": "floor"}
+BINARY = {
+    "Add": "add",
+    "Sub": "subtract",
+    "Mul": "multiply",
+    "Div": "divide",
+    "Max": "maximum",
+    "Min": "minimum",
+}
+UNARY = {
+    "Relu": "nn.relu",
+    "Sigmoid": "sigmoid",
+    "Tanh": "tanh",
+    "Exp": "exp",
+    "Sqrt": "sqrt",
+    "Neg": "negative",
+    "Abs": "abs",
+    "Floor": "floor",
+}
 FLOAT_ONLY = {"sigmoid", "tanh", "exp", "sqrt", "floor"}
 
 

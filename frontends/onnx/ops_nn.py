@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import NodeContext, Unsupported
 
 FLOAT = ("float32",)
@@ -47,23 +48,32 @@ def _window(ctx: NodeContext, kernel) -> tuple:
 def conv_attrs(ctx: NodeContext, weight_shape) -> dict:
     """The qnn/nn conv2d attributes of an ONNX Conv-like node (NCHW data, OIHW weight)."""
     if len(ctx.shape(0)) != 4 or len(weight_shape) != 4:
-        raise Unsupported(f"only 2-D convolution (4-D input) is supported, got input "
-                          f"{list(ctx.shape(0))}")
+        raise Unsupported(
+            f"only 2-D convolution (4-D input) is supported, got input {list(ctx.shape(0))}"
+        )
     kernel = ctx.ints("kernel_shape", tuple(weight_shape[2:]))
     if tuple(kernel) != tuple(weight_shape[2:]):
         ctx.fail(f"kernel_shape {list(kernel)} disagrees with weight shape {list(weight_shape)}")
     strides, dilations, padding = _window(ctx, kernel)
-    return dict(strides=strides, padding=padding, dilation=dilations,
-                groups=int(ctx.attr("group", 1)), channels=int(weight_shape[0]),
-                kernel_size=tuple(kernel), data_layout="NCHW", kernel_layout="OIHW")
+    return dict(
+        strides=strides,
+        padding=padding,
+        dilation=dilations,
+        groups=int(ctx.attr("group", 1)),
+        channels=int(weight_shape[0]),
+        kernel_size=tuple(kernel),
+        data_layout="NCHW",
+        kernel_layout="OIHW",
+    )
 
 
 def conv(ctx: NodeContext) -> Expr:
     """Conv(X, W, B) -> nn.conv2d [-> nn.bias_add on axis 1]."""
     _float(ctx)
     w = ctx.expr(1)
-    out = ctx.call("nn.conv2d", ctx.expr(0), w, **conv_attrs(ctx, w.checked_type.shape),
-                   **ctx.mlas())
+    out = ctx.call(
+        "nn.conv2d", ctx.expr(0), w, **conv_attrs(ctx, w.checked_type.shape), **ctx.mlas()
+    )
     if ctx.has_input(2):
         out = ctx.call("nn.bias_add", out, ctx.expr(2), axis=1)
     return out
@@ -127,8 +137,14 @@ def matmul(ctx: NodeContext) -> Expr:
     sa, sb = ctx.shape(0), ctx.shape(1)
     if ctx.mlas() and len(sb) == 2 and len(sa) >= 2:
         # MLAS multiplies by B as stored ([K, N]); a zero C sums like beta = 0
-        return ctx.call("nn.gemm", ctx.expr(0), ctx.expr(1), ctx.const(np.float32(0.0)),
-                        transpose_b=False, **ctx.mlas(packed=ctx.is_const(1)))
+        return ctx.call(
+            "nn.gemm",
+            ctx.expr(0),
+            ctx.expr(1),
+            ctx.const(np.float32(0.0)),
+            transpose_b=False,
+            **ctx.mlas(packed=ctx.is_const(1)),
+        )
     if len(sb) == 2 and len(sa) >= 1:
         return ctx.call("nn.dense", ctx.expr(0), _transposed(ctx, 1, ctx.expr(1)))
     if len(sa) == 3 and len(sb) == 3:
@@ -144,8 +160,14 @@ def _pool_common(ctx: NodeContext) -> dict:
     if kernel is None:
         ctx.fail("kernel_shape is required")
     strides, dilations, padding = _window(ctx, kernel)
-    return dict(pool_size=kernel, strides=strides, dilation=dilations, padding=padding,
-                layout="NCHW", ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+    return dict(
+        pool_size=kernel,
+        strides=strides,
+        dilation=dilations,
+        padding=padding,
+        layout="NCHW",
+        ceil_mode=bool(ctx.attr("ceil_mode", 0)),
+    )
 
 
 def max_pool(ctx: NodeContext) -> Expr:
@@ -161,8 +183,12 @@ def avg_pool(ctx: NodeContext) -> Expr:
     """AveragePool -> nn.avg_pool2d."""
     _float(ctx)
     attrs = _pool_common(ctx)
-    return ctx.call("nn.avg_pool2d", ctx.expr(0), **attrs,
-                    count_include_pad=bool(ctx.attr("count_include_pad", 0)))
+    return ctx.call(
+        "nn.avg_pool2d",
+        ctx.expr(0),
+        **attrs,
+        count_include_pad=bool(ctx.attr("count_include_pad", 0)),
+    )
 
 
 def global_avg_pool(ctx: NodeContext) -> Expr:
@@ -170,8 +196,7 @@ def global_avg_pool(ctx: NodeContext) -> Expr:
     _float(ctx)
     if len(ctx.shape(0)) != 4:
         raise Unsupported(f"GlobalAveragePool of a rank-{len(ctx.shape(0))} tensor")
-    return ctx.call("nn.global_avg_pool2d", ctx.expr(0), layout="NCHW",
-                    **ctx.mlas(threads=False))
+    return ctx.call("nn.global_avg_pool2d", ctx.expr(0), layout="NCHW", **ctx.mlas(threads=False))
 
 
 def global_max_pool(ctx: NodeContext) -> Expr:
@@ -186,8 +211,10 @@ def batch_norm(ctx: NodeContext) -> Expr:
     _float(ctx)
     if len([o for o in ctx.node.output if o]) > 1:
         raise Unsupported("training-mode BatchNormalization")
-    scale, bias, mean, var = (np.asarray(ctx.value(i, n), np.float32) for i, n in
-                              ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")))
+    scale, bias, mean, var = (
+        np.asarray(ctx.value(i, n), np.float32)
+        for i, n in ((1, "scale"), (2, "B"), (3, "mean"), (4, "var"))
+    )
     eps = np.float32(ctx.attr("epsilon", 1e-5))
     a = (scale / np.sqrt(var + eps)).astype(np.float32)
     b = (bias - mean * a).astype(np.float32)

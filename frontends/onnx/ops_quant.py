@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Constant, Expr
+from partita.ir import Constant, Expr
+
 from .context import NodeContext, Unsupported, float_scale_product
 from .ops_nn import _pool_common, conv_attrs
 
@@ -35,8 +36,9 @@ def quantize_linear(ctx: NodeContext) -> Expr:
     scale = ctx.scale(1, "y_scale", per_channel=True)
     axis = _axis(ctx, len(ctx.shape(0)), scale)
     zp = ctx.zero_point(2, "y_zero_point", per_channel=True)
-    return ctx.call("qnn.quantize", ctx.expr(0), scale, zp, axis=axis,
-                    out_dtype=ctx.zp_dtype(2), semantics=SEM)
+    return ctx.call(
+        "qnn.quantize", ctx.expr(0), scale, zp, axis=axis, out_dtype=ctx.zp_dtype(2), semantics=SEM
+    )
 
 
 def dequantize_linear(ctx: NodeContext) -> Expr:
@@ -48,8 +50,17 @@ def dequantize_linear(ctx: NodeContext) -> Expr:
 
 
 def _requantize(ctx, acc, s_in, s_out, zp_out, dtype, axis) -> Expr:
-    return ctx.call("qnn.requantize", acc, s_in, ctx.const(0), s_out, zp_out, axis=axis,
-                    out_dtype=dtype, semantics=SEM)
+    return ctx.call(
+        "qnn.requantize",
+        acc,
+        s_in,
+        ctx.const(0),
+        s_out,
+        zp_out,
+        axis=axis,
+        out_dtype=dtype,
+        semantics=SEM,
+    )
 
 
 def qlinear_conv(ctx: NodeContext) -> Expr:
@@ -107,31 +118,57 @@ def conv_integer(ctx: NodeContext) -> Expr:
     """ConvInteger -> qnn.conv2d (int32 out; the scales are placeholders of 1)."""
     w = ctx.expr(1)
     one = ctx.const(np.float32(1.0))
-    return ctx.call("qnn.conv2d", ctx.expr(0), w, ctx.zero_point(2, "x_zero_point"),
-                    ctx.zero_point(3, "w_zero_point", True), one, one,
-                    **conv_attrs(ctx, w.checked_type.shape))
+    return ctx.call(
+        "qnn.conv2d",
+        ctx.expr(0),
+        w,
+        ctx.zero_point(2, "x_zero_point"),
+        ctx.zero_point(3, "w_zero_point", True),
+        one,
+        one,
+        **conv_attrs(ctx, w.checked_type.shape),
+    )
 
 
 def matmul_integer(ctx: NodeContext) -> Expr:
     """MatMulInteger with a constant 2-D B -> qnn.dense (int32 out)."""
     one = ctx.const(np.float32(1.0))
-    return ctx.call("qnn.dense", ctx.expr(0), _dense_weight(ctx, 1, False),
-                    ctx.zero_point(2, "a_zero_point"), ctx.zero_point(3, "b_zero_point", True),
-                    one, one)
+    return ctx.call(
+        "qnn.dense",
+        ctx.expr(0),
+        _dense_weight(ctx, 1, False),
+        ctx.zero_point(2, "a_zero_point"),
+        ctx.zero_point(3, "b_zero_point", True),
+        one,
+        one,
+    )
 
 
 def qlinear_binary(ctx: NodeContext) -> Expr:
     """com.microsoft QLinearAdd / QLinearMul -> qnn.add / qnn.mul (semantics "onnx")."""
     name = {"QLinearAdd": "qnn.add", "QLinearMul": "qnn.mul"}[ctx.op_type]
-    return ctx.call(name, ctx.expr(0), ctx.expr(3), ctx.scale(1, "A_scale"),
-                    ctx.zero_point(2, "A_zero_point"), ctx.scale(4, "B_scale"),
-                    ctx.zero_point(5, "B_zero_point"), ctx.scale(6, "C_scale"),
-                    ctx.zero_point(7, "C_zero_point"), semantics=SEM)
+    return ctx.call(
+        name,
+        ctx.expr(0),
+        ctx.expr(3),
+        ctx.scale(1, "A_scale"),
+        ctx.zero_point(2, "A_zero_point"),
+        ctx.scale(4, "B_scale"),
+        ctx.zero_point(5, "B_zero_point"),
+        ctx.scale(6, "C_scale"),
+        ctx.zero_point(7, "C_zero_point"),
+        semantics=SEM,
+    )
 
 
 def _unary_params(ctx: NodeContext) -> list:
-    return [ctx.expr(0), ctx.scale(1, "X_scale"), ctx.zero_point(2, "X_zero_point"),
-            ctx.scale(3, "Y_scale"), ctx.zero_point(4, "Y_zero_point")]
+    return [
+        ctx.expr(0),
+        ctx.scale(1, "X_scale"),
+        ctx.zero_point(2, "X_zero_point"),
+        ctx.scale(3, "Y_scale"),
+        ctx.zero_point(4, "Y_zero_point"),
+    ]
 
 
 def qlinear_global_avg_pool(ctx: NodeContext) -> Expr:
@@ -145,8 +182,13 @@ def qlinear_avg_pool(ctx: NodeContext) -> Expr:
     """com.microsoft QLinearAveragePool (NCHW) -> qnn.avg_pool2d."""
     if ctx.attr("channels_last", 0):
         raise Unsupported("QLinearAveragePool with channels_last")
-    return ctx.call("qnn.avg_pool2d", *_unary_params(ctx), **_pool_common(ctx),
-                    count_include_pad=bool(ctx.attr("count_include_pad", 0)), semantics=SEM)
+    return ctx.call(
+        "qnn.avg_pool2d",
+        *_unary_params(ctx),
+        **_pool_common(ctx),
+        count_include_pad=bool(ctx.attr("count_include_pad", 0)),
+        semantics=SEM,
+    )
 
 
 def qlinear_sigmoid(ctx: NodeContext) -> Expr:
@@ -154,8 +196,9 @@ def qlinear_sigmoid(ctx: NodeContext) -> Expr:
 
 
 def qlinear_leaky_relu(ctx: NodeContext) -> Expr:
-    return ctx.call("qnn.leaky_relu", *_unary_params(ctx), alpha=float(ctx.attr("alpha", 0.01)),
-                    semantics=SEM)
+    return ctx.call(
+        "qnn.leaky_relu", *_unary_params(ctx), alpha=float(ctx.attr("alpha", 0.01)), semantics=SEM
+    )
 
 
 def qlinear_concat(ctx: NodeContext) -> Expr:
@@ -167,6 +210,13 @@ def qlinear_concat(ctx: NodeContext) -> Expr:
     data = ctx.tuple([ctx.expr(i) for i in idx])
     scales = ctx.tuple([ctx.scale(i + 1, "X_scale") for i in idx])
     zps = ctx.tuple([ctx.zero_point(i + 2, "X_zero_point") for i in idx])
-    return ctx.call("qnn.concatenate", data, scales, zps, ctx.scale(0, "Y_scale"),
-                    ctx.zero_point(1, "Y_zero_point"), axis=int(ctx.attr("axis", 0)),
-                    semantics=SEM)
+    return ctx.call(
+        "qnn.concatenate",
+        data,
+        scales,
+        zps,
+        ctx.scale(0, "Y_scale"),
+        ctx.zero_point(1, "Y_zero_point"),
+        axis=int(ctx.attr("axis", 0)),
+        semantics=SEM,
+    )

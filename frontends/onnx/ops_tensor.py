@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import NodeContext, Unsupported
 from .reader import to_array
 
@@ -133,16 +134,18 @@ def slice_(ctx: NodeContext) -> Expr:
     s = ctx.shape(0)
     starts = ctx.value(1, "starts").reshape(-1).tolist()
     ends = ctx.value(2, "ends").reshape(-1).tolist()
-    axes = ctx.value(3, "axes").reshape(-1).tolist() if ctx.has_input(3) else list(
-        range(len(starts)))
+    axes = (
+        ctx.value(3, "axes").reshape(-1).tolist() if ctx.has_input(3) else list(range(len(starts)))
+    )
     steps = ctx.value(4, "steps").reshape(-1).tolist() if ctx.has_input(4) else [1] * len(starts)
     begin, end, strides, out_axes = [], [], [], []
     for b, e, a, st in zip(starts, ends, axes, steps):
         a = a + len(s) if a < 0 else a
         if st == 0 or not 0 <= a < len(s):
             ctx.fail(f"bad slice on axis {a} (step {st}) of shape {list(s)}")
-        idx = np.arange(s[a])[slice(max(min(b, INT64_MAX), -INT64_MAX),
-                                    max(min(e, INT64_MAX), -INT64_MAX), st)]
+        idx = np.arange(s[a])[
+            slice(max(min(b, INT64_MAX), -INT64_MAX), max(min(e, INT64_MAX), -INT64_MAX), st)
+        ]
         if idx.size == 0:
             raise Unsupported(f"an empty slice of axis {a}")
         last = int(idx[-1]) + (1 if st > 0 else -1)
@@ -152,8 +155,14 @@ def slice_(ctx: NodeContext) -> Expr:
         end.append(last)
         strides.append(int(st))
         out_axes.append(a)
-    return ctx.call("strided_slice", ctx.expr(0), begin=tuple(begin), end=tuple(end),
-                    strides=tuple(strides), axes=tuple(out_axes))
+    return ctx.call(
+        "strided_slice",
+        ctx.expr(0),
+        begin=tuple(begin),
+        end=tuple(end),
+        strides=tuple(strides),
+        axes=tuple(out_axes),
+    )
 
 
 def pad(ctx: NodeContext) -> Expr:
@@ -175,8 +184,9 @@ def pad(ctx: NodeContext) -> Expr:
         raise Unsupported(f"Pad mode {mode!r}")
     value = ctx.value(2, "constant_value").reshape(()) if ctx.has_input(2) else 0
     pad_value = ctx.const(np.asarray(value, ctx.dtype(0)))
-    return ctx.call("nn.pad", ctx.expr(0), pad_value, pad_width=tuple(map(tuple, width)),
-                    pad_mode=mode)
+    return ctx.call(
+        "nn.pad", ctx.expr(0), pad_value, pad_width=tuple(map(tuple, width)), pad_mode=mode
+    )
 
 
 RESIZE_MODES = {"nearest": "nearest_neighbor", "linear": "linear"}
@@ -190,8 +200,12 @@ def resize(ctx: NodeContext) -> Expr:
     mode = ctx.attr("mode", "nearest")
     if len(s) != 4 or mode not in RESIZE_MODES:
         raise Unsupported(f"Resize mode {mode!r} of a rank-{len(s)} tensor")
-    if ctx.attr("antialias", 0) or ctx.attr("exclude_outside", 0) or ctx.attr(
-            "keep_aspect_ratio_policy", "stretch") != "stretch" or ctx.attr("axes") is not None:
+    if (
+        ctx.attr("antialias", 0)
+        or ctx.attr("exclude_outside", 0)
+        or ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch"
+        or ctx.attr("axes") is not None
+    ):
         raise Unsupported("Resize with antialias, exclude_outside, axes or an aspect policy")
     ctm = ctx.attr("coordinate_transformation_mode", "half_pixel")
     if ctm == "tf_crop_and_resize":
@@ -204,9 +218,15 @@ def resize(ctx: NodeContext) -> Expr:
         ctx.fail(f"nearest_mode {nearest!r} is not an ONNX value")
     if mode == "linear" and ctx.dtype(0) != "float32":
         raise Unsupported(f"linear Resize of {ctx.dtype(0)} data")
-    return ctx.call("image.resize2d", ctx.expr(0), size=tuple(size[2:]), layout="NCHW",
-                    method=RESIZE_MODES[mode], coordinate_transformation_mode=ctm,
-                    rounding_method=nearest)
+    return ctx.call(
+        "image.resize2d",
+        ctx.expr(0),
+        size=tuple(size[2:]),
+        layout="NCHW",
+        method=RESIZE_MODES[mode],
+        coordinate_transformation_mode=ctm,
+        rounding_method=nearest,
+    )
 
 
 def _resize_size(ctx: NodeContext, s) -> list[int]:

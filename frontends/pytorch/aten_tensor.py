@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import NodeContext, Unsupported, shape_of
 
 FLOAT_MAX = float(np.finfo(np.float32).max)
@@ -58,9 +59,12 @@ def clamp(lo_default: float | None, hi_default: float | None, fixed: bool = Fals
         hi = hi_default if fixed else ctx.arg(2, "max", hi_default)
         if isinstance(lo, Expr) or isinstance(hi, Expr):
             raise Unsupported("clamp with tensor bounds")
-        return ctx.call("clip", ctx.tensor(0, "self"),
-                        a_min=-FLOAT_MAX if lo is None else float(lo),
-                        a_max=FLOAT_MAX if hi is None else float(hi))
+        return ctx.call(
+            "clip",
+            ctx.tensor(0, "self"),
+            a_min=-FLOAT_MAX if lo is None else float(lo),
+            a_max=FLOAT_MAX if hi is None else float(hi),
+        )
 
     return convert
 
@@ -78,8 +82,9 @@ def silu(ctx: NodeContext) -> Expr:
 
 
 def leaky_relu(ctx: NodeContext) -> Expr:
-    return ctx.call("nn.leaky_relu", ctx.tensor(0, "self"),
-                    alpha=ctx.number(1, "negative_slope", 0.01))
+    return ctx.call(
+        "nn.leaky_relu", ctx.tensor(0, "self"), alpha=ctx.number(1, "negative_slope", 0.01)
+    )
 
 
 def softmax(ctx: NodeContext) -> Expr:
@@ -91,8 +96,9 @@ def mean(ctx: NodeContext) -> Expr:
     """aten.mean.dim(x, dim, keepdim=False)."""
     dims = ctx.arg(1, "dim", None)
     axis = None if dims is None else ctx.ints(1, "dim")
-    return ctx.call("mean", ctx.tensor(0, "self"), axis=axis,
-                    keepdims=bool(ctx.arg(2, "keepdim", False)))
+    return ctx.call(
+        "mean", ctx.tensor(0, "self"), axis=axis, keepdims=bool(ctx.arg(2, "keepdim", False))
+    )
 
 
 def flatten(ctx: NodeContext) -> Expr:
@@ -104,7 +110,7 @@ def flatten(ctx: NodeContext) -> Expr:
     end = int(ctx.number(2, "end_dim", -1)) % n
     if start > end:
         ctx.fail(f"flatten: start_dim {start} comes after end_dim {end}")
-    new = shape[:start] + (int(np.prod(shape[start:end + 1])),) + shape[end + 1:]
+    new = shape[:start] + (int(np.prod(shape[start : end + 1])),) + shape[end + 1 :]
     return ctx.call("reshape", x, newshape=new)
 
 
@@ -123,8 +129,11 @@ def transpose(ctx: NodeContext) -> Expr:
     n = len(shape_of(x))
     if n < 2:
         return x
-    d0, d1 = (int(ctx.number(1, "dim0")) % n, int(ctx.number(2, "dim1")) % n) \
-        if len(ctx.args) > 1 else (0, 1)
+    d0, d1 = (
+        (int(ctx.number(1, "dim0")) % n, int(ctx.number(2, "dim1")) % n)
+        if len(ctx.args) > 1
+        else (0, 1)
+    )
     axes = list(range(n))
     axes[d0], axes[d1] = axes[d1], axes[d0]
     return ctx.call("transpose", x, axes=tuple(axes))
@@ -183,10 +192,15 @@ def getitem(ctx: NodeContext):
     seq, i = ctx.arg(0, "seq"), ctx.arg(1, "index")
     if isinstance(seq, Expr):
         return ctx.item(seq, int(i))
-    if not isinstance(seq, (list, tuple)) or not isinstance(i, int) \
-            or not -len(seq) <= i < len(seq):
+    if (
+        not isinstance(seq, (list, tuple))
+        or not isinstance(i, int)
+        or not -len(seq) <= i < len(seq)
+    ):
         ctx.fail(f"cannot index {type(seq).__name__} with {i!r}")
     if seq[i] is None:
-        raise Unsupported(f"output {i} of its input node (pooling indices or batch norm "
-                          f"statistics) has no equivalent")
+        raise Unsupported(
+            f"output {i} of its input node (pooling indices or batch norm "
+            f"statistics) has no equivalent"
+        )
     return seq[i]

@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from partita.frontends.builder import NodeBuilder
 
-from ...ir import Constant, Expr, Span
-from ..builder import NodeBuilder
+from partita.ir import Constant, Expr, Span
+
 from .errors import PyTorchConversionError
 
 INT_RANGES = {

@@ -9,8 +9,9 @@ import io
 import os
 import zipfile
 
-from ...ir import IRModule
-from ...passes.infer_type import infer_type
+from partita.ir import IRModule
+from partita.passes.infer_type import infer_type
+
 from .errors import PyTorchError, PyTorchFormatError
 from .inputs import example_specs
 
@@ -18,8 +19,14 @@ MAX_FILE_BYTES = 2**33
 MATCHES = ("qnn", "pytorch_eager")
 
 
-def from_pytorch(model_or_path, example_inputs=None, *, convert_qdq: bool = True,
-                 float_bias: bool = False, match: str = "qnn") -> IRModule:
+def from_pytorch(
+    model_or_path,
+    example_inputs=None,
+    *,
+    convert_qdq: bool = True,
+    float_bias: bool = False,
+    match: str = "qnn",
+) -> IRModule:
     """Convert a PyTorch model into an IRModule whose ``main`` takes the model's inputs.
 
     ``model_or_path``: a torch.export ExportedProgram or its ``.pt2`` file (float, or PT2E
@@ -51,8 +58,10 @@ def from_pytorch(model_or_path, example_inputs=None, *, convert_qdq: bool = True
     from .ts_graph import TsGraph
 
     if specs is None:
-        raise PyTorchError("a TorchScript model has no static input shapes: pass example_inputs "
-                           "(tensors or shapes, one per input)")
+        raise PyTorchError(
+            "a TorchScript model has no static input shapes: pass example_inputs "
+            "(tensors or shapes, one per input)"
+        )
     graph = TsGraph(model, specs, float_bias)
     graph.options["torch_cpu"] = eager
     mod = graph.convert()
@@ -80,15 +89,16 @@ def _load(torch, obj, example_inputs):
         return _load_bytes(torch, bytes(obj), "<bytes>")
     if isinstance(obj, (str, os.PathLike)):
         return _load_bytes(torch, _read(obj), os.fspath(obj))
-    raise PyTorchError(f"from_pytorch takes an ExportedProgram, a TorchScript module, an "
-                       f"nn.Module, a path or bytes, not {type(obj).__name__}")
+    raise PyTorchError(
+        f"from_pytorch takes an ExportedProgram, a TorchScript module, an "
+        f"nn.Module, a path or bytes, not {type(obj).__name__}"
+    )
 
 
 def _export(torch, model, example_inputs):
     if example_inputs is None:
         raise PyTorchError("exporting an nn.Module needs example_inputs (its input tensors)")
-    args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) \
-        else (example_inputs,)
+    args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     if not all(isinstance(a, torch.Tensor) for a in args):
         raise PyTorchError("exporting an nn.Module needs example_inputs as torch tensors")
     try:
@@ -105,8 +115,9 @@ def _read(path) -> bytes:
         with open(path, "rb") as f:
             return f.read()
     except OSError as e:
-        raise PyTorchError(f"cannot read the PyTorch model {os.fspath(path)!r}: "
-                           f"{e.strerror or e}") from None
+        raise PyTorchError(
+            f"cannot read the PyTorch model {os.fspath(path)!r}: {e.strerror or e}"
+        ) from None
 
 
 def _load_bytes(torch, data: bytes, where: str):
@@ -114,28 +125,37 @@ def _load_bytes(torch, data: bytes, where: str):
     try:
         names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     except (zipfile.BadZipFile, ValueError, OSError) as e:
-        raise PyTorchFormatError(f"{where} is not a PyTorch model archive (not a zip file: "
-                                 f"{e})") from None
-    kind = "torchscript" if any(n.endswith("constants.pkl") or "/code/" in n for n in names) \
-        else "export" if any("/models/" in n or n.endswith("archive_format") for n in names) \
+        raise PyTorchFormatError(
+            f"{where} is not a PyTorch model archive (not a zip file: {e})"
+        ) from None
+    kind = (
+        "torchscript"
+        if any(n.endswith("constants.pkl") or "/code/" in n for n in names)
+        else "export"
+        if any("/models/" in n or n.endswith("archive_format") for n in names)
         else None
+    )
     if kind is None:
-        raise PyTorchFormatError(f"{where} is a zip file but neither a torch.export archive "
-                                 f"(.pt2) nor a TorchScript file")
+        raise PyTorchFormatError(
+            f"{where} is a zip file but neither a torch.export archive "
+            f"(.pt2) nor a TorchScript file"
+        )
     try:
         if kind == "export":
             return torch.export.load(io.BytesIO(data))
         return torch.jit.load(io.BytesIO(data), map_location="cpu")
     except Exception as e:  # corrupt archives fail deep inside torch with many error types
         msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-        raise PyTorchFormatError(f"{where}: torch cannot load this "
-                                 f"{'.pt2 archive' if kind == 'export' else 'TorchScript file'}"
-                                 f" ({type(e).__name__}: {msg})") from None
+        raise PyTorchFormatError(
+            f"{where}: torch cannot load this "
+            f"{'.pt2 archive' if kind == 'export' else 'TorchScript file'}"
+            f" ({type(e).__name__}: {msg})"
+        ) from None
 
 
 def _qdq_to_qnn(mod: IRModule) -> IRModule:
     """The shared QDQ -> QNN rewrites (frontends/qdq.py) with "onnx" semantics, the closest to
     PyTorch's reference arithmetic (float32 scales, round half to even)."""
-    from ..qdq import qdq_to_qnn
+    from partita.frontends.qdq import qdq_to_qnn
 
     return qdq_to_qnn(mod, semantics="onnx")

@@ -7,7 +7,8 @@ carries Span(index=node position, op_type=target, tensor=FX node name).
 
 from __future__ import annotations
 
-from ...ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
+from partita.ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
+
 from .context import NodeContext, Unsupported
 from .errors import PyTorchConversionError, PyTorchFormatError, UnsupportedOperatorError
 from .inputs import InputSpec, to_numpy
@@ -58,13 +59,15 @@ class FxGraph:
     # ---- inputs -----------------------------------------------------------------------------
 
     def _placeholders(self, placeholders) -> None:
-        specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs
-                 if hasattr(s.arg, "name")}
+        specs = {
+            s.arg.name: s for s in self.ep.graph_signature.input_specs if hasattr(s.arg, "name")
+        }
         user = [p for p in placeholders if _kind(specs.get(p.name)) == "USER_INPUT"]
         if self.example is not None and len(self.example) != len(user):
             raise PyTorchConversionError(
                 f"example_inputs has {len(self.example)} tensors but the program takes "
-                f"{len(user)} inputs ({', '.join(p.name for p in user)})")
+                f"{len(user)} inputs ({', '.join(p.name for p in user)})"
+            )
         for p in placeholders:
             spec = specs.get(p.name)
             kind = _kind(spec)
@@ -73,8 +76,9 @@ class FxGraph:
             elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                 self.values[p.name] = self._constant(p, spec)
             else:
-                raise PyTorchFormatError(f"placeholder {p.name!r} is a {kind} input, which "
-                                         f"partita cannot feed")
+                raise PyTorchFormatError(
+                    f"placeholder {p.name!r} is a {kind} input, which partita cannot feed"
+                )
 
     def _user_input(self, p, position: int) -> Var:
         val = p.meta.get("val")
@@ -88,14 +92,19 @@ class FxGraph:
             if len(ex.shape) != len(shape) or static:
                 raise PyTorchConversionError(
                     f"example_inputs[{position}] has shape {list(ex.shape)}, but input "
-                    f"{p.name!r} is {[str(d) for d in shape]}")
+                    f"{p.name!r} is {[str(d) for d in shape]}"
+                )
             shape, dtype = ex.shape, ex.dtype
         if not all(isinstance(d, int) for d in shape):
             raise PyTorchConversionError(
                 f"input {p.name!r} has dynamic shape {[str(d) for d in shape]}; pass "
-                f"example_inputs to fix it")
-        v = Var(p.name, TensorType(tuple(int(d) for d in shape), _partita_dtype(dtype, p.name)),
-                span=Span(index=0, op_type="placeholder", tensor=p.name))
+                f"example_inputs to fix it"
+            )
+        v = Var(
+            p.name,
+            TensorType(tuple(int(d) for d in shape), _partita_dtype(dtype, p.name)),
+            span=Span(index=0, op_type="placeholder", tensor=p.name),
+        )
         self.params.append(v)
         return v
 
@@ -105,8 +114,10 @@ class FxGraph:
         if tensor is None:
             tensor = self.ep.constants.get(target)
         if tensor is None:
-            raise PyTorchFormatError(f"placeholder {p.name!r} reads {target!r}, which is "
-                                     f"missing from the program's state_dict and constants")
+            raise PyTorchFormatError(
+                f"placeholder {p.name!r} reads {target!r}, which is "
+                f"missing from the program's state_dict and constants"
+            )
         data = to_numpy(tensor, f"weight {target!r}")
         return Constant(data, span=Span(op_type="placeholder", tensor=target))
 
@@ -122,8 +133,9 @@ class FxGraph:
             return self._unsupported(index, node, "no converter for this op")
         args = [self._value(a) for a in node.args]
         kwargs = {k: self._value(v) for k, v in node.kwargs.items()}
-        ctx = NodeContext(index, node.name, target_name(node.target), args, kwargs, None,
-                          self.options)
+        ctx = NodeContext(
+            index, node.name, target_name(node.target), args, kwargs, None, self.options
+        )
         try:
             result = fn(ctx)
         except Unsupported as e:
@@ -154,12 +166,15 @@ class FxGraph:
         for o in user:
             v = self._value(o)
             if not isinstance(v, Expr):
-                raise PyTorchConversionError(f"output {getattr(o, 'name', o)!r} is not a "
-                                             f"tensor (it is {type(v).__name__})")
+                raise PyTorchConversionError(
+                    f"output {getattr(o, 'name', o)!r} is not a tensor (it is {type(v).__name__})"
+                )
             exprs.append(v)
         body = exprs[0] if len(exprs) == 1 else Tuple(exprs)
-        attrs = {"input_names": tuple(p.name_hint for p in self.params),
-                 "output_names": tuple(getattr(o, "name", str(o)) for o in user)}
+        attrs = {
+            "input_names": tuple(p.name_hint for p in self.params),
+            "output_names": tuple(getattr(o, "name", str(o)) for o in user),
+        }
         return IRModule({"main": Function(self.params, body)}, attrs=attrs)
 
 
@@ -169,7 +184,7 @@ def _kind(spec) -> str:
 
 def _partita_dtype(dtype: str, name: str) -> str:
     if dtype not in ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool"):
-        raise PyTorchConversionError(f"input {name!r} has dtype {dtype}, which partita does "
-                                     f"not take")
+        raise PyTorchConversionError(
+            f"input {name!r} has dtype {dtype}, which partita does not take"
+        )
     return dtype
-

@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Call, Constant, Expr
+from partita.ir import Call, Constant, Expr
+
 from .context import INT_RANGES, NodeContext, Unsupported, f32
 
-TORCH_DTYPES = {"torch.int8": "int8", "torch.uint8": "uint8", "torch.int16": "int16",
-                "torch.int32": "int32"}
+TORCH_DTYPES = {
+    "torch.int8": "int8",
+    "torch.uint8": "uint8",
+    "torch.int16": "int16",
+    "torch.int32": "int32",
+}
 
 
 def _dtype(ctx: NodeContext, i: int) -> str:
@@ -57,8 +62,11 @@ def _channel_params(ctx: NodeContext) -> tuple[np.ndarray, np.ndarray, int]:
     if not isinstance(scales, Constant) or not isinstance(zps, (Constant, type(None))):
         raise Unsupported("per-channel scales and zero points must be constants")
     s = scales.data.astype(np.float32).reshape(-1)
-    z = (np.zeros(s.shape, np.int32) if zps is None
-         else zps.data.astype(np.int64).reshape(-1).astype(np.int32))
+    z = (
+        np.zeros(s.shape, np.int32)
+        if zps is None
+        else zps.data.astype(np.int64).reshape(-1).astype(np.int32)
+    )
     if not (np.all(np.isfinite(s)) and np.all(s > 0)):
         ctx.fail(f"per-channel scales must be positive and finite, got {s.tolist()[:8]}")
     return s, z, int(ctx.number(3, "axis"))
@@ -121,8 +129,11 @@ def _check_input_dtype(ctx: NodeContext, x: Expr, dtype: str) -> None:
 
 def dequantized_params(x: Expr) -> tuple[np.ndarray, int] | None:
     """(scale, axis) of ``qnn.dequantize(_, const scale, const zp)``, else None."""
-    if not (isinstance(x, Call) and getattr(x.op, "name", None) == "qnn.dequantize"
-            and isinstance(x.args[1], Constant)):
+    if not (
+        isinstance(x, Call)
+        and getattr(x.op, "name", None) == "qnn.dequantize"
+        and isinstance(x.args[1], Constant)
+    ):
         return None
     return x.args[1].data.astype(np.float32), x.attrs.axis
 
@@ -139,13 +150,19 @@ def bias_for(ctx: NodeContext, x: Expr, w: Expr, b: Expr | None) -> Expr | None:
     qnn.dequantize(int32 bias, s_in * s_w, 0) (per channel along axis 0 for per-channel
     weights); any other bias is returned as it is."""
     xp, wp = dequantized_params(x), dequantized_params(w)
-    if b is None or xp is None or wp is None or not isinstance(b, Constant) \
-            or b.checked_type.dtype != "float32" or xp[0].size != 1 or b.data.ndim != 1:
+    if (
+        b is None
+        or xp is None
+        or wp is None
+        or not isinstance(b, Constant)
+        or b.checked_type.dtype != "float32"
+        or xp[0].size != 1
+        or b.data.ndim != 1
+    ):
         return b
     scale = (xp[0].reshape(()) * wp[0].reshape(-1)).astype(np.float32)
     if scale.size not in (1, b.data.size) or (scale.size > 1 and wp[1] != 0):
         return b
     scale = scale.reshape(()) if scale.size == 1 else scale
     q = quantize_bias(b.data, scale)
-    return ctx.call("qnn.dequantize", ctx.const(q), scale, np.zeros(scale.shape, np.int32),
-                    axis=0)
+    return ctx.call("qnn.dequantize", ctx.const(q), scale, np.zeros(scale.shape, np.int32), axis=0)

@@ -9,15 +9,22 @@ op_type=node kind, tensor=output value name, source=the module path of the weigh
 
 from __future__ import annotations
 
-from ...ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
+from partita.ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
+
 from .context import NodeContext, QValue, Unsupported
 from .errors import PyTorchConversionError, PyTorchFormatError, UnsupportedOperatorError
 from .inputs import InputSpec, to_numpy
 from .table import CONVERTERS
 from .ts_ops import FLOAT_INPUT, QUANTIZED
 
-PRIM = ("prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct",
-        "prim::ListUnpack", "prim::TupleUnpack")
+PRIM = (
+    "prim::Constant",
+    "prim::GetAttr",
+    "prim::ListConstruct",
+    "prim::TupleConstruct",
+    "prim::ListUnpack",
+    "prim::TupleUnpack",
+)
 
 
 class TsGraph:
@@ -35,8 +42,9 @@ class TsGraph:
         try:
             graph = self.module.inlined_graph
         except RuntimeError as e:
-            raise PyTorchFormatError(f"the TorchScript module has no graph to convert: {e}") \
-                from None
+            raise PyTorchFormatError(
+                f"the TorchScript module has no graph to convert: {e}"
+            ) from None
         params = self._inputs(list(graph.inputs()))
         for index, node in enumerate(graph.nodes()):
             self._convert_node(index, node)
@@ -44,8 +52,10 @@ class TsGraph:
             raise UnsupportedOperatorError(self.unsupported)
         outs = [self._output(v) for v in graph.outputs()]
         body = outs[0] if len(outs) == 1 else Tuple(outs)
-        attrs = {"input_names": tuple(p.name_hint for p in params),
-                 "output_names": tuple(v.debugName() for v in graph.outputs())}
+        attrs = {
+            "input_names": tuple(p.name_hint for p in params),
+            "output_names": tuple(v.debugName() for v in graph.outputs()),
+        }
         return IRModule({"main": Function(params, body)}, attrs=attrs)
 
     def _inputs(self, values) -> list[Var]:
@@ -55,7 +65,8 @@ class TsGraph:
         if len(user) != len(self.specs):
             raise PyTorchConversionError(
                 f"example_inputs has {len(self.specs)} entries but the model takes "
-                f"{len(user)} inputs ({', '.join(v.debugName() for v in user)})")
+                f"{len(user)} inputs ({', '.join(v.debugName() for v in user)})"
+            )
         params = []
         for v, spec in zip(user, self.specs):
             name = v.debugName().split(".")[0] or f"input{len(params)}"
@@ -98,8 +109,7 @@ class TsGraph:
             result = fn(ctx)
         except Unsupported as e:
             return self._unsupported(index, kind, outs, str(e))
-        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError,
-                RuntimeError) as e:
+        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, RuntimeError) as e:
             ctx.fail(f"{type(e).__name__}: {e}")
         results = result if len(outs) > 1 else [result]
         for name, r in zip(outs, results):
@@ -110,7 +120,7 @@ class TsGraph:
         if kind.startswith("quantized::") or kind in FLOAT_INPUT or quantized:
             return QUANTIZED.get(kind)
         if kind.startswith("aten::"):
-            return CONVERTERS.get("aten." + kind[len("aten::"):].rstrip("_"))
+            return CONVERTERS.get("aten." + kind[len("aten::") :].rstrip("_"))
         return None
 
     def _arg(self, name: str):
@@ -128,12 +138,13 @@ class TsGraph:
         elif kind == "prim::GetAttr":
             parent, name = self.values[ins[0]], node.s("name")
             try:
-                self.values[outs[0]] = parent.getattr(name) if hasattr(parent, "getattr") \
-                    else getattr(parent, name)
+                self.values[outs[0]] = (
+                    parent.getattr(name) if hasattr(parent, "getattr") else getattr(parent, name)
+                )
             except (AttributeError, RuntimeError):
-                raise PyTorchFormatError(f"attribute {name!r} of "
-                                         f"{self.paths.get(ins[0]) or 'the module'} is missing") \
-                    from None
+                raise PyTorchFormatError(
+                    f"attribute {name!r} of {self.paths.get(ins[0]) or 'the module'} is missing"
+                ) from None
             self.paths[outs[0]] = f"{self.paths.get(ins[0], '')}.{name}".lstrip(".")
         elif kind in ("prim::ListConstruct", "prim::TupleConstruct"):
             self.values[outs[0]] = [self._arg(i) for i in ins]
@@ -159,4 +170,3 @@ def _flat(args):
 
 def _is_tensor(v) -> bool:
     return type(v).__name__ in ("Tensor", "Parameter") and hasattr(v, "detach")
-

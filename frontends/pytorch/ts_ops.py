@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from . import aten_nn, aten_tensor
 from .context import INT_RANGES, NodeContext, QValue, Unsupported, f32, shape_of
 
@@ -43,8 +44,7 @@ def quantize_per_tensor(ctx: NodeContext) -> QValue:
         raise Unsupported(f"quantization to scalar type {ctx.arg(3, 'dtype')}")
     if not (np.isfinite(scale) and scale > 0):
         ctx.fail(f"scale must be positive and finite, got {scale}")
-    out = ctx.call("qnn.quantize", x, f32(scale), np.int32(zp), out_dtype=dtype,
-                   semantics="onnx")
+    out = ctx.call("qnn.quantize", x, f32(scale), np.int32(zp), out_dtype=dtype, semantics="onnx")
     return QValue(out, scale, zp)
 
 
@@ -59,13 +59,17 @@ def _weight(ctx: NodeContext, w):
     if str(w.qscheme()) in ("torch.per_channel_affine", "torch.per_channel_symmetric"):
         if w.q_per_channel_axis() != 0:
             raise Unsupported(f"weights quantized along axis {w.q_per_channel_axis()}")
-        return (data, w.q_per_channel_scales().numpy().astype(np.float32),
-                w.q_per_channel_zero_points().numpy().astype(np.int32))
+        return (
+            data,
+            w.q_per_channel_scales().numpy().astype(np.float32),
+            w.q_per_channel_zero_points().numpy().astype(np.int32),
+        )
     return data, f32(w.q_scale()), np.int32(w.q_zero_point())
 
 
-def _output_stage(ctx: NodeContext, acc: Expr, q: QValue, w_scale, bias, axis: int,
-                  relu: bool) -> QValue:
+def _output_stage(
+    ctx: NodeContext, acc: Expr, q: QValue, w_scale, bias, axis: int, relu: bool
+) -> QValue:
     """int32 accumulator -> quantized output, fbgemm's ReQuantizeOutput.
 
     QNN form (default, bit-exact with fbgemm while |acc + bias| < 2**24): + int32 bias,
@@ -82,8 +86,17 @@ def _output_stage(ctx: NodeContext, acc: Expr, q: QValue, w_scale, bias, axis: i
         if bias is not None:
             k, zp_in = fbgemm_bias(bias.detach().numpy().astype(np.float32), s_aw)
             acc = ctx.call("nn.bias_add", acc, k, axis=axis)
-        out = ctx.call("qnn.requantize", acc, s_aw, zp_in, f32(out_scale),
-                       np.int32(out_zp), axis=axis, out_dtype=q.dtype, semantics="fbgemm")
+        out = ctx.call(
+            "qnn.requantize",
+            acc,
+            s_aw,
+            zp_in,
+            f32(out_scale),
+            np.int32(out_zp),
+            axis=axis,
+            out_dtype=q.dtype,
+            semantics="fbgemm",
+        )
     if relu:
         out = ctx.call("clip", out, a_min=out_zp, a_max=INT_RANGES[q.dtype][1])
     return QValue(out, out_scale, out_zp)
@@ -106,8 +119,9 @@ def _float_output_stage(ctx, acc, s_aw, bias, axis, out_scale, out_zp, dtype):
         v = ctx.call("add", v, (b / s_aw).astype(np.float32).reshape(shape))
     mult = (s_aw / np.float32(out_scale)).astype(np.float32)
     v = ctx.call("multiply", v, mult.reshape(shape) if mult.size > 1 else mult)
-    return ctx.call("qnn.quantize", v, f32(1.0), np.int32(out_zp), out_dtype=dtype,
-                    semantics="onnx")
+    return ctx.call(
+        "qnn.quantize", v, f32(1.0), np.int32(out_zp), out_dtype=dtype, semantics="onnx"
+    )
 
 
 def conv2d(relu: bool):
@@ -121,11 +135,23 @@ def conv2d(relu: bool):
             raise Unsupported("transposed quantized convolution")
         w, b = torch.ops.quantized.conv2d_unpack(packed)
         data, ws, wz = _weight(ctx, w)
-        acc = ctx.call("qnn.conv2d", q.expr, data, np.int32(q.zero_point), wz, f32(q.scale), ws,
-                       strides=tuple(packed.stride()), padding=tuple(packed.padding()) * 2,
-                       dilation=tuple(packed.dilation()), groups=int(packed.groups()),
-                       channels=data.shape[0], kernel_size=data.shape[2:],
-                       data_layout="NCHW", kernel_layout="OIHW")
+        acc = ctx.call(
+            "qnn.conv2d",
+            q.expr,
+            data,
+            np.int32(q.zero_point),
+            wz,
+            f32(q.scale),
+            ws,
+            strides=tuple(packed.stride()),
+            padding=tuple(packed.padding()) * 2,
+            dilation=tuple(packed.dilation()),
+            groups=int(packed.groups()),
+            channels=data.shape[0],
+            kernel_size=data.shape[2:],
+            data_layout="NCHW",
+            kernel_layout="OIHW",
+        )
         return _output_stage(ctx, acc, q, ws, b, 1, relu)
 
     return convert
@@ -140,8 +166,16 @@ def linear(relu: bool):
         q, packed = qarg(ctx, 0, "input"), ctx.arg(1, "packed_weight")
         w, b = torch.ops.quantized.linear_unpack(packed)
         data, ws, wz = _weight(ctx, w)
-        acc = ctx.call("qnn.dense", q.expr, data, np.int32(q.zero_point), wz, f32(q.scale), ws,
-                       units=data.shape[0])
+        acc = ctx.call(
+            "qnn.dense",
+            q.expr,
+            data,
+            np.int32(q.zero_point),
+            wz,
+            f32(q.scale),
+            ws,
+            units=data.shape[0],
+        )
         return _output_stage(ctx, acc, q, ws, b, -1, relu)
 
     return convert
@@ -153,8 +187,16 @@ def binary(op: str, relu: bool):
     def convert(ctx: NodeContext) -> QValue:
         a, b = qarg(ctx, 0, "qa"), qarg(ctx, 1, "qb")
         scale, zp = ctx.number(2, "scale"), int(ctx.number(3, "zero_point"))
-        out = ctx.call(op, a.expr, b.expr, *_qparams(a), *_qparams(b), f32(scale),
-                       np.int32(zp), semantics="onnx")
+        out = ctx.call(
+            op,
+            a.expr,
+            b.expr,
+            *_qparams(a),
+            *_qparams(b),
+            f32(scale),
+            np.int32(zp),
+            semantics="onnx",
+        )
         if relu:
             out = ctx.call("clip", out, a_min=zp, a_max=INT_RANGES[a.dtype][1])
         return QValue(out, scale, zp)
@@ -168,10 +210,16 @@ def cat(ctx: NodeContext) -> QValue:
     if not isinstance(qs, list) or not all(isinstance(q, QValue) for q in qs):
         ctx.fail("cat takes a list of quantized tensors")
     scale, zp = ctx.number(2, "scale"), int(ctx.number(3, "zero_point"))
-    out = ctx.call("qnn.concatenate", ctx.tuple([q.expr for q in qs]),
-                   ctx.tuple([ctx.const(f32(q.scale)) for q in qs]),
-                   ctx.tuple([ctx.const(np.int32(q.zero_point)) for q in qs]),
-                   f32(scale), np.int32(zp), axis=int(ctx.number(1, "dim")), semantics="onnx")
+    out = ctx.call(
+        "qnn.concatenate",
+        ctx.tuple([q.expr for q in qs]),
+        ctx.tuple([ctx.const(f32(q.scale)) for q in qs]),
+        ctx.tuple([ctx.const(np.int32(q.zero_point)) for q in qs]),
+        f32(scale),
+        np.int32(zp),
+        axis=int(ctx.number(1, "dim")),
+        semantics="onnx",
+    )
     return QValue(out, scale, zp)
 
 
@@ -196,8 +244,15 @@ def same_params(fn):
 
     def convert(ctx: NodeContext) -> QValue:
         q = qarg(ctx, 0, "self")
-        inner = NodeContext(ctx.index, ctx.name, ctx.target, [q.expr] + ctx.args[1:], {},
-                            ctx.span.source, ctx.options)
+        inner = NodeContext(
+            ctx.index,
+            ctx.name,
+            ctx.target,
+            [q.expr] + ctx.args[1:],
+            {},
+            ctx.span.source,
+            ctx.options,
+        )
         return QValue(fn(inner), q.scale, q.zero_point)
 
     return convert
@@ -214,8 +269,18 @@ def adaptive_avg_pool2d(ctx: NodeContext) -> QValue:
     # (equal input and output parameters: the zero point cancels). Other windows keep them.
     scale, zp = _qparams(q)
     zp = np.int32(0) if win == hw else zp
-    out = ctx.call("qnn.avg_pool2d", q.expr, scale, zp, scale, zp, pool_size=win,
-                   strides=win, layout="NCHW", semantics="onnx")
+    out = ctx.call(
+        "qnn.avg_pool2d",
+        q.expr,
+        scale,
+        zp,
+        scale,
+        zp,
+        pool_size=win,
+        strides=win,
+        layout="NCHW",
+        semantics="onnx",
+    )
     return QValue(out, q.scale, q.zero_point)
 
 
@@ -225,11 +290,19 @@ def avg_pool2d(ctx: NodeContext) -> QValue:
     kernel, stride, padding = aten_nn._pool_args(ctx, 1)
     if ctx.arg(6, "divisor_override", None) is not None:
         raise Unsupported("avg_pool2d with divisor_override")
-    out = ctx.call("qnn.avg_pool2d", q.expr, *_qparams(q), *_qparams(q), pool_size=kernel,
-                   strides=stride, padding=padding * 2,
-                   ceil_mode=bool(ctx.arg(4, "ceil_mode", False)),
-                   count_include_pad=bool(ctx.arg(5, "count_include_pad", True)),
-                   layout="NCHW", semantics="onnx")
+    out = ctx.call(
+        "qnn.avg_pool2d",
+        q.expr,
+        *_qparams(q),
+        *_qparams(q),
+        pool_size=kernel,
+        strides=stride,
+        padding=padding * 2,
+        ceil_mode=bool(ctx.arg(4, "ceil_mode", False)),
+        count_include_pad=bool(ctx.arg(5, "count_include_pad", True)),
+        layout="NCHW",
+        semantics="onnx",
+    )
     return QValue(out, q.scale, q.zero_point)
 
 

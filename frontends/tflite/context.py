@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from partita.frontends.builder import NodeBuilder
 
-from ...ir import Constant, Expr, Span, TupleGetItem
-from ...ops import get_op
-from ..builder import NodeBuilder
+from partita.ir import Constant, Expr, Span, TupleGetItem
+from partita.ops import get_op
+
 from .errors import TFLiteConversionError, TFLiteFormatError
 from .reader import Operator, Tensor
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ...ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
-from ...passes.infer_type import infer_type
+from partita.ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
+from partita.passes.infer_type import infer_type
+
 from .context import OpContext, Unsupported
 from .errors import TFLiteConversionError, TFLiteError, TFLiteFormatError, UnsupportedOperatorError
 from .reader import Model, Operator, Tensor, read_model, read_options
@@ -16,8 +17,9 @@ SEMANTICS = ("tflite", "tflite_builtin")
 MAX_FILE_BYTES = 2**31  # the flatbuffer format's own limit
 
 
-def from_tflite(path_or_bytes, input_shapes: Mapping[str, tuple] | None = None,
-                semantics: str = "tflite") -> IRModule:
+def from_tflite(
+    path_or_bytes, input_shapes: Mapping[str, tuple] | None = None, semantics: str = "tflite"
+) -> IRModule:
     """Convert a TFLite model (a path or the file's bytes) into an IRModule whose ``main`` takes
     the model's inputs, named after their tensors, and returns its outputs.
 
@@ -42,13 +44,15 @@ def _load(path_or_bytes) -> bytes:
     try:
         size = os.path.getsize(path_or_bytes)
         if size > MAX_FILE_BYTES:
-            raise TFLiteFormatError(f"{os.fspath(path_or_bytes)!r} is {size} bytes, larger than "
-                                    f"any TFLite model")
+            raise TFLiteFormatError(
+                f"{os.fspath(path_or_bytes)!r} is {size} bytes, larger than any TFLite model"
+            )
         with open(path_or_bytes, "rb") as f:
             return f.read()
     except OSError as e:
-        raise TFLiteError(f"cannot read the TFLite model {os.fspath(path_or_bytes)!r}: "
-                          f"{e.strerror or e}") from None
+        raise TFLiteError(
+            f"cannot read the TFLite model {os.fspath(path_or_bytes)!r}: {e.strerror or e}"
+        ) from None
 
 
 class _Graph:
@@ -63,10 +67,14 @@ class _Graph:
         unknown = set(input_shapes) - {model.tensors[i].name for i in model.inputs}
         if unknown:
             names = ", ".join(repr(model.tensors[i].name) for i in model.inputs)
-            raise TFLiteError(f"input_shapes names {sorted(unknown)}, which are not inputs of "
-                              f"the model (its inputs: {names})")
-        self.reshaped = any(p.type_annotation.shape != model.tensors[i].shape
-                            for p, i in zip(self.params, model.inputs))
+            raise TFLiteError(
+                f"input_shapes names {sorted(unknown)}, which are not inputs of "
+                f"the model (its inputs: {names})"
+            )
+        self.reshaped = any(
+            p.type_annotation.shape != model.tensors[i].shape
+            for p, i in zip(self.params, model.inputs)
+        )
 
     def _input(self, t: Tensor, input_shapes: dict) -> Var:
         if t.index in self.values:
@@ -77,12 +85,16 @@ class _Graph:
         if t.name in input_shapes:
             shape = tuple(int(d) for d in input_shapes[t.name])
             if len(shape) != len(t.shape) or min(shape, default=1) < 0:
-                raise TFLiteError(f"input_shapes[{t.name!r}] = {list(shape)} does not fit the "
-                                  f"input's rank-{len(t.shape)} shape {list(t.signature)}")
+                raise TFLiteError(
+                    f"input_shapes[{t.name!r}] = {list(shape)} does not fit the "
+                    f"input's rank-{len(t.shape)} shape {list(t.signature)}"
+                )
             fixed = [(a, b) for a, b in zip(shape, t.signature) if b >= 0 and a != b]
             if fixed:
-                raise TFLiteError(f"input_shapes[{t.name!r}] = {list(shape)} changes a static "
-                                  f"dimension of {list(t.signature)}")
+                raise TFLiteError(
+                    f"input_shapes[{t.name!r}] = {list(shape)} changes a static "
+                    f"dimension of {list(t.signature)}"
+                )
         taken = {p.name_hint for p in self.values.values() if isinstance(p, Var)}
         name = t.name if t.name not in taken else f"{t.name}_{t.index}"
         v = Var(name, TensorType(shape, t.dtype), span=Span(tensor=t.name))
@@ -94,8 +106,10 @@ class _Graph:
         if t.index in self.values:
             return self.values[t.index]
         if t.data is None:
-            ctx.fail(f"reads {t.describe()}, which is neither a model input, a constant nor "
-                     f"the output of an earlier operator")
+            ctx.fail(
+                f"reads {t.describe()}, which is neither a model input, a constant nor "
+                f"the output of an earlier operator"
+            )
         c = Constant(t.data, span=Span(index=ctx.op.index, op_type=ctx.op.name, tensor=t.name))
         self.values[t.index] = c
         return c
@@ -117,8 +131,10 @@ class _Graph:
         fn = Function(self.params, body)
         infer_type(fn)
         names = tuple(self.model.tensors[i].name for i in self.model.inputs)
-        attrs = {"input_names": names,
-                 "output_names": tuple(self.model.tensors[i].name for i in self.model.outputs)}
+        attrs = {
+            "input_names": names,
+            "output_names": tuple(self.model.tensors[i].name for i in self.model.outputs),
+        }
         return IRModule({"main": fn}, attrs=attrs)
 
     def _convert_op(self, op: Operator) -> None:
@@ -148,8 +164,10 @@ class _Graph:
         if op.options_type == "NONE":
             return read_options(expected) if expected else {}
         if expected is not None and op.options_type != expected:
-            raise TFLiteFormatError(f"operator #{op.index} {op.name} has options of type "
-                                    f"{op.options_type}, expected {expected}")
+            raise TFLiteFormatError(
+                f"operator #{op.index} {op.name} has options of type "
+                f"{op.options_type}, expected {expected}"
+            )
         return op.options
 
     def _bind(self, ctx: OpContext, expr: Expr, t: Tensor) -> None:
@@ -159,7 +177,8 @@ class _Graph:
         if got.dtype != t.dtype or (not self.reshaped and got.shape != t.shape):
             raise TFLiteConversionError(
                 f"operator #{ctx.op.index} {ctx.op.name}: the model declares {t.describe()} but "
-                f"the operator computes {list(got.shape)} {got.dtype}")
+                f"the operator computes {list(got.shape)} {got.dtype}"
+            )
         self.values[t.index] = expr
 
     def _unsupported(self, op: Operator, reason: str) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import OpContext
 
 Part = Callable[[Expr, slice], Expr]

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from ...ir import Constant, Expr
+from partita.ir import Constant, Expr
+
 from .context import OpContext, Unsupported
 from .neon import split_channels
 from .reader import Tensor
@@ -44,8 +45,8 @@ def window_attrs(ctx: OpContext, in_hw, kernel_hw, dilation=(1, 1)) -> dict:
     if min(strides) < 1 or min(dilation) < 1:
         ctx.fail(f"strides {strides} and dilation {dilation} must be positive")
     (top, bottom), (left, right) = (
-        same_padding(n, k, s, d, padding)
-        for n, k, s, d in zip(in_hw, kernel_hw, strides, dilation))
+        same_padding(n, k, s, d, padding) for n, k, s, d in zip(in_hw, kernel_hw, strides, dilation)
+    )
     return dict(strides=strides, dilation=dilation, padding=(top, left, bottom, right))
 
 
@@ -72,15 +73,23 @@ def product_scale(ctx: OpContext, x: Tensor, w: Tensor, exact: bool) -> Constant
 def check_quantized_io(ctx: OpContext, *tensors: Tensor) -> None:
     for t in tensors:
         if t.dtype not in ("int8", "uint8"):
-            raise Unsupported(f"{t.type_name} tensor {t.name!r} (quantized operators take "
-                              f"int8 and uint8 tensors)")
+            raise Unsupported(
+                f"{t.type_name} tensor {t.name!r} (quantized operators take int8 and uint8 tensors)"
+            )
         if not t.quantized:
             ctx.fail(f"{t.describe()} has no quantization parameters")
 
 
-def requantize(ctx: OpContext, acc: Expr, in_scale: Constant, out: Tensor, axis: int,
-               reference: str = "tflite", neon_block: int | None = None,
-               builtin: str = "tflite_builtin") -> Expr:
+def requantize(
+    ctx: OpContext,
+    acc: Expr,
+    in_scale: Constant,
+    out: Tensor,
+    axis: int,
+    reference: str = "tflite",
+    neon_block: int | None = None,
+    builtin: str = "tflite_builtin",
+) -> Expr:
     """The int32 accumulator to out's dtype, then the fused activation. ``reference`` is the
     requantize semantics of the reference kernel; the optimized kernels round upward, the
     depthwise one only on whole blocks of ``neon_block`` channels (see neon.py); ``builtin``
@@ -89,10 +98,23 @@ def requantize(ctx: OpContext, acc: Expr, in_scale: Constant, out: Tensor, axis:
 
     def stage(sem: str):
         def part(x: Expr, channels: slice) -> Expr:
-            scale = in_scale if in_scale.data.ndim == 0 else ctx.const(
-                in_scale.data[channels], "float64")
-            return ctx.call("qnn.requantize", x, scale, ctx.const(0, "int32"), s_out, zp_out,
-                            axis=axis, out_dtype=out.dtype, semantics=sem)
+            scale = (
+                in_scale
+                if in_scale.data.ndim == 0
+                else ctx.const(in_scale.data[channels], "float64")
+            )
+            return ctx.call(
+                "qnn.requantize",
+                x,
+                scale,
+                ctx.const(0, "int32"),
+                s_out,
+                zp_out,
+                axis=axis,
+                out_dtype=out.dtype,
+                semantics=sem,
+            )
+
         return part
 
     if ctx.semantics != "tflite_builtin":
@@ -133,8 +155,10 @@ def depthwise_conv2d(ctx: OpContext) -> Expr:
         raise Unsupported("a non-constant filter")
     shape = ctx.shape(0)
     if w.ndim != 4 or w.shape[0] != 1 or len(shape) != 4:
-        ctx.fail(f"expected a (1, KH, KW, C*m) filter and 4-D NHWC data, got "
-                 f"{list(w.shape)} and {list(shape)}")
+        ctx.fail(
+            f"expected a (1, KH, KW, C*m) filter and 4-D NHWC data, got "
+            f"{list(w.shape)} and {list(shape)}"
+        )
     c, cm = shape[3], w.shape[3]
     if c == 0 or cm % c:
         ctx.fail(f"the filter's {cm} channels are not a multiple of the input's {c}")
@@ -151,14 +175,23 @@ def _conv(ctx: OpContext, w: np.ndarray, layout: str, groups: int, attrs: dict) 
         y = ctx.call("nn.conv2d", ctx.expr(0), ctx.const(w), **attrs)
         return ctx.activation(add_bias(ctx, y, 3), out)
     check_quantized_io(ctx, x, wt, out)
-    acc = ctx.call("qnn.conv2d", ctx.expr(0), ctx.const(w), ctx.zero_point(x),
-                   ctx.zero_point(wt, True), ctx.scale(x), ctx.scale(wt, True), **attrs)
+    acc = ctx.call(
+        "qnn.conv2d",
+        ctx.expr(0),
+        ctx.const(w),
+        ctx.zero_point(x),
+        ctx.zero_point(wt, True),
+        ctx.scale(x),
+        ctx.scale(wt, True),
+        **attrs,
+    )
     acc = add_bias(ctx, acc, 3)
     # int8 kernels take per-channel multipliers of the double product; uint8 kernels the scalar
     # multiplier of the float32 product.
     block = 8 if layout == "HWOI" else None  # optimized_ops::Quantize: 8-channel NEON blocks
-    return requantize(ctx, acc, product_scale(ctx, x, wt, x.dtype == "int8"), out, 3,
-                      neon_block=block)
+    return requantize(
+        ctx, acc, product_scale(ctx, x, wt, x.dtype == "int8"), out, 3, neon_block=block
+    )
 
 
 def fully_connected(ctx: OpContext) -> Expr:
@@ -180,8 +213,15 @@ def fully_connected(ctx: OpContext) -> Expr:
         y = ctx.activation(add_bias(ctx, ctx.call("nn.dense", data, ctx.expr(1)), 1), out)
     else:
         check_quantized_io(ctx, x, wt, out)
-        acc = ctx.call("qnn.dense", data, ctx.expr(1), ctx.zero_point(x),
-                       ctx.zero_point(wt, True), ctx.scale(x), ctx.scale(wt, True))
+        acc = ctx.call(
+            "qnn.dense",
+            data,
+            ctx.expr(1),
+            ctx.zero_point(x),
+            ctx.zero_point(wt, True),
+            ctx.scale(x),
+            ctx.scale(wt, True),
+        )
         acc = add_bias(ctx, acc, 1)
         scale, reference = _fc_output_stage(ctx, x, wt)
         y = requantize(ctx, acc, scale, out, 1, reference)
@@ -219,11 +259,18 @@ def batch_matmul(ctx: OpContext) -> Expr:
         y = ctx.call("nn.batch_matmul", a, b, **adj)
     else:
         check_quantized_io(ctx, x, yt, out)
-        acc = ctx.call("qnn.batch_matmul", a, b, ctx.zero_point(x), ctx.zero_point(yt),
-                       ctx.scale(x), ctx.scale(yt), **adj)
+        acc = ctx.call(
+            "qnn.batch_matmul",
+            a,
+            b,
+            ctx.zero_point(x),
+            ctx.zero_point(yt),
+            ctx.scale(x),
+            ctx.scale(yt),
+            **adj,
+        )
         # Both kernel sets requantize BATCH_MATMUL with the scalar fixed-point multiply.
-        y = requantize(ctx, acc, product_scale(ctx, x, yt, exact=False), out, -1,
-                       builtin="tflite")
+        y = requantize(ctx, acc, product_scale(ctx, x, yt, exact=False), out, -1, builtin="tflite")
     m, n = y.checked_type.shape[1:]
     return ctx.call("reshape", y, newshape=out_batch + (m, n))
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Constant, Expr
+from partita.ir import Constant, Expr
+
 from .context import INT_RANGES, OpContext, Unsupported, quantized_activation_range
 from .neon import split_flat
 from .ops_conv import check_quantized_io
@@ -25,9 +26,16 @@ def binary(ctx: OpContext) -> Expr:
         return ctx.activation(ctx.call(FLOAT_BINARY[name], ctx.expr(0), ctx.expr(1)), out)
     lhs, rhs = ctx.tensor(0), ctx.tensor(1)
     check_quantized_io(ctx, lhs, rhs, out)
-    y = ctx.call(QNN_BINARY[name], ctx.expr(0), ctx.expr(1), *ctx.qparams(lhs),
-                 *ctx.qparams(rhs), *ctx.qparams(out), out_dtype=out.dtype,
-                 semantics=ctx.sem(QNN_BINARY[name]))
+    y = ctx.call(
+        QNN_BINARY[name],
+        ctx.expr(0),
+        ctx.expr(1),
+        *ctx.qparams(lhs),
+        *ctx.qparams(rhs),
+        *ctx.qparams(out),
+        out_dtype=out.dtype,
+        semantics=ctx.sem(QNN_BINARY[name]),
+    )
     return ctx.activation(y, out)
 
 
@@ -70,8 +78,9 @@ def softmax(ctx: OpContext) -> Expr:
 def _quantized_activation(ctx: OpContext, op: str, **attrs) -> Expr:
     x, out = ctx.tensor(0), ctx.out()
     check_quantized_io(ctx, x, out)
-    return ctx.call(op, ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), **attrs,
-                    semantics=ctx.sem(op))
+    return ctx.call(
+        op, ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), **attrs, semantics=ctx.sem(op)
+    )
 
 
 RELU_RANGES = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
@@ -90,9 +99,16 @@ def relu(ctx: OpContext) -> Expr:
     check_quantized_io(ctx, x, out)
     (s_in, zp_in), (s_out, zp_out) = ctx.qparams(x), ctx.qparams(out)
     ratio = np.float64(np.float32(s_in.data) / np.float32(s_out.data))
-    y = ctx.call("qnn.requantize", ctx.expr(0), ctx.const(ratio, "float64"), zp_in,
-                 ctx.const(np.float32(1.0)), zp_out, out_dtype=out.dtype,
-                 semantics="tflite")
+    y = ctx.call(
+        "qnn.requantize",
+        ctx.expr(0),
+        ctx.const(ratio, "float64"),
+        zp_in,
+        ctx.const(np.float32(1.0)),
+        zp_out,
+        out_dtype=out.dtype,
+        semantics="tflite",
+    )
     a_min, a_max = quantized_activation_range(out, lo, hi, out.dtype)
     return ctx.call("clip", y, a_min=a_min, a_max=a_max)
 
@@ -106,8 +122,15 @@ def quantize(ctx: OpContext) -> Expr:
     axis = out.quantized_dimension if out.per_channel else -1
     scale, zp = ctx.scale(out, True), ctx.zero_point(out, True)
     if x.dtype == "float32":
-        exact = ctx.call("qnn.quantize", ctx.expr(0), scale, zp, axis=axis, out_dtype=out.dtype,
-                         semantics="tflite")
+        exact = ctx.call(
+            "qnn.quantize",
+            ctx.expr(0),
+            scale,
+            zp,
+            axis=axis,
+            out_dtype=out.dtype,
+            semantics="tflite",
+        )
         if ctx.semantics != "tflite_builtin" or out.per_channel:
             return exact
         tail = lambda e, _: ctx.call("qnn.quantize", e, scale, zp, out_dtype=out.dtype)  # noqa: E731
@@ -116,8 +139,9 @@ def quantize(ctx: OpContext) -> Expr:
     params = (*ctx.qparams(x), *ctx.qparams(out))
 
     def stage(sem: str):
-        return lambda e, _: ctx.call("qnn.requantize", e, *params, out_dtype=out.dtype,
-                                     semantics=sem)
+        return lambda e, _: ctx.call(
+            "qnn.requantize", e, *params, out_dtype=out.dtype, semantics=sem
+        )
 
     if ctx.semantics == "tflite_builtin":  # optimized Requantize: 16-value NEON blocks
         return split_flat(ctx, ctx.expr(0), 16, stage("tflite_builtin"), stage("tflite"))
@@ -129,8 +153,14 @@ def _quantize_neon(ctx: OpContext, e: Expr, out) -> Expr:
     (vcvtnq), + zp, saturated; the scalar tail divides and rounds half away."""
     inverse = np.float32(np.float32(1.0) / np.float32(out.scale[0]))
     y = ctx.call("multiply", e, ctx.const(inverse))
-    return ctx.call("qnn.quantize", y, ctx.const(np.float32(1.0)),
-                    ctx.const(np.int32(out.zero_point[0])), out_dtype=out.dtype, semantics="onnx")
+    return ctx.call(
+        "qnn.quantize",
+        y,
+        ctx.const(np.float32(1.0)),
+        ctx.const(np.int32(out.zero_point[0])),
+        out_dtype=out.dtype,
+        semantics="onnx",
+    )
 
 
 def dequantize(ctx: OpContext) -> Expr:
@@ -150,8 +180,13 @@ def dequantize(ctx: OpContext) -> Expr:
         return ctx.const(y.op.impl(*(a.data for a in y.args), y.attrs))
     if ctx.semantics != "tflite_builtin" or x.per_channel:
         return y
-    return split_flat(ctx, ctx.expr(0), 8, lambda e, _: _dequantize_neon(ctx, e, x),
-                      lambda e, _: ctx.call("qnn.dequantize", e, scale, zp))
+    return split_flat(
+        ctx,
+        ctx.expr(0),
+        8,
+        lambda e, _: _dequantize_neon(ctx, e, x),
+        lambda e, _: ctx.call("qnn.dequantize", e, scale, zp),
+    )
 
 
 def _dequantize_neon(ctx: OpContext, e: Expr, x) -> Expr:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
-from ...ops.nn_image import resize_coordinates
+from partita.ir import Expr
+from partita.ops.nn_image import resize_coordinates
+
 from .context import INT_RANGES, OpContext, Unsupported
 from .ops_conv import check_quantized_io, window_attrs
 from .reader import MAX_ELEMENTS
@@ -37,8 +38,14 @@ def avg_pool(ctx: OpContext) -> Expr:
     if not ctx.quantized():
         return ctx.activation(ctx.call("nn.avg_pool2d", ctx.expr(0), **attrs), out)
     check_quantized_io(ctx, x, out)
-    y = ctx.call("qnn.avg_pool2d", ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), **attrs,
-                 semantics=ctx.sem("qnn.avg_pool2d"))
+    y = ctx.call(
+        "qnn.avg_pool2d",
+        ctx.expr(0),
+        *ctx.qparams(x),
+        *ctx.qparams(out),
+        **attrs,
+        semantics=ctx.sem("qnn.avg_pool2d"),
+    )
     return ctx.activation(y, out)
 
 
@@ -63,8 +70,15 @@ def mean(ctx: OpContext) -> Expr:
         return ctx.call("mean", ctx.expr(0), axis=axes, keepdims=keep)
     x, out = ctx.tensor(0), ctx.out()
     check_quantized_io(ctx, x, out)
-    return ctx.call("qnn.mean", ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), axis=axes,
-                    keepdims=keep, semantics=ctx.sem("qnn.mean"))
+    return ctx.call(
+        "qnn.mean",
+        ctx.expr(0),
+        *ctx.qparams(x),
+        *ctx.qparams(out),
+        axis=axes,
+        keepdims=keep,
+        semantics=ctx.sem("qnn.mean"),
+    )
 
 
 def reduce_sum(ctx: OpContext) -> Expr:
@@ -86,8 +100,15 @@ def reduce_sum(ctx: OpContext) -> Expr:
         return _sum_builtin(ctx, total, n, x, out)
     s_in, zp_in = ctx.qparams(x)
     zp_n = ctx.const(np.int32(int(zp_in.data) * n))
-    return ctx.call("qnn.requantize", total, s_in, zp_n, *ctx.qparams(out), out_dtype=out.dtype,
-                    semantics="tflite")
+    return ctx.call(
+        "qnn.requantize",
+        total,
+        s_in,
+        zp_n,
+        *ctx.qparams(out),
+        out_dtype=out.dtype,
+        semantics="tflite",
+    )
 
 
 def _sum_builtin(ctx: OpContext, total: Expr, n: int, x, out) -> Expr:
@@ -126,11 +147,22 @@ def resize_nearest(ctx: OpContext) -> Expr:
     """RESIZE_NEAREST_NEIGHBOR: copies of stored values, TFLite's coordinate rounding."""
     size = _resize_size(ctx)
     align, half = _resize_mode(ctx)
-    mode, rounding = (("align_corners", "round") if align else
-                      ("tf_half_pixel_for_nn", "floor") if half else ("asymmetric", "floor"))
-    return ctx.call("image.resize2d", ctx.expr(0), size=size, layout="NHWC",
-                    method="nearest_neighbor", coordinate_transformation_mode=mode,
-                    rounding_method=rounding)
+    mode, rounding = (
+        ("align_corners", "round")
+        if align
+        else ("tf_half_pixel_for_nn", "floor")
+        if half
+        else ("asymmetric", "floor")
+    )
+    return ctx.call(
+        "image.resize2d",
+        ctx.expr(0),
+        size=size,
+        layout="NHWC",
+        method="nearest_neighbor",
+        coordinate_transformation_mode=mode,
+        rounding_method=rounding,
+    )
 
 
 def resize_bilinear(ctx: OpContext) -> Expr:
@@ -213,7 +245,8 @@ def _resize_bilinear_integer(ctx: OpContext, x: Expr, size, align: bool, half: b
     v = ctx.call("transpose", v, axes=(0, 3, 2, 1))  # (N, OH, C, W)
     v = ctx.call("nn.dense", v, ctx.const(wx), out_dtype="int64")  # (N, OH, C, OW)
     v = ctx.call("transpose", v, axes=(0, 1, 3, 2))
-    half_unit = ctx.call("multiply", ctx.call("clip", v, a_min=-1, a_max=1),
-                         ctx.const(np.int64(1 << 19)))
+    half_unit = ctx.call(
+        "multiply", ctx.call("clip", v, a_min=-1, a_max=1), ctx.const(np.int64(1 << 19))
+    )
     v = ctx.call("divide", ctx.call("add", v, half_unit), ctx.const(np.int64(1 << 20)))
     return ctx.call("cast", v, dtype=x.checked_type.dtype)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Expr
+from partita.ir import Expr
+
 from .context import OpContext, Unsupported
 
 
@@ -56,9 +57,15 @@ def concatenation(ctx: OpContext) -> Expr:
     if ctx.opt("FusedActivationFunction") != 0:
         raise Unsupported("a fused activation on a quantized concatenation")
     params = [ctx.qparams(ctx.tensor(i)) for i in range(n)]
-    return ctx.call("qnn.concatenate", data, ctx.tuple([s for s, _ in params]),
-                    ctx.tuple([z for _, z in params]), *ctx.qparams(out), axis=axis,
-                    semantics=ctx.sem("qnn.concatenate"))
+    return ctx.call(
+        "qnn.concatenate",
+        data,
+        ctx.tuple([s for s, _ in params]),
+        ctx.tuple([z for _, z in params]),
+        *ctx.qparams(out),
+        axis=axis,
+        semantics=ctx.sem("qnn.concatenate"),
+    )
 
 
 def pad(ctx: OpContext) -> Expr:
@@ -67,8 +74,10 @@ def pad(ctx: OpContext) -> Expr:
     shape = ctx.shape(0)
     widths = ctx.constant(1, "the paddings")
     if widths.shape != (len(shape), 2) or widths.dtype.kind not in "iu":
-        ctx.fail(f"the paddings must be an integer ({len(shape)}, 2) tensor, got "
-                 f"{list(widths.shape)} {widths.dtype}")
+        ctx.fail(
+            f"the paddings must be an integer ({len(shape)}, 2) tensor, got "
+            f"{list(widths.shape)} {widths.dtype}"
+        )
     pad_width = tuple((int(a), int(b)) for a, b in widths)
     x, dtype = ctx.tensor(0), ctx.expr(0).checked_type.dtype
     if ctx.has_input(2):
@@ -114,8 +123,9 @@ def strided_slice(ctx: OpContext) -> Expr:
         starts.append(start), stops.append(stop), steps.append(step)
         if not (i < len(begin) and o["ShrinkAxisMask"] >> i & 1):
             keep.append(i)
-    y = ctx.call("strided_slice", ctx.expr(0), begin=tuple(starts), end=tuple(stops),
-                 strides=tuple(steps))
+    y = ctx.call(
+        "strided_slice", ctx.expr(0), begin=tuple(starts), end=tuple(stops), strides=tuple(steps)
+    )
     if len(keep) == len(shape):
         return y
     kept = tuple(y.checked_type.shape[i] for i in keep)
@@ -128,8 +138,12 @@ def split(ctx: OpContext) -> list[Expr]:
     if len(axis) != 1:
         ctx.fail("the axis must be a scalar")
     ndim = len(ctx.shape(1))
-    parts = ctx.call("split", ctx.expr(1), indices_or_sections=int(ctx.opt("NumSplits")),
-                     axis=_axis(ctx, axis[0], ndim))
+    parts = ctx.call(
+        "split",
+        ctx.expr(1),
+        indices_or_sections=int(ctx.opt("NumSplits")),
+        axis=_axis(ctx, axis[0], ndim),
+    )
     return _items(ctx, parts)
 
 

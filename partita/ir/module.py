@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..errors import PartitaError
+from partita.errors import PartitaError
+
 from .nodes import Expr, Function, GlobalVar
 from .visitor import free_vars
 
@@ -64,7 +65,7 @@ class IRModule:
         return IRModule(self.functions, self.attrs)
 
     def __str__(self):
-        from ..text.printer import print_module
+        from partita.text.printer import print_module
 
         return print_module(self)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import PartitaError
+from partita.errors import PartitaError
+
 from .span import Span
 from .types import TensorType, Type, check_dtype
 
@@ -48,7 +49,7 @@ class Expr:
         return f"{text} ({self.span})" if self.span is not None else text
 
     def __str__(self):
-        from ..text.printer import print_expr
+        from partita.text.printer import print_expr
 
         return print_expr(self)
 
@@ -70,7 +71,7 @@ class Expr:
 
 
 def _binary(name, a, b):
-    from ..ops.registry import get_op
+    from partita.ops.registry import get_op
 
     return Call(get_op(name), [a, const(b) if not isinstance(b, Expr) else b])
 
@@ -151,7 +152,7 @@ class Call(Expr):
     __slots__ = ("op", "args", "attrs")
 
     def __init__(self, op, args, attrs=None, span: Span | None = None):
-        from ..ops.registry import Op
+        from partita.ops.registry import Op
 
         self._init(span)
         args = tuple(args)

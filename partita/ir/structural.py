@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import PartitaError
+from partita.errors import PartitaError
+
 from .module import IRModule
 from .nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import PartitaError
+from partita.errors import PartitaError
 
 # float64 is here for one reason: TFLite computes requantization multipliers from the exact double
 # product input_scale * weight_scale, which float32 cannot hold; frontends bind that product as a

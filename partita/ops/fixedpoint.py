@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..errors import PartitaError
+from partita.errors import PartitaError
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -34,8 +34,9 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
     """
     real_multiplier = float(real_multiplier)
     if not math.isfinite(real_multiplier):
-        raise PartitaError(f"cannot quantize the multiplier {real_multiplier} (a zero or "
-                           f"non-finite scale?)")
+        raise PartitaError(
+            f"cannot quantize the multiplier {real_multiplier} (a zero or non-finite scale?)"
+        )
     if real_multiplier == 0.0:
         return 0, 0
     q, shift = math.frexp(real_multiplier)
@@ -106,8 +107,9 @@ def multiply_by_quantized_multiplier(x, quantized_multiplier, shift) -> np.ndarr
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     x = wrap_int32(np.asarray(x, np.int64) << left)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, quantized_multiplier),
-                                  right)
+    return rounding_divide_by_pot(
+        saturating_rounding_doubling_high_mul(x, quantized_multiplier), right
+    )
 
 
 def multiply_by_quantized_multiplier_upward(x, quantized_multiplier, shift) -> np.ndarray:
@@ -140,8 +142,10 @@ def multiply_by_quantized_multiplier_int64(x, quantized_multiplier, shift) -> np
     q = np.asarray(quantized_multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
     if np.any(shift > 14) or np.any(shift < -31):
-        raise PartitaError(f"int64 MultiplyByQuantizedMultiplier needs shift in [-31, 7], got "
-                           f"{shift.max() if np.any(shift > 14) else shift.min()}")
+        raise PartitaError(
+            f"int64 MultiplyByQuantizedMultiplier needs shift in [-31, 7], got "
+            f"{shift.max() if np.any(shift > 14) else shift.min()}"
+        )
     reduced = np.where(q < 0x7FFF0000, (q + (1 << 15)) >> 16, np.int64(0x7FFF))
     total = 15 - shift
     # x is at most 2**47 in magnitude (TFLite asserts it), so x * reduced fits int64.
@@ -153,7 +157,8 @@ def multiply_by_quantized_multiplier_smaller_than_one_exp(x, quantized_multiplie
     """RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, q), -left_shift)."""
     return rounding_divide_by_pot(
         saturating_rounding_doubling_high_mul(wrap_int32(x), quantized_multiplier),
-        -np.asarray(left_shift, np.int64))
+        -np.asarray(left_shift, np.int64),
+    )
 
 
 def multiply_by_quantized_multiplier_greater_than_one(x, quantized_multiplier, left_shift):

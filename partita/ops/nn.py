@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PartitaError
-from ..ir.types import TensorType
+from partita.errors import PartitaError
+from partita.ir.types import TensorType
+
 from . import mlas
 from .nn_common import OUT_DTYPES, cast_result, exact_matmul, product_dtype
 from .registry import Attrs, choice, register_op
@@ -33,8 +34,9 @@ def _float_rel(types, attrs):
     return float_only(tensor(types[0], "data"))
 
 
-@register_op("nn.leaky_relu", inputs=("data",), attrs=LeakyReluAttrs, type_rel=_float_rel,
-             kind="elemwise")
+@register_op(
+    "nn.leaky_relu", inputs=("data",), attrs=LeakyReluAttrs, type_rel=_float_rel, kind="elemwise"
+)
 def leaky_relu(data, attrs):
     """Float data: data where data > 0, else data * alpha (one multiply in data's dtype)."""
     return np.where(data > 0, data, data * data.dtype.type(attrs.alpha))
@@ -61,8 +63,9 @@ def _softmax_rel(types, attrs):
     return data
 
 
-@register_op("nn.softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel,
-             kind="opaque")
+@register_op(
+    "nn.softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel, kind="opaque"
+)
 def softmax(data, attrs):
     """Float data: exp(x - max(x)) / sum(exp(x - max(x))) along ``axis``, computed in float64
     (subtracting the max keeps exp from overflowing) and cast to data's dtype."""
@@ -80,15 +83,22 @@ def _bias_add_rel(types, attrs):
     data, bias = tensor(types[0], "data"), tensor(types[1], "bias")
     axis = normalize_axis(attrs.axis, data.ndim)
     if bias.ndim != 1 or bias.shape[0] != data.shape[axis]:
-        fail(f"bias must have shape ({data.shape[axis]},) (axis {attrs.axis} of data "
-             f"{data.shape}), got {bias.shape}")
+        fail(
+            f"bias must have shape ({data.shape[axis]},) (axis {attrs.axis} of data "
+            f"{data.shape}), got {bias.shape}"
+        )
     if bias.dtype != data.dtype:
         fail(f"bias dtype {bias.dtype} differs from data dtype {data.dtype}")
     return data
 
 
-@register_op("nn.bias_add", inputs=("data", "bias"), attrs=BiasAddAttrs, type_rel=_bias_add_rel,
-             kind="broadcast")
+@register_op(
+    "nn.bias_add",
+    inputs=("data", "bias"),
+    attrs=BiasAddAttrs,
+    type_rel=_bias_add_rel,
+    kind="broadcast",
+)
 def bias_add(data, bias, attrs):
     """data + bias, the 1-D bias broadcast along ``axis`` (integers wrap around)."""
     shape = [1] * data.ndim
@@ -118,8 +128,10 @@ def dense_out_shape(data_shape, weight_shape, units: int | None = None) -> tuple
     if len(data_shape) < 1:
         fail("data must have rank >= 1, got a scalar")
     if data_shape[-1] != weight_shape[1]:
-        fail(f"data {tuple(data_shape)} has {data_shape[-1]} features, but weight "
-             f"{tuple(weight_shape)} expects {weight_shape[1]}")
+        fail(
+            f"data {tuple(data_shape)} has {data_shape[-1]} features, but weight "
+            f"{tuple(weight_shape)} expects {weight_shape[1]}"
+        )
     if units is not None and units != weight_shape[0]:
         fail(f"units={units} but weight {tuple(weight_shape)} has {weight_shape[0]} rows")
     return (*data_shape[:-1], weight_shape[0])
@@ -132,8 +144,13 @@ def _dense_rel(types, attrs):
     return TensorType(dense_out_shape(data.shape, weight.shape, attrs.units), dtype)
 
 
-@register_op("nn.dense", inputs=("data", "weight"), attrs=DenseAttrs, type_rel=_dense_rel,
-             kind="out_elemwise_fusable")
+@register_op(
+    "nn.dense",
+    inputs=("data", "weight"),
+    attrs=DenseAttrs,
+    type_rel=_dense_rel,
+    kind="out_elemwise_fusable",
+)
 def dense(data, weight, attrs):
     """out[..., u] = sum_k data[..., k] * weight[u, k] (weight [units, in_features], as Relay),
     accumulated in float64 or exactly in int64, cast to out_dtype ("" = data's dtype).
@@ -142,12 +159,18 @@ def dense(data, weight, attrs):
     prepacked, FMA chains in K blocks of 256)."""
     if attrs.accumulate != "exact":
         a = data.reshape(1, -1, data.shape[-1])
-        out = mlas.sgemm(a, weight.T[None], trans_b=True, threads=attrs.threads,
-                         packed=attrs.accumulate == "mlas_packed")
+        out = mlas.sgemm(
+            a,
+            weight.T[None],
+            trans_b=True,
+            threads=attrs.threads,
+            packed=attrs.accumulate == "mlas_packed",
+        )
         return out.reshape(*data.shape[:-1], weight.shape[0])
     acc = exact_matmul(data.reshape(-1, data.shape[-1]), weight.T)
-    return cast_result(acc.reshape(*data.shape[:-1], weight.shape[0]),
-                       attrs.out_dtype or data.dtype.name)
+    return cast_result(
+        acc.reshape(*data.shape[:-1], weight.shape[0]), attrs.out_dtype or data.dtype.name
+    )
 
 
 @dataclass(frozen=True)
@@ -174,8 +197,10 @@ def _batch_matmul_rel(types, attrs):
     (bx, m, kx) = (x.shape[0], x.shape[2], x.shape[1]) if attrs.transpose_a else x.shape
     (by, ky, n) = (y.shape[0], y.shape[2], y.shape[1]) if attrs.transpose_b else y.shape
     if kx != ky:
-        fail(f"x {x.shape} (transpose_a={attrs.transpose_a}) has {kx} columns but y {y.shape} "
-             f"(transpose_b={attrs.transpose_b}) has {ky} rows")
+        fail(
+            f"x {x.shape} (transpose_a={attrs.transpose_a}) has {kx} columns but y {y.shape} "
+            f"(transpose_b={attrs.transpose_b}) has {ky} rows"
+        )
     if bx != by and 1 not in (bx, by):
         fail(f"batch sizes {bx} of x {x.shape} and {by} of y {y.shape} do not broadcast")
     mlas.require_float32(attrs, dtype, "x, y and result")
@@ -184,8 +209,13 @@ def _batch_matmul_rel(types, attrs):
     return TensorType((max(bx, by) if min(bx, by) else 0, m, n), dtype)
 
 
-@register_op("nn.batch_matmul", inputs=("x", "y"), attrs=BatchMatmulAttrs,
-             type_rel=_batch_matmul_rel, kind="out_elemwise_fusable")
+@register_op(
+    "nn.batch_matmul",
+    inputs=("x", "y"),
+    attrs=BatchMatmulAttrs,
+    type_rel=_batch_matmul_rel,
+    kind="out_elemwise_fusable",
+)
 def batch_matmul(x, y, attrs):
     """out[b] = op(x[b]) @ op(y[b]) with op = transpose where transpose_a / transpose_b say
     (Relay's default: y is [batch, N, K]); a batch of 1 broadcasts. Accumulated in float64 or
@@ -217,8 +247,10 @@ def _gemm_rel(types, attrs):
     bias = float_only(tensor(types[2], "bias"), "bias")
     dtype = product_dtype(data, weight, "")
     if dtype != bias.dtype or not dtype.startswith("float"):
-        fail(f"data, weight and bias must share one float dtype, got {data.dtype}, "
-             f"{weight.dtype} and {bias.dtype}")
+        fail(
+            f"data, weight and bias must share one float dtype, got {data.dtype}, "
+            f"{weight.dtype} and {bias.dtype}"
+        )
     mlas.require_float32(attrs, dtype, "data, weight and bias")
     if data.ndim < 2:
         fail(f"data must have rank >= 2, got shape {data.shape}")
@@ -228,15 +260,22 @@ def _gemm_rel(types, attrs):
     try:
         np.broadcast_shapes(bias.shape, (rows, out[-1]))
     except ValueError:
-        fail(f"bias {bias.shape} does not broadcast to the ({rows}, {out[-1]}) product of data "
-             f"{data.shape} and weight {weight.shape}")
+        fail(
+            f"bias {bias.shape} does not broadcast to the ({rows}, {out[-1]}) product of data "
+            f"{data.shape} and weight {weight.shape}"
+        )
     if data.ndim > 2 and bias.ndim > 1:
         fail(f"with data of rank {data.ndim} the bias must be a scalar or [N], got {bias.shape}")
     return TensorType(out, dtype)
 
 
-@register_op("nn.gemm", inputs=("data", "weight", "bias"), attrs=GemmAttrs, type_rel=_gemm_rel,
-             kind="out_elemwise_fusable")
+@register_op(
+    "nn.gemm",
+    inputs=("data", "weight", "bias"),
+    attrs=GemmAttrs,
+    type_rel=_gemm_rel,
+    kind="out_elemwise_fusable",
+)
 def gemm(data, weight, bias, attrs):
     """ONNX Gemm with alpha = beta = 1: out = A @ W + bias, A = data with its leading axes
     flattened into rows, W = weight.T if transpose_b else weight, bias broadcast to the product.
@@ -247,8 +286,14 @@ def gemm(data, weight, bias, attrs):
     w = weight.T if attrs.transpose_b else weight
     c = np.broadcast_to(bias, (a.shape[0], w.shape[1]))
     if attrs.accumulate != "exact":
-        out = mlas.sgemm(a[None], w[None], np.array(c, np.float32)[None], attrs.transpose_b,
-                         attrs.threads, packed=attrs.accumulate == "mlas_packed")[0]
+        out = mlas.sgemm(
+            a[None],
+            w[None],
+            np.array(c, np.float32)[None],
+            attrs.transpose_b,
+            attrs.threads,
+            packed=attrs.accumulate == "mlas_packed",
+        )[0]
     else:
         out = (exact_matmul(a, w) + c.astype(np.float64)).astype(data.dtype)
     return out.reshape(*data.shape[:-1], w.shape[1])
@@ -272,12 +317,15 @@ def _pad_rel(types, attrs):
     if value.ndim != 0:
         fail(f"pad_value must be a scalar, got shape {value.shape}")
     if len(attrs.pad_width) != data.ndim:
-        fail(f"pad_width has {len(attrs.pad_width)} pairs but data {data.shape} has rank "
-             f"{data.ndim}")
+        fail(
+            f"pad_width has {len(attrs.pad_width)} pairs but data {data.shape} has rank {data.ndim}"
+        )
     for axis, ((before, after), size) in enumerate(zip(attrs.pad_width, data.shape)):
         if attrs.pad_mode == "reflect" and max(before, after) > size - 1:
-            fail(f"reflect padding ({before}, {after}) of axis {axis} needs at most size - 1 = "
-                 f"{size - 1} (data {data.shape})")
+            fail(
+                f"reflect padding ({before}, {after}) of axis {axis} needs at most size - 1 = "
+                f"{size - 1} (data {data.shape})"
+            )
         if attrs.pad_mode == "edge" and size == 0 and before + after:
             fail(f"edge padding of the empty axis {axis} of data {data.shape}")
     shape = [s + b + a for s, (b, a) in zip(data.shape, attrs.pad_width)]
@@ -292,8 +340,9 @@ def _pad_scalar(value: np.ndarray, dtype: np.dtype):
     return converted
 
 
-@register_op("nn.pad", inputs=("data", "pad_value"), attrs=PadAttrs, type_rel=_pad_rel,
-             kind="injective")
+@register_op(
+    "nn.pad", inputs=("data", "pad_value"), attrs=PadAttrs, type_rel=_pad_rel, kind="injective"
+)
 def pad(data, pad_value, attrs):
     """Pad each axis i by pad_width[i] = (before, after): "constant" fills with the scalar
     pad_value (converted to data's dtype; it must be representable), "edge" repeats the border

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import TensorType
+from partita.ir.types import TensorType
+
 from .relations import fail, tensor
 
 INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -44,8 +45,9 @@ def expand_padding(padding) -> tuple[int, int, int, int]:
     if len(padding) == 2:
         return padding * 2
     if len(padding) != 4:
-        raise ValueError(f"padding must have 1, 2 or 4 values (top, left, bottom, right), "
-                         f"got {padding}")
+        raise ValueError(
+            f"padding must have 1, 2 or 4 values (top, left, bottom, right), got {padding}"
+        )
     return padding
 
 
@@ -137,8 +139,12 @@ def cast_result(acc: np.ndarray, dtype: str) -> np.ndarray:
     return acc.astype(dtype)
 
 
-def product_dtype(data: TensorType, weight: TensorType, out_dtype: str,
-                  names: tuple[str, str] = ("data", "weight")) -> str:
+def product_dtype(
+    data: TensorType,
+    weight: TensorType,
+    out_dtype: str,
+    names: tuple[str, str] = ("data", "weight"),
+) -> str:
     """The result dtype of conv/dense/matmul: data and weight both float of one dtype (result
     float) or both integer (result integer); ``out_dtype`` "" means data's dtype."""
     data, weight = tensor(data, names[0]), tensor(weight, names[1])

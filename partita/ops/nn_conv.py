@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType
-from ..limits import check_shape
+from partita.ir.types import TensorType
+from partita.limits import check_shape
+
 from . import mlas, torch_cpu
 from .nn_common import (
     OUT_DTYPES,
@@ -50,9 +51,12 @@ class ConvAttrsBase(Attrs):
     data_layout: str = choice("NCHW", "NCHW", "NHWC")
 
     def __post_init__(self):
-        set_fields(self, strides=expand_2d(self.strides, "strides"),
-                   dilation=expand_2d(self.dilation, "dilation"),
-                   padding=expand_padding(self.padding))
+        set_fields(
+            self,
+            strides=expand_2d(self.strides, "strides"),
+            dilation=expand_2d(self.dilation, "dilation"),
+            padding=expand_padding(self.padding),
+        )
         if self.kernel_size is not None:
             set_fields(self, kernel_size=expand_2d(self.kernel_size, "kernel_size"))
 
@@ -68,8 +72,9 @@ class ConvAttrsBase(Attrs):
             if self.channels < 1:
                 raise ValueError(f"channels must be positive, got {self.channels}")
             if self.channels % self.groups:
-                raise ValueError(f"channels={self.channels} is not divisible by "
-                                 f"groups={self.groups}")
+                raise ValueError(
+                    f"channels={self.channels} is not divisible by groups={self.groups}"
+                )
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,10 @@ class Conv2DTransposeAttrs(ConvAttrsBase):
         check_non_negative(self.output_padding, "output_padding")
         for op, s, d in zip(self.output_padding, self.strides, self.dilation):
             if op >= max(s, d):
-                raise ValueError(f"output_padding {self.output_padding} must be smaller than "
-                                 f"the stride {self.strides} or the dilation {self.dilation}")
+                raise ValueError(
+                    f"output_padding {self.output_padding} must be smaller than "
+                    f"the stride {self.strides} or the dilation {self.dilation}"
+                )
 
 
 def _describe(shape, layout: str) -> str:
@@ -124,8 +131,10 @@ def _out_dim(size, k, stride, dilation, before, after, what) -> int:
     """Output length of one spatial axis of a convolution or pooling, or fail."""
     extent, padded = dilation * (k - 1) + 1, size + before + after
     if extent > padded:
-        fail(f"the {what} window of extent {extent} (size {k}, dilation {dilation}) does not fit "
-             f"the padded input of size {padded} ({size} + padding {before} + {after})")
+        fail(
+            f"the {what} window of extent {extent} (size {k}, dilation {dilation}) does not fit "
+            f"the padded input of size {padded} ({size} + padding {before} + {after})"
+        )
     return (padded - extent) // stride + 1
 
 
@@ -133,8 +142,10 @@ def conv_spatial_out(h, w, kh, kw, attrs) -> tuple[int, int]:
     """(OH, OW) of a convolution of an HxW input with a KHxKW kernel under ``attrs``' strides,
     dilation and padding (floor rounding), or fail."""
     (sh, sw), (dh, dw), (top, left, bottom, right) = attrs.strides, attrs.dilation, attrs.padding
-    return (_out_dim(h, kh, sh, dh, top, bottom, "kernel height"),
-            _out_dim(w, kw, sw, dw, left, right, "kernel width"))
+    return (
+        _out_dim(h, kh, sh, dh, top, bottom, "kernel height"),
+        _out_dim(w, kw, sw, dw, left, right, "kernel width"),
+    )
 
 
 def conv2d_out_shape(data_shape, weight_shape, attrs) -> tuple[int, ...]:
@@ -152,10 +163,15 @@ def conv2d_out_shape(data_shape, weight_shape, attrs) -> tuple[int, ...]:
     if c % g:
         fail(f"data {data} has {c} channels, not divisible by groups={g}")
     if i != c // g:
-        hint = " (a depthwise kernel has 1 input channel: O = C * multiplier, I = 1)" \
-            if g > 1 and g == c else ""
-        fail(f"kernel {kernel} has {i} input channels, but data {data} has {c} channels / "
-             f"groups={g} = {c // g}{hint}")
+        hint = (
+            " (a depthwise kernel has 1 input channel: O = C * multiplier, I = 1)"
+            if g > 1 and g == c
+            else ""
+        )
+        fail(
+            f"kernel {kernel} has {i} input channels, but data {data} has {c} channels / "
+            f"groups={g} = {c // g}{hint}"
+        )
     if o % g:
         fail(f"kernel {kernel} has {o} output channels, not divisible by groups={g}")
     if attrs.channels is not None and attrs.channels != o:
@@ -168,8 +184,9 @@ def conv2d_out_shape(data_shape, weight_shape, attrs) -> tuple[int, ...]:
     return tuple({"N": n, "C": o, "H": oh, "W": ow}[a] for a in dl)
 
 
-def conv2d_reference(data: np.ndarray, weight: np.ndarray, attrs, pad_value=0,
-                     acc_dtype=None) -> np.ndarray:
+def conv2d_reference(
+    data: np.ndarray, weight: np.ndarray, attrs, pad_value=0, acc_dtype=None
+) -> np.ndarray:
     """The convolution of ``data`` (attrs.data_layout) with ``weight`` (attrs.kernel_layout) as an
     accumulator array in data_layout: float64 for float data, exact int64 for integer data
     (or ``acc_dtype``). Padding is filled with ``pad_value`` (qnn: the input zero point)."""
@@ -205,28 +222,43 @@ def _check_torch_cpu(data_shape, weight_shape, attrs) -> None:
     no larger than 3 in some axis) with K <= MAX_K; dilation 1 (dilated ones take others)."""
     n, h, w, c = layout_dims(data_shape, attrs.data_layout)
     o, i, kh, kw = layout_dims(weight_shape, attrs.kernel_layout, "OIHW")
-    if tuple(attrs.dilation) == (1, 1) and (attrs.groups == c == o or (
-            attrs.groups == 1 and n == 1 and h * w * c <= 20480 and min(kh, kw) <= 3
-            and i * kh * kw <= torch_cpu.MAX_K)):
+    if tuple(attrs.dilation) == (1, 1) and (
+        attrs.groups == c == o
+        or (
+            attrs.groups == 1
+            and n == 1
+            and h * w * c <= 20480
+            and min(kh, kw) <= 3
+            and i * kh * kw <= torch_cpu.MAX_K
+        )
+    ):
         return
-    fail(f'accumulate="torch_cpu" reproduces undilated depthwise convolutions and PyTorch\'s '
-         f"MKL path (groups 1, batch 1, at most 20480 input values, a kernel side <= 3) summing "
-         f"at most {torch_cpu.MAX_K} products, not data "
-         f"{tuple(data_shape)} with kernel {tuple(weight_shape)} and groups={attrs.groups}, "
-         f"which PyTorch runs with oneDNN")
+    fail(
+        f'accumulate="torch_cpu" reproduces undilated depthwise convolutions and PyTorch\'s '
+        f"MKL path (groups 1, batch 1, at most 20480 input values, a kernel side <= 3) summing "
+        f"at most {torch_cpu.MAX_K} products, not data "
+        f"{tuple(data_shape)} with kernel {tuple(weight_shape)} and groups={attrs.groups}, "
+        f"which PyTorch runs with oneDNN"
+    )
 
 
 def conv2d_mlas(data: np.ndarray, weight: np.ndarray, attrs) -> np.ndarray:
     """nn.conv2d with accumulate="mlas": MLAS's float32 convolution in any layout."""
     nchw = to_layout(data, attrs.data_layout, "NCHW")
     oihw = to_layout(weight, attrs.kernel_layout, "OIHW")
-    out = mlas.conv2d_nchw(nchw, oihw, attrs.strides, attrs.padding, attrs.dilation,
-                           attrs.groups, attrs.threads)
+    out = mlas.conv2d_nchw(
+        nchw, oihw, attrs.strides, attrs.padding, attrs.dilation, attrs.groups, attrs.threads
+    )
     return to_layout(out, "NCHW", attrs.data_layout)
 
 
-@register_op("nn.conv2d", inputs=("data", "weight"), attrs=Conv2DAttrs, type_rel=_conv2d_rel,
-             kind="out_elemwise_fusable")
+@register_op(
+    "nn.conv2d",
+    inputs=("data", "weight"),
+    attrs=Conv2DAttrs,
+    type_rel=_conv2d_rel,
+    kind="out_elemwise_fusable",
+)
 def conv2d(data, weight, attrs):
     """2-D convolution (cross-correlation) with groups, as Relay:
     ``out[n, o, y, x] = sum_{c, a, b} pad(data)[n, g*Cg + c, y*sh + a*dh, x*sw + b*dw] *
@@ -244,8 +276,9 @@ def conv2d(data, weight, attrs):
     if attrs.accumulate == "torch_cpu":
         nchw = to_layout(data, attrs.data_layout, "NCHW")
         oihw = to_layout(weight, attrs.kernel_layout, "OIHW")
-        out = torch_cpu.conv2d_nchw(nchw, oihw, attrs.strides, attrs.padding, attrs.dilation,
-                                    attrs.groups)
+        out = torch_cpu.conv2d_nchw(
+            nchw, oihw, attrs.strides, attrs.padding, attrs.dilation, attrs.groups
+        )
         return np.ascontiguousarray(to_layout(out, "NCHW", attrs.data_layout))
     return cast_result(conv2d_reference(data, weight, attrs), attrs.out_dtype or data.dtype.name)
 
@@ -264,23 +297,34 @@ def conv2d_transpose_out_shape(data_shape, weight_shape, attrs) -> tuple[int, ..
     if i != c:
         fail(f"kernel {kernel} has {i} input channels, but data {data} has {c} channels")
     if attrs.channels is not None and attrs.channels != og * g:
-        fail(f"channels={attrs.channels} but kernel {kernel} gives {og} x groups={g} = "
-             f"{og * g} output channels")
+        fail(
+            f"channels={attrs.channels} but kernel {kernel} gives {og} x groups={g} = "
+            f"{og * g} output channels"
+        )
     if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
         fail(f"kernel_size={tuple(attrs.kernel_size)} but kernel {kernel} is {kh}x{kw}")
     dims = []
     for size, k, s, d, before, after, op in zip(
-            (h, w), (kh, kw), attrs.strides, attrs.dilation, attrs.padding[:2],
-            attrs.padding[2:], attrs.output_padding):
+        (h, w),
+        (kh, kw),
+        attrs.strides,
+        attrs.dilation,
+        attrs.padding[:2],
+        attrs.padding[2:],
+        attrs.output_padding,
+    ):
         dims.append((size - 1) * s - before - after + d * (k - 1) + op + 1)
     if min(dims) < 1:
-        fail(f"padding {attrs.padding} leaves an empty output ({dims[0]}x{dims[1]}) for data "
-             f"{data} and kernel {kernel}")
+        fail(
+            f"padding {attrs.padding} leaves an empty output ({dims[0]}x{dims[1]}) for data "
+            f"{data} and kernel {kernel}"
+        )
     return tuple({"N": n, "C": og * g, "H": dims[0], "W": dims[1]}[a] for a in dl)
 
 
-def conv2d_transpose_reference(data: np.ndarray, weight: np.ndarray, attrs,
-                               acc_dtype=None) -> np.ndarray:
+def conv2d_transpose_reference(
+    data: np.ndarray, weight: np.ndarray, attrs, acc_dtype=None
+) -> np.ndarray:
     """The transposed convolution of ``data`` with ``weight`` as an accumulator array (float64 or
     exact int64, or ``acc_dtype``) in data_layout: every input pixel scatters
     ``data[n, i, j, c] * weight[c, o, a, b]`` to ``(i*sh + a*dh - top, j*sw + b*dw - left)``."""
@@ -300,9 +344,10 @@ def conv2d_transpose_reference(data: np.ndarray, weight: np.ndarray, attrs,
     for a in range(kh):
         for b in range(kw):
             part = exact_matmul(rows, wg[..., a, b], acc).transpose(1, 0, 2)
-            full[:, a * dh:a * dh + (h - 1) * sh + 1:sh, b * dw:b * dw + (wd - 1) * sw + 1:sw] \
-                += part.reshape(n, h, wd, og * g)
-    return from_nhwc(full[:, top:full_h - bottom, left:full_w - right], attrs.data_layout)
+            full[
+                :, a * dh : a * dh + (h - 1) * sh + 1 : sh, b * dw : b * dw + (wd - 1) * sw + 1 : sw
+            ] += part.reshape(n, h, wd, og * g)
+    return from_nhwc(full[:, top : full_h - bottom, left : full_w - right], attrs.data_layout)
 
 
 def _conv2d_transpose_rel(types, attrs):
@@ -311,13 +356,19 @@ def _conv2d_transpose_rel(types, attrs):
     return TensorType(conv2d_transpose_out_shape(data.shape, weight.shape, attrs), dtype)
 
 
-@register_op("nn.conv2d_transpose", inputs=("data", "weight"), attrs=Conv2DTransposeAttrs,
-             type_rel=_conv2d_transpose_rel, kind="out_elemwise_fusable")
+@register_op(
+    "nn.conv2d_transpose",
+    inputs=("data", "weight"),
+    attrs=Conv2DTransposeAttrs,
+    type_rel=_conv2d_transpose_rel,
+    kind="out_elemwise_fusable",
+)
 def conv2d_transpose(data, weight, attrs):
     """Transposed 2-D convolution, as Relay/PyTorch: each input pixel (i, j) of channel c adds
     ``data[n, c, i, j] * weight[c, o, a, b]`` to output (g*Og + o, i*sh + a*dh - top,
     j*sw + b*dw - left), g = c // (C / groups); contributions outside the output are dropped and
     output_padding adds rows/columns at the bottom/right. Kernel "IOHW" = (C, Og, KH, KW).
     Accumulates in float64 or exactly in int64, then casts to out_dtype ("" = data's dtype)."""
-    return cast_result(conv2d_transpose_reference(data, weight, attrs),
-                       attrs.out_dtype or data.dtype.name)
+    return cast_result(
+        conv2d_transpose_reference(data, weight, attrs), attrs.out_dtype or data.dtype.name
+    )

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType
+from partita.ir.types import TensorType
+
 from .nn_common import FLOAT_DTYPES, INT_DTYPES, OUT_DTYPES, from_nhwc, layout_dims, to_nhwc
 from .registry import Attrs, choice, register_op
 from .relations import fail, tensor
@@ -26,10 +27,16 @@ class Resize2DAttrs(Attrs):
     layout: str = choice("NCHW", "NCHW", "NHWC")
     method: str = choice("linear", "linear", "nearest_neighbor")
     coordinate_transformation_mode: str = choice(
-        "half_pixel", "half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-        "tf_half_pixel_for_nn")
-    rounding_method: str = choice("round", "round", "floor", "ceil", "round_prefer_floor",
-                                  "round_prefer_ceil")
+        "half_pixel",
+        "half_pixel",
+        "align_corners",
+        "asymmetric",
+        "pytorch_half_pixel",
+        "tf_half_pixel_for_nn",
+    )
+    rounding_method: str = choice(
+        "round", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"
+    )
     out_dtype: str = choice("", *OUT_DTYPES)
 
     def validate(self):
@@ -85,8 +92,12 @@ def _resize_linear(x: np.ndarray, oh: int, ow: int, mode: str) -> np.ndarray:
     dy, dx = dy.reshape(1, oh, 1, 1), dx.reshape(1, 1, ow, 1)
     one = _F32(1)
     rows0, rows1 = x[:, y0], x[:, y1]
-    return (rows0[:, :, x0] * (one - dy) * (one - dx) + rows1[:, :, x0] * dy * (one - dx)
-            + rows0[:, :, x1] * (one - dy) * dx + rows1[:, :, x1] * dy * dx)
+    return (
+        rows0[:, :, x0] * (one - dy) * (one - dx)
+        + rows1[:, :, x0] * dy * (one - dx)
+        + rows0[:, :, x1] * (one - dy) * dx
+        + rows1[:, :, x1] * dy * dx
+    )
 
 
 def _resize_rel(types, attrs):
@@ -97,8 +108,10 @@ def _resize_rel(types, attrs):
     if not is_float and data.dtype not in INT_DTYPES:
         fail(f"data must be a float or integer tensor, got {data.dtype}")
     if attrs.method == "linear" and not is_float:
-        fail(f"linear resize needs float data, got {data.dtype} (quantized data resizes in "
-             f"nearest_neighbor mode, or through dequantize/quantize)")
+        fail(
+            f"linear resize needs float data, got {data.dtype} (quantized data resizes in "
+            f"nearest_neighbor mode, or through dequantize/quantize)"
+        )
     out = attrs.out_dtype or data.dtype
     if (out in FLOAT_DTYPES) != is_float:
         fail(f"out_dtype {out} does not suit {data.dtype} data")
@@ -107,8 +120,9 @@ def _resize_rel(types, attrs):
     return TensorType(tuple(dims[a] for a in attrs.layout), out)
 
 
-@register_op("image.resize2d", inputs=("data",), attrs=Resize2DAttrs, type_rel=_resize_rel,
-             kind="injective")
+@register_op(
+    "image.resize2d", inputs=("data",), attrs=Resize2DAttrs, type_rel=_resize_rel, kind="injective"
+)
 def resize2d(data, attrs):
     """Resize H and W of 4-D data to ``size``. Output index x maps to an input coordinate, in
     float32 with scale = in / out: half_pixel (x + 0.5) * scale - 0.5; pytorch_half_pixel the
@@ -135,10 +149,12 @@ def resize2d(data, attrs):
     out_dtype = attrs.out_dtype or data.dtype.name
     mode = attrs.coordinate_transformation_mode
     if attrs.method == "nearest_neighbor":
-        rows = nearest_indices(resize_coordinates(oh, x.shape[1], mode), x.shape[1],
-                               attrs.rounding_method)
-        cols = nearest_indices(resize_coordinates(ow, x.shape[2], mode), x.shape[2],
-                               attrs.rounding_method)
+        rows = nearest_indices(
+            resize_coordinates(oh, x.shape[1], mode), x.shape[1], attrs.rounding_method
+        )
+        cols = nearest_indices(
+            resize_coordinates(ow, x.shape[2], mode), x.shape[2], attrs.rounding_method
+        )
         out = x[:, rows][:, :, cols]
     else:
         out = _resize_linear(x.astype(_F32), oh, ow, mode)

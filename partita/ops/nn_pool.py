@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType
+from partita.ir.types import TensorType
+
 from . import mlas, torch_cpu
 from .nn_common import (
     FLOAT_DTYPES,
@@ -48,10 +49,13 @@ class PoolAttrsBase(Attrs):
     ceil_mode: bool = False
 
     def __post_init__(self):
-        set_fields(self, pool_size=expand_2d(self.pool_size, "pool_size"),
-                   strides=expand_2d(self.strides, "strides"),
-                   dilation=expand_2d(self.dilation, "dilation"),
-                   padding=expand_padding(self.padding))
+        set_fields(
+            self,
+            pool_size=expand_2d(self.pool_size, "pool_size"),
+            strides=expand_2d(self.strides, "strides"),
+            dilation=expand_2d(self.dilation, "dilation"),
+            padding=expand_padding(self.padding),
+        )
 
     def validate(self):
         check_positive(self.pool_size, "pool_size")
@@ -84,11 +88,15 @@ class GlobalPool2DAttrs(Attrs):
 def _pool_dim(size, k, stride, dilation, before, after, ceil_mode, what) -> int:
     extent, padded = dilation * (k - 1) + 1, size + before + after
     if before >= extent or after >= extent:
-        fail(f"{what} padding ({before}, {after}) must be smaller than the pool window extent "
-             f"{extent} (size {k}, dilation {dilation})")
+        fail(
+            f"{what} padding ({before}, {after}) must be smaller than the pool window extent "
+            f"{extent} (size {k}, dilation {dilation})"
+        )
     if extent > padded:
-        fail(f"the pool window of extent {extent} does not fit the padded {what} {padded} "
-             f"({size} + padding {before} + {after})")
+        fail(
+            f"the pool window of extent {extent} does not fit the padded {what} {padded} "
+            f"({size} + padding {before} + {after})"
+        )
     if not ceil_mode:
         return (padded - extent) // stride + 1
     out = (padded - extent + stride - 1) // stride + 1
@@ -102,8 +110,10 @@ def pool_out_dims(h: int, w: int, attrs) -> tuple[int, int]:
     ceil_mode), or fail naming the sizes."""
     (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
     top, left, bottom, right = attrs.padding
-    return (_pool_dim(h, kh, sh, dh, top, bottom, attrs.ceil_mode, "height"),
-            _pool_dim(w, kw, sw, dw, left, right, attrs.ceil_mode, "width"))
+    return (
+        _pool_dim(h, kh, sh, dh, top, bottom, attrs.ceil_mode, "height"),
+        _pool_dim(w, kw, sw, dw, left, right, attrs.ceil_mode, "width"),
+    )
 
 
 def pool_out_shape(data_shape, attrs) -> tuple[int, ...]:
@@ -120,10 +130,18 @@ def _ceil_overhang(h: int, w: int, attrs) -> tuple[tuple[int, int], tuple[int, i
     windows read."""
     out = pool_out_dims(h, w, attrs)
     top, left, bottom, right = attrs.padding
-    extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + before + after))
-                  for size, o, k, s, d, before, after in zip(
-                      (h, w), out, attrs.pool_size, attrs.strides, attrs.dilation, (top, left),
-                      (bottom, right)))
+    extra = tuple(
+        max(0, (o - 1) * s + d * (k - 1) + 1 - (size + before + after))
+        for size, o, k, s, d, before, after in zip(
+            (h, w),
+            out,
+            attrs.pool_size,
+            attrs.strides,
+            attrs.dilation,
+            (top, left),
+            (bottom, right),
+        )
+    )
     return out, extra
 
 
@@ -160,8 +178,9 @@ def _lowest(dtype: np.dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-@register_op("nn.max_pool2d", inputs=("data",), attrs=MaxPool2DAttrs, type_rel=_max_pool_rel,
-             kind="opaque")
+@register_op(
+    "nn.max_pool2d", inputs=("data",), attrs=MaxPool2DAttrs, type_rel=_max_pool_rel, kind="opaque"
+)
 def max_pool2d(data, attrs):
     """2-D max pooling: ``out[n, c, i, j] = max_{a, b} pad(data)[n, c, i*sh + a*dh - top,
     j*sw + b*dw - left]`` where padding counts as -inf (the dtype's minimum for integers, so
@@ -175,8 +194,9 @@ def _avg_pool_rel(types, attrs):
     return TensorType(pool_out_shape(data.shape, attrs), data.dtype)
 
 
-@register_op("nn.avg_pool2d", inputs=("data",), attrs=AvgPool2DAttrs, type_rel=_avg_pool_rel,
-             kind="opaque")
+@register_op(
+    "nn.avg_pool2d", inputs=("data",), attrs=AvgPool2DAttrs, type_rel=_avg_pool_rel, kind="opaque"
+)
 def avg_pool2d(data, attrs):
     """2-D average pooling of float data: the float64 sum of each window's taps inside the input
     divided by their number (count_include_pad: by the taps inside the padded input; ceil mode's
@@ -198,8 +218,13 @@ def _global_pool_rel(types, attrs):
     return TensorType(shape, data.dtype)
 
 
-@register_op("nn.global_avg_pool2d", inputs=("data",), attrs=GlobalPool2DAttrs,
-             type_rel=_global_pool_rel, kind="reduce")
+@register_op(
+    "nn.global_avg_pool2d",
+    inputs=("data",),
+    attrs=GlobalPool2DAttrs,
+    type_rel=_global_pool_rel,
+    kind="reduce",
+)
 def global_avg_pool2d(data, attrs):
     """The mean over H and W (kept as size-1 axes) of float data, summed in float64 and cast
     to data's dtype. accumulate="mlas" (float32): as ONNX Runtime's MlasPool global kernel,

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType
+from partita.ir.types import TensorType
+
 from .fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
@@ -29,8 +30,12 @@ from .nn_conv import ConvAttrsBase, conv2d_out_shape, conv2d_reference
 from .registry import Attrs, choice, register_op
 from .relations import fail, float_only, normalize_axis, scalar_or_channel, tensor
 
-INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
-             "int32": (-(2**31), 2**31 - 1)}
+INT_RANGE = {
+    "int8": (-128, 127),
+    "uint8": (0, 255),
+    "int16": (-32768, 32767),
+    "int32": (-(2**31), 2**31 - 1),
+}
 QUANTIZED_DTYPES = ("int8", "uint8", "int16")
 
 
@@ -100,8 +105,13 @@ def _quantize_rel(types, attrs):
     return TensorType(data.shape, attrs.out_dtype)
 
 
-@register_op("qnn.quantize", inputs=("data", "output_scale", "output_zero_point"),
-             attrs=QuantizeAttrs, type_rel=_quantize_rel, kind="elemwise")
+@register_op(
+    "qnn.quantize",
+    inputs=("data", "output_scale", "output_zero_point"),
+    attrs=QuantizeAttrs,
+    type_rel=_quantize_rel,
+    kind="elemwise",
+)
 def quantize(data, output_scale, output_zero_point, attrs):
     """float -> out_dtype: saturate(round(data / scale) + zero_point), per channel along axis.
 
@@ -137,8 +147,13 @@ def _dequantize_rel(types, attrs):
     return TensorType(data.shape, "float32")
 
 
-@register_op("qnn.dequantize", inputs=("data", "input_scale", "input_zero_point"),
-             attrs=DequantizeAttrs, type_rel=_dequantize_rel, kind="elemwise")
+@register_op(
+    "qnn.dequantize",
+    inputs=("data", "input_scale", "input_zero_point"),
+    attrs=DequantizeAttrs,
+    type_rel=_dequantize_rel,
+    kind="elemwise",
+)
 def dequantize(data, input_scale, input_zero_point, attrs):
     """int -> float32: (data - zero_point) * scale, one float32 rounding (as TFLite and ONNX)."""
     axis = attrs.axis % data.ndim if data.ndim else 0
@@ -154,8 +169,7 @@ def dequantize(data, input_scale, input_zero_point, attrs):
 class RequantizeAttrs(Attrs):
     axis: int = -1
     out_dtype: str = choice("int8", "int8", "uint8", "int16", "int32")
-    semantics: str = choice("tflite", "tflite", "tflite_builtin", "tflite_double", "onnx",
-                            "fbgemm")
+    semantics: str = choice("tflite", "tflite", "tflite_builtin", "tflite_double", "onnx", "fbgemm")
 
 
 def _requantize_rel(types, attrs):
@@ -175,10 +189,13 @@ def _requantize_rel(types, attrs):
     return TensorType(data.shape, attrs.out_dtype)
 
 
-@register_op("qnn.requantize",
-             inputs=("data", "input_scale", "input_zero_point", "output_scale",
-                     "output_zero_point"),
-             attrs=RequantizeAttrs, type_rel=_requantize_rel, kind="elemwise")
+@register_op(
+    "qnn.requantize",
+    inputs=("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point"),
+    attrs=RequantizeAttrs,
+    type_rel=_requantize_rel,
+    kind="elemwise",
+)
 def requantize(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Rescale integers to out_dtype: ``q_out = saturate(round((data - zp_in) * s_in / s_out)
     + zp_out)``; every parameter may be per channel along ``axis``.
@@ -207,8 +224,9 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
     if attrs.semantics == "fbgemm":
         return _fbgemm_requantize(data, input_scale, input_zero_point, output_scale, zp_out, attrs)
     x = data.astype(np.int64) - zp_in
-    real = (_broadcast_param(input_scale.astype(np.float64), nd, axis)
-            / _broadcast_param(output_scale.astype(np.float64), nd, axis))
+    real = _broadcast_param(input_scale.astype(np.float64), nd, axis) / _broadcast_param(
+        output_scale.astype(np.float64), nd, axis
+    )
     if attrs.semantics == "tflite_double":
         y = scale_round_half_away_double(x, real)
     elif attrs.semantics != "onnx":
@@ -220,8 +238,9 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
         else:
             y = multiply_by_quantized_multiplier(x, q, shift)
     else:
-        scale = (_broadcast_param(input_scale.astype(np.float32), nd, axis)
-                 / _broadcast_param(output_scale.astype(np.float32), nd, axis))
+        scale = _broadcast_param(input_scale.astype(np.float32), nd, axis) / _broadcast_param(
+            output_scale.astype(np.float32), nd, axis
+        )
         y = round_half_even_to_int(x.astype(np.float32) * scale)
     return saturate(y + zp_out, attrs.out_dtype)
 
@@ -232,8 +251,9 @@ def _fbgemm_requantize(data, input_scale, input_zero_point, output_scale, zp_out
     holds exactly, float32(float32(data) - zp_in) rounds the same real number as fbgemm's sum."""
     nd, axis = data.ndim, attrs.axis
     zp_in = _broadcast_param(input_zero_point.astype(np.float32), nd, axis)
-    scale = (_broadcast_param(input_scale.astype(np.float32), nd, axis)
-             / _broadcast_param(output_scale.astype(np.float32), nd, axis))
+    scale = _broadcast_param(input_scale.astype(np.float32), nd, axis) / _broadcast_param(
+        output_scale.astype(np.float32), nd, axis
+    )
     v = (data.astype(np.float32) - zp_in).astype(np.float32)
     y = round_half_even_to_int((v * scale).astype(np.float32))
     return saturate(y + zp_out, attrs.out_dtype)
@@ -274,12 +294,21 @@ def _qnn_conv2d_rel(types, attrs):
     return TensorType(shape, attrs.out_dtype)
 
 
-@register_op("qnn.conv2d",
-             inputs=("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",
-                     "kernel_scale"),
-             attrs=QnnConv2DAttrs, type_rel=_qnn_conv2d_rel, kind="out_elemwise_fusable")
-def qnn_conv2d(data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale,
-               attrs):
+@register_op(
+    "qnn.conv2d",
+    inputs=(
+        "data",
+        "weight",
+        "input_zero_point",
+        "kernel_zero_point",
+        "input_scale",
+        "kernel_scale",
+    ),
+    attrs=QnnConv2DAttrs,
+    type_rel=_qnn_conv2d_rel,
+    kind="out_elemwise_fusable",
+)
+def qnn_conv2d(data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale, attrs):
     """Quantized 2-D convolution, the exact integer accumulator of nn.conv2d on offset values:
     ``out = conv2d(data - zp_in, weight - zp_w)`` (zp_w per output channel or scalar), padding
     with the input zero point (padded taps add 0), summed exactly and wrapped to out_dtype. The
@@ -299,12 +328,16 @@ class QnnDenseAttrs(Attrs):
 def _qnn_dense_rel(types, attrs):
     data, weight = quantized(types[0], "data"), quantized(types[1], "weight")
     if data.ndim < 1 or weight.ndim != 2:
-        fail(f"data must have rank >= 1 and weight must be 2-D (units, in), got {data.shape} and "
-             f"{weight.shape}")
+        fail(
+            f"data must have rank >= 1 and weight must be 2-D (units, in), got {data.shape} and "
+            f"{weight.shape}"
+        )
     units, k = weight.shape
     if data.shape[-1] != k:
-        fail(f"data {data.shape} has {data.shape[-1]} input features but weight {weight.shape} "
-             f"has {k}")
+        fail(
+            f"data {data.shape} has {data.shape[-1]} input features but weight {weight.shape} "
+            f"has {k}"
+        )
     if attrs.units is not None and attrs.units != units:
         fail(f"units={attrs.units} but weight {weight.shape} has {units} rows")
     whose = f"row (unit) of weight {weight.shape}"
@@ -315,12 +348,21 @@ def _qnn_dense_rel(types, attrs):
     return TensorType(data.shape[:-1] + (units,), attrs.out_dtype)
 
 
-@register_op("qnn.dense",
-             inputs=("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",
-                     "kernel_scale"),
-             attrs=QnnDenseAttrs, type_rel=_qnn_dense_rel, kind="out_elemwise_fusable")
-def qnn_dense(data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale,
-              attrs):
+@register_op(
+    "qnn.dense",
+    inputs=(
+        "data",
+        "weight",
+        "input_zero_point",
+        "kernel_zero_point",
+        "input_scale",
+        "kernel_scale",
+    ),
+    attrs=QnnDenseAttrs,
+    type_rel=_qnn_dense_rel,
+    kind="out_elemwise_fusable",
+)
+def qnn_dense(data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale, attrs):
     """Quantized dense, weight (units, in): ``out[..., u] = sum_k (data[..., k] - zp_in) *
     (weight[u, k] - zp_w[u])`` summed exactly and wrapped to out_dtype (zp_w scalar or one per
     unit); the result's scale is input_scale * kernel_scale."""
@@ -343,8 +385,10 @@ def _qnn_batch_matmul_rel(types, attrs):
     (bx, m, kx) = (x.shape[0], x.shape[2], x.shape[1]) if attrs.transpose_a else x.shape
     (by, n, ky) = y.shape if attrs.transpose_b else (y.shape[0], y.shape[2], y.shape[1])
     if kx != ky:
-        fail(f"x {x.shape} (transpose_a={attrs.transpose_a}) has {kx} columns but y {y.shape} "
-             f"(transpose_b={attrs.transpose_b}) has {ky} rows")
+        fail(
+            f"x {x.shape} (transpose_a={attrs.transpose_a}) has {kx} columns but y {y.shape} "
+            f"(transpose_b={attrs.transpose_b}) has {ky} rows"
+        )
     if bx != by and 1 not in (bx, by):
         fail(f"batch sizes of x {x.shape} and y {y.shape} differ and neither is 1")
     for i, what in enumerate(("x_zero_point", "y_zero_point")):
@@ -354,10 +398,13 @@ def _qnn_batch_matmul_rel(types, attrs):
     return TensorType((max(bx, by), m, n), attrs.out_dtype)
 
 
-@register_op("qnn.batch_matmul",
-             inputs=("x", "y", "x_zero_point", "y_zero_point", "x_scale", "y_scale"),
-             attrs=QnnBatchMatmulAttrs, type_rel=_qnn_batch_matmul_rel,
-             kind="out_elemwise_fusable")
+@register_op(
+    "qnn.batch_matmul",
+    inputs=("x", "y", "x_zero_point", "y_zero_point", "x_scale", "y_scale"),
+    attrs=QnnBatchMatmulAttrs,
+    type_rel=_qnn_batch_matmul_rel,
+    kind="out_elemwise_fusable",
+)
 def qnn_batch_matmul(x, y, x_zero_point, y_zero_point, x_scale, y_scale, attrs):
     """Quantized batch matmul: ``out[b] = (x[b] - zp_x) @ (y[b] - zp_y)`` with x (B, M, K) (or
     (B, K, M) if transpose_a) and y (B, K, N) (or (B, N, K) if transpose_b, the default), a batch

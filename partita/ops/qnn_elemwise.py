@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PartitaError
-from ..ir.types import TensorType
+from partita.errors import PartitaError
+from partita.ir.types import TensorType
+
 from .fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_smaller_than_one_exp,
@@ -37,8 +38,16 @@ from .tensor_transform import ConcatenateAttrs
 from .tensor_transform import _concatenate_rel as _tensor_concat_rel
 
 F32, F64 = np.float32, np.float64
-BINARY_INPUTS = ("lhs", "rhs", "lhs_scale", "lhs_zero_point", "rhs_scale", "rhs_zero_point",
-                 "output_scale", "output_zero_point")
+BINARY_INPUTS = (
+    "lhs",
+    "rhs",
+    "lhs_scale",
+    "lhs_zero_point",
+    "rhs_scale",
+    "rhs_zero_point",
+    "output_scale",
+    "output_zero_point",
+)
 
 
 @dataclass(frozen=True)
@@ -86,9 +95,11 @@ def _smaller_than_one(real, what: str):
     """QuantizeMultiplierSmallerThanOneExp over an array, or fail as TFLite's CHECK would."""
     real = np.asarray(real, F64)
     if np.any(real <= 0) or np.any(real >= 1):
-        raise PartitaError(f"TFLite needs the {what} multiplier in (0, 1), got "
-                           f"{real.min() if np.any(real <= 0) else real.max()} (an output "
-                           f"scale too small for the input scales, or a scale <= 0?)")
+        raise PartitaError(
+            f"TFLite needs the {what} multiplier in (0, 1), got "
+            f"{real.min() if np.any(real <= 0) else real.max()} (an output "
+            f"scale too small for the input scales, or a scale <= 0?)"
+        )
     return quantize_multiplier_array(real)
 
 
@@ -101,8 +112,7 @@ def _tflite_add(p: _Params, sign: int) -> np.ndarray:
     q2, e2 = _smaller_than_one(s2 / twice_max, "input2")
     qo, eo = _smaller_than_one(twice_max / ((1 << left) * so), "output")
     a = multiply_by_quantized_multiplier_smaller_than_one_exp((p.lhs - p.lz) << left, q1, e1)
-    b = multiply_by_quantized_multiplier_smaller_than_one_exp((p.rhs - p.rz) << left,
-                                                              sign * q2, e2)
+    b = multiply_by_quantized_multiplier_smaller_than_one_exp((p.rhs - p.rz) << left, sign * q2, e2)
     raw = wrap_int32(a + b)
     return multiply_by_quantized_multiplier_smaller_than_one_exp(raw, qo, eo) + p.oz
 
@@ -171,8 +181,7 @@ def _onnx_add(p: _Params) -> np.ndarray:
 
 def _onnx_float_path(p: _Params, op) -> np.ndarray:
     """DequantizeLinear both inputs, ``op`` in float32, QuantizeLinear."""
-    return _quantize_linear(op(_dequantized(p.lhs, p.lz, p.ls), _dequantized(p.rhs, p.rz, p.rs)),
-                            p)
+    return _quantize_linear(op(_dequantized(p.lhs, p.lz, p.ls), _dequantized(p.rhs, p.rz, p.rs)), p)
 
 
 def _onnx_mul(p: _Params) -> np.ndarray:
@@ -190,10 +199,25 @@ def _binary(p: _Params, attrs, tflite, onnx) -> np.ndarray:
     return saturate(out, p.out_dtype)
 
 
-@register_op("qnn.add", inputs=BINARY_INPUTS, attrs=QnnBinaryAttrs, type_rel=_binary_rel,
-             commutative=True, kind="broadcast")
-def qnn_add(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale,
-            output_zero_point, attrs):
+@register_op(
+    "qnn.add",
+    inputs=BINARY_INPUTS,
+    attrs=QnnBinaryAttrs,
+    type_rel=_binary_rel,
+    commutative=True,
+    kind="broadcast",
+)
+def qnn_add(
+    lhs,
+    rhs,
+    lhs_scale,
+    lhs_zero_point,
+    rhs_scale,
+    rhs_zero_point,
+    output_scale,
+    output_zero_point,
+    attrs,
+):
     """Quantized add, numpy broadcasting; out_dtype "" = the inputs' dtype; scales and zero
     points of lhs/rhs may be per channel along lhs_axis/rhs_axis, the output's are scalars.
 
@@ -209,16 +233,39 @@ def qnn_add(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, outp
     than 1; lhs if the output has one element), else rhs. int16 (no
     QLinearAdd): QuantizeLinear(DequantizeLinear(lhs) + DequantizeLinear(rhs)) in float32.
     """
-    p = _Params(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale,
-                output_zero_point, attrs)
+    p = _Params(
+        lhs,
+        rhs,
+        lhs_scale,
+        lhs_zero_point,
+        rhs_scale,
+        rhs_zero_point,
+        output_scale,
+        output_zero_point,
+        attrs,
+    )
     onnx = _onnx_add if p.in_dtype != "int16" else (lambda q: _onnx_float_path(q, np.add))
     return _binary(p, attrs, lambda q: _tflite_add(q, 1), onnx)
 
 
-@register_op("qnn.subtract", inputs=BINARY_INPUTS, attrs=QnnBinaryAttrs, type_rel=_binary_rel,
-             kind="broadcast")
-def qnn_subtract(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale,
-                 output_zero_point, attrs):
+@register_op(
+    "qnn.subtract",
+    inputs=BINARY_INPUTS,
+    attrs=QnnBinaryAttrs,
+    type_rel=_binary_rel,
+    kind="broadcast",
+)
+def qnn_subtract(
+    lhs,
+    rhs,
+    lhs_scale,
+    lhs_zero_point,
+    rhs_scale,
+    rhs_zero_point,
+    output_scale,
+    output_zero_point,
+    attrs,
+):
     """Quantized lhs - rhs, numpy broadcasting, parameters as qnn.add.
 
     "tflite" (TFLite SUB): qnn.add's "tflite" arithmetic with rhs's multiplier m2 negated (SUB
@@ -227,16 +274,41 @@ def qnn_subtract(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point,
     DequantizeLinear(rhs)) in float32: dq = float32(x - zp) * s, v = dq_l - dq_r,
     round_half_even(v / s_out) + zp_out, saturated.
     """
-    p = _Params(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale,
-                output_zero_point, attrs)
-    return _binary(p, attrs, lambda q: _tflite_add(q, -1),
-                   lambda q: _onnx_float_path(q, np.subtract))
+    p = _Params(
+        lhs,
+        rhs,
+        lhs_scale,
+        lhs_zero_point,
+        rhs_scale,
+        rhs_zero_point,
+        output_scale,
+        output_zero_point,
+        attrs,
+    )
+    return _binary(
+        p, attrs, lambda q: _tflite_add(q, -1), lambda q: _onnx_float_path(q, np.subtract)
+    )
 
 
-@register_op("qnn.mul", inputs=BINARY_INPUTS, attrs=QnnBinaryAttrs, type_rel=_binary_rel,
-             commutative=True, kind="broadcast")
-def qnn_mul(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale,
-            output_zero_point, attrs):
+@register_op(
+    "qnn.mul",
+    inputs=BINARY_INPUTS,
+    attrs=QnnBinaryAttrs,
+    type_rel=_binary_rel,
+    commutative=True,
+    kind="broadcast",
+)
+def qnn_mul(
+    lhs,
+    rhs,
+    lhs_scale,
+    lhs_zero_point,
+    rhs_scale,
+    rhs_zero_point,
+    output_scale,
+    output_zero_point,
+    attrs,
+):
     """Quantized multiply, numpy broadcasting, parameters as qnn.add.
 
     "tflite" (TFLite MUL): (m, e) = QuantizeMultiplier(s1 * s2 / s_out), the product and the
@@ -246,8 +318,17 @@ def qnn_mul(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, outp
     out = round_half_even(float32((x1 - zp1) * (x2 - zp2)) * scale + zp_out) in float32,
     saturated. int16: QuantizeLinear(DequantizeLinear(lhs) * DequantizeLinear(rhs)).
     """
-    p = _Params(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale,
-                output_zero_point, attrs)
+    p = _Params(
+        lhs,
+        rhs,
+        lhs_scale,
+        lhs_zero_point,
+        rhs_scale,
+        rhs_zero_point,
+        output_scale,
+        output_zero_point,
+        attrs,
+    )
     onnx = _onnx_mul if p.in_dtype != "int16" else (lambda q: _onnx_float_path(q, np.multiply))
     return _binary(p, attrs, _tflite_mul, onnx)
 
@@ -265,8 +346,10 @@ def _qnn_concatenate_rel(types, attrs):
     for i, f in enumerate(fields):
         quantized(f, f"data field {i}")
     n = len(fields)
-    for what, dtype, t in (("input_scales", "float32", types[1]),
-                           ("input_zero_points", "int32", types[2])):
+    for what, dtype, t in (
+        ("input_scales", "float32", types[1]),
+        ("input_zero_points", "int32", types[2]),
+    ):
         params = tuple_of_tensors(t, what)
         if len(params) != n:
             fail(f"{what} has {len(params)} entries but data has {n} tensors")
@@ -291,12 +374,14 @@ def _rescale(x: np.ndarray, s: F32, zp: int, so: F32, zo: int, semantics: str) -
     return round_half_even_to_int(dq / so) + zo
 
 
-@register_op("qnn.concatenate",
-             inputs=("data", "input_scales", "input_zero_points", "output_scale",
-                     "output_zero_point"),
-             attrs=QnnConcatenateAttrs, type_rel=_qnn_concatenate_rel, kind="injective")
-def qnn_concatenate(data, input_scales, input_zero_points, output_scale, output_zero_point,
-                    attrs):
+@register_op(
+    "qnn.concatenate",
+    inputs=("data", "input_scales", "input_zero_points", "output_scale", "output_zero_point"),
+    attrs=QnnConcatenateAttrs,
+    type_rel=_qnn_concatenate_rel,
+    kind="injective",
+)
+def qnn_concatenate(data, input_scales, input_zero_points, output_scale, output_zero_point, attrs):
     """Join the tuple ``data`` along ``axis``; an input whose scale and zero point equal the
     output's is copied, any other is rescaled, saturated to the common dtype.
 
@@ -308,7 +393,11 @@ def qnn_concatenate(data, input_scales, input_zero_points, output_scale, output_
     """
     so, zo = F32(output_scale.reshape(-1)[0]), int(output_zero_point.reshape(-1)[0])
     dtype = data[0].dtype.name
-    parts = [saturate(_rescale(x, F32(s.reshape(-1)[0]), int(z.reshape(-1)[0]), so, zo,
-                               attrs.semantics), dtype)
-             for x, s, z in zip(data, input_scales, input_zero_points)]
+    parts = [
+        saturate(
+            _rescale(x, F32(s.reshape(-1)[0]), int(z.reshape(-1)[0]), so, zo, attrs.semantics),
+            dtype,
+        )
+        for x, s, z in zip(data, input_scales, input_zero_points)
+    ]
     return np.concatenate(parts, axis=attrs.axis)

@@ -16,8 +16,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import InterpreterError
-from ..ir.types import TensorType
+from partita.errors import InterpreterError
+from partita.ir.types import TensorType
+
 from . import qnn_lut_kernels as k
 from .registry import Attrs, choice, register_op
 from .relations import fail, normalize_axis, tensor
@@ -80,8 +81,10 @@ def _activation_rel(dtypes_for):
         data = tensor(types[0], "data")
         allowed = dtypes_for(attrs)
         if data.dtype not in allowed:
-            fail(f"data must be {' or '.join(allowed)} with semantics {attrs.semantics!r}, got "
-                 f"{data.dtype}")
+            fail(
+                f"data must be {' or '.join(allowed)} with semantics {attrs.semantics!r}, got "
+                f"{data.dtype}"
+            )
         for t, what in zip(types[1:], QPARAMS):
             _scalar_param(t, what, "float32" if what.endswith("scale") else "int32")
         return TensorType(data.shape, data.dtype)
@@ -100,6 +103,7 @@ def _softmax_rel(types, attrs) -> TensorType:
 @dataclass(frozen=True)
 class _Q:
     """Validated quantization parameters: Python floats (exact float32 values) and ints."""
+
     dtype: str
     in_scale: float
     in_zp: int
@@ -108,8 +112,13 @@ class _Q:
 
 
 def _qparams(op: str, data, in_scale, in_zp, out_scale, out_zp) -> _Q:
-    q = _Q(data.dtype.name, float(in_scale.reshape(())), int(in_zp.reshape(())),
-           float(out_scale.reshape(())), int(out_zp.reshape(())))
+    q = _Q(
+        data.dtype.name,
+        float(in_scale.reshape(())),
+        int(in_zp.reshape(())),
+        float(out_scale.reshape(())),
+        int(out_zp.reshape(())),
+    )
     for what, s in (("input_scale", q.in_scale), ("output_scale", q.out_scale)):
         if not (math.isfinite(s) and s > 0):
             raise InterpreterError(f"{op}: {what} must be positive and finite, got {s}")
@@ -140,8 +149,13 @@ def _table(fn: str, semantics: str, q: _Q) -> np.ndarray:
     return table
 
 
-@register_op("qnn.sigmoid", inputs=INPUTS, attrs=LutAttrs, type_rel=_activation_rel(
-    lambda a: _EIGHT_BIT), kind="elemwise")
+@register_op(
+    "qnn.sigmoid",
+    inputs=INPUTS,
+    attrs=LutAttrs,
+    type_rel=_activation_rel(lambda a: _EIGHT_BIT),
+    kind="elemwise",
+)
 def sigmoid(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized logistic 1 / (1 + exp(-x)), int8/uint8 -> same, through a 256-entry table.
 
@@ -155,13 +169,19 @@ def sigmoid(data, input_scale, input_zero_point, output_scale, output_zero_point
     v = clamp(x, -18, 18) and Eigen's rational polynomials evaluated by fused multiply-adds (as
     MLAS's FMA3 and NEON kernels; an SSE2-only build rounds each step and may differ by 1).
     """
-    q = _qparams("qnn.sigmoid", data, input_scale, input_zero_point, output_scale,
-                 output_zero_point)
+    q = _qparams(
+        "qnn.sigmoid", data, input_scale, input_zero_point, output_scale, output_zero_point
+    )
     return k.lookup(_table("sigmoid", attrs.semantics, q), data)
 
 
-@register_op("qnn.tanh", inputs=INPUTS, attrs=LutAttrs, type_rel=_activation_rel(
-    lambda a: _EIGHT_BIT), kind="elemwise")
+@register_op(
+    "qnn.tanh",
+    inputs=INPUTS,
+    attrs=LutAttrs,
+    type_rel=_activation_rel(lambda a: _EIGHT_BIT),
+    kind="elemwise",
+)
 def tanh(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized tanh, int8/uint8 -> same, through a 256-entry table.
 
@@ -173,13 +193,17 @@ def tanh(data, input_scale, input_zero_point, output_scale, output_zero_point, a
     p(v) / q(v), v = clamp(x, -9, 9), Eigen's degree-13/6 rational evaluated by fused
     multiply-adds (ORT releases whose tanh kernel used other coefficients can differ by 1).
     """
-    q = _qparams("qnn.tanh", data, input_scale, input_zero_point, output_scale,
-                 output_zero_point)
+    q = _qparams("qnn.tanh", data, input_scale, input_zero_point, output_scale, output_zero_point)
     return k.lookup(_table("tanh", attrs.semantics, q), data)
 
 
-@register_op("qnn.hardswish", inputs=INPUTS, attrs=HardSwishAttrs, type_rel=_activation_rel(
-    lambda a: _EIGHT_BIT), kind="elemwise")
+@register_op(
+    "qnn.hardswish",
+    inputs=INPUTS,
+    attrs=HardSwishAttrs,
+    type_rel=_activation_rel(lambda a: _EIGHT_BIT),
+    kind="elemwise",
+)
 def hardswish(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized hard-swish x * relu6(x + 3) / 6, int8/uint8 -> same.
 
@@ -193,8 +217,9 @@ def hardswish(data, input_scale, input_zero_point, output_scale, output_zero_poi
     x * (1/6) + 0.5)) in float32, x = s_in * (q - zp_in), then clamp(round_half_even(y / s_out)
     + zp_out).
     """
-    q = _qparams("qnn.hardswish", data, input_scale, input_zero_point, output_scale,
-                 output_zero_point)
+    q = _qparams(
+        "qnn.hardswish", data, input_scale, input_zero_point, output_scale, output_zero_point
+    )
     if attrs.semantics == "onnx":
         return k.lookup(_table("hardswish", "onnx", q), data)
     lo, hi = k.dtype_range(q.dtype)
@@ -207,8 +232,13 @@ def _leaky_dtypes(attrs):
     return _EIGHT_BIT + ("int16",) if attrs.semantics == "tflite" else _EIGHT_BIT
 
 
-@register_op("qnn.leaky_relu", inputs=INPUTS, attrs=LeakyReluAttrs,
-             type_rel=_activation_rel(_leaky_dtypes), kind="elemwise")
+@register_op(
+    "qnn.leaky_relu",
+    inputs=INPUTS,
+    attrs=LeakyReluAttrs,
+    type_rel=_activation_rel(_leaky_dtypes),
+    kind="elemwise",
+)
 def leaky_relu(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized leaky ReLU (x >= 0 ? x : alpha * x), int8/uint8 (and int16) -> same.
 
@@ -219,8 +249,9 @@ def leaky_relu(data, input_scale, input_zero_point, output_scale, output_zero_po
     "onnx" (QLinearLeakyRelu): q -> clamp(round_half_even(y / s_out) + zp_out) with
     y = x >= 0 ? x : alpha * x in float32, x = s_in * (q - zp_in).
     """
-    q = _qparams("qnn.leaky_relu", data, input_scale, input_zero_point, output_scale,
-                 output_zero_point)
+    q = _qparams(
+        "qnn.leaky_relu", data, input_scale, input_zero_point, output_scale, output_zero_point
+    )
     if attrs.semantics == "onnx":
         return k.lookup(_leaky_table(q, attrs.alpha), data)
     if q.dtype == "int16" and (q.in_zp or q.out_zp):
@@ -232,8 +263,9 @@ def leaky_relu(data, input_scale, input_zero_point, output_scale, output_zero_po
 
 @lru_cache(maxsize=256)
 def _leaky_table(q: _Q, alpha: float) -> np.ndarray:
-    table = k.ort_lut(q.dtype, q.in_scale, q.in_zp, q.out_scale, q.out_zp,
-                      k.onnx_leaky_relu_f32(alpha))
+    table = k.ort_lut(
+        q.dtype, q.in_scale, q.in_zp, q.out_scale, q.out_zp, k.onnx_leaky_relu_f32(alpha)
+    )
     table.flags.writeable = False
     return table
 
@@ -243,11 +275,11 @@ def _check_softmax_output(q: _Q) -> None:
     if abs(q.out_scale - 1 / 256) > 0.001 / 256 or q.out_zp != want_zp:
         raise InterpreterError(
             f"qnn.softmax: TFLite's {q.dtype} softmax outputs scale 1/256 and zero point "
-            f"{want_zp}; got {q.out_scale} and {q.out_zp}")
+            f"{want_zp}; got {q.out_scale} and {q.out_zp}"
+        )
 
 
-@register_op("qnn.softmax", inputs=INPUTS, attrs=SoftmaxAttrs, type_rel=_softmax_rel,
-             kind="opaque")
+@register_op("qnn.softmax", inputs=INPUTS, attrs=SoftmaxAttrs, type_rel=_softmax_rel, kind="opaque")
 def softmax(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized softmax(beta * x) along ``axis``, int8/uint8 -> same; zp_in cancels out.
 
@@ -265,8 +297,9 @@ def softmax(data, input_scale, input_zero_point, output_scale, output_zero_point
     clamp(round_half_even(t * floor(1 / s_out) / S) + zp_out) (ORT before PR 29728 wrapped int8
     instead of clamping).
     """
-    q = _qparams("qnn.softmax", data, input_scale, input_zero_point, output_scale,
-                 output_zero_point)
+    q = _qparams(
+        "qnn.softmax", data, input_scale, input_zero_point, output_scale, output_zero_point
+    )
     if data.size == 0:
         return data.copy()
     axis = attrs.axis % data.ndim
@@ -278,6 +311,7 @@ def softmax(data, input_scale, input_zero_point, output_scale, output_zero_point
         if attrs.semantics == "tflite":
             out = k.tflite_softmax_reference(x, q.in_scale, attrs.beta, q.dtype)
         else:
-            out = k.tflite_softmax_builtin(x, q.in_scale, attrs.beta, q.out_scale, q.out_zp,
-                                           q.dtype)
+            out = k.tflite_softmax_builtin(
+                x, q.in_scale, attrs.beta, q.out_scale, q.out_zp, q.dtype
+            )
     return np.ascontiguousarray(np.moveaxis(out, -1, axis)).astype(q.dtype)

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from ..errors import InterpreterError
+from partita.errors import InterpreterError
+
 from . import gemmlowp as gl
 from .fixedpoint import (
     multiply_by_quantized_multiplier,
@@ -74,6 +75,7 @@ def fma_f32(a, b, c) -> np.ndarray:
 
 # ---- lookup tables -------------------------------------------------------------------------
 
+
 def tflite_lut(dtype, in_scale, in_zp, out_scale, out_zp, transform) -> np.ndarray:
     """TFLite LUTPopulate<int8/uint8>: q -> clamp(int(round(f(s_in * (q - zp_in)) * (1 / s_out))
     + zp_out)), all float32, round half away from zero."""
@@ -104,6 +106,7 @@ def ort_lut(dtype, in_scale, in_zp, out_scale, out_zp, transform) -> np.ndarray:
 
 # ---- float32 transforms --------------------------------------------------------------------
 
+
 def tflite_sigmoid_f32(x: np.ndarray) -> np.ndarray:
     """1.0f / (1.0f + expf(-x))."""
     return F32(1) / (F32(1) + libm_f32(_exp_or_inf, -np.asarray(x, F32)))
@@ -114,18 +117,48 @@ def tflite_tanh_f32(x: np.ndarray) -> np.ndarray:
     return libm_f32(math.tanh, x)
 
 
-_MLAS_LOGISTIC_P = tuple(F32(c) for c in (4.37031012579801e-11, 1.15627324459942e-07,
-                                          6.08574864600143e-05, 8.51377133304701e-03,
-                                          2.48287947061529e-01))
-_MLAS_LOGISTIC_Q = tuple(F32(c) for c in (6.10247389755681e-13, 5.76102136993427e-09,
-                                          6.29106785017040e-06, 1.70198817374094e-03,
-                                          1.16817656904453e-01, 9.93151921023180e-01))
-_MLAS_TANH_P = tuple(F32(c) for c in (-2.76076847742355e-16, 2.00018790482477e-13,
-                                      -8.60467152213735e-11, 5.12229709037114e-08,
-                                      1.48572235717979e-05, 6.37261928875436e-04,
-                                      4.89352455891786e-03))
-_MLAS_TANH_Q = tuple(F32(c) for c in (1.19825839466702e-06, 1.18534705686654e-04,
-                                      2.26843463243900e-03, 4.89352518554385e-03))
+_MLAS_LOGISTIC_P = tuple(
+    F32(c)
+    for c in (
+        4.37031012579801e-11,
+        1.15627324459942e-07,
+        6.08574864600143e-05,
+        8.51377133304701e-03,
+        2.48287947061529e-01,
+    )
+)
+_MLAS_LOGISTIC_Q = tuple(
+    F32(c)
+    for c in (
+        6.10247389755681e-13,
+        5.76102136993427e-09,
+        6.29106785017040e-06,
+        1.70198817374094e-03,
+        1.16817656904453e-01,
+        9.93151921023180e-01,
+    )
+)
+_MLAS_TANH_P = tuple(
+    F32(c)
+    for c in (
+        -2.76076847742355e-16,
+        2.00018790482477e-13,
+        -8.60467152213735e-11,
+        5.12229709037114e-08,
+        1.48572235717979e-05,
+        6.37261928875436e-04,
+        4.89352455891786e-03,
+    )
+)
+_MLAS_TANH_Q = tuple(
+    F32(c)
+    for c in (
+        1.19825839466702e-06,
+        1.18534705686654e-04,
+        2.26843463243900e-03,
+        4.89352518554385e-03,
+    )
+)
 
 
 def _horner_fma(x2: np.ndarray, coefficients) -> np.ndarray:
@@ -169,6 +202,7 @@ def onnx_leaky_relu_f32(alpha: float):
 
 # ---- TFLite fixed-point kernels ------------------------------------------------------------
 
+
 def _downscale_multiplier_to_int16(m: int) -> int:
     """DownScaleInt32ToInt16Multiplier: round a Q0.31 multiplier to Q0.15."""
     return 32767 if m >= 2**31 - 1 - 2**15 else (m + 2**15) >> 16
@@ -185,9 +219,14 @@ def tflite_hardswish_params(in_scale, out_scale) -> tuple[int, int, int, int]:
     if out_e > 0:
         raise InterpreterError(
             f"TFLite's HARD_SWISH needs input_scale / 128 < output_scale, got input_scale "
-            f"{float(in_scale)} and output_scale {float(out_scale)}")
-    return (_downscale_multiplier_to_int16(out_m), out_e,
-            _downscale_multiplier_to_int16(rel_m), rel_e)
+            f"{float(in_scale)} and output_scale {float(out_scale)}"
+        )
+    return (
+        _downscale_multiplier_to_int16(out_m),
+        out_e,
+        _downscale_multiplier_to_int16(rel_m),
+        rel_e,
+    )
 
 
 def tflite_hardswish(q: np.ndarray, in_zp: int, out_zp: int, params) -> np.ndarray:
@@ -221,13 +260,15 @@ def tflite_leaky_relu(q, in_scale, in_zp, out_scale, out_zp, alpha) -> np.ndarra
 
 # ---- softmax -------------------------------------------------------------------------------
 
+
 def tflite_softmax_reference(x: np.ndarray, in_scale, beta, out_dtype: str) -> np.ndarray:
     """reference_ops::Softmax over the last axis of int values x (int64 result)."""
     real = min(float(F32(beta)) * float(F32(in_scale)) * 2.0**26, 2.0**31 - 1.0)
     mult, left_shift = quantize_multiplier(real)
     if not real > 1.0 or left_shift < 0:
-        raise InterpreterError(f"TFLite's int softmax needs beta * input_scale > 2**-26, got "
-                               f"{real / 2.0**26}")
+        raise InterpreterError(
+            f"TFLite's int softmax needs beta * input_scale > 2**-26, got {real / 2.0**26}"
+        )
     diff_min = -math.floor(31.0 * 2.0**26 / 2.0**left_shift)
     x = np.asarray(x, np.int64)
     diff = x - x.max(axis=-1, keepdims=True)
@@ -238,16 +279,20 @@ def tflite_softmax_reference(x: np.ndarray, in_scale, beta, out_dtype: str) -> n
     shifted_scale, bits_over_unit = gl.get_reciprocal(total, 12)
     exponent = bits_over_unit + 31 - 8 * np.dtype(out_dtype).itemsize
     if np.any(exponent > 31):
-        raise InterpreterError("TFLite's int softmax overflows: too many maximal elements in "
-                               "one row (exponent above 31)")
+        raise InterpreterError(
+            "TFLite's int softmax overflows: too many maximal elements in "
+            "one row (exponent above 31)"
+        )
     lo, hi = dtype_range(out_dtype)
-    unsat = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted_scale, exps),
-                                   exponent)
+    unsat = rounding_divide_by_pot(
+        saturating_rounding_doubling_high_mul(shifted_scale, exps), exponent
+    )
     return np.where(keep, np.clip(unsat + lo, lo, hi), lo)
 
 
-def tflite_softmax_builtin(x: np.ndarray, in_scale, beta, out_scale, out_zp,
-                           out_dtype: str) -> np.ndarray:
+def tflite_softmax_builtin(
+    x: np.ndarray, in_scale, beta, out_scale, out_zp, out_dtype: str
+) -> np.ndarray:
     """optimized_ops::Softmax (the float-table kernel of x86 and non-clang builds) over the last
     axis of int values x (int64 result)."""
     x = np.asarray(x, np.int64)
@@ -255,7 +300,7 @@ def tflite_softmax_builtin(x: np.ndarray, in_scale, beta, out_scale, out_zp,
     exps = libm_f32(_exp_or_inf, scale * (x.max(axis=-1, keepdims=True) - x).astype(F32))
     total = np.zeros(x.shape[:-1] + (1,), F32)
     for j in range(x.shape[-1]):  # float adds in the kernel's order
-        total = total + exps[..., j:j + 1]
+        total = total + exps[..., j : j + 1]
     prob = exps * (F32(1) / (total * F32(out_scale)))
     lo, hi = dtype_range(out_dtype)
     if out_dtype == "uint8":  # int(prob + 0.5f): the zero point is ignored
@@ -283,10 +328,11 @@ def ort_softmax(x: np.ndarray, in_scale, out_scale, out_zp, out_dtype: str) -> n
     vals = table[x - x.max(axis=-1, keepdims=True) + 255]
     total = np.zeros(x.shape[:-1] + (1,), F32)
     for j in range(x.shape[-1]):
-        total = total + vals[..., j:j + 1]
+        total = total + vals[..., j : j + 1]
     y_scale = F32(np.floor(F32(1) / F32(out_scale)))
     lo, hi = dtype_range(out_dtype)
     # t * y_scale overflows float32 for one-element rows (an undefined cast in ORT): saturate.
-    ratio = np.clip(np.rint((vals * y_scale) / total).astype(np.float64), lo - 1 - out_zp,
-                    hi + 1 - out_zp)
+    ratio = np.clip(
+        np.rint((vals * y_scale) / total).astype(np.float64), lo - 1 - out_zp, hi + 1 - out_zp
+    )
     return np.clip(ratio.astype(np.int64) + out_zp, lo, hi)

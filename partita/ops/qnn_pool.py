@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType
+from partita.ir.types import TensorType
+
 from .fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_upward,
@@ -138,8 +139,13 @@ def _avg_pool_rel(types, attrs) -> TensorType:
     return TensorType(pool_out_shape(data.shape, attrs), data.dtype)
 
 
-@register_op("qnn.avg_pool2d", inputs=("data", *PARAM_NAMES), attrs=QnnAvgPool2DAttrs,
-             type_rel=_avg_pool_rel, kind="opaque")
+@register_op(
+    "qnn.avg_pool2d",
+    inputs=("data", *PARAM_NAMES),
+    attrs=QnnAvgPool2DAttrs,
+    type_rel=_avg_pool_rel,
+    kind="opaque",
+)
 def avg_pool2d(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """int8/uint8 2-D average pooling; windows, padding and output shape as nn.avg_pool2d.
 
@@ -220,8 +226,9 @@ def _mean_rel(types, attrs) -> TensorType:
     return TensorType(reduced_shape(data.shape, axes, attrs.keepdims), data.dtype)
 
 
-@register_op("qnn.mean", inputs=("data", *PARAM_NAMES), attrs=QnnMeanAttrs, type_rel=_mean_rel,
-             kind="reduce")
+@register_op(
+    "qnn.mean", inputs=("data", *PARAM_NAMES), attrs=QnnMeanAttrs, type_rel=_mean_rel, kind="reduce"
+)
 def mean(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """int8/uint8 mean over the reduced axes (as ``mean``). S: the int32 sum of raw values, n: the
     number of reduced elements.
@@ -256,8 +263,7 @@ def mean(data, input_scale, input_zero_point, output_scale, output_zero_point, a
         return np.zeros(out_shape, data.dtype)  # TFLite fills integer outputs with T() here
     n = math.prod(data.shape[a] for a in axes)
     sums = np.asarray(np.sum(data, axis=axes, dtype=np.int64, keepdims=attrs.keepdims))
-    if attrs.semantics == "tflite_builtin" and attrs.keepdims and axes == (1, 2) \
-            and data.ndim == 4:
+    if attrs.semantics == "tflite_builtin" and attrs.keepdims and axes == (1, 2) and data.ndim == 4:
         out = _mean_tflite_builtin_4d(data, sums, n, params)
     elif attrs.semantics in ("tflite", "tflite_builtin"):
         out = _mean_tflite(data, sums, n, axes, params)
@@ -292,8 +298,14 @@ def _mean_tflite_builtin_4d(data, sums, n, params) -> np.ndarray:
     # roundings both break ties upward; the remaining channels take the scalar path.
     channels = sums.shape[-1]
     vector = np.arange(channels) < channels // 16 * 16
-    out = np.where(vector, multiply_by_quantized_multiplier_upward(sums, multiplier, shift),
-                   multiply_by_quantized_multiplier(sums, multiplier, shift)) + bias
+    out = (
+        np.where(
+            vector,
+            multiply_by_quantized_multiplier_upward(sums, multiplier, shift),
+            multiply_by_quantized_multiplier(sums, multiplier, shift),
+        )
+        + bias
+    )
     return clip_to(out, data.dtype.name)
 
 

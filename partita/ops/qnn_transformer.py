@@ -12,8 +12,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import InterpreterError
-from ..ir.types import TensorType
+from partita.errors import InterpreterError
+from partita.ir.types import TensorType
+
 from . import qnn_lut_kernels as k
 from .fixedpoint import (
     multiply_by_quantized_multiplier,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ArityError, AttrError, OpNotFoundError
+from partita.errors import ArityError, AttrError, OpNotFoundError
 
 _REGISTRY: dict[str, Op] = {}
 
@@ -69,7 +69,7 @@ class Op:
         return f"Op({self.name})"
 
     def __call__(self, *args, span=None, **attrs):
-        from ..ir.nodes import Call, Expr, const
+        from partita.ir.nodes import Call, Expr, const
 
         args = [a if isinstance(a, Expr) else const(a) for a in args]
         return Call(self, args, attrs or None, span=span)

@@ -4,8 +4,8 @@ and the argument types to the message."""
 
 from __future__ import annotations
 
-from ..errors import TypeInferenceError
-from ..ir.types import TensorType, TupleType, Type
+from partita.errors import TypeInferenceError
+from partita.ir.types import TensorType, TupleType, Type
 
 
 class RelationError(TypeInferenceError):

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.types import DTYPES, TensorType
+from partita.ir.types import DTYPES, TensorType
+
 from .registry import Attrs, register_op
 from .relations import RelationError, broadcast_rel, broadcast_shapes, fail, tensor
 
@@ -48,8 +49,7 @@ def _float_rel(types, attrs) -> TensorType:
 # ---- binary broadcasting arithmetic ------------------------------------------------------------
 
 
-@register_op("add", inputs=("lhs", "rhs"), type_rel=_arith_rel, commutative=True,
-             kind="broadcast")
+@register_op("add", inputs=("lhs", "rhs"), type_rel=_arith_rel, commutative=True, kind="broadcast")
 def add(lhs, rhs, attrs):
     """lhs + rhs with numpy broadcasting (integers wrap around)."""
     return _same_dtype(np.add(lhs, rhs), lhs)
@@ -61,8 +61,9 @@ def subtract(lhs, rhs, attrs):
     return _same_dtype(np.subtract(lhs, rhs), lhs)
 
 
-@register_op("multiply", inputs=("lhs", "rhs"), type_rel=_arith_rel, commutative=True,
-             kind="broadcast")
+@register_op(
+    "multiply", inputs=("lhs", "rhs"), type_rel=_arith_rel, commutative=True, kind="broadcast"
+)
 def multiply(lhs, rhs, attrs):
     """lhs * rhs with numpy broadcasting (integers wrap around)."""
     return _same_dtype(np.multiply(lhs, rhs), lhs)
@@ -85,15 +86,17 @@ def divide(lhs, rhs, attrs):
     return _same_dtype(np.where(zero, np.zeros((), q.dtype), q), lhs)
 
 
-@register_op("maximum", inputs=("lhs", "rhs"), type_rel=broadcast_rel, commutative=True,
-             kind="broadcast")
+@register_op(
+    "maximum", inputs=("lhs", "rhs"), type_rel=broadcast_rel, commutative=True, kind="broadcast"
+)
 def maximum(lhs, rhs, attrs):
     """Elementwise max(lhs, rhs) with numpy broadcasting; a nan operand gives nan."""
     return _same_dtype(np.maximum(lhs, rhs), lhs)
 
 
-@register_op("minimum", inputs=("lhs", "rhs"), type_rel=broadcast_rel, commutative=True,
-             kind="broadcast")
+@register_op(
+    "minimum", inputs=("lhs", "rhs"), type_rel=broadcast_rel, commutative=True, kind="broadcast"
+)
 def minimum(lhs, rhs, attrs):
     """Elementwise min(lhs, rhs) with numpy broadcasting; a nan operand gives nan."""
     return _same_dtype(np.minimum(lhs, rhs), lhs)
@@ -127,10 +130,15 @@ def _int_bounds(dtype: str, a_min: float, a_max: float) -> tuple[int, int]:
 def _clip_rel(types, attrs) -> TensorType:
     data = numeric(tensor(types[0], "data"))
     if data.dtype.startswith(("int", "uint")):
-        if math.isfinite(attrs.a_min) and math.isfinite(attrs.a_max) \
-                and math.ceil(attrs.a_min) > math.floor(attrs.a_max):
-            fail(f"no integer lies in [a_min, a_max] = [{attrs.a_min}, {attrs.a_max}], so "
-                 f"{data.dtype} data cannot be clipped to it")
+        if (
+            math.isfinite(attrs.a_min)
+            and math.isfinite(attrs.a_max)
+            and math.ceil(attrs.a_min) > math.floor(attrs.a_max)
+        ):
+            fail(
+                f"no integer lies in [a_min, a_max] = [{attrs.a_min}, {attrs.a_max}], so "
+                f"{data.dtype} data cannot be clipped to it"
+            )
     return data
 
 
@@ -142,8 +150,10 @@ def clip(data, attrs):
     if data.dtype.kind == "f":
         lo, hi = np.asarray(attrs.a_min, data.dtype), np.asarray(attrs.a_max, data.dtype)
     else:
-        lo, hi = (np.asarray(b, data.dtype)
-                  for b in _int_bounds(data.dtype.name, attrs.a_min, attrs.a_max))
+        lo, hi = (
+            np.asarray(b, data.dtype)
+            for b in _int_bounds(data.dtype.name, attrs.a_min, attrs.a_max)
+        )
     return np.asarray(np.minimum(np.maximum(data, lo), hi))
 
 
@@ -286,4 +296,3 @@ def _where_rel(types, attrs) -> TensorType:
 def where(condition, x, y, attrs):
     """x where condition is true, else y; all three broadcast together (numpy.where)."""
     return np.asarray(np.where(condition, x, y))
-

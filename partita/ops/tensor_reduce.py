@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType
+from partita.ir.types import TensorType
+
 from .registry import Attrs, register_op
 from .relations import fail, tensor
 from .tensor import numeric
@@ -70,8 +71,10 @@ def _sum_rel(types, attrs) -> TensorType:
 def _mean_rel(types, attrs) -> TensorType:
     data = tensor(types[0], "data")
     if data.dtype not in ("float16", "float32"):
-        fail(f"mean needs float16 or float32 data, got {data.dtype} (for quantized data "
-             f"use qnn.mean, or cast first)")
+        fail(
+            f"mean needs float16 or float32 data, got {data.dtype} (for quantized data "
+            f"use qnn.mean, or cast first)"
+        )
     return _reduce_type(data, attrs)
 
 
@@ -114,8 +117,7 @@ def max_(data, attrs):
     return np.asarray(np.max(data, axis=axes, keepdims=attrs.keepdims))
 
 
-@register_op("argmax", inputs=("data",), attrs=ArgReduceAttrs, type_rel=_argmax_rel,
-             kind="reduce")
+@register_op("argmax", inputs=("data",), attrs=ArgReduceAttrs, type_rel=_argmax_rel, kind="reduce")
 def argmax(data, attrs):
     """int32 index of the largest element over the reduced axes (as in sum), a row-major index
     into the reduced axes taken together (TVM). Ties go to the first index, or the last with
@@ -129,4 +131,5 @@ def argmax(data, attrs):
     else:
         index = np.argmax(flat, axis=-1)
     return np.asarray(index, dtype=np.int32).reshape(
-        reduced_shape(data.shape, axes, attrs.keepdims))
+        reduced_shape(data.shape, axes, attrs.keepdims)
+    )

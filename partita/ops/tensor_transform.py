@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType, TupleType
+from partita.ir.types import TensorType, TupleType
+
 from .registry import Attrs, choice, register_op
 from .relations import fail, same_dtype, tensor, tuple_of_tensors
 
@@ -38,8 +39,10 @@ class ReshapeAttrs(Attrs):
     def validate(self) -> None:
         bad = [d for d in self.newshape if d < -1]
         if bad:
-            raise ValueError(f"newshape {self.newshape}: {bad[0]} is not a dimension (use -1 to "
-                             f"infer one dimension, 0 to copy the input's)")
+            raise ValueError(
+                f"newshape {self.newshape}: {bad[0]} is not a dimension (use -1 to "
+                f"infer one dimension, 0 to copy the input's)"
+            )
         if self.newshape.count(-1) > 1:
             raise ValueError(f"newshape {self.newshape} has more than one -1")
 
@@ -51,23 +54,28 @@ def reshape_shape(shape: tuple, newshape: tuple) -> tuple:
     for i, d in enumerate(newshape):
         if d == 0:
             if i >= len(shape):
-                fail(f"newshape {newshape} has 0 at position {i}, but the input {shape} has no "
-                     f"dimension {i} to copy")
+                fail(
+                    f"newshape {newshape} has 0 at position {i}, but the input {shape} has no "
+                    f"dimension {i} to copy"
+                )
             d = shape[i]
         out.append(d)
     size = math.prod(shape)
     if -1 in out:
         known = math.prod(d for d in out if d != -1)
         if known == 0:
-            fail(f"cannot reshape {shape} to {newshape}: the other dimensions multiply to 0, so "
-                 f"the -1 is ambiguous")
+            fail(
+                f"cannot reshape {shape} to {newshape}: the other dimensions multiply to 0, so "
+                f"the -1 is ambiguous"
+            )
         if size % known:
-            fail(f"cannot reshape {shape} ({size} elements) to {newshape}: no size for the -1 "
-                 f"makes {size} elements")
+            fail(
+                f"cannot reshape {shape} ({size} elements) to {newshape}: no size for the -1 "
+                f"makes {size} elements"
+            )
         out[out.index(-1)] = size // known
     elif math.prod(out) != size:
-        fail(f"cannot reshape {shape} ({size} elements) to {newshape} ({math.prod(out)} "
-             f"elements)")
+        fail(f"cannot reshape {shape} ({size} elements) to {newshape} ({math.prod(out)} elements)")
     return tuple(out)
 
 
@@ -76,8 +84,9 @@ def _reshape_rel(types, attrs) -> TensorType:
     return TensorType(reshape_shape(data.shape, attrs.newshape), data.dtype)
 
 
-@register_op("reshape", inputs=("data",), attrs=ReshapeAttrs, type_rel=_reshape_rel,
-             kind="injective")
+@register_op(
+    "reshape", inputs=("data",), attrs=ReshapeAttrs, type_rel=_reshape_rel, kind="injective"
+)
 def reshape(data, attrs):
     """Row-major reshape to ``newshape``; 0 copies the input dimension at the same position,
     one -1 is inferred (Relay). The element count must not change."""
@@ -106,8 +115,9 @@ def _transpose_rel(types, attrs) -> TensorType:
     return TensorType(tuple(data.shape[a] for a in perm), data.dtype)
 
 
-@register_op("transpose", inputs=("data",), attrs=TransposeAttrs, type_rel=_transpose_rel,
-             kind="injective")
+@register_op(
+    "transpose", inputs=("data",), attrs=TransposeAttrs, type_rel=_transpose_rel, kind="injective"
+)
 def transpose(data, attrs):
     """Output axis i is input axis axes[i] (negative axes count from the end); None or ()
     reverses the axes (Relay)."""
@@ -134,8 +144,9 @@ def _squeeze_rel(types, attrs) -> TensorType:
     return TensorType(_squeezed(data.shape, attrs.axis), data.dtype)
 
 
-@register_op("squeeze", inputs=("data",), attrs=SqueezeAttrs, type_rel=_squeeze_rel,
-             kind="injective")
+@register_op(
+    "squeeze", inputs=("data",), attrs=SqueezeAttrs, type_rel=_squeeze_rel, kind="injective"
+)
 def squeeze(data, attrs):
     """Drop the listed axes, which must have size 1; None drops every size-1 axis, () none."""
     return data.reshape(_squeezed(data.shape, attrs.axis))
@@ -154,8 +165,10 @@ class ExpandDimsAttrs(Attrs):
 def _expanded(shape: tuple, attrs) -> tuple:
     ndim, axis = len(shape), attrs.axis
     if not -ndim - 1 <= axis <= ndim:
-        fail(f"axis {axis} is out of range [{-ndim - 1}, {ndim}] for inserting into a tensor "
-             f"of rank {ndim}")
+        fail(
+            f"axis {axis} is out of range [{-ndim - 1}, {ndim}] for inserting into a tensor "
+            f"of rank {ndim}"
+        )
     axis = axis if axis >= 0 else axis + ndim + 1
     return shape[:axis] + (1,) * attrs.num_newaxis + shape[axis:]
 
@@ -165,8 +178,13 @@ def _expand_dims_rel(types, attrs) -> TensorType:
     return TensorType(_expanded(data.shape, attrs), data.dtype)
 
 
-@register_op("expand_dims", inputs=("data",), attrs=ExpandDimsAttrs, type_rel=_expand_dims_rel,
-             kind="injective")
+@register_op(
+    "expand_dims",
+    inputs=("data",),
+    attrs=ExpandDimsAttrs,
+    type_rel=_expand_dims_rel,
+    kind="injective",
+)
 def expand_dims(data, attrs):
     """Insert ``num_newaxis`` axes of size 1 at ``axis`` in [-ndim-1, ndim]; a negative axis
     counts from the end of the output (-1 appends)."""
@@ -195,11 +213,16 @@ def _concatenate_rel(types, attrs) -> TensorType:
         if any(d != e for i, (d, e) in enumerate(zip(f.shape, first.shape)) if i != axis):
             fail(f"shapes {shapes} differ outside axis {axis}")
     total = sum(f.shape[axis] for f in fields)
-    return TensorType(first.shape[:axis] + (total,) + first.shape[axis + 1:], dtype)
+    return TensorType(first.shape[:axis] + (total,) + first.shape[axis + 1 :], dtype)
 
 
-@register_op("concatenate", inputs=("data",), attrs=ConcatenateAttrs, type_rel=_concatenate_rel,
-             kind="injective")
+@register_op(
+    "concatenate",
+    inputs=("data",),
+    attrs=ConcatenateAttrs,
+    type_rel=_concatenate_rel,
+    kind="injective",
+)
 def concatenate(data, attrs):
     """Join the tensors of the tuple ``data`` along ``axis``; they share a dtype and all other
     dimensions."""
@@ -237,8 +260,9 @@ def _split_rel(types, attrs) -> TupleType:
     data = tensor(types[0], "data")
     axis, sizes = _split_sizes(data.shape, attrs)
     shape = data.shape
-    return TupleType([TensorType(shape[:axis] + (n,) + shape[axis + 1:], data.dtype)
-                      for n in sizes])
+    return TupleType(
+        [TensorType(shape[:axis] + (n,) + shape[axis + 1 :], data.dtype) for n in sizes]
+    )
 
 
 @register_op("split", inputs=("data",), attrs=SplitAttrs, type_rel=_split_rel, kind="injective")
@@ -269,8 +293,10 @@ class StridedSliceAttrs(Attrs):
         if self.slice_mode == "size" and any(s != 1 for s in strides):
             raise ValueError(f"slice_mode 'size' takes unit strides, got {strides}")
         if self.axes is not None and not (len(self.begin) == len(self.axes) >= len(strides)):
-            raise ValueError(f"begin and end need one entry per axis in axes {self.axes} "
-                             f"(strides at most one), got begin {self.begin}, strides {strides}")
+            raise ValueError(
+                f"begin and end need one entry per axis in axes {self.axes} "
+                f"(strides at most one), got begin {self.begin}, strides {strides}"
+            )
 
 
 def _canonical(index: int, dim: int, stride: int) -> int:
@@ -312,8 +338,13 @@ def _strided_slice_rel(types, attrs) -> TensorType:
     return TensorType([n for _, n, _ in slice_plan(data.shape, attrs)], data.dtype)
 
 
-@register_op("strided_slice", inputs=("data",), attrs=StridedSliceAttrs,
-             type_rel=_strided_slice_rel, kind="injective")
+@register_op(
+    "strided_slice",
+    inputs=("data",),
+    attrs=StridedSliceAttrs,
+    type_rel=_strided_slice_rel,
+    kind="injective",
+)
 def strided_slice(data, attrs):
     """data[begin:end:strides] per axis (Relay). Without ``axes``, begin/end/strides cover the
     leading axes (strides padded with 1). Negative indices count from the end; indices clamp to

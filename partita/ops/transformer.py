@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.types import TensorType, TupleType
+from partita.ir.types import TensorType, TupleType
+
 from .registry import Attrs, NoAttrs, choice, register_op
 from .relations import compare_rel, fail, float_only, normalize_axis, tensor
 

@@ -22,12 +22,13 @@ import dataclasses
 
 import numpy as np
 
-from ..errors import PartitaError
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem
-from ..ir.types import TensorType
-from ..ir.visitor import post_order
-from ..ops.registry import Op, get_op
+from partita.errors import PartitaError
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem
+from partita.ir.types import TensorType
+from partita.ir.visitor import post_order
+from partita.ops.registry import Op, get_op
+
 from .infer_type import infer_type
 from .infra import module_pass
 from .rewrite_util import is_opaque, rewrite_module, typed

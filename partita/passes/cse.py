@@ -10,9 +10,10 @@
 
 from __future__ import annotations
 
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Constant, Expr, GlobalVar, Tuple, TupleGetItem
-from ..ops.registry import Op
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Expr, GlobalVar, Tuple, TupleGetItem
+from partita.ops.registry import Op
+
 from .infra import module_pass
 from .rewrite_util import ScopedMutator, rewrite_module
 

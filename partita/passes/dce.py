@@ -10,9 +10,10 @@ are the function's interface, so functions are the only thing to remove.
 
 from __future__ import annotations
 
-from ..ir.module import IRModule
-from ..ir.nodes import Call, GlobalVar
-from ..ir.visitor import post_order
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, GlobalVar
+from partita.ir.visitor import post_order
+
 from .infra import module_pass
 
 

@@ -12,11 +12,12 @@ import logging
 
 import numpy as np
 
-from ..errors import PartitaError
-from ..ir.module import IRModule
-from ..ir.nodes import Constant, Expr, Tuple
-from ..ir.types import TensorType, TupleType
-from ..ops.registry import Op
+from partita.errors import PartitaError
+from partita.ir.module import IRModule
+from partita.ir.nodes import Constant, Expr, Tuple
+from partita.ir.types import TensorType, TupleType
+from partita.ops.registry import Op
+
 from .infra import module_pass
 from .rewrite_util import ScopedMutator, rewrite_module
 

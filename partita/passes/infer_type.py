@@ -5,14 +5,15 @@
 
 from __future__ import annotations
 
-from ..errors import PartitaError, TypeInferenceError
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ..ir.types import TensorType, TupleType, Type
-from ..ir.visitor import post_order
-from ..limits import MemoryBudgetError, check_shape
-from ..ops.registry import Op
+from partita.errors import PartitaError, TypeInferenceError
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir.types import TensorType, TupleType, Type
+from partita.ir.visitor import post_order
+from partita.limits import MemoryBudgetError, check_shape
+from partita.ops.registry import Op
+
 from .infra import module_pass
 
 

@@ -18,8 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import PartitaError
-from ..ir.module import IRModule
+from partita.errors import PartitaError
+from partita.ir.module import IRModule
 
 log = logging.getLogger("partita.passes")
 
@@ -55,8 +55,10 @@ class _FunctionBackedPass(Pass):
         allowed = [n for n, p in params.items() if p.default is not p.empty]
         for key in options:
             if key not in allowed:
-                raise PartitaError(f"pass {self.name}: unknown {what} {key!r} "
-                                   f"(allowed: {', '.join(allowed) or 'none'})")
+                raise PartitaError(
+                    f"pass {self.name}: unknown {what} {key!r} "
+                    f"(allowed: {', '.join(allowed) or 'none'})"
+                )
 
     def transform(self, mod, ctx):
         self._check_options(ctx.config.get(self.name, {}), "config key")
@@ -177,8 +179,14 @@ _local = threading.local()
 class PassContext:
     """Configuration for running passes; use as a context manager (``with PassContext(...)``)."""
 
-    def __init__(self, opt_level: int = 2, config: dict | None = None, instruments=None,
-                 disabled_pass=None, required_pass=None):
+    def __init__(
+        self,
+        opt_level: int = 2,
+        config: dict | None = None,
+        instruments=None,
+        disabled_pass=None,
+        required_pass=None,
+    ):
         self.opt_level = opt_level
         self.config = {k: dict(v) for k, v in (config or {}).items()}
         self.instruments = list(instruments or [])

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Expr, Function
-from ..ir.visitor import ExprMutator
-from ..ops.registry import Op
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Expr, Function
+from partita.ir.visitor import ExprMutator
+from partita.ops.registry import Op
+
 from .infer_type import infer_node_type
 
 # Functions whose bodies belong to a backend: their ops must stay as the patterns matched them.

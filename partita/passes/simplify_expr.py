@@ -14,9 +14,10 @@ import math
 
 import numpy as np
 
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Constant, Expr
-from ..ops.registry import Op, get_op
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Expr
+from partita.ops.registry import Op, get_op
+
 from .infer_type import infer_type
 from .infra import module_pass
 from .rewrite_util import ScopedMutator, is_op, rewrite_module, typed

@@ -14,8 +14,8 @@ from bisect import bisect_right
 
 import numpy as np
 
-from ..errors import ParseError
-from ..ir.span import Span
+from partita.errors import ParseError
+from partita.ir.span import Span
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _QUOTED = r'"(?:[^"\\\n]|\\.)*"'

@@ -13,11 +13,12 @@ import re
 
 import numpy as np
 
-from ..errors import AttrError, OpNotFoundError, ParseError, PartitaError
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ..ops.registry import get_op
+from partita.errors import AttrError, OpNotFoundError, ParseError, PartitaError
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ops.registry import get_op
+
 from .lexer import EOF, decode_literal, name_of
 from .values import TokenCursor
 

@@ -18,13 +18,14 @@ import dataclasses
 
 import numpy as np
 
-from ..errors import PartitaError
-from ..ir.gc_pause import gc_paused
-from ..ir.module import IRModule
-from ..ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem
-from ..ir.types import TensorType, TupleType, Type
-from ..ir.visitor import children, free_vars, post_order
-from ..ops.registry import Op
+from partita.errors import PartitaError
+from partita.ir.gc_pause import gc_paused
+from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem
+from partita.ir.types import TensorType, TupleType, Type
+from partita.ir.visitor import children, free_vars, post_order
+from partita.ops.registry import Op
+
 from .lexer import IDENTIFIER, encode_span, quote
 
 HEADER = '#[version = "0.0.5"]'

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import ParseError
-from ..ir.types import DTYPES, TensorType, TupleType
+from partita.errors import ParseError
+from partita.ir.types import DTYPES, TensorType, TupleType
+
 from .lexer import EOF, Tokens
 
 _ATTR_NUMBER = re.compile(r"(-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?)(f(?:16|32|64)?|[iu][0-9]+)?")
