@@ -1,7 +1,21 @@
 """The IR: immutable nodes, types, spans, modules, traversal and structural equality."""
 
+from .attrs import Attrs, NoAttrs
 from .module import IRModule
-from .nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var, const, var
+from .nodes import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
+    var,
+)
+from .op import get_op, list_ops, register_op
 from .span import Span
 from .structural import StructuralMismatch, assert_structural_equal, structural_equal
 from .types import DTYPES, TensorType, TupleType, Type
@@ -17,6 +31,12 @@ from .visitor import (
 )
 
 __all__ = [
+    "Attrs",
+    "NoAttrs",
+    "Op",
+    "get_op",
+    "list_ops",
+    "register_op",
     "Call",
     "Constant",
     "DTYPES",

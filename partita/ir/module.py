@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from partita.errors import PartitaError
 
-from .nodes import Expr, Function, GlobalVar
+from .nodes import TEXT_FORMAT, Expr, Function, GlobalVar
 from .visitor import free_vars
 
 
@@ -65,9 +65,8 @@ class IRModule:
         return IRModule(self.functions, self.attrs)
 
     def __str__(self):
-        from partita.text.printer import print_module
-
-        return print_module(self)
+        printer = TEXT_FORMAT.get("module")
+        return printer(self) if printer is not None else repr(self)
 
     def __repr__(self):
         return f"<IRModule {', '.join('@' + n for n in self.functions)}>"

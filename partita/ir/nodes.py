@@ -7,12 +7,20 @@ caching it on a shared node is sound, as Relay's ``checked_type_`` is).
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+
 import numpy as np
 
-from partita.errors import PartitaError
+from partita.errors import ArityError, AttrError, PartitaError
 
+from .attrs import Attrs, coerce
 from .span import Span
 from .types import TensorType, Type, check_dtype
+
+# How str() prints nodes and modules: the Relay text printer installs itself here when
+# partita.text is imported (``import partita`` does), so the IR never imports the text format.
+TEXT_FORMAT: dict = {}
 
 
 class Expr:
@@ -49,9 +57,8 @@ class Expr:
         return f"{text} ({self.span})" if self.span is not None else text
 
     def __str__(self):
-        from partita.text.printer import print_expr
-
-        return print_expr(self)
+        printer = TEXT_FORMAT.get("expr")
+        return printer(self) if printer is not None else repr(self)
 
     def __repr__(self):
         return f"<{self.short()}>"
@@ -70,10 +77,87 @@ class Expr:
         return _binary("divide", self, other)
 
 
-def _binary(name, a, b):
-    from partita.ops.registry import get_op
+class Op:
+    """A registered operator. Call it to build a Call node: ``get_op("nn.relu")(x)``."""
 
-    return Call(get_op(name), [a, const(b) if not isinstance(b, Expr) else b])
+    table: typing.ClassVar[dict[str, Op]] = {}  # name -> Op, filled by ir.op.register_op
+
+    __slots__ = (
+        "name",
+        "inputs",
+        "attrs_type",
+        "type_rel",
+        "impl",
+        "commutative",
+        "kind",
+        "doc",
+        "_hints",
+    )
+
+    def __init__(self, name, inputs, attrs_type, type_rel, impl, commutative, kind, doc):
+        self.name, self.inputs, self.attrs_type = name, tuple(inputs), attrs_type
+        self.type_rel, self.impl = type_rel, impl
+        self.commutative, self.kind, self.doc = commutative, kind, doc
+        self._hints = None
+
+    def __repr__(self):
+        return f"Op({self.name})"
+
+    def __call__(self, *args, span=None, **attrs):
+        args = [a if isinstance(a, Expr) else const(a) for a in args]
+        return Call(self, args, attrs or None, span=span)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.inputs)
+
+    def check_arity(self, n: int, span=None) -> None:
+        if n != len(self.inputs):
+            where = f" at {span}" if span is not None else ""
+            raise ArityError(
+                f"{self.name}{where} takes {len(self.inputs)} arguments "
+                f"({', '.join(self.inputs)}), got {n}"
+            )
+
+    def make_attrs(self, attrs, span=None):
+        """Validate and coerce ``attrs`` (None, a dict or a schema instance) into the schema."""
+        if isinstance(attrs, self.attrs_type):
+            return attrs
+        if attrs is None:
+            attrs = {}
+        elif isinstance(attrs, Attrs):
+            attrs = dataclasses.asdict(attrs)
+        where = f"{self.name}" + (f" ({span})" if span is not None else "")
+        if not isinstance(attrs, dict):
+            raise AttrError(f"{where}: attributes must be a dict, got {type(attrs).__name__}")
+        fields = {f.name: f for f in dataclasses.fields(self.attrs_type)}
+        unknown = [k for k in attrs if k not in fields]
+        if unknown:
+            allowed = ", ".join(fields) or "none"
+            raise AttrError(f"{where}: unknown attribute {unknown[0]!r} (allowed: {allowed})")
+        hints = self._type_hints()
+        values = {}
+        for name, f in fields.items():
+            if name not in attrs:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise AttrError(f"{where}: missing required attribute {name!r}")
+                continue
+            values[name] = coerce(attrs[name], hints[name], f, f"{where}: attribute {name!r}")
+        try:
+            result = self.attrs_type(**values)
+            result.validate()
+        except (ValueError, TypeError) as e:
+            raise AttrError(f"{where}: {e}") from None
+        return result
+
+    def _type_hints(self):
+        if self._hints is None:
+            self._hints = typing.get_type_hints(self.attrs_type)
+        return self._hints
+
+
+def _binary(name, a, b):
+    return Call(Op.table[name], [a, const(b) if not isinstance(b, Expr) else b])
 
 
 class Var(Expr):
@@ -152,8 +236,6 @@ class Call(Expr):
     __slots__ = ("op", "args", "attrs")
 
     def __init__(self, op, args, attrs=None, span: Span | None = None):
-        from partita.ops.registry import Op
-
         self._init(span)
         args = tuple(args)
         for i, a in enumerate(args):

@@ -1,5 +1,26 @@
-"""The op set: tensor ops, ``nn.*`` and ``qnn.*``, all in one registry."""
+"""The op set: tensor ops, ``nn.*`` and ``qnn.*``, all in one registry (partita.ir.op).
 
-from .registry import Attrs, NoAttrs, Op, choice, get_op, has_op, list_ops, register_op
+Importing this package registers every op; ``import partita`` does it first thing after the IR.
+"""
+
+from partita.ir.attrs import Attrs, NoAttrs, choice
+from partita.ir.nodes import Op
+from partita.ir.op import get_op, has_op, list_ops, register_op
+
+from . import (  # noqa: F401  (importing the definition modules registers their ops)
+    nn,
+    nn_conv,
+    nn_image,
+    nn_pool,
+    qnn,
+    qnn_elemwise,
+    qnn_lut,
+    qnn_pool,
+    qnn_transformer,
+    tensor,
+    tensor_reduce,
+    tensor_transform,
+    transformer,
+)
 
 __all__ = ["Attrs", "NoAttrs", "Op", "choice", "get_op", "has_op", "list_ops", "register_op"]
