@@ -27,11 +27,11 @@ _MAC_OPS = {
 
 
 def _type(e: Expr) -> Type:
-    if e._type is None:
+    if e.type_or_none is None:
         from partita.passes.infer_type import infer_type
 
         infer_type(e)
-    return e._type
+    return e.type_or_none
 
 
 def _prod(shape) -> int:

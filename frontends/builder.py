@@ -27,7 +27,7 @@ class NodeBuilder:
         args = [a if isinstance(a, Expr) else self.const(a) for a in args]
         try:
             node = Call(get_op(name), args, attrs or None, span=self.span)
-            node._set_type(node.op.type_rel([a.checked_type for a in args], node.attrs))
+            node.with_type(node.op.type_rel([a.checked_type for a in args], node.attrs))
         except PartitaError as e:
             self.fail(f"cannot build {name}: {e}")
         except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
@@ -43,10 +43,10 @@ class NodeBuilder:
     def tuple(self, fields) -> Tuple:
         fields = list(fields)
         node = Tuple(fields, span=self.span)
-        node._set_type(TupleType([f.checked_type for f in fields]))
+        node.with_type(TupleType([f.checked_type for f in fields]))
         return node
 
     def item(self, tup: Expr, index: int, span: Span | None = None) -> TupleGetItem:
         node = TupleGetItem(tup, index, span=span or self.span)
-        node._set_type(tup.checked_type.fields[index])
+        node.with_type(tup.checked_type.fields[index])
         return node

@@ -71,7 +71,7 @@ def unshare_dequantize(mod: IRModule) -> IRModule:
         for node in post_order(fn.body, enter_functions=False):
             memo[id(node)] = _copy_args(node, memo, dq)
         body = _fresh(fn.body, memo, dq)
-        new = fn if body is fn.body else Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
+        new = fn.with_body(body)
         infer_type(new)
         out[name] = new
     return IRModule(out, attrs=mod.attrs)

@@ -164,7 +164,7 @@ class _Evaluator:
 
 
 def _check_result(call: Call, out) -> None:
-    t = call._type
+    t = call.type_or_none
     if isinstance(t, TensorType):
         if not isinstance(out, np.ndarray) or out.shape != t.shape or out.dtype.name != t.dtype:
             got = f"{out.shape} {out.dtype}" if isinstance(out, np.ndarray) else type(out).__name__

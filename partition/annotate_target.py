@@ -15,18 +15,18 @@ from __future__ import annotations
 
 from partita.backends.registry import DEFAULT_HOST, Backend, find_backend, get_backend
 from partita.backends.verdict import run_check
-from partita.patterns.graph import Graph
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Function, Tuple, TupleGetItem
 from partita.ops.registry import Op
 from partita.passes.infra import Pass
 
-from .merge_composite import REFUSALS_KEY, TABLE_KEY, is_partition_function
 from .reasons import Explainer
-from .regions import Region, RegionBuilder, ensure_typed, flatten
+from .record import record_of, with_record
+from .regions import Region, RegionBuilder, flatten, map_open_functions
 
 
 class _Target:
@@ -70,26 +70,21 @@ class AnnotateTarget(Pass):
 
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        out = IRModule({}, mod.attrs)
-        entries = mod.attrs.get(TABLE_KEY)
+        record = record_of(mod)
+        entries = record.pattern_table
         if entries is None:
             entries = [e for t in self.targets for e in t.entries]
-        for gname, fn in mod.items():
-            if is_partition_function(fn):
-                out[gname] = fn
-                continue
-            ensure_typed(fn, mod)
+        names = [t.name for t in self.targets]
+
+        def annotate(_name: str, fn: Function) -> Function:
             flat, earlier = flatten(fn.body)
             graph = Graph(flat)
-            explainer = Explainer(
-                graph, entries, [t.name for t in self.targets], mod.attrs.get(REFUSALS_KEY)
-            )
+            explainer = Explainer(graph, entries, names, record.refusals)
             region_of = self._annotate(graph, explainer, earlier)
-            body = RegionBuilder(region_of).build(flat)
-            out[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
-        out.attrs.pop(TABLE_KEY, None)
-        out.attrs.pop(REFUSALS_KEY, None)
-        return out
+            return fn.with_body(RegionBuilder(region_of).build(flat))
+
+        out = map_open_functions(mod, annotate)
+        return with_record(out, pattern_table=None, refusals={})
 
     def _annotate(self, graph: Graph, explainer: Explainer, earlier: dict) -> dict:
         """``earlier``: an earlier run's accelerator placements, kept (TVM: running (A) then (B)

@@ -17,21 +17,19 @@ from __future__ import annotations
 
 from partita.backends.registry import normalize_table
 from partita.backends.verdict import run_check
-from partita.patterns.graph import Graph, node_key, type_new_nodes
 from partita.patterns.group import Group, region_of, region_problem
 from partita.patterns.matcher import Solver
 from partita.patterns.partition import extract_function
 
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import Graph, node_key
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Expr, Function
+from partita.passes.infer_type import infer_new_types
 from partita.passes.infra import Pass
 
-from .regions import UNIT_TYPES, copy_node, ensure_typed, value_children
-
-# Module attributes MergeComposite leaves for AnnotateTarget (explanations of CPU ops).
-TABLE_KEY = "partition.pattern_table"
-REFUSALS_KEY = "partition.refusals"
+from .record import with_record
+from .regions import UNIT_TYPES, copy_node, ensure_typed, is_partition_function, value_children
 
 
 class _Rule:
@@ -40,11 +38,6 @@ class _Rule:
     def __init__(self, entry):
         self.pattern, self.check, self.name = entry.pattern, entry.check, entry.name
         self.attrs = {"Composite": entry.name}
-
-
-def is_partition_function(fn: Function) -> bool:
-    """A function already lifted for a backend (PartitionGraph's output): passes leave it."""
-    return "Compiler" in fn.attrs
 
 
 class MergeComposite(Pass):
@@ -69,12 +62,8 @@ class MergeComposite(Pass):
                 continue
             ensure_typed(fn, mod)
             body = _merge_body(fn.body, rules, mod, counter, refusals, self.overrides)
-            out[gname] = (
-                fn if body is fn.body else Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
-            )
-        out.attrs[TABLE_KEY] = tuple(self.entries)
-        out.attrs[REFUSALS_KEY] = refusals
-        return out
+            out[gname] = fn.with_body(body)
+        return with_record(out, pattern_table=tuple(self.entries), refusals=refusals)
 
 
 def _claim(graph: Graph, rules: list, accept) -> list[Group]:
@@ -135,7 +124,7 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
             fn, inputs = extract_function(group, counter[0])
             counter[0] += 1
             call = Call(fn, [memo[id(x)] for x in inputs], span=node.span)
-            type_new_nodes(call, mod)  # its inputs are typed; its consumers copy their types
+            infer_new_types(call, mod)  # its inputs are typed; its consumers copy their types
             memo[key] = call
         elif key in inside:
             continue

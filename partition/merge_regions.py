@@ -21,21 +21,19 @@ merge.
 
 from __future__ import annotations
 
-from partita.patterns.graph import dataflow_order
-
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import Function
 from partita.passes.infra import Pass
 
-from .merge_composite import is_partition_function
 from .regions import (
     UNIT_TYPES,
     Region,
     RegionBuilder,
     RegionError,
-    ensure_typed,
     flatten,
+    map_open_functions,
     value_children,
 )
 
@@ -47,17 +45,12 @@ class MergeCompilerRegions(Pass):
 
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        out = IRModule({}, mod.attrs)
-        for gname, fn in mod.items():
-            if is_partition_function(fn):
-                out[gname] = fn
-                continue
-            ensure_typed(fn, mod)
+        def merge(_name: str, fn: Function) -> Function:
             flat, region_of = flatten(fn.body)
             merged = merge_regions(dataflow_order(flat), region_of)
-            body = RegionBuilder(merged).build(flat)
-            out[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
-        return out
+            return fn.with_body(RegionBuilder(merged).build(flat))
+
+        return map_open_functions(mod, merge)
 
 
 def merge_regions(order: list, region_of: dict[int, Region]) -> dict[int, Region]:

@@ -23,7 +23,7 @@ from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Expr, Function
 from partita.passes.infra import Pass
 
-from .merge_composite import is_partition_function
+from .record import Placement, with_record
 from .regions import (
     Region,
     RegionBuilder,
@@ -32,23 +32,8 @@ from .regions import (
     flatten,
     inline_body,
     is_composite_call,
+    is_partition_function,
 )
-
-PLACEMENT_KEY = "partition.placement"
-
-
-class Placement:
-    """What PartitionGraph knows that the partitioned module cannot say: the host's name and
-    why each host op is there (id(node) -> (node, reason); the record holds the nodes)."""
-
-    def __init__(self, host: str):
-        self.host = host
-        self.reasons: dict[int, tuple] = {}
-
-    def reason(self, node) -> str | None:
-        """Why ``node`` (of the partitioned module) stays on the host, if recorded."""
-        found = self.reasons.get(id(node))
-        return found[1] if found is not None and found[0] is node else None
 
 
 class _Lifter(RegionBuilder):
@@ -116,10 +101,9 @@ class PartitionGraph(Pass):
             lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
             body = lifter.build(flat)
             lifted.update(lifter.functions)
-            bodies[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
+            bodies[gname] = fn.with_body(body)
         out = IRModule({**bodies, **dict(sorted(lifted.items(), key=_symbol_order))}, mod.attrs)
-        out.attrs[PLACEMENT_KEY] = placement
-        return out
+        return with_record(out, placement=placement)
 
 
 def _symbol_order(item) -> tuple:

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 from partita.backends.cost import RegionStats, count_macs, type_bytes
 from partita.backends.registry import DEFAULT_HOST, find_backend
-from partita.patterns.graph import dataflow_order
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Function
 from partita.ir.visitor import post_order
 from partita.passes.infra import Pass
 
-from .merge_composite import is_partition_function
-from .regions import Region, RegionBuilder, ensure_typed, flatten, op_calls, unit_ops
+from .regions import Region, RegionBuilder, flatten, map_open_functions, op_calls, unit_ops
 
 
 class Overrides:
@@ -111,8 +110,8 @@ def region_stats(region: Region, members: list, inputs: list, outputs) -> Region
         region.target,
         source_ops(calls),
         sum(count_macs(c) for c in calls),
-        sum(type_bytes(i._type) for i in inputs),
-        sum(type_bytes(o._type) for o in outputs),
+        sum(type_bytes(i.type_or_none) for i in inputs),
+        sum(type_bytes(o.type_or_none) for o in outputs),
     )
 
 
@@ -130,29 +129,24 @@ class RegionPolicies(Pass):
 
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        out = IRModule({}, mod.attrs)
-        for gname, fn in mod.items():
-            if is_partition_function(fn):
-                out[gname] = fn
-                continue
-            ensure_typed(fn, mod)
-            flat, region_of = flatten(fn.body)
-            builder = RegionBuilder(region_of)
-            members, inputs, outputs = builder.regions(dataflow_order(flat), flat)
-            for key, nodes in members.items():
-                region = region_of[id(nodes[0])]
-                why = (
-                    None
-                    if region.host
-                    else self.refusal(
-                        region, region_stats(region, nodes, inputs[key], outputs[key].values())
-                    )
+        return map_open_functions(mod, self._apply)
+
+    def _apply(self, _name: str, fn: Function) -> Function:
+        flat, region_of = flatten(fn.body)
+        builder = RegionBuilder(region_of)
+        members, inputs, outputs = builder.regions(dataflow_order(flat), flat)
+        for key, nodes in members.items():
+            region = region_of[id(nodes[0])]
+            why = (
+                None
+                if region.host
+                else self.refusal(
+                    region, region_stats(region, nodes, inputs[key], outputs[key].values())
                 )
-                for node in nodes if why else ():
-                    region_of[id(node)] = Region(self.host, True, why)
-            body = RegionBuilder(region_of).build(flat)
-            out[gname] = Function(fn.params, body, fn.ret_type, fn.attrs, fn.span)
-        return out
+            )
+            for node in nodes if why else ():
+                region_of[id(node)] = Region(self.host, True, why)
+        return fn.with_body(RegionBuilder(region_of).build(flat))
 
     def refusal(self, region: Region, stats: RegionStats) -> str | None:
         """Why ``region`` goes back to the host, or None to keep it."""

@@ -13,10 +13,10 @@ from collections import deque
 
 from partita.backends.verdict import run_check
 from partita.patterns import OpPattern, pattern_text
-from partita.patterns.graph import Graph, node_key
 from partita.patterns.group import region_of, region_problem
 from partita.patterns.matcher import Solver
 
+from partita.ir.graph import Graph, node_key
 from partita.ir.nodes import Call, Expr
 from partita.ops.registry import Op
 

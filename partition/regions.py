@@ -15,12 +15,15 @@ Every stage is a valid module: it types, prints and interprets to the same bits.
 
 from __future__ import annotations
 
-from partita.patterns.graph import dataflow_order
+from collections.abc import Callable
 
 from partita.errors import PartitaError
+from partita.ir.graph import dataflow_order, map_functions
+from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TupleType
 from partita.ops.registry import Op
+from partita.passes.infer_type import infer_type
 
 UNIT_TYPES = (Call, Tuple, TupleGetItem)
 
@@ -82,8 +85,8 @@ def value_children(node: Expr) -> tuple:
 
 
 def _typed(node: Expr, ty) -> Expr:
-    if node._type is None and ty is not None:
-        node._set_type(ty)  # the write-once type cache; a copy has its original's type
+    if node.type_or_none is None and ty is not None:
+        node.with_type(ty)  # the write-once type cache; a copy has its original's type
     return node
 
 
@@ -100,7 +103,7 @@ def copy_node(node: Expr, new_kids: list) -> Expr:
         new = Tuple(new_kids, node.span)
     else:
         new = TupleGetItem(new_kids[0], node.index, node.span)
-    return _typed(new, node._type)
+    return _typed(new, node.type_or_none)
 
 
 def inline_body(fn: Function, args: list, roots: list, on_copy=None) -> list:
@@ -133,10 +136,24 @@ def inline_body(fn: Function, args: list, roots: list, on_copy=None) -> list:
 def ensure_typed(fn: Function, mod) -> None:
     """Type ``fn`` unless its body already has a type (InferType types bottom-up, and the
     partition passes give every node they build its type)."""
-    if fn.body._type is None:
-        from partita.passes.infer_type import infer_type
-
+    if fn.body.type_or_none is None:
         infer_type(fn, mod)
+
+
+def is_partition_function(fn: Function) -> bool:
+    """A function already lifted for a backend (PartitionGraph's output): passes leave it."""
+    return "Compiler" in fn.attrs
+
+
+def map_open_functions(mod: IRModule, rewrite: Callable[[str, Function], Function]) -> IRModule:
+    """``map_functions`` over the functions not yet lifted for a backend, each typed first: the
+    loop every partition pass runs."""
+
+    def one(name: str, fn: Function) -> Function:
+        ensure_typed(fn, mod)
+        return rewrite(name, fn)
+
+    return map_functions(mod, one, skip=is_partition_function)
 
 
 def flatten(body: Expr) -> tuple[Expr, dict[int, Region]]:
@@ -148,7 +165,7 @@ def flatten(body: Expr) -> tuple[Expr, dict[int, Region]]:
     def value(e):
         v = memo[id(e)]
         if type(v) is list:  # a multi-output region used as a whole: rebuild the tuple
-            v = memo[id(e)] = _typed(Tuple(v), e._type)
+            v = memo[id(e)] = _typed(Tuple(v), e.type_or_none)
         return v
 
     for node in dataflow_order(body):
@@ -283,7 +300,7 @@ class RegionBuilder:
         inner: dict[int, Expr] = {}
         params = []
         for k, node in enumerate(ins):
-            param = Var(f"{region.target}_{number}_i{k}", node._type)
+            param = Var(f"{region.target}_{number}_i{k}", node.type_or_none)
             params.append(param)
             inner[id(node)] = param
         for node in members:
@@ -292,24 +309,24 @@ class RegionBuilder:
         body = (
             results[0]
             if len(results) == 1
-            else _typed(Tuple(results), TupleType([r._type for r in results]))
+            else _typed(Tuple(results), TupleType([r.type_or_none for r in results]))
         )
         mode = self.mode(region)
         symbol = self.symbol(region) if mode == "global" else None
         fn = _typed(
             Function(params, body, None, self.function_attrs(region, len(results), symbol)),
-            body._type,
+            body.type_or_none,
         )
         callee = fn
         if symbol is not None:
             self.functions[symbol] = fn
-            callee = _typed(GlobalVar(symbol), body._type)
-        call = _typed(Call(callee, [outer[id(n)] for n in ins]), body._type)
+            callee = _typed(GlobalVar(symbol), body.type_or_none)
+        call = _typed(Call(callee, [outer[id(n)] for n in ins]), body.type_or_none)
         if len(results) == 1:
             outer[next(iter(outs))] = call
             return
         for i, k in enumerate(outs):
-            outer[k] = _typed(TupleGetItem(call, i), results[i]._type)
+            outer[k] = _typed(TupleGetItem(call, i), results[i].type_or_none)
 
 
 def _describe(item) -> str:

@@ -16,15 +16,15 @@ from dataclasses import asdict, dataclass, field
 
 from partita.backends.cost import count_macs
 from partita.backends.registry import DEFAULT_HOST
-from partita.patterns.graph import dataflow_order
 
 from partita.errors import PartitaError
+from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Function, GlobalVar
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_type
 
-from .partition_graph import PLACEMENT_KEY
+from .record import record_of
 
 
 @dataclass
@@ -181,7 +181,7 @@ def placement_report(mod: IRModule) -> PlacementReport:
     """The placement report of a partitioned module (see the module docstring)."""
     if not isinstance(mod, IRModule):
         raise PartitaError(f"placement_report takes an IRModule, got {type(mod).__name__}")
-    placement = mod.attrs.get(PLACEMENT_KEY)
+    placement = record_of(mod).placement
     host = placement.host if placement is not None else DEFAULT_HOST
     infer_type(mod["main"], mod)
     walk = _Walk(mod, host, placement)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Var
 from partita.ir.types import TensorType
 from partita.ops.registry import Op
+from partita.passes.infer_type import infer_new_types
 
 from .attrs import OP_LEVEL_ATTRS, normalize_value
-from .graph import type_new_nodes
 from .pattern import DataTypePattern, OpPattern, TypePattern
 
 _PERMS: dict[str, tuple | None] = {}
@@ -78,14 +78,14 @@ def type_of(e) -> object:
     """``e``'s type, inferring it if needed; None when it cannot be typed."""
     if not isinstance(e, Expr):
         return None
-    if e._type is None and not isinstance(e, (Var, GlobalVar, Function)):
+    if e.type_or_none is None and not isinstance(e, (Var, GlobalVar, Function)):
         from partita.errors import PartitaError
 
         try:
-            type_new_nodes(e)
+            infer_new_types(e)
         except PartitaError:
             return None
-    return e._type
+    return e.type_or_none
 
 
 def type_mismatch(p, e) -> str | None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Expr, Function
 
 from .checks import describe
-from .graph import Graph
 from .matcher import Solver
 from .pattern import (
     AltPattern,

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from partita.ir.graph import Graph, node_key
 from partita.ir.nodes import Constant, Expr, Function
 
 from .checks import describe
-from .graph import Graph, node_key
 from .matcher import Solver
 from .pattern import ConstantPattern, ExprPattern, Pattern, VarPattern, WildcardPattern, _PostCheck
 

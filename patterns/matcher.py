@@ -13,6 +13,7 @@ The search runs on an explicit goal list and choice stack, never on Python's cal
 from __future__ import annotations
 
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import Graph, function_bodies, node_key
 from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from partita.ir.structural import structural_equal
 from partita.ir.visitor import free_vars
@@ -27,7 +28,6 @@ from .checks import (
     op_mismatch,
     type_mismatch,
 )
-from .graph import Graph, function_bodies, node_key
 from .pattern import (
     AltPattern,
     AttrPattern,

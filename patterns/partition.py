@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import Graph, function_bodies, rebuild
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
+from partita.passes.infer_type import infer_new_types
 
-from .graph import Graph, function_bodies, rebuild, type_new_nodes
 from .group import Group, RuleIndex, group_matches
 from .pattern import Pattern, PatternError
 from .rewrite import _rebuild_node
@@ -99,13 +100,13 @@ def _partition_body(body: Expr, index: RuleIndex, mod, counter: list) -> Expr:
         memo[id(node)] = Call(fn, [memo[id(x)] for x in inputs], span=node.span)
     out = memo[id(body)]
     if typed:
-        type_new_nodes(out, mod)
+        infer_new_types(out, mod)
     return out
 
 
 def _try_type(body: Expr, mod) -> bool:
     try:
-        type_new_nodes(body, mod)
+        infer_new_types(body, mod)
         return True
     except PartitaError:
         return False
@@ -129,7 +130,7 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
             if key in embedded or type(node) is Function:
                 done[key] = node  # an is_constant() weight, or a composite called inside
             else:
-                param = Var(f"FunctionVar_{number}_{len(params)}", node._type)
+                param = Var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
                 params.append(param)
                 inputs.append(node)
                 done[key] = param

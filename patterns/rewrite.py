@@ -27,13 +27,14 @@ from dataclasses import dataclass
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import Graph, function_bodies, rebuild
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
+from partita.passes.infer_type import infer_new_types
 from partita.passes.infra import Pass, module_pass
 
 from .checks import describe
-from .graph import Graph, function_bodies, rebuild, type_new_nodes
 from .group import RuleIndex, group_matches
 from .matcher import Match
 from .pattern import Pattern, PatternError, capture_names
@@ -267,7 +268,7 @@ def rewrite(
     sink = _trace_sink(trace)
     bodies = {}
     for name, _fn, body in function_bodies(expr_or_mod):
-        typed = body._type is not None
+        typed = body.type_or_none is not None
         new = _fixed_point(steps, body, mod, max_iterations, sink)
         if new is not body:
             _retype(new, mod, name, strict=typed)
@@ -448,7 +449,7 @@ def _same_node(a: Expr, b: Expr) -> bool:
 
 def _type_for_matching(root: Expr, mod) -> None:
     try:
-        type_new_nodes(root, mod)
+        infer_new_types(root, mod)
     except PartitaError as e:
         raise RewriteError(
             f"a rule requires types, but the graph does not type-check: {e}"
@@ -458,7 +459,7 @@ def _type_for_matching(root: Expr, mod) -> None:
 def _retype(root: Expr, mod, name, strict: bool) -> None:
     """Type the result; an untyped input (free vars without annotations) may stay untyped."""
     try:
-        type_new_nodes(root, mod)
+        infer_new_types(root, mod)
     except PartitaError as e:
         if not strict:
             return

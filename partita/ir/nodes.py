@@ -48,8 +48,14 @@ class Expr:
     def type_or_none(self) -> Type | None:
         return self._type
 
-    def _set_type(self, ty: Type) -> None:
+    def with_type(self, ty: Type) -> Expr:
+        """Record the type of this node (the one InferType infers) and return the node.
+
+        Types are a cache written once per node, not part of its identity: a pass that builds a
+        node whose type it knows (a copy of a typed node, a rewrite of the same shape) records it
+        here instead of re-running InferType over the graph."""
         object.__setattr__(self, "_type", ty)
+        return self
 
     def short(self) -> str:
         """A one-line description for error messages."""
@@ -178,7 +184,7 @@ class Var(Expr):
         object.__setattr__(self, "name_hint", name_hint)
         object.__setattr__(self, "type_annotation", type_annotation)
         if type_annotation is not None:
-            self._set_type(type_annotation)
+            self.with_type(type_annotation)
 
     def short(self):
         return f"%{self.name_hint}"
@@ -202,7 +208,7 @@ class Constant(Expr):
             arr = arr.copy()
             arr.flags.writeable = False
         object.__setattr__(self, "data", arr)
-        self._set_type(TensorType(arr.shape, arr.dtype.name))
+        self.with_type(TensorType(arr.shape, arr.dtype.name))
 
     def short(self):
         t = self._type
@@ -317,6 +323,13 @@ class Function(Expr):
         object.__setattr__(self, "body", body)
         object.__setattr__(self, "ret_type", ret_type)
         object.__setattr__(self, "attrs", _FrozenDict(attrs))
+
+    def with_body(self, body: Expr) -> Function:
+        """This function with ``body`` (itself when ``body`` is its body): same params, return
+        type, attributes and span."""
+        if body is self.body:
+            return self
+        return Function(self.params, body, self.ret_type, self.attrs, self.span)
 
     def with_attr(self, key: str, value) -> Function:
         """A copy of this function with one attribute added or replaced."""

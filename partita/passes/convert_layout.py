@@ -190,7 +190,7 @@ class _Converter:
         body = self.original(fn.body)
         if body is fn.body:
             return fn
-        return typed(Function(fn.params, body, fn.ret_type, fn.attrs, fn.span), self.mod)
+        return typed(fn.with_body(body), self.mod)
 
     def convert_call(self, call: Call):
         handler = HANDLERS.get(call.op.name)

@@ -99,8 +99,8 @@ def _is_constant(e: Expr) -> bool:
 
 def _const_type(e: Expr):
     if isinstance(e, Constant):
-        return e._type
-    return TupleType([f._type for f in e.fields])
+        return e.type_or_none
+    return TupleType([f.type_or_none for f in e.fields])
 
 
 def _size(t) -> int:

@@ -10,7 +10,7 @@ from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TensorType, TupleType, Type
-from partita.ir.visitor import post_order
+from partita.ir.visitor import children, post_order
 from partita.limits import MemoryBudgetError, check_shape
 from partita.ops.registry import Op
 
@@ -22,53 +22,80 @@ def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     """Type ``expr`` and everything under it (in place: types are write-once caches); return its
     type. Calls to global functions need ``mod``."""
     for node in post_order(expr):
-        if node._type is None or isinstance(node, Function):
+        if node.type_or_none is None or isinstance(node, Function):
             infer_node_type(node, mod)
-    return expr._type
+    return expr.type_or_none
+
+
+def infer_new_types(root: Expr, mod: IRModule | None = None) -> None:
+    """Type the nodes under ``root`` that have no type yet, without walking the typed part.
+
+    A typed node's inputs are all typed (types are inferred bottom-up), so after a rewrite only
+    the rebuilt nodes need inferring; ``infer_type`` would walk the whole graph again.
+    """
+    pending: list[Expr] = []
+    state: dict[int, bool] = {}
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        key = id(node)
+        if key not in state:
+            state[key] = False
+            kids = [k for k in children(node) if k.type_or_none is None and id(k) not in state]
+            if kids:
+                stack.extend(reversed(kids))
+                continue
+        stack.pop()
+        if not state[key]:
+            state[key] = True
+            pending.append(node)
+    for node in pending:
+        if node.type_or_none is None or type(node) is Function:
+            infer_node_type(node, mod)
 
 
 def infer_node_type(node: Expr, mod: IRModule | None = None) -> None:
     """Type one node whose children are already typed (the per-node step of InferType, for
     rewrites that re-type only the nodes they built)."""
     if isinstance(node, Call):
-        node._set_type(_call_type(node, mod))
+        node.with_type(_call_type(node, mod))
     elif isinstance(node, Tuple):
-        node._set_type(TupleType([f._type for f in node.fields]))
+        node.with_type(TupleType([f.type_or_none for f in node.fields]))
     elif isinstance(node, TupleGetItem):
-        t = node.tuple_value._type
+        t = node.tuple_value.type_or_none
         if not isinstance(t, TupleType):
             raise TypeInferenceError(f"{_where(node)}: indexing .{node.index} of a non-tuple {t}")
         if not 0 <= node.index < len(t.fields):
             raise TypeInferenceError(
                 f"{_where(node)}: index {node.index} out of range for a tuple of {len(t.fields)}"
             )
-        node._set_type(t.fields[node.index])
+        node.with_type(t.fields[node.index])
     elif isinstance(node, Var):
         raise TypeInferenceError(
             f"variable %{node.name_hint} has no type annotation; give it "
             f"one, e.g. %{node.name_hint}: Tensor[(1, 224, 224, 3), int8]"
         )
     elif isinstance(node, Function):
-        body_t = node.body._type
+        body_t = node.body.type_or_none
         if node.ret_type is not None and node.ret_type != body_t:
             name = node.attrs.get("global_symbol") or node.attrs.get("Composite") or "function"
             raise TypeInferenceError(
                 f"{name}: declared return type {node.ret_type} but the body has type {body_t}"
             )
         # A Function's own type is its result type; the params are read off the node.
-        if node._type is None:
-            node._set_type(body_t)
+        if node.type_or_none is None:
+            node.with_type(body_t)
     elif isinstance(node, GlobalVar):
         if mod is None:
             raise TypeInferenceError(f"@{node.name_hint} used outside a module")
         fn = mod[node.name_hint]
-        node._set_type(infer_type(fn, mod))
+        node.with_type(infer_type(fn, mod))
     elif isinstance(node, Constant):
         pass  # typed at construction
 
 
 def _call_type(call: Call, mod) -> Type:
-    arg_types = [a._type for a in call.args]
+    arg_types = [a.type_or_none for a in call.args]
     op = call.op
     if isinstance(op, Op):
         op.check_arity(len(call.args), call.span)
@@ -99,7 +126,7 @@ def _call_type(call: Call, mod) -> Type:
                 f"{_where(call)}: argument for %{p.name_hint} has type {t}, "
                 f"expected {p.type_annotation}"
             )
-    return fn._type if fn._type is not None else infer_type(fn, mod)
+    return fn.type_or_none if fn.type_or_none is not None else infer_type(fn, mod)
 
 
 def _check_budget(ty) -> None:
@@ -132,7 +159,7 @@ def InferType(mod: IRModule, ctx) -> IRModule:
 
 def tensor_type(expr: Expr) -> TensorType:
     """The inferred TensorType of ``expr`` (inferring it if needed)."""
-    t = expr._type if expr._type is not None else infer_type(expr)
+    t = expr.type_or_none if expr.type_or_none is not None else infer_type(expr)
     if not isinstance(t, TensorType):
         raise PartitaError(f"{expr.short()} is a tuple, not a tensor")
     return t

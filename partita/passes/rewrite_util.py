@@ -53,6 +53,6 @@ def rewrite_module(mod: IRModule, make_mutator) -> IRModule:
 def typed(e: Expr, mod: IRModule | None = None) -> Expr:
     """``e`` with its type inferred from its (already typed) children: constant time, unlike
     ``infer_type``, which walks the whole sub-graph."""
-    if e._type is None:
+    if e.type_or_none is None:
         infer_node_type(e, mod)
     return e

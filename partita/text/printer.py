@@ -181,8 +181,8 @@ class _Printer:
 
     def _comments(self, node) -> str:
         text = ""
-        if node._type is not None and type(node) in _TYPED:
-            text = f" /* ty={self._type(node._type)} */"
+        if node.type_or_none is not None and type(node) in _TYPED:
+            text = f" /* ty={self._type(node.type_or_none)} */"
         return text + self._span(node) if node.span is not None else text
 
     def _function(self, fn: Function, indent: int, hoisted=()) -> str:
@@ -220,7 +220,7 @@ class _Printer:
         return "%" + (name if IDENTIFIER.fullmatch(name) else quote(name))
 
     def _ret(self, fn: Function) -> str:
-        ret = fn.ret_type if fn.ret_type is not None else fn._type
+        ret = fn.ret_type if fn.ret_type is not None else fn.type_or_none
         return f" -> {self._type(ret)}" if ret is not None else ""
 
     def _call(self, call: Call) -> str:

@@ -1,0 +1,128 @@
+"""The public graph API that passes, patterns, partitioning and backends share.
+
+A function body as a dataflow graph: nodes in post-order (``dataflow_order``), their users and
+positions (``Graph``), the key an index files a node under (``node_key``), and the helpers that
+rebuild a module function by function (``map_functions``). Composite functions called inline are
+opaque here: their bodies are regions a partition already carved out, so a dataflow walk never
+enters them (``visitor.post_order`` does, for passes that must).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from partita.errors import PartitaError
+
+from .module import IRModule
+from .nodes import Call, Expr, Function, Tuple, TupleGetItem
+
+
+def node_key(e: Expr) -> str:
+    """The index key of a node: its op name for op calls, else its kind (``"Tuple"``, ...)."""
+    if type(e) is Call and not isinstance(e.op, Expr):
+        return e.op.name
+    return type(e).__name__
+
+
+def value_inputs(node: Expr) -> tuple:
+    """What ``node`` consumes in the dataflow graph: a call's args (and the composite it calls),
+    a tuple's fields, a projection's tuple; nothing for leaves and functions."""
+    t = type(node)
+    if t is Call:
+        return node.args if type(node.op) is not Function else (node.op, *node.args)
+    if t is Tuple:
+        return node.fields
+    if t is TupleGetItem:
+        return (node.tuple_value,)
+    return ()
+
+
+def dataflow_order(root: Expr) -> list[Expr]:
+    """Every node under ``root`` once, each after its inputs, without entering called functions
+    (a Function ``root`` contributes its params and body)."""
+    order: list[Expr] = []
+    state: dict[int, bool] = {}
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        key = id(node)
+        done = state.get(key)
+        if done is None:
+            state[key] = False
+            kids = (*node.params, node.body) if node is root and type(node) is Function else None
+            pending = [k for k in (kids or value_inputs(node)) if id(k) not in state]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+        stack.pop()
+        if not done:
+            state[key] = True
+            order.append(node)
+    return order
+
+
+class Graph:
+    """One function body: post-order, positions and (lazily) users of every node."""
+
+    def __init__(self, root: Expr):
+        self.root = root
+        self.order: list[Expr] = dataflow_order(root)
+        self._pos: dict[int, int] | None = None
+        self._users: dict[int, list[Expr]] | None = None
+
+    @property
+    def pos(self) -> dict[int, int]:
+        """id(node) -> its index in ``order``."""
+        if self._pos is None:
+            self._pos = {id(n): i for i, n in enumerate(self.order)}
+        return self._pos
+
+    @property
+    def users(self) -> dict[int, list[Expr]]:
+        """id(node) -> the nodes that use it (once per use: ``add(x, x)`` uses x twice)."""
+        if self._users is None:
+            users: dict[int, list[Expr]] = {}
+            for node in self.order:
+                for kid in value_inputs(node):
+                    users.setdefault(id(kid), []).append(node)
+            self._users = users
+        return self._users
+
+
+def function_bodies(expr_or_mod) -> list[tuple]:
+    """``(name, function_or_None, body)`` for a module's functions, a Function or an expression."""
+    if isinstance(expr_or_mod, IRModule):
+        return [(name, fn, fn.body) for name, fn in expr_or_mod.items()]
+    if isinstance(expr_or_mod, Function):
+        return [(None, expr_or_mod, expr_or_mod.body)]
+    if isinstance(expr_or_mod, Expr):
+        return [(None, None, expr_or_mod)]
+    raise PartitaError(
+        f"expected an IRModule, a Function or an expression, got {type(expr_or_mod).__name__}"
+    )
+
+
+def rebuild(expr_or_mod, bodies: dict):
+    """The input with each function body replaced by ``bodies[name]`` (same params and attrs);
+    ``name`` is None for a lone Function or expression."""
+    if isinstance(expr_or_mod, IRModule):
+        out = IRModule({}, expr_or_mod.attrs)
+        for name, fn in expr_or_mod.items():
+            out[name] = fn.with_body(bodies[name])
+        return out
+    if isinstance(expr_or_mod, Function):
+        return expr_or_mod.with_body(bodies[None])
+    return bodies[None]
+
+
+def map_functions(
+    mod: IRModule,
+    fn: Callable[[str, Function], Function],
+    skip: Callable[[Function], bool] = lambda f: False,
+) -> IRModule:
+    """A new module with ``fn(name, function)`` for every function ``skip`` does not exclude
+    (kept as is), in the module's order, with the module's attrs."""
+    out = IRModule({}, mod.attrs)
+    for name, func in mod.items():
+        out[name] = func if skip(func) else fn(name, func)
+    return out
