@@ -17,6 +17,7 @@ and the line of a generated list of supported ops.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -76,11 +77,27 @@ def as_verdict(result, check=None) -> Verdict:
     )
 
 
-def run_check(check, expr) -> Verdict:
-    """Call ``check(expr)`` and return its Verdict; a check that raises becomes a CheckError
-    naming the check and the node."""
+def takes_match(check) -> bool:
+    """Whether ``check`` wants the match too: ``check(root, match)`` (a second positional
+    parameter, or one named ``match``) rather than ``check(root)``."""
+    if isinstance(check, (Constraint, AllOf)):
+        return True
     try:
-        result = check(expr)
+        params = list(inspect.signature(check).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.name == "match" for p in positional[1:2]):
+        return True
+    return len(positional) >= 2 and positional[1].default is inspect.Parameter.empty
+
+
+def run_check(check, expr, match=None) -> Verdict:
+    """Call ``check(expr)`` — or ``check(expr, match)`` when the check takes the match (its
+    named captures: ``match["weights"]``) and one is given — and return its Verdict; a check that
+    raises becomes a CheckError naming the check and the node."""
+    try:
+        result = check(expr, match) if match is not None and takes_match(check) else check(expr)
     except PartitaError:
         raise
     except Exception as exc:  # a backend's check: say which one failed and where
@@ -99,8 +116,8 @@ class Constraint:
         self.name = getattr(fn, "__name__", "constraint")
         self.__doc__ = fn.__doc__ or requirement
 
-    def __call__(self, expr) -> Verdict:
-        verdict = run_check(self.fn, expr)
+    def __call__(self, expr, match=None) -> Verdict:
+        verdict = run_check(self.fn, expr, match)
         if verdict.ok:
             return Verdict(True)
         detail = verdict.reason if verdict.reason != f"{self.name} returned False" else ""
@@ -135,9 +152,9 @@ class AllOf:
                 raise CheckError(f"all_of() takes checks (callables), got {c!r}")
         self.name = name or " and ".join(check_name(c) for c in self.checks) or "all_of()"
 
-    def __call__(self, expr) -> Verdict:
+    def __call__(self, expr, match=None) -> Verdict:
         for c in self.checks:
-            verdict = run_check(c, expr)
+            verdict = run_check(c, expr, match)
             if not verdict.ok:
                 return verdict
         return Verdict(True)

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from partita.backends.registry import normalize_table
 from partita.backends.verdict import run_check
-from partita.patterns.group import Group, region_of, region_problem
-from partita.patterns.matcher import Solver
-from partita.patterns.partition import extract_function
+from partita.patterns.claims import Claim, Claimer
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph, node_key
@@ -66,15 +64,15 @@ class MergeComposite(Pass):
         return with_record(out, pattern_table=tuple(self.entries), refusals=refusals)
 
 
-def _claim(graph: Graph, rules: list, accept) -> list[Group]:
+def _claim(graph: Graph, rules: list, accept) -> list[Claim]:
     """Each rule in table order claims its matches, from the output down, among the nodes no
     earlier rule claimed (so an earlier entry wins everywhere, as in Relay)."""
     by_key: dict[str, list] = {}
     for node in reversed(graph.order):
         by_key.setdefault(node_key(node), []).append(node)
     claimed: set[int] = set()
-    groups = []
-    solver = Solver(lambda: graph)
+    claims: list[Claim] = []
+    claimer = Claimer(graph)
     for rule in rules:
         keys = rule.pattern.root_keys()
         candidates = (
@@ -86,26 +84,29 @@ def _claim(graph: Graph, rules: list, accept) -> list[Group]:
         for node in candidates:
             if id(node) in claimed or type(node) not in UNIT_TYPES:
                 continue
-            if not solver.run(rule.pattern, node):
-                continue
-            interior, inputs, embedded = region_of(solver.binds, node)
-            if region_problem(node, interior, graph, claimed) or not accept(rule, node, interior):
-                continue
-            claimed.update(interior)
-            groups.append(Group(rule, node, solver.binds, interior, inputs, embedded, True))
-    return groups
+            found = claimer.claim(rule.pattern, node, claimed, rule)
+            if found is not None and not found.problem and accept(rule, found):
+                claimed.update(found.interior)
+                claims.append(found)
+    return claims
 
 
 def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, overrides) -> Expr:
     graph = Graph(body)
     refused: dict[int, tuple] = {}  # id(old node) -> (old node, reason), first refusal wins
 
-    def accept(rule, root, interior) -> bool:
-        forced = overrides.forced_any(interior.values()) if overrides else None
-        verdict = None if forced else run_check(rule.check, root) if rule.check else True
+    def accept(rule, claim: Claim) -> bool:
+        forced = overrides.forced_any(claim.interior.values()) if overrides else None
+        verdict = (
+            None
+            if forced
+            else run_check(rule.check, claim.root, claim.match)
+            if rule.check
+            else True
+        )
         if forced or not verdict:
             why = forced or verdict.reason or f"the check of {rule.name} refused"
-            for k, node in interior.items():
+            for k, node in claim.interior.items():
                 refused.setdefault(k, (node, f"{rule.name}: {why}"))
             return False
         return True
@@ -121,7 +122,7 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
         key = id(node)
         group = by_root.get(key)
         if group is not None:
-            fn, inputs = extract_function(group, counter[0])
+            fn, inputs = group.to_function(counter[0])
             counter[0] += 1
             call = Call(fn, [memo[id(x)] for x in inputs], span=node.span)
             infer_new_types(call, mod)  # its inputs are typed; its consumers copy their types

@@ -13,8 +13,7 @@ from collections import deque
 
 from partita.backends.verdict import run_check
 from partita.patterns import OpPattern, pattern_text
-from partita.patterns.group import region_of, region_problem
-from partita.patterns.matcher import Solver
+from partita.patterns.claims import Claimer
 
 from partita.ir.graph import Graph, node_key
 from partita.ir.nodes import Call, Expr
@@ -117,22 +116,19 @@ class Explainer:
     def _try(self, entry, root: Call, node: Call):
         """A reason string when ``entry`` matches through ``node``; else (binds node, depth,
         text) for the deepest partial match, or None."""
-        graph = self.graph
-        solver = Solver(lambda: graph, record=True)
-        if solver.run(entry.pattern, root):
-            binds = solver.binds
-            interior = region_of(binds, root)[0]
-            if id(node) not in interior:
+        claimer = Claimer(self.graph, explain=True)
+        found = claimer.claim(entry.pattern, root, set())
+        if found is not None:
+            if id(node) not in found.interior:
                 return None
-            problem = region_problem(root, interior, self.graph, set())
-            if problem:
-                return f"{entry.name} matches at {describe(root)}, but {problem}"
+            if found.problem:
+                return f"{entry.name} matches at {describe(root)}, but {found.problem}"
             if entry.check is not None:
-                verdict = run_check(entry.check, root)
+                verdict = run_check(entry.check, root, found.match)
                 if not verdict.ok:
                     return f"{entry.name}: {verdict.reason}"
             return f"{entry.name} matches at {describe(root)}, but another composite took part"
-        depth, failed_p, failed_e, why, binds = solver.best
+        depth, failed_p, failed_e, why, binds = claimer.nearest
         through = any(v is node for v in binds.values())
         text = (
             f"{entry.name} at {describe(root)} ({depth} sub-patterns matched, then "

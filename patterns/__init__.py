@@ -5,6 +5,7 @@
 See docs/rewrites.md for examples.
 """
 
+from .claims import Claim, Claimer
 from .explain import Explanation, explain, pattern_text
 from .matcher import Match, find, match
 from .partition import partition, partition_table
@@ -47,6 +48,8 @@ from .rewrite import (
 )
 
 __all__ = [
+    "Claim",
+    "Claimer",
     "AltPattern",
     "AttrPattern",
     "CallPattern",

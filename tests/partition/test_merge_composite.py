@@ -78,6 +78,32 @@ def test_a_check_gets_the_matched_expression_and_a_refusal_frees_the_nodes():
     assert composites(out) == ["acc.add"]
 
 
+def test_a_check_that_takes_the_match_gets_the_named_captures():
+    """``check(root, match)``: the captures of the pattern, by name, as a backend's check needs
+    them (the add under the relu); a one-argument check or one whose second parameter has a
+    default still gets the root alone."""
+    pattern = is_op("nn.relu")(is_op("add")(wildcard(), wildcard()).named("sum"))
+    seen = {}
+
+    def wants_captures(root, match):
+        seen["captures"] = {k: v.op.name for k, v in match.captures.items()}
+        seen["root"] = match.root is root
+        return match["sum"].args[0].name_hint == "x"
+
+    def has_option(root, strict=False):
+        seen["strict"] = strict
+        return True
+
+    out = MergeComposite([("acc.add_relu", pattern, wants_captures)])(P.parse(BEFORE))
+    assert seen == {"captures": {"sum": "add"}, "root": True}
+    assert composites(out) == ["acc.add_relu"]
+    MergeComposite([("acc.add_relu", pattern, has_option)])(P.parse(BEFORE))
+    assert seen["strict"] is False
+    refused = passes([("acc.add_relu", pattern, lambda root, match: match["sum"] is root)], ["acc"])
+    report = {r.name: r.reason for r in placement_report(refused(P.parse(BEFORE))).rows}
+    assert report["a"] == "acc.add_relu: <lambda> returned False"
+
+
 def test_a_refused_composite_explains_the_cpu_ops():
     def refuse(root):
         return Verdict(False, "Batch size must be 1 (got 2)")

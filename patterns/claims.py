@@ -1,0 +1,78 @@
+"""Claims: the interface partitioning builds on (partition/ imports this module, nothing deeper).
+
+A *claim* is a match that a partitioner takes as one unit: the matched root, the bindings (named
+captures among them), the *interior* (the nodes the unit replaces), its *inputs* (what leaf
+patterns bound) and the constants that stay *embedded*. A match can be claimed when no interior
+node already belongs to another claim and no interior value is used outside the match
+(group.py's rules, shared with ``rewrite`` and ``pattern.partition``).
+
+    claimer = Claimer(graph)
+    found = claimer.claim(rule.pattern, node, claimed)       # None when it does not match
+    if found and not found.problem and check(node, found.match):
+        fn, inputs = found.to_function(number)               # the unit as a Function
+
+``check(root, match)`` is how a backend's check sees the claim: the root and the ``Match`` with its
+captures (``match["weights"]``); checks written for the root alone still work (backends.verdict).
+"""
+
+from __future__ import annotations
+
+from partita.ir.graph import Graph
+from partita.ir.nodes import Expr, Function
+
+from .group import Group, region_of, region_problem
+from .matcher import Match, Solver
+from .partition import extract_function
+
+
+class Claim(Group):
+    """A match taken as one unit (see the module docstring)."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, rule, root, bindings, interior, inputs, embedded, problem):
+        super().__init__(rule, root, bindings, interior, inputs, embedded, True)
+        self.problem = problem  # why it cannot be taken (overlap, value used outside), or None
+
+    @property
+    def match(self) -> Match:
+        """The match behind the claim: its root and its captures by name."""
+        return Match(self.root, self.bindings)
+
+    def to_function(self, number: int) -> tuple[Function, list[Expr]]:
+        """The claim as a Function of its inputs (``FunctionVar_<number>_<k>`` params), and the
+        inputs in parameter order."""
+        return extract_function(self, number)
+
+
+class Claimer:
+    """Matches patterns at nodes of one graph and tells whether each match can be claimed.
+
+    ``explain=True`` keeps, after a failed ``claim``, the deepest partial match in ``nearest``:
+    ``(depth, failed sub-pattern, failed expression, why, bindings)``.
+    """
+
+    def __init__(self, graph: Graph, explain: bool = False):
+        self.graph = graph
+        self._solver = Solver(lambda: graph, record=explain)
+
+    def match(self, pattern, root: Expr) -> Match | None:
+        """The match of ``pattern`` rooted at ``root``, or None."""
+        if not self._solver.run(pattern, root):
+            return None
+        return Match(root, self._solver.binds)
+
+    @property
+    def nearest(self):
+        return self._solver.best
+
+    def claim(self, pattern, root: Expr, claimed: set, rule=None) -> Claim | None:
+        """``pattern``'s match at ``root`` as a claim, or None when it does not match; the claim's
+        ``problem`` says why it cannot be taken (an interior node in ``claimed``, or an interior
+        value used outside the match), else it is None."""
+        found = self.match(pattern, root)
+        if found is None:
+            return None
+        interior, inputs, embedded = region_of(found.bindings, root)
+        problem = region_problem(root, interior, self.graph, claimed)
+        return Claim(rule, root, found.bindings, interior, inputs, embedded, problem)
