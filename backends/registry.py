@@ -23,6 +23,7 @@ import importlib.util
 import inspect
 import logging
 import pkgutil
+import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -420,8 +421,7 @@ def describe_backends() -> list[dict]:
 
 def list_backends() -> list[str]:
     """The names of every backend that can be looked up (without loading them)."""
-    from . import __path__ as here
-
+    here = sys.modules[__package__].__path__  # the package's folders (tests may add one)
     names = set(_REGISTRY) | {DEFAULT_HOST}
     names.update(m.name for m in pkgutil.iter_modules(here) if m.ispkg)
     try:

@@ -59,10 +59,9 @@ from partita.partition import partition_for, placement_report
 # isort: split
 from partita.runtime import Executable, load
 from partita.scale import evaluate, sweep
+from partita.version import __version__ as __version__
 
 from .build import build
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ArityError",

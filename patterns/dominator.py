@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from partita.ir.nodes import Call, Expr, Tuple, TupleGetItem
 
+from .checks import describe
+
 
 def inputs_of(e: Expr) -> tuple:
     """The data inputs of a node (a call's arguments, a tuple's fields, an item's tuple)."""
@@ -37,8 +39,6 @@ def check_dominator(s, p, child: Expr):
 
 def _search_down(s, p, child):
     """Walk inputs from the child: the parent (bound into the match) and candidate path nodes."""
-    from .matcher import Solver
-
     parent, region = None, []
     seen = {id(child)}
     stack = [child]
@@ -50,7 +50,7 @@ def _search_down(s, p, child):
             if parent is None and _commit(s, p.parent, x):
                 parent = x
                 continue
-            if inputs_of(x) and Solver(s.graph_fn).run(p.path, x):
+            if inputs_of(x) and type(s)(s.graph_fn).run(p.path, x):
                 seen.add(id(x))
                 region.append(x)
                 stack.append(x)
@@ -59,9 +59,7 @@ def _search_down(s, p, child):
 
 def _commit(s, pattern, x) -> bool:
     """Match ``pattern`` at ``x`` consistently with the match so far, keeping its bindings."""
-    from .matcher import Solver
-
-    sub = Solver(s.graph_fn)
+    sub = type(s)(s.graph_fn)
     if not sub.run(pattern, x, seed=s.binds):
         return False
     for key in sub.trail:
@@ -81,8 +79,6 @@ def _reaching(s, region, parent) -> set:
 
 
 def _check_users(s, parent, child, kept):
-    from .checks import describe
-
     users = s.graph().users
     allowed = {id(n) for n in kept}
     seen, stack = {id(parent)}, [parent]

@@ -23,6 +23,7 @@ from partita.ir.nodes import Expr, Function
 from .checks import describe
 from .matcher import Solver
 from .pattern import (
+    ENGINE,
     AltPattern,
     AttrPattern,
     CallPattern,
@@ -208,3 +209,6 @@ def _wrapper_text(p: Pattern, sub) -> str:
     if isinstance(p, DominatorPattern):
         return f"dominates({sub(p.parent)}, {sub(p.path)}, {sub(p.child)})"
     return type(p).__name__
+
+
+ENGINE["pattern_text"] = pattern_text

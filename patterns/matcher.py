@@ -28,7 +28,9 @@ from .checks import (
     op_mismatch,
     type_mismatch,
 )
+from .dominator import check_dominator
 from .pattern import (
+    ENGINE,
     AltPattern,
     AttrPattern,
     CallPattern,
@@ -364,8 +366,6 @@ def _dominator(s: Solver, p: DominatorPattern, e, rest):
 
 
 def _dominator_post(s: Solver, p: DominatorPattern, e, rest):
-    from .dominator import check_dominator
-
     found = check_dominator(s, p, e)
     if isinstance(found, str):
         return s.fail(p, e, lambda: found)
@@ -392,3 +392,6 @@ _STEP = {
     DominatorPattern: _dominator,
 }
 _POST = {PredicatePattern: _predicate_post, DominatorPattern: _dominator_post}
+
+
+ENGINE.update(match=match, find=find)

@@ -23,7 +23,7 @@ from partita.ops.registry import Op
 from partita.passes.infer_type import infer_new_types
 
 from .group import Group, RuleIndex, group_matches
-from .pattern import Pattern, PatternError
+from .pattern import ENGINE, Pattern, PatternError
 from .rewrite import _rebuild_node
 
 
@@ -175,3 +175,6 @@ def _name_part(node: Expr) -> str:
     if type(node) is TupleGetItem:
         return f"TupleGetItem{node.index}_"
     return ""
+
+
+ENGINE["partition"] = partition

@@ -18,6 +18,11 @@ from partita.ops.registry import Op, get_op
 
 from .attrs import check_attr_names, normalize_value
 
+# Matching, partitioning and printing sit above the language: matcher.py, partition.py and
+# explain.py import this module and install their entry points here, and partita.patterns imports
+# all three; so ``pattern.match(expr)`` and ``repr(pattern)`` work without an import loop.
+ENGINE: dict[str, Callable] = {}
+
 
 class PatternError(PartitaError):
     """A pattern that cannot be built or used (bad arguments, unknown attribute, ...)."""
@@ -103,21 +108,15 @@ class Pattern:
     # ---- use ------------------------------------------------------------------------------
     def match(self, expr: Expr) -> bool:
         """True if this pattern matches with ``expr`` as its root."""
-        from .matcher import match
-
-        return match(self, expr) is not None
+        return ENGINE["match"](self, expr) is not None
 
     def find(self, expr_or_mod) -> list:
         """Every node where this pattern matches (overlapping matches included), as Match."""
-        from .matcher import find
-
-        return find(self, expr_or_mod)
+        return ENGINE["find"](self, expr_or_mod)
 
     def partition(self, expr_or_mod, attrs: dict | None = None, check=None):
         """Wrap each match in a function (Relay's ``partition``); see partita.patterns.partition."""
-        from .partition import partition
-
-        return partition(self, expr_or_mod, attrs, check)
+        return ENGINE["partition"](self, expr_or_mod, attrs, check)
 
     # ---- introspection ----------------------------------------------------------------------
     def children(self) -> tuple:
@@ -128,9 +127,7 @@ class Pattern:
         return None
 
     def __repr__(self):
-        from .explain import pattern_text
-
-        return pattern_text(self)
+        return ENGINE["pattern_text"](self)
 
 
 # ---- leaves ----------------------------------------------------------------------------------

@@ -44,10 +44,18 @@ def modules():
             yield ".".join([package, *parts]), path, path.name == "__init__.py"
 
 
-def imports(module: str, path: Path, is_package: bool):
+def imports(module: str, path: Path, is_package: bool, runtime_only: bool = False):
+    """(imported module, line) for every import in the file; ``runtime_only`` leaves out the
+    imports under ``if TYPE_CHECKING:`` (annotations only: they never run)."""
     tree = ast.parse(path.read_text())
     base = module.split(".") if is_package else module.split(".")[:-1]
+    skipped = set()
+    for node in ast.walk(tree) if runtime_only else ():
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            skipped.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, node.lineno
@@ -64,13 +72,13 @@ def imports(module: str, path: Path, is_package: bool):
 
 
 def _is_module(name: str) -> bool:
-    parts = name.split(".")
-    for folder, package in FOLDERS.items():
-        if name == package or name.startswith(package + "."):
-            rest = name[len(package) :].lstrip(".").split(".") if name != package else []
-            path = ROOT / folder / Path(*rest) if rest else ROOT / folder
-            return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
-    return len(parts) == 1
+    owners = [(f, p) for f, p in FOLDERS.items() if name == p or name.startswith(p + ".")]
+    if not owners:
+        return "." not in name
+    folder, package = max(owners, key=lambda fp: len(fp[1]))  # partita.frontends before partita
+    rest = name[len(package) :].lstrip(".").split(".") if name != package else []
+    path = ROOT / folder / Path(*rest) if rest else ROOT / folder
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
 
 
 def test_no_upward_imports_and_frontends_and_partition_stay_apart():
@@ -109,3 +117,19 @@ def test_relative_imports_stay_in_their_folder():
             if node.level > 1 or "." in (node.module or "") or not beside:
                 problems.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not problems, "relative imports leaving their folder:\n" + "\n".join(problems)
+
+
+def test_no_import_cycles():
+    """No module imports itself back through others, at module level or inside a function (a
+    loop hidden behind a function-level import is still a loop). A package's own ``__init__``
+    re-exporting its modules does not count as an edge back from them."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    known = {name: (path, is_package) for name, path, is_package in modules()}
+    for name, (path, is_package) in known.items():
+        for target, _line in imports(name, path, is_package, runtime_only=True):
+            if target in known and target != name and not name.startswith(target + "."):
+                graph.add_edge(name, target)
+    loops = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not loops, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in loops)

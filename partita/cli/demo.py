@@ -70,7 +70,7 @@ def tflite_outputs(model_path, images: np.ndarray) -> np.ndarray | None:
 
 def run_demo(out, target: str | None = None, limit: int | None = None, say=print) -> int:
     """Compile, run, check; write the summary to ``out``. Returns the exit status."""
-    import partita
+    from partita.build import build
     from partita.frontends import from_tflite
 
     target, note = choose_target(target)
@@ -82,7 +82,7 @@ def run_demo(out, target: str | None = None, limit: int | None = None, say=print
     if limit:
         images, labels = images[:limit], labels[:limit]
     start = time.perf_counter()
-    exe = partita.build(from_tflite(str(model)), target)
+    exe = build(from_tflite(str(model)), target)
     compile_s = time.perf_counter() - start
     out.write(f"model: {MODEL} (int8 MobileNetV2, {len(images)} held-out digits)\n")
     out.write(f"target: {target!r}, compiled in {compile_s:.2f} s\n")

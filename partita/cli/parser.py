@@ -197,7 +197,7 @@ def _add_scale(commands) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from partita import __version__
+    from partita.version import __version__
 
     parser = argparse.ArgumentParser(
         prog="partita",

@@ -8,7 +8,6 @@ come back through their backend's ``load`` hook, which does not compile again).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import zipfile
@@ -20,86 +19,21 @@ from partita.backends.registry import get_backend
 from partita.errors import ModelFileError, PartitaError
 from partita.ir import TensorType
 from partita.runtime.executable import Executable, Port, Step
+from partita.runtime.writer import (  # noqa: F401  (save_executable: re-exported)
+    COMMENT,
+    FORMAT,
+    MANIFEST,
+    VERSION,
+    _sha,
+    executable_bytes,
+    save_executable,
+)
 
-FORMAT = "partita-executable"
-VERSION = 1
-MANIFEST = "manifest.json"
-COMMENT = b"partita-executable sha256="
 MAX_MEMBER_BYTES = 1 << 32  # refuse members that claim more than 4 GiB before reading them
 
 
 class ArtifactError(ModelFileError):
     """A saved executable that cannot be loaded: not one, another version, tampered, truncated."""
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _npy(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    return buf.getvalue()
-
-
-def _port(p: Port) -> dict:
-    return {"name": p.name, "shape": list(p.type.shape), "dtype": p.type.dtype, "slot": p.slot}
-
-
-def save_executable(exe: Executable, path) -> None:
-    """Write ``exe`` to ``path`` (see the module docstring); atomic (a temporary file renamed)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(executable_bytes(exe))
-    tmp.replace(path)
-
-
-def executable_bytes(exe: Executable) -> bytes:
-    """The saved file's bytes: what travels to a worker process or a Ray task."""
-    from partita import __version__
-
-    members: dict[str, bytes] = {}
-    constants = []
-    for slot, array in sorted(exe.constants.items()):
-        name = f"constants/{slot}.npy"
-        members[name] = _npy(array)
-        constants.append({"slot": slot, "member": name})
-    steps = []
-    for i, step in enumerate(exe.steps):
-        name = f"regions/{i}_{step.symbol}.{step.target}.bin"
-        members[name] = step.region.to_bytes()
-        steps.append(
-            {
-                "target": step.target,
-                "symbol": step.symbol,
-                "member": name,
-                "inputs": list(step.inputs),
-                "outputs": list(step.outputs),
-                "release": list(step.release),
-                "host": step.host,
-            }
-        )
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "partita": __version__,
-        "target": exe.target,
-        "n_slots": exe.n_slots,
-        "inputs": [_port(p) for p in exe.inputs],
-        "outputs": [_port(p) for p in exe.outputs],
-        "constants": constants,
-        "steps": steps,
-        "report": exe.report.to_dict() if exe.report is not None else None,
-        "members": {name: _sha(data) for name, data in members.items()},
-    }
-    manifest_bytes = json.dumps(manifest, indent=1).encode()
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr(MANIFEST, manifest_bytes)
-        for name, data in members.items():
-            z.writestr(name, data)
-        z.comment = COMMENT + _sha(manifest_bytes).encode()
-    return buf.getvalue()
 
 
 def load_executable(path) -> Executable:

@@ -23,6 +23,7 @@ from partita.backends.compiled import CompiledRegion
 from partita.errors import PartitaError
 from partita.ir import TensorType
 from partita.runtime.profile import Profile, StepProfile
+from partita.runtime.writer import executable_bytes, save_executable
 
 
 class InputError(PartitaError):
@@ -217,14 +218,10 @@ class Executable:
 
     def save(self, path) -> None:
         """Write the executable to one file (docs/file-format.md)."""
-        from partita.runtime.artifact import save_executable
-
         save_executable(self, path)
 
     def to_bytes(self) -> bytes:
         """The bytes ``save`` writes; ``partita.runtime.load_bytes`` reads them back."""
-        from partita.runtime.artifact import executable_bytes
-
         return executable_bytes(self)
 
 

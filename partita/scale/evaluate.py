@@ -120,7 +120,7 @@ def evaluate(
     on_progress=None,
 ) -> dict:
     """Run every sample; accuracy (with labels), agreement with the reference, throughput."""
-    import partita
+    from partita.build import build
     from partita.cli.models import load_model
     from partita.scale.engines import get_engine
 
@@ -131,16 +131,14 @@ def evaluate(
         inputs = inputs[:limit]
         labels = labels[:limit] if labels is not None else None
     mod = load_model(path)
-    exe = partita.build(mod, target)
+    exe = build(mod, target)
     want = exe.input_types[0]
     if inputs.dtype != np.dtype(want.dtype) or tuple(inputs.shape[1:]) != tuple(want.shape[1:]):
         raise PartitaError(
             f"the data's samples are {inputs.shape[1:]} {inputs.dtype}; the model takes {want}"
         )
     kind = _choose_reference(path, reference)
-    ref_blob = (
-        path.read_bytes() if kind in ("tflite", "onnx") else partita.build(mod, "ref").to_bytes()
-    )
+    ref_blob = path.read_bytes() if kind in ("tflite", "onnx") else build(mod, "ref").to_bytes()
     blob = exe.to_bytes()
     jobs = {i: (blob, inputs[i : i + chunk], kind, ref_blob) for i in range(0, len(inputs), chunk)}
     results, interrupted, start = {}, False, time.perf_counter()

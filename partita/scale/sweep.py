@@ -56,11 +56,11 @@ def _frontend(name: str):
 
 def sweep_point(name: str, model: bytes, target: str, seed: int = 0) -> dict:
     """One point (runs in a worker): import, build, profile one seeded random input."""
-    import partita
+    from partita.build import build
     from partita.partition import parse_target
 
     start = time.perf_counter()
-    exe = partita.build(_frontend(name)(model), target)
+    exe = build(_frontend(name)(model), target)
     compile_s = time.perf_counter() - start
     rng = np.random.default_rng(seed)
     inputs = [_random(rng, t) for t in exe.input_types]
