@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from partita.errors import PartitaError
-from partita.ir.graph import dataflow_order, map_functions
+from partita.ir.graph import dataflow_order, map_functions, with_inputs
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TupleType
@@ -92,18 +92,9 @@ def _typed(node: Expr, ty) -> Expr:
 
 def copy_node(node: Expr, new_kids: list) -> Expr:
     """``node`` with new data inputs (itself when none changed), keeping span and type."""
-    old = value_children(node)
-    if all(a is b for a, b in zip(new_kids, old)):
-        return node
-    t = type(node)
-    if t is Call:
-        attrs = node.attrs if isinstance(node.op, Op) else None
-        new = Call(node.op, new_kids, attrs, node.span)
-    elif t is Tuple:
-        new = Tuple(new_kids, node.span)
-    else:
-        new = TupleGetItem(new_kids[0], node.index, node.span)
-    return _typed(new, node.type_or_none)
+    callee = [node.op] if type(node) is Call and type(node.op) is Function else []
+    new = with_inputs(node, callee + list(new_kids))
+    return new if new is node else _typed(new, node.type_or_none)
 
 
 def inline_body(fn: Function, args: list, roots: list, on_copy=None) -> list:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import Graph, function_bodies, rebuild
+from partita.ir.graph import Graph, function_bodies, rebuild, value_inputs, with_inputs
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
@@ -361,23 +361,7 @@ def _apply(step: _Step, group, pre: Expr, post: Expr, memo: dict):
 
 def _rebuild_node(node: Expr, memo: dict) -> Expr:
     """``node`` with its children replaced by their rewritten versions (itself if none changed)."""
-    t = type(node)
-    if t is Call:
-        args = [memo[id(a)] for a in node.args]
-        op = node.op
-        new_op = memo.get(id(op), op) if type(op) is Function else op
-        if new_op is op and all(a is b for a, b in zip(args, node.args)):
-            return node
-        return Call(new_op, args, node.attrs if isinstance(new_op, Op) else None, node.span)
-    if t is Tuple:
-        fields = [memo[id(f)] for f in node.fields]
-        if all(a is b for a, b in zip(fields, node.fields)):
-            return node
-        return Tuple(fields, node.span)
-    if t is TupleGetItem:
-        value = memo[id(node.tuple_value)]
-        return node if value is node.tuple_value else TupleGetItem(value, node.index, node.span)
-    return node
+    return with_inputs(node, [memo.get(id(k), k) for k in value_inputs(node)])
 
 
 def graft(out: Expr, memo: dict, produced: set, pre: Expr, post: Expr) -> Expr:

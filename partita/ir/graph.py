@@ -37,6 +37,23 @@ def value_inputs(node: Expr) -> tuple:
     return ()
 
 
+def with_inputs(node: Expr, inputs) -> Expr:
+    """``node`` with its ``value_inputs`` replaced by ``inputs`` (same order), or ``node`` itself
+    when none changed; span kept, type left for the caller (a rewrite may change it)."""
+    inputs = list(inputs)
+    if all(a is b for a, b in zip(inputs, value_inputs(node))):
+        return node
+    t = type(node)
+    if t is Call:
+        op, args = (inputs[0], inputs[1:]) if type(node.op) is Function else (node.op, inputs)
+        return Call(op, args, node.attrs if not isinstance(op, Expr) else None, node.span)
+    if t is Tuple:
+        return Tuple(inputs, node.span)
+    if t is TupleGetItem:
+        return TupleGetItem(inputs[0], node.index, node.span)
+    return node
+
+
 def dataflow_order(root: Expr) -> list[Expr]:
     """Every node under ``root`` once, each after its inputs, without entering called functions
     (a Function ``root`` contributes its params and body)."""
