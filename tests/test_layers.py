@@ -26,7 +26,13 @@ LAYERS = [  # (prefix, layer): the longest matching prefix decides
     ("partita.partition", 2),
     ("partita.backends", 3),
     ("partita.patterns", 4),
-    ("partita", 5),
+    ("partita", 5),  # passes, interpreter: the top of the core
+    ("partita.text", 6),
+    ("partita.ops", 7),
+    ("partita.ir", 8),
+    ("partita.errors", 9),
+    ("partita.limits", 9),
+    ("partita.version", 9),
 ]
 EXEMPT = {"partita"}  # partita/__init__.py only re-exports, core first and build last
 
