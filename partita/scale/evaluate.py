@@ -24,7 +24,10 @@ _LOADED: dict[str, object] = {}  # per worker process: executables by the hash o
 
 def load_data(data) -> tuple[np.ndarray, np.ndarray | None]:
     """``"digits"`` (the shipped test set), an .npz path (inputs under ``images``/``inputs``/
-    ``x`` or the first array; labels under ``labels``/``y``), or ``(inputs, labels)``."""
+    ``x`` or the first array; labels under ``labels``/``y``), ``(inputs, labels)`` or an array
+    of inputs."""
+    if isinstance(data, np.ndarray):
+        return data, None
     if isinstance(data, tuple):
         return np.asarray(data[0]), None if data[1] is None else np.asarray(data[1])
     if data == "digits":

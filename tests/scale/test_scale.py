@@ -154,3 +154,36 @@ def _random_npz(tmp_path):
     path = tmp_path / "samples.npz"
     np.savez(path, x=rng.integers(-128, 128, (6, 128, 128, 3), dtype=np.int8))
     return path
+
+
+class _InterruptedAfterOne:
+    """An engine whose user presses Ctrl-C after the first finished job."""
+
+    name = "interrupted"
+
+    def __init__(self):
+        self.inner = get_engine("local:1")
+
+    def run(self, task, jobs):
+        for n, item in enumerate(self.inner.run(task, jobs)):
+            if n == 1:
+                raise KeyboardInterrupt
+            yield item
+
+
+def test_ctrl_c_stops_a_sweep_and_an_eval_cleanly_and_keeps_what_finished(
+    capsys, tmp_path, monkeypatch
+):
+    import partita.cli as cli
+    import partita.scale as scale
+
+    monkeypatch.setattr(scale, "get_engine", lambda *a, **k: _InterruptedAfterOne())
+    status = cli.main(["sweep", *map(str, MODELS), "-t", "ref", "--json", "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    records = json.loads(captured.out)
+    assert status == 1 and [r["model"] for r in records] == [MODELS[0].name]
+    assert "interrupted: 1 of 2 points finished" in captured.err and "--resume" in captured.err
+    assert len((tmp_path / "sweep.jsonl").read_text().splitlines()) == 1
+    data = np.load(_random_npz(tmp_path))["x"]
+    result = evaluate(MODELS[0], data, "ref", engine=_InterruptedAfterOne(), chunk=2)
+    assert result["interrupted"] is True and result["samples"] == 2
