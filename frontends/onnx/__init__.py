@@ -7,7 +7,15 @@ with ONNX Runtime's semantics, and QDQ groups are rewritten into qnn ops by fron
 See docs/onnx.md.
 """
 
-from .errors import ONNXConversionError, ONNXError, ONNXFormatError, UnsupportedOperatorError
+from partita.frontends.errors import (
+    ONNXConversionError,
+    ONNXError,
+    ONNXFormatError,
+)
+from partita.frontends.errors import (
+    ONNXUnsupportedOperatorError as UnsupportedOperatorError,
+)
+
 from .frontend import from_onnx
 from .table import CONVERTERS
 

@@ -7,10 +7,9 @@ import numpy as np
 import onnx
 from onnx import helper
 from partita.frontends.builder import NodeBuilder
+from partita.frontends.errors import ONNXConversionError
 
 from partita.ir import Call, Constant, Expr, Span
-
-from .errors import ONNXConversionError
 
 QDTYPES = ("int8", "uint8", "int16")
 

@@ -9,13 +9,20 @@ from collections.abc import Mapping
 
 import numpy as np
 import onnx
+from partita.frontends.errors import (
+    ONNXConversionError,
+    ONNXError,
+    ONNXFormatError,
+)
+from partita.frontends.errors import (
+    ONNXUnsupportedOperatorError as UnsupportedOperatorError,
+)
 
 from partita.errors import PartitaError
 from partita.ir import Call, Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
 from partita.passes.infer_type import infer_type
 
 from .context import NodeContext, Unsupported
-from .errors import ONNXConversionError, ONNXError, ONNXFormatError, UnsupportedOperatorError
 from .ort_fusion import ort_unfused_nodes
 from .reader import DTYPES, Model, input_type, load, read
 from .table import CONVERTERS

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import numpy_helper
+from partita.frontends.errors import ONNXError, ONNXFormatError
 
 from partita.limits import check_shape
-
-from .errors import ONNXError, ONNXFormatError
 
 MIN_OPSET = 13
 MAX_OPSET = onnx.defs.onnx_opset_version()
@@ -24,8 +23,17 @@ DOMAINS = {"": "ai.onnx", "ai.onnx": "ai.onnx", "com.microsoft": "com.microsoft"
 MAX_FILE_BYTES = 2**31  # protobuf's own limit
 
 # ONNX TensorProto.DataType -> numpy dtype name (the ones partita can hold).
-DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
-          10: "float16", 11: "float64"}
+DTYPES = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+}
 
 
 @dataclass
@@ -45,8 +53,10 @@ def load(path_or_model) -> onnx.ModelProto:
     if isinstance(path_or_model, (bytes, bytearray, memoryview)):
         return _parse(bytes(path_or_model), "the given bytes")
     if not isinstance(path_or_model, (str, os.PathLike)):
-        raise ONNXError(f"from_onnx takes a path, bytes or an onnx.ModelProto, not "
-                        f"{type(path_or_model).__name__}")
+        raise ONNXError(
+            f"from_onnx takes a path, bytes or an onnx.ModelProto, not "
+            f"{type(path_or_model).__name__}"
+        )
     path = os.fspath(path_or_model)
     try:
         if os.path.getsize(path) > MAX_FILE_BYTES:
@@ -73,8 +83,9 @@ def _parse(data: bytes, what: str) -> onnx.ModelProto:
     try:
         model.ParseFromString(data)
     except Exception as e:  # noqa: BLE001 - DecodeError and friends from the protobuf runtime
-        raise ONNXFormatError(f"{what} is not an ONNX model (protobuf decoding failed: "
-                              f"{type(e).__name__}: {e})") from None
+        raise ONNXFormatError(
+            f"{what} is not an ONNX model (protobuf decoding failed: {type(e).__name__}: {e})"
+        ) from None
     if not model.HasField("graph") or not (model.graph.node or model.graph.output):
         raise ONNXFormatError(f"{what} is not an ONNX model (it has no graph)")
     return model
@@ -108,20 +119,27 @@ def _opsets(proto: onnx.ModelProto) -> dict[str, int]:
         raise ONNXFormatError("the model imports no version of the default ONNX opset")
     v = opsets["ai.onnx"]
     if not MIN_OPSET <= v <= MAX_OPSET:
-        raise ONNXFormatError(f"the model uses ONNX opset {v}; partita reads opsets {MIN_OPSET} to "
-                              f"{MAX_OPSET} (convert older models with "
-                              f"onnx.version_converter.convert_version)")
+        raise ONNXFormatError(
+            f"the model uses ONNX opset {v}; partita reads opsets {MIN_OPSET} to "
+            f"{MAX_OPSET} (convert older models with "
+            f"onnx.version_converter.convert_version)"
+        )
     return opsets
 
 
 def to_array(t: onnx.TensorProto, what: str) -> np.ndarray:
     """A TensorProto's data as a read-only numpy array."""
     if _external(t):
-        raise ONNXFormatError(f"{what} keeps its data in an external file that was not loaded "
-                              f"(pass the model's path, not its bytes)")
+        raise ONNXFormatError(
+            f"{what} keeps its data in an external file that was not loaded "
+            f"(pass the model's path, not its bytes)"
+        )
     if t.data_type not in DTYPES:
-        name = onnx.TensorProto.DataType.Name(t.data_type) if t.data_type in \
-            onnx.TensorProto.DataType.values() else str(t.data_type)
+        name = (
+            onnx.TensorProto.DataType.Name(t.data_type)
+            if t.data_type in onnx.TensorProto.DataType.values()
+            else str(t.data_type)
+        )
         raise ONNXFormatError(f"{what} has data type {name}, which partita does not support")
     try:
         arr = numpy_helper.to_array(t)
@@ -138,21 +156,26 @@ def input_type(vi: onnx.ValueInfoProto, input_shapes: dict) -> tuple[tuple[int, 
     tt = vi.type.tensor_type
     if not vi.type.HasField("tensor_type") or tt.elem_type not in DTYPES:
         raise ONNXFormatError(f"graph input {vi.name!r} is not a tensor of a supported type")
-    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
-            for d in tt.shape.dim]
+    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
     if vi.name in input_shapes:
         shape = tuple(int(d) for d in input_shapes[vi.name])
-        if tt.HasField("shape") and (len(shape) != len(dims) or any(
-                isinstance(d, int) and d != s for d, s in zip(dims, shape))):
-            raise ONNXError(f"input_shapes[{vi.name!r}] = {list(shape)} does not fit the input's "
-                            f"declared shape {dims}")
+        if tt.HasField("shape") and (
+            len(shape) != len(dims)
+            or any(isinstance(d, int) and d != s for d, s in zip(dims, shape))
+        ):
+            raise ONNXError(
+                f"input_shapes[{vi.name!r}] = {list(shape)} does not fit the input's "
+                f"declared shape {dims}"
+            )
         if min(shape, default=1) < 1:
             raise ONNXError(f"input_shapes[{vi.name!r}] = {list(shape)} has a dimension < 1")
         check_shape(shape, 8, f"input_shapes[{vi.name!r}] = {list(shape)}")
         return shape, DTYPES[tt.elem_type]
     if not tt.HasField("shape") or any(not isinstance(d, int) or d <= 0 for d in dims):
         shown = dims if tt.HasField("shape") else "unknown"
-        raise ONNXError(f"graph input {vi.name!r} has a dynamic shape {shown}; pass "
-                        f"input_shapes={{{vi.name!r}: (...)}} with static dimensions")
+        raise ONNXError(
+            f"graph input {vi.name!r} has a dynamic shape {shown}; pass "
+            f"input_shapes={{{vi.name!r}: (...)}} with static dimensions"
+        )
     check_shape(dims, 8, f"graph input {vi.name!r} {dims}")
     return tuple(dims), DTYPES[tt.elem_type]

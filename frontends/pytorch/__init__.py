@@ -7,12 +7,15 @@ weights from the packed parameters. torch is imported only when from_pytorch run
 docs/pytorch.md.
 """
 
-from .errors import (
+from partita.frontends.errors import (
     PyTorchConversionError,
     PyTorchError,
     PyTorchFormatError,
-    UnsupportedOperatorError,
 )
+from partita.frontends.errors import (
+    PyTorchUnsupportedOperatorError as UnsupportedOperatorError,
+)
+
 from .frontend import from_pytorch
 
 __all__ = [

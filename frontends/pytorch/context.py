@@ -11,10 +11,9 @@ import dataclasses
 
 import numpy as np
 from partita.frontends.builder import NodeBuilder
+from partita.frontends.errors import PyTorchConversionError
 
 from partita.ir import Constant, Expr, Span
-
-from .errors import PyTorchConversionError
 
 INT_RANGES = {
     "int8": (-128, 127),

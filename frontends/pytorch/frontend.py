@@ -9,10 +9,11 @@ import io
 import os
 import zipfile
 
+from partita.frontends.errors import PyTorchError, PyTorchFormatError
+
 from partita.ir import IRModule
 from partita.passes.infer_type import infer_type
 
-from .errors import PyTorchError, PyTorchFormatError
 from .inputs import example_specs
 
 MAX_FILE_BYTES = 2**33

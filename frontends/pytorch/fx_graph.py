@@ -7,10 +7,17 @@ carries Span(index=node position, op_type=target, tensor=FX node name).
 
 from __future__ import annotations
 
+from partita.frontends.errors import (
+    PyTorchConversionError,
+    PyTorchFormatError,
+)
+from partita.frontends.errors import (
+    PyTorchUnsupportedOperatorError as UnsupportedOperatorError,
+)
+
 from partita.ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
 
 from .context import NodeContext, Unsupported
-from .errors import PyTorchConversionError, PyTorchFormatError, UnsupportedOperatorError
 from .inputs import InputSpec, to_numpy
 from .table import CONVERTERS
 

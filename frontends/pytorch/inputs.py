@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from .errors import PyTorchConversionError, PyTorchError
+from partita.frontends.errors import PyTorchConversionError, PyTorchError
 
 DTYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")
 
@@ -47,7 +46,8 @@ def example_specs(example_inputs) -> list[InputSpec] | None:
 
 def _is_shape(x) -> bool:
     return isinstance(x, (tuple, list)) and all(
-        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in x)
+        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in x
+    )
 
 
 def _spec(x, i: int) -> InputSpec:
@@ -58,8 +58,9 @@ def _spec(x, i: int) -> InputSpec:
         shape = tuple(int(d) for d in x.shape)
         dtype = str(x.dtype).replace("torch.", "")
     else:
-        raise PyTorchError(f"example_inputs[{i}] must be a tensor, an array or a shape, got "
-                           f"{type(x).__name__}")
+        raise PyTorchError(
+            f"example_inputs[{i}] must be a tensor, an array or a shape, got {type(x).__name__}"
+        )
     if min(shape, default=1) < 0:
         raise PyTorchError(f"example_inputs[{i}] has a negative dimension: {list(shape)}")
     if dtype not in DTYPES:

@@ -9,10 +9,17 @@ op_type=node kind, tensor=output value name, source=the module path of the weigh
 
 from __future__ import annotations
 
+from partita.frontends.errors import (
+    PyTorchConversionError,
+    PyTorchFormatError,
+)
+from partita.frontends.errors import (
+    PyTorchUnsupportedOperatorError as UnsupportedOperatorError,
+)
+
 from partita.ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
 
 from .context import NodeContext, QValue, Unsupported
-from .errors import PyTorchConversionError, PyTorchFormatError, UnsupportedOperatorError
 from .inputs import InputSpec, to_numpy
 from .table import CONVERTERS
 from .ts_ops import FLOAT_INPUT, QUANTIZED

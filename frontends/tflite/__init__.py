@@ -5,12 +5,15 @@ row of table.py that names it, and quantized operators become qnn ops with TFLit
 semantics. See docs/tflite.md.
 """
 
-from .errors import (
+from partita.frontends.errors import (
     TFLiteConversionError,
     TFLiteError,
     TFLiteFormatError,
-    UnsupportedOperatorError,
 )
+from partita.frontends.errors import (
+    TFLiteUnsupportedOperatorError as UnsupportedOperatorError,
+)
+
 from .frontend import SEMANTICS, from_tflite
 from .table import CONVERTERS
 

@@ -11,11 +11,11 @@ import dataclasses
 
 import numpy as np
 from partita.frontends.builder import NodeBuilder
+from partita.frontends.errors import TFLiteConversionError, TFLiteFormatError
 
 from partita.ir import Constant, Expr, Span, TupleGetItem
 from partita.ops import get_op
 
-from .errors import TFLiteConversionError, TFLiteFormatError
 from .reader import Operator, Tensor
 
 # ActivationFunctionType: NONE, RELU, RELU_N1_TO_1, RELU6 (TANH and SIGN_BIT are not fused here).

@@ -5,11 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from partita.frontends.errors import (
+    TFLiteConversionError,
+    TFLiteError,
+    TFLiteFormatError,
+)
+from partita.frontends.errors import (
+    TFLiteUnsupportedOperatorError as UnsupportedOperatorError,
+)
+
 from partita.ir import Constant, Expr, Function, IRModule, Span, TensorType, Tuple, Var
 from partita.passes.infer_type import infer_type
 
 from .context import OpContext, Unsupported
-from .errors import TFLiteConversionError, TFLiteError, TFLiteFormatError, UnsupportedOperatorError
 from .reader import Model, Operator, Tensor, read_model, read_options
 from .table import CONVERTERS
 

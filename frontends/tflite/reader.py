@@ -16,18 +16,35 @@ from functools import cache
 
 import numpy as np
 import tflite
+from partita.frontends.errors import TFLiteFormatError
 from tflite.utils import BUILTIN_OPCODE2NAME
-
-from .errors import TFLiteFormatError
 
 MAX_ELEMENTS = 2**31 - 1  # TFLite sizes tensors with int
 MAX_RANK = 8
-DTYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 6: "bool", 7: "int16",
-          9: "int8", 10: "float64"}
+DTYPES = {
+    0: "float32",
+    1: "float16",
+    2: "int32",
+    3: "uint8",
+    4: "int64",
+    6: "bool",
+    7: "int16",
+    9: "int8",
+    10: "float64",
+}
 TYPE_NAMES = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
 OPTION_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
-_EXPECTED = (struct.error, IndexError, ValueError, TypeError, OverflowError, AttributeError,
-             UnicodeDecodeError, KeyError, MemoryError)
+_EXPECTED = (
+    struct.error,
+    IndexError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    AttributeError,
+    UnicodeDecodeError,
+    KeyError,
+    MemoryError,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,16 +102,18 @@ def read_model(buf: bytes) -> Model:
     if len(buf) < 8:
         raise TFLiteFormatError(f"not a TFLite model: {len(buf)} bytes is too short")
     if buf[4:8] != b"TFL3":
-        raise TFLiteFormatError(f"not a TFLite model: the file identifier is {bytes(buf[4:8])!r}, "
-                                f"expected b'TFL3'")
+        raise TFLiteFormatError(
+            f"not a TFLite model: the file identifier is {bytes(buf[4:8])!r}, expected b'TFL3'"
+        )
     reader = _Reader(buf)
     try:
         return reader.read()
     except TFLiteFormatError:
         raise
     except _EXPECTED as e:
-        raise TFLiteFormatError(f"corrupt TFLite file: cannot read {reader.where} "
-                                f"({type(e).__name__}: {e})") from None
+        raise TFLiteFormatError(
+            f"corrupt TFLite file: cannot read {reader.where} ({type(e).__name__}: {e})"
+        ) from None
     except RecursionError:
         raise TFLiteFormatError(f"corrupt TFLite file: cannot read {reader.where}") from None
 
@@ -118,21 +137,26 @@ class _Reader:
             self.where = f"buffer {b}"
             buffer = m.Buffers(b)
             buffer.DataLength(), buffer.Offset(), buffer.Size()
-        tensors = tuple(self.tensor(m, g.Tensors(i), i)
-                        for i in range(self.count(g.TensorsLength())))
+        tensors = tuple(
+            self.tensor(m, g.Tensors(i), i) for i in range(self.count(g.TensorsLength()))
+        )
         n = len(tensors)
         inputs = self.indices(g.InputsAsNumpy(), n, "the subgraph inputs")
         outputs = self.indices(g.OutputsAsNumpy(), n, "the subgraph outputs")
-        ops = tuple(self.operator(g.Operators(i), i, codes, n)
-                    for i in range(self.count(g.OperatorsLength())))
+        ops = tuple(
+            self.operator(g.Operators(i), i, codes, n)
+            for i in range(self.count(g.OperatorsLength()))
+        )
         desc = m.Description()
         return Model(tensors, ops, inputs, outputs, _text(desc) if desc else "")
 
     def count(self, n: int, elem_bytes: int = 4) -> int:
         """A vector length, refused if the vector could not fit in the file."""
         if n < 0 or n * elem_bytes > len(self.buf):
-            raise TFLiteFormatError(f"corrupt TFLite file: {self.where} claims {n} entries, more "
-                                    f"than a file of {len(self.buf)} bytes can hold")
+            raise TFLiteFormatError(
+                f"corrupt TFLite file: {self.where} claims {n} entries, more "
+                f"than a file of {len(self.buf)} bytes can hold"
+            )
         return n
 
     def indices(self, arr, n: int, what: str, optional: bool = False) -> tuple[int, ...]:
@@ -140,8 +164,10 @@ class _Reader:
         low = -1 if optional else 0
         for i in out:
             if not low <= i < n:
-                raise TFLiteFormatError(f"corrupt TFLite file: {what} refer to tensor {i}, but "
-                                        f"the subgraph has {n} tensors")
+                raise TFLiteFormatError(
+                    f"corrupt TFLite file: {what} refer to tensor {i}, but "
+                    f"the subgraph has {n} tensors"
+                )
         return out
 
     def tensor(self, m, t, i: int) -> Tensor:
@@ -154,8 +180,9 @@ class _Reader:
         signature = tuple(int(d) for d in _vector(t.ShapeSignatureAsNumpy())) or shape
         _check_shape(shape, f"tensor #{i} {name!r}")
         if t.Sparsity() is not None:
-            raise TFLiteFormatError(f"tensor #{i} {name!r} is sparse; sparse tensors are not "
-                                    f"supported")
+            raise TFLiteFormatError(
+                f"tensor #{i} {name!r} is sparse; sparse tensors are not supported"
+            )
         dtype = DTYPES.get(code)
         data = self.data(m, t.Buffer(), shape, dtype, f"tensor #{i} {name!r} ({type_name})")
         base = Tensor(i, name, shape, signature, type_name, dtype, data)
@@ -163,8 +190,10 @@ class _Reader:
 
     def data(self, m, b: int, shape, dtype, what: str) -> np.ndarray | None:
         if not 0 <= b < self.buffers:
-            raise TFLiteFormatError(f"corrupt TFLite file: {what} uses buffer {b}, but the model "
-                                    f"has {self.buffers} buffers")
+            raise TFLiteFormatError(
+                f"corrupt TFLite file: {what} uses buffer {b}, but the model "
+                f"has {self.buffers} buffers"
+            )
         if b == 0:
             return None  # buffer 0 is the empty sentinel
         buffer = m.Buffers(b)
@@ -181,16 +210,20 @@ class _Reader:
         itemsize = np.dtype(dtype).itemsize
         want = math.prod(shape) * itemsize
         if raw.size != want:
-            raise TFLiteFormatError(f"{what}: the shape {list(shape)} needs {want} bytes but "
-                                    f"buffer {b} holds {raw.size}")
+            raise TFLiteFormatError(
+                f"{what}: the shape {list(shape)} needs {want} bytes but "
+                f"buffer {b} holds {raw.size}"
+            )
         return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).reshape(shape)
 
     def operator(self, op, i: int, codes: list[str], n: int) -> Operator:
         self.where = f"operator #{i}"
         code = op.OpcodeIndex()
         if not 0 <= code < len(codes):
-            raise TFLiteFormatError(f"corrupt TFLite file: operator #{i} uses opcode {code}, but "
-                                    f"the model has {len(codes)}")
+            raise TFLiteFormatError(
+                f"corrupt TFLite file: operator #{i} uses opcode {code}, but "
+                f"the model has {len(codes)}"
+            )
         name = codes[code]
         self.where = f"operator #{i} {name}"
         inputs = self.indices(op.InputsAsNumpy(), n, f"the inputs of operator #{i} {name}", True)
@@ -218,8 +251,10 @@ def _check_shape(shape, what: str) -> None:
     if any(d < 0 for d in shape):
         raise TFLiteFormatError(f"{what} has a negative dimension in its shape {list(shape)}")
     if math.prod(shape) > MAX_ELEMENTS:
-        raise TFLiteFormatError(f"{what} has an absurd shape {list(shape)} "
-                                f"({math.prod(shape)} elements; at most {MAX_ELEMENTS})")
+        raise TFLiteFormatError(
+            f"{what} has an absurd shape {list(shape)} "
+            f"({math.prod(shape)} elements; at most {MAX_ELEMENTS})"
+        )
 
 
 def _with_quantization(t: Tensor, q) -> Tensor:
@@ -236,12 +271,15 @@ def _with_quantization(t: Tensor, q) -> Tensor:
         raise TFLiteFormatError(f"{what} has a negative or non-finite scale {scale.min()}")
     dim = q.QuantizedDimension()
     if scale.size > 1 and not (0 <= dim < len(t.shape) and t.shape[dim] == scale.size):
-        raise TFLiteFormatError(f"{what} has {scale.size} per-channel scales along dimension "
-                                f"{dim}, which does not match its shape")
+        raise TFLiteFormatError(
+            f"{what} has {scale.size} per-channel scales along dimension "
+            f"{dim}, which does not match its shape"
+        )
     if np.any(np.abs(zp) > 2**31 - 1):
         raise TFLiteFormatError(f"{what} has a zero point outside the int32 range")
-    return Tensor(t.index, t.name, t.shape, t.signature, t.type_name, t.dtype, t.data, scale, zp,
-                  dim)
+    return Tensor(
+        t.index, t.name, t.shape, t.signature, t.type_name, t.dtype, t.data, scale, zp, dim
+    )
 
 
 def _vector(arr) -> np.ndarray:
@@ -286,4 +324,3 @@ def _option_fields(cls_name: str) -> tuple[tuple[str, bool], ...]:
         elif len(params) == 2 and hasattr(cls, name + "AsNumpy"):
             fields.append((name, True))
     return tuple(fields)
-

@@ -125,7 +125,7 @@ def test_pt2e_pytorch_eager_reproduces_pytorch(name, side):
 
 
 def test_match_must_be_known():
-    from partita.frontends.pytorch.errors import PyTorchError
+    from partita.frontends.pytorch import PyTorchError
 
     with pytest.raises(PyTorchError, match="match must be one of"):
         from_pytorch(MODELS / "pt2e_x86_ops.pt2", match="ort")

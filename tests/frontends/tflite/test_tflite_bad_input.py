@@ -9,8 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from partita.frontends import from_tflite
-from partita.frontends.tflite import TFLiteConversionError, TFLiteError, TFLiteFormatError
-from partita.frontends.tflite.errors import UnsupportedOperatorError
+from partita.frontends.tflite import (
+    TFLiteConversionError,
+    TFLiteError,
+    TFLiteFormatError,
+    UnsupportedOperatorError,
+)
 from tflbuild import Model, Op, T, build
 from tflite_cases import models
 
