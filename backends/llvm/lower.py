@@ -24,7 +24,7 @@ import numpy as np
 from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
-from partita.ops.fixedpoint import quantize_multiplier, quantize_multiplier_array
+from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantize_multiplier_array
 
 from .vplan import vector_kernel
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from partita.ops.fixedpoint import wrap_int32
+from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 
 ISAS = ("auto", "vnni", "avx2", "plain")
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane

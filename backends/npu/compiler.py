@@ -18,7 +18,7 @@ from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order, substitute
 from partita.ops import get_op
-from partita.ops.fixedpoint import quantize_multiplier_array
+from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 from partita.passes.infer_type import infer_type
 
 from .config import NPUConfig

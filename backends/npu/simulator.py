@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from partita.ops.fixedpoint import (
+from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_upward,
     scale_round_half_away_double,
@@ -75,7 +75,7 @@ def _stage_constants(op: NPUOp, bound: float):
 
 
 def _multiply_by_quantized_multiplier(x, multiplier, shift, exact: bool) -> np.ndarray:
-    """partita.ops.fixedpoint.multiply_by_quantized_multiplier in fewer passes over the data:
+    """emulation.tflite_fixedpoint.multiply_by_quantized_multiplier in fewer passes over the data:
     SRDHM(a, q) for q > 0 is (a*q + 2**30) >> 31 (its nudge and truncation toward zero fold into
     one floor), and RoundingDivideByPOT(v, e > 0) is (v + 2**(e-1) - (v < 0)) >> e. Equal bit
     for bit (tests/backends/npu/test_npu_ops.py checks it against the reference helper)."""

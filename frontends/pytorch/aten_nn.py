@@ -57,7 +57,7 @@ def torch_cpu_conv(ctx: NodeContext, xs, ws, dilation, groups: int) -> dict:
         and int(np.prod(xs)) <= 20480
         and min(ws[2:]) <= 3
         and int(np.prod(ws[1:])) <= 320
-    )  # partita.ops.torch_cpu.MAX_K
+    )  # partita.ops.emulation.torch_cpu.MAX_K
     return {"accumulate": "torch_cpu"} if depthwise or mkl else {}
 
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from partita.errors import PartitaError
 from partita.ir.types import TensorType
+from partita.ops.emulation import onnxruntime_mlas as mlas
 
-from . import mlas
 from .nn_common import OUT_DTYPES, cast_result, exact_matmul, product_dtype
 from .registry import Attrs, choice, register_op
 from .relations import fail, float_only, identity_rel, normalize_axis, tensor
@@ -110,7 +110,7 @@ def bias_add(data, bias, attrs):
 class DenseAttrs(Attrs):
     """Relay's DenseAttrs, plus ``accumulate`` ("exact"; "mlas": ONNX Runtime's MLAS float32
     order, "mlas_packed": the same with the weight prepacked as a constant) and ``threads``
-    (the ONNX Runtime thread count MLAS splits the product for; partita/ops/mlas.py)."""
+    (the ONNX Runtime thread count MLAS splits the product for; partita/ops/emulation/onnxruntime_mlas.py)."""
 
     units: int | None = None
     out_dtype: str = choice("", *OUT_DTYPES)

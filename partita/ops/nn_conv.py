@@ -13,8 +13,9 @@ import numpy as np
 
 from partita.ir.types import TensorType
 from partita.limits import check_shape
+from partita.ops.emulation import onnxruntime_mlas as mlas
+from partita.ops.emulation import torch_cpu
 
-from . import mlas, torch_cpu
 from .nn_common import (
     OUT_DTYPES,
     accumulator_dtype,
@@ -81,7 +82,7 @@ class ConvAttrsBase(Attrs):
 class Conv2DAttrs(ConvAttrsBase):
     """Relay's Conv2DAttrs (kernel O = output channels, I = data channels / groups), plus
     ``accumulate`` ("exact"; "mlas": ONNX Runtime's float32 summation order, see
-    partita/ops/mlas.py; "torch_cpu": PyTorch's, partita/ops/torch_cpu.py) and ``threads`` (the
+    partita/ops/emulation/onnxruntime_mlas.py; "torch_cpu": PyTorch's, partita/ops/emulation/torch_cpu.py) and ``threads`` (the
     ONNX Runtime thread count MLAS splits work for)."""
 
     kernel_layout: str = choice("OIHW", "OIHW", "HWIO", "HWOI", "OHWI")
@@ -267,10 +268,10 @@ def conv2d(data, weight, attrs):
     OIHW, output channel c * multiplier + m reads input channel c. Float data accumulates in
     float64, integer data exactly in int64; the sum is cast to out_dtype ("" = data's dtype).
     accumulate="mlas" (float32 only) sums as ONNX Runtime's MlasConv does with ``threads``
-    threads: im2col, K-blocked FMA chains or the M=1 kernels (partita/ops/mlas.py).
+    threads: im2col, K-blocked FMA chains or the M=1 kernels (partita/ops/emulation/onnxruntime_mlas.py).
     accumulate="torch_cpu" (float32) sums as PyTorch 2.13's CPU conv2d: depthwise as oneDNN's
     jit_dw (one FMA chain over the taps), else im2col + MKL SGEMM (FMA chains over (channel,
-    row, column), K <= 320; partita/ops/torch_cpu.py)."""
+    row, column), K <= 320; partita/ops/emulation/torch_cpu.py)."""
     if attrs.accumulate == "mlas":
         return conv2d_mlas(data, weight, attrs)
     if attrs.accumulate == "torch_cpu":

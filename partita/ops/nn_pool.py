@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from partita.ir.types import TensorType
+from partita.ops.emulation import onnxruntime_mlas as mlas
+from partita.ops.emulation import torch_cpu
 
-from . import mlas, torch_cpu
 from .nn_common import (
     FLOAT_DTYPES,
     INT_DTYPES,

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from partita.ir.types import TensorType
-
-from .fixedpoint import (
+from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     multiply_by_quantized_multiplier_upward,
@@ -25,6 +24,7 @@ from .fixedpoint import (
     scale_round_half_away_double,
     wrap_int32,
 )
+
 from .nn_common import exact_matmul, layout_dims
 from .nn_conv import ConvAttrsBase, conv2d_out_shape, conv2d_reference
 from .registry import Attrs, choice, register_op

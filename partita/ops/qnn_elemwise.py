@@ -15,14 +15,14 @@ import numpy as np
 
 from partita.errors import PartitaError
 from partita.ir.types import TensorType
-
-from .fixedpoint import (
+from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier_array,
     saturate,
     wrap_int32,
 )
+
 from .qnn import (
     QUANTIZED_DTYPES,
     _broadcast_param,

@@ -18,8 +18,8 @@ import numpy as np
 
 from partita.errors import InterpreterError
 from partita.ir.types import TensorType
+from partita.ops.emulation import activation_kernels as k
 
-from . import qnn_lut_kernels as k
 from .registry import Attrs, choice, register_op
 from .relations import fail, normalize_axis, tensor
 

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from partita.ir.types import TensorType
-
-from .fixedpoint import (
+from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_upward,
     quantize_multiplier,
     wrap_int32,
 )
+
 from .nn_common import from_nhwc, layout_dims, to_nhwc
 from .nn_pool import AvgPool2DAttrs, pool_counts, pool_out_shape, pool_windows
 from .registry import choice, register_op

@@ -14,9 +14,9 @@ import numpy as np
 
 from partita.errors import InterpreterError
 from partita.ir.types import TensorType
-
-from . import qnn_lut_kernels as k
-from .fixedpoint import (
+from partita.ops.emulation import activation_kernels as k
+from partita.ops.emulation.gemmlowp import rescale, saturating_rounding_multiply_by_pot
+from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier,
@@ -24,7 +24,7 @@ from .fixedpoint import (
     saturating_rounding_doubling_high_mul,
     wrap_int32,
 )
-from .gemmlowp import rescale, saturating_rounding_multiply_by_pot
+
 from .qnn import quantized, scalar_param
 from .qnn_elemwise import _smaller_than_one
 from .qnn_lut import INPUTS, _qparams

@@ -1,4 +1,4 @@
-"""partita.ops.fixedpoint against scalar transcriptions of the C++ formulas on Python ints.
+"""emulation.tflite_fixedpoint against scalar transcriptions of the C++ formulas on Python ints.
 
 The references below are written from tensorflow/lite/kernels/internal/common.h, common.cc,
 quantization_util.cc and gemmlowp's fixedpoint.h, independently of the vectorised code: C's
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from partita.errors import PartitaError
-from partita.ops import fixedpoint as fp
+from partita.ops.emulation import tflite_fixedpoint as fp
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 int32s = st.integers(INT32_MIN, INT32_MAX)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from op_helpers import attr_error, run, type_error, type_of
 
-from partita.ops.mlas import fma_f32
+from partita.ops.emulation.onnxruntime_mlas import fma_f32
 
 F32 = np.float32
 E11, E12 = 2.0 ** -11, 2.0 ** -12

@@ -278,7 +278,7 @@ def test_leaky_relu_int16_tflite():
 
 
 def test_fma_emulation_rounds_once():
-    from partita.ops.qnn_lut_kernels import fma_f32
+    from partita.ops.emulation.activation_kernels import fma_f32
 
     a = F32(1 + 2**-12)  # a * a = 1 + 2**-11 + 2**-24, a float32 midpoint
     tiny = F32(2.0**-70)

@@ -203,7 +203,7 @@ def test_softmax_random_rows(row, s_in, semantics):
 
 
 def test_gemmlowp_functions_match_scalar_transcription():
-    from partita.ops import gemmlowp as gl
+    from partita.ops.emulation import gemmlowp as gl
 
     rng = np.random.default_rng(4)
     a = np.concatenate([-rng.integers(0, 2**31, 3000), [0, -1, -(2**31), -(2**24), -(2**26)]])

@@ -184,7 +184,7 @@ def test_npu_is_listed_with_its_options():
 def test_fast_multiplier_equals_tflite_helper(seed, shift, magnitude):
     from partita.backends.npu.simulator import _multiply_by_quantized_multiplier
 
-    from partita.ops.fixedpoint import multiply_by_quantized_multiplier
+    from partita.ops.emulation.tflite_fixedpoint import multiply_by_quantized_multiplier
 
     rng = np.random.default_rng(seed)
     x = rng.integers(-magnitude, magnitude, (64, 4), dtype=np.int64)

@@ -12,7 +12,10 @@ from partita.frontends.tflite.reader import read_model
 from tflite_cases import Oracle, assert_same, model_ids, models, stored_samples
 
 from partita import interpret
-from partita.ops.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+from partita.ops.emulation.tflite_fixedpoint import (
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
 
 OPS = models("ops")
 pytestmark = pytest.mark.skipif(not OPS, reason="TFLite test models not generated")

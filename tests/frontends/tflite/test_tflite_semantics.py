@@ -10,7 +10,7 @@ import pytest
 from partita import interpret
 from partita.ir import const
 from partita.ops import get_op
-from partita.ops.fixedpoint import (
+from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier_upward,
     scale_round_half_away_double,
 )

@@ -15,7 +15,7 @@ import numpy as np
 from partita.errors import InterpreterError
 
 from . import gemmlowp as gl
-from .fixedpoint import (
+from .tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_greater_than_one,
     quantize_multiplier,

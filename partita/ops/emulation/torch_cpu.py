@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mlas import fma_f32, im2col
+from .onnxruntime_mlas import fma_f32, im2col
 
 F32 = np.float32
 MAX_K = 320  # MKL SGEMM sums K <= 320 in one chain
@@ -32,12 +32,11 @@ def gemm_chain(w: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """MKL SGEMM (G, M, K) x (G, K, N), K <= MAX_K: one FMA chain from zero over k per output."""
     out = np.zeros(w.shape[:2] + cols.shape[-1:], F32)
     for k in range(w.shape[-1]):
-        out = fma_f32(w[:, :, k:k + 1], cols[:, k:k + 1, :], out)
+        out = fma_f32(w[:, :, k : k + 1], cols[:, k : k + 1, :], out)
     return out
 
 
-def depthwise_chain(x: np.ndarray, weight: np.ndarray, strides_hw, padding,
-                    dilation) -> np.ndarray:
+def depthwise_chain(x: np.ndarray, weight: np.ndarray, strides_hw, padding, dilation) -> np.ndarray:
     """oneDNN jit_dw: (N, C, H, W) with (C, 1, KH, KW), one FMA chain per output over the taps."""
     n, c, h, w = x.shape
     kh, kw = weight.shape[2:]
@@ -59,8 +58,7 @@ def conv2d_nchw(x, weight, strides_hw, padding, dilation, groups: int) -> np.nda
         return depthwise_chain(x, weight, strides_hw, padding, dilation)
     m, k = o // groups, cg * kh * kw
     wg = np.broadcast_to(weight.reshape(1, groups, m, k), (n, groups, m, k)).reshape(-1, m, k)
-    cols, oh, ow = im2col(x.reshape(n * groups, cg, h, w), (kh, kw), strides_hw, dilation,
-                          padding)
+    cols, oh, ow = im2col(x.reshape(n * groups, cg, h, w), (kh, kw), strides_hw, dilation, padding)
     return gemm_chain(wg.astype(F32), cols).reshape(n, o, oh, ow)
 
 
@@ -91,13 +89,13 @@ def _multi_row_sum(rows: list) -> list:
 def inner_sum(v: np.ndarray) -> np.ndarray:
     """ATen's vectorized_inner_sum of float32 ``v`` over its last axis (cascade_sum)."""
     n = v.shape[-1]
-    vectors = [v[..., i * LANES:(i + 1) * LANES] for i in range(n // LANES)]
+    vectors = [v[..., i * LANES : (i + 1) * LANES] for i in range(n // LANES)]
     vacc = np.zeros(v.shape[:-1] + (LANES,), F32)
     if vectors:
         groups = len(vectors) // ILP
-        rows = [tuple(vectors[r * ILP:(r + 1) * ILP]) for r in range(groups)]
+        rows = [tuple(vectors[r * ILP : (r + 1) * ILP]) for r in range(groups)]
         acc = _multi_row_sum(rows) if rows else [vacc] * ILP
-        for extra in vectors[groups * ILP:]:
+        for extra in vectors[groups * ILP :]:
             acc[0] = (acc[0] + extra).astype(F32)
         vacc = acc[0]
         for a in acc[1:]:

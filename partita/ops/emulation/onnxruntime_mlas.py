@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from partita.errors import TypeInferenceError
+
 F32, F64 = np.float32, np.float64
 STRIDE_N = STRIDE_K = 128
 PACKED_STRIDE_K = 256  # MLAS_SGEMM_PACKED_STRIDEK: K blocks of a prepacked B
@@ -41,7 +43,7 @@ def fma_f32(a, b, c) -> np.ndarray:
     # Rounding s to float32 rounds the exact sum correctly unless s sits exactly halfway
     # between two float32 values (low 29 mantissa bits 1000...0) or is subnormal in float32.
     bits = s.view(np.int64)
-    risky = ((bits & 0x1FFFFFFF) == 0x10000000) | ((np.abs(s) < 2.0 ** -125) & (s != 0))
+    risky = ((bits & 0x1FFFFFFF) == 0x10000000) | ((np.abs(s) < 2.0**-125) & (s != 0))
     if not risky.any():
         return r
     cc = np.broadcast_to(c, s.shape).astype(F64)
@@ -133,7 +135,7 @@ def kernel_m1_trans(a, b, c) -> np.ndarray:
     bp[..., :k_total] = np.swapaxes(b, -1, -2)
     lanes = np.zeros((g, n, 8), F32)
     for k0 in range(0, kp, 8):
-        lanes = lanes + ap[:, :, k0:k0 + 8] * bp[:, :, k0:k0 + 8]
+        lanes = lanes + ap[:, :, k0 : k0 + 8] * bp[:, :, k0 : k0 + 8]
     kinds = np.array([4] * (n // 4 * 4) + [2] * (n & 2) + [1] * (n & 1))
     out = np.empty((g, 1, n), F32)
     for kind in (4, 2, 1):
@@ -152,13 +154,22 @@ def sgemm_operation(a, b, c, trans_b: bool, ldb: int, ldc: int, beta_one: bool) 
         return kernel_m1_trans(a, b, c) if trans_b else kernel_m1(a, b, c)
     if n == 1 and ldb == 1 and ldc == 1:  # B and C are vectors: C^T = B^T A^T with M = 1
         ct = None if c is None else np.swapaxes(c, -1, -2)
-        return np.swapaxes(kernel_m1_trans(np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2),
-                                           ct), -1, -2)
+        return np.swapaxes(
+            kernel_m1_trans(np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2), ct), -1, -2
+        )
     return kernel_fma(a, b, c, strides(n, a.shape[-1])[1])
 
 
-def sgemm(a, b, c=None, trans_b: bool = False, threads: int = 1, ldb: int | None = None,
-          ldc: int | None = None, packed: bool = False) -> np.ndarray:
+def sgemm(
+    a,
+    b,
+    c=None,
+    trans_b: bool = False,
+    threads: int = 1,
+    ldb: int | None = None,
+    ldc: int | None = None,
+    packed: bool = False,
+) -> np.ndarray:
     """MlasGemm / MlasGemmBatch with alpha = 1: a (G, M, K) @ b (G, K, N) [+ c (G, M, N), as
     beta = 1] for G independent products; ``trans_b``: B is stored as (N, K) in memory;
     ``packed``: B was prepacked (MlasSgemmPackedOperation: no M=1 kernels, K blocks of 256,
@@ -177,15 +188,23 @@ def sgemm(a, b, c=None, trans_b: bool = False, threads: int = 1, ldb: int | None
         for i in range(per):
             s, cnt = (v * THREAD_ALIGN for v in partition(i, per, blocks))
             cols = slice(s, min(n, s + cnt))
-            out[..., cols] = sgemm_operation(a, b[..., cols], None if c is None else
-                                             c[..., cols], trans_b, ldb, ldc, c is not None)
+            out[..., cols] = sgemm_operation(
+                a,
+                b[..., cols],
+                None if c is None else c[..., cols],
+                trans_b,
+                ldb,
+                ldc,
+                c is not None,
+            )
         return out
     per = min(per, m)
     for i in range(per):
         s, cnt = partition(i, per, m)
         rows = slice(s, s + cnt)
-        out[:, rows] = sgemm_operation(a[:, rows], b, None if c is None else c[:, rows],
-                                       trans_b, ldb, ldc, c is not None)
+        out[:, rows] = sgemm_operation(
+            a[:, rows], b, None if c is None else c[:, rows], trans_b, ldb, ldc, c is not None
+        )
     return out
 
 
@@ -204,8 +223,12 @@ def im2col(x, kernel, strides_hw, dilation, padding) -> tuple[np.ndarray, int, i
     cols = np.empty((g, c, kh, kw, oh, ow), F32)
     for i in range(kh):
         for j in range(kw):
-            cols[:, :, i, j] = xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh,
-                                  j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            cols[:, :, i, j] = xp[
+                :,
+                :,
+                i * dh : i * dh + (oh - 1) * sh + 1 : sh,
+                j * dw : j * dw + (ow - 1) * sw + 1 : sw,
+            ]
     return cols.reshape(g, c * kh * kw, oh * ow), oh, ow
 
 
@@ -219,9 +242,9 @@ def conv_operation(w, cols, start: int, count: int) -> np.ndarray:
         cn = min(sn, count - n)
         c = None
         for k in range(0, k_total, sk):
-            part = cols[:, k:k + sk, start + n:start + n + cn]
-            c = sgemm_operation(w[..., k:k + sk], part, c, False, cn, -1, c is not None)
-        out[..., n:n + cn] = c
+            part = cols[:, k : k + sk, start + n : start + n + cn]
+            c = sgemm_operation(w[..., k : k + sk], part, c, False, cn, -1, c is not None)
+        out[..., n : n + cn] = c
     return out
 
 
@@ -236,12 +259,14 @@ def _segmented(w, cols, threads: int) -> np.ndarray:
         seg = -(-seg // THREAD_ALIGN) * THREAD_ALIGN
     if seg >= size:
         return conv_operation(w, cols, 0, size)
-    return np.concatenate([conv_operation(w, cols, s, min(seg, size - s))
-                           for s in range(0, size, seg)], axis=-1)
+    return np.concatenate(
+        [conv_operation(w, cols, s, min(seg, size - s)) for s in range(0, size, seg)], axis=-1
+    )
 
 
-def conv2d_nchw(x, weight, strides_hw, padding, dilation, groups: int,
-                threads: int = 1) -> np.ndarray:
+def conv2d_nchw(
+    x, weight, strides_hw, padding, dilation, groups: int, threads: int = 1
+) -> np.ndarray:
     """MlasConv of float32 ``x`` (N, C, H, W) with ``weight`` (O, C / groups, KH, KW), no bias:
     the algorithm MlasConvPrepare picks (direct GEMM for 1x1 / full-width kernels, im2col +
     MlasGemm when O / groups exceeds the pixel count, else segmented im2col + SGEMM)."""
@@ -249,20 +274,26 @@ def conv2d_nchw(x, weight, strides_hw, padding, dilation, groups: int,
     o, cg, kh, kw = weight.shape
     m, k = o // groups, cg * kh * kw
     wg = np.broadcast_to(weight.reshape(1, groups, m, k), (n, groups, m, k)).reshape(-1, m, k)
-    cols, oh, ow = im2col(x.reshape(n * groups, cg, h, w), (kh, kw), strides_hw, dilation,
-                          padding)
+    cols, oh, ow = im2col(x.reshape(n * groups, cg, h, w), (kh, kw), strides_hw, dilation, padding)
     size, many = oh * ow, n * groups > 1
     unit = tuple(strides_hw) == (1, 1) and tuple(padding) == (0, 0, 0, 0)
     if unit and k == cg:  # pointwise: GEMM straight on the input
-        out = (sgemm_operation(wg, cols, None, False, size, size, False) if many
-               else sgemm(wg, cols, threads=threads))
+        out = (
+            sgemm_operation(wg, cols, None, False, size, size, False)
+            if many
+            else sgemm(wg, cols, threads=threads)
+        )
     elif unit and tuple(dilation) == (1, 1) and cg == 1 and (kw == w or (kh == h and kw == 1)):
         trans = kw == w  # windows are rows of the input read with stride W
-        out = (sgemm_operation(wg, cols, None, trans, w, size, False) if many
-               else sgemm(wg, cols, trans_b=trans, threads=threads, ldb=w))
+        out = (
+            sgemm_operation(wg, cols, None, trans, w, size, False)
+            if many
+            else sgemm(wg, cols, trans_b=trans, threads=threads, ldb=w)
+        )
     elif m > size:
-        out = np.concatenate([sgemm(wg[i:i + 1], cols[i:i + 1], threads=threads)
-                              for i in range(len(wg))])
+        out = np.concatenate(
+            [sgemm(wg[i : i + 1], cols[i : i + 1], threads=threads) for i in range(len(wg))]
+        )
     else:
         out = conv_operation(wg, cols, 0, size) if many else _segmented(wg, cols, threads)
     return out.reshape(n, o, oh, ow)
@@ -276,7 +307,7 @@ def global_avg_pool_nchw(x) -> np.ndarray:
     whole = (h * w) // 4 * 4
     lanes = np.zeros((n, c, 4), F32)
     for i in range(0, whole, 4):
-        lanes = lanes + v[..., i:i + 4]
+        lanes = lanes + v[..., i : i + 4]
     total = (lanes[..., 0] + lanes[..., 2]) + (lanes[..., 1] + lanes[..., 3])
     for i in range(whole, h * w):
         total = total + v[..., i]
@@ -297,6 +328,6 @@ def check_threads(threads: int) -> None:
 def require_float32(attrs, dtype: str, what: str) -> None:
     """Type-relation helper: accumulate="mlas" computes float32 only."""
     if attrs.accumulate != "exact" and dtype != "float32":
-        from .relations import fail
-
-        fail(f'accumulate="{attrs.accumulate}" needs float32 {what}, got {dtype}')
+        raise TypeInferenceError(
+            f'accumulate="{attrs.accumulate}" needs float32 {what}, got {dtype}'
+        )

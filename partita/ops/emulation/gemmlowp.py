@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fixedpoint import (
+from .tflite_fixedpoint import (
     INT32_MAX,
     INT32_MIN,
     rounding_divide_by_pot,
@@ -22,8 +22,15 @@ from .fixedpoint import (
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 
 # exp(-2**k) in Q0.31 for k = -2..4: the barrel shifter of exp_on_negative_values.
-_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-               (2, 39332535), (3, 720401), (4, 242))
+_EXP_BARREL = (
+    (-2, 1672461947),
+    (-1, 1302514674),
+    (0, 790015084),
+    (1, 290630308),
+    (2, 39332535),
+    (3, 720401),
+    (4, 242),
+)
 
 
 def _i64(x) -> np.ndarray:
@@ -86,7 +93,8 @@ def exp_on_negative_values(a, ibits: int) -> np.ndarray:
     one_quarter = 1 << (fbits - 2)
     a_mod_quarter_minus_one_quarter = fx_add(a & (one_quarter - 1), -one_quarter)
     result = exp_on_interval_between_negative_one_quarter_and_0_excl(
-        rescale(a_mod_quarter_minus_one_quarter, ibits, 0))
+        rescale(a_mod_quarter_minus_one_quarter, ibits, 0)
+    )
     remainder = wrap_int32(a_mod_quarter_minus_one_quarter - a)
     for exponent, multiplier in _EXP_BARREL:
         if ibits > exponent:
@@ -173,10 +181,23 @@ def saturating_left_shift16(x, amount: int) -> np.ndarray:
 
 
 __all__ = [
-    "INT16_MAX", "INT16_MIN", "INT32_MAX", "INT32_MIN", "count_leading_zeros32",
-    "exp_on_interval_between_negative_one_quarter_and_0_excl", "exp_on_negative_values",
-    "fx_add", "fx_mul", "get_reciprocal", "one_over_one_plus_x_for_x_in_0_1", "rescale",
-    "rounding_divide_by_pot16", "rounding_half_sum", "saturating_doubling_high_mul16",
-    "saturating_left_shift16", "saturating_rounding_doubling_high_mul16",
-    "saturating_rounding_multiply_by_pot", "wrap_int16",
+    "INT16_MAX",
+    "INT16_MIN",
+    "INT32_MAX",
+    "INT32_MIN",
+    "count_leading_zeros32",
+    "exp_on_interval_between_negative_one_quarter_and_0_excl",
+    "exp_on_negative_values",
+    "fx_add",
+    "fx_mul",
+    "get_reciprocal",
+    "one_over_one_plus_x_for_x_in_0_1",
+    "rescale",
+    "rounding_divide_by_pot16",
+    "rounding_half_sum",
+    "saturating_doubling_high_mul16",
+    "saturating_left_shift16",
+    "saturating_rounding_doubling_high_mul16",
+    "saturating_rounding_multiply_by_pot",
+    "wrap_int16",
 ]
