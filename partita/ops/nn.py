@@ -110,7 +110,8 @@ def bias_add(data, bias, attrs):
 class DenseAttrs(Attrs):
     """Relay's DenseAttrs, plus ``accumulate`` ("exact"; "mlas": ONNX Runtime's MLAS float32
     order, "mlas_packed": the same with the weight prepacked as a constant) and ``threads``
-    (the ONNX Runtime thread count MLAS splits the product for; partita/ops/emulation/onnxruntime_mlas.py)."""
+    (the ONNX Runtime thread count MLAS splits the product for; see
+    partita/ops/emulation/onnxruntime_mlas.py)."""
 
     units: int | None = None
     out_dtype: str = choice("", *OUT_DTYPES)

@@ -82,8 +82,9 @@ class ConvAttrsBase(Attrs):
 class Conv2DAttrs(ConvAttrsBase):
     """Relay's Conv2DAttrs (kernel O = output channels, I = data channels / groups), plus
     ``accumulate`` ("exact"; "mlas": ONNX Runtime's float32 summation order, see
-    partita/ops/emulation/onnxruntime_mlas.py; "torch_cpu": PyTorch's, partita/ops/emulation/torch_cpu.py) and ``threads`` (the
-    ONNX Runtime thread count MLAS splits work for)."""
+    partita/ops/emulation/onnxruntime_mlas.py; "torch_cpu": PyTorch's, see
+    partita/ops/emulation/torch_cpu.py) and ``threads`` (the ONNX Runtime thread count MLAS
+    splits work for)."""
 
     kernel_layout: str = choice("OIHW", "OIHW", "HWIO", "HWOI", "OHWI")
     out_dtype: str = choice("", *OUT_DTYPES)
