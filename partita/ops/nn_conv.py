@@ -269,7 +269,8 @@ def conv2d(data, weight, attrs):
     OIHW, output channel c * multiplier + m reads input channel c. Float data accumulates in
     float64, integer data exactly in int64; the sum is cast to out_dtype ("" = data's dtype).
     accumulate="mlas" (float32 only) sums as ONNX Runtime's MlasConv does with ``threads``
-    threads: im2col, K-blocked FMA chains or the M=1 kernels (partita/ops/emulation/onnxruntime_mlas.py).
+    threads: im2col, K-blocked FMA chains or the M=1 kernels
+    (partita/ops/emulation/onnxruntime_mlas.py).
     accumulate="torch_cpu" (float32) sums as PyTorch 2.13's CPU conv2d: depthwise as oneDNN's
     jit_dw (one FMA chain over the taps), else im2col + MKL SGEMM (FMA chains over (channel,
     row, column), K <= 320; partita/ops/emulation/torch_cpu.py)."""
