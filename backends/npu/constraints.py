@@ -45,6 +45,17 @@ def activation_dtype(root) -> Verdict:
     return Verdict(not bad, f"got {', '.join(bad)}")
 
 
+@constraint("Feature maps of convolutions, pooling, mean and resize must have batch size 1")
+def batch(root) -> Verdict:
+    """Vela's constraint_batch_size: the NPU's spatial operations take one image at a time."""
+    shapes, x = [root.checked_type.shape], root
+    while isinstance(x, Call) and x.args:  # down the data chain to the composite's input
+        x = x.args[0]
+        shapes.append(x.checked_type.shape)
+    sizes = sorted({s[0] for s in shapes if len(s) == 4})
+    return Verdict(sizes in ([], [1]), f"got {', '.join(map(str, sizes))}")
+
+
 @constraint("Convolutions must be NHWC with constant int8/uint8 weights")
 def conv_layout(root) -> Verdict:
     conv = down(root, "qnn.conv2d")
@@ -158,6 +169,16 @@ def movement(root) -> Verdict:
     return Verdict(root.checked_type.dtype in ACT_DTYPES, f"got {root.checked_type.dtype}")
 
 
-CONV = (activation_dtype, conv_layout, kernel_size, stride, dilation, groups, channels, rounding)
+CONV = (
+    activation_dtype,
+    batch,
+    conv_layout,
+    kernel_size,
+    stride,
+    dilation,
+    groups,
+    channels,
+    rounding,
+)
 DENSE = (activation_dtype, fc_depth, rounding)
 ALL = CONV + (fc_depth, binary, pool, mean, lut, resize, movement)

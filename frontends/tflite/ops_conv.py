@@ -80,6 +80,26 @@ def check_quantized_io(ctx: OpContext, *tensors: Tensor) -> None:
             ctx.fail(f"{t.describe()} has no quantization parameters")
 
 
+def check_conv_weights_and_bias(ctx: OpContext, wt: Tensor) -> None:
+    """The setup checks TFLite's conv kernels make (Prepare): CONV_2D's int8 filters must have
+    zero point 0 (conv.cc; the depthwise and fully-connected reference kernels take any), and a
+    bias slot given as -1 fails in conv and depthwise ("Tensor at index 2 was optional but was
+    expected"). partita refuses the same models, with TFLite's reason."""
+    zp = wt.zero_point
+    conv = ctx.op.name == "CONV_2D"
+    if conv and wt.dtype == "int8" and zp is not None and np.any(np.asarray(zp) != 0):
+        bad = int(np.asarray(zp).ravel()[np.flatnonzero(np.asarray(zp).ravel())[0]])
+        ctx.fail(
+            f"{wt.describe()} has zero point {bad}; TFLite requires int8 weights to have zero "
+            f"point 0 (the kernel fails to prepare)"
+        )
+    if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] < 0:
+        ctx.fail(
+            "the bias input is -1 (optional) in a three-input operator; TFLite's kernel reads it "
+            "and fails to prepare ('Tensor at index 2 was optional but was expected')"
+        )
+
+
 def requantize(
     ctx: OpContext,
     acc: Expr,
@@ -175,6 +195,7 @@ def _conv(ctx: OpContext, w: np.ndarray, layout: str, groups: int, attrs: dict) 
         y = ctx.call("nn.conv2d", ctx.expr(0), ctx.const(w), **attrs)
         return ctx.activation(add_bias(ctx, y, 3), out)
     check_quantized_io(ctx, x, wt, out)
+    check_conv_weights_and_bias(ctx, wt)
     acc = ctx.call(
         "qnn.conv2d",
         ctx.expr(0),

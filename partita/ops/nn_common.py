@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from partita.ir.types import TensorType
+from partita.limits import check_shape
 
 from .relations import fail, tensor
 
@@ -105,6 +106,8 @@ def pad_input(data: np.ndarray, padding, layout: str = "NHWC", pad_value=0) -> n
     widths = [(0, 0)] * 4
     widths[layout.index("H")] = (top, bottom)
     widths[layout.index("W")] = (left, right)
+    padded = [d + a + b for d, (a, b) in zip(data.shape, widths)]
+    check_shape(padded, data.dtype.itemsize, f"a padded copy of a {list(data.shape)} tensor")
     return np.pad(data, widths, mode="constant", constant_values=np.asarray(pad_value, data.dtype))
 
 

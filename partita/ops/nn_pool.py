@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from partita.ir.types import TensorType
+from partita.limits import check_shape
 from partita.ops.emulation import onnxruntime_mlas as mlas
 from partita.ops.emulation import torch_cpu
 
@@ -123,6 +124,10 @@ def pool_out_shape(data_shape, attrs) -> tuple[int, ...]:
         fail(f"data must be 4-D ({attrs.layout}), got shape {tuple(data_shape)}")
     n, h, w, c = layout_dims(data_shape, attrs.layout)
     oh, ow = pool_out_dims(h, w, attrs)
+    (_, _), (eb, er) = _ceil_overhang(h, w, attrs)
+    top, left, bottom, right = attrs.padding
+    padded = (n, h + top + bottom + eb, w + left + right + er, c)
+    check_shape(padded, 8, f"its padded input {tuple(data_shape)}")  # windows read a copy
     return tuple({"N": n, "C": c, "H": oh, "W": ow}[a] for a in attrs.layout)
 
 

@@ -102,9 +102,13 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
 
 def multiply_by_quantized_multiplier(x, quantized_multiplier, shift) -> np.ndarray:
     """TFLite MultiplyByQuantizedMultiplier(int32 x, q, shift):
-    RoundingDivideByPOT(SRDHM(x * 2**max(shift, 0), q), max(-shift, 0)), int32 wrap-around."""
+    RoundingDivideByPOT(SRDHM(x * 2**max(shift, 0), q), max(-shift, 0)), int32 wrap-around.
+
+    The C++ computes ``x * (1 << left_shift)`` with a 32-bit ``1``: on x86 the shift count is
+    taken modulo 32, which matters only for multipliers of 2**31 and more (an absurdly small
+    output scale, such as 1e-45); partita reproduces that too."""
     shift = np.asarray(shift, np.int64)
-    left = np.maximum(shift, 0)
+    left = np.maximum(shift, 0) & 31
     right = np.maximum(-shift, 0)
     x = wrap_int32(np.asarray(x, np.int64) << left)
     return rounding_divide_by_pot(

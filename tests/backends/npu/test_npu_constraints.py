@@ -30,10 +30,11 @@ def conv(
     groups=1,
     semantics="tflite",
     hw=12,
+    batch=1,
 ):
     w_shape = (cout, k, k, cin // groups) if layout == "NHWC" else (cout, cin // groups, k, k)
     weight = np.ones(w_shape, np.int8)
-    shape = f"1, {hw}, {hw}, {cin}" if layout == "NHWC" else f"1, {cin}, {hw}, {hw}"
+    shape = f"{batch}, {hw}, {hw}, {cin}" if layout == "NHWC" else f"{batch}, {cin}, {hw}, {hw}"
     kernel_layout = "OHWI" if layout == "NHWC" else "OIHW"
     axis = 3 if layout == "NHWC" else 1
     return root(
@@ -124,6 +125,8 @@ CASES = [
         "got nearest_neighbor 8x8 -> 12x12, int8",
     ),
     (C.movement, lambda: single("reshape(%x, newshape=[1, 256])"), True, ""),
+    (C.batch, lambda: conv(), True, ""),
+    (C.batch, lambda: conv(batch=3), False, "got 3"),
     (
         C.movement,
         lambda: single("reshape(%x, newshape=[1, 256])", dtype="int32"),

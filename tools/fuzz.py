@@ -1,0 +1,359 @@
+"""Fuzz partita's model import and build with mutated TFLite and ONNX models.
+
+    python tools/fuzz.py --cases 100000 --seed 1 --out fuzz-out
+    python tools/fuzz.py --seconds 600 --workers 2 --formats onnx
+
+Each case takes a seed model (the committed test models), applies a few structure-aware edits
+(tools/fuzz_mutate.py: shapes, scales, zero points, dilations, pads, strides, indices, node
+outputs, opsets, ... and byte flips), then imports it, builds it for ``"npu, ref"`` and, when its
+inputs are small, runs it once. A case ends in one of:
+
+  ok        the model imported, built and ran
+  refused   a PartitaError subclass (the only acceptable failure)
+  finding   any other exception (grouped by type and the innermost partita frame)
+  hang      no answer within --timeout seconds
+  crash     the worker process died (a segfault, the --memory-mb cap)
+
+Workers are separate processes (forked, so seeds and imports are shared) with an address-space
+cap; a hung or dead worker is replaced. Every new finding class is shrunk to the fewest edits that
+still show it and written to --out as a reproducer (the model file and a JSON of its edits).
+The summary (counts per format and outcome, findings, peak RSS of any worker, cases per second)
+is printed, and written to --out/summary.json. Same --seed, same cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import queue
+import resource
+import signal
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import fuzz_mutate as fm  # noqa: E402
+
+MODELS = ROOT / "tests" / "models"
+SUFFIX = {"tflite": ".tflite", "onnx": ".onnx"}
+SEED_LIMIT = 1 << 20  # seed models up to 1 MB: small enough to mutate and run thousands of times
+
+
+class Hang(BaseException):
+    """Raised by the per-case alarm (BaseException: no ``except Exception`` swallows it)."""
+
+
+def seed_files(formats) -> list[tuple[str, Path]]:
+    out = []
+    for fmt in formats:
+        for folder in ("ops", "nets"):
+            for p in sorted((MODELS / fmt / folder).glob("*" + SUFFIX[fmt])):
+                if p.stat().st_size <= SEED_LIMIT:
+                    out.append((fmt, p))
+    return out
+
+
+class Seeds:
+    """The seed models' bytes and mutable fields, read once in the parent (workers fork it)."""
+
+    def __init__(self, formats):
+        import onnx
+
+        self.items = []
+        for fmt, path in seed_files(formats):
+            data = path.read_bytes()
+            info = fm.tflite_fields(data) if fmt == "tflite" else onnx.load_from_string(data)
+            self.items.append((fmt, path, data, info))
+
+    def case(self, seed: int, index: int) -> tuple:
+        """``(fmt, seed index, edits)`` of case ``index``: the same for the same seed."""
+        rng = np.random.default_rng([seed, index])
+        k = int(rng.integers(len(self.items)))
+        fmt, _path, data, info = self.items[k]
+        count = (1, 1, 1, 2, 3)[int(rng.integers(5))]
+        if fmt == "tflite":
+            return fmt, k, fm.tflite_edits(rng, data, info, count)
+        return fmt, k, fm.onnx_edits(rng, info, len(data), count)
+
+    def bytes_of(self, k: int, edits) -> bytes:
+        fmt, _path, data, _info = self.items[k]
+        return fm.apply_tflite(data, edits) if fmt == "tflite" else fm.apply_onnx(data, edits)
+
+
+def check(fmt: str, data: bytes) -> tuple[str, str, str]:
+    """``(outcome, class, message)`` of importing, building and running one model."""
+    from partita.frontends import from_onnx, from_tflite
+
+    from partita import build
+    from partita.errors import PartitaError
+
+    try:
+        mod = from_tflite(data) if fmt == "tflite" else from_onnx(data)
+        exe = build(mod, "npu, ref")
+        if sum(int(np.prod(t.shape)) for t in exe.input_types) <= 1 << 18:
+            exe.run(*[_random(t) for t in exe.input_types])
+        return "ok", "", ""
+    except PartitaError as e:
+        return "refused", type(e).__name__, str(e).splitlines()[0][:200]
+    except Hang:
+        return "hang", "hang", ""
+    except Exception as e:  # a finding: anything else escaped
+        return "finding", _where(e), f"{type(e).__name__}: {e}"[:300]
+
+
+def _random(t) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    if t.dtype.startswith(("int", "uint")):
+        info = np.iinfo(t.dtype)
+        return rng.integers(info.min, info.max, t.shape, dtype=t.dtype, endpoint=True)
+    return rng.standard_normal(t.shape).astype(t.dtype)
+
+
+def _where(exc: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if str(ROOT) in f.filename]
+    frame = frames[-1] if frames else traceback.extract_tb(exc.__traceback__)[-1]
+    rel = os.path.relpath(frame.filename, ROOT)
+    return f"{type(exc).__name__} in {rel}:{frame.name}"
+
+
+# ---- workers -----------------------------------------------------------------------------------
+
+
+def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: int):
+    limit = memory_mb << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    def alarm(signum, frame):
+        raise Hang()
+
+    signal.signal(signal.SIGALRM, alarm)
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        tid, k, edits = task
+        fmt = seeds.items[k][0]
+        try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                outcome = check(fmt, seeds.bytes_of(k, edits))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except Hang:
+            outcome = ("hang", "hang", "")
+        except MemoryError:
+            outcome = ("finding", "MemoryError (cap)", "")
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        results.put((wid, tid, outcome, rss_mb))
+
+
+class Workers:
+    """N worker processes; ``map`` yields ``(task id, outcome, rss MB)`` as tasks finish."""
+
+    def __init__(self, seeds: Seeds, n: int, timeout: float, memory_mb: int):
+        self.ctx = mp.get_context("fork")
+        self.seeds, self.timeout, self.memory_mb = seeds, timeout, memory_mb
+        self.results = self.ctx.Queue()
+        self.procs: dict[int, tuple] = {}
+        for wid in range(n):
+            self._start(wid)
+
+    def _start(self, wid: int):
+        tasks = self.ctx.Queue()
+        args = (self.seeds, tasks, self.results, wid, self.timeout, self.memory_mb)
+        proc = self.ctx.Process(target=_worker, args=args, daemon=True)
+        proc.start()
+        self.procs[wid] = (proc, tasks)
+
+    def map(self, tasks):
+        tasks = iter(tasks)
+        busy: dict[int, tuple] = {}  # wid -> (task id, started)
+        idle = list(self.procs)
+        done = False
+        while True:
+            while idle and not done:
+                task = next(tasks, None)
+                if task is None:
+                    done = True
+                    break
+                wid = idle.pop()
+                self.procs[wid][1].put(task)
+                busy[wid] = (task[0], time.monotonic())
+            if not busy:
+                return
+            try:
+                wid, tid, outcome, rss = self.results.get(timeout=0.2)
+                busy.pop(wid, None)
+                idle.append(wid)
+                yield tid, outcome, rss
+            except queue.Empty:
+                pass
+            yield from self._reap(busy, idle)
+
+    def _reap(self, busy, idle):
+        """Replace workers that died or overran the timeout by far (stuck in C code)."""
+        for wid, (tid, started) in list(busy.items()):
+            proc = self.procs[wid][0]
+            overdue = time.monotonic() - started > self.timeout * 2 + 5
+            if proc.is_alive() and not overdue:
+                continue
+            code = proc.exitcode
+            proc.kill()
+            proc.join()
+            self._start(wid)
+            busy.pop(wid)
+            idle.append(wid)
+            outcome = (
+                ("hang", "hang (killed)", "")
+                if overdue
+                else ("crash", f"worker died (exit {code})", "")
+            )
+            yield tid, outcome, 0.0
+
+    def close(self):
+        for _proc, tasks in self.procs.values():
+            tasks.put(None)
+        for proc, _ in self.procs.values():
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+
+
+# ---- the campaign ------------------------------------------------------------------------------
+
+
+def shrink(workers: Workers, k: int, edits: list, key: str) -> list:
+    """The fewest of ``edits`` (greedy, one at a time) that still give finding class ``key``."""
+    edits = list(edits)
+    i = 0
+    while i < len(edits) and len(edits) > 1:
+        trial = edits[:i] + edits[i + 1 :]
+        ((_, outcome, _),) = list(workers.map([(0, k, trial)]))
+        if outcome[1] == key:
+            edits = trial
+        else:
+            i += 1
+    return edits
+
+
+def campaign(args) -> dict:
+    seeds = Seeds(args.formats)
+    workers = Workers(seeds, args.workers, args.timeout, args.memory_mb)
+    out = Path(args.out) if args.out else None
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+    counts: Counter = Counter()
+    findings: dict[str, dict] = {}
+    refusals: Counter = Counter()
+    peak = 0.0
+    start = time.monotonic()
+    cases = {}
+
+    def tasks():
+        i = 0
+        while (args.cases is None or i < args.cases) and (
+            args.seconds is None or time.monotonic() - start < args.seconds
+        ):
+            fmt, k, edits = seeds.case(args.seed, i)
+            cases[i] = (fmt, k, edits)
+            yield (i, k, edits)
+            i += 1
+
+    try:
+        for n, (tid, outcome, rss) in enumerate(workers.map(tasks()), 1):
+            fmt, k, edits = cases.pop(tid)
+            status, key, message = outcome
+            counts[(fmt, status)] += 1
+            peak = max(peak, rss)
+            if status == "refused":
+                refusals[key] += 1
+            elif status != "ok":
+                entry = findings.setdefault(key, {"count": 0, "first": tid, "message": message})
+                entry["count"] += 1
+                if entry["count"] == 1:
+                    entry["reproducer"] = _keep(workers, seeds, k, edits, key, message, out)
+            if args.progress and n % args.progress == 0:
+                rate = n / (time.monotonic() - start)
+                print(f"{n} cases, {rate:.0f}/s, {len(findings)} finding classes", flush=True)
+    finally:
+        workers.close()
+    elapsed = time.monotonic() - start
+    return _summary(counts, refusals, findings, peak, elapsed, args)
+
+
+def _keep(workers, seeds, k, edits, key, message, out) -> str | None:
+    edits = shrink(workers, k, edits, key)
+    if out is None:
+        return None
+    fmt, path = seeds.items[k][0], seeds.items[k][1]
+    slug = "".join(c if c.isalnum() else "_" for c in key)[:80]
+    target = out / f"{slug}{SUFFIX[fmt]}"
+    target.write_bytes(seeds.bytes_of(k, edits))
+    meta = {
+        "class": key,
+        "message": message,
+        "seed_model": str(path.relative_to(ROOT)),
+        "edits": [list(e) for e in edits],
+    }
+    target.with_suffix(".json").write_text(json.dumps(meta, indent=1, default=str))
+    return str(target)
+
+
+def _summary(counts, refusals, findings, peak, elapsed, args) -> dict:
+    total = sum(counts.values())
+    by_format = {}
+    for (fmt, status), c in sorted(counts.items()):
+        by_format.setdefault(fmt, {})[status] = c
+    summary = {
+        "cases": total,
+        "seed": args.seed,
+        "seconds": round(elapsed, 1),
+        "cases_per_second": round(total / elapsed, 1) if elapsed else 0.0,
+        "by_format": by_format,
+        "outcomes": dict(Counter(status for (_, status) in counts.elements())),
+        "findings": findings,
+        "refusal_classes": dict(refusals.most_common()),
+        "peak_rss_mb": round(peak, 1),
+        "timeout_s": args.timeout,
+        "memory_cap_mb": args.memory_mb,
+        "memory_budget": os.environ.get("PARTITA_MEMORY_BUDGET", "4g"),
+    }
+    if args.out:
+        (Path(args.out) / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, help="number of cases (default: until --seconds)")
+    parser.add_argument("--seconds", type=float, help="stop starting cases after this long")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    parser.add_argument("--formats", default="tflite,onnx")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a case may take")
+    parser.add_argument("--memory-mb", type=int, default=3072, help="address-space cap per worker")
+    parser.add_argument(
+        "--budget", default="256m", help="PARTITA_MEMORY_BUDGET in the workers (default 256m)"
+    )
+    parser.add_argument("--out", help="folder for reproducers and summary.json")
+    parser.add_argument("--progress", type=int, default=1000, help="print every N cases (0: no)")
+    args = parser.parse_args(argv)
+    args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    if args.cases is None and args.seconds is None:
+        parser.error("give --cases N or --seconds T")
+    os.environ["PARTITA_MEMORY_BUDGET"] = args.budget  # the workers inherit it
+    summary = campaign(args)
+    print(json.dumps({k: v for k, v in summary.items() if k != "refusal_classes"}, indent=1))
+    return 1 if summary["findings"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
