@@ -267,6 +267,7 @@ def campaign(args) -> dict:
             yield (i, k, edits)
             i += 1
 
+    first: dict[str, tuple] = {}  # finding class -> (seed index, edits, message) of its first case
     try:
         for n, (tid, outcome, rss) in enumerate(workers.map(tasks()), 1):
             fmt, k, edits = cases.pop(tid)
@@ -278,11 +279,12 @@ def campaign(args) -> dict:
             elif status != "ok":
                 entry = findings.setdefault(key, {"count": 0, "first": tid, "message": message})
                 entry["count"] += 1
-                if entry["count"] == 1:
-                    entry["reproducer"] = _keep(workers, seeds, k, edits, key, message, out)
+                first.setdefault(key, (k, edits, message))
             if args.progress and n % args.progress == 0:
                 rate = n / (time.monotonic() - start)
                 print(f"{n} cases, {rate:.0f}/s, {len(findings)} finding classes", flush=True)
+        for key, (k, edits, message) in first.items():  # shrink once the campaign is over
+            findings[key]["reproducer"] = _keep(workers, seeds, k, edits, key, message, out)
     finally:
         workers.close()
     elapsed = time.monotonic() - start

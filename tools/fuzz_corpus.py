@@ -25,7 +25,8 @@ OUT = ROOT / "tests" / "fuzz_corpus"
 CONV = "tflite/ops/conv2d_same_s1_relu.tflite"  # tensors: 0 x, 1 bias, 2 weights, 3 output
 DIL = "tflite/ops/conv2d_same_dil2.tflite"
 POOL = "tflite/ops/avgpool_same_k3s2.tflite"
-DW = "tflite/ops/dwconv_m1_s1_same_relu6.tflite"  # weights quantized along dimension 3
+DW = "tflite/ops/dwconv_m1_s1_same_relu6.tflite"
+RESIZE = "tflite/ops/resize_bilinear_asymmetric.tflite"  # weights quantized along dimension 3
 
 
 def tensor_field(data: bytes, tensor: int, kind: str, element: int = 0) -> tuple:
@@ -81,6 +82,12 @@ def tflite_cases() -> dict:
             "refused",
             "",
         ),
+        "tflite_resize_empty_input": (
+            RESIZE,
+            write([_input_shape(RESIZE, 1, 0)]),
+            "refused",
+            "cannot resize",
+        ),
         "tflite_pool_padded_input": (
             POOL,
             write([(op_field(pool, "option", 1), 1 << 24)]),
@@ -88,6 +95,13 @@ def tflite_cases() -> dict:
             "",
         ),
     }
+
+
+def _input_shape(seed: str, axis: int, value: int):
+    """Dimension ``axis`` of the first operator's first input."""
+    data = (OPS / seed).read_bytes()
+    tensor = int(_op(data).Inputs(0))
+    return tensor_field(data, tensor, "shape", axis), value
 
 
 def _dw_qdim(value):

@@ -238,6 +238,8 @@ def _resize_bilinear_integer(ctx: OpContext, x: Expr, size, align: bool, half: b
     """sum of v * wy * wx over the four taps, exactly, as two integer matrix products (the
     weights are separable), then (s + sign(s) * 2**19) / 2**20 truncated."""
     _, h, w, _ = x.checked_type.shape
+    if min(h, w, *size) <= 0:
+        ctx.fail(f"cannot resize an input of {h}x{w} pixels to {size[0]}x{size[1]}")
     wy = _resize_weights(size[0], h, align, half)
     wx = _resize_weights(size[1], w, align, half)
     v = ctx.call("transpose", ctx.call("cast", x, dtype="int64"), axes=(0, 2, 3, 1))
