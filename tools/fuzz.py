@@ -268,12 +268,15 @@ def campaign(args) -> dict:
             i += 1
 
     first: dict[str, tuple] = {}  # finding class -> (seed index, edits, message) of its first case
+    peak_case = None
     try:
         for n, (tid, outcome, rss) in enumerate(workers.map(tasks()), 1):
             fmt, k, edits = cases.pop(tid)
             status, key, message = outcome
             counts[(fmt, status)] += 1
-            peak = max(peak, rss)
+            if rss > peak:  # ru_maxrss only grows: this case raised its worker's high-water mark
+                peak = rss
+                peak_case = {"rss_mb": round(rss, 1), "seed_model": _name(seeds, k), "edits": edits}
             if status == "refused":
                 refusals[key] += 1
             elif status != "ok":
@@ -288,7 +291,15 @@ def campaign(args) -> dict:
     finally:
         workers.close()
     elapsed = time.monotonic() - start
-    return _summary(counts, refusals, findings, peak, elapsed, args)
+    summary = _summary(counts, refusals, findings, peak, elapsed, args)
+    summary["peak_case"] = peak_case
+    if args.out:
+        (Path(args.out) / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary
+
+
+def _name(seeds: Seeds, k: int) -> str:
+    return str(seeds.items[k][1].relative_to(ROOT))
 
 
 def _keep(workers, seeds, k, edits, key, message, out) -> str | None:
@@ -328,8 +339,6 @@ def _summary(counts, refusals, findings, peak, elapsed, args) -> dict:
         "memory_cap_mb": args.memory_mb,
         "memory_budget": os.environ.get("PARTITA_MEMORY_BUDGET", "4g"),
     }
-    if args.out:
-        (Path(args.out) / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
 

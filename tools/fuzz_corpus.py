@@ -26,7 +26,8 @@ CONV = "tflite/ops/conv2d_same_s1_relu.tflite"  # tensors: 0 x, 1 bias, 2 weight
 DIL = "tflite/ops/conv2d_same_dil2.tflite"
 POOL = "tflite/ops/avgpool_same_k3s2.tflite"
 DW = "tflite/ops/dwconv_m1_s1_same_relu6.tflite"
-RESIZE = "tflite/ops/resize_bilinear_asymmetric.tflite"  # weights quantized along dimension 3
+RESIZE = "tflite/ops/resize_bilinear_asymmetric.tflite"
+RESIZE_AC = "tflite/ops/resize_bilinear_align_corners.tflite"  # weights quantized along dimension 3
 
 
 def tensor_field(data: bytes, tensor: int, kind: str, element: int = 0) -> tuple:
@@ -88,6 +89,12 @@ def tflite_cases() -> dict:
             "refused",
             "cannot resize",
         ),
+        "tflite_resize_huge_output": (
+            RESIZE_AC,
+            write([_op_input_value(RESIZE_AC, 1, 0, 1 << 24)]),
+            "refused",
+            "resize weights",
+        ),
         "tflite_pool_padded_input": (
             POOL,
             write([(op_field(pool, "option", 1), 1 << 24)]),
@@ -102,6 +109,19 @@ def _input_shape(seed: str, axis: int, value: int):
     data = (OPS / seed).read_bytes()
     tensor = int(_op(data).Inputs(0))
     return tensor_field(data, tensor, "shape", axis), value
+
+
+def _op_input_value(seed: str, input_index: int, element: int, value: int):
+    """Element ``element`` of the constant int32 buffer that feeds input ``input_index`` of the
+    first operator (RESIZE's size operand)."""
+    import tflite
+
+    data = (OPS / seed).read_bytes()
+    model = tflite.Model.GetRootAsModel(data, 0)
+    tensor = model.Subgraphs(0).Tensors(int(_op(data).Inputs(input_index)))
+    tab = model.Buffers(tensor.Buffer())._tab
+    start = tab.Vector(tab.Offset(4))
+    return ("buffer", start + 4 * element, "<i"), value
 
 
 def _dw_qdim(value):

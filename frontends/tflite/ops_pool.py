@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from partita.ir import Expr
+from partita.limits import MemoryBudgetError, check_shape
 from partita.ops.nn_image import resize_coordinates
 
 from .context import INT_RANGES, OpContext, Unsupported
@@ -240,6 +241,11 @@ def _resize_bilinear_integer(ctx: OpContext, x: Expr, size, align: bool, half: b
     _, h, w, _ = x.checked_type.shape
     if min(h, w, *size) <= 0:
         ctx.fail(f"cannot resize an input of {h}x{w} pixels to {size[0]}x{size[1]}")
+    for out_size, in_size in zip(size, (h, w)):  # the weight matrices are constants
+        try:
+            check_shape((out_size, in_size), 8, f"its {out_size}x{in_size} resize weights")
+        except MemoryBudgetError as e:
+            raise MemoryBudgetError(f"operator #{ctx.op.index} {ctx.op.name}: {e}") from None
     wy = _resize_weights(size[0], h, align, half)
     wx = _resize_weights(size[1], w, align, half)
     v = ctx.call("transpose", ctx.call("cast", x, dtype="int64"), axes=(0, 2, 3, 1))
