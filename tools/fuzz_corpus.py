@@ -95,6 +95,13 @@ def tflite_cases() -> dict:
             "refused",
             "resize weights",
         ),
+        # found by tools/fuzz.py --seed 12 (raw positions: the shrunk reproducer's edit)
+        "tflite_pad_output_without_quantization": (
+            "tflite/ops/pad.tflite",
+            [("w", 524, "<i", 1)],
+            "refused",
+            "quantization",
+        ),
         "tflite_pool_padded_input": (
             POOL,
             write([(op_field(pool, "option", 1), 1 << 24)]),
@@ -188,6 +195,12 @@ def onnx_cases() -> dict:
                 [("input_dim", 0, 2, 1 << 40)],
                 "refused",
                 "memory budget",
+            ),
+            "onnx_unsqueeze_float_axes": (
+                "onnx/ops/tensor_ops.onnx",
+                [("op_type", 6, "Unsqueeze")],
+                "refused",
+                "integers",
             ),
             "onnx_npu_conv_batch_3": (
                 "onnx/ops/conv.qop_u8s8_pc.onnx",

@@ -65,11 +65,20 @@ def flatten(ctx: NodeContext) -> Expr:
     return _reshape(ctx, [int(np.prod(s[:axis])), int(np.prod(s[axis:]))])
 
 
-def _axes(ctx: NodeContext, rank: int) -> list[int] | None:
+def _raw_axes(ctx: NodeContext) -> list[int] | None:
+    """The axes as given: input 1 from opset 13, the ``axes`` attribute before."""
     if ctx.opset >= 13:
-        axes = ctx.value(1, "axes").reshape(-1).tolist() if ctx.has_input(1) else None
-    else:
-        axes = list(ctx.ints("axes")) if ctx.attr("axes") is not None else None
+        if not ctx.has_input(1):
+            return None
+        axes = ctx.value(1, "axes")
+        if axes.dtype.kind not in "iu":
+            ctx.fail(f"axes must be integers, got {axes.dtype}")
+        return axes.reshape(-1).tolist()
+    return list(ctx.ints("axes")) if ctx.attr("axes") is not None else None
+
+
+def _axes(ctx: NodeContext, rank: int) -> list[int] | None:
+    axes = _raw_axes(ctx)
     if axes is None:
         return None
     out = [a + rank if a < 0 else a for a in axes]
@@ -89,9 +98,10 @@ def squeeze(ctx: NodeContext) -> Expr:
 
 def unsqueeze(ctx: NodeContext) -> Expr:
     s = list(ctx.shape(0))
-    axes = _axes(ctx, len(s) + len(ctx.value(1, "axes").reshape(-1)))
-    if axes is None:
+    raw = _raw_axes(ctx)
+    if raw is None:
         ctx.fail("Unsqueeze needs axes")
+    axes = _axes(ctx, len(s) + len(raw))
     out = []
     it = iter(s)
     for i in range(len(s) + len(axes)):

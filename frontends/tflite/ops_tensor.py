@@ -86,7 +86,10 @@ def pad(ctx: OpContext) -> Expr:
             ctx.fail(f"the constant value must be a scalar, got shape {list(value.shape)}")
         value = value.reshape(())
     elif x.quantized and dtype in ("int8", "uint8", "int16"):
-        value = np.asarray(ctx.out().zero_point[0])
+        out = ctx.out()
+        if out.zero_point is None:
+            ctx.fail(f"{out.describe()} has no quantization parameters (the input has)")
+        value = np.asarray(out.zero_point[0])
     else:
         value = np.zeros(())
     return ctx.call("nn.pad", ctx.expr(0), ctx.const(value.astype(dtype)), pad_width=pad_width)
