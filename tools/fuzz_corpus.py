@@ -102,6 +102,8 @@ def tflite_cases() -> dict:
             "refused",
             "quantization",
         ),
+        "tflite_concat_input_without_quantization": (
+            "tflite/ops/concat_same_scale.tflite", [("w", 816, "<I", 0)], "refused", "scale"),
         "tflite_pool_padded_input": (
             POOL,
             write([(op_field(pool, "option", 1), 1 << 24)]),

@@ -16,7 +16,7 @@ A clip alone between two NPU ops is a LUT operation, so it never splits a partit
 from __future__ import annotations
 
 from partita.backends.verdict import all_of
-from partita.patterns import constants, is_constant, is_op, wildcard
+from partita.patterns import constants, is_constant, is_op, is_tuple, wildcard
 
 from . import constraints as C
 
@@ -69,7 +69,9 @@ def pattern_table(options=None):
         ("lut", lut(), C.lut),
         (
             "concat",
-            is_op("qnn.concatenate")(wildcard(), *constants(4)) | is_op("concatenate")(wildcard()),
+            # the tuple inside the composite, so that each field is a feature-map input
+            is_op("qnn.concatenate")(is_tuple(None), *constants(4))
+            | is_op("concatenate")(is_tuple(None)),
             C.movement,
         ),
         ("resize", is_op("image.resize2d")(wildcard()), all_of(C.batch, C.resize)),

@@ -52,6 +52,7 @@ def concatenation(ctx: OpContext) -> Expr:
     data = ctx.tuple([ctx.expr(i) for i in range(n)])
     out = ctx.out()
     axis = int(ctx.opt("Axis"))
+    _check_concat_params(ctx, n, out)
     if not ctx.quantized():
         return ctx.activation(ctx.call("concatenate", data, axis=axis), out)
     if ctx.opt("FusedActivationFunction") != 0:
@@ -66,6 +67,25 @@ def concatenation(ctx: OpContext) -> Expr:
         axis=axis,
         semantics=ctx.sem("qnn.concatenate"),
     )
+
+
+def _check_concat_params(ctx: OpContext, n: int, out) -> None:
+    """TFLite's int8/int16 CONCATENATION requires every input to carry the output's scale and
+    zero point (concatenation.cc: ``t->params.scale != output->params.scale`` fails to prepare);
+    uint8 inputs may differ (the kernel requantizes)."""
+    if out.dtype not in ("int8", "int16"):
+        return
+    for i in range(n):
+        t = ctx.tensor(i)
+        same = t.quantized and out.quantized and (
+            np.float32(t.scale[0]) == np.float32(out.scale[0])
+            and int(t.zero_point[0]) == int(out.zero_point[0])
+        )
+        if not same:
+            ctx.fail(
+                f"input {t.describe()} does not have the output's scale and zero point; TFLite's "
+                f"{out.dtype} concatenation requires them equal (the kernel fails to prepare)"
+            )
 
 
 def pad(ctx: OpContext) -> Expr:

@@ -211,3 +211,18 @@ def test_onnx_rounding_conv_equals_interpreter(h, cin, cout, k, stride, depthwis
     assert [s.target for s in exe.steps] == ["npu"]
     x = np.random.default_rng(seed).integers(-128, 128, (1, h, h, cin), dtype=np.int8)
     assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_concatenation_of_two_feature_maps_runs_on_the_npu():
+    """The tuple is inside the composite, each field a feature-map input (with the tuple as one
+    input the simulator saw a single array; found by tools/fuzz.py)."""
+    mod = P.parse("""
+def @main(%a: Tensor[(1, 4, 4, 3), int8], %b: Tensor[(1, 4, 4, 5), int8]) {
+  concatenate((%a, %b), axis=3)
+}""")
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (1, 4, 4, 3), dtype=np.int8)
+    b = rng.integers(-128, 128, (1, 4, 4, 5), dtype=np.int8)
+    assert np.array_equal(exe.run(a, b)[0], P.interpret(mod, [a, b])[0])
