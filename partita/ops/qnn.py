@@ -94,7 +94,7 @@ def _scalar(p: np.ndarray) -> int:
 class QuantizeAttrs(Attrs):
     axis: int = -1
     out_dtype: str = choice("int8", "int8", "uint8", "int16", "int32")
-    semantics: str = choice("tflite", "tflite", "onnx")
+    semantics: str = choice("tflite", "tflite", "onnx", "fbgemm")
 
 
 def _quantize_rel(types, attrs):
@@ -117,10 +117,19 @@ def quantize(data, output_scale, output_zero_point, attrs):
 
     "tflite" (TFLite's reference QUANTIZE): float32 division, round half away from zero
     (TfLiteRound). "onnx" (QuantizeLinear, MLAS): float32 division, round half to even.
+    "fbgemm" (PyTorch's quantize_per_tensor on x86, fbgemm's vectorised Quantize): one fused
+    multiply-add in float32, ``fma(data, float32(1 / scale), zero_point)``, rounded half to even.
     """
     axis = attrs.axis % data.ndim if data.ndim else 0
     scale = _broadcast_param(output_scale.astype(np.float32), data.ndim, axis)
     zp = _broadcast_param(output_zero_point.astype(np.int64), data.ndim, axis)
+    if attrs.semantics == "fbgemm":
+        inverse = (np.float32(1) / scale).astype(np.float64)
+        # x * inverse + zp is exact in float64 (24 + 24 bits, small integer zp), so one rounding
+        # to float32 is the FMA's.
+        fused = (data.astype(np.float32).astype(np.float64) * inverse + zp).astype(np.float32)
+        q = np.clip(np.nan_to_num(np.rint(fused), nan=0.0), -(2.0**40), 2.0**40)
+        return saturate(q.astype(np.int64), attrs.out_dtype)
     q = data.astype(np.float32) / scale
     if attrs.semantics == "tflite":
         q = q.astype(np.float64)  # exact, so adding 0.5 cannot round up

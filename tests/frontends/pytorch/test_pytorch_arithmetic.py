@@ -18,9 +18,15 @@ F32 = np.float32
 
 
 def requantize(data, s_in, zp_in, s_out, zp_out, **attrs):
-    call = get_op("qnn.requantize")(const(np.asarray(data, np.int32)), const(s_in),
-                                    const(zp_in), const(F32(s_out)), const(np.int32(zp_out)),
-                                    semantics="fbgemm", **attrs)
+    call = get_op("qnn.requantize")(
+        const(np.asarray(data, np.int32)),
+        const(s_in),
+        const(zp_in),
+        const(F32(s_out)),
+        const(np.int32(zp_out)),
+        semantics="fbgemm",
+        **attrs,
+    )
     return partita.interpret(call)[0]
 
 
@@ -32,14 +38,27 @@ def test_requantize_fbgemm_by_hand():
     # 10 * 0.25 = 2.5 and 14 * 0.25 = 3.5 round half to even
     assert requantize([10, 14], F32(0.5), F32(0), 2.0, 3).tolist() == [5, 7]
     # per channel, int32 zero points and saturation
-    out = requantize([[1000, 40]], np.array([1.0, 0.5], F32), np.array([0, 0], np.int32), 1.0,
-                     -10, axis=1, out_dtype="int8")
+    out = requantize(
+        [[1000, 40]],
+        np.array([1.0, 0.5], F32),
+        np.array([0, 0], np.int32),
+        1.0,
+        -10,
+        axis=1,
+        out_dtype="int8",
+    )
     assert out.tolist() == [[127, 10]]
 
 
 def test_requantize_fbgemm_rejects_float_zero_point_elsewhere():
-    call = get_op("qnn.requantize")(var("x", (4,), "int32"), const(F32(0.5)), const(F32(0.25)),
-                                    const(F32(1.0)), const(np.int32(0)), semantics="onnx")
+    call = get_op("qnn.requantize")(
+        var("x", (4,), "int32"),
+        const(F32(0.5)),
+        const(F32(0.25)),
+        const(F32(1.0)),
+        const(np.int32(0)),
+        semantics="onnx",
+    )
     with pytest.raises(PartitaError, match="input_zero_point must be int32"):
         partita.interpret(call, [np.zeros(4, np.int32)])
 
@@ -52,11 +71,16 @@ def test_requantize_fbgemm_equals_quantized_conv():
     old, torch.backends.quantized.engine = torch.backends.quantized.engine, "fbgemm"
     try:
         g = torch.Generator().manual_seed(0)
-        x = torch.quantize_per_tensor(torch.rand(1, 8, 6, 6, generator=g) * 4, 0.031, 3,
-                                      torch.quint8)
-        w = torch.quantize_per_channel(torch.randn(16, 8, 3, 3, generator=g) * 0.2,
-                                       torch.rand(16, generator=g) * 0.004 + 0.001,
-                                       torch.zeros(16, dtype=torch.long), 0, torch.qint8)
+        x = torch.quantize_per_tensor(
+            torch.rand(1, 8, 6, 6, generator=g) * 4, 0.031, 3, torch.quint8
+        )
+        w = torch.quantize_per_channel(
+            torch.randn(16, 8, 3, 3, generator=g) * 0.2,
+            torch.rand(16, generator=g) * 0.004 + 0.001,
+            torch.zeros(16, dtype=torch.long),
+            0,
+            torch.qint8,
+        )
         bias = torch.randn(16, generator=g) * 0.5
         conv = torch.ao.nn.quantized.Conv2d(8, 16, 3, padding=1)
         conv.set_weight_bias(w, bias)
@@ -70,7 +94,7 @@ def test_requantize_fbgemm_equals_quantized_conv():
     xp = np.pad(xi[0], ((0, 0), (1, 1), (1, 1)))
     for i in range(3):
         for j in range(3):
-            acc += np.einsum("oc,chw->ohw", wi[:, :, i, j], xp[:, i:i + 6, j:j + 6])
+            acc += np.einsum("oc,chw->ohw", wi[:, :, i, j], xp[:, i : i + 6, j : j + 6])
     s_aw = (F32(0.031) * w.q_per_channel_scales().numpy().astype(F32)).astype(F32)
     k, zp_in = fbgemm_bias(bias.numpy().astype(F32), s_aw)
     out = requantize(acc + k[:, None, None], s_aw, zp_in, 0.013, 70, axis=0, out_dtype="uint8")
@@ -82,14 +106,17 @@ def conv(data, weight, **attrs):
     return partita.interpret(call)[0]
 
 
-@pytest.mark.parametrize("c,o,side,k,stride,groups,exact", [
-    (3, 16, 32, 3, 2, 1, True),  # a stem: one FMA chain over K = 27
-    (144, 32, 4, 1, 1, 1, True),  # pointwise, K = 144
-    # K = 320: MKL picks its summation kernel by CPU (AVX-512 Intel vs Zen 4 differ), so only
-    # the float32 error bound of a K-term sum holds on every x86-64 CPU
-    (320, 8, 6, 1, 1, 1, False),
-    (48, 48, 16, 3, 2, 48, True),  # depthwise (oneDNN jit_dw)
-])
+@pytest.mark.parametrize(
+    "c,o,side,k,stride,groups,exact",
+    [
+        (3, 16, 32, 3, 2, 1, True),  # a stem: one FMA chain over K = 27
+        (144, 32, 4, 1, 1, 1, True),  # pointwise, K = 144
+        # K = 320: MKL picks its summation kernel by CPU (AVX-512 Intel vs Zen 4 differ), so only
+        # the float32 error bound of a K-term sum holds on every x86-64 CPU
+        (320, 8, 6, 1, 1, 1, False),
+        (48, 48, 16, 3, 2, 48, True),  # depthwise (oneDNN jit_dw)
+    ],
+)
 def test_torch_cpu_conv_equals_torch(c, o, side, k, stride, groups, exact):
     g = torch.Generator().manual_seed(c + o)
     x = torch.randn(1, c, side, side, generator=g)
@@ -100,12 +127,14 @@ def test_torch_cpu_conv_equals_torch(c, o, side, k, stride, groups, exact):
     if exact:
         np.testing.assert_array_equal(ours, ref)
     else:  # |error| <= K * 2**-24 * sum |x * w| for any summation order
-        magnitude = partita.interpret(get_op("nn.conv2d")(
-            const(np.abs(x.numpy())), const(np.abs(w.numpy())), **attrs))[0]
+        magnitude = partita.interpret(
+            get_op("nn.conv2d")(const(np.abs(x.numpy())), const(np.abs(w.numpy())), **attrs)
+        )[0]
         bound = 1.01 * c * k * k * 2.0**-24 * magnitude.astype(np.float64)
         assert np.all(np.abs(ours.astype(np.float64) - ref) <= bound)
-    exact_sum = partita.interpret(get_op("nn.conv2d")(const(x.numpy()), const(w.numpy()),
-                                                      **attrs))[0]
+    exact_sum = partita.interpret(get_op("nn.conv2d")(const(x.numpy()), const(w.numpy()), **attrs))[
+        0
+    ]
     assert not np.array_equal(exact_sum, ref)  # the order matters on these shapes
 
 
@@ -125,3 +154,28 @@ def test_torch_cpu_mean_equals_torch(side):
     ref = torch.nn.functional.adaptive_avg_pool2d(x, 1).numpy()
     call = get_op("nn.global_avg_pool2d")(const(x.numpy()), accumulate="torch_cpu")
     np.testing.assert_array_equal(partita.interpret(call)[0], ref)
+
+
+@pytest.mark.parametrize("scale, zp", [(0.05005333200097084, 62), (0.0078125, 128), (0.3, 3)])
+def test_quantize_fbgemm_equals_quantize_per_tensor(scale, zp):
+    """aten::quantize_per_tensor on x86 is fbgemm's Quantize: fma(x, float32(1 / s), zp), half
+    to even. The division ("onnx") differs within an ulp of a tie: 2 values in 1.3 million of an
+    eager-mode MobileNetV2's inputs (issue 16 part 3), enough to move its output by 7 quanta."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            rng.standard_normal(200_000).astype(np.float32) * 3,
+            # values next to ties: (k + 0.5 - zp) * s and the float32 values around it
+            np.nextafter(
+                ((np.arange(-300, 300) + 0.5) * np.float32(scale)).astype(np.float32),
+                np.float32(np.inf),
+            ),
+            ((np.arange(-300, 300) + 0.5) * np.float32(scale)).astype(np.float32),
+        ]
+    )
+    want = torch.quantize_per_tensor(torch.from_numpy(x), scale, zp, torch.quint8)
+    call = get_op("qnn.quantize")(
+        const(x), const(F32(scale)), const(np.int32(zp)), out_dtype="uint8", semantics="fbgemm"
+    )
+    out = partita.interpret(call)[0]
+    assert np.array_equal(out, want.int_repr().numpy())
