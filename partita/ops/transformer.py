@@ -59,7 +59,11 @@ def take(data, indices, attrs):
                 f"axis {axis} of size {n}"
             )
         idx = np.where(idx < 0, idx + n, idx)
-    return np.take(data, idx, axis=axis, mode="wrap" if attrs.mode == "wrap" else "clip")
+    if attrs.mode == "wrap":
+        # numpy's own "wrap" adds the size to a negative index until it is not negative: a
+        # huge negative int64 index (a random token id) takes forever, np.mod does not
+        idx = np.mod(idx, n)
+    return np.take(data, idx, axis=axis, mode="clip")
 
 
 # ---- comparisons and masks ---------------------------------------------------------------------

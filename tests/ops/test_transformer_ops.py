@@ -111,3 +111,12 @@ def test_dynamic_quantize():
     )
     with type_error("data must be float32, got int8"):
         type_of("qnn.dynamic_quantize", ((2,), "int8"))
+
+
+def test_take_wraps_huge_negative_indices_at_once():
+    """Random int64 token ids (partita run --random) include values near -2**63; numpy's own
+    "wrap" mode steps them up one table size at a time and never finished on a BERT."""
+    data = np.arange(12, dtype=np.float32).reshape(6, 2)
+    idx = np.array([-(2**63), -(2**63) + 5, 2**63 - 1, -7, 13], np.int64)
+    out = run("take", data, idx, axis=0, mode="wrap")
+    assert np.array_equal(out, data[[int(i) % 6 for i in idx]])
