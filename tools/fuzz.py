@@ -128,7 +128,11 @@ def _where(exc: BaseException) -> str:
 
 
 def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: int):
-    limit = memory_mb << 20
+    # the cap is on top of what the forked worker already maps (a parent that imported torch or
+    # TensorFlow maps gigabytes of address space it never touches)
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * resource.getpagesize()
+    limit = mapped + (memory_mb << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     def alarm(signum, frame):
@@ -350,7 +354,9 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     parser.add_argument("--formats", default="tflite,onnx")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds a case may take")
-    parser.add_argument("--memory-mb", type=int, default=3072, help="address-space cap per worker")
+    parser.add_argument(
+        "--memory-mb", type=int, default=3072, help="address space a worker may add (MiB)"
+    )
     parser.add_argument(
         "--budget", default="256m", help="PARTITA_MEMORY_BUDGET in the workers (default 256m)"
     )
