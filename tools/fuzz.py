@@ -248,55 +248,65 @@ def shrink(workers: Workers, k: int, edits: list, key: str) -> list:
     return edits
 
 
+class Tally:
+    """What the campaign has seen: outcomes per format, refusal classes, findings (with the
+    first case of each class, to shrink), and the case that set the peak RSS."""
+
+    def __init__(self, seeds: Seeds):
+        self.seeds = seeds
+        self.counts: Counter = Counter()
+        self.refusals: Counter = Counter()
+        self.findings: dict[str, dict] = {}
+        self.first: dict[str, tuple] = {}  # class -> (seed index, edits, message)
+        self.peak, self.peak_case = 0.0, None
+
+    def add(self, tid: int, case: tuple, outcome: tuple, rss: float) -> None:
+        fmt, k, edits = case
+        status, key, message = outcome
+        self.counts[(fmt, status)] += 1
+        if rss > self.peak:  # ru_maxrss only grows: this case raised its worker's high-water mark
+            self.peak = rss
+            self.peak_case = {
+                "rss_mb": round(rss, 1),
+                "seed_model": _name(self.seeds, k),
+                "edits": edits,
+            }
+        if status == "refused":
+            self.refusals[key] += 1
+        elif status != "ok":
+            entry = self.findings.setdefault(key, {"count": 0, "first": tid, "message": message})
+            entry["count"] += 1
+            self.first.setdefault(key, (k, edits, message))
+
+
 def campaign(args) -> dict:
     seeds = Seeds(args.formats)
     workers = Workers(seeds, args.workers, args.timeout, args.memory_mb)
     out = Path(args.out) if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
-    counts: Counter = Counter()
-    findings: dict[str, dict] = {}
-    refusals: Counter = Counter()
-    peak = 0.0
-    start = time.monotonic()
-    cases = {}
+    tally, cases, start = Tally(seeds), {}, time.monotonic()
 
     def tasks():
         i = 0
         while (args.cases is None or i < args.cases) and (
             args.seconds is None or time.monotonic() - start < args.seconds
         ):
-            fmt, k, edits = seeds.case(args.seed, i)
-            cases[i] = (fmt, k, edits)
-            yield (i, k, edits)
+            cases[i] = seeds.case(args.seed, i)
+            yield (i, *cases[i][1:])
             i += 1
 
-    first: dict[str, tuple] = {}  # finding class -> (seed index, edits, message) of its first case
-    peak_case = None
     try:
         for n, (tid, outcome, rss) in enumerate(workers.map(tasks()), 1):
-            fmt, k, edits = cases.pop(tid)
-            status, key, message = outcome
-            counts[(fmt, status)] += 1
-            if rss > peak:  # ru_maxrss only grows: this case raised its worker's high-water mark
-                peak = rss
-                peak_case = {"rss_mb": round(rss, 1), "seed_model": _name(seeds, k), "edits": edits}
-            if status == "refused":
-                refusals[key] += 1
-            elif status != "ok":
-                entry = findings.setdefault(key, {"count": 0, "first": tid, "message": message})
-                entry["count"] += 1
-                first.setdefault(key, (k, edits, message))
+            tally.add(tid, cases.pop(tid), outcome, rss)
             if args.progress and n % args.progress == 0:
                 rate = n / (time.monotonic() - start)
-                print(f"{n} cases, {rate:.0f}/s, {len(findings)} finding classes", flush=True)
-        for key, (k, edits, message) in first.items():  # shrink once the campaign is over
-            findings[key]["reproducer"] = _keep(workers, seeds, k, edits, key, message, out)
+                print(f"{n} cases, {rate:.0f}/s, {len(tally.findings)} finding classes", flush=True)
+        for key, (k, edits, message) in tally.first.items():  # shrink once the run is over
+            tally.findings[key]["reproducer"] = _keep(workers, seeds, k, edits, key, message, out)
     finally:
         workers.close()
-    elapsed = time.monotonic() - start
-    summary = _summary(counts, refusals, findings, peak, elapsed, args)
-    summary["peak_case"] = peak_case
+    summary = _summary(tally, time.monotonic() - start, args)
     if args.out:
         (Path(args.out) / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
@@ -324,8 +334,8 @@ def _keep(workers, seeds, k, edits, key, message, out) -> str | None:
     return str(target)
 
 
-def _summary(counts, refusals, findings, peak, elapsed, args) -> dict:
-    total = sum(counts.values())
+def _summary(tally: Tally, elapsed: float, args) -> dict:
+    counts, total = tally.counts, sum(tally.counts.values())
     by_format = {}
     for (fmt, status), c in sorted(counts.items()):
         by_format.setdefault(fmt, {})[status] = c
@@ -336,9 +346,10 @@ def _summary(counts, refusals, findings, peak, elapsed, args) -> dict:
         "cases_per_second": round(total / elapsed, 1) if elapsed else 0.0,
         "by_format": by_format,
         "outcomes": dict(Counter(status for (_, status) in counts.elements())),
-        "findings": findings,
-        "refusal_classes": dict(refusals.most_common()),
-        "peak_rss_mb": round(peak, 1),
+        "findings": tally.findings,
+        "refusal_classes": dict(tally.refusals.most_common()),
+        "peak_rss_mb": round(tally.peak, 1),
+        "peak_case": tally.peak_case,
         "timeout_s": args.timeout,
         "memory_cap_mb": args.memory_mb,
         "memory_budget": os.environ.get("PARTITA_MEMORY_BUDGET", "4g"),
