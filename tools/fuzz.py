@@ -54,8 +54,9 @@ class Hang(BaseException):
 def seed_files(formats) -> list[tuple[str, Path]]:
     out = []
     for fmt in formats:
-        for folder in ("ops", "nets"):
-            for p in sorted((MODELS / fmt / folder).glob("*" + SUFFIX[fmt])):
+        folders = [MODELS / fmt / "ops", MODELS / fmt / "nets", MODELS / "transformers"]
+        for folder in folders:
+            for p in sorted(folder.glob("*" + SUFFIX[fmt])):
                 if p.stat().st_size <= SEED_LIMIT:
                     out.append((fmt, p))
     return out
