@@ -13,7 +13,7 @@ from partita.backends.compiled import CompiledRegion, OpProfile, region_types
 from partita.backends.registry import Backend, Option, register_backend
 
 from .compiler import compile_function
-from .config import DEFAULT, PRESETS, get_config
+from .config import DEFAULT, PRESETS, config_from_token, config_token, get_config
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
 from .patterns import pattern_table
@@ -29,7 +29,7 @@ class NPURegion(CompiledRegion):
     def __init__(self, stream: bytes, name: str, input_types, output_types):
         self.stream, self.name = stream, name
         self.program = decode(stream)  # the simulator runs what the stream says, nothing else
-        self.config = get_config(*_config_args(self.program.config))
+        self.config = config_from_token(self.program.config)
         self.input_types, self.output_types = input_types, output_types
         self.cycles = program_cycles(self.program, self.config)
 
@@ -55,7 +55,9 @@ class NPURegion(CompiledRegion):
             "sram_peak_bytes": self.program.sram_peak,
             "macs_per_cycle": self.config.macs_per_cycle,
             "stream_bytes": len(self.stream),
-            "config": self.program.config,
+            "config": self.config.name
+            if self.program.config.startswith("json:")
+            else (self.program.config),
         }
 
     def to_bytes(self) -> bytes:
@@ -77,11 +79,6 @@ def _parse_types(text: str):
     return out
 
 
-def _config_args(text: str):
-    name, _, sram = text.partition("@sram=")
-    return name, (sram or None)
-
-
 def load_region(data: bytes) -> NPURegion:
     """The inverse of ``NPURegion.to_bytes`` (decodes and validates; does not recompile)."""
     from .stream import StreamError
@@ -99,8 +96,7 @@ def compile_region(function, options: dict) -> NPURegion:
     """Partitioned function -> Program -> command stream -> a region that simulates it."""
     config = get_config(options.get("config"), options.get("sram"))
     program = compile_function(function, config)
-    source = options.get("config") or config.name  # a preset's name or the TOML's path
-    program.config = f"{source}@sram={options['sram']}" if options.get("sram") else source
+    program.config = config_token(config, options.get("config"), options.get("sram"))
     name = str((function.attrs or {}).get("global_symbol", "npu"))
     ins, outs = region_types(function)
     return NPURegion(encode(program), name, ins, outs)

@@ -19,6 +19,7 @@ presets keep a region's inputs and outputs in DRAM, as Vela's Dedicated_Sram mod
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,3 +200,31 @@ def get_config(name: str | None = None, sram=None) -> NPUConfig:
     if sram is not None:
         config = dataclasses.replace(config, sram_bytes=parse_size(sram))
     return config
+
+
+def config_token(config: NPUConfig, name: str | None, sram) -> str:
+    """What a command stream records of its machine: a preset's name (with ``@sram=`` when
+    overridden), or for a TOML config every resolved field as JSON, so that a saved executable
+    loads without the file and a later edit of the file cannot change its cycles."""
+    name = name or config.name
+    if name in PRESETS:
+        return f"{name}@sram={sram}" if sram else name
+    return "json:" + json.dumps(dataclasses.asdict(config), sort_keys=True)
+
+
+def config_from_token(token: str) -> NPUConfig:
+    """The inverse of ``config_token`` (validated like a TOML file)."""
+    if token.startswith("json:"):
+        try:
+            data = json.loads(token[5:])
+            fields = {f.name for f in dataclasses.fields(NPUConfig)}
+            if not isinstance(data, dict) or set(data) != fields:
+                raise ValueError("the fields do not match this version's NPUConfig")
+            data["ofm_block"] = tuple(data["ofm_block"])
+            config = NPUConfig(**data)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"the stream's NPU config is not valid: {exc}") from None
+        _validate(config, "the stream's NPU config")
+        return config
+    name, _, sram = token.partition("@sram=")
+    return get_config(name, sram or None)

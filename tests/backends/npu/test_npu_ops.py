@@ -226,3 +226,24 @@ def @main(%a: Tensor[(1, 4, 4, 3), int8], %b: Tensor[(1, 4, 4, 5), int8]) {
     a = rng.integers(-128, 128, (1, 4, 4, 3), dtype=np.int8)
     b = rng.integers(-128, 128, (1, 4, 4, 5), dtype=np.int8)
     assert np.array_equal(exe.run(a, b)[0], P.interpret(mod, [a, b])[0])
+
+
+def test_a_toml_config_travels_resolved_in_the_saved_executable(tmp_path):
+    """The stream records every field of a custom config: the executable loads and computes the
+    same cycles after the TOML file is gone (or edited)."""
+    custom = tmp_path / "mine.toml"
+    custom.write_text('base = "u65-256"\nmacs_per_cycle = 512\nclock_hz = 7e8\n')
+    mod = conv_graph(8, 8, 4, 8, 3, 1, 1, 1, False, False)
+    exe = P.build(mod, f"npu -config={custom} -sram=512k, ref")
+    region = next(s.region for s in exe.steps if s.target == "npu")
+    saved = tmp_path / "model.partita"
+    exe.save(saved)
+    custom.write_text('base = "u55-128"\n')  # an edit after the build changes nothing
+    loaded = P.load(saved)
+    again = next(s.region for s in loaded.steps if s.target == "npu")
+    custom.unlink()
+    assert again.config == region.config and again.config.macs_per_cycle == 512
+    assert again.config.sram_bytes == 512 << 10 and again.summary()["config"] == "mine"
+    assert again.summary()["cycles"] == region.summary()["cycles"]
+    x = np.random.default_rng(0).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
+    assert np.array_equal(loaded.run(x)[0], exe.run(x)[0])
