@@ -7,7 +7,7 @@ from partita.ir.types import TensorType
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_new_types
 
-from .attrs import OP_LEVEL_ATTRS, normalize_value
+from .attrs import normalize_value, op_level_attr
 from .pattern import DataTypePattern, OpPattern, TypePattern
 
 _PERMS: dict[str, tuple | None] = {}
@@ -58,10 +58,7 @@ def attr_mismatch(attrs: dict, e) -> str | None:
     elif type(e) is Function:
         what, get = "the function", lambda k: e.attrs.get(k, _MISSING)
     elif type(e) is Op:
-        what, get = (
-            e.name,
-            lambda k: getattr(e, k, _MISSING) if k in OP_LEVEL_ATTRS else _MISSING,
-        )
+        what, get = e.name, lambda k: op_level_attr(e, k, _MISSING)
     else:
         return f"{describe(e)} has no attributes"
     for key, want in attrs.items():

@@ -6,6 +6,7 @@ import numpy as np
 
 from partita import relay
 from partita.relay.dataflow_pattern import (
+    AttrPattern,
     DFPatternCallback,
     dominates,
     has_attr,
@@ -322,3 +323,80 @@ def test_partition_constant_embedding():
     embedded = is_op("nn.relu")(is_op("nn.bias_add")(conv(wildcard(), is_constant()), wildcard()))
     assert len(lifted.partition(expr).args) == 3  # a wildcard-matched constant is lifted
     assert len(embedded.partition(expr).args) == 2  # an is_constant() match stays inside
+
+
+K_ELEMWISE, K_BROADCAST = 0, 1  # TVM's OpPatternKind values, as TVM's test file defines them
+
+
+def test_match_op_attr():
+    pat = is_op("add").has_attr({"TOpPattern": K_BROADCAST})(wildcard(), wildcard())
+    x, y = _v("x"), _v("y")
+    assert pat.match(relay.add(x, y))
+
+
+def test_no_match_op_attr():
+    x, y = _v("x", shape=(2, 3)), _v("y", shape=(4, 3))
+    dense = is_op("nn.dense").has_attr({"TOpPattern": K_ELEMWISE})(wildcard(), wildcard())
+    assert not dense.match(relay.nn.dense(x, y))
+    add = is_op("add").has_attr({"TOpPattern": K_BROADCAST})(wildcard(), wildcard())
+    assert not add.match(relay.subtract(x, x))
+
+
+def _elemwise_diamond(dtype=None, shape=None):
+    unary = wildcard().has_attr({"TOpPattern": K_ELEMWISE})(wildcard())
+    reduction = is_op("add")(wildcard(), wildcard())
+    if dtype is not None:
+        unary = unary.has_dtype(dtype)
+    if shape is not None:
+        reduction = reduction.has_shape(shape)
+    return dominates(is_op("nn.conv2d")(wildcard(), wildcard()), unary, reduction)
+
+
+def _conv_branches(deeper=False, single=False):
+    inp, weight = _v("input", shape=(1, 3, 12, 12)), _v("weight", shape=(3, 3, 3, 3))
+    conv = relay.nn.conv2d(inp, weight)
+    relu = relay.nn.relu(relay.nn.relu(conv))
+    if deeper:
+        relu = relay.tanh(relu)
+    if single:
+        return relay.add(relu, relay.tanh(relu))
+    return relay.add(relu, relay.nn.leaky_relu(conv, alpha=0.0))
+
+
+def test_match_dominator():
+    """Any elementwise op (TVM's TOpPattern attribute, partita's op kind) on the paths."""
+    diamond = _elemwise_diamond()
+    assert diamond.match(_conv_branches())
+    assert diamond.match(_conv_branches(deeper=True))
+    assert diamond.match(_conv_branches(single=True))
+
+
+def test_match_typed_dominator():
+    assert _elemwise_diamond("float32", [1, 3, 10, 10]).match(_conv_branches())
+
+
+def test_no_match_typed_dominator():
+    assert not _elemwise_diamond("float32", [1, 1, 10, 10]).match(_conv_branches())
+    assert not _elemwise_diamond("float16", [1, 3, 10, 10]).match(_conv_branches())
+
+
+def test_AttrPattern():  # noqa: N802 (TVM's name)
+    op = is_op("add").has_attr({"TOpPattern": K_ELEMWISE})
+    assert isinstance(op, AttrPattern) and op.attrs["TOpPattern"] == K_ELEMWISE
+
+
+def test_not_match_dominator():
+    """TVM's cases but two — the "fake diamond" (two convs) and the relu reading the graph input
+    — which partita matches: a child's inputs that never reach the parent are left free (a
+    listed difference)."""
+    diamond = _elemwise_diamond()
+    inp, weight = _v("input", shape=(1, 3, 12, 12)), _v("weight", shape=(3, 3, 3, 3))
+    # an add (broadcast, not elementwise) on the path
+    conv = relay.nn.conv2d(inp, weight)
+    relu = relay.nn.relu(conv)
+    relu = relay.add(relu, relu)
+    assert not diamond.match(relay.add(relu, relay.nn.leaky_relu(conv, alpha=0.0)))
+    # no conv at all
+    wide = _v("wide", shape=(1, 3, 10, 10))
+    relu = relay.nn.relu(relay.nn.relu(wide))
+    assert not diamond.match(relay.add(relu, relay.tanh(relu)))
