@@ -400,3 +400,20 @@ def test_not_match_dominator():
     wide = _v("wide", shape=(1, 3, 10, 10))
     relu = relay.nn.relu(relay.nn.relu(wide))
     assert not diamond.match(relay.add(relu, relay.tanh(relu)))
+
+
+def test_partition_dominator():
+    """A diamond wrapped whole, its inputs (the two products) as the function's parameters."""
+    diamond = _elemwise_diamond()
+
+    def generate(inp, weight):
+        conv = relay.nn.conv2d(inp, weight)
+        relu = relay.nn.relu(relay.nn.relu(conv))
+        return relay.add(relu, relay.nn.leaky_relu(conv, alpha=0.0))
+
+    inp, weight = _v("input", shape=(1, 3, 12, 12)), _v("weight", shape=(3, 3, 3, 3))
+    part = diamond.partition(generate(relay.multiply(inp, inp), relay.multiply(weight, weight)))
+    assert part.op.attrs["PartitionedFromPattern"] == "nn.conv2d_nn.relu_nn.relu_nn.leaky_relu_add_"
+    i, w = _v("i", shape=(1, 3, 12, 12)), _v("w", shape=(3, 3, 3, 3))
+    assert relay.structural_equal(part.op.body, generate(i, w), map_free_vars=True)
+    assert relay.structural_equal(part.args[0], relay.multiply(inp, inp))
