@@ -417,3 +417,74 @@ def test_partition_dominator():
     i, w = _v("i", shape=(1, 3, 12, 12)), _v("w", shape=(3, 3, 3, 3))
     assert relay.structural_equal(part.op.body, generate(i, w), map_free_vars=True)
     assert relay.structural_equal(part.args[0], relay.multiply(inp, inp))
+
+
+def _classic(inp, weight):
+    conv = relay.nn.conv2d(inp, weight)
+    relu = relay.nn.relu(relay.nn.relu(conv))
+    return relay.add(relu, relay.nn.leaky_relu(conv, alpha=0.0))
+
+
+def _deeper(inp, weight):
+    conv = relay.nn.conv2d(inp, weight)
+    relu = relay.tanh(relay.nn.relu(relay.nn.relu(conv)))
+    return relay.add(relu, relay.nn.leaky_relu(conv, alpha=0.0))
+
+
+def _single(inp, weight):
+    relu = relay.nn.relu(relay.nn.relu(relay.nn.conv2d(inp, weight)))
+    return relay.add(relu, relay.tanh(relu))
+
+
+def _nested(inp, weight):
+    conv = relay.nn.conv2d(inp, weight)
+    relu = relay.nn.relu(conv)
+    tanh = relay.tanh(relay.add(relu, relu))
+    return relay.add(tanh, relay.nn.leaky_relu(conv, alpha=0.0))
+
+
+def _fuzzy_diamond(inp=None, weight=None):
+    unary = wildcard().has_attr({"TOpPattern": K_ELEMWISE})(wildcard()) | is_op("add")(
+        wildcard(), wildcard()
+    )
+    conv = is_op("nn.conv2d")(inp or wildcard(), weight or wildcard())
+    return dominates(conv, unary, is_op("add")(wildcard(), wildcard()))
+
+
+class _DominatorRemoval(DFPatternCallback):
+    def __init__(self):
+        super().__init__()
+        self.inp, self.weight = wildcard(), wildcard()
+        self.pattern = _fuzzy_diamond(self.inp, self.weight)
+
+    def callback(self, pre, post, node_map):
+        return relay.nn.conv2d(node_map[self.inp][0], node_map[self.weight][0])
+
+
+def test_quadruple_rewrite_dominator():
+    inp, weight = _v("input", shape=(1, 3, 20, 20)), _v("weight", shape=(3, 3, 3, 3))
+    out = _nested(_single(_deeper(_classic(inp, weight), weight), weight), weight)
+    four = inp
+    for _ in range(4):
+        four = relay.nn.conv2d(four, weight)
+    assert relay.structural_equal(rewrite(_DominatorRemoval(), out), four)
+
+
+def test_quadruple_partition_dominator():
+    inp, weight = _v("input", shape=(1, 3, 20, 20)), _v("weight", shape=(3, 3, 3, 3))
+    out = _nested(_single(_deeper(_classic(inp, weight), weight), weight), weight)
+    names = [
+        "nn.conv2d_nn.relu_nn.relu_nn.leaky_relu_add_",
+        "nn.conv2d_nn.relu_nn.relu_tanh_nn.leaky_relu_add_",
+        "nn.conv2d_nn.relu_nn.relu_tanh_add_",
+        "nn.conv2d_nn.relu_add_tanh_nn.leaky_relu_add_",
+    ]
+    call, seen = _fuzzy_diamond().partition(out), []
+    while isinstance(call, relay.Call) and isinstance(call.op, relay.Function):
+        seen.append(call.op)
+        assert call.args[1] is weight
+        call = call.args[0]
+    assert call is inp
+    assert [fn.attrs["PartitionedFromPattern"] for fn in seen] == names[::-1]
+    for fn, make in zip(seen, (_nested, _single, _deeper, _classic)):
+        assert relay.structural_equal(fn.body, make(*fn.params), map_free_vars=True)
