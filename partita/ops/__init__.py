@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (importing the definition modules registers their
     nn,
     nn_conv,
     nn_image,
+    nn_norm,
     nn_pool,
     qnn,
     qnn_elemwise,

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from op_helpers import assert_same, attr_error, run, run_const, type_error, type_of
+from op_helpers import assert_same, attr_error, op, run, run_const, type_error, type_of
 
 import partita as P
-from partita import IRModule, TensorType, TupleType, var
+from partita import IRModule, TensorType, TupleType, const, var
 from partita.errors import InterpreterError
 
 
@@ -120,3 +120,21 @@ def test_take_wraps_huge_negative_indices_at_once():
     idx = np.array([-(2**63), -(2**63) + 5, 2**63 - 1, -7, 13], np.int64)
     out = run("take", data, idx, axis=0, mode="wrap")
     assert np.array_equal(out, data[[int(i) % 6 for i in idx]])
+
+
+def test_batch_norm_normalizes_along_its_axis_and_passes_the_statistics_through():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    gamma, beta, mean = (rng.standard_normal(3).astype(np.float32) for _ in range(3))
+    var = rng.random(3).astype(np.float32) + 0.5
+    out, m, v = P.interpret(
+        op("nn.batch_norm", *(const(a) for a in (x, gamma, beta, mean, var)), epsilon=1e-3)
+    )
+    c = (slice(None), None, None)
+    want = (x - mean[c]) / np.sqrt(var[c] + np.float32(1e-3)) * gamma[c] + beta[c]
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
+    assert out.dtype == np.float32 and np.array_equal(m, mean) and np.array_equal(v, var)
+    with pytest.raises(P.TypeInferenceError, match="gamma must be float32 of shape \\(3,\\)"):
+        type_of(
+            "nn.batch_norm", ((2, 3, 4, 4), "float32"), ((4,), "float32"), *[((3,), "float32")] * 3
+        )

@@ -488,3 +488,83 @@ def test_quadruple_partition_dominator():
     assert [fn.attrs["PartitionedFromPattern"] for fn in seen] == names[::-1]
     for fn, make in zip(seen, (_nested, _single, _deeper, _classic)):
         assert relay.structural_equal(fn.body, make(*fn.params), map_free_vars=True)
+
+
+class _Batchnorm(DFPatternCallback):
+    """gamma * (x - mean) / sqrt(var + eps) + beta -> nn.batch_norm(...)[0]."""
+
+    def __init__(self):
+        super().__init__()
+        self.x, self.var, self.mean = wildcard(), wildcard(), wildcard()
+        self.beta, self.gamma, self.eps = wildcard(), wildcard(), is_constant()
+        sqrt = is_op("sqrt")(self.var + self.eps)
+        self.pattern = self.gamma * (self.x - self.mean) / sqrt + self.beta
+
+    def callback(self, pre, post, node_map):
+        get = lambda p: node_map[p][0]  # noqa: E731
+        eps = float(get(self.eps).data)
+        bn = relay.nn.batch_norm(
+            get(self.x),
+            get(self.gamma),
+            get(self.beta),
+            get(self.mean),
+            get(self.var),
+            epsilon=eps,
+        )
+        return relay.TupleGetItem(bn, 0)
+
+
+def _bn_vars():
+    """(N, C) data: the (C,) statistics broadcast along axis 1 in the float form and are what
+    nn.batch_norm takes, so both forms type."""
+    x = _v("x", shape=(2, 3))
+    return x, *(_v(n, shape=(3,)) for n in ("var", "mean", "beta", "gamma"))
+
+
+def _bn_expr(x, var, mean, beta, gamma, sub=False):
+    eps = relay.const(np.float32(1e-5))
+    scaled = relay.divide(
+        relay.multiply(gamma, relay.subtract(x, mean)), relay.sqrt(relay.add(var, eps))
+    )
+    return relay.subtract(scaled, beta) if sub else relay.add(scaled, beta)
+
+
+def test_fuse_batchnorm():
+    x, var, mean, beta, gamma = _bn_vars()
+    out = rewrite(_Batchnorm(), _bn_expr(x, var, mean, beta, gamma))
+    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=float(np.float32(1e-5)))
+    assert relay.structural_equal(out, relay.TupleGetItem(bn, 0))
+    import partita
+
+    assert partita.infer_type(out).shape == (2, 3)
+
+
+def test_no_fuse_batchnorm():
+    x, var, mean, beta, gamma = _bn_vars()
+    fake = _bn_expr(x, var, mean, beta, gamma, sub=True)
+    assert rewrite(_Batchnorm(), fake) is fake
+
+
+def test_fuse_double_batchnorm():
+    x, var, mean, beta, gamma = _bn_vars()
+    twice = _bn_expr(_bn_expr(x, var, mean, beta, gamma), var, mean, beta, gamma)
+    eps = float(np.float32(1e-5))
+    bn = relay.TupleGetItem(relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=eps), 0)
+    bn2 = relay.TupleGetItem(relay.nn.batch_norm(bn, gamma, beta, mean, var, epsilon=eps), 0)
+    assert relay.structural_equal(rewrite(_Batchnorm(), twice), bn2)
+
+
+def test_partial_fuse_double_batchnorm():
+    x, var, mean, beta, gamma = _bn_vars()
+    fake = _bn_expr(x, var, mean, beta, gamma, sub=True)
+    out = rewrite(_Batchnorm(), _bn_expr(fake, var, mean, beta, gamma))
+    eps = float(np.float32(1e-5))
+    bn2 = relay.TupleGetItem(relay.nn.batch_norm(fake, gamma, beta, mean, var, epsilon=eps), 0)
+    assert relay.structural_equal(out, bn2)
+
+
+def test_partition_batchnorm():
+    x, var, mean, beta, gamma = _bn_vars()
+    part = _Batchnorm().pattern.partition(_bn_expr(x, var, mean, beta, gamma))
+    assert part.op.attrs["PartitionedFromPattern"] == "subtract_multiply_add_sqrt_divide_add_"
+    assert [a.name_hint for a in part.args] == ["gamma", "x", "mean", "var", "beta"]
