@@ -568,3 +568,16 @@ def test_partition_batchnorm():
     part = _Batchnorm().pattern.partition(_bn_expr(x, var, mean, beta, gamma))
     assert part.op.attrs["PartitionedFromPattern"] == "subtract_multiply_add_sqrt_divide_add_"
     assert [a.name_hint for a in part.args] == ["gamma", "x", "mean", "var", "beta"]
+
+
+def test_partition_double_batchnorm():
+    x, var, mean, beta, gamma = _bn_vars()
+    twice = _bn_expr(_bn_expr(x, var, mean, beta, gamma), var, mean, beta, gamma)
+    outer = _Batchnorm().pattern.partition(twice)
+    inner = outer.args[1]
+    name = "subtract_multiply_add_sqrt_divide_add_"
+    assert outer.op.attrs["PartitionedFromPattern"] == inner.op.attrs["PartitionedFromPattern"]
+    assert outer.op.attrs["PartitionedFromPattern"] == name
+    assert [a.name_hint for a in inner.args] == ["gamma", "x", "mean", "var", "beta"]
+    assert outer.args[0] is gamma and list(outer.args[2:]) == [mean, var, beta]
+    assert outer.op is not inner.op  # two copies of the function, as in TVM
