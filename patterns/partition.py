@@ -6,7 +6,7 @@
                                            }(%x, %w)
 
 The function's parameters are the match's inputs (typed when the graph types); constants matched by
-``is_constant()`` stay inside. Matches are grouped as for rewrites (group.py): outermost first,
+``is_constant()``, or bound by no pattern (fields of an ``is_tuple(None)``), stay inside. Matches are grouped as for rewrites (group.py): outermost first,
 never overlapping, never with an interior value used outside the match. ``check(root)`` can refuse
 a match, which frees its nodes for other matches. MergeComposite builds on ``partition_table``,
 which applies several patterns in one pass, first entry first.
@@ -18,7 +18,7 @@ from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph, function_bodies, rebuild
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem, Var
+from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_new_types
 
@@ -127,8 +127,11 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
         if key in done:
             continue
         if key not in interior:
-            if key in embedded or type(node) is Function:
-                done[key] = node  # an is_constant() weight, or a composite called inside
+            unbound_constant = type(node) is Constant and key not in group.inputs
+            if key in embedded or type(node) is Function or unbound_constant:
+                # an is_constant() weight, a composite called inside, or a constant no leaf
+                # pattern bound (a field of an is_tuple(None) tuple) stays inside
+                done[key] = node
             else:
                 param = Var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
                 params.append(param)

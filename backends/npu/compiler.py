@@ -146,7 +146,14 @@ def _unit(fn: Function, out_dtype: str):
             arrays[f"c{len(arrays)}"] = np.asarray(arg.data)
             operands.append(f"c{len(arrays) - 1}")
         elif isinstance(arg, Tuple):
-            operands.append([ref(f) for f in arg.fields])
+            fields = []
+            for f in arg.fields:
+                if isinstance(f, Constant):  # qnn.concatenate's per-input scales and zero points
+                    arrays[f"c{len(arrays)}"] = np.asarray(f.data)
+                    fields.append(f"c{len(arrays) - 1}")
+                else:
+                    fields.append(ref(f))
+            operands.append(fields)
         else:
             operands.append(ref(arg))
     attrs = (

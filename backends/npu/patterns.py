@@ -70,7 +70,7 @@ def pattern_table(options=None):
         (
             "concat",
             # the tuple inside the composite, so that each field is a feature-map input
-            is_op("qnn.concatenate")(is_tuple(None), *constants(4))
+            is_op("qnn.concatenate")(is_tuple(None), is_tuple(None), is_tuple(None), *constants(2))
             | is_op("concatenate")(is_tuple(None)),
             C.movement,
         ),

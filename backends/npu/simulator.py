@@ -227,7 +227,9 @@ def unit(op: NPUOp, args) -> np.ndarray:
     operands = []
     for ref in op.params["operands"]:
         if isinstance(ref, list):
-            operands.append(tuple(args[int(r[1:])] for r in ref))
+            operands.append(
+                tuple(args[int(r[1:])] if r.startswith("t") else op.arrays[r] for r in ref)
+            )
         elif ref.startswith("t"):
             operands.append(args[int(ref[1:])])
         else:

@@ -10,6 +10,7 @@ from partita.patterns import (
     dominates,
     is_constant,
     is_op,
+    is_tuple,
     partition,
     partition_table,
     wildcard,
@@ -64,6 +65,24 @@ def test_is_constant_weights_stay_inside_wildcard_constants_become_params():
     e = add(var("a", (1, 4), "float32"), w)
     wrapped = is_op("add")(wildcard(), wildcard()).partition(e)
     assert wrapped.args[1] is w and len(wrapped.op.params) == 2
+
+
+def test_constants_no_leaf_pattern_binds_stay_inside():
+    """The fields of an is_tuple(None) tuple are bound by no pattern: a constant among them
+    stays inside the function (like is_constant()), a variable becomes a parameter."""
+    from partita.ir import Tuple
+
+    a, b = var("a", (1, 2), "float32"), var("b", (1, 3), "float32")
+    c = const(np.ones((1, 4), np.float32))
+    e = op("concatenate")(Tuple([a, c, b]), axis=1)
+    out = is_op("concatenate")(is_tuple(None)).partition(e)
+    assert out.args == (a, b) and len(out.op.params) == 2
+    assert any(n is c for n in post_order(out.op.body))
+    assert_same_outputs(
+        module(e),
+        module(out),
+        {"a": np.ones((1, 2), np.float32), "b": np.zeros((1, 3), np.float32)},
+    )
 
 
 def test_partition_keeps_the_bits_and_the_spans():
