@@ -6,9 +6,10 @@
                                            }(%x, %w)
 
 The function's parameters are the match's inputs (typed when the graph types); constants matched by
-``is_constant()``, or bound by no pattern (fields of an ``is_tuple(None)``), stay inside. Matches are grouped as for rewrites (group.py): outermost first,
-never overlapping, never with an interior value used outside the match. ``check(root)`` can refuse
-a match, which frees its nodes for other matches. MergeComposite builds on ``partition_table``,
+``is_constant()``, or bound by no pattern (fields of an ``is_tuple(None)``), stay inside. Matches
+are grouped as for rewrites (group.py): outermost first, never overlapping, never with an interior
+value used outside the match. ``check(root)`` can refuse a match, which frees its nodes for other
+matches. MergeComposite builds on ``partition_table``,
 which applies several patterns in one pass, first entry first.
 """
 
