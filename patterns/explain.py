@@ -31,6 +31,7 @@ from .pattern import (
     DataTypePattern,
     DominatorPattern,
     ExprPattern,
+    FunctionPattern,
     OpPattern,
     Pattern,
     PatternError,
@@ -190,6 +191,9 @@ def _text(p: Pattern, d: int) -> str:
         )
     if isinstance(p, TupleGetItemPattern):
         return f"is_tuple_get_item({sub(p.tuple)}, {p.index})"
+    if isinstance(p, FunctionPattern):
+        params = "None" if p.params is None else f"[{', '.join(sub(q) for q in p.params)}]"
+        return f"FunctionPattern({params}, {sub(p.body)})"
     if isinstance(p, AltPattern):
         return f"{sub(p.left)} | {sub(p.right)}"
     return _wrapper_text(p, sub)

@@ -38,6 +38,7 @@ from .pattern import (
     DataTypePattern,
     DominatorPattern,
     ExprPattern,
+    FunctionPattern,
     OpPattern,
     Pattern,
     PatternError,
@@ -312,6 +313,24 @@ def _tuple(s: Solver, p: TuplePattern, e, rest):
     return goals
 
 
+def _function(s: Solver, p: FunctionPattern, e, rest):
+    if type(e) is not Function:
+        return s.fail(p, e, lambda: f"not a function: got {describe(e)}")
+    if p.params is not None and len(p.params) != len(e.params):
+        return s.fail(
+            p,
+            e,
+            lambda: f"parameter count differs: expected {len(p.params)}, got {len(e.params)}",
+        )
+    goals = s.bind_or_fail(p, e, rest)
+    if goals is _FAIL:
+        return goals
+    goals = (p.body, e.body, goals)
+    for q, x in zip(reversed(p.params or ()), reversed(e.params)):
+        goals = (q, x, goals)
+    return goals
+
+
 def _tuple_get_item(s: Solver, p: TupleGetItemPattern, e, rest):
     if type(e) is not TupleGetItem:
         return s.fail(p, e, lambda: f"not a tuple item: got {describe(e)}")
@@ -382,6 +401,7 @@ _STEP = {
     ExprPattern: _expr,
     CallPattern: _call,
     TuplePattern: _tuple,
+    FunctionPattern: _function,
     TupleGetItemPattern: _tuple_get_item,
     AltPattern: _alt,
     AttrPattern: _attr,

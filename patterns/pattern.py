@@ -237,6 +237,27 @@ class TuplePattern(Pattern):
         return frozenset(("Tuple",))
 
 
+class FunctionPattern(Pattern):
+    """A function (TVM's FunctionPattern): ``params`` patterns for its parameters (None: any
+    number of any parameters) and a ``body`` pattern. A pattern bound to a parameter binds the
+    same Var where the body uses it."""
+
+    __slots__ = ("params", "body")
+
+    def __init__(self, params, body):
+        self._init()
+        if params is not None:
+            params = tuple(_as_pattern(p, f"function parameter {i}") for i, p in enumerate(params))
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "body", _as_pattern(body, "function body"))
+
+    def children(self):
+        return (*(self.params or ()), self.body)
+
+    def root_keys(self):
+        return frozenset(("Function",))
+
+
 class TupleGetItemPattern(Pattern):
     """``tuple.index`` (``index=None``: any index)."""
 

@@ -191,3 +191,19 @@ def test_a_diamond_is_wrapped_whole():
     fn = parted.args[0].op
     assert fn.attrs["PartitionedFromPattern"] == "nn.relu_negative_exp_add_"
     assert parted.args[0].args == (x,)
+
+
+def test_a_function_pattern_matches_a_composite_by_its_body():
+    """FunctionPattern as a callee: a call to a composite whose body is a relu of its parameter;
+    the parameter pattern binds the same Var the body uses."""
+    from partita.patterns import FunctionPattern
+
+    x = var("x", (1, 4), "float32")
+    e = relu(x)
+    wrapped = is_op("nn.relu")(wildcard()).partition(e, {"Composite": "c"})
+    p = wildcard()
+    callee = FunctionPattern([p], is_op("nn.relu")(p))
+    assert callee(wildcard()).match(wrapped)
+    assert not FunctionPattern([p], is_op("negative")(p))(wildcard()).match(wrapped)
+    assert not FunctionPattern([wildcard(), wildcard()], wildcard())(wildcard()).match(wrapped)
+    assert "FunctionPattern([wildcard()], is_op('nn.relu')(wildcard()))" in repr(callee)

@@ -7,7 +7,9 @@ import numpy as np
 from partita import relay
 from partita.relay.dataflow_pattern import (
     AttrPattern,
+    CallPattern,
     DFPatternCallback,
+    FunctionPattern,
     dominates,
     has_attr,
     is_constant,
@@ -581,3 +583,40 @@ def test_partition_double_batchnorm():
     assert [a.name_hint for a in inner.args] == ["gamma", "x", "mean", "var", "beta"]
     assert outer.args[0] is gamma and list(outer.args[2:]) == [mean, var, beta]
     assert outer.op is not inner.op  # two copies of the function, as in TVM
+
+
+def test_FunctionPattern():  # noqa: N802 (TVM's name)
+    wc1, wc2 = wildcard(), wildcard()
+    f = FunctionPattern([wc1, wc2], is_op("add")(wc1, wc2))
+    assert isinstance(f, FunctionPattern) and f.params == (wc1, wc2)
+    assert isinstance(f.body, CallPattern) and f.body.args == (wc1, wc2)
+
+
+def test_match_func():
+    x, y = _v("x"), _v("y")
+    wc1, wc2 = wildcard(), wildcard()
+    assert FunctionPattern([wc1, wc2], wc1 + wc2).match(relay.Function([x, y], relay.add(x, y)))
+    any_function = FunctionPattern(None, wildcard())
+    assert any_function.match(relay.Function([x], x))
+    assert any_function.match(relay.Function([x, y], relay.add(x, y)))
+
+
+def test_no_match_func():
+    x, y = _v("x"), _v("y")
+    wc1, wc2 = wildcard(), wildcard()
+    pat = FunctionPattern([wc1, wc2], wc1 + wc2)
+    assert not pat.match(relay.Function([x, y], relay.subtract(x, y)))
+    assert not pat.match(relay.Function([x], x))
+
+
+def test_match_func_attr():
+    x, y = _v("x"), _v("y")
+    f = relay.Function([x, y], relay.add(x, y)).with_attr("Composite", "add")
+    assert wildcard().has_attr({"Composite": "add"}).match(f)
+
+
+def test_no_match_func_attr():
+    x, y = _v("x"), _v("y")
+    pat = wildcard().has_attr({"Composite": "add"})
+    assert not pat.match(relay.Function([x, y], relay.add(x, y)).with_attr("RandomTest", "add"))
+    assert not pat.match(relay.Function([x, y], relay.add(x, y)).with_attr("Composite", "conv"))
