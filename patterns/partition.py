@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import Graph, function_bodies, rebuild
+from partita.ir.graph import Graph, dataflow_order, function_bodies, rebuild
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
@@ -171,9 +171,16 @@ def _copy(node: Expr, done: dict) -> Expr:
 
 
 def _name_part(node: Expr) -> str:
-    """Relay's PartitionedFromPattern pieces: ``nn.conv2d_``, ``Tuple_``, ``TupleGetItem0_``."""
+    """Relay's PartitionedFromPattern pieces: ``nn.conv2d_``, ``Tuple_``, ``TupleGetItem0_``; a
+    call to a function names the ops of its body, then ``FunctionCall_`` (as Relay, which visits
+    the function before the call)."""
     if type(node) is Call:
-        return f"{node.op.name}_" if isinstance(node.op, Op) else "Call_"
+        if isinstance(node.op, Op):
+            return f"{node.op.name}_"
+        if type(node.op) is Function:
+            body = "".join(_name_part(n) for n in dataflow_order(node.op.body))
+            return f"{body}FunctionCall_"
+        return "Call_"
     if type(node) is Tuple:
         return "Tuple_"
     if type(node) is TupleGetItem:

@@ -620,3 +620,21 @@ def test_no_match_func_attr():
     pat = wildcard().has_attr({"Composite": "add"})
     assert not pat.match(relay.Function([x, y], relay.add(x, y)).with_attr("RandomTest", "add"))
     assert not pat.match(relay.Function([x, y], relay.add(x, y)).with_attr("Composite", "conv"))
+
+
+def test_partition_function():
+    """A call to a function matched by its body (FunctionPattern as the callee) is wrapped with
+    the add after it; the function stays the callee inside, named as Relay names it."""
+    x, w = _v("x", shape=(1, 2, 6, 6)), _v("w", shape=(2, 2, 3, 3))
+    b = _v("b", shape=(1, 2, 4, 4))
+    x1, w1 = _v("x1", shape=(1, 2, 6, 6)), _v("w1", shape=(2, 2, 3, 3))
+    wc_x, wc_w, wc_b, wc_x1, wc_w1 = (wildcard() for _ in range(5))
+    pattern = FunctionPattern([wc_x1, wc_w1], is_op("nn.conv2d")(wc_x1, wc_w1))(wc_x, wc_w) + wc_b
+    func = relay.Function([x1, w1], relay.nn.conv2d(x1, w1))
+    out = pattern.partition(relay.add(relay.add(relay.Call(func, [x, w]), b), b))
+    x2, w2, b2 = _v("x2", shape=(1, 2, 6, 6)), _v("w2", shape=(2, 2, 3, 3)), _v("b2", (1, 2, 4, 4))
+    func2 = relay.Function([x2, w2, b2], relay.add(relay.Call(func, [x2, w2]), b2)).with_attr(
+        "PartitionedFromPattern", "nn.conv2d_FunctionCall_add_"
+    )
+    expected = relay.add(relay.Call(func2, [x, w, b]), b)
+    assert relay.structural_equal(out, expected, map_free_vars=True)
