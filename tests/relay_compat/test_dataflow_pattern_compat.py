@@ -638,3 +638,33 @@ def test_partition_function():
     )
     expected = relay.add(relay.Call(func2, [x, w, b]), b)
     assert relay.structural_equal(out, expected, map_free_vars=True)
+
+
+def test_partition_option():
+    x, w, b = _v("x", shape=(1, 2, 6, 6)), _v("w", shape=(2, 2, 3, 3)), _v("b", shape=(2,))
+
+    def conv_bias_relu(x, w, b):
+        return relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w), b))
+
+    conv = is_op("nn.conv2d")(wildcard(), wildcard())
+    pattern1 = is_op("nn.relu")(conv.optional(lambda c: is_op("nn.bias_add")(c, wildcard())))
+    conv = is_op("nn.conv2d")(wildcard(), wildcard())
+    pattern2 = is_op("nn.bias_add")(conv, wildcard()).optional(lambda c: is_op("nn.relu")(c))
+    relu = conv_bias_relu(x, w, b)
+    xf, wf, bf = _v("xf", shape=(1, 2, 6, 6)), _v("wf", shape=(2, 2, 3, 3)), _v("bf", shape=(2,))
+    func = relay.Function([xf, wf, bf], conv_bias_relu(xf, wf, bf)).with_attr(
+        "PartitionedFromPattern", "nn.conv2d_nn.bias_add_nn.relu_"
+    )
+    for pattern in (pattern1, pattern2):
+        assert pattern.match(relu)
+        expected = relay.Call(func, [x, w, b])
+        assert relay.structural_equal(pattern.partition(relu), expected, map_free_vars=True)
+
+
+def test_overlappting_partitions():  # TVM's spelling
+    """Two items of one batch_norm tuple: the matches overlap, so nothing is wrapped."""
+    x, var, mean, beta, gamma = _bn_vars()
+    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=1e-5)
+    add = relay.add(relay.TupleGetItem(bn, 0), relay.TupleGetItem(bn, 0))
+    bn_node = is_op("nn.batch_norm")(*(wildcard() for _ in range(5)))
+    assert is_tuple_get_item(bn_node, 0).partition(add) is add
