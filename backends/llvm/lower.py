@@ -215,6 +215,12 @@ class _Lowering:
                 node = nxt
             elif op == "qnn.requantize":
                 raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
+        if call.attrs.accumulate != "exact":
+            raise LLVMError(
+                f"llvm: {where}: accumulate={call.attrs.accumulate!r} (ONNX Runtime's int16 pair "
+                "saturation) is not compiled; build with the 'ref' host, or import with "
+                'from_onnx(ort_cpu="vnni") for exact sums'
+            )
         if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
             raise LLVMError(f"llvm: {where}: {call.attrs.data_layout} convolutions")
         by = {c.op.name: c for c in chain}

@@ -107,6 +107,16 @@ def rounding(root) -> Verdict:
     return Verdict(rq.attrs.semantics in ROUNDINGS, f"got {rq.attrs.semantics}")
 
 
+@constraint("Convolutions and fully connected layers must sum exactly in int32")
+def exact_sum(root) -> Verdict:
+    """The MAC array sums exactly; ONNX Runtime's int16 pair saturation (accumulate=
+    "vpmaddubsw", CPUs without VNNI) is a CPU's, not the NPU's."""
+    mac = down(root, "qnn.conv2d") or down(root, "qnn.dense")
+    sums = mac.attrs.accumulate
+    return Verdict(sums == "exact", f"got accumulate={sums!r}: reproducing ONNX Runtime on a CPU "
+                   'without VNNI; from_onnx(ort_cpu="vnni") imports exact sums')
+
+
 @constraint("Fully connected input depth must be at most {}", FC_DEPTH_MAX)
 def fc_depth(root) -> Verdict:
     dense = down(root, "qnn.dense")
@@ -179,6 +189,7 @@ CONV = (
     groups,
     channels,
     rounding,
+    exact_sum,
 )
-DENSE = (activation_dtype, fc_depth, rounding)
+DENSE = (activation_dtype, fc_depth, rounding, exact_sum)
 ALL = CONV + (fc_depth, binary, pool, mean, lut, resize, movement)

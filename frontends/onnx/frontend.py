@@ -24,6 +24,7 @@ from partita.passes.infer_type import infer_type
 
 from .context import NodeContext, Unsupported
 from .ort_fusion import ort_unfused_nodes
+from .ort_kernels import ORT_CPUS, ort_int8_kernel, saturate_pairs
 from .reader import DTYPES, Model, input_type, load, read
 from .table import CONVERTERS
 
@@ -50,6 +51,7 @@ def from_onnx(
     match: str = "ort",
     ort_threads: int | None = None,
     freeze_params: bool = True,
+    ort_cpu: str | None = None,
 ):
     """Convert an ONNX model (a path, the file's bytes or an onnx.ModelProto) into an IRModule
     whose ``main`` takes the graph inputs, named after them, and returns the graph outputs.
@@ -72,11 +74,20 @@ def from_onnx(
     Runtime's own default, the physical cores; their QDQ groups stay dequantize -> float ->
     quantize, as ONNX Runtime runs them). See docs/onnx.md.
 
+    ``ort_cpu`` names the CPU whose ONNX Runtime integer kernels to reproduce: "vnni" (exact
+    uint8 x int8 sums: AVX-VNNI, AVX512-VNNI, AMX, Arm) or "avx2" (x86-64 without VNNI, whose
+    VPMADDUBSW kernels saturate pairs of products to int16: their qnn.conv2d / qnn.dense get
+    accumulate="vpmaddubsw"); default None, this machine's (ort_kernels.py).
+
     ``freeze_params=False`` returns ``(mod, params)`` as TVM's ``relay.frontend.from_onnx``
     does: the weights become trailing parameters of ``main`` and ``params`` maps their names to
     arrays, for ``partita.build(mod, target, params=params)`` (frontends/params.py).
     """
+    if ort_cpu is not None and ort_cpu not in ORT_CPUS:
+        raise ONNXError(f"ort_cpu must be one of {ORT_CPUS} or None, got {ort_cpu!r}")
     mod = _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads)
+    if (ort_cpu or ort_int8_kernel()) == "avx2":
+        mod = saturate_pairs(mod)
     if freeze_params:
         return mod
     from partita.frontends.params import lift_params

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from partita.ir.types import TensorType
+from partita.ops.emulation import onnxruntime_mlas as mlas
 from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
@@ -25,7 +26,7 @@ from partita.ops.emulation.tflite_fixedpoint import (
     wrap_int32,
 )
 
-from .nn_common import exact_matmul, layout_dims
+from .nn_common import exact_matmul, layout_dims, pad_input, sliding_windows, to_layout, to_nhwc
 from .nn_conv import ConvAttrsBase, conv2d_out_shape, conv2d_reference
 from .registry import Attrs, choice, register_op
 from .relations import fail, float_only, normalize_axis, scalar_or_channel, tensor
@@ -285,14 +286,36 @@ def _offset(x: np.ndarray, zero_point: np.ndarray, ndim: int, axis: int) -> np.n
 
 @dataclass(frozen=True)
 class QnnConv2DAttrs(ConvAttrsBase):
-    """nn.conv2d's attributes; out_dtype is the accumulator type."""
+    """nn.conv2d's attributes; out_dtype is the accumulator type. ``accumulate``: "exact", or
+    "vpmaddubsw" (int8 weight): ONNX Runtime's U8S8 kernels on x86-64 without VNNI, which
+    saturate adjacent pairs of products to int16 (see ``mlas.pair_saturation``); int8 data
+    enter them as uint8 data + 128, as ONNX Runtime rewrites int8 QDQ activations."""
 
     kernel_layout: str = choice("OIHW", "OIHW", "HWIO", "HWOI", "OHWI")
     out_dtype: str = choice("int32", "int32", "int64")
+    accumulate: str = choice("exact", *mlas.INT_ACCUMULATE)
+
+
+def _check_pair_accumulate(data: TensorType, weight: TensorType, attrs) -> None:
+    if attrs.accumulate == "vpmaddubsw" and (
+        data.dtype not in ("uint8", "int8") or weight.dtype != "int8"
+    ):
+        fail(
+            'accumulate="vpmaddubsw" reproduces uint8 (or int8 + 128) x int8 kernels, got data '
+            f"{data.dtype} and weight {weight.dtype}"
+        )
+
+
+def _as_uint8(data: np.ndarray, zero_point: int) -> tuple[np.ndarray, int]:
+    """int8 data as the uint8 data (+ 128) and zero point ONNX Runtime's kernels see."""
+    if data.dtype == np.int8:
+        return data.astype(np.int64) + 128, zero_point + 128
+    return data, zero_point
 
 
 def _qnn_conv2d_rel(types, attrs):
     data, weight = quantized(types[0], "data"), quantized(types[1], "weight")
+    _check_pair_accumulate(data, weight, attrs)
     shape = conv2d_out_shape(data.shape, weight.shape, attrs)
     o = layout_dims(weight.shape, attrs.kernel_layout, "O")[0]
     whose = f"output channel of kernel {weight.shape} ({attrs.kernel_layout})"
@@ -325,17 +348,45 @@ def qnn_conv2d(data, weight, input_zero_point, kernel_zero_point, input_scale, k
     data take out_dtype int32; int16 data take int64, like TFLite's 16x8 kernels."""
     x = _offset(data, input_zero_point, data.ndim, 0)
     w = _offset(weight, kernel_zero_point, 4, attrs.kernel_layout.index("O"))
-    return conv2d_reference(x, w, attrs, pad_value=0).astype(attrs.out_dtype)
+    out = conv2d_reference(x, w, attrs, pad_value=0)
+    if attrs.accumulate == "vpmaddubsw":
+        out = out + _conv_pair_saturation(data, weight, int(_scalar(input_zero_point)), attrs)
+    return out.astype(attrs.out_dtype)
+
+
+def _conv_pair_saturation(data, weight, zp_in: int, attrs) -> np.ndarray:
+    """mlas.pair_saturation of a convolution, K in MLAS's NHWC im2col order (kernel row, kernel
+    column, input channel of the group), padding holding the input zero point."""
+    data, zp_in = _as_uint8(data, zp_in)
+    x = pad_input(to_nhwc(data, attrs.data_layout), attrs.padding, "NHWC", zp_in)
+    w = to_layout(weight, attrs.kernel_layout, "OIHW")
+    o, cg, kh, kw = w.shape
+    g = attrs.groups
+    windows = sliding_windows(x, (kh, kw), attrs.strides, attrs.dilation)
+    n, oh, ow = windows.shape[:3]
+    wmat = w.reshape(g, o // g, cg, kh, kw).transpose(0, 3, 4, 2, 1)
+    wmat = wmat.reshape(g, kh * kw * cg, o // g)
+    out = np.empty((n, oh, ow, o), np.int64)
+    for b in range(n):
+        cols = windows[b].reshape(oh * ow, g, cg, kh, kw).transpose(1, 0, 3, 4, 2)
+        cols = cols.reshape(g, oh * ow, kh * kw * cg)
+        fix = mlas.pair_saturation(cols, wmat)  # (G, OH*OW, O/G)
+        out[b] = fix.transpose(1, 0, 2).reshape(oh, ow, o)
+    return out if attrs.data_layout == "NHWC" else out.transpose(0, 3, 1, 2)
 
 
 @dataclass(frozen=True)
 class QnnDenseAttrs(Attrs):
+    """``accumulate`` as QnnConv2DAttrs' (K in order)."""
+
     units: int | None = None
     out_dtype: str = choice("int32", "int32", "int64")
+    accumulate: str = choice("exact", *mlas.INT_ACCUMULATE)
 
 
 def _qnn_dense_rel(types, attrs):
     data, weight = quantized(types[0], "data"), quantized(types[1], "weight")
+    _check_pair_accumulate(data, weight, attrs)
     if data.ndim < 1 or weight.ndim != 2:
         fail(
             f"data must have rank >= 1 and weight must be 2-D (units, in), got {data.shape} and "
@@ -377,7 +428,10 @@ def qnn_dense(data, weight, input_zero_point, kernel_zero_point, input_scale, ke
     unit); the result's scale is input_scale * kernel_scale."""
     x = _offset(data, input_zero_point, data.ndim, 0)
     w = _offset(weight, kernel_zero_point, 2, 0)
-    return exact_matmul(x, w.T).astype(attrs.out_dtype)
+    out = exact_matmul(x, w.T)
+    if attrs.accumulate == "vpmaddubsw":
+        out = out + mlas.pair_saturation(_as_uint8(data, 0)[0], weight.T)
+    return out.astype(attrs.out_dtype)
 
 
 @dataclass(frozen=True)

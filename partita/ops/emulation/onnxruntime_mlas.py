@@ -331,3 +331,42 @@ def require_float32(attrs, dtype: str, what: str) -> None:
         raise TypeInferenceError(
             f'accumulate="{attrs.accumulate}" needs float32 {what}, got {dtype}'
         )
+
+
+# --- integer GEMM: the int16 pair saturation of VPMADDUBSW --------------------------------------
+
+# accumulate= of qnn.conv2d / qnn.dense: "exact", or "vpmaddubsw" (MLAS's U8S8 kernels on x86-64
+# without VNNI: AVX2 and AVX-512 Skylake, QgemmU8S8KernelAvx2 / ConvSymKernelAvx2 and their
+# AVX-512 twins).
+INT_ACCUMULATE = ("exact", "vpmaddubsw")
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+
+
+def pair_saturation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """What VPMADDUBSW's int16 saturation takes off an exact u8 x s8 product sum.
+
+    ``a`` (..., M, K) holds raw uint8 values, ``b`` (..., K, N) raw int8 values, K in the order
+    MLAS packs it. MLAS multiplies adjacent pairs, k = 2j and 2j + 1, adds each pair into an
+    int16 with saturation (VPMADDUBSW), then widens the pairs to int32 exactly (VPMADDWD with
+    ones); zero points are applied afterwards from exact row and column sums. So the kernel's sum
+    is ``sum_j sat16(a[2j] b[2j] + a[2j+1] b[2j+1])`` and this returns that minus the exact sum,
+    (..., M, N) int64, zero wherever no pair can leave int16. An odd K is padded with a zero.
+    """
+    a = a.astype(np.int64)
+    b = b.astype(np.int64)
+    if a.shape[-1] % 2:
+        a = np.concatenate([a, np.zeros(a.shape[:-1] + (1,), np.int64)], axis=-1)
+        b = np.concatenate([b, np.zeros(b.shape[:-2] + (1,) + b.shape[-1:], np.int64)], axis=-2)
+    out = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+                   np.int64)
+    amax = np.abs(a).max(axis=-2, keepdims=True) if a.size else a
+    bmax = np.abs(b).max(axis=-1, keepdims=True) if b.size else b
+    # the largest |pair| each j can reach, over every row and column (and batch)
+    reach = (amax[..., 0::2] * np.swapaxes(bmax, -1, -2)[..., 0::2]
+             + amax[..., 1::2] * np.swapaxes(bmax, -1, -2)[..., 1::2])
+    reach = reach.reshape(-1, reach.shape[-1]).max(axis=0) if reach.size else reach
+    for j in np.flatnonzero(reach > INT16_MAX):
+        pair = (a[..., :, 2 * j, None] * b[..., None, 2 * j, :]
+                + a[..., :, 2 * j + 1, None] * b[..., None, 2 * j + 1, :])
+        out += np.clip(pair, INT16_MIN, INT16_MAX) - pair
+    return out

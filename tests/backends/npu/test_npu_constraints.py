@@ -31,6 +31,7 @@ def conv(
     semantics="tflite",
     hw=12,
     batch=1,
+    accumulate="exact",
 ):
     w_shape = (cout, k, k, cin // groups) if layout == "NHWC" else (cout, cin // groups, k, k)
     weight = np.ones(w_shape, np.int8)
@@ -42,7 +43,8 @@ def conv(
 def @main(%x: Tensor[({shape}), {dtype}]) {{
   %0 = qnn.conv2d(%x, meta[relay.Constant][0], 0, 0, 0.5f, 0.5f, strides=[{stride}, {stride}],
        padding=[1, 1, 1, 1], dilation=[{dilation}, {dilation}], groups={groups},
-       data_layout="{layout}", kernel_layout="{kernel_layout}", out_dtype="int32");
+       data_layout="{layout}", kernel_layout="{kernel_layout}", out_dtype="int32",
+       accumulate="{accumulate}");
   qnn.requantize(%0, 0.25f, 0, 0.5f, 0, axis={axis}, out_dtype="int8", semantics="{semantics}")
 }}""",
         [weight],
@@ -84,6 +86,11 @@ CASES = [
     (C.rounding, lambda: conv(semantics="tflite_double"), True, ""),
     (C.rounding, lambda: conv(semantics="onnx"), True, ""),
     (C.rounding, lambda: conv(semantics="fbgemm"), False, "got fbgemm"),
+    (C.exact_sum, lambda: conv(), True, ""),
+    (C.exact_sum, lambda: conv(accumulate="vpmaddubsw"), False,
+     "got accumulate='vpmaddubsw': reproducing ONNX Runtime on a CPU without VNNI; "
+     'from_onnx(ort_cpu="vnni") imports exact sums'),
+    (C.exact_sum, lambda: dense(), True, ""),
     (C.fc_depth, lambda: dense(65536), True, ""),
     (C.fc_depth, lambda: dense(65537), False, "got depth 65537"),
     (C.binary, lambda: single(ADD.format("")), True, ""),
