@@ -19,6 +19,7 @@ def _import(args, progress: Progress):
             parse_shapes(getattr(args, "input_shape", None)),
             getattr(args, "semantics", None),
             getattr(args, "match", None),
+            getattr(args, "ort_cpu", None),
         )
 
 

@@ -41,7 +41,9 @@ def parse_shapes(items) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def frontend_kwargs(ext: str, shapes: dict, semantics: str | None, match: str | None) -> dict:
+def frontend_kwargs(
+    ext: str, shapes: dict, semantics: str | None, match: str | None, ort_cpu: str | None = None
+) -> dict:
     """The keyword arguments of the frontend for ``ext`` from the CLI's flags."""
     kwargs: dict = {}
     if ext in (".tflite", ".onnx") and shapes:
@@ -56,10 +58,14 @@ def frontend_kwargs(ext: str, shapes: dict, semantics: str | None, match: str | 
         if ext not in (".onnx", ".pt2", ".pt"):
             raise UsageError("--match applies to ONNX and PyTorch models")
         kwargs["match"] = match
+    if ort_cpu:
+        if ext != ".onnx":
+            raise UsageError("--ort-cpu applies to ONNX models (vnni or avx2)")
+        kwargs["ort_cpu"] = ort_cpu
     return kwargs
 
 
-def load_model(path, shapes=None, semantics=None, match=None):
+def load_model(path, shapes=None, semantics=None, match=None, ort_cpu=None):
     """Import a model file with the frontend its extension names."""
     path = Path(path)
     ext = path.suffix.lower()
@@ -72,7 +78,7 @@ def load_model(path, shapes=None, semantics=None, match=None):
     if not path.is_file():
         raise ModelFileError(f"no such model file: {str(path)!r}")
     module_name, func_name, what = LOADERS[ext]
-    kwargs = frontend_kwargs(ext, shapes or {}, semantics, match)
+    kwargs = frontend_kwargs(ext, shapes or {}, semantics, match, ort_cpu)
     if ext == ".relay":
         from partita.text import parse
 

@@ -87,6 +87,12 @@ def _model_options(parser, model_help: str, target_required: bool = False) -> No
         help="ONNX: ort (default) or ort_disable_all; PyTorch: qnn (default) or pytorch_eager",
     )
     parser.add_argument(
+        "--ort-cpu",
+        choices=("vnni", "avx2"),
+        help="ONNX: reproduce ONNX Runtime's int8 kernels of a CPU with VNNI (exact sums, as the "
+        "NPU) or of an AVX2 one without (int16 pair saturation); default: this machine's",
+    )
+    parser.add_argument(
         "--min-region-size",
         type=int,
         default=1,

@@ -68,6 +68,7 @@ def test_run_compiles_a_model_in_memory_and_random_is_seeded(capsys):
         (["compile", "MODEL", "-t", "gpu9"], 2, "unknown backend 'gpu9'"),
         (["inspect", "MODEL", "-t", "ref", "--input-shape", "x=1,a"], 2, "NAME=D1,D2"),
         (["inspect", "MODEL", "-t", "ref", "--match", "ort"], 2, "--match applies to ONNX"),
+        (["inspect", "MODEL", "-t", "ref", "--ort-cpu", "avx2"], 2, "--ort-cpu applies to ONNX"),
         (["run", "BAD", "--random"], 3, "not a partita executable"),
         (["inspect", "GARBAGE", "-t", "ref"], 3, "not a TFLite model"),
     ],
@@ -89,6 +90,21 @@ def test_errors_have_one_line_a_hint_and_a_documented_status(
     got, out, err = run(capsys, *[subst.get(a, a) for a in argv], "--json")
     data = json.loads(out)["error"]
     assert got == status and data["exit_status"] == status and re.search(message, data["message"])
+
+
+def test_ort_cpu_picks_the_onnx_runtime_to_reproduce(capsys):
+    """--ort-cpu vnni: exact sums, so the NPU takes the convolutions; avx2: ONNX Runtime's
+    saturating pairs, which the NPU refuses with the reason."""
+    model = ROOT / "tests/models/onnx/nets/mobilenet_v1_025_96.qop_u8s8_pc.onnx"
+    placed = {}
+    for cpu in ("vnni", "avx2"):
+        status, out, err = run(capsys, "inspect", model, "-t", "npu, ref", "--ort-cpu", cpu,
+                               "--json")
+        assert status == 0, err
+        data = json.loads(out)
+        placed[cpu] = data["summary"]["macs_by_target"].get("npu", 0) / data["summary"]["macs"]
+    assert placed["vnni"] > 0.99 and placed["avx2"] < 0.5
+    assert "must sum exactly in int32" in out
 
 
 def test_internal_errors_exit_5_and_say_it_is_a_bug(capsys, monkeypatch):
