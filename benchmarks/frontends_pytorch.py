@@ -55,7 +55,7 @@ def import_times(repeat: int) -> None:
 
 
 def distribution(name: str, n: int, float_bias: bool = False, match: str = "qnn") -> None:
-    side = 16 if "ops" in name else 64
+    side = 16 if "ops" in name else 96 if "_tv_" in name else 64
     path = MODELS / name
     if name.endswith(".pt2"):
         ep = torch.export.load(path)
@@ -93,6 +93,11 @@ def main(argv=None) -> int:
             distribution(name, args.inputs, float_bias=True)
         else:
             distribution(name, args.inputs, match="pytorch_eager")
+    # issue 16 part 3: the eager x86 model on every x86 engine (PyTorch re-packs on load)
+    for engine in ("x86", "fbgemm", "onednn"):
+        torch.backends.quantized.engine = engine
+        print(f"engine {engine}:", end=" ")
+        distribution("ts_eager_x86_tv_mobilenetv2_035.pt", args.inputs)
     return 0
 
 

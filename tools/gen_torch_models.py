@@ -104,6 +104,35 @@ class MobileNetV2(nn.Module):
         return self.dequant(x)
 
 
+class TorchvisionMobileNetV2(nn.Module):
+    """torchvision's mobilenet_v2(width_mult=0.35) layer shapes (its _make_divisible channels,
+    the 1280-wide head), built the eager-quantizable way: QuantStub/DeQuantStub, conv + bn
+    fused, a standalone ReLU6 after each (eager mode cannot fuse it), FloatFunctional adds;
+    10 classes keep the file small."""
+
+    SETTINGS = ((1, 8, 1, 1), (6, 8, 2, 2), (6, 16, 3, 2), (6, 24, 4, 2), (6, 32, 3, 1),
+                (6, 56, 3, 2), (6, 112, 1, 1))
+
+    def __init__(self, classes: int = 10, last: int = 1280):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        layers: list[nn.Module] = [conv_bn(3, 16, 3, 2), nn.ReLU6()]
+        cin = 16
+        for t, c, n, s in self.SETTINGS:
+            for i in range(n):
+                layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+                cin = c
+        layers += [conv_bn(cin, last, 1), nn.ReLU6()]
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(last, classes))
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        x = self.features(self.quant(x))
+        return self.dequant(self.classifier(torch.flatten(self.pool(x), 1)))
+
+
 class OpsNet(nn.Module):
     """One small network exercising the ops the quantizers annotate: conv (+relu, relu6),
     depthwise conv, add, add + relu, max/avg pooling, concat, hardtanh, linear."""
@@ -219,19 +248,23 @@ def _drop_unused_attributes(gm: torch.fx.GraphModule) -> None:
             delattr(mod, attr)
 
 
-def torchscript(model: nn.Module, example: torch.Tensor, calib: torch.Tensor, mode: str):
-    """Eager or FX quantization with the fbgemm qconfig, then torch.jit.trace."""
+def torchscript(
+    model: nn.Module, example: torch.Tensor, calib: torch.Tensor, mode: str,
+    backend: str = "fbgemm",
+):
+    """Eager or FX quantization with the ``backend`` qconfig (fbgemm or x86), then
+    torch.jit.trace."""
     import torch.ao.quantization as tq
 
-    torch.backends.quantized.engine = "fbgemm"
+    torch.backends.quantized.engine = backend
     if mode == "eager":
-        model.qconfig = tq.get_default_qconfig("fbgemm")
+        model.qconfig = tq.get_default_qconfig(backend)
         tq.fuse_modules(model, _fusions(model), inplace=True)
         prepared = tq.prepare(model)
     else:
         from torch.ao.quantization.quantize_fx import prepare_fx
 
-        prepared = prepare_fx(model, tq.get_default_qconfig_mapping("fbgemm"), (example,))
+        prepared = prepare_fx(model, tq.get_default_qconfig_mapping(backend), (example,))
     for i in range(0, len(calib), 4):
         prepared(calib[i : i + 4])
     if mode == "eager":
@@ -267,6 +300,10 @@ MODELS = {
     "ts_eager_ops": (OpsNet, 16, "torchscript", {"mode": "eager"}),
     "ts_eager_mobilenetv2": (MobileNetV2, H, "torchscript", {"mode": "eager"}),
     "ts_fx_mobilenetv2": (MobileNetV2, H, "torchscript", {"mode": "fx"}),
+    # issue 16 part 3: torchvision's shapes, eager mode, the x86 backend, 96 x 96
+    "ts_eager_x86_tv_mobilenetv2_035": (
+        TorchvisionMobileNetV2, 96, "torchscript", {"mode": "eager", "backend": "x86"}
+    ),
 }
 
 

@@ -27,6 +27,8 @@ def from_pytorch(
     convert_qdq: bool = True,
     float_bias: bool = False,
     match: str = "qnn",
+    engine: str | None = None,
+    avx512_vnni: bool | None = None,
 ) -> IRModule:
     """Convert a PyTorch model into an IRModule whose ``main`` takes the model's inputs.
 
@@ -43,6 +45,12 @@ def from_pytorch(
     and global average pools sum as PyTorch 2.13's kernels (accumulate="torch_cpu"),
     quantize rounds x * float32(1 / scale). Every node's span names the FX node (or
     TorchScript value) and its target. See docs/pytorch.md.
+
+    ``engine`` is the quantized engine whose kernels to reproduce for a TorchScript model:
+    "x86", "fbgemm" or "onednn" (default: ``torch.backends.quantized.engine``, which PyTorch
+    runs the model with). Under "x86", PyTorch gives a convolution to oneDNN when the CPU has
+    AVX512-VNNI, the groups are at most 100 and the weights symmetric, else to fbgemm;
+    ``avx512_vnni`` (default: this CPU's, as PyTorch reads it) picks another machine's choice.
     """
     if match not in MATCHES:
         raise PyTorchError(f"match must be one of {MATCHES}, got {match!r}")
@@ -65,9 +73,25 @@ def from_pytorch(
         )
     graph = TsGraph(model, specs, float_bias)
     graph.options["torch_cpu"] = eager
+    graph.options["engine"] = _engine(torch, engine)
+    graph.options["avx512_vnni"] = (
+        bool(torch.cpu._is_vnni_supported()) if avx512_vnni is None else bool(avx512_vnni)
+    )
     mod = graph.convert()
     infer_type(mod["main"])
     return mod
+
+
+ENGINES = ("x86", "fbgemm", "onednn")
+
+
+def _engine(torch, engine: str | None) -> str:
+    engine = torch.backends.quantized.engine if engine is None else engine
+    if engine not in ENGINES:
+        raise PyTorchError(
+            f"engine must be one of {ENGINES} (the quantized engines of x86 CPUs), got {engine!r}"
+        )
+    return engine
 
 
 def _import_torch():

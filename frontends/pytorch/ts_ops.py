@@ -1,9 +1,14 @@
-"""TorchScript quantized ops -> QNN, with the arithmetic of PyTorch's fbgemm (x86) kernels.
+"""TorchScript quantized ops -> QNN, with the arithmetic of PyTorch's x86 kernels.
 
 fbgemm's conv / linear output stage is ``nearbyint((float(acc) + b / s_aw) * (s_aw / s_out)) +
 zp_out`` in float32, s_aw = float32(s_in * s_w) per channel: nn.bias_add of the bias rounded to
 int32, then qnn.requantize "fbgemm" with input_scale = s_aw, whose float32 input zero point
 carries the bias's fraction. quantized::add is qnn.add "onnx" bit for bit on the tests.
+
+PyTorch's "x86" engine hands a convolution to oneDNN instead when the CPU has AVX512-VNNI, the
+groups are at most 100 and the weights are symmetric (qconv_prepack.cpp,
+should_use_onednn_quant); the "onednn" engine hands it every convolution. oneDNN adds the float
+bias after the scales: qnn.requantize "onednn" (``conv_kernel`` decides, docs/pytorch.md).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from partita.ir import Expr
+from partita.ops.emulation.pytorch_x86 import onednn_inverse
 
 from . import aten_nn, aten_tensor
 from .context import INT_RANGES, NodeContext, QValue, Unsupported, f32, shape_of
@@ -69,8 +75,38 @@ def _weight(ctx: NodeContext, w):
     return data, f32(w.q_scale()), np.int32(w.q_zero_point())
 
 
+def conv_kernel(engine: str, groups: int, symmetric: bool, avx512_vnni: bool) -> str:
+    """The library PyTorch runs a quantized convolution with: "onednn" or "fbgemm"."""
+    if engine == "onednn":
+        return "onednn"
+    if engine == "x86" and avx512_vnni and groups <= 100 and symmetric:
+        return "onednn"
+    return "fbgemm"
+
+
+def pair_accumulate(kernel: str, depthwise: bool, channels_even: bool, avx512_vnni: bool) -> str:
+    """qnn.conv2d's accumulate for a PyTorch convolution (measured, partita/ops/emulation/
+    x86_int8.py): without AVX512-VNNI both libraries saturate pairs of products to int16,
+    fbgemm along the im2col order, oneDNN within each tap and not in depthwise convolutions;
+    fbgemm's depthwise kernels are AVX2 code and saturate on every CPU."""
+    if kernel == "fbgemm":
+        return "vpmaddubsw" if depthwise or not avx512_vnni else "exact"
+    if avx512_vnni or depthwise:
+        return "exact"
+    return "vpmaddubsw" if channels_even else "vpmaddubsw_tap"
+
+
+def onednn_scale(s_in: float, w_scale) -> np.ndarray:
+    """oneDNN's per-channel src x weight scale as PyTorch hands it over: PyTorch passes
+    float32(1 / s_in) and ideep gives oneDNN 1.0f / that, which oneDNN multiplies by
+    float32(s_w) in float32."""
+    src = np.float32(1.0) / np.float32(1.0 / float(s_in))
+    return (src * np.asarray(w_scale, np.float32)).astype(np.float32)
+
+
 def _output_stage(
-    ctx: NodeContext, acc: Expr, q: QValue, w_scale, bias, axis: int, relu: bool
+    ctx: NodeContext, acc: Expr, q: QValue, w_scale, bias, axis: int, relu: bool,
+    kernel: str = "fbgemm",
 ) -> QValue:
     """int32 accumulator -> quantized output, fbgemm's ReQuantizeOutput.
 
@@ -81,7 +117,9 @@ def _output_stage(
     """
     out_scale, out_zp = ctx.number(2, "output_scale"), int(ctx.number(3, "output_zero_point"))
     s_aw = (np.float32(q.scale) * w_scale).astype(np.float32)
-    if ctx.options.get("float_bias"):
+    if kernel == "onednn":
+        out = _onednn_output_stage(ctx, acc, q, w_scale, bias, axis, out_scale, out_zp)
+    elif ctx.options.get("float_bias"):
         out = _float_output_stage(ctx, acc, s_aw, bias, axis, out_scale, out_zp, q.dtype)
     else:
         zp_in = np.int32(0)
@@ -112,6 +150,28 @@ def fbgemm_bias(b: np.ndarray, s_aw: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return k.astype(np.int32), (k - fb.astype(np.float64)).astype(np.float32)
 
 
+def _onednn_output_stage(ctx, acc, q, w_scale, bias, axis, out_scale, out_zp):
+    """oneDNN: rint((float32(acc) * s + b) * inv + zp_out), float32 throughout (s from
+    onednn_scale; inv as qnn.requantize "onednn" derives it). QNN form: qnn.requantize
+    "onednn" with the negated float bias as its float32 input zero point; ``float_bias``: the
+    same as float ops."""
+    s = onednn_scale(q.scale, w_scale)
+    n = s.size
+    b = (np.zeros(n, np.float32) if bias is None
+         else bias.detach().numpy().astype(np.float32))
+    if not ctx.options.get("float_bias"):
+        return ctx.call("qnn.requantize", acc, s, (-b).astype(np.float32), f32(out_scale),
+                        np.int32(out_zp), axis=axis, out_dtype=q.dtype, semantics="onednn")
+    shape = [1] * len(shape_of(acc))
+    shape[axis] = -1
+    v = ctx.call("multiply", ctx.call("cast", acc, dtype="float32"), s.reshape(shape))
+    v = ctx.call("add", v, b.reshape(shape))
+    v = ctx.call("multiply", v, onednn_inverse(f32(out_scale)))
+    return ctx.call(
+        "qnn.quantize", v, f32(1.0), np.int32(out_zp), out_dtype=q.dtype, semantics="fbgemm"
+    )
+
+
 def _float_output_stage(ctx, acc, s_aw, bias, axis, out_scale, out_zp, dtype):
     shape = [1] * len(shape_of(acc))
     shape[axis] = -1
@@ -137,6 +197,10 @@ def conv2d(relu: bool):
             raise Unsupported("transposed quantized convolution")
         w, b = torch.ops.quantized.conv2d_unpack(packed)
         data, ws, wz = _weight(ctx, w)
+        groups, vnni = int(packed.groups()), ctx.options.get("avx512_vnni", False)
+        kernel = conv_kernel(ctx.options.get("engine", "x86"), groups, not np.any(wz), vnni)
+        depthwise = groups > 1 and data.shape[1] == 1 and data.shape[0] == groups
+        accumulate = pair_accumulate(kernel, depthwise, data.shape[1] % 2 == 0, vnni)
         acc = ctx.call(
             "qnn.conv2d",
             q.expr,
@@ -153,8 +217,9 @@ def conv2d(relu: bool):
             kernel_size=data.shape[2:],
             data_layout="NCHW",
             kernel_layout="OIHW",
+            accumulate=accumulate,
         )
-        return _output_stage(ctx, acc, q, ws, b, 1, relu)
+        return _output_stage(ctx, acc, q, ws, b, 1, relu, kernel)
 
     return convert
 
@@ -177,8 +242,11 @@ def linear(relu: bool):
             f32(q.scale),
             ws,
             units=data.shape[0],
+            accumulate="exact" if ctx.options.get("avx512_vnni") else "vpmaddubsw",
         )
-        return _output_stage(ctx, acc, q, ws, b, -1, relu)
+        # quantized::linear_prepack picks oneDNN only on the "onednn" engine ("x86": fbgemm)
+        kernel = "onednn" if ctx.options.get("engine") == "onednn" else "fbgemm"
+        return _output_stage(ctx, acc, q, ws, b, -1, relu, kernel)
 
     return convert
 

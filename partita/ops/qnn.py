@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from partita.ir.types import TensorType
-from partita.ops.emulation import onnxruntime_mlas as mlas
+from partita.ops.emulation import pytorch_x86, x86_int8
 from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
@@ -179,7 +179,9 @@ def dequantize(data, input_scale, input_zero_point, attrs):
 class RequantizeAttrs(Attrs):
     axis: int = -1
     out_dtype: str = choice("int8", "int8", "uint8", "int16", "int32")
-    semantics: str = choice("tflite", "tflite", "tflite_builtin", "tflite_double", "onnx", "fbgemm")
+    semantics: str = choice(
+        "tflite", "tflite", "tflite_builtin", "tflite_double", "onnx", "fbgemm", "onednn"
+    )
 
 
 def _requantize_rel(types, attrs):
@@ -191,8 +193,10 @@ def _requantize_rel(types, attrs):
     whose = f"channel of data {data.shape} along axis {attrs.axis}"
     channel_param(in_scale, "input_scale", in_scale.dtype, n, whose)
     zp_dtype = "int32"
-    if attrs.semantics == "fbgemm" and tensor(types[2], "input_zero_point").dtype == "float32":
-        zp_dtype = "float32"  # fbgemm's fractional float bias, see requantize's docstring
+    if attrs.semantics in ("fbgemm", "onednn") and tensor(
+        types[2], "input_zero_point"
+    ).dtype == "float32":
+        zp_dtype = "float32"  # the float bias (fbgemm's fraction, oneDNN's), see the docstring
     channel_param(types[2], "input_zero_point", zp_dtype, n, whose)
     channel_param(types[3], "output_scale", "float32", n, whose)
     channel_param(types[4], "output_zero_point", "int32", n, whose)
@@ -227,12 +231,23 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
     "fbgemm" (PyTorch's x86 ReQuantizeOutput): the same with v = float32(float32(data) - zp_in),
     where input_zero_point may be float32: -(fbgemm's float bias b / s_in minus the int32 bias
     already added to data), which makes it exact for |data| < 2**24 (see _fbgemm_requantize).
+    "onednn" (oneDNN's int8 convolution, PyTorch's x86 engine on AVX512-VNNI CPUs): input_scale
+    is oneDNN's float32 src x weight scale, input_zero_point the negated float32 bias, added
+    after the scale: rint((float32(data) * s - zp_in) * inv + zp_out), inv = onednn_inverse.
     """
     nd, axis = data.ndim, attrs.axis
     zp_in = _broadcast_param(input_zero_point.astype(np.int64), nd, axis)
     zp_out = _broadcast_param(output_zero_point.astype(np.int64), nd, axis)
-    if attrs.semantics == "fbgemm":
-        return _fbgemm_requantize(data, input_scale, input_zero_point, output_scale, zp_out, attrs)
+    if attrs.semantics in ("fbgemm", "onednn"):
+        s = _broadcast_param(input_scale.astype(np.float32), nd, axis)
+        z = _broadcast_param(input_zero_point.astype(np.float32), nd, axis)
+        if attrs.semantics == "fbgemm":
+            s_out = _broadcast_param(output_scale.astype(np.float32), nd, axis)
+            y = pytorch_x86.fbgemm_output(data, s, z, s_out)
+        else:
+            y = pytorch_x86.onednn_output(data, s, z, output_scale.reshape(-1)[0], zp_out)
+            zp_out = 0
+        return saturate(y + zp_out, attrs.out_dtype)
     x = data.astype(np.int64) - zp_in
     real = _broadcast_param(input_scale.astype(np.float64), nd, axis) / _broadcast_param(
         output_scale.astype(np.float64), nd, axis
@@ -255,20 +270,6 @@ def requantize(data, input_scale, input_zero_point, output_scale, output_zero_po
     return saturate(y + zp_out, attrs.out_dtype)
 
 
-def _fbgemm_requantize(data, input_scale, input_zero_point, output_scale, zp_out, attrs):
-    """fbgemm computes nearbyint((float32(acc) + float32(b / s_in)) * M) + zp_out in float32.
-    With data = acc + k (k the int32 bias) and zp_in = -(float32(b / s_in) - k), which float32
-    holds exactly, float32(float32(data) - zp_in) rounds the same real number as fbgemm's sum."""
-    nd, axis = data.ndim, attrs.axis
-    zp_in = _broadcast_param(input_zero_point.astype(np.float32), nd, axis)
-    scale = _broadcast_param(input_scale.astype(np.float32), nd, axis) / _broadcast_param(
-        output_scale.astype(np.float32), nd, axis
-    )
-    v = (data.astype(np.float32) - zp_in).astype(np.float32)
-    y = round_half_even_to_int((v * scale).astype(np.float32))
-    return saturate(y + zp_out, attrs.out_dtype)
-
-
 def round_half_even_to_int(v: np.ndarray) -> np.ndarray:
     """float -> int64, round half to even; values beyond +-2**40 (and inf) clamp there first,
     which saturation to any partita integer type cannot tell apart."""
@@ -287,22 +288,24 @@ def _offset(x: np.ndarray, zero_point: np.ndarray, ndim: int, axis: int) -> np.n
 @dataclass(frozen=True)
 class QnnConv2DAttrs(ConvAttrsBase):
     """nn.conv2d's attributes; out_dtype is the accumulator type. ``accumulate``: "exact", or
-    "vpmaddubsw" (int8 weight): ONNX Runtime's U8S8 kernels on x86-64 without VNNI, which
-    saturate adjacent pairs of products to int16 (see ``mlas.pair_saturation``); int8 data
-    enter them as uint8 data + 128, as ONNX Runtime rewrites int8 QDQ activations."""
+    (int8 weight) the int8 kernels of x86 CPUs without VNNI, which saturate adjacent pairs of
+    products to int16 (partita/ops/emulation/x86_int8.py): "vpmaddubsw" pairs along the NHWC
+    im2col order (kernel row, kernel column, input channel: ONNX Runtime, fbgemm),
+    "vpmaddubsw_tap" pairs channels within each kernel tap (oneDNN). int8 data enter them as
+    uint8 data + 128, as ONNX Runtime rewrites int8 QDQ activations."""
 
     kernel_layout: str = choice("OIHW", "OIHW", "HWIO", "HWOI", "OHWI")
     out_dtype: str = choice("int32", "int32", "int64")
-    accumulate: str = choice("exact", *mlas.INT_ACCUMULATE)
+    accumulate: str = choice("exact", *x86_int8.INT_ACCUMULATE)
 
 
 def _check_pair_accumulate(data: TensorType, weight: TensorType, attrs) -> None:
-    if attrs.accumulate == "vpmaddubsw" and (
+    if attrs.accumulate != "exact" and (
         data.dtype not in ("uint8", "int8") or weight.dtype != "int8"
     ):
         fail(
-            'accumulate="vpmaddubsw" reproduces uint8 (or int8 + 128) x int8 kernels, got data '
-            f"{data.dtype} and weight {weight.dtype}"
+            f"accumulate={attrs.accumulate!r} reproduces uint8 (or int8 + 128) x int8 kernels, "
+            f"got data {data.dtype} and weight {weight.dtype}"
         )
 
 
@@ -318,6 +321,9 @@ def _qnn_conv2d_rel(types, attrs):
     _check_pair_accumulate(data, weight, attrs)
     shape = conv2d_out_shape(data.shape, weight.shape, attrs)
     o = layout_dims(weight.shape, attrs.kernel_layout, "O")[0]
+    cg = layout_dims(weight.shape, attrs.kernel_layout, "I")[0]
+    if attrs.accumulate == "vpmaddubsw_tap" and attrs.groups != 1 and cg % 2:
+        fail('accumulate="vpmaddubsw_tap" pads an odd channel count only for groups=1')
     whose = f"output channel of kernel {weight.shape} ({attrs.kernel_layout})"
     scalar_param(types[2], "input_zero_point", "int32")
     channel_param(types[3], "kernel_zero_point", "int32", o, whose)
@@ -349,17 +355,22 @@ def qnn_conv2d(data, weight, input_zero_point, kernel_zero_point, input_scale, k
     x = _offset(data, input_zero_point, data.ndim, 0)
     w = _offset(weight, kernel_zero_point, 4, attrs.kernel_layout.index("O"))
     out = conv2d_reference(x, w, attrs, pad_value=0)
-    if attrs.accumulate == "vpmaddubsw":
+    if attrs.accumulate != "exact":
         out = out + _conv_pair_saturation(data, weight, int(_scalar(input_zero_point)), attrs)
     return out.astype(attrs.out_dtype)
 
 
 def _conv_pair_saturation(data, weight, zp_in: int, attrs) -> np.ndarray:
-    """mlas.pair_saturation of a convolution, K in MLAS's NHWC im2col order (kernel row, kernel
-    column, input channel of the group), padding holding the input zero point."""
+    """x86_int8.pair_saturation of a convolution, K in NHWC im2col order (kernel row, kernel
+    column, input channel of the group), padding holding the input zero point; "vpmaddubsw_tap"
+    first pads an odd channel count with a zero channel, so that pairs stay within a tap."""
     data, zp_in = _as_uint8(data, zp_in)
     x = pad_input(to_nhwc(data, attrs.data_layout), attrs.padding, "NHWC", zp_in)
     w = to_layout(weight, attrs.kernel_layout, "OIHW")
+    if attrs.accumulate == "vpmaddubsw_tap" and w.shape[1] % 2:  # groups == 1 (type relation)
+        x = np.concatenate([x.astype(np.int64), np.zeros(x.shape[:3] + (1,), np.int64)], 3)
+        w = np.concatenate([w.astype(np.int64), np.zeros((w.shape[0], 1) + w.shape[2:],
+                                                         np.int64)], 1)
     o, cg, kh, kw = w.shape
     g = attrs.groups
     windows = sliding_windows(x, (kh, kw), attrs.strides, attrs.dilation)
@@ -370,7 +381,7 @@ def _conv_pair_saturation(data, weight, zp_in: int, attrs) -> np.ndarray:
     for b in range(n):
         cols = windows[b].reshape(oh * ow, g, cg, kh, kw).transpose(1, 0, 3, 4, 2)
         cols = cols.reshape(g, oh * ow, kh * kw * cg)
-        fix = mlas.pair_saturation(cols, wmat)  # (G, OH*OW, O/G)
+        fix = x86_int8.pair_saturation(cols, wmat)  # (G, OH*OW, O/G)
         out[b] = fix.transpose(1, 0, 2).reshape(oh, ow, o)
     return out if attrs.data_layout == "NHWC" else out.transpose(0, 3, 1, 2)
 
@@ -381,7 +392,7 @@ class QnnDenseAttrs(Attrs):
 
     units: int | None = None
     out_dtype: str = choice("int32", "int32", "int64")
-    accumulate: str = choice("exact", *mlas.INT_ACCUMULATE)
+    accumulate: str = choice("exact", *x86_int8.INT_ACCUMULATE)
 
 
 def _qnn_dense_rel(types, attrs):
@@ -429,8 +440,8 @@ def qnn_dense(data, weight, input_zero_point, kernel_zero_point, input_scale, ke
     x = _offset(data, input_zero_point, data.ndim, 0)
     w = _offset(weight, kernel_zero_point, 2, 0)
     out = exact_matmul(x, w.T)
-    if attrs.accumulate == "vpmaddubsw":
-        out = out + mlas.pair_saturation(_as_uint8(data, 0)[0], weight.T)
+    if attrs.accumulate != "exact":  # "vpmaddubsw_tap" is "vpmaddubsw": a dense has one tap
+        out = out + x86_int8.pair_saturation(_as_uint8(data, 0)[0], weight.T)
     return out.astype(attrs.out_dtype)
 
 

@@ -91,6 +91,30 @@ def test_conv_pairs_follow_the_nhwc_im2col_order(layout, groups, cin, cout):
     assert (got != exact).any()  # the case does saturate
 
 
+def test_tap_variant_pairs_channels_within_a_tap():
+    """oneDNN pads an odd channel count per tap: with 3 channels the pairs are (c0, c1) and
+    (c2, 0) at every tap, never (c2 of one tap, c0 of the next) as the im2col order has it."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(170, 256, (1, 6, 6, 3)).astype(np.uint8)
+    w = rng.integers(90, 128, (4, 3, 3, 3)).astype(np.int8)
+    got = call("qnn.conv2d", x, w, np.int32(0), np.int32(0), F32(1), F32(1), padding=(1, 1),
+               data_layout="NHWC", accumulate="vpmaddubsw_tap")
+    flat = call("qnn.conv2d", x, w, np.int32(0), np.int32(0), F32(1), F32(1), padding=(1, 1),
+                data_layout="NHWC", accumulate="vpmaddubsw")
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    for i in range(6):
+        for j in range(6):
+            for o in range(4):
+                a = np.pad(padded[0, i:i + 3, j:j + 3, :], ((0, 0), (0, 0), (0, 1))).reshape(-1)
+                b = np.pad(w[o].transpose(1, 2, 0), ((0, 0), (0, 0), (0, 1))).reshape(-1)
+                assert got[0, i, j, o] == kernel_sum(a, b, 0, 0)
+    assert (got != flat).any()
+    with pytest.raises(TypeInferenceError, match="only for groups=1"):
+        call("qnn.conv2d", np.zeros((1, 4, 4, 6), np.uint8), np.zeros((6, 3, 3, 3), np.int8),
+             np.int32(0), np.int32(0), F32(1), F32(1), groups=2, data_layout="NHWC",
+             accumulate="vpmaddubsw_tap")
+
+
 def test_refuses_other_dtypes():
     x = np.zeros((1, 4), np.int16)
     w = np.zeros((2, 4), np.int8)
