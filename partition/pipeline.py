@@ -46,6 +46,7 @@ def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=Non
     backends = [(spec, spec.backend) for spec in composite.targets]
     table = [e for spec, b in backends for e in b.pattern_table(spec.options)]
     extra = [p for spec, b in backends for p in b.passes(spec.options)]
+    extra += composite.host.backend.passes(composite.host.options)  # the host's own, last
     host = composite.host.name
     return Sequential(
         [

@@ -23,6 +23,7 @@ from partita.ir import TensorType
 
 from .jit import Loaded, compile_ir, host_isa, isa_features
 from .kernels import call_args, constants, generate, signature
+from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
 from .memory import plan_arena
 from .vplan import ISAS
@@ -202,6 +203,7 @@ backend = Backend(
     host=True,
     compile=compile_region,
     load=load_region,
+    passes=lambda: [LLVMConvertLayout()],
     options={
         "mcpu": Option(None, None, "the CPU to generate code for (default: this host's)"),
         "isa": Option(

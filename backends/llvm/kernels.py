@@ -209,6 +209,60 @@ class KernelEmitter(VectorKernels, Emitter):
         b.ret_void()
         return fn
 
+    def k_transpose(self, k: Kernel):
+        """out[i0, i1, ...] = x[...] with out axis j = input axis perm[j], element by element."""
+        import contextlib
+
+        fn, b, (x, y) = self.function(k, 1)
+        in_shape, out_shape = self.shape(k.inputs[0]), self.shape(k.output)
+        size = np.dtype(self.dtype(k.output)).itemsize
+        ty = {1: I8, 2: ir.IntType(16), 4: I32, 8: I64}[size]
+        in_strides = np.cumprod((list(in_shape) + [1])[:0:-1])[::-1].tolist() if in_shape else []
+        with contextlib.ExitStack() as stack:
+            idx = [stack.enter_context(for_range(b, n, f"t{j}")) for j, n in enumerate(out_shape)]
+            src, dst = c64(0), c64(0)
+            for j, i in enumerate(idx):
+                src = b.add(src, b.mul(i, c64(in_strides[k.params["perm"][j]])))
+                dst = b.add(b.mul(dst, c64(out_shape[j])), i)
+            self.store_at(b, self.load_at(b, x, src, ty), y, dst, ty)
+        b.ret_void()
+        return fn
+
+    def k_im2col(self, k: Kernel):
+        """y[oy, ox, (ky, kx, c)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], the input
+        zero point outside (8-bit data)."""
+        fn, b, (x, y) = self.function(k, 1)
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, kc = self.shape(k.output)
+        p = k.params
+        (sh, sw), (dh, dw), (kh, kw) = p["strides"], p["dilation"], p["kernel"]
+        top, left = p["padding"][0], p["padding"][1]
+        zp = ir.Constant(I8, p["in_zp"] & 0xFF)
+        with (
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, kh, "ky") as ky,
+            for_range(b, kw, "kx") as kx,
+        ):
+            iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
+            ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
+            inside = b.and_(
+                b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
+                b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
+            )
+            base = b.mul(b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(kh)), ky), c64(kw))
+            dst = b.mul(b.add(base, kx), c64(c))
+            src = b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c))
+            with for_range(b, c, "ic") as ic:
+                with b.if_else(inside) as (then, otherwise):
+                    with then:
+                        v = self.load_at(b, x, b.add(src, ic), I8)
+                        self.store_at(b, v, y, b.add(dst, ic), I8)
+                    with otherwise:
+                        self.store_at(b, zp, y, b.add(dst, ic), I8)
+        b.ret_void()
+        return fn
+
     def k_maxpool(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         _, h, w, c = self.shape(k.inputs[0])
@@ -247,6 +301,7 @@ class KernelEmitter(VectorKernels, Emitter):
         p = k.params
         dtype = self.dtype(k.inputs[0])
         lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
+        rint32 = self.module.declare_intrinsic("llvm.roundeven", [F32])
         acc = b.alloca(I64)
         with for_range(b, c, "ch") as ch:
             b.store(c64(0), acc)
@@ -254,8 +309,12 @@ class KernelEmitter(VectorKernels, Emitter):
                 v = self.signed(b, self.load_at(b, x, b.add(b.mul(e, c64(c)), ch), I8), dtype)
                 b.store(b.add(b.load(acc, typ=I64), v), acc)
             s = b.sub(b.load(acc, typ=I64), c64(p["in_zp"] * p["n"]))
-            s = b.sext(b.trunc(s, I32), I64)
-            v = self.mbqm(b, s, c64(p["multiplier"]), c64(p["shift"]))
+            if "scale" in p:  # "onnx": float32(int32 sum) * float32 scale, half to even
+                f = b.fmul(b.sitofp(b.trunc(s, I32), F32), ir.Constant(F32, p["scale"]))
+                v = b.fptosi(b.call(rint32, [f]), I64)
+            else:
+                v = self.mbqm(b, b.sext(b.trunc(s, I32), I64), c64(p["multiplier"]),
+                              c64(p["shift"]))
             v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
             self.store_at(b, b.trunc(v, I8), y, ch, I8)
         b.ret_void()

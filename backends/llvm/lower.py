@@ -5,6 +5,7 @@
     any int8/uint8 -> int8/uint8 function of one value         LUT (256 entries, from the op)
     qnn.add/subtract/mul of two 8-bit tensors, per-tensor     LUT2 (256 x 256, from the op)
     qnn.mean over H, W ("tflite"), nn.max_pool2d, reshape      MEAN, MAXPOOL, COPY
+    transpose (any dtype)                                        TRANSPOSE
 
 Tables are evaluated with the op's own reference implementation at compile time, so those kernels
 are exact by construction; conv, FC and mean carry TFLite's fixed-point output stage (multiplier
@@ -145,9 +146,11 @@ class _Lowering:
         data = [a for a in call.args if not isinstance(a, Constant)]
         dtypes = [a.checked_type.dtype for a in data]
         out = call.checked_type.dtype if hasattr(call.checked_type, "dtype") else None
-        if name == "reshape":
+        if name in ("reshape", "squeeze", "expand_dims"):
             return self.emit("COPY", call, [self.src(data[0])])
-        if name == "qnn.mean" and call.attrs.semantics == "tflite":
+        if name == "transpose":
+            return self.emit("TRANSPOSE", call, [self.src(data[0])], {"perm": _perm(call)})
+        if name == "qnn.mean" and call.attrs.semantics in ("tflite", "onnx"):
             return self.mean(call, where)
         if name == "nn.max_pool2d" and dtypes[0] in EIGHT_BIT and call.attrs.layout == "NHWC":
             a = call.attrs
@@ -161,6 +164,8 @@ class _Lowering:
         consts_scalar = all(_const(a).ndim == 0 for a in call.args if isinstance(a, Constant))
         if (
             len(data) == 1
+            and call.op.kind in ("elemwise", "broadcast")  # a table maps each element alone
+            and call.checked_type.shape == data[0].checked_type.shape
             and dtypes[0] in EIGHT_BIT
             and out in (*EIGHT_BIT, "float32")
             and consts_scalar
@@ -215,12 +220,6 @@ class _Lowering:
                 node = nxt
             elif op == "qnn.requantize":
                 raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
-        if call.attrs.accumulate != "exact":
-            raise LLVMError(
-                f"llvm: {where}: accumulate={call.attrs.accumulate!r} (ONNX Runtime's int16 pair "
-                "saturation) is not compiled; build with the 'ref' host, or import with "
-                'from_onnx(ort_cpu="vnni") for exact sums'
-            )
         if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
             raise LLVMError(f"llvm: {where}: {call.attrs.data_layout} convolutions")
         by = {c.op.name: c for c in chain}
@@ -269,6 +268,7 @@ class _Lowering:
         }
         if np.asarray(_const(rq.args[4])).size > 1 or np.asarray(_const(rq.args[2])).size > 1:
             raise LLVMError(f"llvm: {where}: per-channel zero points in requantize")
+        params["pairs"] = self.pairs(call, where)
         if call.op.name == "qnn.dense":
             if x.checked_type.ndim != 2:
                 raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
@@ -293,10 +293,18 @@ class _Lowering:
         arrays["fscale"] = np.broadcast_to(np.atleast_1d(fscale), (n_out,)).astype(np.float32)
         for c in chain[1:]:
             self.absorbed.add(id(c))
-        inputs = [self.src(x)]
+        inputs, in_shape = [self.src(x)], x.checked_type.shape
+        if (params["pairs"] and kind == "CONV" and in_shape[3] % 2
+                and call.attrs.accumulate == "vpmaddubsw"):
+            inputs, in_shape = self.im2col(call, params, arrays, inputs[0])
         vector = vector_kernel(
-            kind, params, arrays, x.checked_type.shape, call.checked_type.shape, self.isa
+            kind, params, arrays, in_shape, call.checked_type.shape, self.isa
         )
+        if vector is None and params["pairs"]:
+            raise LLVMError(
+                f"llvm: {where}: accumulate={call.attrs.accumulate!r} (int16 pair saturation) "
+                "needs the vector kernels (-isa=vnni or avx2)"
+            )
         if vector is None and params["rounding"] == "onnx":
             raise LLVMError(
                 f"llvm: {where}: 'onnx' requantization needs the vector kernels "
@@ -313,6 +321,38 @@ class _Lowering:
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
 
+    def pairs(self, call: Call, where: str) -> bool:
+        """Whether the MAC kernel saturates pairs of products to int16 (accumulate=
+        "vpmaddubsw" / "vpmaddubsw_tap"): its dot products pair the channels within each tap
+        (zero-padded to a multiple of 4: "vpmaddubsw_tap"), which is the im2col order's pairing
+        when the channel count is even; an odd one goes through ``im2col``."""
+        sums = call.attrs.accumulate
+        if sums == "exact":
+            return False
+        if np.any(_const(call.args[3])):
+            raise LLVMError(f"llvm: {where}: accumulate={sums!r} with weight zero points")
+        if call.op.name == "qnn.conv2d":
+            if call.attrs.groups != 1:
+                raise LLVMError(f"llvm: {where}: accumulate={sums!r} in a grouped convolution")
+        return True
+
+    def im2col(self, call: Call, params: dict, arrays: dict, src: int):
+        """An odd channel count pairs products across kernel taps (im2col order): copy the
+        windows into an (OH, OW, KH*KW*C) buffer (IM2COL, padding = the input zero point) and
+        run the convolution as a 1x1 one over it, whose pairs are the same."""
+        _, oh, ow, _ = call.checked_type.shape
+        w = arrays["weights"]  # OHWI
+        o, kh, kw, c = w.shape
+        shape = (1, oh, ow, kh * kw * c)
+        self.buffers.append((shape, call.args[0].checked_type.dtype))
+        out = len(self.buffers) - 1
+        p = {k: params[k] for k in ("strides", "dilation", "padding", "in_zp")}
+        self.kernels.append(Kernel("IM2COL", f"im2col_{len(self.kernels)}", [src], out,
+                                   {**p, "kernel": [kh, kw]}, {}))
+        arrays["weights"] = w.reshape(o, 1, 1, kh * kw * c)
+        params.update(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0])
+        return [out], shape
+
     def mean(self, call: Call, where: str) -> None:
         x = call.args[0]
         shape = x.checked_type.shape
@@ -321,6 +361,11 @@ class _Lowering:
             raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")
         s_in, zp_in, s_out, zp_out = (_const(a) for a in call.args[1:])
         n = shape[1] * shape[2]
+        if call.attrs.semantics == "onnx":  # MLAS: float32(acc) * (s_in / (s_out * n)), even
+            scale = np.float32(s_in) / (np.float32(s_out) * np.float32(n))
+            params = {"n": n, "scale": float(scale), "in_zp": int(zp_in), "out_zp": int(zp_out),
+                      "out_dtype": call.checked_type.dtype}
+            return self.emit("MEAN", call, [self.src(x)], params)
         m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         k = min(int(math.floor(math.log2(n))), 32, 31 + e)
         params = {
@@ -342,6 +387,12 @@ def _broadcast_strides(shape, out_shape) -> list[int]:
         strides.append(step if d > 1 else 0)
         step *= d
     return strides[::-1]
+
+
+def _perm(call: Call) -> list[int]:
+    rank = len(call.args[0].checked_type.shape)
+    axes = call.attrs.axes
+    return [a % rank for a in axes] if axes is not None else list(range(rank))[::-1]
 
 
 def _table(call: Call, in_dtype: str, out_dtype: str) -> np.ndarray:

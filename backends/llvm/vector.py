@@ -126,8 +126,9 @@ class VectorKernels:
                 self.store_at(b, b.extract_element(value, lane), y, b.add(index, lane), I8)
 
     # -- dot products ------------------------------------------------------------------
-    def dot4(self, b, acc, a, w, isa):
-        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane."""
+    def dot4(self, b, acc, a, w, isa, pairs=False):
+        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane; ``pairs``: adjacent
+        products summed into an int16 with saturation first (VPMADDUBSW, CPUs without VNNI)."""
         if isa == "vnni":
             fn = self.module.declare_intrinsic(
                 "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64])
@@ -143,6 +144,11 @@ class VectorKernels:
                 prod, prod, ir.Constant(ir.VectorType(I32, n), list(range(1, 2 * n, 2)))
             )
             prod = b.add(even, odd)
+            if pairs and n == 32:
+                lo = ir.Constant(ir.VectorType(I32, 32), [-32768] * 32)
+                hi = ir.Constant(ir.VectorType(I32, 32), [32767] * 32)
+                prod = b.select(b.icmp_signed("<", prod, lo), lo, prod)
+                prod = b.select(b.icmp_signed(">", prod, hi), hi, prod)
         return b.add(acc, prod)
 
     # -- convolution / dense ----------------------------------------------------------------------
@@ -207,7 +213,9 @@ class VectorKernels:
                 a = vsplat(b, a if flip is None else b.xor(a, flip))
                 for v in range(vecs):
                     b.store(
-                        self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"]), accs[r][v]
+                        self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"],
+                                  p.get("pairs", False)),
+                        accs[r][v],
                     )
         for r in range(rows):
             for v in range(vecs):

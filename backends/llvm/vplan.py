@@ -142,6 +142,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     zx = params["in_zp"]
     signed = params["in_dtype"] == "int8"
     if kind == "DWCONV":
+        if params.get("pairs"):
+            return None
         geo.update(_padded(geo, 16))
         geo["pack"] = True  # vector loads read 16 channels: always from the padded copy
         cs = geo["Cs"]
@@ -164,7 +166,9 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     nvec = ocp // 16
     tiles = TILES[isa]
     v = min(max(tiles), nvec)
-    new = {**_code_params(params, geo), "signed": signed, "isa": isa, "V": v}
+    # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
+    code_isa = "avx2" if params.get("pairs") else isa
+    new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v}
     new["R"] = min(tiles[v], geo["OW"])
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
     return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch

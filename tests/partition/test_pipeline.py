@@ -38,6 +38,7 @@ def test_the_pipeline_is_a_visible_list_of_named_passes():
         pipeline = partition_pipeline("acc_v, llvm")
     assert [p.name for p in pipeline.passes] == [
         "InferType",
+        "LLVMConvertLayout",  # the host's own pass, after the accelerators' (none here)
         "MergeComposite",
         "AnnotateTarget",
         "MergeCompilerRegions",

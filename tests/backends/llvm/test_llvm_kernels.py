@@ -61,7 +61,10 @@ def convs(draw):
     return kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics
 
 
-def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics="tflite"):
+def build_graph(
+    kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics="tflite",
+    accumulate="exact",
+):
     rng = np.random.default_rng(seed)
     op = P.get_op
     info = np.iinfo(in_dtype)
@@ -84,7 +87,7 @@ def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semanti
     ]
     args += [P.const(in_scale), P.const(w_scale if n > 1 else w_scale[0])]
     if kind == "dense":
-        y = op("qnn.dense")(*args)
+        y = op("qnn.dense")(*args, accumulate=accumulate)
     else:
         y = op("qnn.conv2d")(
             *args,
@@ -94,6 +97,7 @@ def build_graph(kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semanti
             groups=cin if kind == "depthwise" else 1,
             data_layout="NHWC",
             kernel_layout="OHWI",
+            accumulate=accumulate,
         )
     y = op("nn.bias_add")(y, P.const(rng.integers(-3000, 3000, cout, dtype=np.int32)), axis=-1)
     # now and then a multiplier above 1 (TFLite's left shift before the high multiply)
@@ -132,6 +136,48 @@ def test_conv_dense_depthwise_kernels_equal_the_interpreter(isa, case):
         info.min, info.max, ty.shape, dtype=ty.dtype, endpoint=True
     )
     assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=convs(), tap=st.booleans())
+def test_pair_saturating_kernels_equal_the_interpreter(isa, case, tap):
+    """accumulate="vpmaddubsw" (pairs in im2col order: an odd channel count goes through an
+    IM2COL copy) and "vpmaddubsw_tap" (pairs within a tap), on inputs over the whole 8-bit
+    range, where pairs do saturate; the VNNI variant uses the AVX2 dot product for them."""
+    kind, *rest = case
+    if kind == "depthwise":
+        kind = "conv"
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    accumulate = "vpmaddubsw_tap" if tap and kind == "conv" else "vpmaddubsw"
+    mod, _ = build_graph(kind, *rest, accumulate=accumulate)
+    if isa == "plain":
+        with pytest.raises(P.PartitaError, match="int16 pair saturation.*needs the vector"):
+            P.build(mod, f"llvm -isa={isa}")
+        return
+    exe = P.build(mod, f"llvm -isa={isa}")
+    ty = exe.input_types[0]
+    info = np.iinfo(ty.dtype)
+    data = np.random.default_rng(2).integers(
+        info.min, info.max, ty.shape, dtype=ty.dtype, endpoint=True
+    )
+    assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+
+
+def test_transpose_and_elementwise_tables():
+    """transpose (any dtype) is a real TRANSPOSE kernel; only elementwise ops become tables."""
+    text = """
+def @main(%x: Tensor[(1, 3, 4, 5), uint8]) {
+  %0 = transpose(%x, axes=[0, 2, 3, 1]);
+  %1 = qnn.dequantize(%0, 0.5f, 3);
+  transpose(%1, axes=[3, 1, 0, 2])
+}"""
+    mod = P.parse(text)
+    exe = P.build(mod, "llvm")
+    x = np.random.default_rng(0).integers(0, 256, (1, 3, 4, 5), dtype=np.uint8)
+    for got, want in zip(exe.run(x), P.interpret(mod, [x])):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
 def test_the_forced_variant_is_the_one_compiled():

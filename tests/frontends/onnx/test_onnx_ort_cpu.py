@@ -76,11 +76,14 @@ def test_bad_option():
         from_onnx(models("ops", "conv.qop_u8s8_pc.onnx")[0], ort_cpu="avx512")
 
 
-def test_backends_refuse_saturating_sums_with_the_reason():
+def test_the_npu_refuses_saturating_sums_and_llvm_compiles_them():
     path = models("ops", "conv.qop_u8s8_pc.onnx")[0]
     mod = from_onnx(path, ort_cpu="avx2")
     exe = P.build(mod, "npu, ref")
     assert "npu" not in {s.target for s in exe.steps}
     assert "sum exactly in int32" in exe.report.to_json()
-    with pytest.raises(P.PartitaError, match="accumulate='vpmaddubsw'.*ort_cpu=\"vnni\""):
-        P.build(mod, "llvm")
+    feeds = feeds_for(mod, 0)
+    want = P.interpret(mod, feeds)[0]
+    assert P.build(mod, "llvm").run(*feeds.values())[0].tobytes() == want.tobytes()
+    with pytest.raises(P.PartitaError, match="int16 pair saturation.*needs the vector kernels"):
+        P.build(mod, "llvm -isa=plain")
