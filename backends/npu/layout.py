@@ -12,26 +12,12 @@ NHWC graphs (TFLite) are returned unchanged.
 
 from __future__ import annotations
 
-from partita.ir import IRModule, iter_calls
-from partita.passes import ConvertLayout, InferType, Sequential, SimplifyExpr
+from partita.ir import IRModule
+from partita.passes.convert_layout import quantized_convs_to_nhwc
 from partita.passes.infra import module_pass
-
-DESIRED = {"qnn.conv2d": ("NHWC", "HWIO")}
-
-
-def _has_nchw_conv(mod: IRModule) -> bool:
-    return any(
-        getattr(call.op, "name", None) == "qnn.conv2d" and call.attrs.data_layout != "NHWC"
-        for fn in mod.functions.values()
-        for call in iter_calls(fn.body)
-    )
 
 
 @module_pass("NPUConvertLayout", opt_level=0)
 def NPUConvertLayout(mod: IRModule, ctx) -> IRModule:
-    """ConvertLayout to NHWC (then SimplifyExpr cancels the transpose pairs) when the module has
-    an NCHW quantized convolution; otherwise ``mod`` itself."""
-    if not _has_nchw_conv(mod):
-        return mod
-    steps = [ConvertLayout(desired_layouts=DESIRED), SimplifyExpr(), InferType()]
-    return Sequential(steps, name="npu_convert_layout")(mod)
+    """Quantized convolutions to NHWC (``quantized_convs_to_nhwc``); NHWC graphs unchanged."""
+    return quantized_convs_to_nhwc(mod, "npu_convert_layout")

@@ -434,3 +434,25 @@ class _Handlers(dict):
 
 
 HANDLERS = _Handlers()
+
+
+def quantized_convs_to_nhwc(mod: IRModule, name: str) -> IRModule:
+    """What the NPU and LLVM backends run before partitioning: ConvertLayout of qnn.conv2d to
+    NHWC / HWIO, then SimplifyExpr to cancel the transpose pairs, when ``mod`` has an NCHW
+    quantized convolution; otherwise ``mod`` itself (NHWC graphs such as TFLite's)."""
+    from partita.ir import iter_calls
+
+    from .infer_type import InferType
+    from .infra import Sequential
+    from .simplify_expr import SimplifyExpr
+
+    nchw = any(
+        getattr(call.op, "name", None) == "qnn.conv2d" and call.attrs.data_layout != "NHWC"
+        for fn in mod.functions.values()
+        for call in iter_calls(fn.body)
+    )
+    if not nchw:
+        return mod
+    steps = [ConvertLayout(desired_layouts={"qnn.conv2d": ("NHWC", "HWIO")}), SimplifyExpr(),
+             InferType()]
+    return Sequential(steps, name=name)(mod)
