@@ -82,6 +82,7 @@ class MobileNetV2(nn.Module):
     """A small MobileNetV2 (width ~0.35) with Quant/DeQuant stubs for eager quantization."""
 
     SETTINGS = ((1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 2, 2), (6, 24, 2, 2), (6, 32, 1, 1))
+    LAST = 128  # the head's width
 
     def __init__(self, classes: int = 10):
         super().__init__()
@@ -92,10 +93,10 @@ class MobileNetV2(nn.Module):
             for i in range(n):
                 layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
                 cin = c
-        layers += [conv_bn(cin, 128, 1), nn.ReLU6()]
+        layers += [conv_bn(cin, self.LAST, 1), nn.ReLU6()]
         self.features = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(128, classes))
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(self.LAST, classes))
         self.dequant = torch.ao.quantization.DeQuantStub()
 
     def forward(self, x):
@@ -104,7 +105,7 @@ class MobileNetV2(nn.Module):
         return self.dequant(x)
 
 
-class TorchvisionMobileNetV2(nn.Module):
+class TorchvisionMobileNetV2(MobileNetV2):
     """torchvision's mobilenet_v2(width_mult=0.35) layer shapes (its _make_divisible channels,
     the 1280-wide head), built the eager-quantizable way: QuantStub/DeQuantStub, conv + bn
     fused, a standalone ReLU6 after each (eager mode cannot fuse it), FloatFunctional adds;
@@ -112,25 +113,7 @@ class TorchvisionMobileNetV2(nn.Module):
 
     SETTINGS = ((1, 8, 1, 1), (6, 8, 2, 2), (6, 16, 3, 2), (6, 24, 4, 2), (6, 32, 3, 1),
                 (6, 56, 3, 2), (6, 112, 1, 1))
-
-    def __init__(self, classes: int = 10, last: int = 1280):
-        super().__init__()
-        self.quant = torch.ao.quantization.QuantStub()
-        layers: list[nn.Module] = [conv_bn(3, 16, 3, 2), nn.ReLU6()]
-        cin = 16
-        for t, c, n, s in self.SETTINGS:
-            for i in range(n):
-                layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
-                cin = c
-        layers += [conv_bn(cin, last, 1), nn.ReLU6()]
-        self.features = nn.Sequential(*layers)
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(last, classes))
-        self.dequant = torch.ao.quantization.DeQuantStub()
-
-    def forward(self, x):
-        x = self.features(self.quant(x))
-        return self.dequant(self.classifier(torch.flatten(self.pool(x), 1)))
+    LAST = 1280
 
 
 class OpsNet(nn.Module):

@@ -22,14 +22,6 @@ NAMES = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PARTITA_CACHE_DIR", str(tmp_path_factory.mktemp("llvm-cache")))
-    yield
-    mp.undo()
-
-
 def sample(ty, seed):
     rng = np.random.default_rng(seed)
     if ty.dtype == "float32":

@@ -14,14 +14,6 @@ import partita as P
 ISAS = ["vnni", "avx2", "plain"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PARTITA_CACHE_DIR", str(tmp_path_factory.mktemp("llvm-kernel-cache")))
-    yield
-    mp.undo()
-
-
 def _isa_available(isa: str) -> bool:
     from partita.backends.llvm.jit import host_isa
 
@@ -118,6 +110,17 @@ def build_graph(
     return P.IRModule.from_expr(P.Function([x], y)), x
 
 
+def assert_equals_interpreter(mod, isa: str, seed: int) -> None:
+    """The ``isa`` build of ``mod`` on inputs over the whole 8-bit range."""
+    exe = P.build(mod, f"llvm -isa={isa}")
+    ty = exe.input_types[0]
+    info = np.iinfo(ty.dtype)
+    data = np.random.default_rng(seed).integers(
+        info.min, info.max, ty.shape, dtype=ty.dtype, endpoint=True
+    )
+    assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+
+
 @pytest.mark.parametrize("isa", ISAS)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=convs())
@@ -129,13 +132,7 @@ def test_conv_dense_depthwise_kernels_equal_the_interpreter(isa, case):
         with pytest.raises(P.PartitaError, match="'onnx' requantization needs the vector"):
             P.build(mod, f"llvm -isa={isa}")
         return
-    exe = P.build(mod, f"llvm -isa={isa}")
-    ty = exe.input_types[0]
-    info = np.iinfo(ty.dtype)
-    data = np.random.default_rng(1).integers(
-        info.min, info.max, ty.shape, dtype=ty.dtype, endpoint=True
-    )
-    assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+    assert_equals_interpreter(mod, isa, seed=1)
 
 
 @pytest.mark.parametrize("isa", ISAS)
@@ -156,13 +153,7 @@ def test_pair_saturating_kernels_equal_the_interpreter(isa, case, tap):
         with pytest.raises(P.PartitaError, match="int16 pair saturation.*needs the vector"):
             P.build(mod, f"llvm -isa={isa}")
         return
-    exe = P.build(mod, f"llvm -isa={isa}")
-    ty = exe.input_types[0]
-    info = np.iinfo(ty.dtype)
-    data = np.random.default_rng(2).integers(
-        info.min, info.max, ty.shape, dtype=ty.dtype, endpoint=True
-    )
-    assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+    assert_equals_interpreter(mod, isa, seed=2)
 
 
 def test_transpose_and_elementwise_tables():

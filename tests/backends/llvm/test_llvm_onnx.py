@@ -26,14 +26,6 @@ NETS = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PARTITA_CACHE_DIR", str(tmp_path_factory.mktemp("llvm-onnx-cache")))
-    yield
-    mp.undo()
-
-
 @pytest.mark.parametrize("name", NETS)
 def test_onnx_net_on_llvm_equals_onnxruntime(name):
     path = models("nets", f"{name}.onnx")[0]
