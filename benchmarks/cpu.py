@@ -2,7 +2,11 @@
 XNNPACK (its default) and with its builtin kernels, and ONNX Runtime / OpenVINO when a model for
 them is given.
 
-    python benchmarks/cpu.py [--model PATH.tflite] [--threads 1 2] [--repeat 20]
+    python benchmarks/cpu.py [--model PATH.tflite|PATH.onnx] [--threads 1 2] [--repeat 20]
+
+A .tflite model runs against TFLite (XNNPACK and builtin kernels); a quantized .onnx model
+(e.g. tests/models/onnx/large/mobilenet_v2_100_224.qop_u8s8_pc.onnx) against ONNX Runtime at
+its default optimization level, whose output partita must equal bit for bit.
 
 Medians of ``--repeat`` rounds after a warm-up, every runtime called once per round (so load
 from other processes falls on all of them alike); ratios are the peer's time over partita's (above
@@ -45,13 +49,29 @@ def tflite(model: Path, x, threads: int, resolver=None):
     return run
 
 
+def onnxruntime(model: Path, x, threads: int):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.log_severity_level = threads, 3
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: x}
+    return lambda: sess.run(None, feed)[0]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
-    mod = from_tflite(str(args.model))
+    onnx = args.model.suffix == ".onnx"
+    if onnx:
+        from partita.frontends import from_onnx
+
+        mod = from_onnx(args.model)
+    else:
+        mod = from_tflite(str(args.model))
     with tempfile.TemporaryDirectory() as cache:
         os.environ["PARTITA_CACHE_DIR"] = cache
         start = time.perf_counter()
@@ -60,10 +80,19 @@ def main(argv=None) -> None:
         start = time.perf_counter()
         P.build(mod, "llvm")
         cached = time.perf_counter() - start
-    x = np.random.default_rng(0).integers(-128, 128, exe.input_types[0].shape, dtype=np.int8)
+    ty = exe.input_types[0]
+    rng = np.random.default_rng(0)
+    if ty.dtype == "float32":
+        x = rng.standard_normal(ty.shape).astype(np.float32)
+    else:
+        x = rng.integers(-128, 128, ty.shape, dtype=np.int8)
     same = np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
     runs = [("partita llvm", 1, lambda: exe.run(x))]
-    for threads in args.threads:
+    if onnx:
+        for threads in args.threads:
+            runs.append(("ONNX Runtime", threads, onnxruntime(args.model, x, threads)))
+        same = same and np.array_equal(exe.run(x)[0], runs[1][2]())
+    for threads in args.threads if not onnx else []:
         runs.append(("TFLite + XNNPACK", threads, tflite(args.model, x, threads)))
         runs.append(
             (
@@ -75,7 +104,7 @@ def main(argv=None) -> None:
     times = interleaved([fn for _, _, fn in runs], args.repeat)
     print(
         f"model: {args.model.name}; partita compile cold {cold:.2f} s, cached {cached:.2f} s; "
-        f"bit-exact with the interpreter: {same}"
+        f"bit-exact with the interpreter{' and ONNX Runtime' if onnx else ''}: {same}"
     )
     print(f"{'runtime':36} {'threads':>7} {'median ms':>10} {'vs partita':>11}")
     for (name, threads, _), t in zip(runs, times):

@@ -215,6 +215,8 @@ class _Lowering:
         chain, node = [call], call
         for op in ("nn.bias_add", "qnn.requantize", "clip"):
             nxt = self.only_user(node, op)
+            if nxt is None and op == "nn.bias_add":
+                nxt = self.bias_add(node)
             if nxt is not None:
                 chain.append(nxt)
                 node = nxt
@@ -222,7 +224,7 @@ class _Lowering:
                 raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
         if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
             raise LLVMError(f"llvm: {where}: {call.attrs.data_layout} convolutions")
-        by = {c.op.name: c for c in chain}
+        by = {("nn.bias_add" if c.op.name == "add" else c.op.name): c for c in chain}
         rq = by["qnn.requantize"]
         if rq.attrs.semantics not in ("tflite", "tflite_double", "onnx"):
             raise LLVMError(f"llvm: {where}: requantize semantics {rq.attrs.semantics!r}")
@@ -247,7 +249,7 @@ class _Lowering:
             "shift": np.asarray(shift, np.int32),
             "scale": real,
             "bias": (
-                _const(by["nn.bias_add"].args[1]).astype(np.int32)
+                _const(by["nn.bias_add"].args[1]).astype(np.int32).reshape(-1)
                 if "nn.bias_add" in by
                 else np.zeros(n_out, np.int32)
             ),
@@ -320,6 +322,19 @@ class _Lowering:
         out = self.buffer(chain[-1])
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
+
+    def bias_add(self, node):
+        """A plain ``add`` of a constant int32 vector along the last axis (ONNX's QGemm C) read
+        as the accumulator's bias, or None."""
+        add = self.only_user(node, "add")
+        if add is None or add.args[0] is not node or not isinstance(add.args[1], Constant):
+            return None
+        bias, n = _const(add.args[1]), node.checked_type.shape[-1]
+        if bias.dtype != np.int32 or bias.size != n or bias.shape[-1:] != (n,):
+            return None
+        if add.checked_type.shape != node.checked_type.shape:
+            return None
+        return add
 
     def pairs(self, call: Call, where: str) -> bool:
         """Whether the MAC kernel saturates pairs of products to int16 (accumulate=

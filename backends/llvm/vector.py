@@ -12,6 +12,20 @@ V16 = ir.VectorType(I32, 16)
 V16x64 = ir.VectorType(I64, 16)
 B16 = ir.VectorType(I8, 16)
 B64 = ir.VectorType(I8, 64)
+Q32 = ir.VectorType(I8, 32)  # one AVX2 register of bytes
+H16 = ir.VectorType(ir.IntType(16), 16)  # ... of int16
+V8 = ir.VectorType(I32, 8)  # ... of int32
+
+
+def _part(b, vec, index: int, size: int):
+    """Elements index*size .. (index+1)*size - 1 of ``vec``."""
+    return b.shuffle_vector(vec, vec, ir.Constant(ir.VectorType(I32, size),
+                                                  list(range(index * size, (index + 1) * size))))
+
+
+def _concat(b, x, y):
+    n = x.type.count
+    return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n))))
 
 
 def vsplat(b, value, ty=V16):
@@ -129,27 +143,31 @@ class VectorKernels:
     def dot4(self, b, acc, a, w, isa, pairs=False):
         """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane; ``pairs``: adjacent
         products summed into an int16 with saturation first (VPMADDUBSW, CPUs without VNNI)."""
-        if isa == "vnni":
+        if isa == "vnni" and not pairs:
             fn = self.module.declare_intrinsic(
                 "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64])
             )
             return b.call(fn, [acc, b.bitcast(a, B64), b.bitcast(w, B64)])
-        wide = ir.VectorType(I32, 64)
-        prod = b.mul(b.zext(b.bitcast(a, B64), wide), b.sext(b.bitcast(w, B64), wide))
-        for n in (32, 16):
-            even = b.shuffle_vector(
-                prod, prod, ir.Constant(ir.VectorType(I32, n), list(range(0, 2 * n, 2)))
-            )
-            odd = b.shuffle_vector(
-                prod, prod, ir.Constant(ir.VectorType(I32, n), list(range(1, 2 * n, 2)))
-            )
-            prod = b.add(even, odd)
-            if pairs and n == 32:
-                lo = ir.Constant(ir.VectorType(I32, 32), [-32768] * 32)
-                hi = ir.Constant(ir.VectorType(I32, 32), [32767] * 32)
-                prod = b.select(b.icmp_signed("<", prod, lo), lo, prod)
-                prod = b.select(b.icmp_signed(">", prod, hi), hi, prod)
-        return b.add(acc, prod)
+        a, w = b.bitcast(a, B64), b.bitcast(w, B64)
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+        if pairs:  # VPMADDUBSW: u8 x s8 pairs saturated to int16, then widened by VPMADDWD
+            ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
+            ones = ir.Constant(H16, [1] * 16)
+            halves = [b.call(madd, [b.call(ubsw, [_part(b, a, i, 32), _part(b, w, i, 32)]), ones])
+                      for i in range(2)]
+            return b.add(acc, _concat(b, halves[0], halves[1]))
+        # exact: widen to int16 (every u8 x s8 product fits) and VPMADDWD pairs into int32
+        a16 = b.zext(a, ir.VectorType(ir.IntType(16), 64))
+        w16 = b.sext(w, ir.VectorType(ir.IntType(16), 64))
+        quarters = [b.call(madd, [_part(b, a16, i, 16), _part(b, w16, i, 16)]) for i in range(4)]
+        pairs32 = _concat(b, _concat(b, quarters[0], quarters[1]), _concat(b, quarters[2],
+                                                                            quarters[3]))
+        even = b.shuffle_vector(pairs32, pairs32, ir.Constant(V16, list(range(0, 32, 2))))
+        odd = b.shuffle_vector(pairs32, pairs32, ir.Constant(V16, list(range(1, 32, 2))))
+        return b.add(acc, b.add(even, odd))
+
+    def _intrinsic(self, name, ret, args):
+        return self.module.declare_intrinsic(name, (), ir.FunctionType(ret, args))
 
     # -- convolution / dense ----------------------------------------------------------------------
     def k_vconv(self, k):
