@@ -322,12 +322,13 @@ class KernelEmitter(VectorKernels, Emitter):
 
 
 def constants(k: Kernel) -> list[tuple[str, np.ndarray]]:
-    """A kernel's constant arrays as the kernel reads them (weights and tables as bytes, scales
-    as float64, per-channel parameters as int32), in argument order."""
+    """A kernel's constant arrays as the kernel reads them (weights and tables as bytes, or int16
+    weights, scales as float64, per-channel parameters as int32), in argument order."""
     out = []
     for name, a in sorted(k.arrays.items()):
-        if k.kind in ("VCONV", "VDW"):
-            a = a if a.dtype.itemsize == 1 or a.dtype == np.float32 else a.astype(np.int32)
+        if k.kind in ("VCONV", "VDW"):  # int16 weights: the exact AVX2 kernel's, pre-widened
+            keep = a.dtype.itemsize == 1 or a.dtype in (np.float32, np.int16)
+            a = a if keep else a.astype(np.int32)
         elif name == "table":
             a = a if a.dtype == np.float32 else a.astype(np.int64).astype(np.uint8)
         elif a.dtype.kind == "f":

@@ -15,6 +15,8 @@ B64 = ir.VectorType(I8, 64)
 Q32 = ir.VectorType(I8, 32)  # one AVX2 register of bytes
 H16 = ir.VectorType(ir.IntType(16), 16)  # ... of int16
 V8 = ir.VectorType(I32, 8)  # ... of int32
+V32 = ir.VectorType(I32, 32)  # int32 pair sums of 16 output channels
+W64 = ir.VectorType(ir.IntType(16), 64)  # 16 channels x 4 int16 weights
 
 
 def _part(b, vec, index: int, size: int):
@@ -166,6 +168,18 @@ class VectorKernels:
         odd = b.shuffle_vector(pairs32, pairs32, ir.Constant(V16, list(range(1, 32, 2))))
         return b.add(acc, b.add(even, odd))
 
+    def widened_splat(self, b, a):
+        """The 4 activation bytes of a 32-bit scalar, zero-extended to int16, in every 64-bit
+        group of a <64 x i16> vector."""
+        four = b.zext(b.bitcast(a, ir.VectorType(I8, 4)), ir.VectorType(ir.IntType(16), 4))
+        return b.bitcast(vsplat(b, b.bitcast(four, I64), ir.VectorType(I64, 16)), W64)
+
+    def madd_wide(self, b, acc, a16, w16):
+        """acc (<32 x i32> pair sums) + VPMADDWD of int16 activations and weights."""
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+        q = [b.call(madd, [_part(b, a16, i, 16), _part(b, w16, i, 16)]) for i in range(4)]
+        return b.add(acc, _concat(b, _concat(b, q[0], q[1]), _concat(b, q[2], q[3])))
+
     def _intrinsic(self, name, ret, args):
         return self.module.declare_intrinsic(name, (), ir.FunctionType(ret, args))
 
@@ -179,7 +193,8 @@ class VectorKernels:
         if p["pack"]:
             src = args[1]
             self.pack_input(b, x, src, p)
-        accs = [[b.alloca(V16) for _ in range(p["V"])] for _ in range(p["R"])]
+        acc_type = V32 if p.get("wide") else V16
+        accs = [[b.alloca(acc_type) for _ in range(p["V"])] for _ in range(p["R"])]
         out = b.alloca(V16, size=p["R"] * p["V"])
         ow, nvec = p["OW"], -(-p["OC"] // 16)
         r_full, r_tail = divmod(ow, p["R"])
@@ -202,7 +217,8 @@ class VectorKernels:
 
     def conv_tile(self, b, src, y, g, p, accs, out, tile):
         oy, ox0, o0, rows, vecs = tile
-        zero = ir.Constant(V16, None)
+        wide = p.get("wide", False)
+        zero = ir.Constant(V32 if wide else V16, None)
         for r in range(rows):
             for v in range(vecs):
                 b.store(zero, accs[r][v])
@@ -218,9 +234,12 @@ class VectorKernels:
             iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
             ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
             tap = b.add(b.mul(ky, c64(p["KW"])), kx)
-            wrow = b.mul(b.add(b.mul(tap, c64(c4)), c), c64(ocp * 4))
+            size = 2 if wide else 1  # bytes per packed weight
+            wrow = b.mul(b.add(b.mul(tap, c64(c4)), c), c64(ocp * 4 * size))
             ws = [
-                self.vload(b, g["weights"], b.add(wrow, b.mul(b.add(o0, c64(16 * v)), c64(4))), V16)
+                self.vload(b, g["weights"],
+                           b.add(wrow, b.mul(b.add(o0, c64(16 * v)), c64(4 * size))),
+                           W64 if wide else V16)
                 for v in range(vecs)
             ]
             row = b.mul(iy, c64(p["Ws"]))
@@ -228,7 +247,14 @@ class VectorKernels:
                 pix = b.add(row, b.add(ix0, c64(r * p["sw"])))
                 at = b.add(b.mul(pix, c64(cs)), b.mul(c, c64(4)))
                 a = self.vload(b, src, at, I32)
-                a = vsplat(b, a if flip is None else b.xor(a, flip))
+                a = a if flip is None else b.xor(a, flip)
+                if wide:
+                    a = self.widened_splat(b, a)
+                    for v in range(vecs):
+                        b.store(self.madd_wide(b, b.load(accs[r][v], typ=V32), a, ws[v]),
+                                accs[r][v])
+                    continue
+                a = vsplat(b, a)
                 for v in range(vecs):
                     b.store(
                         self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"],
@@ -238,7 +264,12 @@ class VectorKernels:
         for r in range(rows):
             for v in range(vecs):
                 slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
-                b.store(b.load(accs[r][v], typ=V16), slot)
+                acc = b.load(accs[r][v], typ=V32 if wide else V16)
+                if wide:  # the pair sums of each lane's 4 products, added once
+                    even = b.shuffle_vector(acc, acc, ir.Constant(V16, list(range(0, 32, 2))))
+                    odd = b.shuffle_vector(acc, acc, ir.Constant(V16, list(range(1, 32, 2))))
+                    acc = b.add(even, odd)
+                b.store(acc, slot)
         # channels outer: the per-channel constants and the tail test stay out of the pixel loop
         with for_range(b, vecs, "ev") as v, for_range(b, rows, "er") as r:
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)

@@ -23,7 +23,7 @@ from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 ISAS = ("auto", "vnni", "avx2", "plain")
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
 # vector is two of them)
-TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}}
+TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3}}
 
 
 def _round_up(n: int, m: int) -> int:
@@ -164,11 +164,16 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     colsum = w.astype(np.int64).reshape(oc, -1).sum(axis=1)
     consts = _output_constants(arrays, params, colsum, zx + (128 if signed else 0), ocp)
     nvec = ocp // 16
-    tiles = TILES[isa]
-    v = min(max(tiles), nvec)
     # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
     code_isa = "avx2" if params.get("pairs") else isa
-    new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v}
+    # exact sums without VNNI: int16 weights (packed wide here, not in the loop) and VPMADDWD
+    # into int32 pair accumulators, reduced once per tile
+    wide = code_isa == "avx2" and not params.get("pairs")
+    tiles = TILES["avx2_wide" if wide else isa]
+    v = min(max(tiles), nvec)
+    new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new["R"] = min(tiles[v], geo["OW"])
+    if wide:
+        packed = packed.astype(np.int16)
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
     return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
