@@ -297,15 +297,20 @@ class RegionBuilder:
         for node in members:
             inner[id(node)] = copy_node(node, [inner.get(id(k), k) for k in value_children(node)])
         results = [inner[k] for k in outs]
-        body = (
-            results[0]
-            if len(results) == 1
-            else _typed(Tuple(results), TupleType([r.type_or_none for r in results]))
-        )
         mode = self.mode(region)
+        # a partition returns flat values: a tuple-valued output (a split) leaves as its fields
+        # and the host rebuilds the tuple, as Relay's PartitionGraph does
+        widths = [_tuple_width(r) if mode == "global" else 0 for r in results]
+        flat = [
+            f for r, w in zip(results, widths)
+            for f in ([_typed(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]
+                      if w else [r])
+        ]
+        single = len(flat) == 1 and not widths[0]
+        body = flat[0] if single else _typed(Tuple(flat), TupleType([r.type_or_none for r in flat]))
         symbol = self.symbol(region) if mode == "global" else None
         fn = _typed(
-            Function(params, body, None, self.function_attrs(region, len(results), symbol)),
+            Function(params, body, None, self.function_attrs(region, len(flat), symbol)),
             body.type_or_none,
         )
         callee = fn
@@ -313,11 +318,24 @@ class RegionBuilder:
             self.functions[symbol] = fn
             callee = _typed(GlobalVar(symbol), body.type_or_none)
         call = _typed(Call(callee, [outer[id(n)] for n in ins]), body.type_or_none)
-        if len(results) == 1:
+        if single:
             outer[next(iter(outs))] = call
             return
-        for i, k in enumerate(outs):
-            outer[k] = _typed(TupleGetItem(call, i), results[i].type_or_none)
+        start = 0
+        for k, r, w in zip(outs, results, widths):
+            if w:
+                fields = [_typed(TupleGetItem(call, start + j), r.type_or_none.fields[j])
+                          for j in range(w)]
+                outer[k] = _typed(Tuple(fields), r.type_or_none)
+            else:
+                outer[k] = _typed(TupleGetItem(call, start), r.type_or_none)
+            start += w or 1
+
+
+def _tuple_width(value: Expr) -> int:
+    """The field count of a tuple-typed value, else 0."""
+    t = value.type_or_none
+    return len(t.fields) if isinstance(t, TupleType) else 0
 
 
 def _describe(item) -> str:

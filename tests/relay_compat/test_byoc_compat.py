@@ -251,3 +251,124 @@ def test_multiple_runs(targets):
     twice = transform.AnnotateTarget("acc_r2")(transform.AnnotateTarget("acc_r1")(mod))
     relay.assert_structural_equal(twice, once)
     assert 'Compiler="acc_r1"' in str(twice) and 'Compiler="acc_r2"' in str(twice)
+
+
+def _mod_add_sub_log():
+    """TVM's test_multiple_use_of_an_output graph: add feeds both log and subtract."""
+    x, y, z = _v("x", (8, 8)), _v("y", (8, 8)), _v("z", (8, 8))
+    add = relay.add(x, y)
+    return relay.IRModule.from_expr(relay.multiply(relay.log(add), relay.subtract(add, z)))
+
+
+def _partition_ops(mod):
+    return sorted(
+        tuple(sorted(c.op.name for c in _calls(fn.body)))
+        for fn in mod.functions.values()
+        if "Compiler" in fn.attrs
+    )
+
+
+@pytest.mark.parametrize(
+    "ops, expected",
+    [
+        # test_same_output_region: log, subtract and multiply make one region reading (add, z)
+        (["subtract", "log", "multiply"], [("log", "multiply", "subtract")]),
+        # test_different_output_region: log and subtract apart, multiply on the host
+        (["subtract", "log"], [("log",), ("subtract",)]),
+    ],
+)
+def test_multiple_use_of_an_output(targets, ops, expected):
+    name = f"acc_u{len(ops)}"
+    targets(name, ops)
+    mod = _mod_add_sub_log()
+    out = _partition(mod, [name])
+    assert _partition_ops(out) == expected
+    main_ops = sorted(c.op.name for c in _calls(out["main"].body) if hasattr(c.op, "name"))
+    assert main_ops == (["add"] if len(expected) == 1 else ["add", "multiply"])
+    rng = np.random.default_rng(0)
+    feed = {k: rng.uniform(0.5, 2, (8, 8)).astype("float32") for k in "xyz"}
+    np.testing.assert_array_equal(_run(out, **feed), _run(mod, **feed))
+
+
+def _region_outputs(mod):
+    """The number of values each partition returns (a tuple's fields, else 1)."""
+    return sorted(
+        len(fn.body.fields) if isinstance(fn.body, relay.Tuple) else 1
+        for fn in mod.functions.values()
+        if "Compiler" in fn.attrs
+    )
+
+
+def test_duplicate_outputs(targets):
+    """abs feeds three host ops: the partition returns it once, main reads it three times."""
+    targets("acc_dup", ["abs"])
+    data = _v("data", (10, 10))
+    x = relay.abs(data)
+    mod = relay.IRModule.from_expr(relay.Tuple([relay.nn.relu(x), relay.tanh(x), relay.log(x)]))
+    out = _partition(mod, ["acc_dup"])
+    assert _partition_ops(out) == [("abs",)] and _region_outputs(out) == [1]
+    feed = {"data": np.linspace(-2, 2, 100, dtype="float32").reshape(10, 10)}
+    for got, want in zip(_run(out, **feed), _run(mod, **feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_duplicate_merge_and_tuplegetitem(targets):
+    """batch_norm and relu in one region; its outputs are relu and batch_norm's mean once each,
+    although the mean feeds two host ops."""
+    targets("acc_bn", ["nn.batch_norm", "nn.relu"])
+    data = _v("data", (10, 10))
+    params = [_v(n, (10,)) for n in ("bn_gamma", "bn_beta", "bn_mean", "bn_var")]
+    bn = relay.nn.batch_norm(data, *params)
+    mean = relay.TupleGetItem(bn, 1)
+    body = relay.Tuple([relay.nn.relu(relay.TupleGetItem(bn, 0)), relay.tanh(mean),
+                        relay.log(mean)])
+    mod = relay.IRModule.from_expr(relay.Function([data, *params], body))
+    out = _partition(mod, ["acc_bn"])
+    assert _partition_ops(out) == [("nn.batch_norm", "nn.relu")]
+    assert _region_outputs(out) == [2]
+    rng = np.random.default_rng(1)
+    feed = {"data": rng.standard_normal((10, 10)).astype("float32"),
+            "bn_gamma": rng.uniform(0.5, 1.5, 10).astype("float32"),
+            "bn_beta": rng.standard_normal(10).astype("float32"),
+            "bn_mean": rng.uniform(0.5, 1.5, 10).astype("float32"),
+            "bn_var": rng.uniform(0.5, 1.5, 10).astype("float32")}
+    for got, want in zip(_run(out, **feed), _run(mod, **feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_flatten_tuple_output(targets):
+    """split and abs in one region: the split's fields and abs leave it as one flat tuple; the
+    host concatenates the fields and applies relu."""
+    targets("acc_flat", ["split", "abs"])
+    a = relay.var("a", shape=(10, 10), dtype="float32")
+    parts = relay.split(a, indices_or_sections=2)
+    first = relay.abs(relay.TupleGetItem(parts, 0))
+    body = relay.Tuple([relay.concatenate(parts, axis=0), relay.nn.relu(first)])
+    mod = relay.IRModule.from_expr(relay.Function([a], body))
+    out = _partition(mod, ["acc_flat"])
+    assert _partition_ops(out) == [("abs", "split")] and _region_outputs(out) == [3]
+    feed = {"a": np.linspace(-3, 3, 100, dtype="float32").reshape(10, 10)}
+    for got, want in zip(_run(out, **feed), _run(mod, **feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_constant_tuples(targets):
+    """qnn.concatenate on the target: its scale and zero-point tuples of constants stay inside
+    the partition as tuples, and the output parameters as constants."""
+    targets("const_tuples", ["qnn.concatenate"])
+    a = relay.var("a", shape=(10, 10), dtype="uint8")
+    b = relay.var("b", shape=(10, 10), dtype="uint8")
+    one, zero = relay.const(np.int32(1)), relay.const(np.float32(0.5))
+    con = relay.qnn.concatenate(
+        relay.Tuple([relay.abs(a), b]), relay.Tuple([zero, zero]), relay.Tuple([one, one]),
+        zero, one, axis=1,
+    )
+    mod = relay.IRModule.from_expr(relay.Function([a, b], con))
+    out = _partition(mod, ["const_tuples"])
+    (fn,) = [f for f in out.functions.values() if "Compiler" in f.attrs]
+    concat = fn.body
+    assert concat.op.name == "qnn.concatenate"
+    assert [type(x).__name__ for x in concat.args[1:]] == ["Tuple", "Tuple", "Constant", "Constant"]
+    rng = np.random.default_rng(3)
+    feed = {k: rng.integers(0, 256, (10, 10), dtype=np.uint8) for k in "ab"}
+    np.testing.assert_array_equal(_run(out, **feed), _run(mod, **feed))
