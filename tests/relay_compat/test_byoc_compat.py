@@ -372,3 +372,18 @@ def test_constant_tuples(targets):
     rng = np.random.default_rng(3)
     feed = {k: rng.integers(0, 256, (10, 10), dtype=np.uint8) for k in "ab"}
     np.testing.assert_array_equal(_run(out, **feed), _run(mod, **feed))
+
+
+def test_constant_propagation(targets):
+    """A constant bound into main stays inside the partition that reads it: the partition
+    takes only y (TVM's test annotates by hand with its AllowedListAnnotator)."""
+    targets("acc_cp", ["add"])
+    ones = np.ones((8, 8), "float32")
+    y = _v("y", (8, 8))
+    mod = relay.IRModule.from_expr(relay.Function([y], relay.log(relay.add(relay.const(ones), y))))
+    out = _partition(mod, ["acc_cp"])
+    (fn,) = [f for f in out.functions.values() if "Compiler" in f.attrs]
+    assert len(fn.params) == 1 and isinstance(fn.body.args[0], relay.Constant)
+    feed = {"y": np.random.default_rng(0).random((8, 8)).astype("float32")}
+    np.testing.assert_array_equal(_run(out, **feed), _run(mod, **feed))
+    np.testing.assert_allclose(_run(out, **feed)[0], np.log(ones + feed["y"]), rtol=1e-6)
