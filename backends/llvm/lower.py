@@ -212,96 +212,20 @@ class _Lowering:
         self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))
 
     def mac(self, call: Call, where: str) -> None:
-        chain, node = [call], call
-        for op in ("nn.bias_add", "qnn.requantize", "clip"):
-            nxt = self.only_user(node, op)
-            if nxt is None and op == "nn.bias_add":
-                nxt = self.bias_add(node)
-            if nxt is not None:
-                chain.append(nxt)
-                node = nxt
-            elif op == "qnn.requantize":
-                raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
-        if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
-            raise LLVMError(f"llvm: {where}: {call.attrs.data_layout} convolutions")
+        """qnn.conv2d / qnn.dense with its bias, requantize and clip: one CONV, DWCONV or FC
+        kernel (a vector one when the ISA allows)."""
+        chain = self.mac_chain(call, where)
         by = {("nn.bias_add" if c.op.name == "add" else c.op.name): c for c in chain}
-        rq = by["qnn.requantize"]
-        if rq.attrs.semantics not in ("tflite", "tflite_double", "onnx"):
-            raise LLVMError(f"llvm: {where}: requantize semantics {rq.attrs.semantics!r}")
-        x = call.args[0]
-        if (
-            x.checked_type.dtype not in EIGHT_BIT
-            or _const(call.args[1]).dtype.name not in EIGHT_BIT
-        ):
-            raise LLVMError(f"llvm: {where}: only int8/uint8 data and weights")
-        out_dtype = rq.attrs.out_dtype
-        lo, hi = RANGE[out_dtype]
-        if "clip" in by:
-            lo = max(lo, math.ceil(by["clip"].attrs.a_min))
-            hi = min(hi, math.floor(by["clip"].attrs.a_max))
-        real = _const(rq.args[1]).astype(np.float64) / _const(rq.args[3]).astype(np.float64)
-        fscale = _const(rq.args[1]).astype(np.float32) / _const(rq.args[3]).astype(np.float32)
-        n_out = call.checked_type.shape[-1]
-        real = np.broadcast_to(np.atleast_1d(real), (n_out,)).copy()
-        q, shift = quantize_multiplier_array(real)
-        arrays = {
-            "multiplier": np.asarray(q, np.int32),
-            "shift": np.asarray(shift, np.int32),
-            "scale": real,
-            "bias": (
-                _const(by["nn.bias_add"].args[1]).astype(np.int32).reshape(-1)
-                if "nn.bias_add" in by
-                else np.zeros(n_out, np.int32)
-            ),
-            "w_zp": np.broadcast_to(np.atleast_1d(_const(call.args[3])), (n_out,))
-            .astype(np.int32)
-            .copy(),
-        }
-        params = {
-            "in_zp": int(_const(call.args[2])),
-            "rq_zp": int(_const(rq.args[2]).flat[0]),
-            "out_zp": int(_const(rq.args[4]).flat[0]),
-            "lo": lo,
-            "hi": hi,
-            "rounding": rq.attrs.semantics,
-            "in_dtype": x.checked_type.dtype,
-            "w_dtype": _const(call.args[1]).dtype.name,
-            "out_dtype": out_dtype,
-        }
-        if np.asarray(_const(rq.args[4])).size > 1 or np.asarray(_const(rq.args[2])).size > 1:
-            raise LLVMError(f"llvm: {where}: per-channel zero points in requantize")
-        params["pairs"] = self.pairs(call, where)
-        if call.op.name == "qnn.dense":
-            if x.checked_type.ndim != 2:
-                raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
-            arrays["weights"] = _const(call.args[1])
-            kind = "FC"
-        else:
-            a = call.attrs
-            if a.data_layout != "NHWC":
-                raise LLVMError(f"llvm: {where}: {a.data_layout} convolutions")
-            w = np.transpose(_const(call.args[1]), [a.kernel_layout.index(c) for c in "OHWI"])
-            cin = x.checked_type.shape[3]
-            if a.groups == 1:
-                kind = "CONV"
-            elif a.groups == cin == n_out and w.shape[3] == 1:
-                kind = "DWCONV"
-            else:
-                raise LLVMError(f"llvm: {where}: grouped convolution with {a.groups} groups")
-            arrays["weights"] = w
-            params.update(
-                strides=list(a.strides), dilation=list(a.dilation), padding=list(a.padding)
-            )
-        arrays["fscale"] = np.broadcast_to(np.atleast_1d(fscale), (n_out,)).astype(np.float32)
+        params, arrays = self.mac_stage(call, by, where)
+        kind = self.mac_geometry(call, params, arrays, where)
         for c in chain[1:]:
             self.absorbed.add(id(c))
+        x = call.args[0]
         inputs, in_shape = [self.src(x)], x.checked_type.shape
         if (params["pairs"] and kind == "CONV" and in_shape[3] % 2
                 and call.attrs.accumulate == "vpmaddubsw"):
             inputs, in_shape = self.im2col(call, params, arrays, inputs[0])
-        vector = vector_kernel(
-            kind, params, arrays, in_shape, call.checked_type.shape, self.isa
-        )
+        vector = vector_kernel(kind, params, arrays, in_shape, call.checked_type.shape, self.isa)
         if vector is None and params["pairs"]:
             raise LLVMError(
                 f"llvm: {where}: accumulate={call.attrs.accumulate!r} (int16 pair saturation) "
@@ -322,6 +246,93 @@ class _Lowering:
         out = self.buffer(chain[-1])
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
+
+    def mac_chain(self, call: Call, where: str) -> list:
+        """The accumulator and the ops fused after it: [bias add], requantize, [clip]."""
+        chain, node = [call], call
+        for op in ("nn.bias_add", "qnn.requantize", "clip"):
+            nxt = self.only_user(node, op)
+            if nxt is None and op == "nn.bias_add":
+                nxt = self.bias_add(node)
+            if nxt is not None:
+                chain.append(nxt)
+                node = nxt
+            elif op == "qnn.requantize":
+                raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
+        if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
+            raise LLVMError(f"llvm: {where}: {call.attrs.data_layout} convolutions")
+        return chain
+
+    def mac_stage(self, call: Call, by: dict, where: str) -> tuple[dict, dict]:
+        """The output stage's parameters and per-channel arrays (bias, multipliers, zero
+        points, clip bounds)."""
+        rq = by["qnn.requantize"]
+        if rq.attrs.semantics not in ("tflite", "tflite_double", "onnx"):
+            raise LLVMError(f"llvm: {where}: requantize semantics {rq.attrs.semantics!r}")
+        x = call.args[0]
+        if (
+            x.checked_type.dtype not in EIGHT_BIT
+            or _const(call.args[1]).dtype.name not in EIGHT_BIT
+        ):
+            raise LLVMError(f"llvm: {where}: only int8/uint8 data and weights")
+        if np.asarray(_const(rq.args[4])).size > 1 or np.asarray(_const(rq.args[2])).size > 1:
+            raise LLVMError(f"llvm: {where}: per-channel zero points in requantize")
+        lo, hi = RANGE[rq.attrs.out_dtype]
+        if "clip" in by:
+            lo = max(lo, math.ceil(by["clip"].attrs.a_min))
+            hi = min(hi, math.floor(by["clip"].attrs.a_max))
+        n_out = call.checked_type.shape[-1]
+        real = _const(rq.args[1]).astype(np.float64) / _const(rq.args[3]).astype(np.float64)
+        fscale = _const(rq.args[1]).astype(np.float32) / _const(rq.args[3]).astype(np.float32)
+        real = np.broadcast_to(np.atleast_1d(real), (n_out,)).copy()
+        q, shift = quantize_multiplier_array(real)
+        bias = by.get("nn.bias_add")
+        arrays = {
+            "multiplier": np.asarray(q, np.int32),
+            "shift": np.asarray(shift, np.int32),
+            "scale": real,
+            "bias": (_const(bias.args[1]).astype(np.int32).reshape(-1) if bias is not None
+                     else np.zeros(n_out, np.int32)),
+            "w_zp": np.broadcast_to(np.atleast_1d(_const(call.args[3])), (n_out,))
+            .astype(np.int32)
+            .copy(),
+            "fscale": np.broadcast_to(np.atleast_1d(fscale), (n_out,)).astype(np.float32),
+        }
+        params = {
+            "in_zp": int(_const(call.args[2])),
+            "rq_zp": int(_const(rq.args[2]).flat[0]),
+            "out_zp": int(_const(rq.args[4]).flat[0]),
+            "lo": lo,
+            "hi": hi,
+            "rounding": rq.attrs.semantics,
+            "in_dtype": x.checked_type.dtype,
+            "w_dtype": _const(call.args[1]).dtype.name,
+            "out_dtype": rq.attrs.out_dtype,
+            "pairs": self.pairs(call, where),
+        }
+        return params, arrays
+
+    def mac_geometry(self, call: Call, params: dict, arrays: dict, where: str) -> str:
+        """The kernel kind (FC, CONV, DWCONV); the weights (OHWI for convolutions) and the
+        convolution's strides, dilation and padding go into ``arrays`` / ``params``."""
+        x = call.args[0]
+        if call.op.name == "qnn.dense":
+            if x.checked_type.ndim != 2:
+                raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
+            arrays["weights"] = _const(call.args[1])
+            return "FC"
+        a = call.attrs
+        w = np.transpose(_const(call.args[1]), [a.kernel_layout.index(c) for c in "OHWI"])
+        cin, n_out = x.checked_type.shape[3], call.checked_type.shape[-1]
+        if a.groups == 1:
+            kind = "CONV"
+        elif a.groups == cin == n_out and w.shape[3] == 1:
+            kind = "DWCONV"
+        else:
+            raise LLVMError(f"llvm: {where}: grouped convolution with {a.groups} groups")
+        arrays["weights"] = w
+        params.update(strides=list(a.strides), dilation=list(a.dilation), padding=list(a.padding))
+        return kind
 
     def bias_add(self, node):
         """A plain ``add`` of a constant int32 vector along the last axis (ONNX's QGemm C) read
