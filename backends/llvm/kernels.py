@@ -209,6 +209,22 @@ class KernelEmitter(VectorKernels, Emitter):
         b.ret_void()
         return fn
 
+    def k_fmean(self, k: Kernel):
+        """out[c] = float32(sum over pixels of float64(x[p, c]) / n): the reference's float64
+        sum, exact here (lower._exact_float_mean), divided and rounded once."""
+        fn, b, (x, y) = self.function(k, 1)
+        _, h, w, c = self.shape(k.inputs[0])
+        acc = b.alloca(F64)
+        with for_range(b, c, "ch") as ch:
+            b.store(ir.Constant(F64, 0.0), acc)
+            with for_range(b, h * w, "e") as e:
+                v = b.fpext(self.load_at(b, x, b.add(b.mul(e, c64(c)), ch), F32), F64)
+                b.store(b.fadd(b.load(acc, typ=F64), v), acc)
+            mean = b.fdiv(b.load(acc, typ=F64), ir.Constant(F64, float(h * w)))
+            self.store_at(b, b.fptrunc(mean, F32), y, ch, F32)
+        b.ret_void()
+        return fn
+
     def k_transpose(self, k: Kernel):
         """out[i0, i1, ...] = x[...] with out axis j = input axis perm[j], element by element."""
         import contextlib

@@ -6,6 +6,7 @@
     qnn.add/subtract/mul of two 8-bit tensors, per-tensor     LUT2 (256 x 256, from the op)
     qnn.mean over H, W ("tflite"), nn.max_pool2d, reshape      MEAN, MAXPOOL, COPY
     transpose (any dtype)                                        TRANSPOSE
+    float32 mean over H, W of dequantized 8-bit data             FMEAN
 
 Tables are evaluated with the op's own reference implementation at compile time, so those kernels
 are exact by construction; conv, FC and mean carry TFLite's fixed-point output stage (multiplier
@@ -152,6 +153,8 @@ class _Lowering:
             return self.emit("TRANSPOSE", call, [self.src(data[0])], {"perm": _perm(call)})
         if name == "qnn.mean" and call.attrs.semantics in ("tflite", "onnx"):
             return self.mean(call, where)
+        if name == "mean" and _exact_float_mean(call):
+            return self.emit("FMEAN", call, [self.src(data[0])])
         if name == "nn.max_pool2d" and dtypes[0] in EIGHT_BIT and call.attrs.layout == "NHWC":
             a = call.attrs
             params = {
@@ -413,6 +416,26 @@ def _broadcast_strides(shape, out_shape) -> list[int]:
         strides.append(step if d > 1 else 0)
         step *= d
     return strides[::-1]
+
+
+def _exact_float_mean(call: Call) -> bool:
+    """A float32 mean over H and W of NHWC data dequantized from 8 bits (per-tensor): its values
+    span at most 8 binades of 24-bit mantissas, so their float64 sum is exact in any order and
+    the kernel's sequential sum equals the reference's (numpy's pairwise one)."""
+    x = call.args[0]
+    shape = x.checked_type.shape
+    axes = tuple(sorted(a % len(shape) for a in call.attrs.axis or ()))
+    if call.checked_type.dtype != "float32" or len(shape) != 4 or axes != (1, 2):
+        return False
+    if call.attrs.exclude or not call.attrs.keepdims or shape[1] * shape[2] > 1 << 20:
+        return False
+    dequantize = isinstance(x, Call) and getattr(x.op, "name", "") == "qnn.dequantize"
+    src = x.args[0] if dequantize else None
+    return (
+        src is not None
+        and src.checked_type.dtype in EIGHT_BIT
+        and all(isinstance(a, Constant) and _const(a).size == 1 for a in x.args[1:])
+    )
 
 
 def _perm(call: Call) -> list[int]:

@@ -198,3 +198,23 @@ def test_profile_times_every_fused_kernel_and_returns_the_same_outputs():
     assert np.array_equal(outputs[0], P.interpret(mod, [x])[0])
     assert [p.name for p in profile] == [k.split(" ", 1)[1] for k in region.kernels]
     assert all(p.kind == "cpu kernel" and p.time_s > 0 for p in profile)
+
+
+def test_float_mean_only_where_its_sum_is_exact():
+    """A float32 mean over H, W compiles when its input is dequantized 8-bit data (float64 sums
+    of such values are exact in any order); of arbitrary floats it is refused by name."""
+    text = """
+def @main(%x: Tensor[(1, 7, 9, 5), uint8]) {
+  %0 = qnn.dequantize(%x, 0.0371f, 100);
+  mean(%0, axis=[1, 2], keepdims=True)
+}"""
+    mod = P.parse(text)
+    x = np.random.default_rng(0).integers(0, 256, (1, 7, 9, 5), dtype=np.uint8)
+    got, want = P.build(mod, "llvm").run(x)[0], P.interpret(mod, [x])[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    floats = P.parse("""
+def @main(%x: Tensor[(1, 7, 9, 5), float32]) {
+  mean(%x, axis=[1, 2], keepdims=True)
+}""")
+    with pytest.raises(P.PartitaError, match="llvm cannot compile mean"):
+        P.build(floats, "llvm")
