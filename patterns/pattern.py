@@ -17,6 +17,7 @@ from partita.ir.types import Type, check_dtype
 from partita.ops.registry import Op, get_op
 
 from .attrs import check_attr_names, normalize_value
+from .walk import capture_names, walk_pattern  # noqa: F401  (part of this module's API)
 
 # Matching, partitioning and printing sit above the language: matcher.py, partition.py and
 # explain.py import this module and install their entry points here, and partita.patterns imports
@@ -489,25 +490,3 @@ def _check_attr_names(inner: Pattern, attrs: dict) -> None:
         check_attr_names(_ops_of(inner.op), attrs, op_level=False)
     elif isinstance(inner, (OpPattern, AltPattern)):
         check_attr_names(_ops_of(inner), attrs, op_level=True)
-
-
-def walk_pattern(root: Pattern) -> list[Pattern]:
-    """Every pattern node under ``root`` once (pre-order, iterative)."""
-    out, seen, stack = [], set(), [root]
-    while stack:
-        p = stack.pop()
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        out.append(p)
-        stack.extend(reversed(p.children()))
-    return out
-
-
-def capture_names(root: Pattern) -> list[str]:
-    """The capture names used in a pattern, in pre-order."""
-    names = []
-    for p in walk_pattern(root):
-        if p.name is not None and p.name not in names:
-            names.append(p.name)
-    return names
