@@ -11,6 +11,8 @@ reference kernels) on the stream's parameters.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from partita.ops.emulation.tflite_fixedpoint import (
@@ -40,7 +42,7 @@ def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarr
     ``bound`` is a static bound on |acc|; below 2**31 the int32 wrap-arounds cannot trigger and
     are skipped (the arithmetic is otherwise TFLite's, step for step)."""
     p, a = op.params, op.arrays
-    bias, rq_zp, exact = _stage_constants(op, bound)
+    bias, rq_zp, exact, top = _stage_constants(op, bound)
     if not exact:  # the accumulator register and the bias adder wrap at 32 bits
         acc = wrap_int32(acc)
     if bias is not None:
@@ -56,34 +58,46 @@ def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarr
     elif p["rounding"] == "tflite_builtin":
         y = multiply_by_quantized_multiplier_upward(wrap_int32(acc), a["multiplier"], a["shift"])
     else:
-        y = _multiply_by_quantized_multiplier(acc, a["multiplier"], a["shift"], exact)
+        y = _multiply_by_quantized_multiplier(acc, a["multiplier"], a["shift"], exact, top)
     y += a["out_zp"].astype(np.int64)
     return np.clip(y, p["act_min"], p["act_max"]).astype(p["out_dtype"])
 
 
 def _stage_constants(op: NPUOp, bound: float):
-    """(bias, rq_zp or None, whether no int32 wrap can occur), as int64, cached on the op."""
+    """(bias, rq_zp or None, whether no int32 wrap can occur, the bound on |acc + bias - rq_zp|),
+    as int64 (the bound a float), cached on the op."""
     cache = op.__dict__.setdefault("_sim_stage", {})
     if bound not in cache:
         a = op.arrays
         bias = a["bias"].astype(np.int64) if "bias" in a else None
         rq_zp = a["rq_zp"].astype(np.int64)
         top = bound + (float(np.abs(bias).max(initial=0)) if bias is not None else 0.0)
-        exact = top + float(np.abs(rq_zp).max(initial=0)) < 2.0**31
-        cache[bound] = (bias, rq_zp if rq_zp.any() else None, exact)
+        top += float(np.abs(rq_zp).max(initial=0))
+        cache[bound] = (bias, rq_zp if rq_zp.any() else None, top < 2.0**31, top)
     return cache[bound]
 
 
-def _multiply_by_quantized_multiplier(x, multiplier, shift, exact: bool) -> np.ndarray:
+def _multiply_by_quantized_multiplier(
+    x, multiplier, shift, exact: bool, bound: float = math.inf
+) -> np.ndarray:
     """emulation.tflite_fixedpoint.multiply_by_quantized_multiplier in fewer passes over the data:
     SRDHM(a, q) for q > 0 is (a*q + 2**30) >> 31 (its nudge and truncation toward zero fold into
     one floor), and RoundingDivideByPOT(v, e > 0) is (v + 2**(e-1) - (v < 0)) >> e. Equal bit
-    for bit (tests/backends/npu/test_npu_ops.py checks it against the reference helper)."""
+    for bit (tests/backends/npu/test_npu_ops.py checks it against the reference helper).
+    When ``bound`` (on |x|) times the multiplier stays below 2**52 every step is an exact float64
+    operation (products, power-of-two divisions, floors of integers below 2**53), which numpy
+    vectorizes on any x86 CPU; int64 multiplies need AVX-512 for that."""
     shift = shift.astype(np.int64)
     q = multiplier.astype(np.int64)
     if (shift > 0).any() or not exact or (q <= 0).any():
         return multiply_by_quantized_multiplier(x, multiplier, shift)
     right = -shift
+    if bound * float(q.max(initial=0)) < 2.0**52:
+        f = np.floor((x.astype(np.float64) * q.astype(np.float64) + 2.0**30) * 2.0**-31)
+        half = ((np.int64(1) << right) >> 1).astype(np.float64)
+        f += half - ((f < 0) & (half > 0))
+        f *= np.exp2(-right.astype(np.float64))
+        return np.floor(f).astype(np.int64)
     v = x * q
     v += 1 << 30
     v >>= 31

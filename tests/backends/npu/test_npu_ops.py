@@ -179,7 +179,7 @@ def test_npu_is_listed_with_its_options():
 @given(
     seed=st.integers(0, 2**31),
     shift=st.integers(-31, 0),
-    magnitude=st.sampled_from([2**8, 2**20, 2**30, 2**31 - 1]),
+    magnitude=st.sampled_from([2**8, 2**13, 2**20, 2**30, 2**31 - 1]),
 )
 def test_fast_multiplier_equals_tflite_helper(seed, shift, magnitude):
     from partita.backends.npu.simulator import _multiply_by_quantized_multiplier
@@ -188,11 +188,19 @@ def test_fast_multiplier_equals_tflite_helper(seed, shift, magnitude):
 
     rng = np.random.default_rng(seed)
     x = rng.integers(-magnitude, magnitude, (64, 4), dtype=np.int64)
-    x[0, :] = [-(2**30), 2**30, -1, 0]  # exact halves and zero
+    if magnitude > 2**20:
+        x[0, :] = [-(2**30), 2**30, -1, 0]  # exact halves and zero
+    else:  # small enough for the float64 path: ties of the rounding at this magnitude
+        x[0, :] = [-(magnitude // 2), magnitude // 2, -1, 0]
     q = rng.integers(1 << 30, 1 << 31, 4, dtype=np.int64)
     sh = np.array([shift, min(0, shift + 1), -31, 0], np.int64)
+    want = multiply_by_quantized_multiplier(x, q, sh)
     got = _multiply_by_quantized_multiplier(x, q, sh, exact=True)
-    np.testing.assert_array_equal(got, multiply_by_quantized_multiplier(x, q, sh))
+    np.testing.assert_array_equal(got, want)
+    # the float64 path, taken when |x| * q < 2**52
+    bound = float(np.abs(x).max())
+    small = _multiply_by_quantized_multiplier(x, q, sh, exact=True, bound=bound)
+    np.testing.assert_array_equal(small, want)
 
 
 @settings(max_examples=15, deadline=None)
