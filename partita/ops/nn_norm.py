@@ -13,11 +13,11 @@ from .relations import fail, float_only, normalize_axis, tensor
 
 
 @dataclass(frozen=True)
-class BatchNormAttrs(Attrs):
-    """Relay's BatchNormAttrs: normalize along ``axis`` (the channels) with the given moving
-    statistics; ``center`` adds beta, ``scale`` multiplies by gamma."""
+class NormAttrs(Attrs):
+    """What Relay's normalizations share: the axis, epsilon, and whether beta is added
+    (``center``) and gamma multiplied (``scale``)."""
 
-    axis: int = 1
+    axis: int = -1
     epsilon: float = 1e-5
     center: bool = True
     scale: bool = True
@@ -25,6 +25,14 @@ class BatchNormAttrs(Attrs):
     def validate(self) -> None:
         if not self.epsilon >= 0:
             raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
+
+
+@dataclass(frozen=True)
+class BatchNormAttrs(NormAttrs):
+    """Relay's BatchNormAttrs: normalize along ``axis`` (the channels) with the given moving
+    statistics; ``center`` adds beta, ``scale`` multiplies by gamma."""
+
+    axis: int = 1
 
 
 def _batch_norm_rel(types, attrs) -> TupleType:

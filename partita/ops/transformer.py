@@ -14,6 +14,7 @@ import numpy as np
 
 from partita.ir.types import TensorType, TupleType
 
+from .nn_norm import NormAttrs
 from .registry import Attrs, NoAttrs, choice, register_op
 from .relations import compare_rel, fail, float_only, normalize_axis, tensor
 
@@ -171,18 +172,9 @@ def gelu(data, attrs):
 
 
 @dataclass(frozen=True)
-class LayerNormAttrs(Attrs):
+class LayerNormAttrs(NormAttrs):
     """Relay's LayerNormAttrs: normalize over ``axis``; gamma (``scale``) and beta (``center``)
     are 1-D, the size of that axis."""
-
-    axis: int = -1
-    epsilon: float = 1e-5
-    center: bool = True
-    scale: bool = True
-
-    def validate(self) -> None:
-        if not self.epsilon >= 0:
-            raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
 
 
 def _layer_norm_rel(types, attrs) -> TensorType:
