@@ -1,6 +1,7 @@
 """The vector kernels' IR (plans in vplan.py): a register tile of 16 x int32 accumulators per
-(pixel, 16 output channels), fed by ``vpdpbusd`` (VNNI) or by the same 4-deep dot product written
-in portable IR (LLVM makes ``vpmaddwd`` of it for AVX2), and a vector output stage."""
+(pixel, 16 output channels), fed by ``vpdpbusd`` (VNNI), or without VNNI by ``vpmaddwd`` of
+int16 weights into int32 pair accumulators (exact) or ``vpmaddubsw`` (the int16 pair saturation
+ONNX Runtime and PyTorch have there), and a vector output stage."""
 
 from __future__ import annotations
 
@@ -143,30 +144,23 @@ class VectorKernels:
 
     # -- dot products ------------------------------------------------------------------
     def dot4(self, b, acc, a, w, isa, pairs=False):
-        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane; ``pairs``: adjacent
-        products summed into an int16 with saturation first (VPMADDUBSW, CPUs without VNNI)."""
+        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane: VPDPBUSD (VNNI), or
+        with ``pairs`` adjacent products summed into an int16 with saturation first (VPMADDUBSW,
+        then VPMADDWD to widen). Exact sums without VNNI take ``madd_wide`` instead."""
         if isa == "vnni" and not pairs:
             fn = self.module.declare_intrinsic(
                 "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64])
             )
             return b.call(fn, [acc, b.bitcast(a, B64), b.bitcast(w, B64)])
+        if not pairs:
+            raise ValueError("exact AVX2 dot products are madd_wide's (int16 weights)")
         a, w = b.bitcast(a, B64), b.bitcast(w, B64)
         madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
-        if pairs:  # VPMADDUBSW: u8 x s8 pairs saturated to int16, then widened by VPMADDWD
-            ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
-            ones = ir.Constant(H16, [1] * 16)
-            halves = [b.call(madd, [b.call(ubsw, [_part(b, a, i, 32), _part(b, w, i, 32)]), ones])
-                      for i in range(2)]
-            return b.add(acc, _concat(b, halves[0], halves[1]))
-        # exact: widen to int16 (every u8 x s8 product fits) and VPMADDWD pairs into int32
-        a16 = b.zext(a, ir.VectorType(ir.IntType(16), 64))
-        w16 = b.sext(w, ir.VectorType(ir.IntType(16), 64))
-        quarters = [b.call(madd, [_part(b, a16, i, 16), _part(b, w16, i, 16)]) for i in range(4)]
-        pairs32 = _concat(b, _concat(b, quarters[0], quarters[1]), _concat(b, quarters[2],
-                                                                            quarters[3]))
-        even = b.shuffle_vector(pairs32, pairs32, ir.Constant(V16, list(range(0, 32, 2))))
-        odd = b.shuffle_vector(pairs32, pairs32, ir.Constant(V16, list(range(1, 32, 2))))
-        return b.add(acc, b.add(even, odd))
+        ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
+        ones = ir.Constant(H16, [1] * 16)
+        halves = [b.call(madd, [b.call(ubsw, [_part(b, a, i, 32), _part(b, w, i, 32)]), ones])
+                  for i in range(2)]
+        return b.add(acc, _concat(b, halves[0], halves[1]))
 
     def widened_splat(self, b, a):
         """The 4 activation bytes of a 32-bit scalar, zero-extended to int16, in every 64-bit
