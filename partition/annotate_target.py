@@ -7,8 +7,9 @@
 
 A composite named ``<target>.<name>`` belongs to ``<target>`` (so a bare pattern table works with no
 backend registered); a single op goes to the first target whose check for it accepts; everything
-else goes to the host with the reason why. A tuple item goes with the op that produced the tuple,
-and a tuple with its consumers when they all run on one accelerator.
+else goes to the host with the reason why. A tuple item goes with the op (or tuple) that produced
+its tuple; a tuple goes with its consumers when they all run on one accelerator, and a tuple
+that only tuple items read (or a function's result) with its fields' common accelerator.
 """
 
 from __future__ import annotations
@@ -97,21 +98,33 @@ class AnnotateTarget(Pass):
                 region_of[id(node)] = (
                     Region(kept.target) if on_acc else self._call_region(node, explainer)
                 )
-            elif type(node) is TupleGetItem:
-                producer = region_of.get(id(node.tuple_value))
-                on_acc = (
-                    type(node.tuple_value) is Call and producer is not None and not producer.host
-                )
-                region_of[id(node)] = Region(producer.target) if on_acc else self._host("")
+            elif type(node) is TupleGetItem and type(node.tuple_value) is not Tuple:
+                region_of[id(node)] = self._item_region(node, region_of)
         for node in graph.order:
             if type(node) is Tuple:
-                users = [region_of.get(id(u)) for u in graph.users.get(id(node), ())]
-                names = {r.target for r in users if r is not None and not r.host}
-                single = (
-                    users and len(names) == 1 and all(r is not None and not r.host for r in users)
-                )
-                region_of[id(node)] = Region(names.pop()) if single else self._host("")
+                region_of[id(node)] = self._tuple_region(node, graph, region_of)
+        for node in graph.order:
+            if type(node) is TupleGetItem and type(node.tuple_value) is Tuple:
+                region_of[id(node)] = self._item_region(node, region_of)
         return region_of
+
+    def _item_region(self, node: TupleGetItem, region_of: dict) -> Region:
+        """A tuple item goes with the accelerator that made its tuple."""
+        producer = region_of.get(id(node.tuple_value))
+        on_acc = type(node.tuple_value) in (Call, Tuple) and producer is not None
+        return Region(producer.target) if on_acc and not producer.host else self._host("")
+
+    def _tuple_region(self, node: Tuple, graph: Graph, region_of: dict) -> Region:
+        """A tuple goes with its consumers when they all run on one accelerator; a tuple that
+        only tuple items (or nothing: a function's result) read goes with its fields' common
+        accelerator (TVM's rule)."""
+        users = graph.users.get(id(node), ())
+        readers = [u for u in users if type(u) is not TupleGetItem]
+        deciders = readers if readers else node.fields
+        regions = [region_of.get(id(u)) for u in deciders]
+        names = {r.target for r in regions if r is not None and not r.host}
+        single = deciders and len(names) == 1 and all(r is not None and not r.host for r in regions)
+        return Region(names.pop()) if single else self._host("")
 
     def _host(self, reason: str) -> Region:
         return Region(self.host, True, reason)

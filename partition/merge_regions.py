@@ -53,9 +53,13 @@ class MergeCompilerRegions(Pass):
         return map_open_functions(mod, merge)
 
 
-def merge_regions(order: list, region_of: dict[int, Region]) -> dict[int, Region]:
-    """id(unit) -> Region after merging (host units and unlabelled units are left alone)."""
-    graph = _ItemGraph(order, region_of)
+def merge_regions(
+    order: list, region_of: dict[int, Region], merge_host: bool = False
+) -> dict[int, Region]:
+    """id(unit) -> Region after merging. Unlabelled units are left alone, and so are host units
+    (each keeps the reason it stays on the host) unless ``merge_host``: then host regions merge
+    by the same rule, as TVM merges its ``"default"`` regions."""
+    graph = _ItemGraph(order, region_of, merge_host)
     graph.merge_equal_labels()
     graph.contract_edges()
     return graph.result(order)
@@ -64,7 +68,7 @@ def merge_regions(order: list, region_of: dict[int, Region]) -> dict[int, Region
 class _ItemGraph:
     """Items (the input regions, and unlabelled units) and the edges between them."""
 
-    def __init__(self, order: list, region_of: dict):
+    def __init__(self, order: list, region_of: dict, merge_host: bool = False):
         self.region_of = region_of
         self.item_of: dict[int, int] = {}
         self.regions: list = []
@@ -81,7 +85,10 @@ class _ItemGraph:
                     by_region[id(region)] = item
             self.item_of[id(node)] = item
         n = len(self.regions)
-        self.key = [r.target if r is not None and not r.host else None for r in self.regions]
+        self.key = [
+            None if r is None or (r.host and not merge_host) else (r.target, r.host)
+            for r in self.regions
+        ]
         self.succ: list[set] = [set() for _ in range(n)]
         self.pred: list[set] = [set() for _ in range(n)]
         for node in order:
@@ -245,7 +252,7 @@ class _ItemGraph:
             rep = self.find(i)
             region = merged.get(rep)
             if region is None:
-                region = self.regions[i] if size[rep] == 1 else Region(self.key[i])
+                region = self.regions[i] if size[rep] == 1 else Region(*self.key[i])
                 merged[rep] = region
             out[id(node)] = region
         return out

@@ -46,7 +46,10 @@ class _Lifter(RegionBuilder):
         return "plain" if region.host else "global"
 
     def function_attrs(self, region, outputs, symbol) -> dict:
-        return {"Compiler": region.target, "global_symbol": symbol, "Primitive": 1}
+        attrs = {"Compiler": region.target, "global_symbol": symbol, "Primitive": 1}
+        if self.prefix:  # TVM's naming: TVM also marks the function Inline
+            attrs["Inline"] = 1
+        return attrs
 
     def symbol(self, region: Region) -> str:
         while True:

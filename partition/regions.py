@@ -17,84 +17,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from partita.errors import PartitaError
-from partita.ir.graph import dataflow_order, map_functions, with_inputs
+from partita.ir.graph import dataflow_order, map_functions
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TupleType
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_type
 
-UNIT_TYPES = (Call, Tuple, TupleGetItem)
-
-
-class RegionError(PartitaError):
-    """Regions that cannot be built (a cycle between regions, a malformed region call)."""
-
-
-class Region:
-    """A set of units that runs on one target; host units carry the reason they stay there."""
-
-    __slots__ = ("target", "host", "reason")
-
-    def __init__(self, target: str, host: bool = False, reason: str = ""):
-        self.target, self.host, self.reason = target, bool(host), reason
-
-    @staticmethod
-    def from_attrs(attrs) -> Region:
-        """The Region an inline region function's attributes describe."""
-        return Region(
-            str(attrs["Compiler"]), bool(attrs.get("Host", False)), str(attrs.get("Reason", ""))
-        )
-
-    def attrs(self, outputs: int) -> dict:
-        """The inline function attributes that mark this region."""
-        out: dict = {"Compiler": self.target}
-        if self.host:
-            out["Host"] = True
-            if self.reason:
-                out["Reason"] = self.reason
-        if outputs > 1:
-            out["Outputs"] = outputs
-        return out
-
-    def __repr__(self):
-        return f"<Region {self.target}{' (host)' if self.host else ''}>"
-
-
-def is_region_call(node) -> bool:
-    """A call of an inline function marked with ``Compiler`` (an annotated unit or region)."""
-    return type(node) is Call and type(node.op) is Function and "Compiler" in node.op.attrs
-
-
-def is_composite_call(node) -> bool:
-    """A call of a composite function (MergeComposite's output)."""
-    return type(node) is Call and type(node.op) is Function and "Composite" in node.op.attrs
-
-
-def value_children(node: Expr) -> tuple:
-    """The data inputs of a unit (a called function is not one)."""
-    t = type(node)
-    if t is Call:
-        return node.args
-    if t is Tuple:
-        return node.fields
-    if t is TupleGetItem:
-        return (node.tuple_value,)
-    return ()
-
-
-def _typed(node: Expr, ty) -> Expr:
-    if node.type_or_none is None and ty is not None:
-        node.with_type(ty)  # the write-once type cache; a copy has its original's type
-    return node
-
-
-def copy_node(node: Expr, new_kids: list) -> Expr:
-    """``node`` with new data inputs (itself when none changed), keeping span and type."""
-    callee = [node.op] if type(node) is Call and type(node.op) is Function else []
-    new = with_inputs(node, callee + list(new_kids))
-    return new if new is node else _typed(new, node.type_or_none)
+from .annotations import has_annotations, strip_annotations
+from .units import (
+    UNIT_TYPES,
+    Region,
+    RegionError,
+    _typed,
+    copy_node,
+    is_composite_call,
+    is_region_call,
+    value_children,
+)
 
 
 def inline_body(fn: Function, args: list, roots: list, on_copy=None) -> list:
@@ -149,9 +89,12 @@ def map_open_functions(mod: IRModule, rewrite: Callable[[str, Function], Functio
 
 def flatten(body: Expr) -> tuple[Expr, dict[int, Region]]:
     """Inline every region call of ``body``; returns the plain graph and id(unit) -> Region.
-    Units outside any region (an unannotated graph) have no entry."""
+    Units outside any region (an unannotated graph) have no entry. Relay's
+    compiler_begin/compiler_end annotations are read too (partition/annotations.py)."""
     memo: dict[int, object] = {}
     region_of: dict[int, Region] = {}
+    if has_annotations(body):
+        body, region_of = strip_annotations(body)
 
     def value(e):
         v = memo[id(e)]
@@ -165,7 +108,9 @@ def flatten(body: Expr) -> tuple[Expr, dict[int, Region]]:
         elif type(node) is TupleGetItem and type(memo[id(node.tuple_value)]) is list:
             memo[id(node)] = memo[id(node.tuple_value)][node.index]
         elif type(node) in UNIT_TYPES:
-            memo[id(node)] = copy_node(node, [value(k) for k in value_children(node)])
+            new = memo[id(node)] = copy_node(node, [value(k) for k in value_children(node)])
+            if new is not node and id(node) in region_of:
+                region_of[id(new)] = region_of[id(node)]
         else:
             memo[id(node)] = node
     return value(body), region_of
@@ -237,7 +182,10 @@ class RegionBuilder:
         return region if region is not None and self.mode(region) != "plain" else None
 
     def regions(self, order: list, root: Expr):
-        """Per grouped region (by id): its members in order, its inputs and its outputs."""
+        """Per grouped region (by id): its members in order, its inputs and its outputs. Inputs
+        and outputs are numbered in the order a depth-first walk from ``root`` completes the
+        edges that cross the region's boundary (where Relay's walk meets compiler_begin and
+        compiler_end), so partitions take and return values in TVM's order."""
         members: dict[int, list] = {}
         inputs: dict[int, dict] = {}
         outputs: dict[int, dict] = {}
@@ -247,14 +195,14 @@ class RegionBuilder:
                 members.setdefault(id(region), []).append(node)
                 inputs.setdefault(id(region), {})
                 outputs.setdefault(id(region), {})
-            for kid in value_children(node):
-                owner = self._grouped(kid)
-                if owner is region:
-                    continue
-                if owner is not None:
-                    outputs[id(owner)][id(kid)] = kid
-                if region is not None and type(kid) is not Constant:
-                    inputs[id(region)].setdefault(id(kid), kid)
+        for node, kid in _edges_depth_first(root):
+            region, owner = self._grouped(node), self._grouped(kid)
+            if owner is region:
+                continue
+            if owner is not None:
+                outputs[id(owner)].setdefault(id(kid), kid)
+            if region is not None and type(kid) is not Constant:
+                inputs[id(region)].setdefault(id(kid), kid)
         owner = self._grouped(root)
         if owner is not None:
             outputs[id(owner)][id(root)] = root
@@ -330,6 +278,29 @@ class RegionBuilder:
             else:
                 outer[k] = _typed(TupleGetItem(call, start), r.type_or_none)
             start += w or 1
+
+
+def _edges_depth_first(root: Expr) -> list[tuple]:
+    """(user, input) for every data edge under ``root``, in the order a depth-first walk
+    (inputs left to right) completes them: when the input's walk finishes, or at once when the
+    input was finished already."""
+    edges: list[tuple] = []
+    done: set[int] = set()
+    stack = [(root, iter(value_children(root)))]
+    while stack:
+        node, kids = stack[-1]
+        for kid in kids:
+            if id(kid) in done:
+                edges.append((node, kid))
+                continue
+            stack.append((kid, iter(value_children(kid))))
+            break
+        else:
+            stack.pop()
+            done.add(id(node))
+            if stack:
+                edges.append((stack[-1][0], node))
+    return edges
 
 
 def _tuple_width(value: Expr) -> int:

@@ -102,8 +102,8 @@ def match(pattern: Pattern, expr: Expr) -> Match | None:
     """The first match of ``pattern`` rooted at ``expr``, or None."""
     if not isinstance(pattern, Pattern):
         raise PatternError(f"match() takes a pattern, got {pattern!r}")
-    if not isinstance(expr, Expr):
-        raise PatternError(f"match() takes an expression, got {type(expr).__name__}")
+    if not isinstance(expr, (Expr, Op)):  # an op matches is_op (TVM: ops are expressions)
+        raise PatternError(f"match() takes an expression or an op, got {type(expr).__name__}")
     graph: list[Graph] = []
 
     def lazy_graph():

@@ -19,8 +19,6 @@ from partita.ir import (
     Call,
     Constant,
     Expr,
-    ExprMutator,
-    ExprVisitor,
     Function,
     GlobalVar,
     IRModule,
@@ -35,13 +33,15 @@ from partita.ir import const as _const
 from partita.ir import structural_equal as _structural_equal
 from partita.text import astext, parse
 
-from . import _ops, dataflow_pattern, transform
+from . import _ops, build_module, dataflow_pattern, expr_functor, op, transform
+from .expr_functor import ExprMutator, ExprVisitor
 from .op_attr import register_op_attr, register_pattern_table, target_name
 
 nn = _ops.namespace("nn", "partita.relay.nn")
 image = _ops.namespace("image", "partita.relay.image")
 qnn = _ops.namespace("qnn", "partita.relay.qnn")
 qnn.op = qnn  # relay.qnn.op.requantize
+annotation = op.annotation  # relay.annotation.compiler_begin
 globals().update(_ops.top_level_ops())
 
 
@@ -77,6 +77,7 @@ def from_text(text: str) -> IRModule:
 
 
 __all__ = [
+    "annotation",
     "Call",
     "Constant",
     "Expr",
@@ -92,12 +93,15 @@ __all__ = [
     "Var",
     "assert_structural_equal",
     "astext",
+    "build_module",
     "const",
     "dataflow_pattern",
+    "expr_functor",
     "from_text",
     "image",
     "interpret",
     "nn",
+    "op",
     "qnn",
     "register_op_attr",
     "register_pattern_table",

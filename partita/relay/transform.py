@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from partita.backends.registry import DEFAULT_HOST
 from partita.errors import PartitaError
+from partita.ir import Call, Function, IRModule
+from partita.ir.graph import dataflow_order
 from partita.partition import AnnotateTarget as _AnnotateTarget
-from partita.partition import MergeCompilerRegions
 from partita.partition import MergeComposite as _MergeComposite
 from partita.partition import PartitionGraph as _PartitionGraph
+from partita.partition.annotations import annotate_regions
+from partita.partition.merge_regions import merge_regions
+from partita.partition.regions import Region, flatten, map_open_functions
 from partita.passes import (
     ConvertLayout,
     DeadCodeElimination,
@@ -17,6 +22,7 @@ from partita.passes import (
     Sequential,
     SimplifyExpr,
 )
+from partita.passes.infra import Pass
 
 from .op_attr import sanitise_table, target_name
 
@@ -27,16 +33,46 @@ def MergeComposite(pattern_table):  # noqa: N802 (TVM's name)
     return _MergeComposite(sanitise_table(pattern_table))
 
 
+class _InAnnotations(Pass):
+    """A partition pass whose result is written with compiler_begin/compiler_end, as Relay
+    prints it (partition/annotations.py); partita's own passes read that form back."""
+
+    def __init__(self, inner: Pass | None, include_non_call_ops: bool, merge: bool):
+        self.inner, self.include, self.merge = inner, include_non_call_ops, merge
+        self.name = inner.name if inner is not None else "MergeCompilerRegions"
+
+    def transform(self, mod: IRModule, ctx) -> IRModule:
+        if self.inner is not None:
+            mod = self.inner.transform(mod, ctx)
+
+        def write(_name: str, fn: Function) -> Function:
+            flat, region_of = flatten(fn.body)
+            if self.merge:
+                order = dataflow_order(flat)
+                for node in order:  # TVM annotates what no region holds as "default"
+                    if type(node) is Call and id(node) not in region_of:
+                        region_of[id(node)] = Region(DEFAULT_HOST, True)
+                region_of = merge_regions(order, region_of, merge_host=True)
+            return fn.with_body(annotate_regions(flat, region_of, self.include))
+
+        return map_open_functions(mod, write)
+
+
 def AnnotateTarget(targets, include_non_call_ops: bool = True):  # noqa: N802 (TVM's name)
-    """TVM's ``AnnotateTarget(targets)``: a name or a list of names of registered targets."""
-    if not include_non_call_ops:
-        raise PartitaError(
-            "AnnotateTarget(include_non_call_ops=False) is not supported: partita places tuples "
-            "and tuple items with their producers/consumers (docs/migrating-from-tvm.md)"
-        )
+    """TVM's ``AnnotateTarget(targets)``: a name or a list of names of registered targets. The
+    result marks every op with compiler_begin/compiler_end (``"default"``: the host); without
+    ``include_non_call_ops`` tuples and tuple items are left unmarked."""
     if isinstance(targets, str):
         targets = [targets]
-    return _AnnotateTarget([target_name(t) if isinstance(t, str) else t for t in targets])
+    inner = _AnnotateTarget([target_name(t) if isinstance(t, str) else t for t in targets])
+    return _InAnnotations(inner, include_non_call_ops, merge=False)
+
+
+def MergeCompilerRegions():  # noqa: N802 (TVM's name)
+    """TVM's ``MergeCompilerRegions()``: neighbouring regions of one target merge unless that
+    would make a cycle; host (``"default"``) regions merge too, as in TVM. Reads and writes
+    compiler_begin/compiler_end (partita's own pass keeps each host op's reason instead)."""
+    return _InAnnotations(None, True, merge=True)
 
 
 def PartitionGraph(mod_name: str = "default", bind_constants: bool = True):  # noqa: N802

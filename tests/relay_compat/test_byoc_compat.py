@@ -250,7 +250,7 @@ def test_multiple_runs(targets):
     once = transform.AnnotateTarget(["acc_r1", "acc_r2"])(mod)
     twice = transform.AnnotateTarget("acc_r2")(transform.AnnotateTarget("acc_r1")(mod))
     relay.assert_structural_equal(twice, once)
-    assert 'Compiler="acc_r1"' in str(twice) and 'Compiler="acc_r2"' in str(twice)
+    assert 'compiler="acc_r1"' in str(twice) and 'compiler="acc_r2"' in str(twice)
 
 
 def _mod_add_sub_log():

@@ -70,6 +70,24 @@ def test_match_op_or():
     assert not pat.match(relay.subtract(x, y))
 
 
+def test_match_op():
+    """An op is an expression: is_op matches the op itself (TVM's relay.op.op.get)."""
+    assert is_op("add").match(relay.op.op.get("add"))
+    assert wildcard().match(relay.op.get("add"))
+
+
+def test_no_match_op():
+    assert not is_op("add").match(relay.op.op.get("subtract"))
+
+
+def test_match_op_alternatives_against_an_op():
+    """TVM's test_match_op_or: an alternation of ops matched against an op."""
+    add_or_sub = is_op("add") | is_op("subtract")
+    assert add_or_sub.match(relay.op.op.get("add"))
+    assert add_or_sub.match(relay.op.op.get("subtract"))
+    assert not add_or_sub.match(relay.op.op.get("multiply"))
+
+
 def test_match_tuple():
     x, y = _v("x"), _v("y")
     t = relay.Tuple([x, y])

@@ -1,0 +1,165 @@
+"""TVM's ``compiler_begin`` / ``compiler_end`` region annotations, read and written.
+
+Relay marks a region by its boundary: each input passes through ``compiler_begin(x, "npu")``,
+each value leaving through ``compiler_end(y, "npu")``; ``"default"`` is the host:
+
+    %0 = annotation.compiler_begin(%x, compiler="npu");
+    %1 = nn.relu(%0);                                       a region of npu: {nn.relu, abs}
+    %2 = abs(%1);
+    annotation.compiler_end(%2, compiler="npu")
+
+``strip_annotations`` reads that form into a plain graph and its Regions (TVM's
+AnnotatedRegionSet rule: a begin opens a region, a node joins the regions of the inputs it reads
+without crossing an end; nodes no begin reaches stay unannotated), so hand-annotated graphs go
+through MergeCompilerRegions and PartitionGraph. ``annotate_regions`` writes Regions back in
+that form, one end and one begin per edge that crosses a boundary, as TVM's AnnotateTarget and
+MergeCompilerRegions print them (``partita.relay`` uses it).
+"""
+
+from __future__ import annotations
+
+from partita.backends.registry import DEFAULT_HOST
+
+from partita.ir.graph import dataflow_order
+from partita.ir.nodes import Call, Expr
+from partita.ops.registry import Op, get_op
+
+from .units import UNIT_TYPES, Region, RegionError, _typed, copy_node, value_children
+
+BEGIN, END = "annotation.compiler_begin", "annotation.compiler_end"
+DEFAULT = "default"  # TVM's name for the host in annotations
+
+
+def annotation_kind(node) -> str | None:
+    """``BEGIN`` or ``END`` for an annotation call, else None."""
+    if type(node) is Call and isinstance(node.op, Op) and node.op.name in (BEGIN, END):
+        return node.op.name
+    return None
+
+
+def has_annotations(body: Expr) -> bool:
+    """True when ``body`` holds any compiler_begin/compiler_end."""
+    return any(annotation_kind(n) for n in dataflow_order(body))
+
+
+def strip_annotations(body: Expr, host: str = DEFAULT_HOST) -> tuple[Expr, dict[int, Region]]:
+    """The graph without annotations and id(unit) -> Region of its annotated units."""
+    memo: dict[int, Expr] = {}
+    owner: dict[int, int] = {}  # id(original node) -> union-find index of its region
+    parent: list[int] = []
+    target: list[str] = []
+    labelled: list[tuple[Expr, int]] = []
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for node in dataflow_order(body):
+        kind = annotation_kind(node)
+        if kind is not None:
+            arg = node.args[0]
+            memo[id(node)] = memo[id(arg)]
+            name = str(node.attrs.compiler)
+            if kind == BEGIN:
+                owner[id(node)] = len(parent)
+                parent.append(len(parent))
+                target.append(name)
+            elif owner.get(id(arg)) is None or target[find(owner[id(arg)])] != name:
+                inside = target[find(owner[id(arg)])] if id(arg) in owner else None
+                where = f"in a {inside!r} region" if inside else "in no region (no begin reads it)"
+                raise RegionError(f"compiler_end({name!r}) closes {arg.short()}, which is {where}")
+        elif type(node) in UNIT_TYPES:
+            kids = value_children(node)
+            joined = None
+            for kid in kids:
+                r = owner.get(id(kid))
+                if r is None:
+                    continue
+                r = find(r)
+                if joined is None:
+                    joined = r
+                elif r != joined:
+                    if target[r] != target[joined]:
+                        raise RegionError(
+                            f"{node.short()} reads regions of two targets, {target[joined]!r} and "
+                            f"{target[r]!r}, without a compiler_end between them"
+                        )
+                    parent[r] = joined
+            new = copy_node(node, [memo[id(k)] for k in kids])
+            memo[id(node)] = new
+            if joined is not None:
+                owner[id(node)] = joined
+                labelled.append((new, joined))
+        else:
+            memo[id(node)] = node
+    regions: dict[int, Region] = {}
+    region_of: dict[int, Region] = {}
+    for new, r in labelled:
+        root = find(r)
+        region = regions.get(root)
+        if region is None:
+            name = target[root]
+            region = regions[root] = (
+                Region(host, True, "annotated compiler_begin/compiler_end 'default'")
+                if name == DEFAULT
+                else Region(name)
+            )
+        region_of[id(new)] = region
+    return memo[id(body)], region_of
+
+
+def annotate_regions(
+    body: Expr, region_of: dict[int, Region], include_non_call_ops: bool = True
+) -> Expr:
+    """``body`` (a plain graph) with its Regions written as compiler_begin/compiler_end; host
+    regions are ``"default"``. Without ``include_non_call_ops`` tuples and tuple items are left
+    bare, as TVM's AnnotateTarget(..., include_non_call_ops=False) leaves them."""
+    begin_op, end_op = get_op(BEGIN), get_op(END)
+
+    def annotated(node) -> bool:
+        return (
+            type(node) in UNIT_TYPES
+            and id(node) in region_of
+            and (include_non_call_ops or type(node) is Call)
+        )
+
+    def label(node) -> str:
+        region = region_of[id(node)]
+        return DEFAULT if region.host else region.target
+
+    def mark(op, value: Expr, name: str) -> Expr:
+        return _typed(Call(op, [value], {"compiler": name}), value.type_or_none)
+
+    memo: dict[int, Expr] = {}
+    for node in dataflow_order(body):
+        if type(node) not in UNIT_TYPES:
+            memo[id(node)] = node
+            continue
+        kids = []
+        for kid in value_children(node):
+            value = memo[id(kid)]
+            inner = annotated(node) and annotated(kid)
+            if inner and region_of[id(kid)] is region_of[id(node)]:
+                kids.append(value)
+                continue
+            if annotated(kid):
+                value = mark(end_op, value, label(kid))
+            if annotated(node):
+                value = mark(begin_op, value, label(node))
+            kids.append(value)
+        memo[id(node)] = copy_node(node, kids)
+    out = memo[id(body)]
+    return mark(end_op, out, label(body)) if annotated(body) else out
+
+
+__all__ = [
+    "BEGIN",
+    "DEFAULT",
+    "END",
+    "annotate_regions",
+    "annotation_kind",
+    "has_annotations",
+    "strip_annotations",
+]

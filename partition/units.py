@@ -1,0 +1,82 @@
+"""The units of the region passes (calls, tuples, tuple items) and the Region that labels them.
+
+Shared by regions.py (inline region functions) and annotations.py (Relay's compiler_begin /
+compiler_end), which both read and write Regions.
+"""
+
+from __future__ import annotations
+
+from partita.errors import PartitaError
+from partita.ir.graph import with_inputs
+from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem
+
+UNIT_TYPES = (Call, Tuple, TupleGetItem)
+
+
+class RegionError(PartitaError):
+    """Regions that cannot be built (a cycle between regions, a malformed region call)."""
+
+
+class Region:
+    """A set of units that runs on one target; host units carry the reason they stay there."""
+
+    __slots__ = ("target", "host", "reason")
+
+    def __init__(self, target: str, host: bool = False, reason: str = ""):
+        self.target, self.host, self.reason = target, bool(host), reason
+
+    @staticmethod
+    def from_attrs(attrs) -> Region:
+        """The Region an inline region function's attributes describe."""
+        return Region(
+            str(attrs["Compiler"]), bool(attrs.get("Host", False)), str(attrs.get("Reason", ""))
+        )
+
+    def attrs(self, outputs: int) -> dict:
+        """The inline function attributes that mark this region."""
+        out: dict = {"Compiler": self.target}
+        if self.host:
+            out["Host"] = True
+            if self.reason:
+                out["Reason"] = self.reason
+        if outputs > 1:
+            out["Outputs"] = outputs
+        return out
+
+    def __repr__(self):
+        return f"<Region {self.target}{' (host)' if self.host else ''}>"
+
+
+def is_region_call(node) -> bool:
+    """A call of an inline function marked with ``Compiler`` (an annotated unit or region)."""
+    return type(node) is Call and type(node.op) is Function and "Compiler" in node.op.attrs
+
+
+def is_composite_call(node) -> bool:
+    """A call of a composite function (MergeComposite's output)."""
+    return type(node) is Call and type(node.op) is Function and "Composite" in node.op.attrs
+
+
+def value_children(node: Expr) -> tuple:
+    """The data inputs of a unit (a called function is not one)."""
+    t = type(node)
+    if t is Call:
+        return node.args
+    if t is Tuple:
+        return node.fields
+    if t is TupleGetItem:
+        return (node.tuple_value,)
+    return ()
+
+
+def _typed(node: Expr, ty) -> Expr:
+    if node.type_or_none is None and ty is not None:
+        node.with_type(ty)  # the write-once type cache; a copy has its original's type
+    return node
+
+
+def copy_node(node: Expr, new_kids: list) -> Expr:
+    """``node`` with new data inputs (itself when none changed), keeping span and type."""
+    callee = [node.op] if type(node) is Call and type(node.op) is Function else []
+    new = with_inputs(node, callee + list(new_kids))
+    return new if new is node else _typed(new, node.type_or_none)
