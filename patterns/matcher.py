@@ -17,7 +17,7 @@ from partita.ir.graph import Graph, function_bodies, node_key
 from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from partita.ir.structural import structural_equal
 from partita.ir.visitor import free_vars
-from partita.ops.registry import Op
+from partita.ops.registry import Op, get_op
 
 from .checks import (
     attr_mismatch,
@@ -269,6 +269,9 @@ def _call(s: Solver, p: CallPattern, e, rest):
     opp = p.op
     direct = type(opp) is OpPattern
     if direct and e.op is not opp.op:
+        goals = _reassociated(s, p, e, rest)
+        if goals is not None:
+            return goals
         return s.fail(p, e, lambda: f"op differs: expected {opp.op.name}, got {callee(e.op)}")
     args, eargs = p.args, e.args
     if len(args) != len(eargs):
@@ -292,6 +295,38 @@ def _call(s: Solver, p: CallPattern, e, rest):
     for i in range(len(args) - 1, -1, -1):
         goals = (args[i], eargs[i], goals)
     return goals if direct else (opp, e.op, goals)
+
+
+def _op_call(p, op: Op) -> bool:
+    return type(p) is CallPattern and type(p.op) is OpPattern and p.op.op is op
+
+
+def _reassociated(s: Solver, p: CallPattern, e: Call, rest):
+    """TVM's matcher takes ``(a * b) / c``, ``a * (b / c)`` and ``(a / c) * b`` for one another
+    (batch-norm patterns rely on it): a divide pattern tried on a multiply whose argument is a
+    divide, and a multiply pattern holding a divide tried on a divide of a multiply, are retried
+    in the other association. Goals for the regrouped pattern, or None."""
+    div, mul = get_op("divide"), get_op("multiply")
+    op = p.op.op
+    alternatives = []
+    if op is div and e.op is mul and _op_call(p.args[0], mul):
+        if any(type(a) is Call and a.op is div for a in e.args):
+            m = p.args[0]
+            for k in (0, 1):
+                inner = CallPattern(p.op, [m.args[k], p.args[1]])
+                alternatives.append(CallPattern(m.op, [m.args[1 - k], inner]))
+    elif op is mul and e.op is div and any(type(a) is Call and a.op is mul for a in e.args):
+        for i in (0, 1):
+            d = p.args[i]
+            if _op_call(d, div):
+                inner = CallPattern(p.op, [d.args[0], p.args[1 - i]])
+                alternatives.append(CallPattern(d.op, [inner, d.args[1]]))
+                break
+    if not alternatives or not s.bind(p, e):
+        return None
+    for alt in alternatives[1:]:
+        s.choice((alt, e, rest))
+    return (alternatives[0], e, rest)
 
 
 def _tuple(s: Solver, p: TuplePattern, e, rest):

@@ -10,7 +10,7 @@ from partita.backends import unregister_backend
 from partita import relay
 from partita.errors import PartitaError
 from partita.relay import transform
-from partita.relay.dataflow_pattern import is_constant, is_op, wildcard
+from partita.relay.dataflow_pattern import is_constant, is_op, is_tuple_get_item, wildcard
 
 
 @pytest.fixture
@@ -66,6 +66,31 @@ def test_simple_merge():
     assert _composites(out) == ["test.add_relu"]
     feed = {"x": np.ones((1, 4), "float32"), "y": -np.ones((1, 4), "float32") * 2}
     np.testing.assert_array_equal(_run(out, **feed), _run(mod, **feed))
+
+
+def test_tuple_get_item_merge():
+    """A composite from a pattern holding a tuple item (batch_norm's first result, then relu),
+    written as TVM's expected graph."""
+    bn = is_op("nn.batch_norm")(*(wildcard() for _ in range(5)))
+    table = [("bn_relu", is_op("nn.relu")(is_tuple_get_item(bn, 0)))]
+
+    def inputs():
+        return [_v("x", (1, 8))] + [_v(n, (8,)) for n in ("gamma", "beta", "mean", "var")]
+
+    def bn_relu(args):
+        return relay.nn.relu(relay.TupleGetItem(relay.nn.batch_norm(*args), 0))
+
+    params = inputs()
+    before = relay.IRModule.from_expr(relay.Function(params, bn_relu(params)))
+    inner = inputs()
+    composite = relay.Function(inner, bn_relu(inner)).with_attr("Composite", "bn_relu")
+    composite = composite.with_attr(
+        "PartitionedFromPattern", "nn.batch_norm_TupleGetItem0_nn.relu_"
+    )
+    params = inputs()
+    expected = relay.Function(params, relay.Call(composite, params))
+    out = _merge(before, table)
+    relay.assert_structural_equal(out, transform.InferType()(relay.IRModule.from_expr(expected)))
 
 
 def test_branch_merge():

@@ -351,3 +351,107 @@ def test_overlappting_partitions():  # TVM's spelling
     add = relay.add(relay.TupleGetItem(bn, 0), relay.TupleGetItem(bn, 0))
     bn_node = is_op("nn.batch_norm")(*(wildcard() for _ in range(5)))
     assert is_tuple_get_item(bn_node, 0).partition(add) is add
+
+
+def _conv_vars(*names):
+    shapes = {"x": (1, 2, 6, 6), "w": (2, 2, 3, 3), "b": (1, 2, 4, 4)}
+    return [_v(n, shape=shapes[n.rstrip("0123456789")]) for n in names]
+
+
+def test_partition_optional_function():
+    """An alternation of two function patterns: the call whose body matches the second is
+    wrapped (the add after it is not part of the pattern)."""
+    x, w, b = _conv_vars("x", "w", "b")
+    x1, w1 = _conv_vars("x1", "w1")
+    wc_x, wc_w, wc_x1, wc_w1 = (wildcard() for _ in range(4))
+    sig = FunctionPattern([wc_x1, wc_w1], is_op("sigmoid")(is_op("nn.conv2d")(wc_x1, wc_w1)))
+    rel = FunctionPattern([wc_x1, wc_w1], is_op("nn.relu")(is_op("nn.conv2d")(wc_x1, wc_w1)))
+    pattern = sig(wc_x, wc_w) | rel(wc_x, wc_w)
+    func = relay.Function([x1, w1], relay.nn.relu(relay.nn.conv2d(x1, w1)))
+    out = pattern.partition(relay.add(relay.Call(func, [x, w]), b))
+    x2, w2 = _conv_vars("x2", "w2")
+    func2 = relay.Function([x2, w2], relay.Call(func, [x2, w2])).with_attr(
+        "PartitionedFromPattern", "nn.conv2d_nn.relu_FunctionCall_"
+    )
+    assert relay.structural_equal(out, relay.add(relay.Call(func2, [x, w]), b), True)
+
+
+def _fuzzy_function_pattern():
+    wc_x, wc_w, wc_b, wc_x1, wc_w1 = (wildcard() for _ in range(5))
+    return FunctionPattern([wc_x1, wc_w1], wildcard())(wc_x, wc_w) + wc_b
+
+
+def test_rewrite_function_with_fuzzy_body():
+    """A function pattern whose body is a wildcard matches any two-parameter function."""
+    x, w, b = _conv_vars("x", "w", "b")
+    x1, w1 = _conv_vars("x1", "w1")
+    func = relay.Function([x1, w1], relay.nn.conv2d(x1, w1))
+    expr = relay.add(relay.add(relay.Call(func, [x, w]), b), b)
+    xw = _v("xw", shape=(1, 2, 4, 4))
+
+    class Rewrite(DFPatternCallback):
+        def __init__(self):
+            super().__init__()
+            self.pattern = _fuzzy_function_pattern()
+
+        def callback(self, pre, post, node_map):
+            return relay.add(xw, b)
+
+    out = rewrite(Rewrite(), expr)
+    assert relay.structural_equal(out, relay.add(relay.add(xw, b), b))
+
+
+def test_partition_function_with_fuzzy_body():
+    x, w, b = _conv_vars("x", "w", "b")
+    x1, w1 = _conv_vars("x1", "w1")
+    func = relay.Function([x1, w1], relay.nn.conv2d(x1, w1))
+    expr = relay.add(relay.add(relay.Call(func, [x, w]), b), b)
+    out = _fuzzy_function_pattern().partition(expr)
+    x2, w2, b2 = _conv_vars("x2", "w2", "b2")
+    func2 = relay.Function([x2, w2, b2], relay.add(relay.Call(func, [x2, w2]), b2)).with_attr(
+        "PartitionedFromPattern", "nn.conv2d_FunctionCall_add_"
+    )
+    assert relay.structural_equal(out, relay.add(relay.Call(func2, [x, w, b]), b), True)
+
+
+def test_fuse_batchnorm_commutation():
+    """beta + ..., (gamma * d) / s and gamma * (d / s) all match the batch-norm pattern (TVM's
+    matcher commutes add and re-associates multiply/divide)."""
+    x, var, mean, beta, gamma = _bn_vars()
+    eps = relay.const(np.float32(1e-5))
+    d, s = relay.subtract(x, mean), relay.sqrt(relay.add(var, eps))
+    forms = [
+        relay.add(beta, relay.divide(relay.multiply(gamma, d), s)),
+        relay.add(relay.divide(relay.multiply(gamma, d), s), beta),
+        relay.add(relay.multiply(gamma, relay.divide(d, s)), beta),
+        relay.add(relay.multiply(relay.divide(d, s), gamma), beta),
+    ]
+    eps_value = float(np.float32(1e-5))
+    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=eps_value)
+    for form in forms:
+        assert relay.structural_equal(rewrite(_Batchnorm(), form), relay.TupleGetItem(bn, 0))
+
+
+def test_division_pattern_is_reassociated_both_ways():
+    a, b, c = _v("a"), _v("b"), _v("c")
+    wa, wb, wc = wildcard(), wildcard(), wildcard()
+    div_of_mul = (wa * wb) / wc
+    assert div_of_mul.match(relay.multiply(a, relay.divide(b, c)))
+    assert div_of_mul.match(relay.multiply(relay.divide(b, c), a))
+    mul_of_div = wa * (wb / wc)
+    assert mul_of_div.match(relay.divide(relay.multiply(a, b), c))
+    # no divide inside, or another op: nothing to regroup
+    assert not div_of_mul.match(relay.multiply(a, relay.add(b, c)))
+    assert not ((wa + wb) / wc).match(relay.multiply(a, relay.divide(b, c)))
+
+
+def test_not_fuse_multi_diamond():
+    """The diamond add(relu(conv), leaky_relu(conv)) feeds another add with the conv: the
+    outer add is not the diamond."""
+    conv = is_op("nn.conv2d")(wildcard(), wildcard())
+    diamond = is_op("add")(is_op("nn.relu")(conv), is_op("nn.leaky_relu")(conv))
+    inp, weight = _v("input", shape=(1, 3, 12, 12)), _v("weight", shape=(3, 3, 3, 3))
+    c = relay.nn.conv2d(inp, weight)
+    inner = relay.add(relay.nn.relu(c), relay.nn.leaky_relu(c, alpha=0.0))
+    assert diamond.match(inner)
+    assert not diamond.match(relay.add(inner, c))
