@@ -2,9 +2,11 @@
 
 Semantics (TVM's intent, stated exactly): searching down from the child's inputs, the first node
 that matches ``parent`` is the parent; the nodes between the child and the parent must match
-``path`` (each on its own: path nodes need not be one node); every consumer of the parent's value,
-transitively up to the child, is such a path node, so the child is the only way the value leaves
-the region. Inputs that never lead to the parent (weights, other inputs) are unconstrained.
+``path`` (each on its own: path nodes need not be one node); every input of the child and of
+each path node is the parent, a path node that leads to the parent, or a leaf (a variable or
+constant: weights, biases), so two different parents ("fake diamonds") or a branch computed from
+something else do not match; every consumer of the parent's value, transitively up to the child,
+is such a path node, so the child is the only way the value leaves the region.
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ def check_dominator(s, p, child: Expr):
     if not any(id(x) in reach for x in inputs_of(child)):
         return "no input of the child leads to the parent"
     kept = tuple(n for n in region if id(n) in reach)
+    for node in (child, *kept):
+        for x in inputs_of(node):
+            if id(x) not in reach and inputs_of(x):  # leaves (weights, inputs) are free
+                return (
+                    f"{describe(x)}, an input of {describe(node)}, does not lead to the parent "
+                    f"{describe(parent)} through path nodes"
+                )
     return _check_users(s, parent, child, kept)
 
 

@@ -71,20 +71,46 @@ def test_AttrPattern():  # noqa: N802 (TVM's name)
 
 
 def test_not_match_dominator():
-    """TVM's cases but two — the "fake diamond" (two convs) and the relu reading the graph input
-    — which partita matches: a child's inputs that never reach the parent are left free (a
-    listed difference)."""
+    """TVM's four non-diamonds: two different convs (a "fake diamond"), an add (broadcast, not
+    elementwise) on the path, a relu reading the graph input instead of the conv, no conv."""
     diamond = _elemwise_diamond()
-    inp, weight = _v("input", shape=(1, 3, 12, 12)), _v("weight", shape=(3, 3, 3, 3))
-    # an add (broadcast, not elementwise) on the path
+    shape_in, shape_w = (1, 3, 12, 12), (3, 3, 3, 3)
+    conv1 = relay.nn.conv2d(_v("input1", shape=shape_in), _v("weight1", shape=shape_w))
+    conv2 = relay.nn.conv2d(_v("input2", shape=shape_in), _v("weight2", shape=shape_w))
+    assert not diamond.match(relay.add(relay.nn.relu(conv1), relay.nn.leaky_relu(conv2, alpha=0.0)))
+    inp, weight = _v("input", shape=shape_in), _v("weight", shape=shape_w)
     conv = relay.nn.conv2d(inp, weight)
     relu = relay.nn.relu(conv)
-    relu = relay.add(relu, relu)
-    assert not diamond.match(relay.add(relu, relay.nn.leaky_relu(conv, alpha=0.0)))
-    # no conv at all
+    assert not diamond.match(relay.add(relay.add(relu, relu), relay.nn.leaky_relu(conv, alpha=0.0)))
     wide = _v("wide", shape=(1, 3, 10, 10))
+    assert not diamond.match(relay.add(relay.nn.relu(wide), relay.nn.leaky_relu(conv, alpha=0.0)))
     relu = relay.nn.relu(relay.nn.relu(wide))
     assert not diamond.match(relay.add(relu, relay.tanh(relu)))
+
+
+def test_match_fake_diamond():
+    """The plain diamond pattern (one conv sub-pattern used twice) does not match two convs."""
+    conv = is_op("nn.conv2d")(wildcard(), wildcard())
+    diamond = is_op("add")(is_op("nn.relu")(conv), is_op("nn.leaky_relu")(conv))
+    shape_in, shape_w = (1, 3, 12, 12), (3, 3, 3, 3)
+    conv1 = relay.nn.conv2d(_v("input1", shape=shape_in), _v("weight1", shape=shape_w))
+    conv2 = relay.nn.conv2d(_v("input2", shape=shape_in), _v("weight2", shape=shape_w))
+    assert not diamond.match(relay.add(relay.nn.relu(conv1), relay.nn.leaky_relu(conv2, alpha=0.0)))
+
+
+def test_not_match_dominator2():
+    """The parent pattern matches at n8 and at n6 below it: one parent only, so no match."""
+    pattern = dominates(
+        is_op("nn.conv2d")(wildcard(), wildcard()),
+        is_op("nn.relu")(wildcard()),
+        is_op("add")(wildcard(), wildcard()),
+    )
+    x, w = _v("x", shape=(1, 3, 12, 12)), _v("w", shape=(3, 3, 1, 1))
+    n6 = relay.nn.conv2d(x, w)
+    n8 = relay.nn.conv2d(relay.tanh(n6), w)
+    assert not pattern.match(relay.add(n8, relay.nn.relu(n6)))
+    # the same graph with the second input from the parent itself is a diamond
+    assert pattern.match(relay.add(n8, relay.nn.relu(n8)))
 
 
 def test_partition_dominator():
