@@ -115,14 +115,17 @@ def annotate_regions(
 ) -> Expr:
     """``body`` (a plain graph) with its Regions written as compiler_begin/compiler_end; host
     regions are ``"default"``. Without ``include_non_call_ops`` tuples and tuple items are left
-    bare, as TVM's AnnotateTarget(..., include_non_call_ops=False) leaves them."""
+    bare, as TVM's AnnotateTarget(..., include_non_call_ops=False) leaves them; host units with
+    no inputs (``zeros()``, ``()``) are always bare, as in TVM."""
     begin_op, end_op = get_op(BEGIN), get_op(END)
 
     def annotated(node) -> bool:
+        region = region_of.get(id(node))
         return (
             type(node) in UNIT_TYPES
-            and id(node) in region_of
+            and region is not None
             and (include_non_call_ops or type(node) is Call)
+            and (not region.host or bool(value_children(node)))  # TVM: zeros(), () stay bare
         )
 
     def label(node) -> str:

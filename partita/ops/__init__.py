@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (importing the definition modules registers their
     qnn_pool,
     qnn_transformer,
     tensor,
+    tensor_init,
     tensor_reduce,
     tensor_transform,
     transformer,

@@ -2,13 +2,17 @@
 from partita's op registry: each is ``fn(*inputs, **attrs) -> Call``.
 
 A list or tuple of expressions passed as an input becomes a ``Tuple`` (``relay.concatenate((a,
-b), axis=1)``); Python numbers become constants. Attributes are partita's schema (validated).
+b), axis=1)``); Python numbers become constants. Attributes are partita's schema (validated),
+by keyword or, after the inputs, positionally in the schema's order (``relay.reshape(x, [20, 5])``,
+``relay.clip(x, 0, 6)``), which follows Relay's Python API.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
+from partita.errors import ArityError
 from partita.ir import Call, Expr, Tuple, const
 from partita.ops import get_op, list_ops
 
@@ -21,12 +25,38 @@ def _arg(a):
     return const(a)
 
 
+# Ops whose leading attributes Relay's Python API also takes positionally, in the same order
+# (checked against TVM's signatures); every other attribute is keyword-only, so a Relay call
+# that orders them differently (qnn.conv2d's kernel_size, take's batch_dims) fails loudly.
+POSITIONAL_ATTRS = {
+    "reshape": 1, "concatenate": 1, "clip": 2, "einsum": 1, "nn.leaky_relu": 1, "cast": 1,
+    "split": 2, "transpose": 1, "squeeze": 1, "expand_dims": 2, "mean": 3, "sum": 3, "max": 3,
+    "min": 3, "nn.softmax": 1, "zeros": 2, "ones": 2, "strided_slice": 5,
+}
+
+
 def make_op_fn(name: str):
-    """The Relay-style builder for op ``name``."""
+    """The Relay-style builder for op ``name``: the inputs, then (as Relay's Python API allows)
+    attributes positionally in the schema's order, or by keyword."""
     op = get_op(name)
+    fields = [f.name for f in dataclasses.fields(op.attrs_type)][: POSITIONAL_ATTRS.get(name, 0)]
 
     def build(*args, **attrs) -> Call:
-        return Call(op, [_arg(a) for a in args], attrs or None)
+        extra = args[op.num_inputs :]
+        if len(extra) > len(fields):
+            after = f" then the attributes ({', '.join(fields)})" if fields else ""
+            raise ArityError(
+                f"{name} takes its inputs ({', '.join(op.inputs) or 'none'}){after} "
+                f"positionally, got {len(args)} positional arguments; give attributes by keyword"
+            )
+        for field, value in zip(fields, extra):
+            if isinstance(value, Expr):
+                raise ArityError(f"{name}: attribute {field} got an expression, {value.short()}")
+            if field in attrs:
+                raise ArityError(f"{name}: attribute {field} given twice")
+            attrs[field] = value
+        inputs = args[: op.num_inputs]
+        return Call(op, [_arg(a) for a in inputs], attrs or None)
 
     build.__name__ = name.rsplit(".", 1)[-1]
     build.__qualname__ = name

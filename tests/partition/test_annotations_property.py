@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partita.partition import AnnotateTarget, MergeCompilerRegions, PartitionGraph
 from partita.partition.annotations import annotate_regions, has_annotations, strip_annotations
-from partita.partition.regions import UNIT_TYPES, flatten
+from partita.partition.regions import UNIT_TYPES, flatten, value_children
 from test_partition_property import SHAPE, dags, setups
 
 from partita.interpreter import interpret
@@ -27,7 +27,7 @@ def _labels(body, region_of) -> list:
         if type(node) not in UNIT_TYPES:
             continue
         region = region_of.get(id(node))
-        if region is None:
+        if region is None or (region.host and not value_children(node)):  # printed bare
             out.append(None)
             continue
         group = first.setdefault(id(region), len(first))

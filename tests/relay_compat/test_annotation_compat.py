@@ -358,3 +358,33 @@ def test_a_node_cannot_join_two_targets():
     bad = _mod(relay.add(cb(x, "a"), cb(x, "b")), [x])
     with pytest.raises(PartitaError, match="reads regions of two targets, 'a' and 'b'"):
         transform.PartitionGraph()(bad)
+
+
+def test_free_vars_zeros():
+    """A call with no inputs on the host is left bare."""
+    before = _mod(relay.Function([], relay.zeros(shape=(0,), dtype="float32")))
+    result = transform.AnnotateTarget("test_free_vars_zeros")(before)
+    relay.assert_structural_equal(result, _typed(before))
+
+
+@pytest.mark.parametrize("non_call_ops", [True, False])
+def test_empty_tuple(non_call_ops):
+    before = _mod(relay.Function([], relay.Tuple([])))
+    result = transform.AnnotateTarget("test_empty_tuple", non_call_ops)(before)
+    relay.assert_structural_equal(result, _typed(before))
+
+
+def test_an_unsupported_call_without_inputs_feeds_a_region_bare(targets):
+    """zeros() on the host feeding an accelerator op: the op's begin wraps it, no end."""
+    targets("test_zeros_feed", ["add"])
+    x = _v("x")
+    before = _mod(relay.add(x, relay.zeros(shape=(10, 10), dtype="float32")), [x])
+    x = _v("x")
+    z = relay.zeros(shape=(10, 10), dtype="float32")
+    after = _mod(ce(relay.add(cb(x, "test_zeros_feed"), cb(z, "test_zeros_feed")),
+                    "test_zeros_feed"), [x])
+    result = transform.AnnotateTarget("test_zeros_feed")(before)
+    relay.assert_structural_equal(result, _typed(after))
+    out = transform.PartitionGraph()(result)
+    feed = {"x": np.ones((10, 10), "float32")}
+    np.testing.assert_array_equal(relay.interpret(out, feed), relay.interpret(before, feed))

@@ -10,7 +10,13 @@ from partita.backends import unregister_backend
 from partita import relay
 from partita.errors import PartitaError
 from partita.relay import transform
-from partita.relay.dataflow_pattern import is_constant, is_op, is_tuple_get_item, wildcard
+from partita.relay.dataflow_pattern import (
+    TuplePattern,
+    is_constant,
+    is_op,
+    is_tuple_get_item,
+    wildcard,
+)
 
 
 @pytest.fixture
@@ -91,6 +97,28 @@ def test_tuple_get_item_merge():
     expected = relay.Function(params, relay.Call(composite, params))
     out = _merge(before, table)
     relay.assert_structural_equal(out, transform.InferType()(relay.IRModule.from_expr(expected)))
+
+
+def test_einsum_reshape_pattern():
+    """MergeComposite with an einsum over a tuple of optionally reshaped inputs."""
+    x, y = wildcard(), wildcard()
+    x = is_op("reshape")(x) | x
+    y = is_op("reshape")(y) | y
+    z = is_op("einsum")(TuplePattern([x, y]))
+    table = [("einsum_reshape", is_op("reshape")(z) | z)]
+
+    def body(a, b):
+        return relay.einsum([relay.reshape(a, [20, 5]), relay.reshape(b, [20, 5])],
+                            "...ab,...cb->...ac")
+
+    a, b = _v("a", (10, 10)), _v("b", (10, 10))
+    before = relay.IRModule.from_expr(relay.Function([a, b], body(a, b)))
+    a, b = _v("a", (10, 10)), _v("b", (10, 10))
+    fn = relay.Function([a, b], body(a, b)).with_attr("Composite", "einsum_reshape")
+    fn = fn.with_attr("PartitionedFromPattern", "reshape_reshape_Tuple_einsum_")
+    a, b = _v("a", (10, 10)), _v("b", (10, 10))
+    expected = relay.IRModule.from_expr(relay.Function([a, b], relay.Call(fn, [a, b])))
+    relay.assert_structural_equal(_merge(before, table), transform.InferType()(expected))
 
 
 def test_branch_merge():
