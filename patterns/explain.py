@@ -182,6 +182,8 @@ def _text(p: Pattern, d: int) -> str:
         head = pattern_text(p.op, max(d, 1))
         if isinstance(p.op, AltPattern):
             head = f"({head})"
+        if p.args is None:
+            return f"{head}(None)"
         return f"{head}({', '.join(sub(a) for a in p.args)})"
     if isinstance(p, TuplePattern):
         return (

@@ -274,6 +274,10 @@ def _call(s: Solver, p: CallPattern, e, rest):
             return goals
         return s.fail(p, e, lambda: f"op differs: expected {opp.op.name}, got {callee(e.op)}")
     args, eargs = p.args, e.args
+    if args is None:  # any arguments
+        if not s.bind(p, e) or (direct and opp not in s.binds and not s.bind(opp, e.op)):
+            return s.fail(p, e, lambda: f"capture {p.name or opp.name!r} is bound elsewhere")
+        return rest if direct else (opp, e.op, rest)
     if len(args) != len(eargs):
         return s.fail(
             p,
@@ -298,7 +302,9 @@ def _call(s: Solver, p: CallPattern, e, rest):
 
 
 def _op_call(p, op: Op) -> bool:
-    return type(p) is CallPattern and type(p.op) is OpPattern and p.op.op is op
+    return (
+        type(p) is CallPattern and type(p.op) is OpPattern and p.op.op is op and p.args is not None
+    )
 
 
 def _reassociated(s: Solver, p: CallPattern, e: Call, rest):
@@ -308,6 +314,8 @@ def _reassociated(s: Solver, p: CallPattern, e: Call, rest):
     in the other association. Goals for the regrouped pattern, or None."""
     div, mul = get_op("divide"), get_op("multiply")
     op = p.op.op
+    if p.args is None:
+        return None
     alternatives = []
     if op is div and e.op is mul and _op_call(p.args[0], mul):
         if any(type(a) is Call and a.op is div for a in e.args):

@@ -44,8 +44,9 @@ class Pattern:
 
     # ---- composition ----------------------------------------------------------------------
     def __call__(self, *args) -> CallPattern:
-        """A call whose op matches this pattern: ``is_op("add")(x, y)``."""
-        return CallPattern(self, args)
+        """A call whose op matches this pattern: ``is_op("add")(x, y)``; ``p(None)`` is a call
+        with any arguments (TVM's spelling)."""
+        return CallPattern(self, None if args == (None,) else args)
 
     def __or__(self, other) -> AltPattern:
         """Alternation: matches if either side does (left first)."""
@@ -197,16 +198,18 @@ class ExprPattern(Pattern):
 
 
 class CallPattern(Pattern):
-    """A call: ``op`` (a pattern matched against the call's op) applied to argument patterns."""
+    """A call: ``op`` (a pattern matched against the call's op) applied to argument patterns;
+    ``args=None``: any arguments, any number of them."""
 
     __slots__ = ("op", "args")
 
     def __init__(self, op: Pattern, args):
         self._init()
-        args = tuple(_as_pattern(a, f"argument {i}") for i, a in enumerate(args))
+        if args is not None:
+            args = tuple(_as_pattern(a, f"argument {i}") for i, a in enumerate(args))
         object.__setattr__(self, "op", _as_pattern(op, "op"))
         object.__setattr__(self, "args", args)
-        for op_obj in _ops_of(self.op):
+        for op_obj in _ops_of(self.op) if args is not None else ():
             if op_obj.num_inputs != len(args):
                 raise PatternError(
                     f"{op_obj.name} takes {op_obj.num_inputs} arguments "
@@ -214,7 +217,7 @@ class CallPattern(Pattern):
                 )
 
     def children(self):
-        return (self.op, *self.args)
+        return (self.op, *(self.args or ()))
 
     def root_keys(self):
         return self.op.root_keys() if _ops_of(self.op) else None

@@ -481,3 +481,24 @@ def test_not_fuse_multi_diamond():
     inner = relay.add(relay.nn.relu(c), relay.nn.leaky_relu(c, alpha=0.0))
     assert diamond.match(inner)
     assert not diamond.match(relay.add(inner, c))
+
+
+def test_partition_fuzzy_function_args():
+    """A function of any arity whose body is an add, called with any arguments, then an add:
+    partitioned for one, two and three parameters."""
+    pattern = FunctionPattern(None, wildcard() + wildcard())(None) + wildcard()
+    x, y, z, b = (_v(n) for n in "xyzb")
+    for n in (1, 2, 3):
+        params = [_v(f"p{i}") for i in range(n)]
+        body = params[0] + params[0] if n == 1 else params[0] + params[1]
+        if n == 3:
+            body = body + params[2]
+        f = relay.Function(params, body)
+        call = relay.Call(f, [x, y, z][:n])
+        out = pattern.partition(relay.add(call, b))
+        fresh = [_v(f"q{i}") for i in range(n + 1)]
+        label = ("add_" if n == 3 else "") + "add_FunctionCall_add_"
+        expected = relay.Function(
+            fresh, relay.add(relay.Call(f, fresh[:-1]), fresh[-1])
+        ).with_attr("PartitionedFromPattern", label)
+        assert relay.structural_equal(out, relay.Call(expected, [x, y, z][:n] + [b]), True)

@@ -359,3 +359,14 @@ def test_no_match_op_attr():
     assert not dense.match(relay.nn.dense(x, y))
     add = is_op("add").has_attr({"TOpPattern": K_BROADCAST})(wildcard(), wildcard())
     assert not add.match(relay.subtract(x, x))
+
+
+def test_match_call_with_any_arguments():
+    """``p(None)``: a call with any number of arguments (TVM's spelling)."""
+    x, y = _v("x"), _v("y")
+    any_call = wildcard()(None)
+    assert any_call.match(relay.nn.relu(x)) and any_call.match(relay.add(x, y))
+    assert not any_call.match(x)
+    assert is_op("add")(None).match(relay.add(x, y))
+    assert not is_op("add")(None).match(relay.multiply(x, y))
+    assert str(is_op("add")(None)) == "is_op('add')(None)"
