@@ -4,6 +4,8 @@ As in TVM's PatternGrouper, nodes are visited from the output down, so a match t
 (``requantize.optional(clip)``) is taken whole before its smaller part is tried. A match is
 refused when one of its interior nodes already belongs to another group (overlap) or is used by a
 node outside the match: replacing the match would then compute that value twice or create a cycle.
+``pattern.partition`` accepts, as TVM does, an outside user that only flows back into the match
+(the root post-dominates it): the value is then computed outside for it, and again inside.
 A match's *inputs* are the expressions bound to leaf patterns (wildcard, is_var, is_expr, and
 constants matched by ``wildcard()``); constants matched by ``is_constant()`` stay inside.
 """
@@ -91,8 +93,12 @@ def region_of(bindings: dict, root: Expr) -> tuple[dict, dict, set]:
     return interior, inputs, embedded
 
 
-def region_problem(root: Expr, interior: dict, graph: Graph, claimed: set) -> str | None:
-    """Why a match cannot be grouped (overlap, or an interior value used outside), or None."""
+def region_problem(
+    root: Expr, interior: dict, graph: Graph, claimed: set, dominated_escape: bool = False
+) -> str | None:
+    """Why a match cannot be grouped (overlap, or an interior value used outside), or None.
+    ``dominated_escape``: an interior value may also feed an outside node whose every path to
+    the output passes through the root (TVM's partition then keeps a copy outside for it)."""
     users = graph.users
     for k, node in interior.items():
         if node is root:
@@ -100,14 +106,34 @@ def region_problem(root: Expr, interior: dict, graph: Graph, claimed: set) -> st
         if k in claimed:
             return f"{describe(node)} already belongs to another match"
         for u in users.get(k, ()):
-            if id(u) not in interior:
-                return f"{describe(node)} inside the match is also used by {describe(u)} outside it"
+            if id(u) in interior or (dominated_escape and _flows_into(u, interior, users)):
+                continue
+            return f"{describe(node)} inside the match is also used by {describe(u)} outside it"
     return None
 
 
-def group_matches(graph: Graph, index: RuleIndex, accept: Callable) -> list[Group]:
+def _flows_into(start: Expr, interior: dict, users: dict) -> bool:
+    """True if every path from ``start`` to the graph's output enters the match (whose nodes all
+    lead to its root): the root post-dominates ``start``."""
+    seen, stack = {id(start)}, [start]
+    while stack:
+        node = stack.pop()
+        outs = users.get(id(node), ())
+        if not outs:
+            return False  # an output of the graph reached without passing through the match
+        for u in outs:
+            if id(u) not in interior and id(u) not in seen:
+                seen.add(id(u))
+                stack.append(u)
+    return True
+
+
+def group_matches(
+    graph: Graph, index: RuleIndex, accept: Callable, dominated_escape: bool = False
+) -> list[Group]:
     """Claim matches from the output down; ``accept(rule, root, bindings)`` returns a payload or
-    None to refuse (the next rule is then tried at that node)."""
+    None to refuse (the next rule is then tried at that node). ``dominated_escape``: see
+    ``region_problem``."""
     claimed: set[int] = set()
     groups: list[Group] = []
     solver = Solver(lambda: graph)
@@ -119,7 +145,7 @@ def group_matches(graph: Graph, index: RuleIndex, accept: Callable) -> list[Grou
                 continue
             binds = solver.binds
             interior, inputs, embedded = region_of(binds, node)
-            if region_problem(node, interior, graph, claimed):
+            if region_problem(node, interior, graph, claimed, dominated_escape):
                 continue
             payload = accept(rule, node, binds)
             if payload is None:

@@ -86,7 +86,7 @@ def _accept(rule, root, bindings):
 def _partition_body(body: Expr, index: RuleIndex, mod, counter: list) -> Expr:
     typed = _try_type(body, mod)
     graph = Graph(body)
-    groups = group_matches(graph, index, _accept)
+    groups = group_matches(graph, index, _accept, dominated_escape=True)
     if not groups:
         return body
     by_root = {id(g.root): g for g in groups}

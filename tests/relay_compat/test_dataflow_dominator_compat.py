@@ -502,3 +502,31 @@ def test_partition_fuzzy_function_args():
             fresh, relay.add(relay.Call(f, fresh[:-1]), fresh[-1])
         ).with_attr("PartitionedFromPattern", label)
         assert relay.structural_equal(out, relay.Call(expected, [x, y, z][:n] + [b]), True)
+
+
+def test_matched_outside_but_dominated():
+    """conv -> add -> multiply matched while the add also feeds a sigmoid that only flows into
+    the multiply: the partition takes the sigmoid as an input and the conv and add are kept
+    outside for it (computed twice, as TVM does); the bits are unchanged."""
+    data, weight = _v("data", shape=(1, 4, 8, 8)), _v("weight", shape=(4, 4, 3, 3))
+    bias = _v("bias", shape=(1, 4, 8, 8))
+    conv = relay.nn.conv2d(data, weight, padding=(1, 1))
+    add = relay.add(conv, bias)
+    expr = relay.multiply(add, relay.sigmoid(add))
+    pattern = is_op("multiply")(
+        is_op("add")(is_op("nn.conv2d")(wildcard(), wildcard()), wildcard()), wildcard()
+    )
+    out = pattern.partition(expr)
+    assert out.op.attrs["PartitionedFromPattern"] == "nn.conv2d_add_multiply_"
+    assert [a.short() if not isinstance(a, relay.Var) else a.name_hint for a in out.args][:3] == [
+        "data", "weight", "bias"
+    ]
+    assert out.args[3].op.name == "sigmoid"
+    rng = np.random.default_rng(0)
+    feed = {n: rng.standard_normal(v.type_annotation.shape).astype("float32")
+            for n, v in (("data", data), ("weight", weight), ("bias", bias))}
+    got = relay.interpret(relay.IRModule.from_expr(out), feed)[0]
+    np.testing.assert_array_equal(got, relay.interpret(relay.IRModule.from_expr(expr), feed)[0])
+    # an outside user that reaches the output on its own still refuses the match
+    both = relay.Tuple([relay.multiply(add, relay.sigmoid(add)), relay.sigmoid(add)])
+    assert relay.structural_equal(pattern.partition(both), both)
