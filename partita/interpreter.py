@@ -13,7 +13,18 @@ import numpy as np
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from partita.ir.types import TensorType
 from partita.ir.visitor import children, post_order
 from partita.passes.infer_type import infer_type
@@ -113,8 +124,12 @@ class _Evaluator:
                 for kid in children(node):
                     uses[id(kid)] = uses.get(id(kid), 0) + 1
         values: dict[int, object] = dict(env)
+        lets = {id(n.var): n.value for n in order if type(n) is Let}
         for node in order:
             if id(node) in values:
+                continue
+            if id(node) in lets:  # a let variable: its value was computed just before it
+                values[id(node)] = values[id(lets[id(node)])]
                 continue
             values[id(node)] = self._eval_node(node, values)
             if not isinstance(node, Function):
@@ -142,6 +157,13 @@ class _Evaluator:
             return values[id(node.tuple_value)][node.index]
         if isinstance(node, Function):
             return node
+        if isinstance(node, If):  # both branches are graph values (dataflow); cond picks one
+            cond = np.asarray(values[id(node.cond)])
+            if cond.shape != () or cond.dtype != np.bool_:
+                raise InterpreterError(f"If condition must be a scalar bool, got {cond!r}")
+            return values[id(node.true_branch if bool(cond) else node.false_branch)]
+        if isinstance(node, Let):
+            return values[id(node.body)]
         if isinstance(node, Var):
             raise InterpreterError(f"free variable %{node.name_hint} has no value")
         raise InterpreterError(f"cannot evaluate {node.short()}")

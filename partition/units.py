@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from partita.errors import PartitaError
 from partita.ir.graph import with_inputs
-from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem
+from partita.ir.nodes import Call, Expr, Function, If, Let, Tuple, TupleGetItem
 
-UNIT_TYPES = (Call, Tuple, TupleGetItem)
+# If and Let are units too: no target claims them (they stay in main), but the graph under them
+# is partitioned like any other (partita's graphs are dataflow: both branches are values).
+UNIT_TYPES = (Call, Tuple, TupleGetItem, If, Let)
 
 
 class RegionError(PartitaError):
@@ -66,6 +68,10 @@ def value_children(node: Expr) -> tuple:
         return node.fields
     if t is TupleGetItem:
         return (node.tuple_value,)
+    if t is If:
+        return (node.cond, node.true_branch, node.false_branch)
+    if t is Let:
+        return (node.value, node.body)
     return ()
 
 

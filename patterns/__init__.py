@@ -6,6 +6,7 @@ See docs/rewrites.md for examples.
 """
 
 from .claims import Claim, Claimer
+from .control import IfPattern, LetPattern, is_if, is_let
 from .explain import Explanation, explain, pattern_text
 from .matcher import Match, find, match
 from .partition import partition, partition_table
@@ -49,6 +50,10 @@ from .rewrite import (
 )
 
 __all__ = [
+    "IfPattern",
+    "LetPattern",
+    "is_if",
+    "is_let",
     "Claim",
     "Claimer",
     "AltPattern",

@@ -21,6 +21,7 @@ from partita.ir.module import IRModule
 from partita.ir.nodes import Expr, Function
 
 from .checks import describe
+from .control import IfPattern, LetPattern
 from .matcher import Solver
 from .pattern import (
     ENGINE,
@@ -196,6 +197,9 @@ def _text(p: Pattern, d: int) -> str:
     if isinstance(p, FunctionPattern):
         params = "None" if p.params is None else f"[{', '.join(sub(q) for q in p.params)}]"
         return f"FunctionPattern({params}, {sub(p.body)})"
+    if isinstance(p, (IfPattern, LetPattern)):
+        name = "is_if" if isinstance(p, IfPattern) else "is_let"
+        return f"{name}({', '.join(sub(q) for q in p.children())})"
     if isinstance(p, AltPattern):
         return f"{sub(p.left)} | {sub(p.right)}"
     return _wrapper_text(p, sub)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph, function_bodies, node_key
-from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from partita.ir.nodes import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from partita.ir.structural import structural_equal
 from partita.ir.visitor import free_vars
 from partita.ops.registry import Op, get_op
@@ -28,6 +28,7 @@ from .checks import (
     op_mismatch,
     type_mismatch,
 )
+from .control import IfPattern, LetPattern
 from .dominator import check_dominator
 from .pattern import (
     ENGINE,
@@ -436,7 +437,25 @@ def _dominator_post(s: Solver, p: DominatorPattern, e, rest):
     return rest
 
 
+def _if(s: Solver, p: IfPattern, e, rest):
+    if type(e) is not If:
+        return s.fail(p, e, lambda: f"not an If: got {describe(e)}")
+    goals = s.bind_or_fail(p, e, rest)
+    if goals is _FAIL:
+        return goals
+    return (p.cond, e.cond, (p.true_branch, e.true_branch, (p.false_branch, e.false_branch, goals)))
+
+
+def _let(s: Solver, p: LetPattern, e, rest):
+    if type(e) is not Let:
+        return s.fail(p, e, lambda: f"not a Let: got {describe(e)}")
+    goals = s.bind_or_fail(p, e, rest)
+    return goals if goals is _FAIL else (p.var, e.var, (p.value, e.value, (p.body, e.body, goals)))
+
+
 _STEP = {
+    IfPattern: _if,
+    LetPattern: _let,
     WildcardPattern: _wildcard,
     OpPattern: _op,
     VarPattern: _var,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from partita.errors import PartitaError
 
 from .module import IRModule
-from .nodes import Call, Expr, Function, Tuple, TupleGetItem
+from .nodes import Call, Expr, Function, If, Let, Tuple, TupleGetItem
 
 
 def node_key(e: Expr) -> str:
@@ -26,7 +26,8 @@ def node_key(e: Expr) -> str:
 
 def value_inputs(node: Expr) -> tuple:
     """What ``node`` consumes in the dataflow graph: a call's args (and the composite it calls),
-    a tuple's fields, a projection's tuple; nothing for leaves and functions."""
+    a tuple's fields, a projection's tuple, an If's condition and branches, a Let's value and
+    body; nothing for leaves and functions."""
     t = type(node)
     if t is Call:
         return node.args if type(node.op) is not Function else (node.op, *node.args)
@@ -34,6 +35,10 @@ def value_inputs(node: Expr) -> tuple:
         return node.fields
     if t is TupleGetItem:
         return (node.tuple_value,)
+    if t is If:  # dataflow: both branches are values of the graph
+        return (node.cond, node.true_branch, node.false_branch)
+    if t is Let:  # the variable is a leaf of the body that stands for the value
+        return (node.value, node.body)
     return ()
 
 
@@ -51,6 +56,10 @@ def with_inputs(node: Expr, inputs) -> Expr:
         return Tuple(inputs, node.span)
     if t is TupleGetItem:
         return TupleGetItem(inputs[0], node.index, node.span)
+    if t is If:
+        return If(*inputs, node.span)
+    if t is Let:
+        return Let(node.var, inputs[0], inputs[1], node.span)
     return node
 
 

@@ -1,4 +1,4 @@
-"""IR nodes: Var, Constant, Call, Tuple, TupleGetItem, Function, GlobalVar.
+"""IR nodes: Var, Constant, Call, Tuple, TupleGetItem, If, Let, Function, GlobalVar.
 
 Nodes are immutable: passes build new nodes. The one exception is the type annotation that
 InferType writes once into ``_type`` (a node's type depends only on the sub-graph below it, so
@@ -300,6 +300,42 @@ class TupleGetItem(Expr):
             raise PartitaError(f"TupleGetItem of a non-expression {tuple_value!r}")
         object.__setattr__(self, "tuple_value", tuple_value)
         object.__setattr__(self, "index", int(index))
+
+
+class If(Expr):
+    """``if (cond) { true_branch } else { false_branch }``: ``cond`` a scalar bool tensor.
+
+    partita's graphs are dataflow: both branches are values of the graph (a pass may compute
+    both; only ``cond`` decides which one the If returns), so an If costs what its branches cost
+    and adds no scope."""
+
+    __slots__ = ("cond", "true_branch", "false_branch")
+
+    def __init__(self, cond: Expr, true_branch: Expr, false_branch: Expr, span=None):
+        self._init(span)
+        parts = {"cond": cond, "true_branch": true_branch, "false_branch": false_branch}
+        for what, e in parts.items():
+            if not isinstance(e, Expr):
+                raise PartitaError(f"If {what} is not an expression: {e!r}")
+        object.__setattr__(self, "cond", cond)
+        object.__setattr__(self, "true_branch", true_branch)
+        object.__setattr__(self, "false_branch", false_branch)
+
+
+class Let(Expr):
+    """``let %var = value; body``: ``var`` names ``value`` inside ``body``."""
+
+    __slots__ = ("var", "value", "body")
+
+    def __init__(self, var: Var, value: Expr, body: Expr, span=None):
+        self._init(span)
+        if not isinstance(var, Var):
+            raise PartitaError(f"Let binds a Var, got {var!r}")
+        if not isinstance(value, Expr) or not isinstance(body, Expr):
+            raise PartitaError("Let value and body must be expressions")
+        object.__setattr__(self, "var", var)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "body", body)
 
 
 class Function(Expr):

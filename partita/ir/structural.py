@@ -12,7 +12,7 @@ import numpy as np
 from partita.errors import PartitaError
 
 from .module import IRModule
-from .nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 
 
 class StructuralMismatch(PartitaError, AssertionError):
@@ -93,6 +93,8 @@ class _Comparer:
             return f"tuple index differs: {x.index} vs {y.index}"
         if isinstance(x, Function):
             return _function_diff(x, y, self)
+        if isinstance(x, Let):
+            return _bind_params([x.var], [y.var], self, "let variable")
         if isinstance(x, GlobalVar) and x.name_hint != y.name_hint:
             return f"global differs: @{x.name_hint} vs @{y.name_hint}"
         return None
@@ -128,6 +130,13 @@ def _paired_children(x, y):
         yield ".tuple_value", x.tuple_value, y.tuple_value
     elif isinstance(x, Function):
         yield ".body", x.body, y.body
+    elif isinstance(x, If):
+        yield ".cond", x.cond, y.cond
+        yield ".true_branch", x.true_branch, y.true_branch
+        yield ".false_branch", x.false_branch, y.false_branch
+    elif isinstance(x, Let):
+        yield ".value", x.value, y.value
+        yield ".body", x.body, y.body
 
 
 def _call_diff(x: Call, y: Call) -> str | None:
@@ -156,15 +165,20 @@ def _function_diff(x: Function, y: Function, comparer: _Comparer) -> str | None:
         return f"number of parameters differs: {len(x.params)} vs {len(y.params)}"
     if x.ret_type is not None and y.ret_type is not None and x.ret_type != y.ret_type:
         return f"return type differs: {x.ret_type} vs {y.ret_type}"
-    for p, q in zip(x.params, y.params):
+    return _bind_params(x.params, y.params, comparer, "parameter")
+
+
+def _bind_params(xs, ys, comparer: _Comparer, what: str) -> str | None:
+    """Pair the variables a function or a let binds, by position."""
+    for p, q in zip(xs, ys):
         if p.type_annotation != q.type_annotation:
             return (
-                f"type of parameter %{p.name_hint} differs: "
+                f"type of {what} %{p.name_hint} differs: "
                 f"{p.type_annotation} vs {q.type_annotation}"
             )
         if id(p) in comparer.lmap or id(q) in comparer.rmap:
             if comparer.lmap.get(id(p)) is not q:
-                return f"parameter %{p.name_hint} pairs with %{q.name_hint} inconsistently"
+                return f"{what} %{p.name_hint} pairs with %{q.name_hint} inconsistently"
         comparer.lmap[id(p)], comparer.rmap[id(q)] = q, p
     return None
 

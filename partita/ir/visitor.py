@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from .nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 
 
 def children(node: Expr) -> tuple:
@@ -21,6 +21,10 @@ def children(node: Expr) -> tuple:
         return (node.tuple_value,)
     if isinstance(node, Function):
         return (*node.params, node.body)
+    if isinstance(node, If):
+        return (node.cond, node.true_branch, node.false_branch)
+    if isinstance(node, Let):  # the value before the variable that names it
+        return (node.value, node.var, node.body)
     return ()
 
 
@@ -64,6 +68,8 @@ def free_vars(expr: Expr) -> list[Var]:
     for node in post_order(expr):
         if isinstance(node, Function):
             bound.update(id(p) for p in node.params)
+        elif isinstance(node, Let):
+            bound.add(id(node.var))
     out, seen = [], set()
     for node in post_order(expr):
         if isinstance(node, Var) and id(node) not in bound and id(node) not in seen:
@@ -92,6 +98,8 @@ _VISIT = {
     TupleGetItem: "visit_tuple_getitem",
     Function: "visit_function",
     GlobalVar: "visit_global_var",
+    If: "visit_if",
+    Let: "visit_let",
 }
 
 
@@ -129,6 +137,12 @@ class ExprMutator:
             return self.rewrite_tuple(node, [m[id(f)] for f in node.fields])
         if isinstance(node, TupleGetItem):
             return self.rewrite_tuple_getitem(node, m[id(node.tuple_value)])
+        if isinstance(node, If):
+            return self.rewrite_if(
+                node, m[id(node.cond)], m[id(node.true_branch)], m[id(node.false_branch)]
+            )
+        if isinstance(node, Let):
+            return self.rewrite_let(node, m[id(node.var)], m[id(node.value)], m[id(node.body)])
         if isinstance(node, Function):
             # Without enter_functions, an inner function's body is not in the memo: keep it.
             return self.rewrite_function(
@@ -167,6 +181,17 @@ class ExprMutator:
 
     def rewrite_global_var(self, gv: GlobalVar) -> Expr:
         return gv
+
+    def rewrite_if(self, node: If, cond: Expr, true_branch: Expr, false_branch: Expr) -> Expr:
+        same = cond is node.cond and true_branch is node.true_branch
+        if same and false_branch is node.false_branch:
+            return node
+        return If(cond, true_branch, false_branch, node.span)
+
+    def rewrite_let(self, node: Let, var: Expr, value: Expr, body: Expr) -> Expr:
+        if var is node.var and value is node.value and body is node.body:
+            return node
+        return Let(var, value, body, node.span)
 
 
 def substitute(expr: Expr, mapping: dict[Expr, Expr]) -> Expr:

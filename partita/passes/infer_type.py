@@ -8,7 +8,18 @@ from __future__ import annotations
 from partita.errors import PartitaError, TypeInferenceError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from partita.ir.types import TensorType, TupleType, Type
 from partita.ir.visitor import children, post_order
 from partita.limits import MemoryBudgetError, check_shape
@@ -21,10 +32,17 @@ from .infra import module_pass
 def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     """Type ``expr`` and everything under it (in place: types are write-once caches); return its
     type. Calls to global functions need ``mod``."""
-    for node in post_order(expr):
+    order = post_order(expr)
+    lets = _let_values(order)
+    for node in order:
         if node.type_or_none is None or isinstance(node, Function):
-            infer_node_type(node, mod)
+            infer_node_type(node, mod, lets)
     return expr.type_or_none
+
+
+def _let_values(nodes) -> dict:
+    """id(let variable) -> the value it names, for the Lets among ``nodes``."""
+    return {id(n.var): n.value for n in nodes if type(n) is Let}
 
 
 def infer_new_types(root: Expr, mod: IRModule | None = None) -> None:
@@ -49,14 +67,16 @@ def infer_new_types(root: Expr, mod: IRModule | None = None) -> None:
         if not state[key]:
             state[key] = True
             pending.append(node)
+    lets = _let_values(pending)
     for node in pending:
         if node.type_or_none is None or type(node) is Function:
-            infer_node_type(node, mod)
+            infer_node_type(node, mod, lets)
 
 
-def infer_node_type(node: Expr, mod: IRModule | None = None) -> None:
+def infer_node_type(node: Expr, mod: IRModule | None = None, lets: dict | None = None) -> None:
     """Type one node whose children are already typed (the per-node step of InferType, for
-    rewrites that re-type only the nodes they built)."""
+    rewrites that re-type only the nodes they built); ``lets``: id(let variable) -> value, for
+    let variables without an annotation."""
     if isinstance(node, Call):
         node.with_type(_call_type(node, mod))
     elif isinstance(node, Tuple):
@@ -70,6 +90,12 @@ def infer_node_type(node: Expr, mod: IRModule | None = None) -> None:
                 f"{_where(node)}: index {node.index} out of range for a tuple of {len(t.fields)}"
             )
         node.with_type(t.fields[node.index])
+    elif isinstance(node, Var) and lets and id(node) in lets:
+        node.with_type(lets[id(node)].type_or_none)
+    elif isinstance(node, If):
+        node.with_type(_if_type(node))
+    elif isinstance(node, Let):
+        node.with_type(node.body.type_or_none)
     elif isinstance(node, Var):
         raise TypeInferenceError(
             f"variable %{node.name_hint} has no type annotation; give it "
@@ -92,6 +118,16 @@ def infer_node_type(node: Expr, mod: IRModule | None = None) -> None:
         node.with_type(infer_type(fn, mod))
     elif isinstance(node, Constant):
         pass  # typed at construction
+
+
+def _if_type(node: If) -> Type:
+    cond = node.cond.type_or_none
+    if not (isinstance(cond, TensorType) and cond.shape == () and cond.dtype == "bool"):
+        raise TypeInferenceError(f"{_where(node)}: the condition must be a scalar bool, got {cond}")
+    t, f = node.true_branch.type_or_none, node.false_branch.type_or_none
+    if t != f:
+        raise TypeInferenceError(f"{_where(node)}: the branches differ in type: {t} vs {f}")
+    return t
 
 
 def _call_type(call: Call, mod) -> Type:

@@ -9,7 +9,7 @@ recurses as TVM's Python visitors do, so very deep graphs need partita's own pos
 
 from __future__ import annotations
 
-from partita.ir import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 
 _METHOD = {
     Call: "visit_call",
@@ -19,6 +19,8 @@ _METHOD = {
     TupleGetItem: "visit_tuple_getitem",
     Function: "visit_function",
     GlobalVar: "visit_global_var",
+    If: "visit_if",
+    Let: "visit_let",
 }
 
 
@@ -56,6 +58,16 @@ class ExprVisitor(_Functor):
             self.visit(p)
         self.visit(fn.body)
 
+    def visit_if(self, node: If):
+        self.visit(node.cond)
+        self.visit(node.true_branch)
+        self.visit(node.false_branch)
+
+    def visit_let(self, node: Let):
+        self.visit(node.var)
+        self.visit(node.value)
+        self.visit(node.body)
+
     def visit_var(self, var: Var):
         return None
 
@@ -91,6 +103,18 @@ class ExprMutator(_Functor):
         if body is fn.body and all(a is b for a, b in zip(params, fn.params)):
             return fn
         return Function(params, body, fn.ret_type, fn.attrs, fn.span)
+
+    def visit_if(self, node: If) -> Expr:
+        parts = [self.visit(node.cond), self.visit(node.true_branch), self.visit(node.false_branch)]
+        if all(a is b for a, b in zip(parts, (node.cond, node.true_branch, node.false_branch))):
+            return node
+        return If(*parts, node.span)
+
+    def visit_let(self, node: Let) -> Expr:
+        var, value, body = self.visit(node.var), self.visit(node.value), self.visit(node.body)
+        if var is node.var and value is node.value and body is node.body:
+            return node
+        return Let(var, value, body, node.span)
 
     def visit_var(self, var: Var) -> Expr:
         return var

@@ -16,13 +16,13 @@ import numpy as np
 from partita.errors import AttrError, OpNotFoundError, ParseError, PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from partita.ops.registry import get_op
 
 from .lexer import EOF, decode_literal, name_of
 from .values import TokenCursor
 
-_UNSUPPORTED = {"let", "if", "match", "ref", "type", "extern"}
+_UNSUPPORTED = {"match", "ref", "type", "extern"}
 _INDEX = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
@@ -199,6 +199,8 @@ class _Parser(TokenCursor):
                 self._param(i + 1)
                 self._end(";", None, "';' after the free_var declaration")
                 continue
+            if kinds[i] == "IDENT" and self.texts[i] == "let":
+                return self._let(i, open_at)
             if kinds[i] == "LOCAL" and kinds[i + 1] == "=":
                 key = self._key(self.texts[i])
                 if key in scope:
@@ -216,6 +218,35 @@ class _Parser(TokenCursor):
                     else "the end of the input after the result",
                 )
                 return value
+
+    def _let(self, i: int, open_at: int | None):
+        """``let %v[: type] = value;`` then the rest of the block, which is the Let's body."""
+        if self.kinds[i + 1] != "LOCAL":
+            raise self.error(f"expected a variable after 'let', got {self._describe(i + 1)}", i + 1)
+        var = self._param(i + 1)  # declared in the current scope, visible to the rest
+        if self.kinds[self.i] != "=":
+            raise self.error(f"expected '=' after let {self.texts[i + 1]}", self.i)
+        self.i += 1
+        value = self._expr()
+        self._end(";", open_at, "';' after the let binding")
+        return self._make(i, Let, var, value, self._body(open_at), self.spans.get(i))
+
+    def _if(self, i: int):
+        """``if (cond) { ... } else { ... }``; each branch a block of bindings then a result."""
+        self.i = i + 1
+        self.expect("(")
+        cond = self._expr()
+        self.expect(")")
+        branches = []
+        for k in range(2):
+            if k:
+                if not (self.kinds[self.i] == "IDENT" and self.texts[self.i] == "else"):
+                    raise self.error(f"expected 'else', got {self._describe(self.i)}", self.i)
+                self.i += 1
+            self.scopes.append({})
+            branches.append(self._body(self.expect("{", "'{' to open a branch")))
+            self.scopes.pop()
+        return self._make(i, If, cond, branches[0], branches[1], self.spans.get(i))
 
     def _end(self, kind: str, open_at: int | None, what: str) -> None:
         if self.kinds[self.i] == kind:
@@ -273,6 +304,8 @@ class _Parser(TokenCursor):
             self.i = i + 1
             self.scopes.append({})
             return self._function(i)
+        if word == "if":
+            return self._if(i)
         if word in _UNSUPPORTED:
             raise self.error(
                 f"'{word}' is not supported: partita reads the graph form "

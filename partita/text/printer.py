@@ -7,7 +7,9 @@
       qnn.quantize(%1, 0.1f, 2) /* ty=Tensor[(1, 8, 8, 4), int8] */
     }
 
-Every Call, Tuple, TupleGetItem and inner Function gets one ``%n`` binding; scalar constants are
+Every Call, Tuple, TupleGetItem, If and inner Function gets one ``%n`` binding (an If's branches are
+values bound before it: ``if (%3) { %1 } else { %2 }``); a Let prints as ``let %v = value;`` where
+its variable is first needed, then its body's bindings; scalar constants are
 written inline (bound like a node when one constant object is shared), other constants are
 ``meta[relay.Constant][i]``. Types come from the InferType cache; the printer never infers.
 """
@@ -21,7 +23,17 @@ import numpy as np
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem
+from partita.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+)
 from partita.ir.types import TensorType, TupleType, Type
 from partita.ir.visitor import children, free_vars, post_order
 from partita.ops.registry import Op
@@ -106,6 +118,7 @@ class _Printer:
         """Walk every function scope once: record each scope's node order, and which scalar
         constants are shared (bound once; hoisted to the top when shared across scopes)."""
         self.orders: dict[int, list[Expr]] = {}
+        self.let_values: dict[int, Expr] = {}
         uses: dict[int, int] = {}
         scope_of: dict[int, int | None] = {}
         first: dict[int, Constant] = {}
@@ -114,6 +127,7 @@ class _Printer:
             fn, root = work.pop()
             order = [root] if isinstance(root, Function) else post_order(root, False)
             self.orders[id(fn)] = order
+            self.let_values.update((id(n.var), n.value) for n in order if type(n) is Let)
             scope = id(fn)
             for kid in _uses(order, root):
                 if type(kid) is Function:
@@ -164,6 +178,20 @@ class _Printer:
                     continue
             elif kind is GlobalVar:
                 names[key] = _global(node.name_hint)
+                continue
+            elif kind is If:
+                cond, t, f = (names[id(c)] for c in children(node))
+                text = f"if ({cond}) {{ {t} }} else {{ {f} }}"
+            elif kind is Let:  # its binding was printed at its variable; it is its body
+                names[key] = names[id(node.body)]
+                if node is root:
+                    return names[key]
+                continue
+            elif key in self.let_values:  # a let variable: ``let %v = value;`` here
+                name = names[key] = self._var_name(node.name_hint)
+                ann = node.type_annotation
+                head = f"{name}: {self._type(ann)}" if ann is not None else name
+                lines.append(f"{pad}let {head} = {names[id(self.let_values[key])]};")
                 continue
             else:  # a free Var inside a function: ill-formed, but printable
                 names[key] = self._var_name(node.name_hint)
