@@ -9,11 +9,14 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import DRIVER, F32, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
+from .float_kernels import FloatKernels
 from .lower import Kernel
 from .vector import VectorKernels
 
+FLOAT_KINDS = ("EWISE", "FDENSE", "FBMM", "FSOFTMAX", "FLAYERNORM", "FREDUCE", "TAKE", "CONST")
 
-class KernelEmitter(VectorKernels, Emitter):
+
+class KernelEmitter(FloatKernels, VectorKernels, Emitter):
     def function(self, k: Kernel, n_inputs: int):
         """``void name(ptr in..., ptr out, ptr const...)``; the constants' pointers (weights,
         tables, per-channel parameters, in ``constants(k)`` order) go to ``self.cargs``."""
@@ -342,7 +345,9 @@ def constants(k: Kernel) -> list[tuple[str, np.ndarray]]:
     weights, scales as float64, per-channel parameters as int32), in argument order."""
     out = []
     for name, a in sorted(k.arrays.items()):
-        if k.kind in ("VCONV", "VDW"):  # int16 weights: the exact AVX2 kernel's, pre-widened
+        if k.kind in FLOAT_KINDS:  # operands in their own dtype (bools as bytes)
+            a = a.astype(np.uint8) if a.dtype == np.bool_ else a
+        elif k.kind in ("VCONV", "VDW"):  # int16 weights: the exact AVX2 kernel's, pre-widened
             keep = a.dtype.itemsize == 1 or a.dtype in (np.float32, np.int16)
             a = a if keep else a.astype(np.int32)
         elif name == "table":

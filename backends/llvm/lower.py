@@ -28,6 +28,8 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantize_multiplier_array
 
+# imported last: float_lower reads nothing of this module at import time
+from .float_lower import lower_float  # noqa: E402
 from .vplan import vector_kernel
 
 EIGHT_BIT = ("int8", "uint8")
@@ -135,6 +137,9 @@ class _Lowering:
         )
 
     def src(self, expr) -> int:
+        if id(expr) not in self.ids and isinstance(expr, Constant):
+            # a constant tensor read as data: a CONST kernel copies it into a buffer
+            self.emit("CONST", expr, [], {}, {"value": np.ascontiguousarray(_const(expr))})
         if id(expr) not in self.ids:
             raise LLVMError(f"llvm: operand {expr.short()} is not computed by this segment")
         return self.ids[id(expr)]
@@ -191,13 +196,14 @@ class _Lowering:
                 "out_dtype": out,
             }
             return self.emit("QUANT", call, [self.src(data[0])], params)
+        pair = call.args[:2]
         if (
             name in ("qnn.add", "qnn.subtract", "qnn.mul")
-            and consts_scalar
-            and set(dtypes) <= set(EIGHT_BIT)
+            and all(_const(a).ndim == 0 for a in call.args[2:])
+            and {a.checked_type.dtype for a in pair} <= set(EIGHT_BIT)
             and out in EIGHT_BIT
-            and len(data) == 2
         ):
+            data, dtypes = list(pair), [a.checked_type.dtype for a in pair]
             oshape = call.checked_type.shape
             strides = [_broadcast_strides(d.checked_type.shape, oshape) for d in data]
             return self.emit(
@@ -207,6 +213,8 @@ class _Lowering:
                 {"out_shape": list(oshape), "strides": strides},
                 {"table": _table2(call, dtypes, out)},
             )
+        if lower_float(self, call, name):
+            return None
         raise LLVMError(f"llvm cannot compile {where} yet (build with the 'ref' host for it)")
 
     def emit(self, kind, call, inputs, params=None, arrays=None) -> None:

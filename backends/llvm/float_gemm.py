@@ -1,0 +1,154 @@
+"""Vectorized float32 matrix products for FDENSE and FBMM: a register tile of 4 rows x 4
+vectors of 16 floats (16 accumulators), ``llvm.fma`` per weight vector and row, the weights read
+as [K][N] rows (FDENSE packs them so at compile time). Accumulated in float32 in k order (as
+ONNX Runtime's MLAS does, in its own order), so results differ from the reference's float64 sums
+by float32 rounding (tests allow 1e-5 relative). Shapes whose N is not a multiple of 16, and
+products whose B is read across rows (transpose_b), use float_kernels' double-precision loops."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .codegen import F32, c64, for_range
+
+VEC = 16
+V16F = ir.VectorType(F32, VEC)
+I32T = ir.IntType(32)
+ROWS, COLS = 4, 4  # the register tile: rows of A x vectors of B
+
+
+class FloatGemm:
+    def vfma(self, b, a, w, acc):
+        name = "llvm.fma.v16f32"
+        fn = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(V16F, [V16F] * 3), name=name
+        )
+        return b.call(fn, [a, w, acc])
+
+    def vload_f(self, b, ptr, index):
+        return b.load(b.gep(ptr, [index], source_etype=F32), typ=V16F, align=4)
+
+    def vstore_f(self, b, value, ptr, index):
+        b.store(value, b.gep(ptr, [index], source_etype=F32), align=4)
+
+    def splat_f(self, b, value):
+        undef = ir.Constant(V16F, ir.Undefined)
+        vec = b.insert_element(undef, value, ir.Constant(I32T, 0))
+        return b.shuffle_vector(vec, undef, ir.Constant(ir.VectorType(I32T, VEC), [0] * VEC))
+
+    def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y):
+        """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
+        ``cols``-vector column block at n0, for n in steps of 16.
+        ``cells``: ROWS x COLS allocas of <16 x float> from the entry block (SROA turns
+        them into registers)."""
+        nv = n_count // VEC
+        for rows, start, count in ((ROWS, 0, m_count // ROWS), (1, (m_count // ROWS) * ROWS,
+                                                                 m_count % ROWS)):
+            if count == 0:
+                continue
+            for cols, vstart, vcount in ((COLS, 0, nv // COLS), (1, (nv // COLS) * COLS,
+                                                                 nv % COLS)):
+                if vcount == 0:
+                    continue
+                with for_range(b, count, "mt") as mt, for_range(b, vcount, "nt") as nt:
+                    m0 = b.add(c64(start), b.mul(mt, c64(rows)))
+                    n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
+                    zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
+                    for r in range(rows):
+                        for v in range(cols):
+                            b.store(zero, cells[r][v])
+                    with for_range(b, k_count, "k") as kk:
+                        ws = [self.vload_f(b, w, w_at(kk, n0, v, cols)) for v in range(cols)]
+                        for r in range(rows):
+                            a = self.load_at(b, x, a_at(b.add(m0, c64(r)), kk), F32)
+                            av = self.splat_f(b, a)
+                            for v in range(cols):
+                                acc = b.load(cells[r][v], typ=V16F)
+                                b.store(self.vfma(b, av, ws[v], acc), cells[r][v])
+                    for r in range(rows):
+                        for v in range(cols):
+                            at = y_at(b.add(m0, c64(r)), b.add(n0, c64(v * VEC)))
+                            self.vstore_f(b, b.load(cells[r][v], typ=V16F), y, at)
+
+    def gemm_cells(self, b):
+        return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(ROWS)]
+
+    def k_fdense_vec(self, k):
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        w = self.cargs["wt"]
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        cells = self.gemm_cells(b)
+
+        def w_at(kk, n0, v, cols):  # float_lower.panels: [N/64][K][64], then [K][16] panels
+            if cols == COLS:
+                return b.add(b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(COLS * VEC))), c64(v * VEC))
+            return b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(VEC)))
+
+        self.gemm(
+            b, cells, m_, n_, k_,
+            lambda m, kk: b.add(b.mul(m, c64(k_)), kk),
+            w_at,
+            lambda m, n: b.add(b.mul(m, c64(n_)), n),
+            x, w, y,
+        )  # fmt: skip
+        b.ret_void()
+        return fn
+
+    def k_fbmm_vec(self, k):
+        """Batched, B read as [K][N] (transpose_b false): one gemm per batch."""
+        p = k.params
+        fn, b, (x, w, y) = self.function(k, 2)
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        cells = self.gemm_cells(b)
+        with for_range(b, p["B"], "bt") as bt:
+            xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
+            wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
+            yb = b.mul(bt, c64(m_ * n_))
+
+            def a_at(m, kk):
+                inner = b.add(b.mul(kk, c64(m_)), m) if p["ta"] else b.add(b.mul(m, c64(k_)), kk)
+                return b.add(xb, inner)
+
+            self.gemm(
+                b, cells, m_, n_, k_, a_at,
+                lambda kk, n0, v, cols: b.add(
+                    wb, b.add(b.mul(kk, c64(n_)), b.add(n0, c64(v * VEC)))
+                ),
+                lambda m, n: b.add(yb, b.add(b.mul(m, c64(n_)), n)),
+                x, w, y,
+            )  # fmt: skip
+        b.ret_void()
+        return fn
+
+
+    def k_fbmm_dot(self, k):
+        """Batched with B read as [N][K] (transpose_b, K a multiple of 16): each output a dot
+        product of 16-float chunks along k, reduced once."""
+        p = k.params
+        fn, b, (x, w, y) = self.function(k, 2)
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        cell = b.alloca(V16F)
+        name = "llvm.vector.reduce.fadd.v16f32"
+        reduce = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(F32, [F32, V16F]), name=name
+        )
+        with for_range(b, p["B"], "bt") as bt, for_range(b, m_, "m") as m:
+            xb = b.add(b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_)), b.mul(m, c64(k_)))
+            wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
+            yb = b.mul(b.add(b.mul(bt, c64(m_)), m), c64(n_))
+            with for_range(b, n_, "n") as n:
+                b.store(ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC), cell)
+                row = b.add(wb, b.mul(n, c64(k_)))
+                with for_range(b, k_ // VEC, "kc") as kc:
+                    off = b.mul(kc, c64(VEC))
+                    xv = self.vload_f(b, x, b.add(xb, off))
+                    wv = self.vload_f(b, w, b.add(row, off))
+                    b.store(self.vfma(b, xv, wv, b.load(cell, typ=V16F)), cell)
+                total = b.call(reduce, [ir.Constant(F32, 0.0), b.load(cell, typ=V16F)])
+                self.store_at(b, total, y, b.add(yb, n), F32)
+        b.ret_void()
+        return fn
+
+
+__all__ = ["FloatGemm", "VEC"]

@@ -1,0 +1,401 @@
+"""The IR of float_lower.py's kernels: loops over (broadcast) buffers, arithmetic in double for
+floats (the reference's float64 sums; one float32 op computed in double and rounded once is the
+correctly rounded float32 result), i64 for integers, i1 for bools. libm's ``erf`` and ``tanh``
+are called by name (the process's C library resolves them when the object code is loaded)."""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from .codegen import F32, F64, I8, I32, I64, c64, for_range
+from .float_gemm import FloatGemm
+
+STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int32": I32, "int64": I64,
+         "bool": I8}  # fmt: skip
+KIND = {"float32": "f", "float64": "f", "int8": "i", "uint8": "i", "int32": "i", "int64": "i",
+        "bool": "b"}  # fmt: skip
+_FCMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+         "greater_equal": ">="}  # fmt: skip
+
+
+def fconst(v) -> ir.Constant:
+    return ir.Constant(F64, float(v))
+
+
+class FloatKernels(FloatGemm):
+    # -- typed loads and stores ------------------------------------------------------------
+    def load_value(self, b, ptr, index, dtype: str):
+        """(kind, value): float32 -> double, int32/int64 -> i64, bool -> i1."""
+        v = self.load_at(b, ptr, index, STORE[dtype])
+        if dtype in ("float32", "float64"):
+            return "f", b.fpext(v, F64) if dtype == "float32" else v
+        if dtype == "bool":
+            return "b", b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+        if dtype == "uint8":
+            return "i", b.zext(v, I64)
+        return "i", v if dtype == "int64" else b.sext(v, I64)
+
+    def store_value(self, b, value, ptr, index, dtype: str):
+        kind, v = value
+        v = self.convert(b, (kind, v), KIND[dtype])
+        if dtype == "float32":
+            v = b.fptrunc(v, F32)
+        elif dtype == "int32":
+            v = b.trunc(v, I32)
+        elif dtype == "bool":
+            v = b.zext(v, I8)
+        self.store_at(b, v, ptr, index, STORE[dtype])
+
+    def convert(self, b, value, to: str):
+        kind, v = value
+        if kind == to:
+            return v
+        if to == "f":
+            return b.uitofp(v, F64) if kind == "b" else b.sitofp(v, F64)
+        if to == "b":
+            zero = fconst(0) if kind == "f" else c64(0)
+            return b.fcmp_unordered("!=", v, zero) if kind == "f" else b.icmp_signed("!=", v, zero)
+        if kind == "b":
+            return b.zext(v, I64)
+        return self.float_to_int(b, v)
+
+    def float_to_int(self, b, v):
+        """Truncate toward zero, wrapping modulo 2**64 (the low bits wrap any integer dtype);
+        nan and infinities give 0 (the reference's cast)."""
+        t = b.call(self.intrinsic("llvm.trunc", F64), [v])
+        two64 = fconst(2.0**64)
+        r = b.frem(t, two64)
+        r = b.select(b.fcmp_ordered(">=", r, fconst(2.0**63)), b.fsub(r, two64), r)
+        r = b.select(b.fcmp_ordered("<", r, fconst(-(2.0**63))), b.fadd(r, two64), r)
+        magnitude = b.call(self.intrinsic("llvm.fabs", F64), [v])
+        finite = b.fcmp_ordered("<", magnitude, fconst(math.inf))
+        return b.select(finite, b.fptosi(r, I64), c64(0))
+
+    def intrinsic(self, name: str, ty):
+        return self.module.declare_intrinsic(name, [ty])
+
+    def libm(self, name: str):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(F64, [F64]), name=name)
+        return fn
+
+    # -- one scalar op -----------------------------------------------------------------------
+    def scalar(self, b, op: str, vals: list, p: dict):
+        """The op on loaded (kind, value) operands, as (kind, value)."""
+        kinds = {k for k, _ in vals}
+        if op == "where":
+            cond = self.convert(b, vals[0], "b")
+            kind = "f" if "f" in (vals[1][0], vals[2][0]) else vals[1][0]
+            x, y = (self.convert(b, v, kind) for v in vals[1:])
+            return kind, b.select(cond, x, y)
+        if op == "dequantize":  # (x - zero_point) * scale
+            diff = b.sitofp(b.sub(vals[0][1], vals[2][1]), F64)
+            return "f", b.fmul(diff, vals[1][1])
+        if op == "cast":
+            return KIND[p["out_dtype"]], self.convert(b, vals[0], KIND[p["out_dtype"]])
+        if op in _FCMP:
+            kind = "f" if "f" in kinds else "i"
+            x, y = (self.convert(b, v, kind) for v in vals)
+            cmp = b.fcmp_ordered if kind == "f" else b.icmp_signed
+            if op == "not_equal" and kind == "f":
+                return "b", b.fcmp_unordered("!=", x, y)
+            return "b", cmp(_FCMP[op], x, y)
+        if op.startswith("logical_"):
+            bs = [self.convert(b, v, "b") for v in vals]
+            if op == "logical_not":
+                return "b", b.not_(bs[0])
+            return "b", (b.and_ if op == "logical_and" else b.or_)(bs[0], bs[1])
+        if kinds == {"f"} or op in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf"):
+            return "f", self.float_op(b, op, [self.convert(b, v, "f") for v in vals], p)
+        return "i", self.int_op(b, op, [self.convert(b, v, "i") for v in vals])
+
+    def float_op(self, b, op: str, xs: list, p: dict):
+        x = xs[0]
+        binary = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv}
+        if op in binary:
+            return binary[op](x, xs[1])
+        if op in ("maximum", "minimum"):  # numpy propagates nan
+            pick = b.fcmp_ordered(">" if op == "maximum" else "<", x, xs[1])
+            nan = b.fcmp_unordered("uno", x, x)
+            return b.select(b.or_(pick, nan), x, xs[1])
+        if op == "power":
+            return b.call(self.intrinsic("llvm.pow", F64), [x, xs[1]])
+        if op == "negative":
+            return b.fneg(x)
+        if op in ("abs", "exp", "log", "sqrt", "floor"):
+            name = {"abs": "llvm.fabs"}.get(op, f"llvm.{op}")
+            return b.call(self.intrinsic(name, F64), [x])
+        if op == "round":  # half away from zero, as the reference
+            return b.call(self.intrinsic("llvm.round", F64), [x])
+        if op == "rsqrt":  # float32: sqrt rounded, then 1 / it rounded (the reference's steps)
+            s = b.fptrunc(b.call(self.intrinsic("llvm.sqrt", F64), [x]), F32)
+            return b.fpext(b.fdiv(ir.Constant(F32, 1.0), s), F64)
+        if op in ("tanh", "erf"):
+            return b.call(self.libm(op), [x])
+        if op == "sigmoid":
+            e = b.call(self.intrinsic("llvm.exp", F64), [b.fneg(x)])
+            return b.fdiv(fconst(1), b.fadd(fconst(1), e))
+        if op == "clip":
+            lo, hi = (fconst(v) for v in p["bounds"])
+            x = b.select(b.fcmp_ordered("<", x, lo), lo, x)
+            return b.select(b.fcmp_ordered(">", x, hi), hi, x)
+        raise AssertionError(op)
+
+    def int_op(self, b, op: str, xs: list):
+        x = xs[0]
+        binary = {"add": b.add, "subtract": b.sub, "multiply": b.mul}
+        if op in binary:
+            return binary[op](x, xs[1])
+        if op in ("maximum", "minimum"):
+            pick = b.icmp_signed(">" if op == "maximum" else "<", x, xs[1])
+            return b.select(pick, x, xs[1])
+        if op == "negative":
+            return b.neg(x)
+        if op == "abs":
+            return b.select(b.icmp_signed("<", x, c64(0)), b.neg(x), x)
+        raise AssertionError(op)
+
+    # -- kernels ---------------------------------------------------------------------------
+    def operand(self, k, j, ins):
+        kind, where = k.params["sources"][j]
+        return self.cargs[where] if kind == "const" else ins[where]
+
+    def k_ewise(self, k):
+        p = k.params
+        n_in = sum(1 for s in p["sources"] if s[0] == "buf")
+        fn, b, args = self.function(k, n_in)
+        ins, y = args[:-1], args[-1]
+        shape, strides = p["out_shape"], p["strides"]
+        ptrs = [self.operand(k, j, ins) for j in range(len(p["sources"]))]
+        params = dict(p, out_dtype=self.dtype(k.output))
+
+        def body(index, offsets):
+            vals = [self.load_value(b, q, o, d) for q, o, d in zip(ptrs, offsets, p["dtypes"])]
+            value = self.scalar(b, p["op"], vals, params)
+            self.store_value(b, value, y, index, params["out_dtype"])
+
+        self.nest(b, shape, strides, body)
+        b.ret_void()
+        return fn
+
+    def nest(self, b, shape, strides, body, axis=0, index=None, offsets=None):
+        """Loops over ``shape``; ``body(flat index, [offset per operand])``."""
+        index = c64(0) if index is None else index
+        offsets = [c64(0)] * len(strides) if offsets is None else offsets
+        if axis == len(shape):
+            return body(index, offsets)
+        with for_range(b, shape[axis], f"d{axis}") as i:
+            inner = b.add(b.mul(index, c64(shape[axis])), i)
+            offs = [b.add(o, b.mul(i, c64(s[axis]))) for o, s in zip(offsets, strides)]
+            self.nest(b, shape, strides, body, axis + 1, inner, offs)
+        return None
+
+    def k_fdense(self, k):
+        p = k.params
+        if p.get("vec"):
+            return self.k_fdense_vec(k)
+        packed = "wt" in k.arrays
+        fn, b, args = self.function(k, 1 if packed else 2)
+        x, y = args[0], args[-1]
+        w = self.cargs["wt"] if packed else args[1]
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        acc = b.alloca(F64, c64(n_))
+        with for_range(b, m_, "m") as m:
+            with for_range(b, n_, "n0") as n:
+                self.store_at(b, fconst(0), acc, n, F64)
+            with for_range(b, k_, "k") as kk:
+                a = b.fpext(self.load_at(b, x, b.add(b.mul(m, c64(k_)), kk), F32), F64)
+                with for_range(b, n_, "n") as n:
+                    at = b.add(b.mul(kk, c64(n_)), n) if packed else b.add(b.mul(n, c64(k_)), kk)
+                    wv = b.fpext(self.load_at(b, w, at, F32), F64)
+                    old = self.load_at(b, acc, n, F64)
+                    self.store_at(b, b.fadd(old, b.fmul(a, wv)), acc, n, F64)
+            with for_range(b, n_, "n1") as n:
+                out = b.fptrunc(self.load_at(b, acc, n, F64), F32)
+                self.store_at(b, out, y, b.add(b.mul(m, c64(n_)), n), F32)
+        b.ret_void()
+        return fn
+
+    def k_fbmm(self, k):
+        p = k.params
+        if p.get("vec"):
+            return self.k_fbmm_vec(k)
+        if p.get("dot"):
+            return self.k_fbmm_dot(k)
+        fn, b, (x, w, y) = self.function(k, 2)
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        acc = b.alloca(F64, c64(n_))
+        with for_range(b, p["B"], "bt") as bt, for_range(b, m_, "m") as m:
+            bx = bt if p["bx"] > 1 else c64(0)
+            by = bt if p["by"] > 1 else c64(0)
+            xb, yb = b.mul(bx, c64(m_ * k_)), b.mul(by, c64(n_ * k_))
+            with for_range(b, n_, "n0") as n:
+                self.store_at(b, fconst(0), acc, n, F64)
+            with for_range(b, k_, "k") as kk:
+                xi = b.add(b.mul(kk, c64(m_)), m) if p["ta"] else b.add(b.mul(m, c64(k_)), kk)
+                a = b.fpext(self.load_at(b, x, b.add(xb, xi), F32), F64)
+                with for_range(b, n_, "n") as n:
+                    yi = b.add(b.mul(n, c64(k_)), kk) if p["tb"] else b.add(b.mul(kk, c64(n_)), n)
+                    wv = b.fpext(self.load_at(b, w, b.add(yb, yi), F32), F64)
+                    old = self.load_at(b, acc, n, F64)
+                    self.store_at(b, b.fadd(old, b.fmul(a, wv)), acc, n, F64)
+            base = b.mul(b.add(b.mul(bt, c64(m_)), m), c64(n_))
+            with for_range(b, n_, "n1") as n:
+                out = b.fptrunc(self.load_at(b, acc, n, F64), F32)
+                self.store_at(b, out, y, b.add(base, n), F32)
+        b.ret_void()
+        return fn
+
+    def rows(self, b, p, body):
+        """For each (outer, inner) line along the normalized axis: ``body(at)``, where
+        ``at(j)`` is the flat index of element j of the line."""
+        n, inner = p["n"], p["inner"]
+        with for_range(b, p["outer"], "o") as o, for_range(b, inner, "in") as i:
+            base = b.add(b.mul(o, c64(n * inner)), i)
+            body(lambda j: b.add(base, b.mul(j, c64(inner))))
+
+    def reduce(self, b, cell, n, term, start=0.0, op="add"):
+        """A double accumulated in ``cell`` (an alloca of the entry block) over j < n
+        (``term(j)``): the sum, or the maximum."""
+        b.store(fconst(start), cell)
+        with for_range(b, n, "j") as j:
+            v, old = term(j), b.load(cell, typ=F64)
+            if op == "add":
+                new = b.fadd(old, v)
+            else:
+                new = b.select(b.fcmp_unordered(">", v, old), v, old)
+            b.store(new, cell)
+        return b.load(cell, typ=F64)
+
+    def k_fsoftmax(self, k):
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        n = p["n"]
+        exp = self.intrinsic("llvm.exp", F64)
+        cell = b.alloca(F64)
+
+        def line(at):
+            def get(j):
+                return b.fpext(self.load_at(b, x, at(j), F32), F64)
+
+            top = self.reduce(b, cell, n, get, -math.inf, "max")
+
+            def exp_kept(j):  # exp once per element: kept (as float32) in the output
+                e = b.call(exp, [b.fsub(get(j), top)])
+                self.store_at(b, b.fptrunc(e, F32), y, at(j), F32)
+                return e
+
+            total = self.reduce(b, cell, n, exp_kept)
+            with for_range(b, n, "j") as j:
+                e = b.fpext(self.load_at(b, y, at(j), F32), F64)
+                self.store_at(b, b.fptrunc(b.fdiv(e, total), F32), y, at(j), F32)
+
+        self.rows(b, p, line)
+        b.ret_void()
+        return fn
+
+    def k_flayernorm(self, k):
+        p = k.params
+        n_in = sum(1 for s in p["sources"] if s[0] == "buf")
+        fn, b, args = self.function(k, n_in)
+        ins, y = args[:-1], args[-1]
+        x, gamma, beta = (self.operand(k, j, ins) for j in range(3))
+        n = p["n"]
+        sqrt = self.intrinsic("llvm.sqrt", F64)
+        cell = b.alloca(F64)
+
+        def line(at):
+            def get(j):
+                return b.fpext(self.load_at(b, x, at(j), F32), F64)
+
+            mean = b.fdiv(self.reduce(b, cell, n, get), fconst(n))
+
+            def sq(j):
+                d = b.fsub(get(j), mean)
+                return b.fmul(d, d)
+
+            var = b.fdiv(self.reduce(b, cell, n, sq), fconst(n))
+            den = b.call(sqrt, [b.fadd(var, fconst(p["eps"]))])
+            with for_range(b, n, "j") as j:
+                v = b.fdiv(b.fsub(get(j), mean), den)
+                if p["scale"]:
+                    v = b.fmul(v, b.fpext(self.load_at(b, gamma, j, F32), F64))
+                if p["center"]:
+                    v = b.fadd(v, b.fpext(self.load_at(b, beta, j, F32), F64))
+                self.store_at(b, b.fptrunc(v, F32), y, at(j), F32)
+
+        self.rows(b, p, line)
+        b.ret_void()
+        return fn
+
+    def k_freduce(self, k):
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        cell = b.alloca(F64)
+        start = {"max": -math.inf, "min": math.inf}.get(p["op"], 0.0)
+        count = 1
+        for d in p["red"]:
+            count *= d
+
+        def out(index, offsets):
+            b.store(fconst(start), cell)
+
+            def step(_i, offs):
+                v = b.fpext(self.load_at(b, x, offs[0], F32), F64)
+                old = b.load(cell, typ=F64)
+                if p["op"] in ("sum", "mean"):
+                    new = b.fadd(old, v)
+                else:  # nan wins, as in numpy
+                    cmp = ">" if p["op"] == "max" else "<"
+                    better = b.or_(b.fcmp_unordered(cmp, v, old), b.fcmp_unordered("uno", v, v))
+                    new = b.select(b.fcmp_unordered("uno", old, old), old,
+                                   b.select(better, v, old))
+                b.store(new, cell)
+
+            self.nest(b, p["red"], [p["red_strides"]], step, index=c64(0), offsets=offsets)
+            total = b.load(cell, typ=F64)
+            if p["op"] == "mean":
+                total = b.fdiv(total, fconst(count))
+            self.store_at(b, b.fptrunc(total, F32), y, index, F32)
+
+        self.nest(b, p["kept"], [p["kept_strides"]], out)
+        b.ret_void()
+        return fn
+
+    def k_const(self, k):
+        """The constant ``value`` copied into its buffer (a constant read as data)."""
+        fn, b, (y,) = self.function(k, 0)
+        value = self.cargs["value"]
+        with for_range(b, k.arrays["value"].nbytes, "byte") as e:
+            self.store_at(b, self.load_at(b, value, e, I8), y, e, I8)
+        b.ret_void()
+        return fn
+
+    def k_take(self, k):
+        p = k.params
+        n_in = sum(1 for s in p["sources"] if s[0] == "buf")
+        fn, b, args = self.function(k, n_in)
+        ins, y = args[:-1], args[-1]
+        data, idx = (self.operand(k, j, ins) for j in range(2))
+        size, inner, count = p["size"], p["inner"], p["count"]
+        row = inner * p["itemsize"]
+        with for_range(b, p["outer"], "o") as o, for_range(b, count, "c") as c:
+            i = self.load_at(b, idx, c, I64 if p["idx64"] else I32)
+            i = i if p["idx64"] else b.sext(i, I64)
+            if p["mode"] == "wrap":
+                i = b.srem(b.add(b.srem(i, c64(size)), c64(size)), c64(size))
+            else:  # clip (and "fast", kept in bounds)
+                i = b.select(b.icmp_signed("<", i, c64(0)), c64(0), i)
+                i = b.select(b.icmp_signed(">", i, c64(size - 1)), c64(size - 1), i)
+            src = b.mul(b.add(b.mul(o, c64(size)), i), c64(row))
+            dst = b.mul(b.add(b.mul(o, c64(count)), c), c64(row))
+            with for_range(b, row, "byte") as e:
+                self.store_at(b, self.load_at(b, data, b.add(src, e), I8), y, b.add(dst, e), I8)
+        b.ret_void()
+        return fn
+
+
+__all__ = ["FloatKernels"]

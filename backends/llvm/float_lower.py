@@ -1,0 +1,230 @@
+"""Lowering of the float (and small integer/bool) ops transformers need: one kernel per op.
+
+    elementwise and broadcasting ops of float32/int32/int64/bool tensors   EWISE
+    nn.dense of float32 (weight constant or not)                            FDENSE
+    nn.batch_matmul of float32                                              FBMM
+    nn.softmax, nn.layer_norm of float32                                    FSOFTMAX, FLAYERNORM
+    take (any dtype, int32/int64 indices)                                   TAKE
+
+Each computes as the reference implementation does (float64 sums, libm's exp and erf), so
+results equal the interpreter's except where a float64 sum is taken in another order or a
+float32 math function (tanh, sigmoid's exp) rounds differently: a few ulps at most (tests check
+1e-6 relative). Constant operands are passed as arrays in their own dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from partita.ir import Constant
+
+# op -> the scalar function the kernel applies (see float_kernels.FloatKernels.scalar)
+EWISE_OPS = {
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+    "negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
+    "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
+    "cast", "clip", "logical_not", "logical_and", "logical_or",
+}  # fmt: skip
+TYPES = ("float32", "int32", "int64", "bool")
+READ = (*TYPES, "int8", "uint8")  # what EWISE kernels load
+
+
+def strides_for(shape, out_shape) -> list[int]:
+    """Element strides of an operand of ``shape`` read at each index of ``out_shape``
+    (numpy broadcasting: 0 along broadcast axes)."""
+    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    dense = [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
+    return [0 if d == 1 and o != 1 else s for d, o, s in zip(shape, out_shape, dense)]
+
+
+def lower_float(low, call, name: str) -> bool:
+    """Emit the kernel for ``call`` on ``low`` (a lower._Lowering) if it is one of the above;
+    False if not (the caller then refuses it by name)."""
+    ty = call.checked_type
+    out = getattr(ty, "dtype", None)
+    types = [a.checked_type for a in call.args]
+    if name == "take" and out is not None:  # any data dtype: rows are copied as bytes
+        return _take(low, call)
+    if name == "qnn.dequantize" and types[0].dtype in ("int8", "uint8", "int32"):
+        return _dequantize(low, call)
+    if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
+        return False
+    if name in EWISE_OPS:
+        return _ewise(low, call, name)
+    if out != "float32":
+        return False
+    if name in ("sum", "mean", "max", "min"):
+        return _reduce(low, call, name)
+    if name == "nn.dense" and types[0].dtype == types[1].dtype == "float32":
+        return _dense(low, call)
+    if name == "nn.batch_matmul" and types[0].dtype == types[1].dtype == "float32":
+        return _bmm(low, call)
+    if name in ("nn.softmax", "nn.layer_norm"):
+        return _normalize(low, call, name)
+    return False
+
+
+def _operands(low, call):
+    """(buffer inputs, arrays, per-operand source): ("buf", i) or ("const", name)."""
+    inputs, arrays, sources = [], {}, []
+    for k, a in enumerate(call.args):
+        if isinstance(a, Constant):
+            name = f"c{k}"
+            arrays[name] = np.ascontiguousarray(np.asarray(a.data))
+            sources.append(["const", name])
+        else:
+            inputs.append(low.src(a))
+            sources.append(["buf", len(inputs) - 1])
+    return inputs, arrays, sources
+
+
+def _ewise(low, call, name: str) -> bool:
+    out_shape = [int(d) for d in call.checked_type.shape]
+    inputs, arrays, sources = _operands(low, call)
+    params = {
+        "op": name,
+        "out_shape": out_shape,
+        "sources": sources,
+        "dtypes": [a.checked_type.dtype for a in call.args],
+        "strides": [strides_for(a.checked_type.shape, out_shape) for a in call.args],
+    }
+    if name == "clip":
+        params["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
+    low.emit("EWISE", call, inputs, params, arrays)
+    return True
+
+
+def _dense(low, call) -> bool:
+    x, w = call.args
+    k = int(w.checked_type.shape[1])
+    params = {"M": int(np.prod(x.checked_type.shape[:-1], dtype=np.int64)), "K": k}
+    params["N"] = int(w.checked_type.shape[0])
+    if isinstance(w, Constant):  # packed [K][N]: the inner loop over N is contiguous
+        wt = np.ascontiguousarray(np.asarray(w.data, np.float32).T)
+        params["vec"] = params["N"] % 16 == 0  # float_gemm's register tiles
+        arrays = {"wt": panels(wt) if params["vec"] else wt}
+        low.emit("FDENSE", call, [low.src(x)], params, arrays)
+    else:
+        low.emit("FDENSE", call, [low.src(x), low.src(w)], params)
+    return True
+
+
+def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
+    """[K][N] weights as column panels, each [K][width] contiguous (then [K][vec] panels for
+    the columns past the last full panel): float_gemm's tiles stream one panel per k loop."""
+    k, n = wt.shape
+    full = n // width * width
+    parts = [wt[:, i : i + width].ravel() for i in range(0, full, width)]
+    parts += [wt[:, i : i + vec].ravel() for i in range(full, n, vec)]
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _bmm(low, call) -> bool:
+    x, y = call.args
+    if isinstance(x, Constant) or isinstance(y, Constant):
+        return False
+    a = call.attrs
+    bx, by = int(x.checked_type.shape[0]), int(y.checked_type.shape[0])
+    m = int(x.checked_type.shape[2 if a.transpose_a else 1])
+    k = int(x.checked_type.shape[1 if a.transpose_a else 2])
+    n = int(y.checked_type.shape[1 if a.transpose_b else 2])
+    params = {
+        "B": max(bx, by), "M": m, "K": k, "N": n, "bx": bx, "by": by,
+        "ta": bool(a.transpose_a), "tb": bool(a.transpose_b),
+        "vec": not a.transpose_b and n % 16 == 0,
+        "dot": a.transpose_b and not a.transpose_a and k % 16 == 0,
+    }  # fmt: skip
+    low.emit("FBMM", call, [low.src(x), low.src(y)], params)
+    return True
+
+
+def _normalize(low, call, name: str) -> bool:
+    data = call.args[0]
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = call.attrs.axis % len(shape)
+    params = {
+        "outer": int(np.prod(shape[:axis], dtype=np.int64)),
+        "n": shape[axis],
+        "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
+    }
+    if name == "nn.softmax":
+        if isinstance(data, Constant):
+            return False
+        low.emit("FSOFTMAX", call, [low.src(data)], params)
+        return True
+    a = call.attrs
+    params.update(eps=float(np.float32(a.epsilon)), scale=bool(a.scale), center=bool(a.center))
+    inputs, arrays, sources = _operands(low, call)
+    if sources[0][0] != "buf":
+        return False
+    params["sources"] = sources
+    low.emit("FLAYERNORM", call, inputs, params, arrays)
+    return True
+
+
+def _take(low, call) -> bool:
+    data, indices = call.args
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = call.attrs.axis % len(shape)
+    params = {
+        "outer": int(np.prod(shape[:axis], dtype=np.int64)),
+        "size": shape[axis],
+        "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
+        "count": int(np.prod(indices.checked_type.shape, dtype=np.int64)),
+        "mode": call.attrs.mode,
+        "itemsize": int(np.dtype(call.checked_type.dtype).itemsize),
+        "idx64": indices.checked_type.dtype == "int64",
+    }
+    inputs, arrays, sources = _operands(low, call)
+    params["sources"] = sources
+    low.emit("TAKE", call, inputs, params, arrays)
+    return True
+
+
+def _dequantize(low, call) -> bool:
+    """(x - zero_point) * scale in double, rounded once: an EWISE kernel whose scale and zero
+    point (per tensor or along ``axis``) are read with broadcast strides."""
+    data, scale, zp = call.args
+    if not (isinstance(scale, Constant) and isinstance(zp, Constant)):
+        return False
+    if isinstance(data, Constant) and np.asarray(data.data).size > 1 << 24:
+        return False
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = call.attrs.axis % len(shape) if shape else 0
+    pshape = [1] * len(shape)
+    if np.asarray(scale.data).size > 1 or np.asarray(zp.data).size > 1:
+        pshape[axis] = shape[axis]
+    params = {
+        "op": "dequantize",
+        "out_shape": shape,
+        "sources": [["buf", 0], ["const", "c1"], ["const", "c2"]],
+        "dtypes": [data.checked_type.dtype, "float64", "int64"],
+        "strides": [strides_for(shape, shape)] + [strides_for(pshape, shape)] * 2,
+    }
+    size = int(np.prod(pshape))
+    arrays = {
+        "c1": np.broadcast_to(np.asarray(scale.data, np.float64).ravel(), (size,)).copy(),
+        "c2": np.broadcast_to(np.asarray(zp.data, np.int64).ravel(), (size,)).copy(),
+    }
+    low.emit("EWISE", call, [low.src(data)], params, arrays)
+    return True
+
+
+def _reduce(low, call, name: str) -> bool:
+    """sum / mean / max / min of float32 over axes (float64 sums, rounded once)."""
+    from partita.ops.tensor_reduce import reduce_axes
+
+    data = call.args[0]
+    shape = [int(d) for d in data.checked_type.shape]
+    axes = sorted(reduce_axes(len(shape), call.attrs))
+    kept = [i for i in range(len(shape)) if i not in axes]
+    dense = [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
+    params = {
+        "op": name,
+        "kept": [shape[i] for i in kept],
+        "kept_strides": [dense[i] for i in kept],
+        "red": [shape[i] for i in axes],
+        "red_strides": [dense[i] for i in axes],
+    }
+    low.emit("FREDUCE", call, [low.src(data)], params)
+    return True

@@ -1,0 +1,229 @@
+"""The LLVM backend's float / integer / bool kernels (backends/llvm/float_lower.py): each op
+built for "llvm" against the reference interpreter on random data, and the float BERT-style
+encoders against ONNX Runtime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import partita as P
+from partita import relay
+
+MODELS = Path(__file__).resolve().parents[2] / "models" / "transformers"
+
+
+def _check(fn, feeds, rtol=1e-6, atol=1e-7):
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(fn))
+    exe = P.build(mod, "llvm")
+    want = P.interpret(mod, feeds)
+    got = exe.run(*feeds)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    for w, g in zip(want, got):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(g, w)
+    return exe
+
+
+def _rand(rng, shape, dtype):
+    if dtype == "float32":
+        return rng.standard_normal(shape).astype(np.float32)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), shape).astype(dtype)
+
+
+SHAPES = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((1, 3, 1), (2, 1, 5)), ((), (3, 2))]
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "minimum"])
+@pytest.mark.parametrize("shapes", SHAPES)
+def test_binary_float_ops_broadcast(op, shapes):
+    rng = np.random.default_rng(0)
+    x, y = (relay.var(n, shape=s, dtype="float32") for n, s in zip("xy", shapes))
+    feeds = [_rand(rng, s, "float32") for s in shapes]
+    _check(relay.Function([x, y], getattr(relay, op)(x, y)), feeds)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "maximum", "minimum"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_binary_integer_ops_wrap_as_the_reference(op, dtype):
+    rng = np.random.default_rng(1)
+    x, y = relay.var("x", shape=(3, 4), dtype=dtype), relay.var("y", shape=(4,), dtype=dtype)
+    feeds = [_rand(rng, (3, 4), dtype), _rand(rng, (4,), dtype)]
+    feeds[0][0, 0] = np.iinfo(dtype).max  # wraps
+    _check(relay.Function([x, y], getattr(relay, op)(x, y)), feeds)
+
+
+UNARY = ["negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
+         "round"]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_float_ops(op):
+    rng = np.random.default_rng(2)
+    data = rng.standard_normal((4, 5)).astype(np.float32) * 3
+    if op in ("log", "sqrt", "rsqrt"):
+        data = np.abs(data) + np.float32(0.1)
+    data[0, :3] = [0.5, -2.5, 1.5]  # round: half away from zero
+    x = relay.var("x", shape=(4, 5), dtype="float32")
+    # exp/log/tanh/sigmoid: the reference rounds numpy's float32 functions (within an ulp);
+    # llvm rounds libm's double ones once (correctly rounded): they may differ by an ulp
+    tol = 1e-6 if op in ("exp", "log", "tanh", "sigmoid") else 0
+    _check(relay.Function([x], getattr(relay, op)(x)), [data], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("op", ["equal", "not_equal", "less", "less_equal", "greater",
+                                "greater_equal"])  # fmt: skip
+def test_comparisons_give_bools(op):
+    rng = np.random.default_rng(3)
+    x, y = relay.var("x", shape=(3, 4)), relay.var("y", shape=(1, 4))
+    a = rng.integers(-2, 3, (3, 4)).astype(np.float32)
+    b = rng.integers(-2, 3, (1, 4)).astype(np.float32)
+    a[0, 0] = np.nan
+    if not hasattr(relay, op):
+        pytest.skip(f"no {op} op")
+    _check(relay.Function([x, y], getattr(relay, op)(x, y)), [a, b])
+
+
+def test_where_cast_logical_and_clip():
+    rng = np.random.default_rng(4)
+    m = relay.var("m", shape=(1, 6), dtype="int64")
+    x = relay.var("x", shape=(2, 6), dtype="float32")
+    mask = relay.equal(m, relay.const(np.int64(0)))
+    masked = relay.where(mask, relay.const(np.float32(-1e4)), x)
+    out = relay.clip(relay.add(masked, relay.cast(m, dtype="float32")), a_min=-5.0, a_max=5.0)
+    feeds = [rng.integers(0, 2, (1, 6)).astype(np.int64), _rand(rng, (2, 6), "float32")]
+    _check(relay.Function([m, x], out), feeds)
+    f = relay.var("f", shape=(8,), dtype="float32")
+    big = np.array([1e10, -1e10, np.nan, np.inf, 2.7, -2.7, 3e9, 0], np.float32)
+    _check(relay.Function([f], relay.cast(f, dtype="int32")), [big])
+    b = relay.var("b", shape=(5,), dtype="bool")
+    _check(relay.Function([b], relay.logical_not(b)), [rng.random(5) < 0.5])
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dequantize(axis, per_channel):
+    rng = np.random.default_rng(5)
+    x = relay.var("x", shape=(3, 4), dtype="int8")
+    n = (3, 4)[axis] if per_channel else 1
+    scale = relay.const(rng.random(n).astype(np.float32) if per_channel else np.float32(0.02))
+    zp = relay.const(rng.integers(-3, 3, n).astype(np.int32) if per_channel else np.int32(1))
+    out = relay.qnn.op.dequantize(x, scale, zp, axis=axis)
+    _check(relay.Function([x], out), [_rand(rng, (3, 4), "int8")], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("weight_constant", [True, False])
+@given(m=st.integers(1, 5), k=st.integers(1, 9), n=st.integers(1, 9))
+@settings(max_examples=8, deadline=None)
+def test_dense(weight_constant, m, k, n):
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    x = relay.var("x", shape=(m, k))
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    data = _rand(rng, (m, k), "float32")
+    if weight_constant:
+        fn, feeds = relay.Function([x], relay.nn.dense(x, relay.const(w))), [data]
+    else:
+        wv = relay.var("w", shape=(n, k))
+        fn, feeds = relay.Function([x, wv], relay.nn.dense(x, wv)), [data, w]
+    _check(fn, feeds, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("m, k, n", [(9, 7, 80), (4, 33, 64), (1, 5, 16), (6, 3, 48)])
+def test_vectorized_dense_tiles_and_tails(m, k, n):
+    """N a multiple of 16: float_gemm's 4 x 4-vector register tiles, with row and column
+    tails (float32 FMA accumulation: 1e-5 relative)."""
+    rng = np.random.default_rng(m * 7 + n)
+    x = relay.var("x", shape=(m, k))
+    w = relay.const(rng.standard_normal((n, k)).astype(np.float32))
+    _check(relay.Function([x], relay.nn.dense(x, w)), [_rand(rng, (m, k), "float32")],
+           rtol=1e-5, atol=1e-5)
+    b = relay.var("b", shape=(2, k, n))
+    xb = relay.var("xb", shape=(2, m, k))
+    out = relay.nn.batch_matmul(xb, b, transpose_b=False)
+    feeds = [_rand(rng, (2, m, k), "float32"), _rand(rng, (2, k, n), "float32")]
+    _check(relay.Function([xb, b], out), feeds, rtol=1e-5, atol=1e-5)
+    # transpose_b with K a multiple of 16 (attention's Q K^T): chunked dot products
+    q, kt = relay.var("q", shape=(2, m, n)), relay.var("kt", shape=(1, k + 2, n))
+    out = relay.nn.batch_matmul(q, kt, transpose_b=True)
+    feeds = [_rand(rng, (2, m, n), "float32"), _rand(rng, (1, k + 2, n), "float32")]
+    _check(relay.Function([q, kt], out), feeds, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, True), (False, False), (True, True)])
+@pytest.mark.parametrize("batches", [(2, 2), (1, 3)])
+def test_batch_matmul(ta, tb, batches):
+    rng = np.random.default_rng(6)
+    m, k, n = 3, 5, 4
+    xs = (batches[0], k, m) if ta else (batches[0], m, k)
+    ys = (batches[1], n, k) if tb else (batches[1], k, n)
+    x, y = relay.var("x", shape=xs), relay.var("y", shape=ys)
+    out = relay.nn.batch_matmul(x, y, transpose_a=ta, transpose_b=tb)
+    _check(relay.Function([x, y], out), [_rand(rng, xs, "float32"), _rand(rng, ys, "float32")],
+           rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_softmax_and_layer_norm(axis):
+    rng = np.random.default_rng(7)
+    x = relay.var("x", shape=(2, 3, 5))
+    data = _rand(rng, (2, 3, 5), "float32") * 4
+    _check(relay.Function([x], relay.nn.softmax(x, axis=axis)), [data])
+    n = 5 if axis == -1 else 3
+    g, b = relay.const(rng.random(n).astype(np.float32)), relay.var("beta", shape=(n,))
+    out = relay.nn.layer_norm(x, g, b, axis=axis, epsilon=1e-5)
+    _check(relay.Function([x, b], out), [data, rng.random(n).astype(np.float32)])
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+@pytest.mark.parametrize("axis, keepdims", [((1,), False), ((0, 2), True), (None, False)])
+def test_reductions(op, axis, keepdims):
+    rng = np.random.default_rng(8)
+    x = relay.var("x", shape=(3, 4, 5))
+    out = getattr(relay, op)(x, axis=axis, keepdims=keepdims)
+    _check(relay.Function([x], out), [_rand(rng, (3, 4, 5), "float32")])
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int64"])
+def test_take(mode, dtype):
+    rng = np.random.default_rng(9)
+    data = relay.var("d", shape=(7, 3), dtype=dtype)
+    idx = relay.var("i", shape=(2, 4), dtype="int64")
+    ids = np.array([[0, 6, -1, 9], [3, -8, 2, 2]], np.int64)
+    out = relay.take(data, idx, axis=0, mode=mode)
+    _check(relay.Function([data, idx], out), [_rand(rng, (7, 3), dtype), ids])
+    out = relay.take(data, relay.const(np.array([2, 0], np.int32)), axis=1, mode=mode)
+    _check(relay.Function([data], out), [_rand(rng, (7, 3), dtype)])
+
+
+@pytest.mark.parametrize(
+    "name", ["bert_tiny.dynamo.onnx", "bert_tiny.onnx", "bert_tiny.opset14.onnx"]
+)
+def test_float_bert_encoders_equal_onnx_runtime(name):
+    ort = pytest.importorskip("onnxruntime")
+    from partita.frontends import from_onnx
+
+    path = MODELS / name
+    mod = from_onnx(str(path), input_shapes={"input_ids": (1, 16), "attention_mask": (1, 16)})
+    exe = P.build(mod, "llvm")
+    rng = np.random.default_rng(10)
+    ids = rng.integers(0, 100, (1, 16)).astype(np.int64)
+    mask = np.ones((1, 16), np.int64)
+    mask[0, 11:] = 0
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    want = sess.run(None, dict(zip(names, [ids, mask])))[0]
+    got = exe.run(ids, mask)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, P.interpret(mod, [ids, mask])[0], rtol=1e-6, atol=1e-6)
