@@ -36,7 +36,7 @@ class FloatGemm:
         vec = b.insert_element(undef, value, ir.Constant(I32T, 0))
         return b.shuffle_vector(vec, undef, ir.Constant(ir.VectorType(I32T, VEC), [0] * VEC))
 
-    def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y):
+    def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y, bias=None):
         """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
         ``cols``-vector column block at n0, for n in steps of 16.
         ``cells``: ROWS x COLS allocas of <16 x float> from the entry block (SROA turns
@@ -67,8 +67,12 @@ class FloatGemm:
                                 b.store(self.vfma(b, av, ws[v], acc), cells[r][v])
                     for r in range(rows):
                         for v in range(cols):
-                            at = y_at(b.add(m0, c64(r)), b.add(n0, c64(v * VEC)))
-                            self.vstore_f(b, b.load(cells[r][v], typ=V16F), y, at)
+                            n = b.add(n0, c64(v * VEC))
+                            at = y_at(b.add(m0, c64(r)), n)
+                            value = b.load(cells[r][v], typ=V16F)
+                            if bias is not None:  # nn.gemm: the bias added to the sum
+                                value = b.fadd(value, bias(at, n))
+                            self.vstore_f(b, value, y, at)
 
     def gemm_cells(self, b):
         return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(ROWS)]
@@ -85,12 +89,21 @@ class FloatGemm:
                 return b.add(b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(COLS * VEC))), c64(v * VEC))
             return b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(VEC)))
 
+        bias = None
+        if p.get("bias", "none") != "none":
+            src = self.cargs["bias"]
+
+            def bias(at, n):
+                if p["bias"] == "scalar":
+                    return self.splat_f(b, self.load_at(b, src, c64(0), F32))
+                return self.vload_f(b, src, n if p["bias"] == "n" else at)
+
         self.gemm(
             b, cells, m_, n_, k_,
             lambda m, kk: b.add(b.mul(m, c64(k_)), kk),
             w_at,
             lambda m, n: b.add(b.mul(m, c64(n_)), n),
-            x, w, y,
+            x, w, y, bias,
         )  # fmt: skip
         b.ret_void()
         return fn

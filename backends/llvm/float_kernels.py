@@ -164,22 +164,43 @@ class FloatKernels(FloatGemm):
         return self.cargs[where] if kind == "const" else ins[where]
 
     def k_ewise(self, k):
+        """The expression tree (float_lower._Tree) per output element; each step rounded to
+        its dtype as a separate kernel would store it."""
         p = k.params
         n_in = sum(1 for s in p["sources"] if s[0] == "buf")
         fn, b, args = self.function(k, n_in)
         ins, y = args[:-1], args[-1]
-        shape, strides = p["out_shape"], p["strides"]
         ptrs = [self.operand(k, j, ins) for j in range(len(p["sources"]))]
-        params = dict(p, out_dtype=self.dtype(k.output))
 
         def body(index, offsets):
-            vals = [self.load_value(b, q, o, d) for q, o, d in zip(ptrs, offsets, p["dtypes"])]
-            value = self.scalar(b, p["op"], vals, params)
-            self.store_value(b, value, y, index, params["out_dtype"])
+            loaded: dict = {}
 
-        self.nest(b, shape, strides, body)
+            def value(node):
+                if node[0] == "leaf":
+                    j = node[1]
+                    if j not in loaded:
+                        loaded[j] = self.load_value(b, ptrs[j], offsets[j], p["dtypes"][j])
+                    return loaded[j]
+                _, op, kids, extra, dtype = node
+                vals = [value(c) for c in kids]
+                out = self.scalar(b, op, vals, dict(extra, out_dtype=dtype))
+                return self.rounded(b, out, dtype)
+
+            self.store_value(b, value(p["tree"]), y, index, self.dtype(k.output))
+
+        self.nest(b, p["out_shape"], p["strides"], body)
         b.ret_void()
         return fn
+
+    def rounded(self, b, value, dtype: str):
+        """``value`` as a tensor of ``dtype`` would hold it, back in the compute domain."""
+        kind = KIND[dtype]
+        v = self.convert(b, value, kind)
+        if dtype == "float32":
+            v = b.fpext(b.fptrunc(v, F32), F64)
+        elif dtype == "int32":
+            v = b.sext(b.trunc(v, I32), I64)
+        return kind, v
 
     def nest(self, b, shape, strides, body, axis=0, index=None, offsets=None):
         """Loops over ``shape``; ``body(flat index, [offset per operand])``."""
@@ -203,21 +224,33 @@ class FloatKernels(FloatGemm):
         w = self.cargs["wt"] if packed else args[1]
         m_, k_, n_ = p["M"], p["K"], p["N"]
         acc = b.alloca(F64, c64(n_))
+        rows_kn = packed or not p.get("tb", True)  # weight read as [K][N]
         with for_range(b, m_, "m") as m:
             with for_range(b, n_, "n0") as n:
                 self.store_at(b, fconst(0), acc, n, F64)
             with for_range(b, k_, "k") as kk:
                 a = b.fpext(self.load_at(b, x, b.add(b.mul(m, c64(k_)), kk), F32), F64)
                 with for_range(b, n_, "n") as n:
-                    at = b.add(b.mul(kk, c64(n_)), n) if packed else b.add(b.mul(n, c64(k_)), kk)
+                    at = b.add(b.mul(kk, c64(n_)), n) if rows_kn else b.add(b.mul(n, c64(k_)), kk)
                     wv = b.fpext(self.load_at(b, w, at, F32), F64)
                     old = self.load_at(b, acc, n, F64)
                     self.store_at(b, b.fadd(old, b.fmul(a, wv)), acc, n, F64)
             with for_range(b, n_, "n1") as n:
-                out = b.fptrunc(self.load_at(b, acc, n, F64), F32)
-                self.store_at(b, out, y, b.add(b.mul(m, c64(n_)), n), F32)
+                total = self.load_at(b, acc, n, F64)
+                at = b.add(b.mul(m, c64(n_)), n)
+                bias = self.bias_at(b, p, at, n)
+                total = b.fadd(total, b.fpext(bias, F64)) if bias is not None else total
+                self.store_at(b, b.fptrunc(total, F32), y, at, F32)
         b.ret_void()
         return fn
+
+    def bias_at(self, b, p, mn, n):
+        """nn.gemm's bias element for flat output index ``mn`` (column n), or None."""
+        kind = p.get("bias", "none")
+        if kind == "none":
+            return None
+        index = {"scalar": c64(0), "n": n, "mn": mn}[kind]
+        return self.load_at(b, self.cargs["bias"], index, F32)
 
     def k_fbmm(self, k):
         p = k.params

@@ -45,17 +45,15 @@ def lower_float(low, call, name: str) -> bool:
     types = [a.checked_type for a in call.args]
     if name == "take" and out is not None:  # any data dtype: rows are copied as bytes
         return _take(low, call)
-    if name == "qnn.dequantize" and types[0].dtype in ("int8", "uint8", "int32"):
-        return _dequantize(low, call)
+    if ewise_ok(call):
+        return _ewise(low, call, name)
     if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
         return False
-    if name in EWISE_OPS:
-        return _ewise(low, call, name)
     if out != "float32":
         return False
     if name in ("sum", "mean", "max", "min"):
         return _reduce(low, call, name)
-    if name == "nn.dense" and types[0].dtype == types[1].dtype == "float32":
+    if name in ("nn.dense", "nn.gemm") and types[0].dtype == types[1].dtype == "float32":
         return _dense(low, call)
     if name == "nn.batch_matmul" and types[0].dtype == types[1].dtype == "float32":
         return _bmm(low, call)
@@ -78,34 +76,137 @@ def _operands(low, call):
     return inputs, arrays, sources
 
 
+def ewise_ok(call) -> bool:
+    """Whether ``call`` lowers to (a step of) an EWISE kernel."""
+    name = getattr(call.op, "name", "")
+    types = [getattr(a.checked_type, "dtype", None) for a in call.args]
+    if name == "qnn.dequantize":
+        return types[0] in ("int8", "uint8", "int32") and all(
+            isinstance(a, Constant) for a in call.args[1:]
+        )
+    out = getattr(call.checked_type, "dtype", None)
+    return name in EWISE_OPS and out in TYPES and all(t in TYPES for t in types)
+
+
+class _Tree:
+    """An EWISE kernel's expression: its leaves (buffers or constants, read with broadcast
+    strides) and the ops over them; producers used only here, of the same shape, are inlined
+    (each step rounded to its own dtype, so the fused kernel computes what the separate ones
+    would)."""
+
+    def __init__(self, low, out_shape):
+        self.low, self.out_shape = low, out_shape
+        self.inputs, self.arrays, self.sources, self.dtypes, self.strides = [], {}, [], [], []
+        self.leaf_of: dict = {}
+
+    def leaf(self, expr, strides=None, array=None) -> list:
+        key = (id(expr), tuple(strides) if strides else None)
+        if key not in self.leaf_of:
+            if isinstance(expr, Constant) or array is not None:
+                name = f"c{len(self.arrays)}"
+                data = np.asarray(expr.data) if array is None else array
+                self.arrays[name] = np.ascontiguousarray(data)
+                self.sources.append(["const", name])
+                self.dtypes.append(str(self.arrays[name].dtype).replace("bool", "bool"))
+            else:
+                self.inputs.append(self.low.src(expr))
+                self.sources.append(["buf", len(self.inputs) - 1])
+                self.dtypes.append(expr.checked_type.dtype)
+            self.strides.append(
+                strides or strides_for(expr.checked_type.shape, self.out_shape)
+            )
+            self.leaf_of[key] = ["leaf", len(self.sources) - 1]
+        return self.leaf_of[key]
+
+    def node(self, call) -> list:
+        name = call.op.name
+        extra = {}
+        if name == "clip":
+            extra["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
+        if name == "qnn.dequantize":
+            return self.dequantize(call)
+        kids = []
+        for a in call.args:
+            inline = getattr(self.low, "deferred", {}).get(id(a))
+            kids.append(self.node(inline) if inline is not None else self.leaf(a))
+        return ["op", name, kids, extra, call.checked_type.dtype]
+
+    def dequantize(self, call) -> list:
+        data, scale, zp = call.args
+        shape = [int(d) for d in data.checked_type.shape]
+        axis = call.attrs.axis % len(shape) if shape else 0
+        pshape = [1] * len(shape)
+        per_channel = np.asarray(scale.data).size > 1 or np.asarray(zp.data).size > 1
+        if per_channel:
+            pshape[axis] = shape[axis]
+        size = int(np.prod(pshape))
+        sc = np.broadcast_to(np.asarray(scale.data, np.float64).ravel(), (size,)).copy()
+        z = np.broadcast_to(np.asarray(zp.data, np.int64).ravel(), (size,)).copy()
+        inline = getattr(self.low, "deferred", {}).get(id(data))
+        kids = [
+            self.node(inline) if inline is not None else self.leaf(data),
+            self.leaf(scale, strides_for(pshape, self.out_shape), sc),
+            self.leaf(zp, strides_for(pshape, self.out_shape), z),
+        ]
+        return ["op", "dequantize", kids, {}, "float32"]
+
+
 def _ewise(low, call, name: str) -> bool:
+    """One EWISE kernel, or none yet: a producer whose only reader is an EWISE op of the same
+    shape waits for it (``low.deferred``) and is inlined into its kernel."""
+    outs = low.fn.body.fields if type(low.fn.body).__name__ == "Tuple" else [low.fn.body]
+    users = low.users.get(id(call), [])
+    if (
+        len(users) == 1
+        and ewise_ok(users[0])
+        and all(o is not call for o in outs)
+        and tuple(users[0].checked_type.shape) == tuple(call.checked_type.shape)
+    ):
+        if not hasattr(low, "deferred"):
+            low.deferred = {}
+        low.deferred[id(call)] = call
+        return True
     out_shape = [int(d) for d in call.checked_type.shape]
-    inputs, arrays, sources = _operands(low, call)
+    tree = _Tree(low, out_shape)
+    root = tree.node(call)
     params = {
-        "op": name,
+        "tree": root,
         "out_shape": out_shape,
-        "sources": sources,
-        "dtypes": [a.checked_type.dtype for a in call.args],
-        "strides": [strides_for(a.checked_type.shape, out_shape) for a in call.args],
+        "sources": tree.sources,
+        "dtypes": tree.dtypes,
+        "strides": tree.strides,
     }
-    if name == "clip":
-        params["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
-    low.emit("EWISE", call, inputs, params, arrays)
+    low.emit("EWISE", call, tree.inputs, params, tree.arrays)
     return True
 
 
 def _dense(low, call) -> bool:
-    x, w = call.args
-    k = int(w.checked_type.shape[1])
-    params = {"M": int(np.prod(x.checked_type.shape[:-1], dtype=np.int64)), "K": k}
-    params["N"] = int(w.checked_type.shape[0])
+    """nn.dense, and nn.gemm (ONNX Gemm: weight [N, K] or [K, N], a bias broadcast to the
+    product, added to the sum)."""
+    x, w = call.args[:2]
+    tb = call.attrs.transpose_b if call.op.name == "nn.gemm" else True
+    wshape = [int(d) for d in w.checked_type.shape]
+    k, n = (wshape[1], wshape[0]) if tb else wshape
+    m = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
+    params = {"M": m, "K": k, "N": n, "tb": tb, "bias": "none"}
+    arrays = {}
+    if call.op.name == "nn.gemm":
+        bias = call.args[2]
+        if not isinstance(bias, Constant):
+            return False
+        data = np.asarray(bias.data, np.float32)
+        params["bias"] = "scalar" if data.size == 1 else "n" if data.shape[-1:] == (n,) and (
+            data.size == n) else "mn"
+        arrays["bias"] = np.ascontiguousarray(np.broadcast_to(data, (m, n)) if params["bias"]
+                                              == "mn" else data.ravel())
     if isinstance(w, Constant):  # packed [K][N]: the inner loop over N is contiguous
-        wt = np.ascontiguousarray(np.asarray(w.data, np.float32).T)
-        params["vec"] = params["N"] % 16 == 0  # float_gemm's register tiles
-        arrays = {"wt": panels(wt) if params["vec"] else wt}
+        wdata = np.asarray(w.data, np.float32)
+        wt = np.ascontiguousarray(wdata.T if tb else wdata)
+        params["vec"] = n % 16 == 0  # float_gemm's register tiles
+        arrays["wt"] = panels(wt) if params["vec"] else wt
         low.emit("FDENSE", call, [low.src(x)], params, arrays)
     else:
-        low.emit("FDENSE", call, [low.src(x), low.src(w)], params)
+        low.emit("FDENSE", call, [low.src(x), low.src(w)], params, arrays)
     return True
 
 
@@ -178,35 +279,6 @@ def _take(low, call) -> bool:
     inputs, arrays, sources = _operands(low, call)
     params["sources"] = sources
     low.emit("TAKE", call, inputs, params, arrays)
-    return True
-
-
-def _dequantize(low, call) -> bool:
-    """(x - zero_point) * scale in double, rounded once: an EWISE kernel whose scale and zero
-    point (per tensor or along ``axis``) are read with broadcast strides."""
-    data, scale, zp = call.args
-    if not (isinstance(scale, Constant) and isinstance(zp, Constant)):
-        return False
-    if isinstance(data, Constant) and np.asarray(data.data).size > 1 << 24:
-        return False
-    shape = [int(d) for d in data.checked_type.shape]
-    axis = call.attrs.axis % len(shape) if shape else 0
-    pshape = [1] * len(shape)
-    if np.asarray(scale.data).size > 1 or np.asarray(zp.data).size > 1:
-        pshape[axis] = shape[axis]
-    params = {
-        "op": "dequantize",
-        "out_shape": shape,
-        "sources": [["buf", 0], ["const", "c1"], ["const", "c2"]],
-        "dtypes": [data.checked_type.dtype, "float64", "int64"],
-        "strides": [strides_for(shape, shape)] + [strides_for(pshape, shape)] * 2,
-    }
-    size = int(np.prod(pshape))
-    arrays = {
-        "c1": np.broadcast_to(np.asarray(scale.data, np.float64).ravel(), (size,)).copy(),
-        "c2": np.broadcast_to(np.asarray(zp.data, np.int64).ravel(), (size,)).copy(),
-    }
-    low.emit("EWISE", call, [low.src(data)], params, arrays)
     return True
 
 

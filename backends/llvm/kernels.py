@@ -114,7 +114,8 @@ class KernelEmitter(FloatKernels, VectorKernels, Emitter):
     def k_fc(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         g = self.globals_of(k)
-        rows, depth = self.shape(k.inputs[0])
+        *lead, depth = self.shape(k.inputs[0])
+        rows = int(np.prod(lead, dtype=np.int64))
         units = k.arrays["weights"].shape[0]
         in_dtype = k.params["in_dtype"]
         acc_ptr = b.alloca(I64)
@@ -315,17 +316,21 @@ class KernelEmitter(FloatKernels, VectorKernels, Emitter):
         return fn
 
     def k_mean(self, k: Kernel):
+        """out[o, c] over the reduced run of axes [outer][n][inner] (H and W of NHWC: n = H*W,
+        inner = C; a transformer's last axis: inner = 1)."""
         fn, b, (x, y) = self.function(k, 1)
-        _, h, w, c = self.shape(k.inputs[0])
         p = k.params
+        n, c = p["n"], p["inner"]
         dtype = self.dtype(k.inputs[0])
         lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
         rint32 = self.module.declare_intrinsic("llvm.roundeven", [F32])
         acc = b.alloca(I64)
-        with for_range(b, c, "ch") as ch:
+        with for_range(b, p["outer"], "o") as o, for_range(b, c, "ch") as ch:
             b.store(c64(0), acc)
-            with for_range(b, h * w, "e") as e:
-                v = self.signed(b, self.load_at(b, x, b.add(b.mul(e, c64(c)), ch), I8), dtype)
+            base = b.mul(o, c64(n * c))
+            with for_range(b, n, "e") as e:
+                at = b.add(base, b.add(b.mul(e, c64(c)), ch))
+                v = self.signed(b, self.load_at(b, x, at, I8), dtype)
                 b.store(b.add(b.load(acc, typ=I64), v), acc)
             s = b.sub(b.load(acc, typ=I64), c64(p["in_zp"] * p["n"]))
             if "scale" in p:  # "onnx": float32(int32 sum) * float32 scale, half to even
@@ -335,7 +340,7 @@ class KernelEmitter(FloatKernels, VectorKernels, Emitter):
                 v = self.mbqm(b, b.sext(b.trunc(s, I32), I64), c64(p["multiplier"]),
                               c64(p["shift"]))
             v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
-            self.store_at(b, b.trunc(v, I8), y, ch, I8)
+            self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)
         b.ret_void()
         return fn
 

@@ -31,6 +31,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantiz
 # imported last: float_lower reads nothing of this module at import time
 from .float_lower import lower_float  # noqa: E402
 from .vplan import vector_kernel
+from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -60,34 +61,15 @@ class Plan:
     outputs: list[int]
 
 
+def _rows(shape) -> tuple:
+    """``shape`` as (rows, last axis)."""
+    return (int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1]))
+
+
 def _const(e) -> np.ndarray:
     if not isinstance(e, Constant):
         raise LLVMError(f"llvm: expected a constant operand, got {e.short()}")
     return np.asarray(e.data)
-
-
-def _order(root):
-    order, seen, stack = [], set(), [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if id(node) in seen:
-            continue
-        if done:
-            seen.add(id(node))
-            order.append(node)
-            continue
-        stack.append((node, True))
-        kids = (
-            node.args
-            if isinstance(node, Call)
-            else node.fields
-            if isinstance(node, Tuple)
-            else [node.tuple_value]
-            if isinstance(node, TupleGetItem)
-            else []
-        )
-        stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
-    return order
 
 
 class _Lowering:
@@ -118,7 +100,7 @@ class _Lowering:
     def run(self) -> Plan:
         for p in self.fn.params:
             self.buffer(p)
-        order = _order(self.fn.body)
+        order = value_order(self.fn.body)
         for node in order:
             if isinstance(node, Call):
                 for a in node.args:
@@ -198,7 +180,7 @@ class _Lowering:
             return self.emit("QUANT", call, [self.src(data[0])], params)
         pair = call.args[:2]
         if (
-            name in ("qnn.add", "qnn.subtract", "qnn.mul")
+            name in ("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference")
             and all(_const(a).ndim == 0 for a in call.args[2:])
             and {a.checked_type.dtype for a in pair} <= set(EIGHT_BIT)
             and out in EIGHT_BIT
@@ -236,7 +218,10 @@ class _Lowering:
         if (params["pairs"] and kind == "CONV" and in_shape[3] % 2
                 and call.attrs.accumulate == "vpmaddubsw"):
             inputs, in_shape = self.im2col(call, params, arrays, inputs[0])
-        vector = vector_kernel(kind, params, arrays, in_shape, call.checked_type.shape, self.isa)
+        out_shape = call.checked_type.shape
+        if kind == "FC":  # leading axes of a rank-3 (transformer) input are rows
+            in_shape, out_shape = _rows(in_shape), _rows(out_shape)
+        vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa)
         if vector is None and params["pairs"]:
             raise LLVMError(
                 f"llvm: {where}: accumulate={call.attrs.accumulate!r} (int16 pair saturation) "
@@ -328,7 +313,7 @@ class _Lowering:
         convolution's strides, dilation and padding go into ``arrays`` / ``params``."""
         x = call.args[0]
         if call.op.name == "qnn.dense":
-            if x.checked_type.ndim != 2:
+            if x.checked_type.ndim < 2:
                 raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
             arrays["weights"] = _const(call.args[1])
             return "FC"
@@ -392,16 +377,21 @@ class _Lowering:
 
     def mean(self, call: Call, where: str) -> None:
         x = call.args[0]
-        shape = x.checked_type.shape
+        shape = [int(d) for d in x.checked_type.shape]
         axes = tuple(sorted(a % len(shape) for a in call.attrs.axis))
-        if len(shape) != 4 or axes != (1, 2) or call.attrs.exclude:
+        spatial = len(shape) == 4 and axes == (1, 2)
+        contiguous = axes and axes == tuple(range(axes[0], axes[-1] + 1))
+        onnx = call.attrs.semantics == "onnx"
+        if call.attrs.exclude or not contiguous or (onnx and not spatial):
             raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")
         s_in, zp_in, s_out, zp_out = (_const(a) for a in call.args[1:])
-        n = shape[1] * shape[2]
-        if call.attrs.semantics == "onnx":  # MLAS: float32(acc) * (s_in / (s_out * n)), even
+        n = math.prod(shape[axes[0] : axes[-1] + 1])
+        # the reduced run of axes between the outer and inner ones: [outer][n][inner]
+        lay = {"outer": math.prod(shape[: axes[0]]), "inner": math.prod(shape[axes[-1] + 1 :])}
+        if onnx:  # MLAS: float32(acc) * (s_in / (s_out * n)), even
             scale = np.float32(s_in) / (np.float32(s_out) * np.float32(n))
             params = {"n": n, "scale": float(scale), "in_zp": int(zp_in), "out_zp": int(zp_out),
-                      "out_dtype": call.checked_type.dtype}
+                      "out_dtype": call.checked_type.dtype, **lay}
             return self.emit("MEAN", call, [self.src(x)], params)
         m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
         k = min(int(math.floor(math.log2(n))), 32, 31 + e)
@@ -412,6 +402,7 @@ class _Lowering:
             "in_zp": int(zp_in),
             "out_zp": int(zp_out),
             "out_dtype": call.checked_type.dtype,
+            **lay,
         }
         self.emit("MEAN", call, [self.src(x)], params)
 

@@ -227,3 +227,42 @@ def test_float_bert_encoders_equal_onnx_runtime(name):
     got = got[0] if isinstance(got, (list, tuple)) else got
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got, P.interpret(mod, [ids, mask])[0], rtol=1e-6, atol=1e-6)
+
+
+def test_elementwise_chains_fuse_into_one_kernel():
+    """GELU's five elementwise ops (and a dequantize feeding an add) become one EWISE kernel
+    each, computing exactly what the separate kernels would (each step rounded to float32)."""
+    rng = np.random.default_rng(11)
+    x = relay.var("x", shape=(4, 48))
+    half, one, root2 = (relay.const(np.float32(v)) for v in (0.5, 1.0, 1.4142135))
+    phi = relay.add(relay.erf(relay.divide(x, root2)), one)
+    gelu = relay.multiply(relay.multiply(x, half), phi)
+    exe = _check(relay.Function([x], gelu), [_rand(rng, (4, 48), "float32")], rtol=0, atol=0)
+    prof = exe.profile(_rand(rng, (4, 48), "float32"))
+    kernels = [op.metrics.get("kernel") for step in prof.steps for op in step.ops]
+    assert kernels == ["EWISE"]
+    q = relay.var("q", shape=(4, 48), dtype="int8")
+    deq = relay.qnn.op.dequantize(q, relay.const(np.float32(0.05)), relay.const(np.int32(3)))
+    _check(relay.Function([q, x], relay.add(deq, x)),
+           [_rand(rng, (4, 48), "int8"), _rand(rng, (4, 48), "float32")], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("tb", [True, False])
+@pytest.mark.parametrize("bias_shape", [(), (32,), (5, 32)])
+@pytest.mark.parametrize("weight_constant", [True, False])
+def test_gemm(tb, bias_shape, weight_constant):
+    """ONNX Gemm (nn.gemm): weight [N, K] or [K, N], a bias broadcast to the product."""
+    rng = np.random.default_rng(12)
+    m, k, n = 5, 7, 32
+    x = relay.var("x", shape=(m, k))
+    wshape = (n, k) if tb else (k, n)
+    w = _rand(rng, wshape, "float32")
+    bias = relay.const(_rand(rng, bias_shape, "float32"))
+    feeds = [_rand(rng, (m, k), "float32")]
+    if weight_constant:
+        fn = relay.Function([x], relay.nn.gemm(x, relay.const(w), bias, transpose_b=tb))
+    else:
+        wv = relay.var("w", shape=wshape)
+        fn = relay.Function([x, wv], relay.nn.gemm(x, wv, bias, transpose_b=tb))
+        feeds.append(w)
+    _check(fn, feeds, rtol=1e-5, atol=1e-5)
