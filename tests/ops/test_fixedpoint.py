@@ -247,3 +247,21 @@ def test_wrap_and_saturate():
     out = fp.saturate([-300, 300, 7], "int8")
     assert out.dtype == np.int8 and out.tolist() == [-128, 127, 7]
     assert fp.saturate([-1, 256], "uint8").tolist() == [0, 255]
+
+
+def test_quantize_multiplier_array_equals_the_scalar_one():
+    """The vectorized per-channel QuantizeMultiplier gives the scalar function's pairs, flushes
+    and rounding carries included."""
+    from partita.ops.emulation.tflite_fixedpoint import (
+        quantize_multiplier,
+        quantize_multiplier_array,
+    )
+
+    rng = np.random.default_rng(0)
+    edge = [0.0, 1.0, 0.5, 2.0**-31, 2.0**-32, 1 - 2.0**-40, -0.3, 3.9999999999, 1e-300]
+    values = np.concatenate([rng.random(20000) * 10.0 ** rng.integers(-12, 3, 20000), edge])
+    qm, sh = quantize_multiplier_array(values.reshape(-1, 1))
+    assert qm.shape == sh.shape == (values.size, 1)
+    assert [(int(a), int(b)) for a, b in zip(qm.ravel(), sh.ravel())] == [
+        quantize_multiplier(float(v)) for v in values
+    ]

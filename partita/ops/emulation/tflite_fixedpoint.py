@@ -63,10 +63,19 @@ def quantize_multiplier_array(real_multipliers) -> tuple[np.ndarray, np.ndarray]
     """quantize_multiplier for every element (per-channel scales); int64 arrays of the same
     shape."""
     reals = np.asarray(real_multipliers, np.float64)
-    pairs = [quantize_multiplier(float(m)) for m in reals.ravel()]
-    qm = np.array([p[0] for p in pairs], np.int64).reshape(reals.shape)
-    sh = np.array([p[1] for p in pairs], np.int64).reshape(reals.shape)
-    return qm, sh
+    if not np.isfinite(reals).all():
+        bad = reals[~np.isfinite(reals)].ravel()[0]
+        quantize_multiplier(float(bad))  # raises, naming the value
+    # vectorized, step for step as above: frexp is exact, q * 2**31 is exact (a power of two),
+    # and round half away from zero of it is floor(|v| + 0.5) with the sign (|v| < 2**31)
+    q, shift = np.frexp(reals)
+    v = q * float(1 << 31)
+    q_fixed = (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+    carry = q_fixed == 1 << 31
+    q_fixed = np.where(carry, q_fixed // 2, q_fixed)
+    shift = shift.astype(np.int64) + carry
+    flush = (shift < -31) | (reals == 0.0)
+    return np.where(flush, 0, q_fixed), np.where(flush, 0, shift)
 
 
 def wrap_int32(x) -> np.ndarray:
