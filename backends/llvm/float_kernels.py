@@ -42,8 +42,8 @@ class FloatKernels(FloatGemm):
         v = self.convert(b, (kind, v), KIND[dtype])
         if dtype == "float32":
             v = b.fptrunc(v, F32)
-        elif dtype == "int32":
-            v = b.trunc(v, I32)
+        elif dtype in ("int32", "int8", "uint8"):
+            v = b.trunc(v, STORE[dtype])
         elif dtype == "bool":
             v = b.zext(v, I8)
         self.store_at(b, v, ptr, index, STORE[dtype])
@@ -94,6 +94,8 @@ class FloatKernels(FloatGemm):
         if op == "dequantize":  # (x - zero_point) * scale
             diff = b.sitofp(b.sub(vals[0][1], vals[2][1]), F64)
             return "f", b.fmul(diff, vals[1][1])
+        if op == "copy":
+            return vals[0]
         if op == "cast":
             return KIND[p["out_dtype"]], self.convert(b, vals[0], KIND[p["out_dtype"]])
         if op in _FCMP:
@@ -108,7 +110,15 @@ class FloatKernels(FloatGemm):
             if op == "logical_not":
                 return "b", b.not_(bs[0])
             return "b", (b.and_ if op == "logical_and" else b.or_)(bs[0], bs[1])
-        if kinds == {"f"} or op in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf"):
+        if op == "nn.relu":
+            kind, v = vals[0]
+            zero = fconst(0) if kind == "f" else c64(0)
+            if kind == "f":  # numpy's maximum(x, 0): nan stays
+                keep = b.or_(b.fcmp_ordered(">", v, zero), b.fcmp_unordered("uno", v, v))
+                return "f", b.select(keep, v, zero)
+            return kind, b.select(b.icmp_signed(">", v, zero), v, zero)
+        floats = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "nn.gelu")
+        if kinds == {"f"} or op in floats:
             return "f", self.float_op(b, op, [self.convert(b, v, "f") for v in vals], p)
         return "i", self.int_op(b, op, [self.convert(b, v, "i") for v in vals])
 
@@ -135,6 +145,15 @@ class FloatKernels(FloatGemm):
             return b.fpext(b.fdiv(ir.Constant(F32, 1.0), s), F64)
         if op in ("tanh", "erf"):
             return b.call(self.libm(op), [x])
+        if op == "nn.gelu":  # the reference's float64 formula, in its order
+            half_x = b.fmul(fconst(0.5), x)
+            if p.get("approximate") == "tanh":
+                cube = b.call(self.intrinsic("llvm.pow", F64), [x, fconst(3.0)])
+                inner = b.fmul(fconst(math.sqrt(2.0 / math.pi)),
+                               b.fadd(x, b.fmul(fconst(0.044715), cube)))
+                return b.fmul(half_x, b.fadd(fconst(1.0), b.call(self.libm("tanh"), [inner])))
+            e = b.call(self.libm("erf"), [b.fdiv(x, fconst(math.sqrt(2.0)))])
+            return b.fmul(half_x, b.fadd(fconst(1.0), e))
         if op == "sigmoid":
             e = b.call(self.intrinsic("llvm.exp", F64), [b.fneg(x)])
             return b.fdiv(fconst(1), b.fadd(fconst(1), e))
@@ -188,7 +207,8 @@ class FloatKernels(FloatGemm):
 
             self.store_value(b, value(p["tree"]), y, index, self.dtype(k.output))
 
-        self.nest(b, p["out_shape"], p["strides"], body)
+        bases = [c64(v) for v in p.get("bases", [0] * len(p["strides"]))]
+        self.nest(b, p["out_shape"], p["strides"], body, offsets=bases)
         b.ret_void()
         return fn
 
@@ -198,8 +218,10 @@ class FloatKernels(FloatGemm):
         v = self.convert(b, value, kind)
         if dtype == "float32":
             v = b.fpext(b.fptrunc(v, F32), F64)
-        elif dtype == "int32":
-            v = b.sext(b.trunc(v, I32), I64)
+        elif dtype in ("int32", "int8"):
+            v = b.sext(b.trunc(v, STORE[dtype]), I64)
+        elif dtype == "uint8":
+            v = b.zext(b.trunc(v, I8), I64)
         return kind, v
 
     def nest(self, b, shape, strides, body, axis=0, index=None, offsets=None):
@@ -366,6 +388,8 @@ class FloatKernels(FloatGemm):
 
     def k_freduce(self, k):
         p = k.params
+        if self.dtype(k.output) in ("int32", "int64"):
+            return self.k_isum(k)
         fn, b, (x, y) = self.function(k, 1)
         cell = b.alloca(F64)
         start = {"max": -math.inf, "min": math.inf}.get(p["op"], 0.0)
@@ -393,6 +417,27 @@ class FloatKernels(FloatGemm):
             if p["op"] == "mean":
                 total = b.fdiv(total, fconst(count))
             self.store_at(b, b.fptrunc(total, F32), y, index, F32)
+
+        self.nest(b, p["kept"], [p["kept_strides"]], out)
+        b.ret_void()
+        return fn
+
+    def k_isum(self, k):
+        """An integer sum: i64 accumulation, stored in the dtype (int32 wraps)."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        dtype = self.dtype(k.output)
+        cell = b.alloca(I64)
+
+        def out(index, offsets):
+            b.store(c64(0), cell)
+
+            def step(_i, offs):
+                v = self.load_value(b, x, offs[0], dtype)[1]
+                b.store(b.add(b.load(cell, typ=I64), v), cell)
+
+            self.nest(b, p["red"], [p["red_strides"]], step, index=c64(0), offsets=offsets)
+            self.store_value(b, ("i", b.load(cell, typ=I64)), y, index, dtype)
 
         self.nest(b, p["kept"], [p["kept_strides"]], out)
         b.ret_void()

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from partita.ir import Constant
+from partita.ir import Call, Constant, TupleGetItem
+from partita.ir.types import TensorType
 
 # op -> the scalar function the kernel applies (see float_kernels.FloatKernels.scalar)
 EWISE_OPS = {
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
     "negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
     "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
-    "cast", "clip", "logical_not", "logical_and", "logical_or",
+    "cast", "clip", "logical_not", "logical_and", "logical_or", "nn.relu", "nn.gelu",
 }  # fmt: skip
 TYPES = ("float32", "int32", "int64", "bool")
 READ = (*TYPES, "int8", "uint8")  # what EWISE kernels load
@@ -49,6 +50,8 @@ def lower_float(low, call, name: str) -> bool:
         return _ewise(low, call, name)
     if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
         return False
+    if name == "sum" and out in ("int32", "int64"):
+        return _reduce(low, call, name)
     if out != "float32":
         return False
     if name in ("sum", "mean", "max", "min"):
@@ -123,6 +126,8 @@ class _Tree:
         extra = {}
         if name == "clip":
             extra["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
+        if name == "nn.gelu":
+            extra["approximate"] = call.attrs.approximate
         if name == "qnn.dequantize":
             return self.dequantize(call)
         kids = []
@@ -283,7 +288,8 @@ def _take(low, call) -> bool:
 
 
 def _reduce(low, call, name: str) -> bool:
-    """sum / mean / max / min of float32 over axes (float64 sums, rounded once)."""
+    """sum / mean / max / min of float32 over axes (float64 sums, rounded once); sum of int32 /
+    int64 (wrapping in the dtype, as the reference's int64 sum cast back)."""
     from partita.ops.tensor_reduce import reduce_axes
 
     data = call.args[0]
@@ -300,3 +306,54 @@ def _reduce(low, call, name: str) -> bool:
     }
     low.emit("FREDUCE", call, [low.src(data)], params)
     return True
+
+
+def lower_item(low, item) -> bool:
+    """A field of a tuple-valued op read by TupleGetItem, where the field is a view of one
+    input (``split``): lowered as that view; False for other tuples (the caller refuses them)."""
+    producer = item.tuple_value
+    if getattr(getattr(producer, "op", None), "name", "") != "split":
+        return False
+    lower_view(low, item, producer, field=item.index)
+    return True
+
+
+def lower_view(low, node, call, field: int | None = None) -> None:
+    """``node`` (a strided_slice, or field ``field`` of a split) as a copy of its input read at
+    an affine index map: the op's own reference run on the flat indices of the input says which
+    element each output takes. Affine (always, for these ops): one EWISE copy with a base
+    offset and per-axis strides; otherwise a gather through an index table."""
+    from partita.interpreter import interpret
+    from partita.ir import Function, IRModule, Var
+
+    data = call.args[0]
+    shape = tuple(int(d) for d in data.checked_type.shape)
+    src = Var("i", TensorType(shape, "int64"))
+    expr = Call(call.op, [src, *call.args[1:]], call.attrs)
+    if field is not None:
+        expr = TupleGetItem(expr, field)
+    flat = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    index = np.asarray(interpret(IRModule.from_expr(Function([src], expr)), [flat])[0])
+    out_shape = [int(d) for d in index.shape]
+    base = int(index.ravel()[0]) if index.size else 0
+    strides = []
+    for axis, n in enumerate(out_shape):
+        unit = [0] * len(out_shape)
+        if n > 1:
+            unit[axis] = 1
+            strides.append(int(index[tuple(unit)]) - base)
+        else:
+            strides.append(0)
+    grid = np.indices(out_shape).reshape(len(out_shape), -1) if out_shape else np.zeros((0, 1))
+    affine = base + (np.asarray(strides)[:, None] * grid).sum(axis=0) if out_shape else [base]
+    if not np.array_equal(np.asarray(affine).ravel(), index.ravel()):
+        raise AssertionError("a slice's index map is affine")
+    params = {
+        "tree": ["op", "copy", [["leaf", 0]], {}, node.checked_type.dtype],
+        "out_shape": out_shape,
+        "sources": [["buf", 0]],
+        "dtypes": [data.checked_type.dtype],
+        "strides": [strides],
+        "bases": [base],
+    }
+    low.emit("EWISE", node, [low.src(data)], params)

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 from partita.backends.registry import BackendError
 
-from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
+from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantize_multiplier_array
 
 # imported last: float_lower reads nothing of this module at import time
-from .float_lower import lower_float  # noqa: E402
+from .float_lower import lower_float, lower_item, lower_view  # noqa: E402
 from .vplan import vector_kernel
 from .walk import value_order
 
@@ -106,10 +106,17 @@ class _Lowering:
                 for a in node.args:
                     self.users.setdefault(id(a), []).append(node)
         for node in order:
+            if isinstance(node, Call) and isinstance(node.checked_type, TupleType):
+                continue  # tuple-valued: lowered through the TupleGetItems that read it
             if isinstance(node, Call) and id(node) not in self.absorbed:
                 self.lower(node)
-            elif isinstance(node, (Tuple, TupleGetItem)):
-                raise LLVMError("llvm: tuples inside a host segment are not supported yet")
+            elif isinstance(node, TupleGetItem) and lower_item(self, node):
+                continue
+            elif isinstance(node, TupleGetItem) or (
+                isinstance(node, Tuple) and node is not self.fn.body
+            ):
+                what = node.tuple_value.short() if isinstance(node, TupleGetItem) else "a tuple"
+                raise LLVMError(f"llvm cannot compile {what} yet (a tuple inside a host segment)")
         outs = self.fn.body.fields if isinstance(self.fn.body, Tuple) else [self.fn.body]
         return Plan(
             self.buffers,
@@ -134,6 +141,8 @@ class _Lowering:
         data = [a for a in call.args if not isinstance(a, Constant)]
         dtypes = [a.checked_type.dtype for a in data]
         out = call.checked_type.dtype if hasattr(call.checked_type, "dtype") else None
+        if name == "strided_slice":
+            return lower_view(self, call, call)
         if name in ("reshape", "squeeze", "expand_dims"):
             return self.emit("COPY", call, [self.src(data[0])])
         if name == "transpose":

@@ -193,6 +193,16 @@ def test_reductions(op, axis, keepdims):
     _check(relay.Function([x], out), [_rand(rng, (3, 4, 5), "float32")])
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_sums_wrap(dtype):
+    rng = np.random.default_rng(14)
+    x = relay.var("x", shape=(3, 4, 5), dtype=dtype)
+    data = _rand(rng, (3, 4, 5), dtype)
+    data[0, 0, :] = np.iinfo(dtype).max  # the sum wraps
+    _check(relay.Function([x], relay.sum(x, axis=(2,))), [data])
+    _check(relay.Function([x], relay.sum(x, axis=(0, 2), keepdims=True)), [data])
+
+
 @pytest.mark.parametrize("mode", ["wrap", "clip"])
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "int64"])
 def test_take(mode, dtype):
@@ -266,3 +276,39 @@ def test_gemm(tb, bias_shape, weight_constant):
         fn = relay.Function([x, wv], relay.nn.gemm(x, wv, bias, transpose_b=tb))
         feeds.append(w)
     _check(fn, feeds, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int64"])
+def test_split_fields_and_strided_slices(dtype):
+    """split's fields (a tuple inside the segment, read by TupleGetItem) and strided_slice are
+    copies at affine index maps derived from the ops' own reference implementations."""
+    rng = np.random.default_rng(13)
+    x = relay.var("x", shape=(2, 6, 5), dtype=dtype)
+    parts = relay.split(x, indices_or_sections=3, axis=1)
+    uneven = relay.split(x, indices_or_sections=(1, 4), axis=2)
+    out = relay.Tuple([relay.TupleGetItem(parts, 2), relay.TupleGetItem(uneven, 1),
+                       relay.strided_slice(x, begin=(1, 5, 0), end=(2, 0, 5), strides=(1, -2, 2))])
+    _check(relay.Function([x], out), [_rand(rng, (2, 6, 5), dtype)])
+
+
+def test_other_tuples_are_refused_by_name():
+    x = relay.var("x", shape=(4, 3))
+    gamma = relay.const(np.ones(3, np.float32))
+    bn = relay.nn.batch_norm(x, gamma, gamma, gamma, gamma, axis=1)
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.TupleGetItem(bn, 0)))
+    with pytest.raises(P.PartitaError, match="llvm cannot compile nn.batch_norm.*tuple inside"):
+        P.build(mod, "llvm")
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_and_relu(approximate):
+    rng = np.random.default_rng(15)
+    x = relay.var("x", shape=(3, 40))
+    data = _rand(rng, (3, 40), "float32") * 3
+    data[0, 0] = np.nan
+    tol = 0 if approximate == "none" else 1e-6  # libm erf is the reference's; tanh may not be
+    _check(relay.Function([x], relay.nn.gelu(x, approximate=approximate)), [data],
+           rtol=tol, atol=tol)
+    _check(relay.Function([x], relay.nn.relu(x)), [data], rtol=0, atol=0)
+    i = relay.var("i", shape=(7,), dtype="int32")
+    _check(relay.Function([i], relay.nn.relu(i)), [np.arange(-3, 4, dtype=np.int32)])
