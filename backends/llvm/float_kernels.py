@@ -443,6 +443,66 @@ class FloatKernels(FloatGemm):
         b.ret_void()
         return fn
 
+    def k_idense(self, k):
+        """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar."""
+        p = k.params
+        fn, b, (x, zx_ptr, y) = self.function(k, 2)
+        w, zw = self.cargs["w"], self.cargs["zw"]
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        zx = self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1]
+        cell = b.alloca(I64)
+        with for_range(b, m_, "m") as m, for_range(b, n_, "n") as n:
+            b.store(c64(0), cell)
+            zwn = b.sext(self.load_at(b, zw, n, I32), I64)
+            with for_range(b, k_, "k") as kk:
+                xv = self.load_value(b, x, b.add(b.mul(m, c64(k_)), kk), p["x_dtype"])[1]
+                wv = b.sext(self.load_at(b, w, b.add(b.mul(n, c64(k_)), kk), I32), I64)
+                term = b.mul(b.sub(xv, zx), b.sub(wv, zwn))
+                b.store(b.add(b.load(cell, typ=I64), term), cell)
+            at = b.add(b.mul(m, c64(n_)), n)
+            self.store_at(b, b.trunc(b.load(cell, typ=I64), I32), y, at, I32)
+        b.ret_void()
+        return fn
+
+    def k_dynq(self, k):
+        """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),
+        max(x, 0)], scale = (hi - lo) / 255 (1 for an empty range), zero point = rint(clamp(0 -
+        lo / scale, 0, 255)), data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0)."""
+        fn, b, (x, y) = self.function(k, 1)
+        n = 1
+        for d in self.shape(k.inputs[0]):
+            n *= d
+        f32 = lambda v: ir.Constant(F32, v)  # noqa: E731
+        rint = self.intrinsic("llvm.roundeven", F32)
+        lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
+        b.store(f32(0.0), lo_cell)
+        b.store(f32(0.0), hi_cell)
+        with for_range(b, n, "e") as e:
+            v = self.load_at(b, x, e, F32)
+            lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
+            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
+            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
+        lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
+        scale = b.select(b.fcmp_ordered("==", hi, lo), f32(1.0), b.fdiv(b.fsub(hi, lo), f32(255.0)))
+
+        def clamp(v):
+            v = b.select(b.fcmp_ordered("<", v, f32(0.0)), f32(0.0), v)
+            return b.select(b.fcmp_ordered(">", v, f32(255.0)), f32(255.0), v)
+
+        zp = b.call(rint, [clamp(b.fsub(f32(0.0), b.fdiv(lo, scale)))])
+        field = k.params["field"]
+        if field == 1:
+            self.store_at(b, scale, y, c64(0), F32)
+        elif field == 2:
+            self.store_at(b, b.fptoui(zp, I8), y, c64(0), I8)
+        else:
+            with for_range(b, n, "e") as e:
+                q = b.fadd(b.call(rint, [b.fdiv(self.load_at(b, x, e, F32), scale)]), zp)
+                q = b.select(b.fcmp_unordered("uno", q, q), f32(0.0), clamp(q))
+                self.store_at(b, b.fptoui(q, I8), y, e, I8)
+        b.ret_void()
+        return fn
+
     def k_const(self, k):
         """The constant ``value`` copied into its buffer (a constant read as data)."""
         fn, b, (y,) = self.function(k, 0)

@@ -88,7 +88,7 @@ def ewise_ok(call) -> bool:
             isinstance(a, Constant) for a in call.args[1:]
         )
     out = getattr(call.checked_type, "dtype", None)
-    return name in EWISE_OPS and out in TYPES and all(t in TYPES for t in types)
+    return name in EWISE_OPS and out in READ and all(t in READ for t in types)
 
 
 class _Tree:
@@ -309,10 +309,16 @@ def _reduce(low, call, name: str) -> bool:
 
 
 def lower_item(low, item) -> bool:
-    """A field of a tuple-valued op read by TupleGetItem, where the field is a view of one
-    input (``split``): lowered as that view; False for other tuples (the caller refuses them)."""
+    """A field of a tuple-valued op read by TupleGetItem: a view of one input (``split``), or
+    one of ``qnn.dynamic_quantize``'s (data, scale, zero point); False for other tuples (the
+    caller refuses them)."""
     producer = item.tuple_value
-    if getattr(getattr(producer, "op", None), "name", "") != "split":
+    name = getattr(getattr(producer, "op", None), "name", "")
+    if name == "qnn.dynamic_quantize":  # each field its own pass over the data
+        src = producer.args[0]
+        low.emit("DYNQ", item, [low.src(src)], {"field": item.index})
+        return True
+    if name != "split":
         return False
     lower_view(low, item, producer, field=item.index)
     return True

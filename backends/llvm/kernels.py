@@ -13,7 +13,10 @@ from .float_kernels import FloatKernels
 from .lower import Kernel
 from .vector import VectorKernels
 
-FLOAT_KINDS = ("EWISE", "FDENSE", "FBMM", "FSOFTMAX", "FLAYERNORM", "FREDUCE", "TAKE", "CONST")
+FLOAT_KINDS = (
+    "EWISE", "FDENSE", "FBMM", "FSOFTMAX", "FLAYERNORM", "FREDUCE", "TAKE", "CONST", "IDENSE",
+    "DYNQ",
+)  # fmt: skip
 
 
 class KernelEmitter(FloatKernels, VectorKernels, Emitter):

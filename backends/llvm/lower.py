@@ -30,6 +30,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantiz
 
 # imported last: float_lower reads nothing of this module at import time
 from .float_lower import lower_float, lower_item, lower_view  # noqa: E402
+from .int_lower import lower_int_dense  # noqa: E402
 from .vplan import vector_kernel
 from .walk import value_order
 
@@ -136,6 +137,11 @@ class _Lowering:
     def lower(self, call: Call) -> None:
         name = call.op.name if not isinstance(call.op, Function) else "<function>"
         where = f"{name}" + (f" ({call.span})" if call.span is not None else "")
+        deferred = getattr(self, "deferred", {})
+        if any(id(a) in deferred for a in call.args) and lower_float(self, call, name):
+            return None  # an elementwise producer waits to be fused into this EWISE kernel
+        if name == "qnn.dense" and lower_int_dense(self, call):
+            return None  # an int32 accumulator read as such (dynamic quantization)
         if name in ("qnn.conv2d", "qnn.dense"):
             return self.mac(call, where)
         data = [a for a in call.args if not isinstance(a, Constant)]

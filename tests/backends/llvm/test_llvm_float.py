@@ -219,7 +219,8 @@ def test_take(mode, dtype):
 @pytest.mark.parametrize(
     "name",
     ["bert_tiny.dynamo.onnx", "bert_tiny.onnx", "bert_tiny.opset14.onnx",
-     "bert_tiny.ort_fused.onnx", "bert_tiny.qdq.onnx"],
+     "bert_tiny.ort_fused.onnx", "bert_tiny.qdq.onnx", "bert_tiny.dyn_int8.onnx",
+     "bert_tiny.dyn_int8.ort_opt.onnx"],
 )
 def test_float_bert_encoders_equal_onnx_runtime(name):
     ort = pytest.importorskip("onnxruntime")
@@ -239,7 +240,7 @@ def test_float_bert_encoders_equal_onnx_runtime(name):
     got = got[0] if isinstance(got, (list, tuple)) else got
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     ref = P.interpret(mod, [ids, mask])[0]
-    if "qdq" in name:  # integer parts and the same float steps: the same bits
+    if "qdq" in name or "int8" in name:  # integer parts and the same float steps: same bits
         assert got.tobytes() == ref.tobytes()
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
@@ -317,3 +318,29 @@ def test_gelu_and_relu(approximate):
     _check(relay.Function([x], relay.nn.relu(x)), [data], rtol=0, atol=0)
     i = relay.var("i", shape=(7,), dtype="int32")
     _check(relay.Function([i], relay.nn.relu(i)), [np.arange(-3, 4, dtype=np.int32)])
+
+
+def test_a_fused_producer_is_never_left_behind():
+    """An int8 add whose only reader is an int8 relu (which alone would be a 256-entry table)
+    is fused with it into one EWISE kernel."""
+    rng = np.random.default_rng(16)
+    a, c = relay.var("a", shape=(3, 8), dtype="int8"), relay.var("c", shape=(3, 8), dtype="int8")
+    _check(relay.Function([a, c], relay.nn.relu(relay.add(a, c))),
+           [_rand(rng, (3, 8), "int8"), _rand(rng, (3, 8), "int8")])
+
+
+def test_dynamic_quantization_fields_and_int32_dense():
+    """DynamicQuantizeLinear's three fields and MatMulInteger's int32 product (ONNX Runtime's
+    dynamic int8 BERT) equal the reference bit for bit."""
+    rng = np.random.default_rng(17)
+    x = relay.var("x", shape=(4, 24))
+    dq = relay.qnn.op.dynamic_quantize(x)
+    w = relay.const(rng.integers(-128, 128, (16, 24)).astype(np.int8))
+    zx = relay.cast(relay.TupleGetItem(dq, 2), dtype="int32")
+    acc = relay.qnn.op.dense(relay.TupleGetItem(dq, 0), w, zx, relay.const(np.int32(0)),
+                             relay.TupleGetItem(dq, 1), relay.const(np.float32(0.02)),
+                             out_dtype="int32")
+    out = relay.Tuple([acc, relay.TupleGetItem(dq, 1), relay.TupleGetItem(dq, 2)])
+    data = _rand(rng, (4, 24), "float32")
+    _check(relay.Function([x], out), [data], rtol=0, atol=0)
+    _check(relay.Function([x], out), [np.zeros((4, 24), np.float32)], rtol=0, atol=0)
