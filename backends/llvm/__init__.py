@@ -177,7 +177,10 @@ def compile_region(function, options: dict) -> LLVMRegion:
     """Lower, generate IR, compile (or fetch from the cache), load."""
     options = options or {}
     isa = resolve_isa(options)
-    plan = lower(function, isa)
+    threads = int(options.get("threads") or 1)
+    if threads not in (1, 2):
+        raise LLVMError(f"llvm: threads must be 1 or 2, got {threads}")
+    plan = lower(function, isa, threads)
     native = options.get("mcpu") in (None, "native")
     features = isa_features(isa) if native and isa == "avx2" else None
     obj, cached = compile_ir(
@@ -210,6 +213,12 @@ backend = Backend(
             "auto",
             ISAS,
             "conv/dense kernels: vnni, avx2, plain (auto: the host's best, or $PARTITA_LLVM_ISA)",
+        ),
+        "threads": Option(
+            "1",
+            ("1", "2"),
+            "2: large float matrix products split over a second thread (started and joined per "
+            "product; a busy core only delays it)",
         ),
     },
     description="the host CPU: native code generated with llvmlite (one call per segment)",

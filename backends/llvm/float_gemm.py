@@ -77,11 +77,16 @@ class FloatGemm:
     def gemm_cells(self, b):
         return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(ROWS)]
 
-    def k_fdense_vec(self, k):
+    def dense_rows(self, k, m_count: int, suffix: str) -> ir.Function:
+        """``void name(ptr x, ptr w, ptr y, ptr bias)``: rows [0, m_count) of the product, x, y
+        (and a per-element bias) already offset to the first row."""
         p = k.params
-        fn, b, (x, y) = self.function(k, 1)
-        w = self.cargs["wt"]
-        m_, k_, n_ = p["M"], p["K"], p["N"]
+        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 4)
+        fn = ir.Function(self.module, fty, name=f"{k.name}_{suffix}")
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        x, w, y, src = fn.args
+        k_, n_ = p["K"], p["N"]
         cells = self.gemm_cells(b)
 
         def w_at(kk, n0, v, cols):  # float_lower.panels: [N/64][K][64], then [K][16] panels
@@ -91,7 +96,6 @@ class FloatGemm:
 
         bias = None
         if p.get("bias", "none") != "none":
-            src = self.cargs["bias"]
 
             def bias(at, n):
                 if p["bias"] == "scalar":
@@ -99,7 +103,7 @@ class FloatGemm:
                 return self.vload_f(b, src, n if p["bias"] == "n" else at)
 
         self.gemm(
-            b, cells, m_, n_, k_,
+            b, cells, m_count, n_, k_,
             lambda m, kk: b.add(b.mul(m, c64(k_)), kk),
             w_at,
             lambda m, n: b.add(b.mul(m, c64(n_)), n),
@@ -107,6 +111,59 @@ class FloatGemm:
         )  # fmt: skip
         b.ret_void()
         return fn
+
+    def k_fdense_vec(self, k):
+        """The rows in one call, or (``threads`` 2) the second half on a POSIX thread started
+        for this product and joined before it returns (if the thread cannot start, this thread
+        computes both halves)."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        w = self.cargs["wt"]
+        bias = self.cargs.get("bias", ir.Constant(ir.PointerType(), None))
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        if p.get("threads", 1) < 2:
+            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias])
+            b.ret_void()
+            return fn
+        first = (m_ // 2 // ROWS) * ROWS or m_ // 2
+        part_a = self.dense_rows(k, first, "a")
+        part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
+        ptr = ir.PointerType()
+        xb = b.gep(x, [c64(first * k_)], source_etype=F32)
+        yb = b.gep(y, [c64(first * n_)], source_etype=F32)
+        bb = b.gep(bias, [c64(first * n_)], source_etype=F32) if p.get("bias") == "mn" else bias
+        args = b.alloca(ptr, c64(4))
+        for i, v in enumerate((xb, w, yb, bb)):
+            self.store_at(b, v, args, c64(i), ptr)
+        tramp = self.thread_entry(k, part_b)
+        tid = b.alloca(ir.IntType(64))
+        create = self.extern("pthread_create", ir.IntType(32), [ptr, ptr, ptr, ptr])
+        join = self.extern("pthread_join", ir.IntType(32), [ir.IntType(64), ptr])
+        rc = b.call(create, [tid, ir.Constant(ptr, None), tramp, args])
+        b.call(part_a, [x, w, y, bias])
+        started = b.icmp_signed("==", rc, ir.Constant(ir.IntType(32), 0))
+        with b.if_else(started) as (then, otherwise):
+            with then:
+                b.call(join, [b.load(tid, typ=ir.IntType(64)), ir.Constant(ptr, None)])
+            with otherwise:
+                b.call(part_b, [xb, w, yb, bb])
+        b.ret_void()
+        return fn
+
+    def thread_entry(self, k, part) -> ir.Function:
+        """``ptr entry(ptr args)``: the four pointers of ``part`` from ``args``, then ``part``."""
+        ptr = ir.PointerType()
+        fn = ir.Function(self.module, ir.FunctionType(ptr, [ptr]), name=f"{k.name}_thread")
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        vals = [self.load_at(b, fn.args[0], c64(i), ptr) for i in range(4)]
+        b.call(part, vals)
+        b.ret(ir.Constant(ptr, None))
+        return fn
+
+    def extern(self, name: str, ret, args) -> ir.Function:
+        fn = self.module.globals.get(name)
+        return fn if fn is not None else ir.Function(self.module, ir.FunctionType(ret, args), name)
 
     def k_fbmm_vec(self, k):
         """Batched, B read as [K][N] (transpose_b false): one gemm per batch."""

@@ -209,6 +209,8 @@ def _dense(low, call) -> bool:
         wt = np.ascontiguousarray(wdata.T if tb else wdata)
         params["vec"] = n % 16 == 0  # float_gemm's register tiles
         arrays["wt"] = panels(wt) if params["vec"] else wt
+        if params["vec"] and low.threads > 1 and m >= 16 and m * n * k >= 1 << 22:
+            params["threads"] = 2  # worth a thread start (~20 us): 4 M multiply-adds or more
         low.emit("FDENSE", call, [low.src(x)], params, arrays)
     else:
         low.emit("FDENSE", call, [low.src(x), low.src(w)], params, arrays)

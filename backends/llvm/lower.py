@@ -74,8 +74,8 @@ def _const(e) -> np.ndarray:
 
 
 class _Lowering:
-    def __init__(self, fn: Function, isa: str = "plain"):
-        self.fn, self.isa = fn, isa
+    def __init__(self, fn: Function, isa: str = "plain", threads: int = 1):
+        self.fn, self.isa, self.threads = fn, isa, threads
         self.buffers: list[tuple[tuple[int, ...], str]] = []
         self.ids: dict[int, int] = {}
         self.kernels: list[Kernel] = []
@@ -492,10 +492,11 @@ def plan_digest(plan: Plan) -> bytes:
     return h.digest()
 
 
-def lower(fn: Function, isa: str = "plain") -> Plan:
+def lower(fn: Function, isa: str = "plain", threads: int = 1) -> Plan:
     """The kernels of host function ``fn`` (an LLVMError names the first op it cannot take);
-    ``isa`` picks the conv/dense kernels: vnni, avx2 (vector) or plain (scalar loops)."""
-    return _Lowering(fn, isa).run()
+    ``isa`` picks the conv/dense kernels: vnni, avx2 (vector) or plain (scalar loops);
+    ``threads`` 2 splits the large float matrix products over a second thread."""
+    return _Lowering(fn, isa, threads).run()
 
 
 __all__ = ["EIGHT_BIT", "Kernel", "LLVMError", "Plan", "Var", "lower"]

@@ -344,3 +344,21 @@ def test_dynamic_quantization_fields_and_int32_dense():
     data = _rand(rng, (4, 24), "float32")
     _check(relay.Function([x], out), [data], rtol=0, atol=0)
     _check(relay.Function([x], out), [np.zeros((4, 24), np.float32)], rtol=0, atol=0)
+
+
+def test_two_threads_give_the_same_bits():
+    """``-threads=2``: a large product's second half of rows runs on a POSIX thread; each row
+    is computed as with one thread, so the outputs are the same bits."""
+    rng = np.random.default_rng(18)
+    x = relay.var("x", shape=(66, 256))
+    w = relay.const(rng.standard_normal((256, 256)).astype(np.float32))
+    bias = relay.const(rng.standard_normal((66, 256)).astype(np.float32))
+    fn = relay.Function([x], relay.nn.gemm(x, w, bias))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(fn))
+    data = _rand(rng, (66, 256), "float32")
+    one = P.build(mod, "llvm").run(data)[0]
+    two = P.build(mod, "llvm -threads=2").run(data)[0]
+    assert one.tobytes() == two.tobytes()
+    np.testing.assert_allclose(two, P.interpret(mod, [data])[0], rtol=1e-4, atol=1e-4)
+    with pytest.raises(P.PartitaError, match="threads"):
+        P.build(mod, "llvm -threads=3")
