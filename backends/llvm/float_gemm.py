@@ -150,6 +150,41 @@ class FloatGemm:
         b.ret_void()
         return fn
 
+    def part_function(self, k, suffix: str, pointers, emit) -> ir.Function:
+        """``void name(ptr* table)``: ``emit(builder, pointers)`` with the kernel's pointers
+        read from ``table`` (the layout split_run stores)."""
+        ptr = ir.PointerType()
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]), f"{k.name}_{suffix}")
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ps = [self.load_at(b, fn.args[0], c64(i), ptr) for i in range(len(pointers))]
+        emit(b, ps)
+        b.ret_void()
+        return fn
+
+    def split_run(self, k, b, pointers, parts) -> None:
+        """parts[1] on a POSIX thread and parts[0] here, both on a table of ``pointers``; the
+        thread joined before the kernel returns (no thread: both parts here)."""
+        ptr = ir.PointerType()
+        table = b.alloca(ptr, c64(len(pointers)))
+        for i, v in enumerate(pointers):
+            self.store_at(b, v, table, c64(i), ptr)
+        entry = ir.Function(self.module, ir.FunctionType(ptr, [ptr]), f"{k.name}_thread")
+        entry.linkage = "internal"
+        eb = ir.IRBuilder(entry.append_basic_block("entry"))
+        eb.call(parts[1], [entry.args[0]])
+        eb.ret(ir.Constant(ptr, None))
+        tid = b.alloca(ir.IntType(64))
+        create = self.extern("pthread_create", ir.IntType(32), [ptr, ptr, ptr, ptr])
+        join = self.extern("pthread_join", ir.IntType(32), [ir.IntType(64), ptr])
+        rc = b.call(create, [tid, ir.Constant(ptr, None), entry, table])
+        b.call(parts[0], [table])
+        with b.if_else(b.icmp_signed("==", rc, ir.Constant(ir.IntType(32), 0))) as (then, other):
+            with then:
+                b.call(join, [b.load(tid, typ=ir.IntType(64)), ir.Constant(ptr, None)])
+            with other:
+                b.call(parts[1], [table])
+
     def thread_entry(self, k, part) -> ir.Function:
         """``ptr entry(ptr args)``: the four pointers of ``part`` from ``args``, then ``part``."""
         ptr = ir.PointerType()

@@ -184,12 +184,35 @@ class FloatKernels(FloatGemm):
 
     def k_ewise(self, k):
         """The expression tree (float_lower._Tree) per output element; each step rounded to
-        its dtype as a separate kernel would store it."""
+        its dtype as a separate kernel would store it. ``threads`` 2: the range of the first
+        axis longer than 1 is halved, the second half on a thread (float_gemm.split_run)."""
         p = k.params
         n_in = sum(1 for s in p["sources"] if s[0] == "buf")
         fn, b, args = self.function(k, n_in)
-        ins, y = args[:-1], args[-1]
-        ptrs = [self.operand(k, j, ins) for j in range(len(p["sources"]))]
+        names = [name for name, _ in sorted(k.arrays.items())]
+        pointers = [*args, *(self.cargs[n] for n in names)]
+        shape = p["out_shape"]
+        split = next((i for i, d in enumerate(shape) if d > 1), None)
+        if p.get("threads", 1) < 2 or split is None:
+            self.ewise_part(k, b, pointers, n_in, names, None)
+        else:
+            half = shape[split] // 2
+            parts = [
+                self.part_function(k, f"p{j}", pointers, lambda pb, ps, r=rng: self.ewise_part(
+                    k, pb, ps, n_in, names, (split, *r)))
+                for j, rng in enumerate(((0, half), (half, shape[split])))
+            ]
+            self.split_run(k, b, pointers, parts)
+        b.ret_void()
+        return fn
+
+    def ewise_part(self, k, b, pointers, n_in, names, restrict):
+        """The EWISE loops over ``pointers`` (inputs, output, constants); ``restrict``:
+        (axis, lo, hi) to compute only that range of one axis."""
+        p = k.params
+        ins, y = pointers[:n_in], pointers[n_in]
+        consts = dict(zip(names, pointers[n_in + 1 :]))
+        ptrs = [consts[w] if kind == "const" else ins[w] for kind, w in p["sources"]]
 
         def body(index, offsets):
             loaded: dict = {}
@@ -208,9 +231,7 @@ class FloatKernels(FloatGemm):
             self.store_value(b, value(p["tree"]), y, index, self.dtype(k.output))
 
         bases = [c64(v) for v in p.get("bases", [0] * len(p["strides"]))]
-        self.nest(b, p["out_shape"], p["strides"], body, offsets=bases)
-        b.ret_void()
-        return fn
+        self.nest(b, p["out_shape"], p["strides"], body, offsets=bases, restrict=restrict)
 
     def rounded(self, b, value, dtype: str):
         """``value`` as a tensor of ``dtype`` would hold it, back in the compute domain."""
@@ -224,16 +245,21 @@ class FloatKernels(FloatGemm):
             v = b.zext(b.trunc(v, I8), I64)
         return kind, v
 
-    def nest(self, b, shape, strides, body, axis=0, index=None, offsets=None):
-        """Loops over ``shape``; ``body(flat index, [offset per operand])``."""
+    def nest(self, b, shape, strides, body, axis=0, index=None, offsets=None, restrict=None):
+        """Loops over ``shape``; ``body(flat index, [offset per operand])``. ``restrict``:
+        (axis, lo, hi), that axis only over [lo, hi)."""
         index = c64(0) if index is None else index
         offsets = [c64(0)] * len(strides) if offsets is None else offsets
         if axis == len(shape):
             return body(index, offsets)
-        with for_range(b, shape[axis], f"d{axis}") as i:
+        lo, hi = (0, shape[axis])
+        if restrict and restrict[0] == axis:
+            lo, hi = restrict[1], restrict[2]
+        with for_range(b, hi - lo, f"d{axis}") as j:
+            i = b.add(j, c64(lo)) if lo else j
             inner = b.add(b.mul(index, c64(shape[axis])), i)
             offs = [b.add(o, b.mul(i, c64(s[axis]))) for o, s in zip(offsets, strides)]
-            self.nest(b, shape, strides, body, axis + 1, inner, offs)
+            self.nest(b, shape, strides, body, axis + 1, inner, offs, restrict)
         return None
 
     def k_fdense(self, k):

@@ -181,6 +181,8 @@ def _ewise(low, call, name: str) -> bool:
         "dtypes": tree.dtypes,
         "strides": tree.strides,
     }
+    if getattr(low, "threads", 1) > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
+        params["threads"] = 2  # 128 K elements or more: worth a thread start
     low.emit("EWISE", call, tree.inputs, params, tree.arrays)
     return True
 

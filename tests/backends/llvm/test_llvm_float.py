@@ -362,3 +362,10 @@ def test_two_threads_give_the_same_bits():
     np.testing.assert_allclose(two, P.interpret(mod, [data])[0], rtol=1e-4, atol=1e-4)
     with pytest.raises(P.PartitaError, match="threads"):
         P.build(mod, "llvm -threads=3")
+    # a large elementwise chain: its first axis longer than 1 is halved over the two threads
+    z = relay.var("z", shape=(1, 300, 500))
+    chain = relay.Function([z], relay.tanh(relay.add(relay.multiply(z, z), relay.const(1.0))))
+    cmod = relay.transform.InferType()(relay.IRModule.from_expr(chain))
+    zd = _rand(rng, (1, 300, 500), "float32")
+    one = P.build(cmod, "llvm").run(zd)[0]
+    assert one.tobytes() == P.build(cmod, "llvm -threads=2").run(zd)[0].tobytes()
