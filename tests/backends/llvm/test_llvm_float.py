@@ -369,3 +369,44 @@ def test_two_threads_give_the_same_bits():
     zd = _rand(rng, (1, 300, 500), "float32")
     one = P.build(cmod, "llvm").run(zd)[0]
     assert one.tobytes() == P.build(cmod, "llvm -threads=2").run(zd)[0].tobytes()
+
+
+_BIN = ["add", "subtract", "multiply", "maximum", "minimum", "divide"]
+_UNARY = ["negative", "abs", "tanh", "sigmoid", "erf", "floor", "nn.relu"]
+
+
+@st.composite
+def elementwise_dags(draw):
+    """A random DAG of float32 elementwise ops over broadcasting inputs: values shared by
+    several readers (not fused) and chains (fused), compares feeding where."""
+    shapes = [(2, 3, 4), (3, 4), (1, 4), (2, 1, 1)]
+    values = [relay.var(f"v{i}", shape=s) for i, s in enumerate(shapes[: draw(st.integers(1, 4))])]
+    params = list(values)
+    for _ in range(draw(st.integers(1, 10))):
+        kind = draw(st.sampled_from(["bin", "bin", "unary", "where", "const"]))
+        pick = lambda: values[draw(st.integers(0, len(values) - 1))]  # noqa: E731
+        if kind == "bin":
+            values.append(getattr(relay, draw(st.sampled_from(_BIN)))(pick(), pick()))
+        elif kind == "unary":
+            name = draw(st.sampled_from(_UNARY))
+            fn = relay.nn.relu if name == "nn.relu" else getattr(relay, name)
+            values.append(fn(pick()))
+        elif kind == "where":
+            a, b = pick(), pick()
+            values.append(relay.where(relay.less(a, b), a, relay.multiply(b, relay.const(2.0))))
+        else:
+            values.append(relay.add(pick(), relay.const(np.float32(draw(st.floats(-3, 3))))))
+    outs = [values[-1]] + draw(st.lists(st.sampled_from(values[len(params):]), max_size=2))
+    body = outs[0] if len(outs) == 1 else relay.Tuple(outs)
+    return relay.Function(params, body), [p.type_annotation.shape for p in params]
+
+
+@given(elementwise_dags(), st.integers(0, 2**16))
+@settings(max_examples=25, deadline=None)
+def test_random_elementwise_dags_equal_the_interpreter(case, seed):
+    """Fusion keeps every value the interpreter computes: each step is rounded to float32 as
+    a separate kernel would store it, so only the float32 math functions may differ (an ulp)."""
+    fn, shapes = case
+    rng = np.random.default_rng(seed)
+    feeds = [rng.standard_normal(s).astype(np.float32) * 2 for s in shapes]
+    _check(fn, feeds, rtol=1e-5, atol=1e-6)
