@@ -10,6 +10,7 @@ import math
 from llvmlite import ir
 
 from .codegen import F32, F64, I8, I32, I64, c64, for_range
+from .data_kernels import DataKernels
 from .float_gemm import FloatGemm
 
 STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int32": I32, "int64": I64,
@@ -24,7 +25,7 @@ def fconst(v) -> ir.Constant:
     return ir.Constant(F64, float(v))
 
 
-class FloatKernels(FloatGemm):
+class FloatKernels(DataKernels, FloatGemm):
     # -- typed loads and stores ------------------------------------------------------------
     def load_value(self, b, ptr, index, dtype: str):
         """(kind, value): float32 -> double, int32/int64 -> i64, bool -> i1."""
@@ -447,119 +448,5 @@ class FloatKernels(FloatGemm):
         self.nest(b, p["kept"], [p["kept_strides"]], out)
         b.ret_void()
         return fn
-
-    def k_isum(self, k):
-        """An integer sum: i64 accumulation, stored in the dtype (int32 wraps)."""
-        p = k.params
-        fn, b, (x, y) = self.function(k, 1)
-        dtype = self.dtype(k.output)
-        cell = b.alloca(I64)
-
-        def out(index, offsets):
-            b.store(c64(0), cell)
-
-            def step(_i, offs):
-                v = self.load_value(b, x, offs[0], dtype)[1]
-                b.store(b.add(b.load(cell, typ=I64), v), cell)
-
-            self.nest(b, p["red"], [p["red_strides"]], step, index=c64(0), offsets=offsets)
-            self.store_value(b, ("i", b.load(cell, typ=I64)), y, index, dtype)
-
-        self.nest(b, p["kept"], [p["kept_strides"]], out)
-        b.ret_void()
-        return fn
-
-    def k_idense(self, k):
-        """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar."""
-        p = k.params
-        fn, b, (x, zx_ptr, y) = self.function(k, 2)
-        w, zw = self.cargs["w"], self.cargs["zw"]
-        m_, k_, n_ = p["M"], p["K"], p["N"]
-        zx = self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1]
-        cell = b.alloca(I64)
-        with for_range(b, m_, "m") as m, for_range(b, n_, "n") as n:
-            b.store(c64(0), cell)
-            zwn = b.sext(self.load_at(b, zw, n, I32), I64)
-            with for_range(b, k_, "k") as kk:
-                xv = self.load_value(b, x, b.add(b.mul(m, c64(k_)), kk), p["x_dtype"])[1]
-                wv = b.sext(self.load_at(b, w, b.add(b.mul(n, c64(k_)), kk), I32), I64)
-                term = b.mul(b.sub(xv, zx), b.sub(wv, zwn))
-                b.store(b.add(b.load(cell, typ=I64), term), cell)
-            at = b.add(b.mul(m, c64(n_)), n)
-            self.store_at(b, b.trunc(b.load(cell, typ=I64), I32), y, at, I32)
-        b.ret_void()
-        return fn
-
-    def k_dynq(self, k):
-        """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),
-        max(x, 0)], scale = (hi - lo) / 255 (1 for an empty range), zero point = rint(clamp(0 -
-        lo / scale, 0, 255)), data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0)."""
-        fn, b, (x, y) = self.function(k, 1)
-        n = 1
-        for d in self.shape(k.inputs[0]):
-            n *= d
-        f32 = lambda v: ir.Constant(F32, v)  # noqa: E731
-        rint = self.intrinsic("llvm.roundeven", F32)
-        lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
-        b.store(f32(0.0), lo_cell)
-        b.store(f32(0.0), hi_cell)
-        with for_range(b, n, "e") as e:
-            v = self.load_at(b, x, e, F32)
-            lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
-            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
-            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
-        lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
-        scale = b.select(b.fcmp_ordered("==", hi, lo), f32(1.0), b.fdiv(b.fsub(hi, lo), f32(255.0)))
-
-        def clamp(v):
-            v = b.select(b.fcmp_ordered("<", v, f32(0.0)), f32(0.0), v)
-            return b.select(b.fcmp_ordered(">", v, f32(255.0)), f32(255.0), v)
-
-        zp = b.call(rint, [clamp(b.fsub(f32(0.0), b.fdiv(lo, scale)))])
-        field = k.params["field"]
-        if field == 1:
-            self.store_at(b, scale, y, c64(0), F32)
-        elif field == 2:
-            self.store_at(b, b.fptoui(zp, I8), y, c64(0), I8)
-        else:
-            with for_range(b, n, "e") as e:
-                q = b.fadd(b.call(rint, [b.fdiv(self.load_at(b, x, e, F32), scale)]), zp)
-                q = b.select(b.fcmp_unordered("uno", q, q), f32(0.0), clamp(q))
-                self.store_at(b, b.fptoui(q, I8), y, e, I8)
-        b.ret_void()
-        return fn
-
-    def k_const(self, k):
-        """The constant ``value`` copied into its buffer (a constant read as data)."""
-        fn, b, (y,) = self.function(k, 0)
-        value = self.cargs["value"]
-        with for_range(b, k.arrays["value"].nbytes, "byte") as e:
-            self.store_at(b, self.load_at(b, value, e, I8), y, e, I8)
-        b.ret_void()
-        return fn
-
-    def k_take(self, k):
-        p = k.params
-        n_in = sum(1 for s in p["sources"] if s[0] == "buf")
-        fn, b, args = self.function(k, n_in)
-        ins, y = args[:-1], args[-1]
-        data, idx = (self.operand(k, j, ins) for j in range(2))
-        size, inner, count = p["size"], p["inner"], p["count"]
-        row = inner * p["itemsize"]
-        with for_range(b, p["outer"], "o") as o, for_range(b, count, "c") as c:
-            i = self.load_at(b, idx, c, I64 if p["idx64"] else I32)
-            i = i if p["idx64"] else b.sext(i, I64)
-            if p["mode"] == "wrap":
-                i = b.srem(b.add(b.srem(i, c64(size)), c64(size)), c64(size))
-            else:  # clip (and "fast", kept in bounds)
-                i = b.select(b.icmp_signed("<", i, c64(0)), c64(0), i)
-                i = b.select(b.icmp_signed(">", i, c64(size - 1)), c64(size - 1), i)
-            src = b.mul(b.add(b.mul(o, c64(size)), i), c64(row))
-            dst = b.mul(b.add(b.mul(o, c64(count)), c), c64(row))
-            with for_range(b, row, "byte") as e:
-                self.store_at(b, self.load_at(b, data, b.add(src, e), I8), y, b.add(dst, e), I8)
-        b.ret_void()
-        return fn
-
 
 __all__ = ["FloatKernels"]

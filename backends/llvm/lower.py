@@ -29,7 +29,7 @@ from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType,
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantize_multiplier_array
 
 # imported last: float_lower reads nothing of this module at import time
-from .float_lower import lower_float, lower_item, lower_view  # noqa: E402
+from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
 from .vplan import vector_kernel
 from .walk import value_order
@@ -202,7 +202,7 @@ class _Lowering:
         ):
             data, dtypes = list(pair), [a.checked_type.dtype for a in pair]
             oshape = call.checked_type.shape
-            strides = [_broadcast_strides(d.checked_type.shape, oshape) for d in data]
+            strides = [strides_for(d.checked_type.shape, oshape) for d in data]
             return self.emit(
                 "LUT2",
                 call,
@@ -420,16 +420,6 @@ class _Lowering:
             **lay,
         }
         self.emit("MEAN", call, [self.src(x)], params)
-
-
-def _broadcast_strides(shape, out_shape) -> list[int]:
-    """Element strides of an input read at each output index (0 along broadcast axes)."""
-    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step if d > 1 else 0)
-        step *= d
-    return strides[::-1]
 
 
 def _exact_float_mean(call: Call) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from partita.backends import unregister_backend
 
 from partita import relay
 from partita.errors import PartitaError
@@ -16,18 +15,6 @@ from partita.relay.op.annotation import compiler_begin, compiler_end
 cb, ce = compiler_begin, compiler_end
 
 
-@pytest.fixture
-def targets():
-    names = []
-
-    def declare(name, ops, check=None):
-        for op in ops:
-            relay.register_op_attr(op, f"target.{name}", check or (lambda expr: True))
-        names.append(name)
-
-    yield declare
-    for n in names:
-        unregister_backend(relay.target_name(n))
 
 
 def _mod(body, params=None):

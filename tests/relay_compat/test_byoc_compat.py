@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from partita.backends import unregister_backend
 
 from partita import relay
 from partita.errors import PartitaError
@@ -17,21 +16,6 @@ from partita.relay.dataflow_pattern import (
     is_tuple_get_item,
     wildcard,
 )
-
-
-@pytest.fixture
-def targets():
-    """Targets declared TVM's way; forgotten afterwards so other tests see a clean registry."""
-    names = []
-
-    def declare(name, ops):
-        for op in ops:
-            relay.register_op_attr(op, f"target.{name}", lambda expr: True)
-        names.append(name)
-
-    yield declare
-    for n in names:
-        unregister_backend(relay.target_name(n))
 
 
 def _v(name, shape=(1, 4)):

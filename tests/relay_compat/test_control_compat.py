@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from partita.backends import unregister_backend
 
 import partita as P
 from partita import relay
@@ -26,18 +25,6 @@ from partita.relay.op.annotation import compiler_end as ce
 K_BROADCAST = 1
 
 
-@pytest.fixture
-def targets():
-    names = []
-
-    def declare(name, ops):
-        for op in ops:
-            relay.register_op_attr(op, f"target.{name}", lambda expr: True)
-        names.append(name)
-
-    yield declare
-    for n in names:
-        unregister_backend(relay.target_name(n))
 
 
 def _v(name, shape=(), dtype="float32"):
