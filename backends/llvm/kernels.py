@@ -11,6 +11,7 @@ from llvmlite import ir
 from .codegen import DRIVER, F32, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
 from .float_kernels import FloatKernels
 from .lower import Kernel
+from .qtransformer import QTransformerKernels
 from .vector import VectorKernels
 
 FLOAT_KINDS = (
@@ -19,7 +20,7 @@ FLOAT_KINDS = (
 )  # fmt: skip
 
 
-class KernelEmitter(FloatKernels, VectorKernels, Emitter):
+class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
     def function(self, k: Kernel, n_inputs: int):
         """``void name(ptr in..., ptr out, ptr const...)``; the constants' pointers (weights,
         tables, per-channel parameters, in ``constants(k)`` order) go to ``self.cargs``."""

@@ -31,6 +31,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantiz
 # imported last: float_lower reads nothing of this module at import time
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
+from .qlower import lower_qbmm, lower_qsoftmax  # noqa: E402
 from .vplan import vector_kernel
 from .walk import value_order
 
@@ -140,6 +141,10 @@ class _Lowering:
         deferred = getattr(self, "deferred", {})
         if any(id(a) in deferred for a in call.args) and lower_float(self, call, name):
             return None  # an elementwise producer waits to be fused into this EWISE kernel
+        if name == "qnn.batch_matmul" and lower_qbmm(self, call):
+            return None
+        if name == "qnn.softmax" and lower_qsoftmax(self, call):
+            return None
         if name == "qnn.dense" and lower_int_dense(self, call):
             return None  # an int32 accumulator read as such (dynamic quantization)
         if name in ("qnn.conv2d", "qnn.dense"):

@@ -1,0 +1,98 @@
+"""Lowering of TFLite's int8 transformer ops for qtransformer.py's kernels: QBMM (an 8-bit
+batch matmul with its tflite requantize and clip) and QSOFTMAX (TFLite's reference softmax;
+its per-difference tables computed here with the reference's own code)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from partita.ir import Constant
+from partita.ops.emulation import gemmlowp as gl
+from partita.ops.emulation.tflite_fixedpoint import (
+    multiply_by_quantized_multiplier_greater_than_one,
+    quantize_multiplier,
+)
+
+RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+def _scalar(e):
+    return isinstance(e, Constant) and np.asarray(e.data).size == 1
+
+
+def lower_qbmm(low, call) -> bool:
+    """qnn.batch_matmul of two 8-bit tensors read by one tflite qnn.requantize (and a clip)."""
+    x, y = call.args[:2]
+    if not all(_scalar(a) for a in call.args[2:]) or {
+        a.checked_type.dtype for a in (x, y)
+    } - set(RANGE):
+        return False
+    rq = low.only_user(call, "qnn.requantize")
+    if rq is None or rq.attrs.semantics != "tflite" or not all(_scalar(a) for a in rq.args[1:]):
+        return False
+    clip = low.only_user(rq, "clip")
+    lo, hi = RANGE[rq.attrs.out_dtype] if rq.attrs.out_dtype in RANGE else (None, None)
+    if lo is None:
+        return False
+    if clip is not None:
+        lo, hi = max(lo, math.ceil(clip.attrs.a_min)), min(hi, math.floor(clip.attrs.a_max))
+    real = float(np.float64(rq.args[1].data) / np.float64(rq.args[3].data))
+    mult, shift = quantize_multiplier(real)
+    a = call.attrs
+    bx, by = int(x.checked_type.shape[0]), int(y.checked_type.shape[0])
+    m = int(x.checked_type.shape[2 if a.transpose_a else 1])
+    k = int(x.checked_type.shape[1 if a.transpose_a else 2])
+    n = int(y.checked_type.shape[1 if a.transpose_b else 2])
+    params = {
+        "B": max(bx, by), "M": m, "K": k, "N": n, "bx": bx, "by": by,
+        "ta": bool(a.transpose_a), "tb": bool(a.transpose_b),
+        "zx": int(call.args[2].data), "zy": int(call.args[3].data),
+        "mult": int(mult), "shift": int(shift), "rq_zp": int(rq.args[2].data),
+        "out_zp": int(rq.args[4].data), "lo": lo, "hi": hi,
+        "dtypes": [x.checked_type.dtype, y.checked_type.dtype],
+    }  # fmt: skip
+    last = clip if clip is not None else rq
+    for node in (rq, *((clip,) if clip is not None else ())):
+        low.absorbed.add(id(node))
+    low.emit("QBMM", last, [low.src(x), low.src(y)], params)
+    return True
+
+
+def lower_qsoftmax(low, call) -> bool:
+    data = call.args[0]
+    dtype = data.checked_type.dtype
+    shape = [int(d) for d in data.checked_type.shape]
+    if (
+        call.attrs.semantics != "tflite"
+        or dtype not in RANGE
+        or call.attrs.axis % len(shape) != len(shape) - 1
+        or not all(_scalar(a) for a in call.args[1:])
+    ):
+        return False
+    in_scale = np.float32(call.args[1].data)
+    real = min(float(np.float32(call.attrs.beta)) * float(in_scale) * 2.0**26, 2.0**31 - 1.0)
+    mult, left_shift = quantize_multiplier(real)
+    if not real > 1.0 or left_shift < 0:
+        return False  # the reference refuses it; so does the interpreter, with the reason
+    diff_min = -math.floor(31.0 * 2.0**26 / 2.0**left_shift)
+    diffs = -np.arange(256, dtype=np.int64)  # x - max(row), entry -d at index d
+    keep = diffs >= diff_min
+    scaled = multiply_by_quantized_multiplier_greater_than_one(diffs, mult, left_shift)
+    exps = gl.exp_on_negative_values(scaled, 5)
+    contrib = np.where(keep, gl.rescale(exps, 0, 12), 0)
+    params = {
+        "rows": int(np.prod(shape[:-1], dtype=np.int64)), "n": shape[-1], "dtype": dtype,
+        "out_bits": 8,
+    }  # fmt: skip
+    arrays = {
+        "exps": np.where(keep, exps, 0).astype(np.int32),
+        "keep": keep.astype(np.int32),
+        "contrib": contrib.astype(np.int32),
+    }
+    low.emit("QSOFTMAX", call, [low.src(data)], params, arrays)
+    return True
+
+
+__all__ = ["RANGE", "lower_qbmm", "lower_qsoftmax"]
