@@ -25,6 +25,7 @@ EWISE_OPS = {
     "negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
     "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
     "cast", "clip", "logical_not", "logical_and", "logical_or", "nn.relu", "nn.gelu",
+    "nn.bias_add",
 }  # fmt: skip
 TYPES = ("float32", "int32", "int64", "bool")
 READ = (*TYPES, "int8", "uint8")  # what EWISE kernels load
@@ -130,6 +131,14 @@ class _Tree:
             extra["approximate"] = call.attrs.approximate
         if name == "qnn.dequantize":
             return self.dequantize(call)
+        if name == "nn.bias_add":  # an add with the bias along ``axis``
+            data, bias = call.args
+            inline = getattr(self.low, "deferred", {}).get(id(data))
+            shape = [1] * len(self.out_shape)
+            shape[call.attrs.axis % len(shape)] = self.out_shape[call.attrs.axis % len(shape)]
+            kids = [self.node(inline) if inline is not None else self.leaf(data),
+                    self.leaf(bias, strides_for(shape, self.out_shape))]
+            return ["op", "add", kids, {}, call.checked_type.dtype]
         kids = []
         for a in call.args:
             inline = getattr(self.low, "deferred", {}).get(id(a))

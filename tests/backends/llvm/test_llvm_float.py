@@ -410,3 +410,14 @@ def test_random_elementwise_dags_equal_the_interpreter(case, seed):
     rng = np.random.default_rng(seed)
     feeds = [rng.standard_normal(s).astype(np.float32) * 2 for s in shapes]
     _check(fn, feeds, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_bias_add(axis):
+    rng = np.random.default_rng(19)
+    x = relay.var("x", shape=(2, 3, 4))
+    n = 3 if axis == 1 else 4
+    b = relay.var("b", shape=(n,))
+    out = relay.nn.relu(relay.nn.bias_add(x, b, axis=axis))
+    _check(relay.Function([x, b], out), [_rand(rng, (2, 3, 4), "float32"),
+                                         _rand(rng, (n,), "float32")], rtol=0, atol=0)

@@ -85,3 +85,23 @@ def test_int8_tflite_bert_encoder(target):
     got = got if isinstance(got, (list, tuple)) else [got]
     for g, w in zip(got, P.interpret(mod, feeds)):
         assert g.tobytes() == w.tobytes()
+
+
+@pytest.mark.parametrize("name", ["bert_tiny.pt2", "bert_tiny.pt2e_xnnpack.pt2"])
+def test_pytorch_bert_encoders(name):
+    """torch.export float and PT2E (XNNPACKQuantizer) encoders on "llvm": the quantized one
+    bit-exact with the interpreter, the float one within float32 rounding."""
+    pytest.importorskip("torch")
+    from partita.frontends import from_pytorch
+
+    mod = from_pytorch(str(MODELS / name))
+    exe = P.build(mod, "llvm")
+    rng = np.random.default_rng(3)
+    feeds = [rng.integers(0, 2 if i else 100, t.shape).astype(t.dtype)
+             for i, t in enumerate(exe.input_types)]
+    got = exe.run(*feeds)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    for g, w in zip(got, P.interpret(mod, feeds)):
+        if "pt2e" in name:
+            assert g.tobytes() == w.tobytes()
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
