@@ -1,9 +1,35 @@
 """Patterns for Relay's control nodes: ``is_if(cond, true_branch, false_branch)`` and
-``is_let(var, value, body)`` (TVM's IfPattern and LetPattern)."""
+``is_let(var, value, body)`` (TVM's IfPattern and LetPattern); and recursive patterns:
+``wildcard().redirect_to(p)`` makes that wildcard match what ``p`` matches (``p`` may contain
+the wildcard itself), TVM's pattern recursion."""
 
 from __future__ import annotations
 
-from .pattern import Pattern, _as_pattern
+import weakref
+
+from .pattern import Pattern, WildcardPattern, _as_pattern
+
+# wildcard -> the pattern it stands for (patterns are immutable, so the redirect lives here)
+REDIRECTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class Recursion:
+    """A match's key for the nodes a redirected wildcard matched below it: (node, interior)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner):
+        self.owner = owner
+
+
+def _redirect_to(self, pattern) -> WildcardPattern:
+    """Make this wildcard match what ``pattern`` matches (which may contain this wildcard: a
+    recursive pattern, e.g. any chain of casts ending in a dense). Returns the wildcard."""
+    REDIRECTS[self] = _as_pattern(pattern, "redirect")
+    return self
+
+
+WildcardPattern.redirect_to = _redirect_to
 
 
 class IfPattern(Pattern):

@@ -18,6 +18,7 @@ from partita.ir.graph import Graph, node_key
 from partita.ir.nodes import Constant, Expr, Function
 
 from .checks import describe
+from .control import Recursion
 from .matcher import Solver
 from .pattern import ConstantPattern, ExprPattern, Pattern, VarPattern, WildcardPattern, _PostCheck
 
@@ -68,7 +69,7 @@ def region_of(bindings: dict, root: Expr) -> tuple[dict, dict, set]:
     embedded: set[int] = set()
     inner: dict[int, Expr] = {}
     for k, v in bindings.items():
-        if type(k) is _PostCheck and isinstance(v, tuple):
+        if type(k) in (_PostCheck, Recursion) and isinstance(v, tuple):
             # A diamond's parent and path nodes are inside it even where a wildcard of the
             # child saw them (TVM's "fuzzy" matches).
             for n in (v[0], *v[1]):

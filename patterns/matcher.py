@@ -28,7 +28,7 @@ from .checks import (
     op_mismatch,
     type_mismatch,
 )
-from .control import IfPattern, LetPattern
+from .control import REDIRECTS, IfPattern, LetPattern, Recursion
 from .dominator import check_dominator
 from .pattern import (
     ENGINE,
@@ -54,6 +54,7 @@ from .pattern import (
 )
 
 _FAIL = object()
+_LEAF_TYPES = (WildcardPattern, VarPattern, ConstantPattern, ExprPattern, OpPattern)
 
 
 class Match:
@@ -219,7 +220,25 @@ class Solver:
 
 
 def _wildcard(s: Solver, p, e, rest):
-    return s.bind_or_fail(p, e, rest)
+    target = REDIRECTS.get(p)
+    if target is None:
+        return s.bind_or_fail(p, e, rest)
+    # recursion: the target matched on its own; its nodes kept so grouping takes them in
+    sub = type(s)(s.graph_fn)
+    if not sub.run(target, e):
+        return s.fail(p, e, lambda: f"the redirected pattern does not match {describe(e)}")
+    inner = []
+    for k, v in sub.binds.items():
+        if type(k) is Recursion:
+            inner.extend(v[1])
+        elif isinstance(k, Pattern) and isinstance(v, Expr) and not isinstance(k, _LEAF_TYPES):
+            inner.append(v)
+    goals = s.bind_or_fail(p, e, rest)
+    if goals is not _FAIL:
+        key = Recursion(p)
+        s.binds[key] = (e, tuple(inner))
+        s.trail.append(key)
+    return goals
 
 
 def _op(s: Solver, p: OpPattern, e, rest):

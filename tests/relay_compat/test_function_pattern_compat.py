@@ -98,3 +98,45 @@ def test_partition_fuzzy_function_args():
             fresh, relay.add(relay.Call(f, fresh[:-1]), fresh[-1])
         ).with_attr("PartitionedFromPattern", label)
         assert relay.structural_equal(out, relay.Call(expected, [x, y, z][:n] + [b]), True)
+
+
+def test_rewrite_with_pattern_recursion():
+    """A wildcard redirected to a pattern that contains it: any chain of casts ending in a
+    dense, matched whole at the outermost cast and rewritten once (TVM's three spellings)."""
+    import numpy as np
+
+    data = _v("data", shape=(2, 8))
+    feat = relay.nn.dense(data, relay.const(np.zeros((4, 8), np.float32)))
+    for _ in range(6):
+        feat = relay.cast(feat, dtype="float32")
+    expected = relay.nn.relu(feat)
+
+    class TheRewrite(DFPatternCallback):
+        def __init__(self, pattern):
+            super().__init__(rewrite_once=True)
+            self.pattern = pattern
+
+        def callback(self, pre, post, node_map):
+            return relay.nn.relu(post)
+
+    def dense():
+        return is_op("nn.dense")(wildcard(), wildcard())
+
+    spellings = []
+    redirect = wildcard()
+    cast = is_op("cast")(redirect)
+    redirect.redirect_to(cast | dense())  # call arguments
+    spellings.append(cast)
+    redirect = wildcard()
+    cast = is_op("cast")(redirect | dense())  # alternation, left
+    redirect.redirect_to(cast)
+    spellings.append(cast)
+    redirect = wildcard()
+    cast = is_op("cast")(dense() | redirect)  # alternation, right
+    redirect.redirect_to(cast)
+    spellings.append(cast)
+    for pattern in spellings:
+        assert relay.structural_equal(rewrite(TheRewrite(pattern), feat), expected)
+    # not a dense at the bottom: no match
+    other = relay.cast(relay.cast(relay.abs(data), dtype="float32"), dtype="float32")
+    assert not spellings[0].match(other)
