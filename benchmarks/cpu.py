@@ -1,6 +1,6 @@
 """CPU latency side by side, in one process: partita "llvm" against TFLite's interpreter with
-XNNPACK (its default) and with its builtin kernels, and ONNX Runtime / OpenVINO when a model for
-them is given.
+XNNPACK (its default) and with its builtin kernels, ONNX Runtime for an .onnx model, and OpenVINO
+(either file format) when the ``openvino`` package is installed.
 
     python benchmarks/cpu.py [--model PATH.tflite|PATH.onnx] [--threads 1 2] [--repeat 20]
 
@@ -59,6 +59,21 @@ def onnxruntime(model: Path, x, threads: int):
     return lambda: sess.run(None, feed)[0]
 
 
+def openvino(model: Path, x, threads: int):
+    """OpenVINO's CPU plugin on the same file (it reads .tflite and .onnx); None (with the
+    reason printed) when it is not installed or cannot compile the model."""
+    try:
+        import openvino as ov
+
+        core = ov.Core()
+        compiled = core.compile_model(str(model), "CPU", {"INFERENCE_NUM_THREADS": threads})
+    except Exception as exc:  # an optional peer: say why it is missing, go on
+        print(f"OpenVINO ({threads} thread(s)) skipped: {type(exc).__name__}: {exc}"[:200])
+        return None
+    request = compiled.create_infer_request()
+    return lambda: request.infer({0: x})[compiled.output(0)]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=MODEL)
@@ -101,6 +116,12 @@ def main(argv=None) -> None:
                 tflite(args.model, x, threads, "BUILTIN_WITHOUT_DEFAULT_DELEGATES"),
             )
         )
+    for threads in args.threads:
+        fn = openvino(args.model, x, threads)
+        if fn is not None:
+            runs.append(("OpenVINO", threads, fn))
+            lsb = np.abs(np.asarray(fn()).astype(np.int64) - exe.run(x)[0].astype(np.int64))
+            print(f"OpenVINO ({threads} thread(s)) differs from partita by up to {lsb.max()} LSB")
     times = interleaved([fn for _, _, fn in runs], args.repeat)
     print(
         f"model: {args.model.name}; partita compile cold {cold:.2f} s, cached {cached:.2f} s; "
