@@ -12,6 +12,7 @@ from llvmlite import ir
 from .codegen import F32, F64, I8, I32, I64, c64, for_range
 from .data_kernels import DataKernels
 from .float_gemm import FloatGemm
+from .row_kernels import RowKernels
 
 STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int32": I32, "int64": I64,
          "bool": I8}  # fmt: skip
@@ -25,7 +26,7 @@ def fconst(v) -> ir.Constant:
     return ir.Constant(F64, float(v))
 
 
-class FloatKernels(DataKernels, FloatGemm):
+class FloatKernels(RowKernels, DataKernels, FloatGemm):
     # -- typed loads and stores ------------------------------------------------------------
     def load_value(self, b, ptr, index, dtype: str):
         """(kind, value): float32 -> double, int32/int64 -> i64, bool -> i1."""
@@ -328,88 +329,6 @@ class FloatKernels(DataKernels, FloatGemm):
             with for_range(b, n_, "n1") as n:
                 out = b.fptrunc(self.load_at(b, acc, n, F64), F32)
                 self.store_at(b, out, y, b.add(base, n), F32)
-        b.ret_void()
-        return fn
-
-    def rows(self, b, p, body):
-        """For each (outer, inner) line along the normalized axis: ``body(at)``, where
-        ``at(j)`` is the flat index of element j of the line."""
-        n, inner = p["n"], p["inner"]
-        with for_range(b, p["outer"], "o") as o, for_range(b, inner, "in") as i:
-            base = b.add(b.mul(o, c64(n * inner)), i)
-            body(lambda j: b.add(base, b.mul(j, c64(inner))))
-
-    def reduce(self, b, cell, n, term, start=0.0, op="add"):
-        """A double accumulated in ``cell`` (an alloca of the entry block) over j < n
-        (``term(j)``): the sum, or the maximum."""
-        b.store(fconst(start), cell)
-        with for_range(b, n, "j") as j:
-            v, old = term(j), b.load(cell, typ=F64)
-            if op == "add":
-                new = b.fadd(old, v)
-            else:
-                new = b.select(b.fcmp_unordered(">", v, old), v, old)
-            b.store(new, cell)
-        return b.load(cell, typ=F64)
-
-    def k_fsoftmax(self, k):
-        p = k.params
-        fn, b, (x, y) = self.function(k, 1)
-        n = p["n"]
-        exp = self.intrinsic("llvm.exp", F64)
-        cell = b.alloca(F64)
-
-        def line(at):
-            def get(j):
-                return b.fpext(self.load_at(b, x, at(j), F32), F64)
-
-            top = self.reduce(b, cell, n, get, -math.inf, "max")
-
-            def exp_kept(j):  # exp once per element: kept (as float32) in the output
-                e = b.call(exp, [b.fsub(get(j), top)])
-                self.store_at(b, b.fptrunc(e, F32), y, at(j), F32)
-                return e
-
-            total = self.reduce(b, cell, n, exp_kept)
-            with for_range(b, n, "j") as j:
-                e = b.fpext(self.load_at(b, y, at(j), F32), F64)
-                self.store_at(b, b.fptrunc(b.fdiv(e, total), F32), y, at(j), F32)
-
-        self.rows(b, p, line)
-        b.ret_void()
-        return fn
-
-    def k_flayernorm(self, k):
-        p = k.params
-        n_in = sum(1 for s in p["sources"] if s[0] == "buf")
-        fn, b, args = self.function(k, n_in)
-        ins, y = args[:-1], args[-1]
-        x, gamma, beta = (self.operand(k, j, ins) for j in range(3))
-        n = p["n"]
-        sqrt = self.intrinsic("llvm.sqrt", F64)
-        cell = b.alloca(F64)
-
-        def line(at):
-            def get(j):
-                return b.fpext(self.load_at(b, x, at(j), F32), F64)
-
-            mean = b.fdiv(self.reduce(b, cell, n, get), fconst(n))
-
-            def sq(j):
-                d = b.fsub(get(j), mean)
-                return b.fmul(d, d)
-
-            var = b.fdiv(self.reduce(b, cell, n, sq), fconst(n))
-            den = b.call(sqrt, [b.fadd(var, fconst(p["eps"]))])
-            with for_range(b, n, "j") as j:
-                v = b.fdiv(b.fsub(get(j), mean), den)
-                if p["scale"]:
-                    v = b.fmul(v, b.fpext(self.load_at(b, gamma, j, F32), F64))
-                if p["center"]:
-                    v = b.fadd(v, b.fpext(self.load_at(b, beta, j, F32), F64))
-                self.store_at(b, b.fptrunc(v, F32), y, at(j), F32)
-
-        self.rows(b, p, line)
         b.ret_void()
         return fn
 
