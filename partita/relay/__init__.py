@@ -38,6 +38,7 @@ from partita.text import astext, parse
 from . import _ops, build_module, dataflow_pattern, expr_functor, op, transform
 from .expr_functor import ExprMutator, ExprVisitor
 from .op_attr import register_op_attr, register_pattern_table, target_name
+from .registry import get_global_func, register_func
 
 nn = _ops.namespace("nn", "partita.relay.nn")
 image = _ops.namespace("image", "partita.relay.image")
@@ -107,6 +108,8 @@ __all__ = [
     "nn",
     "op",
     "qnn",
+    "get_global_func",
+    "register_func",
     "register_op_attr",
     "register_pattern_table",
     "target_name",

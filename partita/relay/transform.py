@@ -25,6 +25,7 @@ from partita.passes import (
 from partita.passes.infra import Pass
 
 from .op_attr import sanitise_table, target_name
+from .registry import get_global_func
 
 
 def MergeComposite(pattern_table):  # noqa: N802 (TVM's name)
@@ -83,7 +84,29 @@ def PartitionGraph(mod_name: str = "default", bind_constants: bool = True):  # n
             "PartitionGraph(bind_constants=False) is not supported: partita keeps constants "
             "inside each partition (docs/migrating-from-tvm.md)"
         )
-    return _PartitionGraph(mod_name=mod_name)
+    return _WithOptimizeHooks(_PartitionGraph(mod_name=mod_name))
+
+
+class _WithOptimizeHooks(Pass):
+    """PartitionGraph, then TVM's ``relay.ext.<target>.optimize`` hook (registered with
+    ``relay.register_func``) on each partition of that target: the hook gets a module whose
+    ``main`` is the partition (without its partition attributes) and returns one."""
+
+    def __init__(self, inner: Pass):
+        self.inner, self.name = inner, inner.name
+
+    def transform(self, mod: IRModule, ctx) -> IRModule:
+        out = self.inner.transform(mod, ctx)
+        for name, fn in list(out.items()):
+            hook = get_global_func(f"relay.ext.{fn.attrs.get('Compiler')}.optimize", True)
+            if "Compiler" not in fn.attrs or hook is None:
+                continue
+            plain = Function(fn.params, fn.body, fn.ret_type, None, fn.span)
+            done = hook(InferType()(IRModule({"main": plain})))["main"]
+            out = out.with_function(
+                name, Function(done.params, done.body, done.ret_type, fn.attrs, fn.span)
+            )
+        return InferType()(out)
 
 
 __all__ = [

@@ -375,3 +375,29 @@ def test_an_unsupported_call_without_inputs_feeds_a_region_bare(targets):
     out = transform.PartitionGraph()(result)
     feed = {"x": np.ones((10, 10), "float32")}
     np.testing.assert_array_equal(relay.interpret(out, feed), relay.interpret(before, feed))
+
+
+def test_extern_opt():
+    """TVM's relay.ext.<target>.optimize hook runs on each partition of its target: here
+    FoldConstant folds the partition's add of two bound constants into one constant."""
+    def optimize(mod):
+        return transform.FoldConstant()(mod)
+
+    relay.register_func("relay.ext.test_target.optimize", optimize, override=True)
+    try:
+        x = _v("x", (2, 2))
+        y0, y1 = _v("y0", (2, 2)), _v("y1", (2, 2))
+        z = relay.add(cb(y0, "test_target"), cb(y1, "test_target"))
+        fn = relay.Function([x, y0, y1], relay.multiply(ce(z, "test_target"), x))
+        c = np.ones((2, 2), "float32")
+        fn = relay.build_module.bind_params_by_name(fn, {"y0": c, "y1": c})
+        out = transform.PartitionGraph()(_typed(_mod(fn)))
+        body = out["tvmgen_default_test_target_main_0"].body
+        assert isinstance(body, relay.Constant)
+        np.testing.assert_allclose(np.asarray(body.data), np.full((2, 2), 2.0))
+        feed = {"x": np.arange(4, dtype="float32").reshape(2, 2)}
+        np.testing.assert_array_equal(relay.interpret(out, feed)[0], feed["x"] * 2)
+    finally:
+        from partita.relay.registry import remove_global_func
+
+        remove_global_func("relay.ext.test_target.optimize")
