@@ -84,9 +84,14 @@ class PartitionGraph(Pass):
 
     name = "PartitionGraph"
 
-    def __init__(self, host: str = DEFAULT_HOST, mod_name: str | None = None):
-        """``mod_name``: TVM's names, ``@tvmgen_<mod_name>_<target>_main_<n>`` (sanitised)."""
-        self.host = host
+    def __init__(
+        self, host: str = DEFAULT_HOST, mod_name: str | None = None, bind_constants: bool = True
+    ):
+        """``mod_name``: TVM's names, ``@tvmgen_<mod_name>_<target>_main_<n>`` (sanitised).
+        ``bind_constants=False`` (TVM's option): constants become parameters of the partition,
+        passed by main, instead of staying inside it (a backend then sees its weights only as
+        inputs; partita's own backends want them bound)."""
+        self.host, self.bind_constants = host, bind_constants
         self.prefix = "" if mod_name is None else "tvmgen_" + re.sub(r"\W", "_", mod_name) + "_"
 
     @gc_paused
@@ -102,6 +107,7 @@ class PartitionGraph(Pass):
             ensure_typed(fn, mod)
             flat, region_of = flatten(fn.body)
             lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
+            lifter.bind_constants = self.bind_constants
             body = lifter.build(flat)
             lifted.update(lifter.functions)
             bodies[gname] = fn.with_body(body)

@@ -137,6 +137,8 @@ class RegionBuilder:
     """Turns a flat graph labelled with Regions into region calls (``mode`` "inline"), global
     functions (``"global"``) or plain nodes (``"plain"``). Subclasses choose per region."""
 
+    bind_constants = True  # constants stay inside the region (False: they become inputs)
+
     def __init__(self, region_of: dict[int, Region]):
         self.region_of = region_of
         self.functions: dict[str, Function] = {}
@@ -201,7 +203,7 @@ class RegionBuilder:
                 continue
             if owner is not None:
                 outputs[id(owner)].setdefault(id(kid), kid)
-            if region is not None and type(kid) is not Constant:
+            if region is not None and (type(kid) is not Constant or not self.bind_constants):
                 inputs[id(region)].setdefault(id(kid), kid)
         owner = self._grouped(root)
         if owner is not None:

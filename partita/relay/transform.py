@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from partita.backends.registry import DEFAULT_HOST
-from partita.errors import PartitaError
 from partita.ir import Call, Function, IRModule
 from partita.ir.graph import dataflow_order
 from partita.partition import AnnotateTarget as _AnnotateTarget
@@ -78,13 +77,8 @@ def MergeCompilerRegions():  # noqa: N802 (TVM's name)
 
 def PartitionGraph(mod_name: str = "default", bind_constants: bool = True):  # noqa: N802
     """TVM's ``PartitionGraph``: partitions are named ``tvmgen_<mod_name>_<target>_main_<n>``;
-    constants always stay bound inside partitions."""
-    if not bind_constants:
-        raise PartitaError(
-            "PartitionGraph(bind_constants=False) is not supported: partita keeps constants "
-            "inside each partition (docs/migrating-from-tvm.md)"
-        )
-    return _WithOptimizeHooks(_PartitionGraph(mod_name=mod_name))
+    ``bind_constants=False`` passes constants into partitions as parameters."""
+    return _WithOptimizeHooks(_PartitionGraph(mod_name=mod_name, bind_constants=bind_constants))
 
 
 class _WithOptimizeHooks(Pass):

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from partita import relay
-from partita.errors import PartitaError
 from partita.relay import transform
 from partita.relay.dataflow_pattern import (
     TuplePattern,
@@ -274,9 +273,24 @@ def test_double_target(targets):
     assert _compilers(out) == ["double_A"]
 
 
-def test_not_bind_constant_is_refused():
-    with pytest.raises(PartitaError, match="bind_constants"):
-        transform.PartitionGraph(bind_constants=False)
+@pytest.mark.parametrize("bind", [True, False])
+def test_not_bind_constant(targets, bind):
+    """TVM's bind_constants: True keeps a partition's constants inside it; False makes them
+    parameters that main passes (TVM's test counts them on its DNNL partitions); same bits."""
+    targets("acc_nb", ["nn.conv2d", "nn.relu"])
+    x = _v("x", (1, 2, 6, 6))
+    w = relay.const(np.random.default_rng(0).standard_normal((4, 2, 3, 3)).astype(np.float32))
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.nn.relu(relay.nn.conv2d(x, w))))
+    seq = transform.Sequential([transform.InferType(), transform.AnnotateTarget("acc_nb"),
+                                transform.MergeCompilerRegions(),
+                                transform.PartitionGraph(bind_constants=bind)])
+    out = seq(mod)
+    (part,) = [f for f in out.functions.values() if "Compiler" in f.attrs]
+    assert len(part.params) == (1 if bind else 2)
+    (call,) = _calls(out["main"].body)
+    assert [type(a).__name__ for a in call.args] == (["Var"] if bind else ["Var", "Constant"])
+    feed = {"x": np.random.default_rng(1).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    np.testing.assert_array_equal(_run(out, **feed)[0], _run(mod, **feed)[0])
 
 
 def test_multiple_runs(targets):
