@@ -111,7 +111,7 @@ class _Tree:
                 data = np.asarray(expr.data) if array is None else array
                 self.arrays[name] = np.ascontiguousarray(data)
                 self.sources.append(["const", name])
-                self.dtypes.append(str(self.arrays[name].dtype).replace("bool", "bool"))
+                self.dtypes.append(str(self.arrays[name].dtype))
             else:
                 self.inputs.append(self.low.src(expr))
                 self.sources.append(["buf", len(self.inputs) - 1])
@@ -347,6 +347,10 @@ def lower_view(low, node, call, field: int | None = None) -> None:
 
     data = call.args[0]
     shape = tuple(int(d) for d in data.checked_type.shape)
+    if int(np.prod(shape, dtype=np.int64)) > 1 << 24:  # the index map is built at compile time
+        from .lower import LLVMError
+
+        raise LLVMError(f"llvm: {call.op.name} of {shape}: more than 2**24 elements to slice")
     src = Var("i", TensorType(shape, "int64"))
     expr = Call(call.op, [src, *call.args[1:]], call.attrs)
     if field is not None:
