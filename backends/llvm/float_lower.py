@@ -15,6 +15,7 @@ float32 math function (tanh, sigmoid's exp) rounds differently: a few ulps at mo
 from __future__ import annotations
 
 import numpy as np
+from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
@@ -348,9 +349,7 @@ def lower_view(low, node, call, field: int | None = None) -> None:
     data = call.args[0]
     shape = tuple(int(d) for d in data.checked_type.shape)
     if int(np.prod(shape, dtype=np.int64)) > 1 << 24:  # the index map is built at compile time
-        from .lower import LLVMError
-
-        raise LLVMError(f"llvm: {call.op.name} of {shape}: more than 2**24 elements to slice")
+        raise BackendError(f"llvm: {call.op.name} of {shape}: more than 2**24 elements to slice")
     src = Var("i", TensorType(shape, "int64"))
     expr = Call(call.op, [src, *call.args[1:]], call.attrs)
     if field is not None:
