@@ -26,12 +26,12 @@ import numpy as np
 from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
-from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier, quantize_multiplier_array
+from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 # imported last: float_lower reads nothing of this module at import time
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
-from .qlower import lower_qbmm, lower_qsoftmax  # noqa: E402
+from .qlower import lower_qbmm, lower_qsoftmax, mean_params  # noqa: E402
 from .vplan import vector_kernel
 from .walk import value_order
 
@@ -398,32 +398,12 @@ class _Lowering:
     def mean(self, call: Call, where: str) -> None:
         x = call.args[0]
         shape = [int(d) for d in x.checked_type.shape]
-        axes = tuple(sorted(a % len(shape) for a in call.attrs.axis))
-        spatial = len(shape) == 4 and axes == (1, 2)
-        contiguous = axes and axes == tuple(range(axes[0], axes[-1] + 1))
-        onnx = call.attrs.semantics == "onnx"
-        if call.attrs.exclude or not contiguous or (onnx and not spatial):
+        consts = [_const(a).reshape(-1)[0] for a in call.args[1:]]
+        a = call.attrs
+        params = mean_params(shape, a.axis, a.semantics, a.exclude, consts, call.checked_type.dtype)
+        if params is None:
+            axes = tuple(sorted(i % len(shape) for i in a.axis))
             raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")
-        s_in, zp_in, s_out, zp_out = (_const(a) for a in call.args[1:])
-        n = math.prod(shape[axes[0] : axes[-1] + 1])
-        # the reduced run of axes between the outer and inner ones: [outer][n][inner]
-        lay = {"outer": math.prod(shape[: axes[0]]), "inner": math.prod(shape[axes[-1] + 1 :])}
-        if onnx:  # MLAS: float32(acc) * (s_in / (s_out * n)), even
-            scale = np.float32(s_in) / (np.float32(s_out) * np.float32(n))
-            params = {"n": n, "scale": float(scale), "in_zp": int(zp_in), "out_zp": int(zp_out),
-                      "out_dtype": call.checked_type.dtype, **lay}
-            return self.emit("MEAN", call, [self.src(x)], params)
-        m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
-        k = min(int(math.floor(math.log2(n))), 32, 31 + e)
-        params = {
-            "n": n,
-            "multiplier": int((m << k) // n),
-            "shift": e - k,
-            "in_zp": int(zp_in),
-            "out_zp": int(zp_out),
-            "out_dtype": call.checked_type.dtype,
-            **lay,
-        }
         self.emit("MEAN", call, [self.src(x)], params)
 
 

@@ -96,3 +96,27 @@ def lower_qsoftmax(low, call) -> bool:
 
 
 __all__ = ["RANGE", "lower_qbmm", "lower_qsoftmax"]
+
+
+def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: str) -> dict | None:
+    """The MEAN kernel's parameters for qnn.mean of an 8-bit tensor of ``shape`` over ``axis``
+    (``consts``: input scale, zero point, output scale, zero point), or None when the kernel does
+    not take it (excluded or non-contiguous axes; "onnx" means only over H and W)."""
+    shape = [int(d) for d in shape]
+    axes = tuple(sorted(a % len(shape) for a in axis))
+    spatial = len(shape) == 4 and axes == (1, 2)
+    contiguous = axes and axes == tuple(range(axes[0], axes[-1] + 1))
+    onnx = semantics == "onnx"
+    if exclude or not contiguous or (onnx and not spatial) or semantics not in ("tflite", "onnx"):
+        return None
+    s_in, zp_in, s_out, zp_out = consts
+    n = math.prod(shape[axes[0] : axes[-1] + 1])
+    # the reduced run of axes between the outer and inner ones: [outer][n][inner]
+    lay = {"outer": math.prod(shape[: axes[0]]), "inner": math.prod(shape[axes[-1] + 1 :])}
+    common = {"n": n, "in_zp": int(zp_in), "out_zp": int(zp_out), "out_dtype": out_dtype, **lay}
+    if onnx:  # MLAS: float32(acc) * (s_in / (s_out * n)), even
+        scale = np.float32(s_in) / (np.float32(s_out) * np.float32(n))
+        return {**common, "scale": float(scale)}
+    m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
+    k = min(int(math.floor(math.log2(n))), 32, 31 + e)
+    return {**common, "multiplier": int((m << k) // n), "shift": e - k}

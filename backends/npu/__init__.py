@@ -3,10 +3,13 @@ command stream, a bit-exact simulator and a cycle model (docs/npu.md).
 
     partita.build(mod, "npu -config=u55-256, llvm")
     partita.build(mod, "npu -config=my_npu.toml -sram=512k, ref")
+    partita.build(mod, "npu -sim=native, llvm")   # the simulator's compiled engine (native.py)
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 from partita.backends.compiled import CompiledRegion, OpProfile, region_types
@@ -16,6 +19,7 @@ from .compiler import compile_function
 from .config import DEFAULT, PRESETS, config_from_token, config_token, get_config
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
+from .native import ENGINES, NativeProgram, choose_engine
 from .patterns import pattern_table
 from .simulator import run_program
 from .stream import decode, encode
@@ -26,15 +30,30 @@ class NPURegion(CompiledRegion):
 
     backend = "npu"
 
-    def __init__(self, stream: bytes, name: str, input_types, output_types):
+    def __init__(self, stream: bytes, name: str, input_types, output_types, sim: str = "auto"):
         self.stream, self.name = stream, name
         self.program = decode(stream)  # the simulator runs what the stream says, nothing else
         self.config = config_from_token(self.program.config)
         self.input_types, self.output_types = input_types, output_types
         self.cycles = program_cycles(self.program, self.config)
+        if sim == "auto":  # a saved executable has no target options: the environment decides
+            sim = os.environ.get("PARTITA_NPU_SIM", "auto")
+        self.engine = choose_engine(self.program, sim)
+        self._native: NativeProgram | None = None
+        self._lock = threading.Lock()
+
+    def native(self) -> NativeProgram:
+        """The compiled engine, built on the first run (LLVM's code is cached on disk)."""
+        with self._lock:
+            if self._native is None:
+                self._native = NativeProgram(self.program)
+            return self._native
 
     def run(self, inputs):
-        return run_program(self.program, self.check_inputs(inputs))
+        inputs = self.check_inputs(inputs)
+        if self.engine == "native":
+            return self.native().run(inputs)
+        return run_program(self.program, inputs)
 
     def profile(self, inputs):
         start = time.perf_counter()
@@ -58,6 +77,7 @@ class NPURegion(CompiledRegion):
             "config": self.config.name
             if self.program.config.startswith("json:")
             else (self.program.config),
+            "simulator": self.engine,
         }
 
     def to_bytes(self) -> bytes:
@@ -99,7 +119,7 @@ def compile_region(function, options: dict) -> NPURegion:
     program.config = config_token(config, options.get("config"), options.get("sram"))
     name = str((function.attrs or {}).get("global_symbol", "npu"))
     ins, outs = region_types(function)
-    return NPURegion(encode(program), name, ins, outs)
+    return NPURegion(encode(program), name, ins, outs, options.get("sim") or "auto")
 
 
 backend = Backend(
@@ -111,6 +131,12 @@ backend = Backend(
     options={
         "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),
         "sram": Option(None, None, "SRAM size override, e.g. 512k"),
+        "sim": Option(
+            "auto",
+            ENGINES,
+            "simulator engine: native (the stream's ops as LLVM-compiled kernels), numpy, or "
+            "auto (native for programs of 16M MACs or more; $PARTITA_NPU_SIM overrides)",
+        ),
     },
     description="an Ethos-U-like NPU: command stream, bit-exact simulator, cycle model",
 )
