@@ -84,17 +84,7 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation."""
     out = program.tensors[op.output]
     ins = [program.tensors[t] for t in op.inputs]
-    out_elems = int(np.prod(out.shape))
-    macs, compute, block = 0, 0.0, None
-    if op.kind in ("CONV", "DWCONV", "FC"):
-        query, macs = _mac_query(op, ins[0].shape, out.shape)
-        # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0)
-        lut = config.lut_cycles if "table" in op.arrays else 0.0
-        compute, block = mac_cycles(config, query, max(config.conv_output_cycles, lut))
-    elif op.kind == "LUT":
-        compute = out_elems * config.lut_cycles
-    else:
-        compute = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
+    macs, compute, block, query = _compute(op, ins, out, config)
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
 
@@ -132,6 +122,20 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
         **({"block": "x".join(map(str, block.ofm))} if block else {}),
         "time_at_clock_s": total / config.clock_hz,
     }
+
+
+def _compute(op: NPUOp, ins, out, config: NPUConfig):
+    """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
+    out_elems = int(np.prod(out.shape))
+    if op.kind in ("CONV", "DWCONV", "FC"):
+        query, macs = _mac_query(op, ins[0].shape, out.shape)
+        # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0)
+        lut = config.lut_cycles if "table" in op.arrays else 0.0
+        compute, block = mac_cycles(config, query, max(config.conv_output_cycles, lut))
+        return macs, compute, block, query
+    if op.kind == "LUT":
+        return 0, out_elems * config.lut_cycles, None, None
+    return 0, out_elems * _unit_cycles(op.params["op"], config, ins, out_elems), None, None
 
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:

@@ -87,35 +87,11 @@ class _Translation:
 
     # -- the MAC array -----------------------------------------------------------------------
     def mac(self, op: NPUOp) -> bool:
-        p, a = op.params, op.arrays
-        src = op.inputs[0]
-        in_dtype, w = self.dtype(src), a["weights"]
-        if p["rounding"] not in ("tflite", "tflite_double", "onnx") or in_dtype not in RANGE:
+        stage = self.stage(op)
+        if stage is None:
             return False
-        if w.dtype.name not in RANGE or p["out_dtype"] not in RANGE:
-            return False
-        rq_zp, out_zp = np.unique(a["rq_zp"]), np.unique(a["out_zp"])
-        if rq_zp.size != 1 or out_zp.size != 1:
-            return False
-        n_out = w.shape[0]
-        params = {
-            "in_zp": int(p["in_zp"]),
-            "rq_zp": int(rq_zp[0]),
-            "out_zp": int(out_zp[0]),
-            "lo": int(p["act_min"]),
-            "hi": int(p["act_max"]),
-            "rounding": p["rounding"],
-            "in_dtype": in_dtype,
-            "w_dtype": w.dtype.name,
-            "out_dtype": p["out_dtype"],
-            "pairs": False,
-        }
-        arrays = {
-            **self.scales(p["rounding"], a, n_out),
-            "bias": a["bias"].astype(np.int32).reshape(-1) if "bias" in a
-            else np.zeros(n_out, np.int32),
-            "w_zp": np.broadcast_to(a["w_zp"].reshape(-1), (n_out,)).astype(np.int32),
-        }
+        params, arrays = stage
+        p, a, src, w = op.params, op.arrays, op.inputs[0], op.arrays["weights"]
         in_shape, out_shape = self.buffers[src][0], self.buffers[op.output][0]
         if op.kind == "FC":
             arrays["weights"] = w
@@ -140,6 +116,39 @@ class _Translation:
         inputs = [src] if scratch is None else [src, scratch]
         self.kernel(kind, inputs, out, params, arrays)
         return table is None or self.lut(out, op.output, table)
+
+    def stage(self, op: NPUOp) -> tuple[dict, dict] | None:
+        """The LLVM MAC kernel's parameters and per-channel arrays for ``op``'s output stage, or
+        None when its kernels do not compute it (a scalar rq/out zero point, 8-bit data)."""
+        p, a = op.params, op.arrays
+        in_dtype, w = self.dtype(op.inputs[0]), a["weights"]
+        if p["rounding"] not in ("tflite", "tflite_double", "onnx") or in_dtype not in RANGE:
+            return None
+        if w.dtype.name not in RANGE or p["out_dtype"] not in RANGE:
+            return None
+        rq_zp, out_zp = np.unique(a["rq_zp"]), np.unique(a["out_zp"])
+        if rq_zp.size != 1 or out_zp.size != 1:
+            return None
+        n_out = w.shape[0]
+        params = {
+            "in_zp": int(p["in_zp"]),
+            "rq_zp": int(rq_zp[0]),
+            "out_zp": int(out_zp[0]),
+            "lo": int(p["act_min"]),
+            "hi": int(p["act_max"]),
+            "rounding": p["rounding"],
+            "in_dtype": in_dtype,
+            "w_dtype": w.dtype.name,
+            "out_dtype": p["out_dtype"],
+            "pairs": False,
+        }
+        arrays = {
+            **self.scales(p["rounding"], a, n_out),
+            "bias": a["bias"].astype(np.int32).reshape(-1) if "bias" in a
+            else np.zeros(n_out, np.int32),
+            "w_zp": np.broadcast_to(a["w_zp"].reshape(-1), (n_out,)).astype(np.int32),
+        }
+        return params, arrays
 
     @staticmethod
     def scales(rounding: str, a: dict, n: int) -> dict:
