@@ -11,7 +11,9 @@ each value leaving through ``compiler_end(y, "npu")``; ``"default"`` is the host
 ``strip_annotations`` reads that form into a plain graph and its Regions (TVM's
 AnnotatedRegionSet rule: a begin opens a region, a node joins the regions of the inputs it reads
 without crossing an end; nodes no begin reaches stay unannotated), so hand-annotated graphs go
-through MergeCompilerRegions and PartitionGraph. ``annotate_regions`` writes Regions back in
+through MergeCompilerRegions and PartitionGraph. Begins are numbered in post-order and a merged
+region keeps the number of its first input's region, as Relay numbers AnnotatedRegions (TVM's
+partition names ``<target>_main_<n>`` show that number). ``annotate_regions`` writes Regions back in
 that form, one end and one begin per edge that crosses a boundary, as TVM's AnnotateTarget and
 MergeCompilerRegions print them (``partita.relay`` uses it).
 """
@@ -104,7 +106,7 @@ def strip_annotations(body: Expr, host: str = DEFAULT_HOST) -> tuple[Expr, dict[
             region = regions[root] = (
                 Region(host, True, "annotated compiler_begin/compiler_end 'default'")
                 if name == DEFAULT
-                else Region(name)
+                else Region(name, number=root)
             )
         region_of[id(new)] = region
     return memo[id(body)], region_of

@@ -52,6 +52,11 @@ class _Lifter(RegionBuilder):
         return attrs
 
     def symbol(self, region: Region) -> str:
+        if self.prefix and region.number is not None:  # TVM's name: the region's own number
+            name = f"{self.prefix}{region.target}_main_{region.number}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
         while True:
             n = self.counters.get(region.target, 0)
             self.counters[region.target] = n + 1
@@ -108,6 +113,7 @@ class PartitionGraph(Pass):
             flat, region_of = flatten(fn.body)
             lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
             lifter.bind_constants = self.bind_constants
+            lifter.flatten_calls = not self.prefix  # TVM's PartitionGraph returns them whole
             body = lifter.build(flat)
             lifted.update(lifter.functions)
             bodies[gname] = fn.with_body(body)

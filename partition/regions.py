@@ -138,6 +138,7 @@ class RegionBuilder:
     functions (``"global"``) or plain nodes (``"plain"``). Subclasses choose per region."""
 
     bind_constants = True  # constants stay inside the region (False: they become inputs)
+    flatten_calls = True  # a lifted region returns a tuple-typed call (a split) as its fields
 
     def __init__(self, region_of: dict[int, Region]):
         self.region_of = region_of
@@ -238,6 +239,7 @@ class RegionBuilder:
 
     def _emit_region(self, region, members, ins, outs, outer) -> None:
         number, self._count = self._count, self._count + 1
+        number = region.number if region.number is not None else number
         inner: dict[int, Expr] = {}
         params = []
         for k, node in enumerate(ins):
@@ -250,7 +252,11 @@ class RegionBuilder:
         mode = self.mode(region)
         # a partition returns flat values: a tuple-valued output (a split) leaves as its fields
         # and the host rebuilds the tuple, as Relay's PartitionGraph does
-        widths = [_tuple_width(r) if mode == "global" else 0 for r in results]
+        # (Relay splits only Tuple nodes; ``flatten_calls`` False keeps a tuple-typed call whole)
+        widths = [
+            _tuple_width(r) if mode == "global" and (self.flatten_calls or type(r) is Tuple) else 0
+            for r in results
+        ]
         flat = [
             f for r, w in zip(results, widths)
             for f in ([_typed(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]

@@ -22,10 +22,13 @@ class RegionError(PartitaError):
 class Region:
     """A set of units that runs on one target; host units carry the reason they stay there."""
 
-    __slots__ = ("target", "host", "reason")
+    __slots__ = ("target", "host", "reason", "number")
 
-    def __init__(self, target: str, host: bool = False, reason: str = ""):
+    def __init__(self, target: str, host: bool = False, reason: str = "", number=None):
         self.target, self.host, self.reason = target, bool(host), reason
+        # Relay's AnnotatedRegion id when the region was read from compiler_begin/compiler_end:
+        # the index of the begin that opened it (TVM's partition names count them)
+        self.number = number
 
     @staticmethod
     def from_attrs(attrs) -> Region:

@@ -1,5 +1,6 @@
 """Pass infrastructure and the generic passes."""
 
+from .alter_op_layout import AlterOpLayout, register_alter_op_layout
 from .convert_layout import ConvertLayout
 from .cse import EliminateCommonSubexpr
 from .dce import DeadCodeElimination
@@ -16,8 +17,10 @@ from .infra import (
     module_pass,
 )
 from .simplify_expr import SimplifyExpr
+from .simplify_inference import SimplifyInference
 
 __all__ = [
+    "AlterOpLayout",
     "ConvertLayout",
     "DeadCodeElimination",
     "DumpIR",
@@ -30,8 +33,10 @@ __all__ = [
     "PassTimingInstrument",
     "Sequential",
     "SimplifyExpr",
+    "SimplifyInference",
     "function_pass",
     "infer_node_type",
     "infer_type",
     "module_pass",
+    "register_alter_op_layout",
 ]

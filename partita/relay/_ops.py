@@ -42,6 +42,11 @@ def make_op_fn(name: str):
     fields = [f.name for f in dataclasses.fields(op.attrs_type)][: POSITIONAL_ATTRS.get(name, 0)]
 
     def build(*args, **attrs) -> Call:
+        named = [attrs.pop(n) for n in op.inputs[len(args) :] if n in attrs]
+        if named:  # inputs by keyword, as Relay's builders take them (``data=x, weight=w``)
+            args = (*args, *named)
+            if len(args) != op.num_inputs:
+                raise ArityError(f"{name} takes the inputs {', '.join(op.inputs)}, in order")
         extra = args[op.num_inputs :]
         if len(extra) > len(fields):
             after = f" then the attributes ({', '.join(fields)})" if fields else ""

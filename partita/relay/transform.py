@@ -12,6 +12,7 @@ from partita.partition.annotations import annotate_regions
 from partita.partition.merge_regions import merge_regions
 from partita.partition.regions import Region, flatten, map_open_functions
 from partita.passes import (
+    AlterOpLayout,
     ConvertLayout,
     DeadCodeElimination,
     EliminateCommonSubexpr,
@@ -20,6 +21,7 @@ from partita.passes import (
     PassContext,
     Sequential,
     SimplifyExpr,
+    SimplifyInference,
 )
 from partita.passes.infra import Pass
 
@@ -104,6 +106,7 @@ class _WithOptimizeHooks(Pass):
 
 
 __all__ = [
+    "AlterOpLayout",
     "AnnotateTarget",
     "ConvertLayout",
     "DeadCodeElimination",
@@ -116,4 +119,5 @@ __all__ = [
     "PassContext",
     "Sequential",
     "SimplifyExpr",
+    "SimplifyInference",
 ]

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from relay_helpers import AllowedListAnnotator
+from relay_helpers import module as _module
+from relay_helpers import set_func_attr as _set_func_attr
 
 from partita import relay
 from partita.errors import PartitaError
@@ -202,20 +205,6 @@ def test_example_graph():
     relay.assert_structural_equal(result, _typed(expected))
 
 
-def _set_func_attr(fn, compiler, symbol):
-    for key, value in (("Primitive", 1), ("Inline", 1), ("Compiler", compiler),
-                       ("global_symbol", symbol)):
-        fn = fn.with_attr(key, value)
-    return fn
-
-
-def _module(functions: dict):
-    mod = relay.IRModule.from_expr(functions.pop("main"))
-    for name, fn in functions.items():
-        mod[name] = fn
-    return transform.InferType()(mod)
-
-
 def test_multiple_outputs():
     """A hand-annotated region with three outputs (relu and two of batch_norm's results)."""
     shapes = {"data": (1, 3, 224, 224), "weight": (16, 3, 3, 3), "bn_gamma": (16,),
@@ -271,21 +260,6 @@ def test_mixed_single_multiple_outputs():
     expected = _module({"main": main, name1: fn1, name0: fn0})
 
     relay.assert_structural_equal(transform.PartitionGraph()(mod), expected)
-
-
-class AllowedListAnnotator(relay.ExprMutator):
-    """TVM's test helper, written against partita.relay: every call of a listed op becomes
-    its own region."""
-
-    def __init__(self, ops, compiler):
-        super().__init__()
-        self.ops, self.compiler = ops, compiler
-
-    def visit_call(self, call):
-        if call.op.name not in self.ops:
-            return super().visit_call(call)
-        args = [cb(self.visit(a), self.compiler) for a in call.args]
-        return ce(relay.Call(call.op, args, call.attrs), self.compiler)
 
 
 def test_constant_propagation():

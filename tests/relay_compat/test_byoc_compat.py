@@ -389,12 +389,14 @@ def test_duplicate_merge_and_tuplegetitem(targets):
 
 def test_flatten_tuple_output(targets):
     """split and abs in one region: the split's fields and abs leave it as one flat tuple; the
-    host concatenates the fields and applies relu."""
+    host concatenates the fields and applies relu. (TVM's ``relay.concatenate(split, 0)`` reads
+    the TupleWrapper's items, so the graph is written with them.)"""
     targets("acc_flat", ["split", "abs"])
     a = relay.var("a", shape=(10, 10), dtype="float32")
     parts = relay.split(a, indices_or_sections=2)
     first = relay.abs(relay.TupleGetItem(parts, 0))
-    body = relay.Tuple([relay.concatenate(parts, axis=0), relay.nn.relu(first)])
+    items = [relay.TupleGetItem(parts, k) for k in range(2)]
+    body = relay.Tuple([relay.concatenate(items, axis=0), relay.nn.relu(first)])
     mod = relay.IRModule.from_expr(relay.Function([a], body))
     out = _partition(mod, ["acc_flat"])
     assert _partition_ops(out) == [("abs", "split")] and _region_outputs(out) == [3]

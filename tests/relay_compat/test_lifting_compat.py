@@ -1,0 +1,83 @@
+"""TVM's function-lifting tests through partita.relay: PartitionGraph lifts hand-annotated
+regions into globals numbered as Relay numbers its regions, the function passes that follow
+(SimplifyInference, FoldConstant, AlterOpLayout) leave the partitions alone."""
+
+from __future__ import annotations
+
+import numpy as np
+from relay_helpers import AllowedListAnnotator, module, set_func_attr
+
+from partita import relay
+from partita.relay import transform
+
+
+def _v(name, shape):
+    return relay.var(name, relay.TensorType(shape, "float32"))
+
+
+def _bn_params(suffix=""):
+    return [_v(n + suffix, (16,)) for n in ("bn_gamma", "bn_beta", "bn_mean", "bn_var")]
+
+
+def _conv(data, weight):
+    return relay.nn.conv2d(data=data, weight=weight, kernel_size=(3, 3), channels=16,
+                           padding=(1, 1))
+
+
+def _conv_bn(size):
+    data, weight = _v("data", (1, 3, size, size)), _v("weight", (16, 3, 3, 3))
+    bn = _bn_params()
+    out = relay.nn.batch_norm(_conv(data, weight), *bn)
+    return relay.IRModule.from_expr(relay.Function([data, weight, *bn], out))
+
+
+def _annotated(mod):
+    mod = transform.InferType()(mod)
+    annotated = AllowedListAnnotator(["nn.batch_norm", "nn.conv2d"], "test_compiler")
+    return module({"main": annotated.visit(mod["main"])})
+
+
+def _lift(mod):
+    passes = [transform.InferType(), transform.PartitionGraph(), transform.SimplifyInference(),
+              transform.FoldConstant(), transform.AlterOpLayout()]
+    with transform.PassContext(opt_level=3):
+        return transform.Sequential(passes)(mod)
+
+
+def _feed(mod, seed):
+    rng = np.random.default_rng(seed)
+    feed = {p.name_hint: rng.uniform(0.5, 2.0, p.type_annotation.shape).astype("float32")
+            for p in mod["main"].params}
+    return feed
+
+
+def _same_bits(a, b, seed=0):
+    feed = _feed(a, seed)
+    for got, want in zip(relay.interpret(a, feed), relay.interpret(b, feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_function_lifting():
+    """conv2d and batch_norm, each its own region: the conv's region opened with the first two
+    compiler_begins (number 0), the batch_norm's with the third (number 2), so TVM names them
+    main_0 and main_2; the batch_norm partition returns its whole tuple."""
+    lifted = _lift(_annotated(_conv_bn(224)))
+
+    data0 = _v("data0", (1, 16, 224, 224))
+    bn = _bn_params("1")
+    fn_bn = relay.Function([data0, *bn], relay.nn.batch_norm(data0, *bn))
+    fn_bn = set_func_attr(fn_bn, "test_compiler", "tvmgen_default_test_compiler_main_2")
+    data1, weight1 = _v("data1", (1, 3, 224, 224)), _v("weight1", (16, 3, 3, 3))
+    fn_conv = relay.Function([data1, weight1], _conv(data1, weight1))
+    fn_conv = set_func_attr(fn_conv, "test_compiler", "tvmgen_default_test_compiler_main_0")
+    data, weight = _v("data", (1, 3, 224, 224)), _v("weight", (16, 3, 3, 3))
+    bn0 = _bn_params()
+    conv = relay.Call(relay.GlobalVar("tvmgen_default_test_compiler_main_0"), [data, weight])
+    out = relay.Call(relay.GlobalVar("tvmgen_default_test_compiler_main_2"), [conv, *bn0])
+    main = relay.Function([data, weight, *bn0], out)
+    expected = module({"main": main, "tvmgen_default_test_compiler_main_2": fn_bn,
+                       "tvmgen_default_test_compiler_main_0": fn_conv})
+    relay.assert_structural_equal(lifted, expected)
+
+    small = _conv_bn(8)
+    _same_bits(_lift(_annotated(small)), small)
