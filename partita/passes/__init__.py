@@ -16,6 +16,7 @@ from .infra import (
     function_pass,
     module_pass,
 )
+from .inline import Inline
 from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 
@@ -27,6 +28,7 @@ __all__ = [
     "EliminateCommonSubexpr",
     "FoldConstant",
     "InferType",
+    "Inline",
     "Pass",
     "PassContext",
     "PassInstrument",

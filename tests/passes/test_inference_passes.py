@@ -1,16 +1,18 @@
-"""SimplifyInference (batch_norm's inference form) and AlterOpLayout (registered layout
-hooks), each checked against the interpreter."""
+"""SimplifyInference (batch_norm's inference form), Inline (globals marked Inline=1) and
+AlterOpLayout (registered layout hooks), each checked against the interpreter."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from same_bits import assert_same_outputs
+from same_bits import assert_same_bits, assert_same_outputs
 
 from partita import interpret
 from partita.errors import PartitaError
 from partita.ir import (
+    Call,
     Function,
+    GlobalVar,
     IRModule,
     TupleGetItem,
     assert_structural_equal,
@@ -20,6 +22,7 @@ from partita.ir import (
 from partita.ops import get_op
 from partita.passes import (
     AlterOpLayout,
+    Inline,
     PassContext,
     SimplifyInference,
     register_alter_op_layout,
@@ -93,6 +96,48 @@ def test_whole_tuple_and_partitions_are_left_alone():
     inner = _bn_module((1, 4, 2, 2), 1)["main"].with_attr("Compiler", "acc")
     mod = IRModule({"main": whole["main"], "acc_main_0": inner})
     assert SimplifyInference()(mod)["acc_main_0"] is inner
+
+
+def test_inline_substitutes_plain_functions_and_calls_partitions():
+    a, b = var("a", (2, 3)), var("b", (2, 3))
+    helper = Function([a], op("nn.relu", op("add", a, a))).with_attr("Inline", 1)
+    part = Function([b], op("abs", b)).with_attr("Inline", 1).with_attr("Compiler", "acc")
+    x = var("x", (2, 3))
+    main = Function([x], Call(GlobalVar("part"), [Call(GlobalVar("helper"), [x])]))
+    before = IRModule({"main": main, "helper": helper, "part": part})
+    after = Inline()(before)
+    assert list(after.functions) == ["main"]
+    outer = after["main"].body
+    assert isinstance(outer.op, Function) and outer.op.attrs["Compiler"] == "acc"
+    assert outer.args[0].op.name == "nn.relu"  # helper's body, with %a bound to %x
+    assert_same_bits(before, after)
+
+
+def test_inline_keeps_unmarked_recursive_and_uninlinable_callers():
+    a = var("a", (2,))
+    leaf = Function([a], op("nn.relu", a))  # not marked: stays a global
+    c = var("c", (2,))
+    mid = Function([c], Call(GlobalVar("leaf"), [c])).with_attr("Inline", 1)
+    x = var("x", (2,))
+    main = Function([x], Call(GlobalVar("mid"), [x]))
+    before = IRModule({"main": main, "mid": mid, "leaf": leaf})
+    after = Inline()(before)
+    assert sorted(after.functions) == ["leaf", "main", "mid"]  # mid still calls a global
+    assert after["main"].body.op == GlobalVar("mid")
+    assert_same_bits(before, after)
+
+
+def test_inline_inlines_callees_first():
+    a, c = var("a", (2,)), var("c", (2,))
+    leaf = Function([a], op("nn.relu", a)).with_attr("Inline", 1)
+    mid = Function([c], op("abs", Call(GlobalVar("leaf"), [c]))).with_attr("Inline", 1)
+    x = var("x", (2,))
+    before = IRModule({"main": Function([x], Call(GlobalVar("mid"), [x])), "mid": mid,
+                       "leaf": leaf})
+    after = Inline()(before)
+    assert list(after.functions) == ["main"]
+    assert [c.op.name for c in iter_calls(after["main"])] == ["nn.relu", "abs"]
+    assert_same_bits(before, after)
 
 
 def test_alter_op_layout_is_the_identity_without_hooks():

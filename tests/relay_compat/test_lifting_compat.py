@@ -1,6 +1,7 @@
 """TVM's function-lifting tests through partita.relay: PartitionGraph lifts hand-annotated
 regions into globals numbered as Relay numbers its regions, the function passes that follow
-(SimplifyInference, FoldConstant, AlterOpLayout) leave the partitions alone."""
+(SimplifyInference, FoldConstant, AlterOpLayout) leave the partitions alone, and Inline turns
+each call of a partition into a call of the function itself."""
 
 from __future__ import annotations
 
@@ -31,17 +32,22 @@ def _conv_bn(size):
     return relay.IRModule.from_expr(relay.Function([data, weight, *bn], out))
 
 
+def _bn_only(size):
+    data, bn = _v("data", (1, 16, size, size)), _bn_params()
+    return relay.IRModule.from_expr(relay.Function([data, *bn], relay.nn.batch_norm(data, *bn)))
+
+
 def _annotated(mod):
     mod = transform.InferType()(mod)
     annotated = AllowedListAnnotator(["nn.batch_norm", "nn.conv2d"], "test_compiler")
     return module({"main": annotated.visit(mod["main"])})
 
 
-def _lift(mod):
+def _lift(mod, inline=False):
     passes = [transform.InferType(), transform.PartitionGraph(), transform.SimplifyInference(),
               transform.FoldConstant(), transform.AlterOpLayout()]
     with transform.PassContext(opt_level=3):
-        return transform.Sequential(passes)(mod)
+        return transform.Sequential(passes + ([transform.Inline()] if inline else []))(mod)
 
 
 def _feed(mod, seed):
@@ -81,3 +87,20 @@ def test_function_lifting():
 
     small = _conv_bn(8)
     _same_bits(_lift(_annotated(small)), small)
+
+
+def test_function_lifting_inline():
+    """After Inline, main calls the batch_norm partition as a function (a partition is never
+    opened) and the global is gone."""
+    lifted = _lift(_annotated(_bn_only(224)), inline=True)
+
+    data0, bn = _v("data0", (1, 16, 224, 224)), _bn_params("1")
+    fn = relay.Function([data0, *bn], relay.nn.batch_norm(data0, *bn))
+    fn = set_func_attr(fn, "test_compiler", "tvmgen_default_test_compiler_main_0")
+    data, bn0 = _v("data", (1, 16, 224, 224)), _bn_params()
+    expected = module({"main": relay.Function([data, *bn0], relay.Call(fn, [data, *bn0]))})
+    relay.assert_structural_equal(lifted, expected)
+    assert list(lifted.functions) == ["main"]
+
+    small = _bn_only(8)
+    _same_bits(_lift(_annotated(small), inline=True), small)
