@@ -36,7 +36,8 @@ class FloatGemm:
         vec = b.insert_element(undef, value, ir.Constant(I32T, 0))
         return b.shuffle_vector(vec, undef, ir.Constant(ir.VectorType(I32T, VEC), [0] * VEC))
 
-    def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y, bias=None):
+    def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y, bias=None,
+             relu=False):
         """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
         ``cols``-vector column block at n0, for n in steps of 16.
         ``cells``: ROWS x COLS allocas of <16 x float> from the entry block (SROA turns
@@ -72,6 +73,9 @@ class FloatGemm:
                             value = b.load(cells[r][v], typ=V16F)
                             if bias is not None:  # nn.gemm: the bias added to the sum
                                 value = b.fadd(value, bias(at, n))
+                            if relu:  # a fused nn.relu (NaN stays NaN, as np.maximum)
+                                zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
+                                value = b.select(b.fcmp_ordered("<", value, zero), zero, value)
                             self.vstore_f(b, value, y, at)
 
     def gemm_cells(self, b):
@@ -107,7 +111,7 @@ class FloatGemm:
             lambda m, kk: b.add(b.mul(m, c64(k_)), kk),
             w_at,
             lambda m, n: b.add(b.mul(m, c64(n_)), n),
-            x, w, y, bias,
+            x, w, y, bias, bool(p.get("relu")),
         )  # fmt: skip
         b.ret_void()
         return fn

@@ -58,6 +58,9 @@ def lower_float(low, call, name: str) -> bool:
         return False
     if name in ("sum", "mean", "max", "min"):
         return _reduce(low, call, name)
+    if name == "nn.global_avg_pool2d" and call.attrs.accumulate == "exact":
+        axes = [1, 2] if call.attrs.layout == "NHWC" else [2, 3]
+        return _reduce(low, call, "mean", axes)
     if name in ("nn.dense", "nn.gemm") and types[0].dtype == types[1].dtype == "float32":
         return _dense(low, call)
     if name == "nn.batch_matmul" and types[0].dtype == types[1].dtype == "float32":
@@ -301,14 +304,15 @@ def _take(low, call) -> bool:
     return True
 
 
-def _reduce(low, call, name: str) -> bool:
-    """sum / mean / max / min of float32 over axes (float64 sums, rounded once); sum of int32 /
-    int64 (wrapping in the dtype, as the reference's int64 sum cast back)."""
+def _reduce(low, call, name: str, axes=None) -> bool:
+    """sum / mean / max / min of float32 over axes (float64 sums, rounded once; ``axes`` given
+    for nn.global_avg_pool2d); sum of int32 / int64 (wrapping in the dtype, as the reference's
+    int64 sum cast back)."""
     from partita.ops.tensor_reduce import reduce_axes
 
     data = call.args[0]
     shape = [int(d) for d in data.checked_type.shape]
-    axes = sorted(reduce_axes(len(shape), call.attrs))
+    axes = sorted(axes if axes is not None else reduce_axes(len(shape), call.attrs))
     kept = [i for i in range(len(shape)) if i not in axes]
     dense = [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
     params = {

@@ -254,14 +254,15 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
 
     def k_im2col(self, k: Kernel):
         """y[oy, ox, (ky, kx, c)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], the input
-        zero point outside (8-bit data)."""
+        zero point outside (8-bit data) or 0.0 (float32)."""
         fn, b, (x, y) = self.function(k, 1)
         _, h, w, c = self.shape(k.inputs[0])
         _, oh, ow, kc = self.shape(k.output)
         p = k.params
         (sh, sw), (dh, dw), (kh, kw) = p["strides"], p["dilation"], p["kernel"]
         top, left = p["padding"][0], p["padding"][1]
-        zp = ir.Constant(I8, p["in_zp"] & 0xFF)
+        ety = F32 if self.dtype(k.inputs[0]) == "float32" else I8  # float conv: zeros outside
+        zp = ir.Constant(F32, 0.0) if ety is F32 else ir.Constant(I8, p["in_zp"] & 0xFF)
         with (
             for_range(b, oh, "oy") as oy,
             for_range(b, ow, "ox") as ox,
@@ -280,10 +281,10 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
             with for_range(b, c, "ic") as ic:
                 with b.if_else(inside) as (then, otherwise):
                     with then:
-                        v = self.load_at(b, x, b.add(src, ic), I8)
-                        self.store_at(b, v, y, b.add(dst, ic), I8)
+                        v = self.load_at(b, x, b.add(src, ic), ety)
+                        self.store_at(b, v, y, b.add(dst, ic), ety)
                     with otherwise:
-                        self.store_at(b, zp, y, b.add(dst, ic), I8)
+                        self.store_at(b, zp, y, b.add(dst, ic), ety)
         b.ret_void()
         return fn
 
@@ -295,6 +296,8 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
         (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
         top, left = p["padding"][0], p["padding"][1]
         dtype = self.dtype(k.inputs[0])
+        if dtype == "float32":
+            return self._fmaxpool(k, fn, b, x, y)
         best = b.alloca(I64)
         with (
             for_range(b, oh, "oy") as oy,
@@ -316,6 +319,37 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
                     b.store(b.select(b.icmp_signed(">", v, cur), v, cur), best)
             out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
             self.store_at(b, b.trunc(b.load(best, typ=I64), I8), y, out, I8)
+        b.ret_void()
+        return fn
+
+    def _fmaxpool(self, k: Kernel, fn, b, x, y):
+        """Float32 max pooling: padding is never read; the window's largest value."""
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, _ = self.shape(k.output)
+        p = k.params
+        (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
+        top, left = p["padding"][0], p["padding"][1]
+        best = b.alloca(F32)
+        with (
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, c, "ch") as ch,
+        ):
+            b.store(ir.Constant(F32, float("-inf")), best)
+            with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
+                iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
+                ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
+                inside = b.and_(
+                    b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
+                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
+                )
+                with b.if_then(inside):
+                    v = self.load_at(b, x, b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch),
+                                     F32)
+                    cur = b.load(best, typ=F32)
+                    b.store(b.select(b.fcmp_ordered(">", v, cur), v, cur), best)
+            out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
+            self.store_at(b, b.load(best, typ=F32), y, out, F32)
         b.ret_void()
         return fn
 

@@ -1,15 +1,32 @@
-"""The LLVM kernels work in NHWC. Graphs with NCHW quantized convolutions (ONNX, PyTorch, Relay
-imports) are converted before partitioning, as for the NPU: transposes are left only where the
-layout really changes (usually the graph's input and output)."""
+"""The LLVM kernels work in NHWC. Graphs with NCHW convolutions (ONNX, PyTorch, Relay imports)
+are converted before partitioning, as for the NPU: transposes are left only where the layout
+really changes (usually the graph's input and output)."""
 
 from __future__ import annotations
 
-from partita.ir import IRModule
-from partita.passes.convert_layout import quantized_convs_to_nhwc
-from partita.passes.infra import module_pass
+from partita.ir import IRModule, iter_calls
+from partita.passes.convert_layout import ConvertLayout, quantized_convs_to_nhwc
+from partita.passes.infer_type import InferType
+from partita.passes.infra import Sequential, module_pass
+from partita.passes.simplify_expr import SimplifyExpr
 
 
 @module_pass("LLVMConvertLayout", opt_level=0)
 def LLVMConvertLayout(mod: IRModule, ctx) -> IRModule:
-    """Quantized convolutions to NHWC (``quantized_convs_to_nhwc``); NHWC graphs unchanged."""
-    return quantized_convs_to_nhwc(mod, "llvm_convert_layout")
+    """Quantized convolutions to NHWC (``quantized_convs_to_nhwc``), then float ones when every
+    float convolution sums exactly (the FDENSE path; convolutions with another runtime's
+    summation order keep their layout and stay on the ``ref`` host); NHWC graphs unchanged."""
+    mod = quantized_convs_to_nhwc(mod, "llvm_convert_layout")
+    convs = [
+        call
+        for fn in mod.functions.values()
+        for call in iter_calls(fn.body)
+        if getattr(call.op, "name", None) == "nn.conv2d"
+    ]
+    if not any(c.attrs.data_layout != "NHWC" for c in convs) or any(
+        c.attrs.accumulate != "exact" for c in convs
+    ):
+        return mod
+    steps = [ConvertLayout(desired_layouts={"nn.conv2d": ("NHWC", "HWIO")}), SimplifyExpr(),
+             InferType()]
+    return Sequential(steps, name="llvm_convert_layout_float")(mod)

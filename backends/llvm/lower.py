@@ -29,6 +29,7 @@ from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType,
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 # imported last: float_lower reads nothing of this module at import time
+from .conv_lower import lower_fconv  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
 from .qlower import lower_qbmm, lower_qsoftmax, mean_params  # noqa: E402
@@ -145,6 +146,8 @@ class _Lowering:
             return None
         if name == "qnn.softmax" and lower_qsoftmax(self, call):
             return None
+        if name == "nn.conv2d" and lower_fconv(self, call):
+            return None
         if name == "qnn.dense" and lower_int_dense(self, call):
             return None  # an int32 accumulator read as such (dynamic quantization)
         if name in ("qnn.conv2d", "qnn.dense"):
@@ -162,7 +165,8 @@ class _Lowering:
             return self.mean(call, where)
         if name == "mean" and _exact_float_mean(call):
             return self.emit("FMEAN", call, [self.src(data[0])])
-        if name == "nn.max_pool2d" and dtypes[0] in EIGHT_BIT and call.attrs.layout == "NHWC":
+        if (name == "nn.max_pool2d" and dtypes[0] in (*EIGHT_BIT, "float32")
+                and call.attrs.layout == "NHWC"):
             a = call.attrs
             params = {
                 "pool": list(a.pool_size),
@@ -223,6 +227,14 @@ class _Lowering:
         out = self.buffer(call)
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))
+
+    def scratch(self, kind, inputs, shape, dtype: str, params) -> int:
+        """A kernel writing an intermediate buffer no IR value names (IM2COL's windows)."""
+        self.buffers.append((tuple(int(d) for d in shape), dtype))
+        out = len(self.buffers) - 1
+        name = f"{kind.lower()}_{len(self.kernels)}"
+        self.kernels.append(Kernel(kind, name, list(inputs), out, params, {}))
+        return out
 
     def mac(self, call: Call, where: str) -> None:
         """qnn.conv2d / qnn.dense with its bias, requantize and clip: one CONV, DWCONV or FC
@@ -386,11 +398,9 @@ class _Lowering:
         w = arrays["weights"]  # OHWI
         o, kh, kw, c = w.shape
         shape = (1, oh, ow, kh * kw * c)
-        self.buffers.append((shape, call.args[0].checked_type.dtype))
-        out = len(self.buffers) - 1
         p = {k: params[k] for k in ("strides", "dilation", "padding", "in_zp")}
-        self.kernels.append(Kernel("IM2COL", f"im2col_{len(self.kernels)}", [src], out,
-                                   {**p, "kernel": [kh, kw]}, {}))
+        out = self.scratch("IM2COL", [src], shape, call.args[0].checked_type.dtype,
+                           {**p, "kernel": [kh, kw]})
         arrays["weights"] = w.reshape(o, 1, 1, kh * kw * c)
         params.update(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0])
         return [out], shape

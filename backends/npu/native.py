@@ -202,14 +202,25 @@ class _Translation:
         one_value = qnn_op.kind in ("elemwise", "broadcast") and all(c.size == 1 for c in consts)
         if len(data) == 1 and one_value and self.buffers[data[0]][0] == shape:
             return self.table1(op, data[0])
-        if not full or len(data) != 1:
+        if len(data) != 1:
             return False
+        # the unit's clamp after a kernel that saturates only to the dtype: a clamp table
+        out = op.output if full else self.buffer(shape, out_dtype)
+        done = self.unit_kernel(name, attrs, consts, data[0], out, out_dtype)
+        if not done or full:
+            return done
+        lo, hi = RANGE[out_dtype]
+        table = np.clip(np.arange(lo, hi + 1), p["act_min"], p["act_max"]).astype(out_dtype)
+        return self.lut(out, op.output, table)
+
+    def unit_kernel(self, name, attrs, consts, src: int, out: int, out_dtype: str) -> bool:
+        """MEAN, MAXPOOL or COPY for a unit op of one 8-bit map, if it is one of those."""
         if name == "qnn.mean" and len(consts) == 4:
             params = mean_params(
-                self.buffers[data[0]][0], attrs.axis, attrs.semantics, attrs.exclude,
+                self.buffers[src][0], attrs.axis, attrs.semantics, attrs.exclude,
                 [c.reshape(-1)[0] for c in consts], out_dtype,
             )  # fmt: skip
-            return params is not None and self.kernel("MEAN", data, op.output, params, {})
+            return params is not None and self.kernel("MEAN", [src], out, params, {})
         if name == "nn.max_pool2d" and attrs.layout == "NHWC" and not consts:
             params = {
                 "pool": list(attrs.pool_size),
@@ -217,9 +228,9 @@ class _Translation:
                 "padding": list(attrs.padding),
                 "dilation": list(attrs.dilation),
             }
-            return self.kernel("MAXPOOL", data, op.output, params, {})
-        if name in ("reshape", "squeeze", "expand_dims") and self.dtype(data[0]) == out_dtype:
-            return self.kernel("COPY", data, op.output, {}, {})
+            return self.kernel("MAXPOOL", [src], out, params, {})
+        if name in ("reshape", "squeeze", "expand_dims") and self.dtype(src) == out_dtype:
+            return self.kernel("COPY", [src], out, {}, {})
         return False
 
     def table1(self, op: NPUOp, src: int) -> bool:

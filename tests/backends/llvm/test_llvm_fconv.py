@@ -1,0 +1,117 @@
+"""Float32 convolutions on the LLVM backend (backends/llvm/conv_lower.py: IM2COL + the float
+GEMM, bias and relu in its epilogue), float max pooling and global average pooling, against the
+reference interpreter (exact sums rounded once; the kernels sum in float32, so within float32
+rounding of the output's scale)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import partita as P
+
+
+def conv_module(h, w, cin, cout, k, stride, dilation, pad, layout, bias, relu, seed=0):
+    rng = np.random.default_rng(seed)
+    if layout == "NHWC":
+        xs, ws, kl, axis = (1, h, w, cin), (k, k, cin, cout), "HWIO", 3
+    else:
+        xs, ws, kl, axis = (1, cin, h, w), (cout, cin, k, k), "OIHW", 1
+    consts = [rng.standard_normal(ws).astype(np.float32),
+              rng.standard_normal(cout).astype(np.float32)]
+    body = (f"nn.conv2d(%x, meta[relay.Constant][0], strides=[{stride}, {stride}], "
+            f"padding=[{pad}, {pad}, {pad}, {pad}], dilation=[{dilation}, {dilation}], "
+            f'data_layout="{layout}", kernel_layout="{kl}")')
+    if bias:
+        body = f"nn.bias_add({body}, meta[relay.Constant][1], axis={axis})"
+    if relu:
+        body = f"nn.relu({body})"
+    return P.parse(f"def @main(%x: Tensor[{xs}, float32]) {{\n  {body}\n}}", consts), xs
+
+
+def assert_close(mod, target, xs, seed=1):
+    exe = P.build(mod, target)
+    assert [s.target for s in exe.steps] == ["llvm"]
+    x = np.random.default_rng(seed).standard_normal(xs).astype(np.float32)
+    got, want = exe.run(x)[0], P.interpret(mod, [x])[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    scale = float(np.abs(want).max()) or 1.0
+    assert float(np.abs(got - want).max()) <= 1e-5 * scale
+    return exe
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    h=st.integers(3, 11),
+    w=st.integers(3, 11),
+    cin=st.integers(1, 20),
+    cout=st.sampled_from([1, 5, 16, 32, 48]),
+    k=st.sampled_from([1, 2, 3, 5]),
+    stride=st.integers(1, 3),
+    dilation=st.integers(1, 2),
+    pad=st.integers(0, 2),
+    layout=st.sampled_from(["NHWC", "NCHW"]),
+    bias=st.booleans(),
+    relu=st.booleans(),
+)
+def test_float_conv_equals_the_interpreter(
+    h, w, cin, cout, k, stride, dilation, pad, layout, bias, relu
+):
+    if (k - 1) * dilation + 1 > min(h, w) + 2 * pad:
+        return
+    mod, xs = conv_module(h, w, cin, cout, k, stride, dilation, pad, layout, bias, relu)
+    assert_close(mod, "llvm", xs)
+
+
+def test_bias_and_relu_run_in_the_products_epilogue_and_two_threads_agree():
+    mod, xs = conv_module(20, 20, 32, 64, 3, 1, 1, 1, "NHWC", True, True)
+    one = assert_close(mod, "llvm", xs)
+    kinds = [k.split()[0] for k in one.steps[0].region.kernels]
+    assert kinds == ["IM2COL", "FDENSE"]  # no separate bias or relu pass
+    two = assert_close(mod, "llvm -threads=2", xs)
+    x = np.random.default_rng(4).standard_normal(xs).astype(np.float32)
+    assert np.array_equal(one.run(x)[0], two.run(x)[0])  # rows split, same sums
+    pointwise, xs = conv_module(6, 6, 16, 32, 1, 1, 1, 0, "NHWC", False, False)
+    kinds = [k.split()[0] for k in assert_close(pointwise, "llvm", xs).steps[0].region.kernels]
+    assert kinds == ["FDENSE"]  # a 1x1 convolution reads its input as rows
+
+
+def test_relu_keeps_nan_as_numpy_does():
+    mod, xs = conv_module(4, 4, 16, 16, 1, 1, 1, 0, "NHWC", False, True)
+    exe = P.build(mod, "llvm")
+    x = np.zeros(xs, np.float32)
+    x[0, 1, 2, 3] = np.nan
+    got, want = exe.run(x)[0], P.interpret(mod, [x])[0]
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got).any()
+
+
+@pytest.mark.parametrize("pool, stride, pad", [(3, 2, 1), (2, 2, 0), (3, 1, 1)])
+def test_float_max_pool_and_global_average_pool(pool, stride, pad):
+    consts = [np.ones((3, 3, 4, 8), np.float32) * 0.1]
+    mod = P.parse(f"""
+def @main(%x: Tensor[(1, 9, 9, 4), float32]) {{
+  %0 = nn.conv2d(%x, meta[relay.Constant][0], padding=[1, 1, 1, 1], data_layout="NHWC",
+       kernel_layout="HWIO");
+  %1 = nn.max_pool2d(%0, pool_size=[{pool}, {pool}], strides=[{stride}, {stride}],
+       padding=[{pad}, {pad}, {pad}, {pad}], layout="NHWC");
+  nn.global_avg_pool2d(%1, layout="NHWC")
+}}""", consts)
+    exe = assert_close(mod, "llvm", (1, 9, 9, 4))
+    kinds = {k.split()[0] for k in exe.steps[0].region.kernels}
+    assert {"MAXPOOL", "FREDUCE"} <= kinds
+
+
+def test_convolutions_in_another_runtimes_order_stay_on_ref():
+    """accumulate="mlas" (ONNX Runtime's float32 order): a following quantize could tell the
+    kernels' order apart, so the op is refused by name (and runs on the ``ref`` host)."""
+    w = np.ones((4, 2, 3, 3), np.float32)
+    mod = P.parse("""
+def @main(%x: Tensor[(1, 2, 5, 5), float32]) {
+  nn.conv2d(%x, meta[relay.Constant][0], accumulate="mlas")
+}""", [w])
+    with pytest.raises(P.PartitaError, match=r"llvm cannot compile nn.conv2d"):
+        P.build(mod, "llvm")
+    x = np.ones((1, 2, 5, 5), np.float32)
+    assert np.array_equal(P.build(mod, "ref").run(x)[0], P.interpret(mod, [x])[0])
