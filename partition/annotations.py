@@ -113,12 +113,13 @@ def strip_annotations(body: Expr, host: str = DEFAULT_HOST) -> tuple[Expr, dict[
 
 
 def annotate_regions(
-    body: Expr, region_of: dict[int, Region], include_non_call_ops: bool = True
+    body: Expr, region_of: dict[int, Region], include_non_call_ops: bool = True, names=None
 ) -> Expr:
     """``body`` (a plain graph) with its Regions written as compiler_begin/compiler_end; host
     regions are ``"default"``. Without ``include_non_call_ops`` tuples and tuple items are left
     bare, as TVM's AnnotateTarget(..., include_non_call_ops=False) leaves them; host units with
-    no inputs (``zeros()``, ``()``) are always bare, as in TVM."""
+    no inputs (``zeros()``, ``()``) are always bare, as in TVM. ``names(target)`` is the name
+    an annotation gives a target (default: the target itself)."""
     begin_op, end_op = get_op(BEGIN), get_op(END)
 
     def annotated(node) -> bool:
@@ -132,7 +133,7 @@ def annotate_regions(
 
     def label(node) -> str:
         region = region_of[id(node)]
-        return DEFAULT if region.host else region.target
+        return DEFAULT if region.host else names(region.target) if names else region.target
 
     def mark(op, value: Expr, name: str) -> Expr:
         return _typed(Call(op, [value], {"compiler": name}), value.type_or_none)

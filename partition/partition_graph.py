@@ -52,15 +52,16 @@ class _Lifter(RegionBuilder):
         return attrs
 
     def symbol(self, region: Region) -> str:
+        target = re.sub(r"\W", "_", region.target)  # a hand-annotated target may be any string
         if self.prefix and region.number is not None:  # TVM's name: the region's own number
-            name = f"{self.prefix}{region.target}_main_{region.number}"
+            name = f"{self.prefix}{target}_main_{region.number}"
             if name not in self.taken:
                 self.taken.add(name)
                 return name
         while True:
             n = self.counters.get(region.target, 0)
             self.counters[region.target] = n + 1
-            name = f"{self.prefix}{region.target}_main_{n}"
+            name = f"{self.prefix}{target}_main_{n}"
             if name not in self.taken:
                 self.taken.add(name)
                 return name

@@ -243,7 +243,7 @@ class RegionBuilder:
         inner: dict[int, Expr] = {}
         params = []
         for k, node in enumerate(ins):
-            param = Var(f"{region.target}_{number}_i{k}", node.type_or_none)
+            param = Var(f"{_identifier(region.target)}_{number}_i{k}", node.type_or_none)
             params.append(param)
             inner[id(node)] = param
         for node in members:
@@ -309,6 +309,12 @@ def _edges_depth_first(root: Expr) -> list[tuple]:
             if stack:
                 edges.append((stack[-1][0], node))
     return edges
+
+
+def _identifier(name: str) -> str:
+    """``name`` with every non-word character as ``_`` (a hand-annotated target may be any
+    string; parameter names print as identifiers)."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
 def _tuple_width(value: Expr) -> int:

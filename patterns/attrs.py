@@ -6,25 +6,18 @@ import dataclasses
 import difflib
 
 from partita.errors import AttrError
+from partita.ir.op import op_pattern
 from partita.ops.registry import Op
 
 # What has_attr can ask of an op itself (``wildcard().has_attr({"kind": "elemwise"})(x)``);
 # "TOpPattern" is TVM's spelling of the kind, as its OpPatternKind integers.
 OP_LEVEL_ATTRS = ("kind", "commutative", "TOpPattern")
-TOP_PATTERN = {
-    "elemwise": 0,
-    "broadcast": 1,
-    "injective": 2,
-    "reduce": 3,
-    "out_elemwise_fusable": 4,
-    "opaque": 8,
-}
 
 
 def op_level_attr(op: Op, key: str, missing):
     """An op-level attribute's value (``missing`` when ``key`` is not one)."""
     if key == "TOpPattern":
-        return TOP_PATTERN.get(op.kind, 8)
+        return op_pattern(op)
     return getattr(op, key, missing) if key in OP_LEVEL_ATTRS else missing
 
 

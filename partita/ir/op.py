@@ -23,6 +23,22 @@ from .nodes import Op
 
 _REGISTRY: dict[str, Op] = Op.table  # one dict: Op.lookup reads it too
 
+# An op's kind as Relay's OpPatternKind (TOpPattern): what fusion and has_attr({"TOpPattern": K})
+# see. Relay's kTuple (7) belongs to Tuple nodes, not ops.
+TOP_PATTERN = {
+    "elemwise": 0,
+    "broadcast": 1,
+    "injective": 2,
+    "reduce": 3,
+    "out_elemwise_fusable": 4,
+    "opaque": 8,
+}
+
+
+def op_pattern(op: Op) -> int:
+    """``op``'s Relay OpPatternKind (8, opaque, for an unknown kind)."""
+    return TOP_PATTERN.get(op.kind, 8)
+
 
 def register_op(
     name: str,

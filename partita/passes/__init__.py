@@ -5,6 +5,7 @@ from .convert_layout import ConvertLayout
 from .cse import EliminateCommonSubexpr
 from .dce import DeadCodeElimination
 from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
 from .infer_type import InferType, infer_node_type, infer_type
 from .infra import (
     DumpIR,
@@ -27,6 +28,7 @@ __all__ = [
     "DumpIR",
     "EliminateCommonSubexpr",
     "FoldConstant",
+    "FuseOps",
     "InferType",
     "Inline",
     "Pass",

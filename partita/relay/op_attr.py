@@ -19,12 +19,23 @@ from partita.backends.registry import find_backend
 from partita.errors import PartitaError
 from partita.ops import get_op
 
+_TVM_NAMES: dict[str, str] = {}  # backend name -> the TVM target name it was declared as
+
 
 def target_name(name: str) -> str:
     """partita's backend name for a TVM target name: ``"ethos-n"`` -> ``"ethos_n"``,
     ``"double.A"`` -> ``"double_A"`` (backend names are identifiers; see the migration guide)."""
     out = re.sub(r"\W", "_", name)
-    return out if out.isidentifier() else f"_{out}"
+    out = out if out.isidentifier() else f"_{out}"
+    if out != name:
+        _TVM_NAMES[out] = name
+    return out
+
+
+def tvm_name(backend: str) -> str:
+    """The TVM target name backend ``backend`` was declared under (``"ethos_n"`` ->
+    ``"ethos-n"``): what TVM writes in annotations and a partition's ``Compiler``."""
+    return _TVM_NAMES.get(backend, backend)
 
 
 def register_pattern_table(name: str, table=None):

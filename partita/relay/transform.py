@@ -24,10 +24,16 @@ from partita.passes import (
     SimplifyExpr,
     SimplifyInference,
 )
+from partita.passes import FuseOps as _FuseOps
 from partita.passes.infra import Pass
 
-from .op_attr import sanitise_table, target_name
+from .op_attr import sanitise_table, target_name, tvm_name
 from .registry import get_global_func
+
+
+def FuseOps(fuse_opt_level: int = -1):  # noqa: N802 (TVM's name)
+    """TVM's ``FuseOps(fuse_opt_level)``: -1 takes the PassContext's opt level."""
+    return _FuseOps(fuse_opt_level=fuse_opt_level)
 
 
 def MergeComposite(pattern_table):  # noqa: N802 (TVM's name)
@@ -56,7 +62,7 @@ class _InAnnotations(Pass):
                     if type(node) is Call and id(node) not in region_of:
                         region_of[id(node)] = Region(DEFAULT_HOST, True)
                 region_of = merge_regions(order, region_of, merge_host=True)
-            return fn.with_body(annotate_regions(flat, region_of, self.include))
+            return fn.with_body(annotate_regions(flat, region_of, self.include, tvm_name))
 
         return map_open_functions(mod, write)
 
@@ -113,6 +119,7 @@ __all__ = [
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
     "FoldConstant",
+    "FuseOps",
     "InferType",
     "Inline",
     "MergeComposite",

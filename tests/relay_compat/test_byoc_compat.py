@@ -267,10 +267,19 @@ def test_multiple_outputs(targets):
 
 
 def test_double_target(targets):
-    targets("double.A", ["add"])  # TVM allows dots; partita's backend is "double_A"
+    """A dotted target: the partition's Compiler keeps TVM's name, its symbol is sanitised
+    (partita's backend is "double_A"); annotating twice changes nothing (TVM's test)."""
+    targets("double.A", ["add"])
     x, y = _v("x"), _v("y")
-    out = _partition(relay.IRModule.from_expr(relay.add(x, y)), ["double.A"])
-    assert _compilers(out) == ["double_A"]
+    mod = relay.IRModule.from_expr(relay.add(x, y))
+    out = _partition(mod, ["double.A"])
+    assert _compilers(out) == ["double.A"]
+    assert "tvmgen_default_double_A_main_0" in out.functions
+    for non_call_ops in (True, False):
+        once = transform.AnnotateTarget("double.A", non_call_ops)(mod)
+        assert 'compiler="double.A"' in str(once)
+        twice = transform.AnnotateTarget("double.A", non_call_ops)(once)
+        relay.assert_structural_equal(twice, once)
 
 
 @pytest.mark.parametrize("bind", [True, False])

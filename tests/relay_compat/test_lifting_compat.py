@@ -104,3 +104,26 @@ def test_function_lifting_inline():
 
     small = _bn_only(8)
     _same_bits(_lift(_annotated(small), inline=True), small)
+
+
+def test_extern_compiler_sanitized_ops():
+    """A hand-annotated target that is no identifier: the partition's Compiler keeps the name,
+    its symbol is sanitised; FuseOps(2) then fuses log, exp and concatenate on the host into
+    one primitive function and leaves the partition alone."""
+    x, y = _v("x", (8, 8)), _v("y", (8, 8))
+    add = relay.add(x, y)
+    concat = relay.concatenate([relay.log(add), relay.exp(add)], axis=0)
+    mod = module({"main": AllowedListAnnotator(["add", "subtract", "multiply"],
+                                               "unsanitary-name++").visit(
+        relay.Function([x, y], concat))})
+    fused = transform.FuseOps(2)(transform.PartitionGraph()(mod))
+
+    name = "tvmgen_default_unsanitary_name___main_0"
+    x0, y0 = _v("x0", (8, 8)), _v("y0", (8, 8))
+    part = set_func_attr(relay.Function([x0, y0], relay.add(x0, y0)), "unsanitary-name++", name)
+    x, y, p0 = _v("x", (8, 8)), _v("y", (8, 8)), _v("p0", (8, 8))
+    body = relay.concatenate([relay.log(p0), relay.exp(p0)], axis=0)
+    fused_fn = relay.Function([p0], body).with_attr("Primitive", 1)
+    main = relay.Function([x, y], relay.Call(fused_fn, [relay.Call(relay.GlobalVar(name), [x, y])]))
+    relay.assert_structural_equal(fused, module({"main": main, name: part}))
+    _same_bits(fused, mod)

@@ -1,19 +1,19 @@
 """``tvm.relay.op.annotation``: Relay's region annotations (``relay.annotation.*``).
 
 ``compiler_begin(x, "npu")`` / ``compiler_end(y, "npu")`` mark a region by hand; the target name
-is sanitised as everywhere in the facade (``"ethos-n"`` -> ``"ethos_n"``), ``"default"`` is the
-host. partita's MergeCompilerRegions and PartitionGraph read them (partition/annotations.py).
+is kept as TVM writes it (``"ethos-n"``: a partition's ``Compiler`` says it, its symbol is
+sanitised), ``"default"`` is the host. partita's MergeCompilerRegions and PartitionGraph read
+them (partition/annotations.py).
 """
 
 from __future__ import annotations
 
 from partita.ir import Call, Expr
 from partita.ops import get_op
-from partita.relay.op_attr import target_name
 
 
 def _mark(op: str, data: Expr, compiler: str) -> Call:
-    return Call(get_op(op), [data], {"compiler": target_name(compiler)})
+    return Call(get_op(op), [data], {"compiler": compiler})
 
 
 def compiler_begin(data: Expr, compiler: str) -> Call:
