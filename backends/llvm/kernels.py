@@ -27,6 +27,8 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
         names = [name for name, _ in constants(k)]
         ty = ir.FunctionType(VOID, [PTR] * (n_inputs + 1 + len(names)))
         fn = ir.Function(self.module, ty, name=k.name)
+        for arg in fn.args:  # buffers that live at once never share memory (memory.py)
+            arg.add_attribute("noalias")
         # external: profile() calls each kernel on its own (the driver calls them all)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.cargs = dict(zip(names, fn.args[n_inputs + 1 :]))

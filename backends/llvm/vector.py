@@ -95,16 +95,19 @@ class VectorKernels:
         a = b.add(acc, chan("corr"))  # int32 wrap-around, as TFLite's accumulator
         if p["rounding"] == "onnx":
             return self.vrequant_onnx(b, a, chan, o, g)
-        x = b.sext(a, V16x64)
         if p["rq_zp"]:
-            x = b.sub(x, kconst(V16x64, p["rq_zp"]))
-        if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
-            x = b.sext(b.trunc(b.shl(x, b.zext(chan("lshift"), V16x64)), V16), V16x64)
-        high = b.ashr(
-            b.add(b.mul(x, b.sext(chan("mult"), V16x64)), kconst(V16x64, 1 << 30)),
-            kconst(V16x64, 31),
-        )
-        high = b.trunc(high, V16)
+            x = b.sub(b.sext(a, V16x64), kconst(V16x64, p["rq_zp"]))
+            if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
+                x = b.sext(b.trunc(b.shl(x, b.zext(chan("lshift"), V16x64)), V16), V16x64)
+            high = b.ashr(
+                b.add(b.mul(x, b.sext(chan("mult"), V16x64)), kconst(V16x64, 1 << 30)),
+                kconst(V16x64, 31),
+            )
+            high = b.trunc(high, V16)
+        else:
+            if p["left"]:
+                a = b.shl(a, chan("lshift"))  # int32 wrap-around
+            high = self.vsrdhm(b, a, chan("mult"))
         sign = b.and_(b.ashr(high, kconst(V16, 31)), chan("rmask"))
         y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
         y = b.add(y, chan("ozp"))
@@ -112,6 +115,21 @@ class VectorKernels:
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
+
+    def vsrdhm(self, b, x, m):
+        """(x * m + 2^30) >> 31 per int32 lane (TFLite's SaturatingRoundingDoublingHighMul for
+        m > 0), with 32 x 32 -> 64-bit multiplies of the even lanes and of the odd lanes
+        (VPMULDQ: LLVM selects it for products of sign-extended-in-register operands) and the
+        results' 32-bit halves blended back; no 16 x int64 vector is ever formed."""
+        q = ir.VectorType(I64, 8)
+        xq, mq, c32 = b.bitcast(x, q), b.bitcast(m, q), kconst(q, 32)
+        even = b.mul(b.ashr(b.shl(xq, c32), c32), b.ashr(b.shl(mq, c32), c32))
+        odd = b.mul(b.ashr(xq, c32), b.ashr(mq, c32))
+        half = kconst(q, 1 << 30)
+        even = b.lshr(b.add(even, half), kconst(q, 31))  # the result in each low half
+        odd = b.shl(b.add(odd, half), kconst(q, 1))  # ... in each high half
+        lanes = ir.Constant(V16, [i if i % 2 == 0 else 16 + i for i in range(16)])
+        return b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
 
     def vrequant_onnx(self, b, a, chan, o, g):
         """MLAS: float32(acc) * float32 scale, round half to even, + zero point, saturated."""
