@@ -25,6 +25,7 @@ from partita.ir.nodes import (
     TupleGetItem,
     Var,
 )
+from partita.ir.refs import RefCreate, RefRead, RefWrite
 from partita.ir.types import TensorType
 from partita.ir.visitor import children, post_order
 from partita.passes.infer_type import infer_type
@@ -125,6 +126,7 @@ class _Evaluator:
                     uses[id(kid)] = uses.get(id(kid), 0) + 1
         values: dict[int, object] = dict(env)
         lets = {id(n.var): n.value for n in order if type(n) is Let}
+        _check_effects(root, order)
         for node in order:
             if id(node) in values:
                 continue
@@ -164,6 +166,13 @@ class _Evaluator:
             return values[id(node.true_branch if bool(cond) else node.false_branch)]
         if isinstance(node, Let):
             return values[id(node.body)]
+        if isinstance(node, RefCreate):
+            return _Cell(values[id(node.value)])
+        if isinstance(node, RefRead):
+            return values[id(node.ref)].value
+        if isinstance(node, RefWrite):
+            values[id(node.ref)].value = values[id(node.value)]
+            return ()
         if isinstance(node, Var):
             raise InterpreterError(f"free variable %{node.name_hint} has no value")
         raise InterpreterError(f"cannot evaluate {node.short()}")
@@ -183,6 +192,36 @@ class _Evaluator:
             ) from None
         _check_result(call, out)
         return out
+
+
+class _Cell:
+    """The value of ``ref(v)``: a mutable cell."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _check_effects(root: Expr, order: list) -> None:
+    """partita evaluates both branches of an If: a ref_write only a branch reaches would run
+    whatever the condition says, so it is refused."""
+    writes = [n for n in order if type(n) is RefWrite]
+    if not writes or not any(type(n) is If for n in order):
+        return
+    reached, stack = set(), [root]
+    while stack:  # what runs whatever the conditions: the graph without the If branches
+        node = stack.pop()
+        if id(node) in reached or isinstance(node, Function):
+            continue
+        reached.add(id(node))
+        stack.extend((node.cond,) if type(node) is If else children(node))
+    for w in writes:
+        if id(w) not in reached:
+            raise InterpreterError(
+                f"{w.short()} is only reached through an If branch: partita's If computes both "
+                "branches (dataflow), so a write there would happen either way"
+            )
 
 
 def _check_result(call: Call, out) -> None:

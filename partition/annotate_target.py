@@ -22,6 +22,7 @@ from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Function, Tuple, TupleGetItem
+from partita.ir.refs import REF_NODES
 from partita.ops.registry import Op
 from partita.passes.infra import Pass
 
@@ -55,6 +56,9 @@ class _Target:
             )
         self.checks = backend.op_checks(options) if backend is not None else {}
         self.entries = backend.pattern_table(options) if backend is not None else []
+
+
+_REF_REASON = "references (ref, ref_read, ref_write) stay on the host"
 
 
 class AnnotateTarget(Pass):
@@ -100,6 +104,8 @@ class AnnotateTarget(Pass):
                 )
             elif type(node) is TupleGetItem and type(node.tuple_value) is not Tuple:
                 region_of[id(node)] = self._item_region(node, region_of)
+            elif type(node) in REF_NODES:
+                region_of[id(node)] = self._host(_REF_REASON)
         for node in graph.order:
             if type(node) is Tuple:
                 region_of[id(node)] = self._tuple_region(node, graph, region_of)

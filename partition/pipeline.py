@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from partita.errors import PartitaError
 from partita.ir.module import IRModule
+from partita.ir.refs import REF_NODES
+from partita.ir.visitor import post_order
 from partita.passes.infer_type import InferType
 from partita.passes.infra import Sequential
 
@@ -38,6 +40,20 @@ class StrictPartitionError(PartitaError):
             for r in rows
         ]
         super().__init__("\n".join([head, *lines, "", str(report)]))
+
+
+def _check_references(mod: IRModule, target) -> None:
+    """References are effects that only the reference interpreter host runs."""
+    host = parse_target(target).host.name
+    if host == "ref":
+        return
+    for name, fn in mod.items():
+        node = next((n for n in post_order(fn) if type(n) in REF_NODES), None)
+        if node is not None:
+            raise PartitaError(
+                f"@{name}: {node.short()}: references (ref, ref_read, ref_write) run only on the "
+                f"'ref' host, not on {host!r}; build for a target that ends in ', ref'"
+            )
 
 
 def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=None) -> Sequential:
@@ -86,6 +102,7 @@ def partition_for(
             f"CPU override{'s' * (len(unmatched) > 1)} "
             f"{', '.join(map(str, unmatched))} match no op of the model"
         )
+    _check_references(mod, target)
     pipeline = partition_pipeline(
         target, min_region_size=min_region_size, overrides=overrides or None
     )

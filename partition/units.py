@@ -9,10 +9,12 @@ from __future__ import annotations
 from partita.errors import PartitaError
 from partita.ir.graph import with_inputs
 from partita.ir.nodes import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from partita.ir.refs import REF_NODES, ref_inputs
 
 # If and Let are units too: no target claims them (they stay in main), but the graph under them
 # is partitioned like any other (partita's graphs are dataflow: both branches are values).
-UNIT_TYPES = (Call, Tuple, TupleGetItem, If, Let)
+# References (ref, ref_read, ref_write) are units that always stay on the host.
+UNIT_TYPES = (Call, Tuple, TupleGetItem, If, Let, *REF_NODES)
 
 
 class RegionError(PartitaError):
@@ -75,6 +77,8 @@ def value_children(node: Expr) -> tuple:
         return (node.cond, node.true_branch, node.false_branch)
     if t is Let:
         return (node.value, node.body)
+    if t in REF_NODES:
+        return ref_inputs(node)
     return ()
 
 

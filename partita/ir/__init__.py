@@ -18,9 +18,10 @@ from .nodes import (
     var,
 )
 from .op import get_op, list_ops, register_op
+from .refs import RefCreate, RefRead, RefWrite
 from .span import Span
 from .structural import StructuralMismatch, assert_structural_equal, structural_equal
-from .types import DTYPES, TensorType, TupleType, Type
+from .types import DTYPES, RefType, TensorType, TupleType, Type
 from .visitor import (
     ExprMutator,
     ExprVisitor,
@@ -50,6 +51,10 @@ __all__ = [
     "Let",
     "GlobalVar",
     "IRModule",
+    "RefCreate",
+    "RefRead",
+    "RefType",
+    "RefWrite",
     "Span",
     "StructuralMismatch",
     "TensorType",

@@ -15,6 +15,7 @@ from partita.errors import PartitaError
 
 from .module import IRModule
 from .nodes import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from .refs import REF_NODES, ref_inputs, ref_with_inputs
 
 
 def node_key(e: Expr) -> str:
@@ -39,6 +40,8 @@ def value_inputs(node: Expr) -> tuple:
         return (node.cond, node.true_branch, node.false_branch)
     if t is Let:  # the variable is a leaf of the body that stands for the value
         return (node.value, node.body)
+    if t in REF_NODES:
+        return ref_inputs(node)
     return ()
 
 
@@ -60,6 +63,8 @@ def with_inputs(node: Expr, inputs) -> Expr:
         return If(*inputs, node.span)
     if t is Let:
         return Let(node.var, inputs[0], inputs[1], node.span)
+    if t in REF_NODES:
+        return ref_with_inputs(node, inputs)
     return node
 
 

@@ -13,6 +13,7 @@ from partita.errors import PartitaError
 
 from .module import IRModule
 from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .refs import REF_NODES, ref_inputs
 
 
 class StructuralMismatch(PartitaError, AssertionError):
@@ -137,6 +138,9 @@ def _paired_children(x, y):
     elif isinstance(x, Let):
         yield ".value", x.value, y.value
         yield ".body", x.body, y.body
+    elif type(x) in REF_NODES:
+        for k, (a, b) in enumerate(zip(ref_inputs(x), ref_inputs(y))):
+            yield f".inputs[{k}]", a, b
 
 
 def _call_diff(x: Call, y: Call) -> str | None:

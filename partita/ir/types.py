@@ -1,4 +1,4 @@
-"""Types: TensorType(shape, dtype) and TupleType(fields)."""
+"""Types: TensorType(shape, dtype), TupleType(fields) and RefType(value) (a mutable cell)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,31 @@ class TupleType(Type):
     def __repr__(self):
         inner = ", ".join(repr(f) for f in self.fields)
         return f"({inner},)" if len(self.fields) == 1 else f"({inner})"
+
+    __str__ = __repr__
+
+
+class RefType(Type):
+    """The type of a mutable reference (``ref(v)``) to a value of type ``value``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Type):
+        if not isinstance(value, Type):
+            raise PartitaError(f"RefType of {value!r}, which is not a type")
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("RefType is immutable")
+
+    def __eq__(self, other):
+        return isinstance(other, RefType) and self.value == other.value
+
+    def __hash__(self):
+        return hash(("ref", self.value))
+
+    def __repr__(self):
+        return f"ref({self.value!r})"
 
     __str__ = __repr__
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .refs import REF_NODES, RefCreate, RefRead, RefWrite, ref_inputs, ref_with_inputs
 
 
 def children(node: Expr) -> tuple:
@@ -25,6 +26,8 @@ def children(node: Expr) -> tuple:
         return (node.cond, node.true_branch, node.false_branch)
     if isinstance(node, Let):  # the value before the variable that names it
         return (node.value, node.var, node.body)
+    if type(node) in REF_NODES:
+        return ref_inputs(node)
     return ()
 
 
@@ -100,6 +103,9 @@ _VISIT = {
     GlobalVar: "visit_global_var",
     If: "visit_if",
     Let: "visit_let",
+    RefCreate: "visit_ref_create",
+    RefRead: "visit_ref_read",
+    RefWrite: "visit_ref_write",
 }
 
 
@@ -143,6 +149,8 @@ class ExprMutator:
             )
         if isinstance(node, Let):
             return self.rewrite_let(node, m[id(node.var)], m[id(node.value)], m[id(node.body)])
+        if type(node) in REF_NODES:
+            return self.rewrite_ref(node, [m[id(k)] for k in ref_inputs(node)])
         if isinstance(node, Function):
             # Without enter_functions, an inner function's body is not in the memo: keep it.
             return self.rewrite_function(
@@ -187,6 +195,12 @@ class ExprMutator:
         if same and false_branch is node.false_branch:
             return node
         return If(cond, true_branch, false_branch, node.span)
+
+    def rewrite_ref(self, node: Expr, inputs: list[Expr]) -> Expr:
+        """RefCreate, RefRead and RefWrite: rebuilt when an input changed."""
+        if all(a is b for a, b in zip(inputs, ref_inputs(node))):
+            return node
+        return ref_with_inputs(node, inputs)
 
     def rewrite_let(self, node: Let, var: Expr, value: Expr, body: Expr) -> Expr:
         if var is node.var and value is node.value and body is node.body:

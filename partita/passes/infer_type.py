@@ -20,7 +20,8 @@ from partita.ir.nodes import (
     TupleGetItem,
     Var,
 )
-from partita.ir.types import TensorType, TupleType, Type
+from partita.ir.refs import RefCreate, RefRead, RefWrite
+from partita.ir.types import RefType, TensorType, TupleType, Type
 from partita.ir.visitor import children, post_order
 from partita.limits import MemoryBudgetError, check_shape
 from partita.ops.registry import Op
@@ -118,6 +119,23 @@ def infer_node_type(node: Expr, mod: IRModule | None = None, lets: dict | None =
         node.with_type(infer_type(fn, mod))
     elif isinstance(node, Constant):
         pass  # typed at construction
+    elif isinstance(node, (RefCreate, RefRead, RefWrite)):
+        node.with_type(_ref_type(node))
+
+
+def _ref_type(node) -> Type:
+    if type(node) is RefCreate:
+        return RefType(node.value.type_or_none)
+    ref = node.ref.type_or_none
+    if not isinstance(ref, RefType):
+        raise TypeInferenceError(f"{_where(node)}: {ref} is not a reference (make one with ref())")
+    if type(node) is RefRead:
+        return ref.value
+    if node.value.type_or_none != ref.value:
+        raise TypeInferenceError(
+            f"{_where(node)}: writes {node.value.type_or_none} to a reference of {ref.value}"
+        )
+    return TupleType([])
 
 
 def _if_type(node: If) -> Type:

@@ -24,6 +24,10 @@ from partita.ir import (
     If,
     IRModule,
     Let,
+    RefCreate,
+    RefRead,
+    RefType,
+    RefWrite,
     TensorType,
     Tuple,
     TupleGetItem,
@@ -35,7 +39,7 @@ from partita.ir import const as _const
 from partita.ir import structural_equal as _structural_equal
 from partita.text import astext, parse
 
-from . import _ops, build_module, dataflow_pattern, expr_functor, op, transform
+from . import _ops, build_module, dataflow_pattern, expr, expr_functor, op, transform
 from .expr_functor import ExprMutator, ExprVisitor
 from .op_attr import register_op_attr, register_pattern_table, target_name
 from .registry import get_global_func, register_func
@@ -91,6 +95,10 @@ __all__ = [
     "If",
     "Let",
     "IRModule",
+    "RefCreate",
+    "RefRead",
+    "RefType",
+    "RefWrite",
     "TensorType",
     "Tuple",
     "TupleGetItem",
@@ -101,6 +109,7 @@ __all__ = [
     "build_module",
     "const",
     "dataflow_pattern",
+    "expr",
     "expr_functor",
     "from_text",
     "image",

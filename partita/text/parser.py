@@ -17,12 +17,14 @@ from partita.errors import AttrError, OpNotFoundError, ParseError, PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from partita.ir.refs import RefCreate, RefRead, RefWrite
 from partita.ops.registry import get_op
 
 from .lexer import EOF, decode_literal, name_of
 from .values import TokenCursor
 
-_UNSUPPORTED = {"match", "ref", "type", "extern"}
+_UNSUPPORTED = {"match", "type", "extern"}
+_REFS = {"ref": (RefCreate, 1), "ref_read": (RefRead, 1), "ref_write": (RefWrite, 2)}
 _INDEX = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
@@ -312,6 +314,13 @@ class _Parser(TokenCursor):
                 "(%n = expr; bindings) only",
                 i,
             )
+        if nxt == "(" and word in _REFS:
+            cls, arity = _REFS[word]
+            self.i = i + 2
+            args = self._args(False)[0]
+            if len(args) != arity:
+                raise self.error(f"{word} takes {arity} argument(s), got {len(args)}", i)
+            return self._make(i, cls, *args, self.spans.get(self.i - 1))
         if nxt == "(":
             return self._op_call(i, word)
         if word == "meta":

@@ -34,7 +34,8 @@ from partita.ir.nodes import (
     Tuple,
     TupleGetItem,
 )
-from partita.ir.types import TensorType, TupleType, Type
+from partita.ir.refs import REF_NODES, RefCreate, RefRead, ref_inputs
+from partita.ir.types import RefType, TensorType, TupleType, Type
 from partita.ir.visitor import children, free_vars, post_order
 from partita.ops.registry import Op
 
@@ -43,7 +44,8 @@ from .lexer import IDENTIFIER, encode_span, quote
 HEADER = '#[version = "0.0.5"]'
 _INT_SUFFIX = {"int8": "i8", "int16": "i16", "int32": "", "int64": "i64", "uint8": "u8"}
 _FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
-_TYPED = (Call, Tuple, TupleGetItem)  # the nodes that get a /* ty=... */ comment, as in Relay
+_TYPED = (Call, Tuple, TupleGetItem, *REF_NODES)  # those with a /* ty=... */ comment, as Relay
+_REF_WORDS = {RefCreate: "ref", RefRead: "ref_read"}  # and ref_write
 _REQUIRED = object()
 _SCHEMAS: dict[type, tuple] = {}
 
@@ -179,6 +181,9 @@ class _Printer:
             elif kind is GlobalVar:
                 names[key] = _global(node.name_hint)
                 continue
+            elif kind in REF_NODES:
+                inputs = ", ".join(names[id(k)] for k in ref_inputs(node))
+                text = f"{_REF_WORDS.get(kind, 'ref_write')}({inputs})"
             elif kind is If:
                 cond, t, f = (names[id(c)] for c in children(node))
                 text = f"if ({cond}) {{ {t} }} else {{ {f} }}"
@@ -299,6 +304,8 @@ def type_text(ty: Type) -> str:
     if isinstance(ty, TupleType):
         inner = [type_text(f) for f in ty.fields]
         return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+    if isinstance(ty, RefType):
+        return f"ref({type_text(ty.value)})"
     raise PartitaError(f"cannot print type {ty!r}")
 
 

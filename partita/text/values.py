@@ -10,7 +10,7 @@ import json
 import re
 
 from partita.errors import ParseError
-from partita.ir.types import DTYPES, TensorType, TupleType
+from partita.ir.types import DTYPES, RefType, TensorType, TupleType
 
 from .lexer import EOF, Tokens
 
@@ -94,6 +94,11 @@ class TokenCursor:
         if k == "IDENT" and text == "Tensor":
             self.i += 1
             return self._tensor_type()
+        if k == "IDENT" and text == "ref" and self.kinds[i + 1] == "(":
+            self.i += 2
+            value = self._type()
+            self.expect(")", "to close ref(...)")
+            return RefType(value)
         if k == "IDENT":
             return TensorType((), self._dtype())
         if k == "(":
