@@ -27,7 +27,7 @@ from partita.ir.nodes import (
 )
 from partita.ir.refs import RefCreate, RefRead, RefWrite
 from partita.ir.types import TensorType
-from partita.ir.visitor import children, post_order
+from partita.ir.visitor import children, free_vars
 from partita.passes.infer_type import infer_type
 
 from .errors import InterpreterError, PartitaError
@@ -51,7 +51,13 @@ def interpret(mod, inputs=None, **named) -> list[np.ndarray]:
         raise PartitaError(f"interpret takes an IRModule, Function or Expr, not {type(mod)}")
     infer_type(fn, mod)
     args = _bind_inputs(fn, inputs, named)
-    result = _Evaluator(mod).call(fn, args)
+    try:
+        result = _Evaluator(mod).call(fn, args)
+    except RecursionError:
+        raise InterpreterError(
+            "the program recursed deeper than the interpreter's Python stack allows "
+            "(a let-bound function calling itself too many times?)"
+        ) from None
     return list(_flatten(result))
 
 
@@ -110,60 +116,66 @@ class _Evaluator:
     def __init__(self, mod: IRModule):
         self.mod = mod
 
-    def call(self, fn: Function, args: list) -> object:
+    def call(self, fn: Function, args: list, captured: dict | None = None) -> object:
         if len(args) != len(fn.params):
             raise InterpreterError(f"function takes {len(fn.params)} arguments, got {len(args)}")
-        env = {id(p): a for p, a in zip(fn.params, args)}
+        env = dict(captured) if captured else {}
+        env.update((id(p), a) for p, a in zip(fn.params, args))
         return self.eval(fn.body, env)
 
     def eval(self, root: Expr, env: dict) -> object:
-        order = post_order(root, enter_functions=False)
-        # Count consumers so intermediate values are freed as soon as their last user ran.
+        values: dict[int, object] = dict(env)
+        self._fill(root, values, env, free=True)
+        return values[id(root)]
+
+    def _fill(self, root: Expr, values: dict, env: dict, free: bool) -> None:
+        """Evaluate what ``root`` needs into ``values`` (each node once, in Relay's order: inputs
+        left to right). ``free``: drop intermediate values after their last user; never with an
+        If, whose branch (evaluated when the condition picks it) may read them, nor inside a
+        branch, whose values the rest of the scope shares."""
+        order = _eval_order(root)
+        free = free and not any(type(n) is If for n in order)
         uses: dict[int, int] = {}
-        for node in order:
+        for node in order if free else ():
             if not isinstance(node, Function):
                 for kid in children(node):
                     uses[id(kid)] = uses.get(id(kid), 0) + 1
-        values: dict[int, object] = dict(env)
         lets = {id(n.var): n.value for n in order if type(n) is Let}
-        _check_effects(root, order)
         for node in order:
             if id(node) in values:
                 continue
             if id(node) in lets:  # a let variable: its value was computed just before it
-                values[id(node)] = values[id(lets[id(node)])]
+                value = values[id(node)] = values[id(lets[id(node)])]
+                if isinstance(value, _Closure):  # a let-bound function may call itself
+                    value.env[id(node)] = value
                 continue
             values[id(node)] = self._eval_node(node, values)
-            if not isinstance(node, Function):
+            if free and not isinstance(node, Function):
                 for kid in children(node):
                     k = id(kid)
                     uses[k] -= 1
                     if uses[k] == 0 and k not in env and kid is not root:
                         values.pop(k, None)
-        return values[id(root)]
 
     def _eval_node(self, node: Expr, values: dict):
         if isinstance(node, Constant):
             return node.data
         if isinstance(node, Call):
-            args = [values[id(a)] for a in node.args]
-            op = node.op
-            if isinstance(op, Function):
-                return self.call(op, args)
-            if isinstance(op, GlobalVar):
-                return self.call(self.mod[op.name_hint], args)
-            return self._run_op(node, args)
+            return self._eval_call(node, values)
         if isinstance(node, Tuple):
             return tuple(values[id(f)] for f in node.fields)
         if isinstance(node, TupleGetItem):
             return values[id(node.tuple_value)][node.index]
-        if isinstance(node, Function):
-            return node
-        if isinstance(node, If):  # both branches are graph values (dataflow); cond picks one
+        if isinstance(node, Function):  # a closure over the free variables' values
+            free = free_vars(node)
+            return _Closure(node, {id(v): values[id(v)] for v in free if id(v) in values})
+        if isinstance(node, If):  # only the branch the condition picks is evaluated
             cond = np.asarray(values[id(node.cond)])
             if cond.shape != () or cond.dtype != np.bool_:
                 raise InterpreterError(f"If condition must be a scalar bool, got {cond!r}")
-            return values[id(node.true_branch if bool(cond) else node.false_branch)]
+            branch = node.true_branch if bool(cond) else node.false_branch
+            self._fill(branch, values, values, free=False)
+            return values[id(branch)]
         if isinstance(node, Let):
             return values[id(node.body)]
         if isinstance(node, RefCreate):
@@ -176,6 +188,18 @@ class _Evaluator:
         if isinstance(node, Var):
             raise InterpreterError(f"free variable %{node.name_hint} has no value")
         raise InterpreterError(f"cannot evaluate {node.short()}")
+
+    def _eval_call(self, node: Call, values: dict):
+        args = [values[id(a)] for a in node.args]
+        op = node.op
+        if isinstance(op, (Function, Var)):
+            closure = values.get(id(op))
+            if not isinstance(closure, _Closure):
+                raise InterpreterError(f"{node.short()}: {op.short()} is not a function")
+            return self.call(closure.fn, args, closure.env)
+        if isinstance(op, GlobalVar):
+            return self.call(self.mod[op.name_hint], args)
+        return self._run_op(node, args)
 
     def _run_op(self, call: Call, args: list):
         op = call.op
@@ -203,25 +227,36 @@ class _Cell:
         self.value = value
 
 
-def _check_effects(root: Expr, order: list) -> None:
-    """partita evaluates both branches of an If: a ref_write only a branch reaches would run
-    whatever the condition says, so it is refused."""
-    writes = [n for n in order if type(n) is RefWrite]
-    if not writes or not any(type(n) is If for n in order):
-        return
-    reached, stack = set(), [root]
-    while stack:  # what runs whatever the conditions: the graph without the If branches
-        node = stack.pop()
-        if id(node) in reached or isinstance(node, Function):
+class _Closure:
+    """The value of a function expression: the function and the values of its free variables
+    (a let-bound function also sees itself)."""
+
+    __slots__ = ("fn", "env")
+
+    def __init__(self, fn: Function, env: dict):
+        self.fn, self.env = fn, env
+
+
+def _eval_order(root: Expr) -> list[Expr]:
+    """Post-order without entering functions or If branches (a branch is evaluated when its
+    condition picks it)."""
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
             continue
-        reached.add(id(node))
-        stack.extend((node.cond,) if type(node) is If else children(node))
-    for w in writes:
-        if id(w) not in reached:
-            raise InterpreterError(
-                f"{w.short()} is only reached through an If branch: partita's If computes both "
-                "branches (dataflow), so a write there would happen either way"
-            )
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        if type(node) is Function:
+            continue
+        kids = (node.cond,) if type(node) is If else children(node)
+        stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
+    return order
 
 
 def _check_result(call: Call, out) -> None:

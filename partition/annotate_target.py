@@ -28,7 +28,7 @@ from partita.passes.infra import Pass
 
 from .reasons import Explainer
 from .record import record_of, with_record
-from .regions import Region, RegionBuilder, flatten, map_open_functions
+from .regions import Region, RegionBuilder, flatten, map_inner_functions, map_open_functions
 
 
 class _Target:
@@ -81,14 +81,14 @@ class AnnotateTarget(Pass):
             entries = [e for t in self.targets for e in t.entries]
         names = [t.name for t in self.targets]
 
-        def annotate(_name: str, fn: Function) -> Function:
-            flat, earlier = flatten(fn.body)
+        def annotate(body):
+            flat, earlier = flatten(map_inner_functions(body, annotate))
             graph = Graph(flat)
             explainer = Explainer(graph, entries, names, record.refusals)
             region_of = self._annotate(graph, explainer, earlier)
-            return fn.with_body(RegionBuilder(region_of).build(flat))
+            return RegionBuilder(region_of).build(flat)
 
-        out = map_open_functions(mod, annotate)
+        out = map_open_functions(mod, lambda _name, fn: fn.with_body(annotate(fn.body)))
         return with_record(out, pattern_table=None, refusals={})
 
     def _annotate(self, graph: Graph, explainer: Explainer, earlier: dict) -> dict:

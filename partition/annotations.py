@@ -23,7 +23,7 @@ from __future__ import annotations
 from partita.backends.registry import DEFAULT_HOST
 
 from partita.ir.graph import dataflow_order
-from partita.ir.nodes import Call, Expr
+from partita.ir.nodes import Call, Expr, Var
 from partita.ops.registry import Op, get_op
 
 from .units import UNIT_TYPES, Region, RegionError, _typed, copy_node, value_children
@@ -117,7 +117,8 @@ def annotate_regions(
 ) -> Expr:
     """``body`` (a plain graph) with its Regions written as compiler_begin/compiler_end; host
     regions are ``"default"``. Without ``include_non_call_ops`` tuples and tuple items are left
-    bare, as TVM's AnnotateTarget(..., include_non_call_ops=False) leaves them; host units with
+    bare, as TVM's AnnotateTarget(..., include_non_call_ops=False) leaves them (and calls of a
+    let-bound function, which TVM counts with them); host units with
     no inputs (``zeros()``, ``()``) are always bare, as in TVM. ``names(target)`` is the name
     an annotation gives a target (default: the target itself)."""
     begin_op, end_op = get_op(BEGIN), get_op(END)
@@ -127,7 +128,7 @@ def annotate_regions(
         return (
             type(node) in UNIT_TYPES
             and region is not None
-            and (include_non_call_ops or type(node) is Call)
+            and (include_non_call_ops or (type(node) is Call and type(node.op) is not Var))
             and (not region.host or bool(value_children(node)))  # TVM: zeros(), () stay bare
         )
 

@@ -33,6 +33,7 @@ from .regions import (
     inline_body,
     is_composite_call,
     is_partition_function,
+    map_inner_functions,
 )
 
 
@@ -111,13 +112,17 @@ class PartitionGraph(Pass):
                 bodies[gname] = fn
                 continue
             ensure_typed(fn, mod)
-            flat, region_of = flatten(fn.body)
-            lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
-            lifter.bind_constants = self.bind_constants
-            lifter.flatten_calls = not self.prefix  # TVM's PartitionGraph returns them whole
-            body = lifter.build(flat)
-            lifted.update(lifter.functions)
-            bodies[gname] = fn.with_body(body)
+
+            def lift(body):  # regions inside let-bound functions are lifted too
+                flat, region_of = flatten(map_inner_functions(body, lift))
+                lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
+                lifter.bind_constants = self.bind_constants
+                lifter.flatten_calls = not self.prefix  # TVM's PartitionGraph returns them whole
+                out = lifter.build(flat)
+                lifted.update(lifter.functions)
+                return out
+
+            bodies[gname] = fn.with_body(lift(fn.body))
         out = IRModule({**bodies, **dict(sorted(lifted.items(), key=_symbol_order))}, mod.attrs)
         return with_record(out, placement=placement)
 

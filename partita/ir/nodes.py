@@ -237,7 +237,8 @@ def const(value, dtype: str | None = None, span: Span | None = None) -> Constant
 
 
 class Call(Expr):
-    """``op(args, attrs)``. ``op`` is a registered Op, a Function (a composite) or a GlobalVar."""
+    """``op(args, attrs)``. ``op`` is a registered Op, a Function (a composite), a GlobalVar or
+    a Var bound to a function (``let %f = fn (...) {...}; %f(%x)``; %f may call itself)."""
 
     __slots__ = ("op", "args", "attrs")
 
@@ -250,11 +251,13 @@ class Call(Expr):
         if isinstance(op, Op):
             op.check_arity(len(args), span)
             attrs = op.make_attrs(attrs, span=span)
-        elif isinstance(op, (Function, GlobalVar)):
+        elif isinstance(op, (Function, GlobalVar, Var)):
             if attrs is not None:
                 raise PartitaError("a call to a function takes no attributes")
         else:
-            raise PartitaError(f"cannot call {op!r}: expected an Op, a Function or a GlobalVar")
+            raise PartitaError(
+                f"cannot call {op!r}: expected an Op, a Function, a GlobalVar or a Var"
+            )
         object.__setattr__(self, "op", op)
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "attrs", attrs)
@@ -272,6 +275,8 @@ def _op_name(op) -> str:
         return str(op.attrs.get("Composite", "fn"))
     if isinstance(op, GlobalVar):
         return f"@{op.name_hint}"
+    if isinstance(op, Var):
+        return f"%{op.name_hint}"
     return getattr(op, "name", repr(op))
 
 

@@ -120,7 +120,7 @@ class _Comparer:
 
 def _paired_children(x, y):
     if isinstance(x, Call):
-        if isinstance(x.op, Function) or isinstance(x.op, GlobalVar):
+        if isinstance(x.op, (Function, GlobalVar, Var)):
             yield ".op", x.op, y.op
         for k, (a, b) in enumerate(zip(x.args, y.args)):
             yield f".args[{k}]", a, b
@@ -144,7 +144,8 @@ def _paired_children(x, y):
 
 
 def _call_diff(x: Call, y: Call) -> str | None:
-    if isinstance(x.op, (Function, GlobalVar)) or isinstance(y.op, (Function, GlobalVar)):
+    callees = (Function, GlobalVar, Var)
+    if isinstance(x.op, callees) or isinstance(y.op, callees):
         if type(x.op) is not type(y.op):
             return f"callee differs: {x.op_name} vs {y.op_name}"
     elif x.op is not y.op:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .refs import REF_NODES, RefCreate, RefRead, RefWrite, ref_inputs, ref_with_inputs
 
 
 def children(node: Expr) -> tuple:
     """The sub-expressions of ``node`` in evaluation order (a called Function comes first)."""
-    if isinstance(node, Call):
-        return (node.op, *node.args) if isinstance(node.op, Function) else node.args
+    if isinstance(node, Call):  # a called Function or let-bound Var is evaluated first
+        return (node.op, *node.args) if isinstance(node.op, (Function, Var)) else node.args
     if isinstance(node, Tuple):
         return node.fields
     if isinstance(node, TupleGetItem):
@@ -133,7 +133,7 @@ class ExprMutator:
     def _rewrite(self, node: Expr) -> Expr:
         m = self.memo
         if isinstance(node, Call):
-            op = m.get(id(node.op), node.op) if isinstance(node.op, Function) else node.op
+            op = m.get(id(node.op), node.op) if isinstance(node.op, (Function, Var)) else node.op
             return self.rewrite_call(node, op, [m[id(a)] for a in node.args])
         if isinstance(node, Var):
             return self.rewrite_var(node)
@@ -162,9 +162,7 @@ class ExprMutator:
     def rewrite_call(self, call: Call, op, args: list[Expr]) -> Expr:
         if op is call.op and all(a is b for a, b in zip(args, call.args)):
             return call
-        return Call(
-            op, args, call.attrs if not isinstance(op, (Function, GlobalVar)) else None, call.span
-        )
+        return Call(op, args, call.attrs if isinstance(op, Op) else None, call.span)
 
     def rewrite_var(self, var: Var) -> Expr:
         return var

@@ -78,8 +78,11 @@ def infer_node_type(node: Expr, mod: IRModule | None = None, lets: dict | None =
     """Type one node whose children are already typed (the per-node step of InferType, for
     rewrites that re-type only the nodes they built); ``lets``: id(let variable) -> value, for
     let variables without an annotation."""
-    if isinstance(node, Call):
-        node.with_type(_call_type(node, mod))
+    pending = _pending_input(node)
+    if pending is not None:  # an input waits for a recursive function's type
+        node.with_type(pending)
+    elif isinstance(node, Call):
+        node.with_type(_call_type(node, mod, lets))
     elif isinstance(node, Tuple):
         node.with_type(TupleType([f.type_or_none for f in node.fields]))
     elif isinstance(node, TupleGetItem):
@@ -112,6 +115,7 @@ def infer_node_type(node: Expr, mod: IRModule | None = None, lets: dict | None =
         # A Function's own type is its result type; the params are read off the node.
         if node.type_or_none is None:
             node.with_type(body_t)
+            _resolve_recursive_calls(node, mod, lets)
     elif isinstance(node, GlobalVar):
         if mod is None:
             raise TypeInferenceError(f"@{node.name_hint} used outside a module")
@@ -138,19 +142,90 @@ def _ref_type(node) -> Type:
     return TupleType([])
 
 
+class _Pending(Type):
+    """The result type of a call to a let-bound function that is still being typed (a
+    recursive call); an If with one such branch takes the other branch's type."""
+
+    __slots__ = ("var_id",)
+
+    def __init__(self, var_id: int):
+        object.__setattr__(self, "var_id", var_id)
+
+
+def _pending_input(node) -> _Pending | None:
+    if type(node) in (If, Let, Function) or isinstance(node, Var):
+        return None
+    for kid in children(node):
+        t = kid.type_or_none
+        if isinstance(t, _Pending) or (
+            isinstance(t, TupleType) and any(isinstance(f, _Pending) for f in t.fields)
+        ):
+            return t if isinstance(t, _Pending) else next(
+                f for f in t.fields if isinstance(f, _Pending)
+            )
+    return None
+
+
+def _var_call_type(call: Call, lets) -> Type:
+    """A call to a let-bound function: its result type, or _Pending while it is typed."""
+    fn = (lets or {}).get(id(call.op))
+    if not isinstance(fn, Function):
+        raise TypeInferenceError(
+            f"{_where(call)}: %{call.op.name_hint} is not a function bound by a let"
+        )
+    _check_args(call, fn)
+    if fn.ret_type is not None:
+        return fn.ret_type
+    return fn.type_or_none if fn.type_or_none is not None else _Pending(id(call.op))
+
+
+def _resolve_recursive_calls(fn: Function, mod, lets) -> None:
+    """``fn`` (bound by a let) is typed: its recursive calls take its result type, and what
+    waited on them is typed again."""
+    var_id = next((k for k, v in (lets or {}).items() if v is fn), None)
+    if var_id is None:
+        return
+    result, order = fn.type_or_none, post_order(fn.body)
+    if isinstance(result, _Pending):
+        name = next(n.name_hint for n in order if isinstance(n, Var) and id(n) == var_id)
+        raise TypeInferenceError(
+            f"cannot infer the result type of the recursive function %{name}: every path "
+            "through its body calls itself; give it a return type (fn (...) -> Tensor[...])"
+        )
+    for node in order:
+        t = node.type_or_none
+        if isinstance(node, Var) and id(node) == var_id:
+            node.with_type(result)
+        elif isinstance(t, _Pending) and t.var_id == var_id or _has_pending(t, var_id):
+            object.__setattr__(node, "_type", None)
+            infer_node_type(node, mod, lets)
+        elif type(node) is If:
+            _if_type(node)  # the branches must agree now that the recursive call is typed
+
+
+def _has_pending(t, var_id: int) -> bool:
+    return isinstance(t, TupleType) and any(
+        isinstance(f, _Pending) and f.var_id == var_id for f in t.fields
+    )
+
+
 def _if_type(node: If) -> Type:
     cond = node.cond.type_or_none
     if not (isinstance(cond, TensorType) and cond.shape == () and cond.dtype == "bool"):
         raise TypeInferenceError(f"{_where(node)}: the condition must be a scalar bool, got {cond}")
     t, f = node.true_branch.type_or_none, node.false_branch.type_or_none
+    if isinstance(t, _Pending) or isinstance(f, _Pending):
+        return f if isinstance(t, _Pending) else t
     if t != f:
         raise TypeInferenceError(f"{_where(node)}: the branches differ in type: {t} vs {f}")
     return t
 
 
-def _call_type(call: Call, mod) -> Type:
+def _call_type(call: Call, mod, lets=None) -> Type:
     arg_types = [a.type_or_none for a in call.args]
     op = call.op
+    if isinstance(op, Var):
+        return _var_call_type(call, lets)
     if isinstance(op, Op):
         op.check_arity(len(call.args), call.span)
         try:
@@ -170,17 +245,22 @@ def _call_type(call: Call, mod) -> Type:
     fn = op if isinstance(op, Function) else mod[op.name_hint] if mod is not None else None
     if fn is None:
         raise TypeInferenceError(f"{_where(call)}: call to @{op.name_hint} outside a module")
+    _check_args(call, fn)
+    return fn.type_or_none if fn.type_or_none is not None else infer_type(fn, mod)
+
+
+def _check_args(call: Call, fn: Function) -> None:
     if len(fn.params) != len(call.args):
         raise TypeInferenceError(
             f"{_where(call)}: takes {len(fn.params)} arguments, got {len(call.args)}"
         )
-    for p, t in zip(fn.params, arg_types):
+    for p, a in zip(fn.params, call.args):
+        t = a.type_or_none
         if p.type_annotation is not None and p.type_annotation != t:
             raise TypeInferenceError(
                 f"{_where(call)}: argument for %{p.name_hint} has type {t}, "
                 f"expected {p.type_annotation}"
             )
-    return fn.type_or_none if fn.type_or_none is not None else infer_type(fn, mod)
 
 
 def _check_budget(ty) -> None:

@@ -10,7 +10,7 @@ from partita.partition import MergeComposite as _MergeComposite
 from partita.partition import PartitionGraph as _PartitionGraph
 from partita.partition.annotations import annotate_regions
 from partita.partition.merge_regions import merge_regions
-from partita.partition.regions import Region, flatten, map_open_functions
+from partita.partition.regions import Region, flatten, map_inner_functions, map_open_functions
 from partita.passes import (
     AlterOpLayout,
     ConvertLayout,
@@ -54,17 +54,17 @@ class _InAnnotations(Pass):
         if self.inner is not None:
             mod = self.inner.transform(mod, ctx)
 
-        def write(_name: str, fn: Function) -> Function:
-            flat, region_of = flatten(fn.body)
+        def write(body):
+            flat, region_of = flatten(map_inner_functions(body, write))
             if self.merge:
                 order = dataflow_order(flat)
                 for node in order:  # TVM annotates what no region holds as "default"
                     if type(node) is Call and id(node) not in region_of:
                         region_of[id(node)] = Region(DEFAULT_HOST, True)
                 region_of = merge_regions(order, region_of, merge_host=True)
-            return fn.with_body(annotate_regions(flat, region_of, self.include, tvm_name))
+            return annotate_regions(flat, region_of, self.include, tvm_name)
 
-        return map_open_functions(mod, write)
+        return map_open_functions(mod, lambda _name, fn: fn.with_body(write(fn.body)))
 
 
 def AnnotateTarget(targets, include_non_call_ops: bool = True):  # noqa: N802 (TVM's name)

@@ -121,6 +121,7 @@ class _Printer:
         constants are shared (bound once; hoisted to the top when shared across scopes)."""
         self.orders: dict[int, list[Expr]] = {}
         self.let_values: dict[int, Expr] = {}
+        self.let_functions: dict[int, Expr] = {}  # id(function) -> the let variable naming it
         uses: dict[int, int] = {}
         scope_of: dict[int, int | None] = {}
         first: dict[int, Constant] = {}
@@ -129,7 +130,11 @@ class _Printer:
             fn, root = work.pop()
             order = [root] if isinstance(root, Function) else post_order(root, False)
             self.orders[id(fn)] = order
-            self.let_values.update((id(n.var), n.value) for n in order if type(n) is Let)
+            lets = [n for n in order if type(n) is Let]
+            self.let_values.update((id(n.var), n.value) for n in lets)
+            self.let_functions.update(
+                (id(n.value), n.var) for n in lets if type(n.value) is Function
+            )
             scope = id(fn)
             for kid in _uses(order, root):
                 if type(kid) is Function:
@@ -171,6 +176,12 @@ class _Printer:
             elif kind is TupleGetItem:
                 value = names[id(node.tuple_value)]
                 text = f"{value if value[0] in '%@' else '(' + value + ')'}.{node.index}"
+            elif kind is Function and key in self.let_functions:  # named before its body,
+                var = self.let_functions[key]  # which may call it (recursion)
+                names[id(var)] = self._var_name(var.name_hint)
+                lines.append(f"{pad}let {self._let_head(var)} = {self._function(node, indent)};")
+                names[key] = names[id(var)]
+                continue
             elif kind is Function:
                 text = self._function(node, indent)
             elif kind is Constant:
@@ -193,10 +204,9 @@ class _Printer:
                     return names[key]
                 continue
             elif key in self.let_values:  # a let variable: ``let %v = value;`` here
-                name = names[key] = self._var_name(node.name_hint)
-                ann = node.type_annotation
-                head = f"{name}: {self._type(ann)}" if ann is not None else name
-                lines.append(f"{pad}let {head} = {names[id(self.let_values[key])]};")
+                names[key] = self._var_name(node.name_hint)
+                value = names[id(self.let_values[key])]
+                lines.append(f"{pad}let {self._let_head(node)} = {value};")
                 continue
             else:  # a free Var inside a function: ill-formed, but printable
                 names[key] = self._var_name(node.name_hint)
@@ -205,6 +215,10 @@ class _Printer:
                 return text + self._comments(node)
             self._bind(node, text, pad, lines)
         return names[id(root)]
+
+    def _let_head(self, var) -> str:
+        ann, name = var.type_annotation, self.names[id(var)]
+        return f"{name}: {self._type(ann)}" if ann is not None else name
 
     def _bind(self, node, text: str, pad: str, lines: list[str]) -> None:
         ref = f"%{self.counter}"

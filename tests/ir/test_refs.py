@@ -8,7 +8,7 @@ import pytest
 from partita.partition import partition_for
 
 from partita import interpret
-from partita.errors import InterpreterError, PartitaError, TypeInferenceError
+from partita.errors import PartitaError, TypeInferenceError
 from partita.ir import (
     Call,
     Function,
@@ -85,13 +85,15 @@ def test_type_errors_name_the_node():
         InferType()(IRModule.from_expr(Function([x], bad)))
 
 
-def test_a_write_only_a_branch_reaches_is_refused():
+def test_only_the_branch_the_condition_picks_writes():
     x, c = var("x", (2,)), var("c", (), "bool")
     r = RefCreate(x)
-    branch = Tuple([RefWrite(r, op("abs", x))])
-    body = Tuple([If(c, branch, Tuple([Tuple([])])), RefRead(r)])
-    with pytest.raises(InterpreterError, match="RefWrite is only reached through an If branch"):
-        interpret(Function([x, c], body), {"x": np.ones(2, "float32"), "c": np.bool_(True)})
+    write = Tuple([RefWrite(r, op("abs", x))])
+    body = Tuple([If(c, write, Tuple([Tuple([])])), RefRead(r)])
+    fn = Function([x, c], body)
+    feed = {"x": np.array([-1.0, 2.0], "float32")}
+    np.testing.assert_array_equal(interpret(fn, {**feed, "c": np.bool_(True)})[0], [1.0, 2.0])
+    np.testing.assert_array_equal(interpret(fn, {**feed, "c": np.bool_(False)})[0], feed["x"])
 
 
 def test_text_round_trip():
