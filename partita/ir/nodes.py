@@ -69,6 +69,11 @@ class Expr:
     def __repr__(self):
         return f"<{self.short()}>"
 
+    def __call__(self, *args):
+        """``f(x, y)`` -> ``Call(f, [x, y])`` for a Function, GlobalVar or let-bound Var (as
+        Relay's expressions are called)."""
+        return Call(self, args)
+
     # Arithmetic sugar for building float graphs in tests: x + y -> add(x, y).
     def __add__(self, other):
         return _binary("add", self, other)

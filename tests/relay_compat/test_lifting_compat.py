@@ -78,8 +78,8 @@ def test_function_lifting():
     fn_conv = set_func_attr(fn_conv, "test_compiler", "tvmgen_default_test_compiler_main_0")
     data, weight = _v("data", (1, 3, 224, 224)), _v("weight", (16, 3, 3, 3))
     bn0 = _bn_params()
-    conv = relay.Call(relay.GlobalVar("tvmgen_default_test_compiler_main_0"), [data, weight])
-    out = relay.Call(relay.GlobalVar("tvmgen_default_test_compiler_main_2"), [conv, *bn0])
+    conv = relay.GlobalVar("tvmgen_default_test_compiler_main_0")(data, weight)
+    out = relay.GlobalVar("tvmgen_default_test_compiler_main_2")(conv, *bn0)
     main = relay.Function([data, weight, *bn0], out)
     expected = module({"main": main, "tvmgen_default_test_compiler_main_2": fn_bn,
                        "tvmgen_default_test_compiler_main_0": fn_conv})
@@ -98,7 +98,7 @@ def test_function_lifting_inline():
     fn = relay.Function([data0, *bn], relay.nn.batch_norm(data0, *bn))
     fn = set_func_attr(fn, "test_compiler", "tvmgen_default_test_compiler_main_0")
     data, bn0 = _v("data", (1, 16, 224, 224)), _bn_params()
-    expected = module({"main": relay.Function([data, *bn0], relay.Call(fn, [data, *bn0]))})
+    expected = module({"main": relay.Function([data, *bn0], fn(data, *bn0))})
     relay.assert_structural_equal(lifted, expected)
     assert list(lifted.functions) == ["main"]
 

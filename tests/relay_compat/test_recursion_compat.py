@@ -29,8 +29,8 @@ def _before():
     %var3 + %var1) } else { %var3 } }; %while_loop(0, zeros_like(%var1))"""
     var1, var2, var3, loop = _vars()
     body = relay.If(relay.less(var2, _int(10)),
-                    relay.Call(loop, [relay.add(var2, _int(1)), relay.add(var3, var1)]), var3)
-    call = relay.Call(loop, [_int(0), relay.zeros_like(var1)])
+                    loop(relay.add(var2, _int(1)), relay.add(var3, var1)), var3)
+    call = loop(_int(0), relay.zeros_like(var1))  # a Var is called as in Relay
     ret = relay.Let(loop, relay.Function([var2, var3], body), call)
     return relay.IRModule.from_expr(relay.Function([var1], ret))
 
@@ -50,7 +50,7 @@ def _after(non_call_ops):
     cond = compiler_end(relay.less(on(var2), on(_int(10))), T)
     step = host(compiler_end(relay.add(on(var2), on(_int(1))), T))
     acc = host(compiler_end(relay.add(on(var3), on(var1)), T))
-    again = host(relay.Call(loop, [step, acc]), end=True)
+    again = host(loop(step, acc), end=True)
     start = host(compiler_end(relay.zeros_like(on(var1)), T))
     call = host(relay.Call(loop, [host(_int(0)), start]), end=True)
     ret = relay.Let(loop, relay.Function([var2, var3], relay.If(cond, again, var3)), call)
