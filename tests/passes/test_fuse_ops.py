@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pass_graphs import assert_same_outputs, float_graphs, float_inputs
 from same_bits import assert_same_bits
 
 from partita.ir import (
@@ -123,3 +126,18 @@ def test_a_call_of_a_global_is_a_fusion_boundary(level):
     out = FuseOps(fuse_opt_level=level)(mod)
     assert groups(out) == [["exp"], ["log"]]
     assert_same_bits(mod, out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(float_graphs(), st.integers(0, 2**16), st.sampled_from([0, 1, 2]))
+def test_random_graphs_compute_the_same_bits(mod, seed, level):
+    """Shared values, chains, constants, tuples: every op ends up in exactly one primitive
+    function and the interpreter gives the same bits."""
+    out = FuseOps(fuse_opt_level=level)(mod)
+    assert_same_outputs(mod, out, float_inputs(seed))
+    assert not [c for c in iter_calls(out["main"]) if not isinstance(c.op, Function)
+                and not any(c is n for f in _fused(out) for n in iter_calls(f.body))]
+
+
+def _fused(mod):
+    return [c.op for c in iter_calls(mod["main"]) if isinstance(c.op, Function)]
