@@ -86,3 +86,16 @@ def _bias(low, call, n: int):
         ):
             return node
     return None
+
+
+def ungrouped(w: np.ndarray, groups: int, cin: int, w_zp: np.ndarray) -> np.ndarray:
+    """OHWI weights of a grouped convolution (I = cin / groups) as a full one over all cin
+    channels: each output's own group holds its weights, the others its zero point."""
+    o, kh, kw, per = w.shape
+    full = np.empty((o, kh, kw, cin), w.dtype)
+    full[...] = w_zp.astype(w.dtype).reshape(o, 1, 1, 1)
+    outs = o // groups
+    for i in range(o):
+        g = i // outs
+        full[i, :, :, g * per : (g + 1) * per] = w[i]
+    return full

@@ -124,5 +124,103 @@ class DataKernels:
         b.ret_void()
         return fn
 
+    def k_gather(self, k):
+        """y[e] = source element map[e] (numbered across the sources, whose first elements
+        are at ``offsets``), or the fill value where map[e] is -1; elements of any size."""
+        p = k.params
+        fn, b, args = self.function(k, len(k.inputs))
+        ins, y = args[:-1], args[-1]
+        table, fill = self.cargs["map"], self.cargs["fill"]
+        ety = ir.IntType(8 * p["itemsize"])
+        with for_range(b, p["count"], "e") as e:
+            m = b.sext(self.load_at(b, table, e, I32), I64)
+            with b.if_else(b.icmp_signed("<", m, c64(0))) as (then, otherwise):
+                with then:
+                    self.store_at(b, self.load_at(b, fill, c64(0), ety), y, e, ety)
+                with otherwise:
+                    src, base = ins[0], c64(0)
+                    for j, start in enumerate(p["offsets"][1:], 1):
+                        later = b.icmp_signed(">=", m, c64(start))
+                        src = b.select(later, ins[j], src)
+                        base = b.select(later, c64(start), base)
+                    value = self.load_at(b, src, b.sub(m, base), ety)
+                    self.store_at(b, value, y, e, ety)
+        b.ret_void()
+        return fn
+
+    def k_avgpool(self, k):
+        """qnn.avg_pool2d per output element (qlower.lower_qavgpool): "tflite" sums q - zp_in
+        over the taps inside the input, rounds the division by the window's count half away
+        from zero, saturates, and requantizes when the output's parameters differ; "onnx" adds
+        float32(s_in) * float32(q - zp_in) over the taps in row-major order, divides by the
+        count, then rint(y / s_out + zp_out). An empty window gives the zero point."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        counts = self.cargs["counts"]
+        h, w, c = p["H"], p["W"], p["C"]
+        (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
+        top, left = p["padding"][0], p["padding"][1]
+        _, oh, ow = self.pool_dims(k)
+        lo, hi = (-128, 127) if p["dtype"] == "int8" else (0, 255)
+        onnx = p["semantics"] == "onnx"
+        acc = b.alloca(F32 if onnx else I64)
+        with (for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox,
+              for_range(b, c, "ch") as ch):
+            b.store(ir.Constant(F32, 0.0) if onnx else c64(0), acc)
+            with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
+                iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
+                ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
+                inside = b.and_(
+                    b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
+                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
+                )
+                with b.if_then(inside):
+                    at = (b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch) if p["nhwc"]
+                          else b.add(b.mul(b.add(b.mul(ch, c64(h)), iy), c64(w)), ix))
+                    q = b.sub(self.signed(b, self.load_at(b, x, at, I8), p["dtype"]),
+                              c64(p["zp_in"]))
+                    if onnx:
+                        v = b.fmul(ir.Constant(F32, p["s_in"]), b.sitofp(q, F32))
+                        b.store(b.fadd(b.load(acc, typ=F32), v), acc)
+                    else:
+                        b.store(b.add(b.load(acc, typ=I64), q), acc)
+            n = b.sext(self.load_at(b, counts, b.add(b.mul(oy, c64(ow)), ox), I32), I64)
+            total = b.load(acc, typ=F32 if onnx else I64)
+            value = (self.avg_onnx if onnx else self.avg_tflite)(b, total, n, p, lo, hi)
+            out = (b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch) if p["nhwc"]
+                   else b.add(b.mul(b.add(b.mul(ch, c64(oh)), oy), c64(ow)), ox))
+            self.store_at(b, b.trunc(value, I8), y, out, I8)
+        b.ret_void()
+        return fn
+
+    def pool_dims(self, k):
+        shape = self.shape(k.output)
+        return (shape[3], shape[1], shape[2]) if k.params["nhwc"] else tuple(shape[1:])
+
+    def avg_tflite(self, b, total, n, p, lo, hi):
+        zero = c64(0)
+        raw = b.sext(b.trunc(b.add(total, b.mul(c64(p["zp_in"]), n)), I32), I64)  # int32 wrap
+        mag = b.select(b.icmp_signed("<", raw, zero), b.neg(raw), raw)
+        safe = b.select(b.icmp_signed(">", n, zero), n, c64(1))
+        quot = b.sdiv(b.add(mag, b.sdiv(safe, c64(2))), safe)
+        avg = b.select(b.icmp_signed("<", raw, zero), b.neg(quot), quot)
+        avg = b.select(b.icmp_signed(">", n, zero), avg, c64(p["zp_in"]))
+        avg = self.clamp(b, avg, lo, hi)
+        if p["same"]:
+            return avg
+        v = self.mbqm(b, b.sub(avg, c64(p["zp_in"])), c64(p["multiplier"]), c64(p["shift"]))
+        return self.clamp(b, b.add(v, c64(p["zp_out"])), lo, hi)
+
+    def avg_onnx(self, b, total, n, p, lo, hi):
+        rint = self.module.declare_intrinsic("llvm.roundeven", [F32])
+        y = b.fdiv(b.fdiv(total, b.sitofp(n, F32)), ir.Constant(F32, p["s_out"]))
+        q = b.call(rint, [b.fadd(y, ir.Constant(F32, float(p["zp_out"])))])
+        q = b.select(b.fcmp_ordered("<", q, ir.Constant(F32, float(lo))),
+                     ir.Constant(F32, float(lo)), q)
+        q = b.select(b.fcmp_ordered(">", q, ir.Constant(F32, float(hi))),
+                     ir.Constant(F32, float(hi)), q)
+        empty = b.icmp_signed("==", n, c64(0))
+        return b.select(empty, c64(p["zp_out"]), b.fptosi(q, I64))
+
 
 __all__ = ["DataKernels"]

@@ -16,7 +16,7 @@ from .vector import VectorKernels
 
 FLOAT_KINDS = (
     "EWISE", "FDENSE", "FBMM", "FSOFTMAX", "FLAYERNORM", "FREDUCE", "TAKE", "CONST", "IDENSE",
-    "DYNQ",
+    "DYNQ", "GATHER",
 )  # fmt: skip
 
 

@@ -29,10 +29,11 @@ from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType,
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 # imported last: float_lower reads nothing of this module at import time
-from .conv_lower import lower_fconv  # noqa: E402
+from .conv_lower import lower_fconv, ungrouped  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
+from .gather_lower import GATHER_OPS, lower_gather  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
-from .qlower import lower_qbmm, lower_qsoftmax, mean_params  # noqa: E402
+from .qlower import lower_qavgpool, lower_qbmm, lower_qsoftmax, mean_params  # noqa: E402
 from .vplan import vector_kernel
 from .walk import value_order
 
@@ -115,6 +116,8 @@ class _Lowering:
                 self.lower(node)
             elif isinstance(node, TupleGetItem) and lower_item(self, node):
                 continue
+            elif isinstance(node, Tuple) and self.gathered(node):
+                continue  # read only by concatenations: their GATHER reads the fields
             elif isinstance(node, TupleGetItem) or (
                 isinstance(node, Tuple) and node is not self.fn.body
             ):
@@ -127,6 +130,10 @@ class _Lowering:
             [self.ids[id(p)] for p in self.fn.params],
             [self.ids[id(o)] for o in outs],
         )
+
+    def gathered(self, node: Tuple) -> bool:
+        users = [getattr(u.op, "name", "") for u in self.users.get(id(node), [])]
+        return bool(users) and set(users) <= {"concatenate", "qnn.concatenate"}
 
     def src(self, expr) -> int:
         if id(expr) not in self.ids and isinstance(expr, Constant):
@@ -147,6 +154,10 @@ class _Lowering:
         if name == "qnn.softmax" and lower_qsoftmax(self, call):
             return None
         if name == "nn.conv2d" and lower_fconv(self, call):
+            return None
+        if name in GATHER_OPS and lower_gather(self, call):
+            return None
+        if name == "qnn.avg_pool2d" and lower_qavgpool(self, call):
             return None
         if name == "qnn.dense" and lower_int_dense(self, call):
             return None  # an int32 accumulator read as such (dynamic quantization)
@@ -356,8 +367,9 @@ class _Lowering:
             kind = "CONV"
         elif a.groups == cin == n_out and w.shape[3] == 1:
             kind = "DWCONV"
-        else:
-            raise LLVMError(f"llvm: {where}: grouped convolution with {a.groups} groups")
+        else:  # grouped: one convolution whose weights are w_zp (an effective 0) off-group
+            w = ungrouped(w, a.groups, cin, arrays["w_zp"])
+            kind = "CONV"
         arrays["weights"] = w
         params.update(strides=list(a.strides), dilation=list(a.dilation), padding=list(a.padding))
         return kind
