@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from partita.errors import PartitaError
 from partita.ir.module import IRModule
+from partita.ir.nodes import Call, Var
 from partita.ir.refs import REF_NODES
 from partita.ir.visitor import post_order
 from partita.passes.infer_type import InferType
@@ -43,17 +44,21 @@ class StrictPartitionError(PartitaError):
 
 
 def _check_references(mod: IRModule, target) -> None:
-    """References are effects that only the reference interpreter host runs."""
+    """References are effects that only the reference interpreter host runs; calls of
+    let-bound functions (closures, recursion) only partita.interpret runs."""
     host = parse_target(target).host.name
-    if host == "ref":
-        return
     for name, fn in mod.items():
-        node = next((n for n in post_order(fn) if type(n) in REF_NODES), None)
-        if node is not None:
-            raise PartitaError(
-                f"@{name}: {node.short()}: references (ref, ref_read, ref_write) run only on the "
-                f"'ref' host, not on {host!r}; build for a target that ends in ', ref'"
-            )
+        for n in post_order(fn):
+            if type(n) is Call and type(n.op) is Var:
+                raise PartitaError(
+                    f"@{name}: {n.short()}: a call of a let-bound function runs only in the "
+                    "interpreter (partita.interpret); build() schedules dataflow graphs"
+                )
+            if type(n) in REF_NODES and host != "ref":
+                raise PartitaError(
+                    f"@{name}: {n.short()}: references (ref, ref_read, ref_write) run only on "
+                    f"the 'ref' host, not on {host!r}; build for a target that ends in ', ref'"
+                )
 
 
 def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=None) -> Sequential:

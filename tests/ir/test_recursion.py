@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from partita.partition import partition_for
 
 from partita import interpret
 from partita.errors import InterpreterError, PartitaError, TypeInferenceError
@@ -96,3 +97,8 @@ def test_text_round_trip_and_structural_equality():
     assert "%f(" in text
     assert_structural_equal(parse(text), mod)
     assert not structural_equal(_countdown(), _countdown(base=lambda acc, f: op("abs", acc)))
+
+
+def test_build_refuses_let_bound_functions_by_name():
+    with pytest.raises(PartitaError, match="%f: a call of a let-bound function runs only in"):
+        partition_for(_countdown(), "ref")
