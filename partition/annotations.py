@@ -24,6 +24,7 @@ from partita.backends.registry import DEFAULT_HOST
 
 from partita.ir.graph import dataflow_order
 from partita.ir.nodes import Call, Expr, Var
+from partita.ir.visitor import post_order
 from partita.ops.registry import Op, get_op
 
 from .units import UNIT_TYPES, Region, RegionError, _typed, copy_node, value_children
@@ -44,12 +45,17 @@ def has_annotations(body: Expr) -> bool:
     return any(annotation_kind(n) for n in dataflow_order(body))
 
 
-def strip_annotations(body: Expr, host: str = DEFAULT_HOST) -> tuple[Expr, dict[int, Region]]:
-    """The graph without annotations and id(unit) -> Region of its annotated units."""
+def strip_annotations(
+    body: Expr, host: str = DEFAULT_HOST, numbers: dict | None = None
+) -> tuple[Expr, dict[int, Region]]:
+    """The graph without annotations and id(unit) -> Region of its annotated units.
+    ``numbers``: id(begin) -> its number in the enclosing function (``begin_numbers``), for a
+    body inside a let-bound function; by default the begins of ``body`` count from 0."""
     memo: dict[int, Expr] = {}
     owner: dict[int, int] = {}  # id(original node) -> union-find index of its region
     parent: list[int] = []
     target: list[str] = []
+    begins: list[Expr] = []
     labelled: list[tuple[Expr, int]] = []
 
     def find(i: int) -> int:
@@ -68,6 +74,7 @@ def strip_annotations(body: Expr, host: str = DEFAULT_HOST) -> tuple[Expr, dict[
                 owner[id(node)] = len(parent)
                 parent.append(len(parent))
                 target.append(name)
+                begins.append(node)
             elif owner.get(id(arg)) is None or target[find(owner[id(arg)])] != name:
                 inside = target[find(owner[id(arg)])] if id(arg) in owner else None
                 where = f"in a {inside!r} region" if inside else "in no region (no begin reads it)"
@@ -106,10 +113,17 @@ def strip_annotations(body: Expr, host: str = DEFAULT_HOST) -> tuple[Expr, dict[
             region = regions[root] = (
                 Region(host, True, "annotated compiler_begin/compiler_end 'default'")
                 if name == DEFAULT
-                else Region(name, number=root)
+                else Region(name, number=numbers[id(begins[root])] if numbers else root)
             )
         region_of[id(new)] = region
     return memo[id(body)], region_of
+
+
+def begin_numbers(fn) -> dict[int, int]:
+    """id(compiler_begin) -> its number in ``fn``: the order Relay's walk meets the begins,
+    function bodies inside included (TVM numbers a partition by its region's first begin)."""
+    begins = [n for n in post_order(fn) if annotation_kind(n) == BEGIN]
+    return {id(n): k for k, n in enumerate(begins)}
 
 
 def annotate_regions(
@@ -167,6 +181,7 @@ __all__ = [
     "END",
     "annotate_regions",
     "annotation_kind",
+    "begin_numbers",
     "has_annotations",
     "strip_annotations",
 ]

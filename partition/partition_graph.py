@@ -23,6 +23,7 @@ from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Expr, Function
 from partita.passes.infra import Pass
 
+from .annotations import begin_numbers
 from .record import Placement, with_record
 from .regions import (
     Region,
@@ -112,9 +113,10 @@ class PartitionGraph(Pass):
                 bodies[gname] = fn
                 continue
             ensure_typed(fn, mod)
+            numbers = begin_numbers(fn)  # Relay numbers regions across the whole function
 
-            def lift(body):  # regions inside let-bound functions are lifted too
-                flat, region_of = flatten(map_inner_functions(body, lift))
+            def lift(body, numbers=numbers):  # regions inside let-bound functions are lifted too
+                flat, region_of = flatten(map_inner_functions(body, lift), numbers)
                 lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
                 lifter.bind_constants = self.bind_constants
                 lifter.flatten_calls = not self.prefix  # TVM's PartitionGraph returns them whole

@@ -102,14 +102,15 @@ def map_inner_functions(body: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:
     return memo[id(body)]
 
 
-def flatten(body: Expr) -> tuple[Expr, dict[int, Region]]:
+def flatten(body: Expr, numbers: dict | None = None) -> tuple[Expr, dict[int, Region]]:
     """Inline every region call of ``body``; returns the plain graph and id(unit) -> Region.
     Units outside any region (an unannotated graph) have no entry. Relay's
-    compiler_begin/compiler_end annotations are read too (partition/annotations.py)."""
+    compiler_begin/compiler_end annotations are read too (partition/annotations.py; ``numbers``:
+    the begins' numbers in the enclosing function)."""
     memo: dict[int, object] = {}
     region_of: dict[int, Region] = {}
     if has_annotations(body):
-        body, region_of = strip_annotations(body)
+        body, region_of = strip_annotations(body, numbers=numbers)
 
     def value(e):
         v = memo[id(e)]

@@ -74,5 +74,9 @@ def test_while_let_runs_and_partitions(targets):
                                 transform.PartitionGraph()])(mod)
     lifted = [f for f in out.functions.values() if "Compiler" in f.attrs]
     assert sorted(f.body.op.name for f in lifted) == ["add", "add", "less", "zeros_like"]
+    # numbered across the whole function, as Relay numbers regions: the loop body's first
+    number = {f.body.op.name: int(n.rsplit("_", 1)[1]) for n, f in out.functions.items()
+              if "Compiler" in f.attrs}
+    assert number["zeros_like"] > max(number["less"], number["add"])
     np.testing.assert_array_equal(relay.interpret(out, feed)[0], want)
     relay.assert_structural_equal(relay.from_text(str(out)), out)  # the text form round-trips
