@@ -1,7 +1,8 @@
 """``tvm.relay.expr_functor``: Relay's ExprVisitor and ExprMutator, with TVM's method names.
 
 A subclass overrides ``visit_call(call)`` (``visit_var``, ``visit_constant``, ``visit_tuple``,
-``visit_tuple_getitem``, ``visit_function``, ``visit_global_var``) and calls ``self.visit(child)``
+``visit_tuple_getitem``, ``visit_function``, ``visit_global_var``, ``visit_if``, ``visit_let``,
+``visit_ref_create``, ``visit_ref_read``, ``visit_ref_write``) and calls ``self.visit(child)``
 or ``super().visit_call(call)`` itself; each node is visited once (memoized), as in TVM. The walk
 recurses as TVM's Python visitors do, so very deep graphs need partita's own post-order
 ``partita.ir.ExprMutator`` (``rewrite_call``), which these are not.
@@ -9,7 +10,22 @@ recurses as TVM's Python visitors do, so very deep graphs need partita's own pos
 
 from __future__ import annotations
 
-from partita.ir import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from partita.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 
 _METHOD = {
     Call: "visit_call",
@@ -21,6 +37,9 @@ _METHOD = {
     GlobalVar: "visit_global_var",
     If: "visit_if",
     Let: "visit_let",
+    RefCreate: "visit_ref_create",
+    RefRead: "visit_ref_read",
+    RefWrite: "visit_ref_write",
 }
 
 
@@ -68,6 +87,16 @@ class ExprVisitor(_Functor):
         self.visit(node.value)
         self.visit(node.body)
 
+    def visit_ref_create(self, node: RefCreate):
+        self.visit(node.value)
+
+    def visit_ref_read(self, node: RefRead):
+        self.visit(node.ref)
+
+    def visit_ref_write(self, node: RefWrite):
+        self.visit(node.ref)
+        self.visit(node.value)
+
     def visit_var(self, var: Var):
         return None
 
@@ -86,7 +115,7 @@ class ExprMutator(_Functor):
         args = [self.visit(a) for a in call.args]
         if op is call.op and all(a is b for a, b in zip(args, call.args)):
             return call
-        attrs = None if isinstance(op, (Function, GlobalVar)) else call.attrs
+        attrs = call.attrs if isinstance(op, Op) else None
         return Call(op, args, attrs, call.span)
 
     def visit_tuple(self, tup: Tuple) -> Expr:
@@ -115,6 +144,20 @@ class ExprMutator(_Functor):
         if var is node.var and value is node.value and body is node.body:
             return node
         return Let(var, value, body, node.span)
+
+    def visit_ref_create(self, node: RefCreate) -> Expr:
+        value = self.visit(node.value)
+        return node if value is node.value else RefCreate(value, node.span)
+
+    def visit_ref_read(self, node: RefRead) -> Expr:
+        ref = self.visit(node.ref)
+        return node if ref is node.ref else RefRead(ref, node.span)
+
+    def visit_ref_write(self, node: RefWrite) -> Expr:
+        ref, value = self.visit(node.ref), self.visit(node.value)
+        if ref is node.ref and value is node.value:
+            return node
+        return RefWrite(ref, value, node.span)
 
     def visit_var(self, var: Var) -> Expr:
         return var

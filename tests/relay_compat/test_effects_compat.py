@@ -58,3 +58,42 @@ def test_partitioned_references_keep_their_order(targets):
     np.testing.assert_array_equal(want[1], [0.0, 2.0, 0.0, 4.0])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_expr_mutator_reaches_into_references():
+    """TVM's visit_ref_create / visit_ref_read / visit_ref_write: a mutator that turns relu
+    into abs rewrites the value written, and a visitor sees the three nodes."""
+
+    class ReluToAbs(relay.ExprMutator):
+        def visit_call(self, call):
+            new = super().visit_call(call)
+            return relay.abs(new.args[0]) if call.op.name == "nn.relu" else new
+
+    class Count(relay.ExprVisitor):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def visit_ref_create(self, node):
+            self.seen.append("ref")
+            super().visit_ref_create(node)
+
+        def visit_ref_read(self, node):
+            self.seen.append("read")
+            super().visit_ref_read(node)
+
+        def visit_ref_write(self, node):
+            self.seen.append("write")
+            super().visit_ref_write(node)
+
+    x = relay.var("x", shape=(3,))
+    ref = relay.expr.RefCreate(x)
+    write = relay.expr.RefWrite(ref, relay.nn.relu(relay.expr.RefRead(ref)))
+    fn = relay.Function([x], relay.Tuple([write, relay.expr.RefRead(ref)]))
+    out = ReluToAbs().visit(fn)
+    assert out.body.fields[0].value.op is relay.op.get("abs")
+    counter = Count()
+    counter.visit(fn)
+    assert sorted(counter.seen) == ["read", "read", "ref", "write"]
+    feed = {"x": np.array([-1.0, 0.5, -2.0], "float32")}
+    np.testing.assert_array_equal(relay.interpret(out, feed)[0], np.abs(feed["x"]))
