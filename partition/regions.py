@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from partita.ir.graph import dataflow_order, map_functions, value_inputs, with_inputs
+from partita.ir.graph import dataflow_order, map_functions, map_inner_functions
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TupleType
@@ -85,21 +85,6 @@ def map_open_functions(mod: IRModule, rewrite: Callable[[str, Function], Functio
         return rewrite(name, fn)
 
     return map_functions(mod, one, skip=is_partition_function)
-
-
-def map_inner_functions(body: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:
-    """``body`` with each plain function literal of its graph (a let-bound function: no
-    composite, no region) given the body ``rewrite(fn.body)``, so a pass that works on one graph
-    also reaches the graphs inside (TVM's passes visit them too)."""
-    memo: dict[int, Expr] = {}
-    for node in dataflow_order(body):
-        if type(node) is Function and not ({"Composite", "Compiler"} & set(node.attrs)):
-            new = node.with_body(rewrite(node.body))
-            memo[id(node)] = _typed(new, node.type_or_none)
-        else:
-            new = with_inputs(node, [memo[id(k)] for k in value_inputs(node)])
-            memo[id(node)] = new if new is node else _typed(new, node.type_or_none)
-    return memo[id(body)]
 
 
 def flatten(body: Expr, numbers: dict | None = None) -> tuple[Expr, dict[int, Region]]:
@@ -380,6 +365,7 @@ def op_calls(root: Expr) -> list:
 
 
 __all__ = [
+    "map_inner_functions",
     "Region",
     "RegionBuilder",
     "RegionError",

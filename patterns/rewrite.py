@@ -27,7 +27,14 @@ from dataclasses import dataclass
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import Graph, function_bodies, rebuild, value_inputs, with_inputs
+from partita.ir.graph import (
+    Graph,
+    function_bodies,
+    map_inner_functions,
+    rebuild,
+    value_inputs,
+    with_inputs,
+)
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
@@ -267,9 +274,13 @@ def rewrite(
         mod = expr_or_mod
     sink = _trace_sink(trace)
     bodies = {}
+
+    def one(body):  # let-bound functions' bodies too, inner ones first
+        return _fixed_point(steps, map_inner_functions(body, one), mod, max_iterations, sink)
+
     for name, _fn, body in function_bodies(expr_or_mod):
         typed = body.type_or_none is not None
-        new = _fixed_point(steps, body, mod, max_iterations, sink)
+        new = one(body)
         if new is not body:
             _retype(new, mod, name, strict=typed)
         bodies[name] = new

@@ -68,6 +68,22 @@ def with_inputs(node: Expr, inputs) -> Expr:
     return node
 
 
+def map_inner_functions(body: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:
+    """``body`` with each plain function literal of its graph (a let-bound function: no
+    composite, no region) given the body ``rewrite(fn.body)``, so a pass that works on one graph
+    also reaches the graphs inside, as Relay's passes do."""
+    memo: dict[int, Expr] = {}
+    for node in dataflow_order(body):
+        if type(node) is Function and not ({"Composite", "Compiler"} & set(node.attrs)):
+            new = node.with_body(rewrite(node.body))
+        else:
+            new = with_inputs(node, [memo[id(k)] for k in value_inputs(node)])
+        if new is not node and new.type_or_none is None and node.type_or_none is not None:
+            new.with_type(node.type_or_none)
+        memo[id(node)] = new
+    return memo[id(body)]
+
+
 def dataflow_order(root: Expr) -> list[Expr]:
     """Every node under ``root`` once, each after its inputs, without entering called functions
     (a Function ``root`` contributes its params and body)."""

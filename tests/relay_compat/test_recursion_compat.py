@@ -10,6 +10,7 @@ import pytest
 
 from partita import relay
 from partita.relay import transform
+from partita.relay.dataflow_pattern import DFPatternCallback, is_op, rewrite, wildcard
 from partita.relay.op.annotation import compiler_begin, compiler_end
 
 T = "test_while_let"
@@ -80,3 +81,22 @@ def test_while_let_runs_and_partitions(targets):
     assert number["zeros_like"] > max(number["less"], number["add"])
     np.testing.assert_array_equal(relay.interpret(out, feed)[0], want)
     relay.assert_structural_equal(relay.from_text(str(out)), out)  # the text form round-trips
+
+
+def test_rewrite_reaches_into_the_loop_body():
+    """TVM's rewrite visits let-bound functions: the float add inside the loop becomes a
+    subtract, so the loop computes -10 * var1."""
+
+    class AddToSubtract(DFPatternCallback):
+        def __init__(self):
+            super().__init__()
+            self.pattern = is_op("add")(wildcard(), wildcard()).has_dtype("float32")
+
+        def callback(self, pre, post, node_map):
+            return relay.subtract(post.args[0], post.args[1])
+
+    out = rewrite(AddToSubtract(), _before()["main"])
+    step, acc = out.body.value.body.true_branch.args
+    assert (step.op.name, acc.op.name) == ("add", "subtract")
+    feed = {"var1": np.array([1.5, -2.0], "float32")}
+    np.testing.assert_array_equal(relay.interpret(out, feed)[0], feed["var1"] * -10)
