@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,15 +25,20 @@ import numpy as np
 from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
-from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 # imported last: float_lower reads nothing of this module at import time
 from .conv_lower import lower_fconv, ungrouped  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .gather_lower import GATHER_OPS, lower_gather  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
-from .qlower import lower_qavgpool, lower_qbmm, lower_qsoftmax, mean_params  # noqa: E402
-from .vplan import vector_kernel
+from .qlower import (  # noqa: E402
+    lower_qavgpool,
+    lower_qbmm,
+    lower_qsoftmax,
+    mean_params,
+    output_stage,
+)
+from .vplan import FLOAT_STAGES, vector_kernel
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
@@ -204,7 +208,7 @@ class _Lowering:
             and consts_scalar
             and dtypes[0] == "float32"
             and out in EIGHT_BIT
-            and call.attrs.semantics in ("tflite", "onnx")
+            and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
         ):
             params = {
                 "scale": float(_const(call.args[1])),
@@ -270,9 +274,9 @@ class _Lowering:
                 f"llvm: {where}: accumulate={call.attrs.accumulate!r} (int16 pair saturation) "
                 "needs the vector kernels (-isa=vnni or avx2)"
             )
-        if vector is None and params["rounding"] == "onnx":
+        if vector is None and params["rounding"] in FLOAT_STAGES:
             raise LLVMError(
-                f"llvm: {where}: 'onnx' requantization needs the vector kernels "
+                f"llvm: {where}: {params['rounding']!r} requantization needs the vector kernels "
                 f"(-isa=vnni or avx2) and int8 weights"
             )
         if vector is None:
@@ -303,52 +307,11 @@ class _Lowering:
         return chain
 
     def mac_stage(self, call: Call, by: dict, where: str) -> tuple[dict, dict]:
-        """The output stage's parameters and per-channel arrays (bias, multipliers, zero
-        points, clip bounds)."""
-        rq = by["qnn.requantize"]
-        if rq.attrs.semantics not in ("tflite", "tflite_double", "onnx"):
-            raise LLVMError(f"llvm: {where}: requantize semantics {rq.attrs.semantics!r}")
-        x = call.args[0]
-        if (
-            x.checked_type.dtype not in EIGHT_BIT
-            or _const(call.args[1]).dtype.name not in EIGHT_BIT
-        ):
-            raise LLVMError(f"llvm: {where}: only int8/uint8 data and weights")
-        if np.asarray(_const(rq.args[4])).size > 1 or np.asarray(_const(rq.args[2])).size > 1:
-            raise LLVMError(f"llvm: {where}: per-channel zero points in requantize")
-        lo, hi = RANGE[rq.attrs.out_dtype]
-        if "clip" in by:
-            lo = max(lo, math.ceil(by["clip"].attrs.a_min))
-            hi = min(hi, math.floor(by["clip"].attrs.a_max))
-        n_out = call.checked_type.shape[-1]
-        real = _const(rq.args[1]).astype(np.float64) / _const(rq.args[3]).astype(np.float64)
-        fscale = _const(rq.args[1]).astype(np.float32) / _const(rq.args[3]).astype(np.float32)
-        real = np.broadcast_to(np.atleast_1d(real), (n_out,)).copy()
-        q, shift = quantize_multiplier_array(real)
-        bias = by.get("nn.bias_add")
-        arrays = {
-            "multiplier": np.asarray(q, np.int32),
-            "shift": np.asarray(shift, np.int32),
-            "scale": real,
-            "bias": (_const(bias.args[1]).astype(np.int32).reshape(-1) if bias is not None
-                     else np.zeros(n_out, np.int32)),
-            "w_zp": np.broadcast_to(np.atleast_1d(_const(call.args[3])), (n_out,))
-            .astype(np.int32)
-            .copy(),
-            "fscale": np.broadcast_to(np.atleast_1d(fscale), (n_out,)).astype(np.float32),
-        }
-        params = {
-            "in_zp": int(_const(call.args[2])),
-            "rq_zp": int(_const(rq.args[2]).flat[0]),
-            "out_zp": int(_const(rq.args[4]).flat[0]),
-            "lo": lo,
-            "hi": hi,
-            "rounding": rq.attrs.semantics,
-            "in_dtype": x.checked_type.dtype,
-            "w_dtype": _const(call.args[1]).dtype.name,
-            "out_dtype": rq.attrs.out_dtype,
-            "pairs": self.pairs(call, where),
-        }
+        """The output stage's parameters and per-channel arrays (qlower.output_stage)."""
+        params, arrays = output_stage(call, by, where)
+        params["pairs"] = self.pairs(call, where)
+        if params["pairs"]:
+            params["accumulate"] = call.attrs.accumulate
         return params, arrays
 
     def mac_geometry(self, call: Call, params: dict, arrays: dict, where: str) -> str:
@@ -397,8 +360,10 @@ class _Lowering:
             return False
         if np.any(_const(call.args[3])):
             raise LLVMError(f"llvm: {where}: accumulate={sums!r} with weight zero points")
-        if call.op.name == "qnn.conv2d":
-            if call.attrs.groups != 1:
+        if call.op.name == "qnn.conv2d" and call.attrs.groups != 1:
+            depthwise = call.attrs.groups == call.checked_type.shape[-1] == (
+                call.args[0].checked_type.shape[-1])
+            if not (depthwise and sums == "vpmaddubsw"):
                 raise LLVMError(f"llvm: {where}: accumulate={sums!r} in a grouped convolution")
         return True
 

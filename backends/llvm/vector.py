@@ -93,8 +93,8 @@ class VectorKernels:
             return self.vload(b, g[name], b.mul(o, c64(4)), V16)
 
         a = b.add(acc, chan("corr"))  # int32 wrap-around, as TFLite's accumulator
-        if p["rounding"] == "onnx":
-            return self.vrequant_onnx(b, a, chan, o, g)
+        if p["rounding"] in ("onnx", "fbgemm", "onednn"):
+            return self.vrequant_onnx(b, a, chan, o, g, p["rounding"])
         if p["rq_zp"]:
             x = b.sub(b.sext(a, V16x64), kconst(V16x64, p["rq_zp"]))
             if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
@@ -131,11 +131,26 @@ class VectorKernels:
         lanes = ir.Constant(V16, [i if i % 2 == 0 else 16 + i for i in range(16)])
         return b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
 
-    def vrequant_onnx(self, b, a, chan, o, g):
-        """MLAS: float32(acc) * float32 scale, round half to even, + zero point, saturated."""
+    def vrequant_onnx(self, b, a, chan, o, g, rounding="onnx"):
+        """The float32 output stages, rounded half to even, saturated:
+        "onnx" (MLAS): float32(acc) * scale + zero point;
+        "fbgemm" (PyTorch's ReQuantizeOutput): (float32(acc) - fzp) * scale + zero point, fzp
+        the negated fractional bias (pytorch_x86.fbgemm_output);
+        "onednn": ((float32(acc) * scale - fzp) * finv + float32(zero point)), the zero point
+        added before the rounding (pytorch_x86.onednn_output)."""
         f16 = ir.VectorType(F32, 16)
-        scale = self.vload(b, g["fscale"], b.mul(o, c64(4)), f16)
-        v = b.fmul(b.sitofp(a, f16), scale)
+
+        def fchan(name):
+            return self.vload(b, g[name], b.mul(o, c64(4)), f16)
+
+        v = b.sitofp(a, f16)
+        if rounding == "fbgemm":
+            v = b.fmul(b.fsub(v, fchan("fzp")), fchan("fscale"))
+        elif rounding == "onednn":
+            v = b.fsub(b.fmul(v, fchan("fscale")), fchan("fzp"))
+            v = b.fadd(b.fmul(v, fchan("finv")), b.sitofp(chan("ozp"), f16))
+        else:
+            v = b.fmul(v, fchan("fscale"))
         name = "llvm.roundeven.v16f32"
         fn = self.module.globals.get(name) or ir.Function(
             self.module, ir.FunctionType(f16, [f16]), name=name
@@ -145,11 +160,18 @@ class VectorKernels:
         small = ir.Constant(f16, [ir.Constant(F32, -1e9)] * 16)
         v = b.select(b.fcmp_ordered(">", v, big), big, v)
         v = b.select(b.fcmp_ordered("<", v, small), small, v)
-        y = b.add(b.fptosi(v, V16), chan("ozp"))
+        y = b.fptosi(v, V16)
+        if rounding != "onednn":
+            y = b.add(y, chan("ozp"))
         lo, hi = chan("lo"), chan("hi")
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
+
+    def sat16(self, b, v):
+        lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)
+        v = b.select(b.icmp_signed("<", v, lo), lo, v)
+        return b.select(b.icmp_signed(">", v, hi), hi, v)
 
     def vstore(self, b, value, y, index, o, oc):
         """Store 16 bytes at y[index..]; only the lanes below ``oc - o`` at the channel tail."""
@@ -305,13 +327,21 @@ class VectorKernels:
                 for t in range(taps)
             ]
             with for_range(b, p["OW"], "ox") as ox:
-                acc = ir.Constant(V16, None)
+                acc, pair = ir.Constant(V16, None), None
                 for t in range(taps):
                     ky, kx = divmod(t, p["KW"])
                     iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
                     ix = b.add(b.mul(ox, c64(p["sw"])), c64(kx * p["dw"]))
                     at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
-                    acc = b.add(acc, b.mul(ext(self.vload(b, src, at, B16), V16), ws[t]))
+                    product = b.mul(ext(self.vload(b, src, at, B16), V16), ws[t])
+                    if not p.get("pairs"):
+                        acc = b.add(acc, product)
+                    elif pair is None and t < taps - 1:
+                        pair = product
+                    else:  # fbgemm's AVX2 depthwise: tap pairs saturate to int16 (VPMADDUBSW)
+                        both = product if pair is None else b.add(pair, product)
+                        acc = b.add(acc, self.sat16(b, both))
+                        pair = None
                 value = self.vrequant(b, acc, g, o, p)
                 pix = b.add(b.mul(oy, c64(p["OW"])), ox)
                 self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])

@@ -21,6 +21,7 @@ import numpy as np
 from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 
 ISAS = ("auto", "vnni", "avx2", "plain")
+FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector kernels only)
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
 # vector is two of them)
 TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3}}
@@ -61,9 +62,11 @@ def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, o
         padded[: v.size] = v
         out[name] = padded
     out["izp"] = np.array([params["in_zp"]], np.int32)  # the padding value
-    fscale = np.zeros(ocp, np.float32)  # "onnx": float32(s_in) / float32(s_out) per channel
-    fscale[: arrays["fscale"].size] = arrays["fscale"]
-    out["fscale"] = fscale
+    for name in ("fscale", "fzp", "finv"):  # the float32 stages' per-channel values
+        value = np.zeros(ocp, np.float32)
+        if name in arrays:
+            value[: arrays[name].size] = arrays[name]
+        out[name] = value
     return out
 
 
@@ -130,7 +133,7 @@ def _padded(geo: dict, step: int) -> dict:
 
 def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, isa: str):
     """(kind, params, arrays, scratch bytes) of the vector kernel, or None to keep ``kind``."""
-    if isa == "plain" or params["rounding"] not in ("tflite", "onnx"):
+    if isa == "plain" or params["rounding"] not in ("tflite", *FLOAT_STAGES):
         return None
     if kind not in ("CONV", "DWCONV", "FC") or (params["rounding"] == "onnx" and params["rq_zp"]):
         return None
@@ -142,8 +145,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     zx = params["in_zp"]
     signed = params["in_dtype"] == "int8"
     if kind == "DWCONV":
-        if params.get("pairs"):
-            return None
+        if params.get("pairs") and (signed or params.get("accumulate") != "vpmaddubsw"):
+            return None  # tap pairs of raw uint8 activations (fbgemm's depthwise) only
         geo.update(_padded(geo, 16))
         geo["pack"] = True  # vector loads read 16 channels: always from the padded copy
         cs = geo["Cs"]
