@@ -26,6 +26,7 @@ from .kernels import call_args, constants, generate, signature
 from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
 from .memory import plan_arena
+from .pool import ALONE, TwoModes
 from .vplan import ISAS
 
 DRIVER = "partita_run"
@@ -61,6 +62,9 @@ class LLVMRegion(CompiledRegion):
         self.cached = cached
         self._loaded = Loaded(obj)
         self._run = self._loaded.function(DRIVER, [ctypes.c_void_p])
+        self._alone = (self._loaded.function(ALONE, [ctypes.c_void_p])
+                       if self._loaded.engine.get_function_address(ALONE) else None)
+        self.modes = TwoModes()  # -threads=2: with or without the worker, by measured speed
 
     def _views(self):
         """This thread's arena (allocated on its first run), views of it, the pointer table."""
@@ -87,7 +91,13 @@ class LLVMRegion(CompiledRegion):
         _, views, table = self._views()
         for i, a in zip(self.inputs, inputs):
             table[i] = a.ctypes.data
-        self._run(ctypes.addressof(table))
+        if self._alone is None:
+            self._run(ctypes.addressof(table))
+        else:
+            mode = self.modes.choose()
+            start = time.perf_counter()
+            (self._run if mode == "pool" else self._alone)(ctypes.addressof(table))
+            self.modes.record(mode, time.perf_counter() - start)
         by_index = dict(zip(self.inputs, inputs))
         return [by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs]
 

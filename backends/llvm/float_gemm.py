@@ -117,9 +117,8 @@ class FloatGemm:
         return fn
 
     def k_fdense_vec(self, k):
-        """The rows in one call, or (``threads`` 2) the second half on a POSIX thread started
-        for this product and joined before it returns (if the thread cannot start, this thread
-        computes both halves)."""
+        """The rows in one call, or (``threads`` 2) in two halves, the second for the driver's
+        worker thread (pool.py: claimed by whichever core gets to it first)."""
         p = k.params
         fn, b, (x, y) = self.function(k, 1)
         w = self.cargs["wt"]
@@ -132,25 +131,16 @@ class FloatGemm:
         first = (m_ // 2 // ROWS) * ROWS or m_ // 2
         part_a = self.dense_rows(k, first, "a")
         part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
-        ptr = ir.PointerType()
         xb = b.gep(x, [c64(first * k_)], source_etype=F32)
         yb = b.gep(y, [c64(first * n_)], source_etype=F32)
         bb = b.gep(bias, [c64(first * n_)], source_etype=F32) if p.get("bias") == "mn" else bias
-        args = b.alloca(ptr, c64(4))
-        for i, v in enumerate((xb, w, yb, bb)):
-            self.store_at(b, v, args, c64(i), ptr)
-        tramp = self.thread_entry(k, part_b)
-        tid = b.alloca(ir.IntType(64))
-        create = self.extern("pthread_create", ir.IntType(32), [ptr, ptr, ptr, ptr])
-        join = self.extern("pthread_join", ir.IntType(32), [ir.IntType(64), ptr])
-        rc = b.call(create, [tid, ir.Constant(ptr, None), tramp, args])
-        b.call(part_a, [x, w, y, bias])
-        started = b.icmp_signed("==", rc, ir.Constant(ir.IntType(32), 0))
-        with b.if_else(started) as (then, otherwise):
-            with then:
-                b.call(join, [b.load(tid, typ=ir.IntType(64)), ir.Constant(ptr, None)])
-            with otherwise:
-                b.call(part_b, [xb, w, yb, bb])
+        pointers = [x, w, y, bias, xb, yb, bb]
+        halves = [
+            self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:4])),
+            self.part_function(k, "hb", pointers,
+                               lambda pb, ps: pb.call(part_b, [ps[4], ps[1], ps[5], ps[6]])),
+        ]
+        self.split_run(k, b, pointers, halves)
         b.ret_void()
         return fn
 
@@ -165,44 +155,6 @@ class FloatGemm:
         emit(b, ps)
         b.ret_void()
         return fn
-
-    def split_run(self, k, b, pointers, parts) -> None:
-        """parts[1] on a POSIX thread and parts[0] here, both on a table of ``pointers``; the
-        thread joined before the kernel returns (no thread: both parts here)."""
-        ptr = ir.PointerType()
-        table = b.alloca(ptr, c64(len(pointers)))
-        for i, v in enumerate(pointers):
-            self.store_at(b, v, table, c64(i), ptr)
-        entry = ir.Function(self.module, ir.FunctionType(ptr, [ptr]), f"{k.name}_thread")
-        entry.linkage = "internal"
-        eb = ir.IRBuilder(entry.append_basic_block("entry"))
-        eb.call(parts[1], [entry.args[0]])
-        eb.ret(ir.Constant(ptr, None))
-        tid = b.alloca(ir.IntType(64))
-        create = self.extern("pthread_create", ir.IntType(32), [ptr, ptr, ptr, ptr])
-        join = self.extern("pthread_join", ir.IntType(32), [ir.IntType(64), ptr])
-        rc = b.call(create, [tid, ir.Constant(ptr, None), entry, table])
-        b.call(parts[0], [table])
-        with b.if_else(b.icmp_signed("==", rc, ir.Constant(ir.IntType(32), 0))) as (then, other):
-            with then:
-                b.call(join, [b.load(tid, typ=ir.IntType(64)), ir.Constant(ptr, None)])
-            with other:
-                b.call(parts[1], [table])
-
-    def thread_entry(self, k, part) -> ir.Function:
-        """``ptr entry(ptr args)``: the four pointers of ``part`` from ``args``, then ``part``."""
-        ptr = ir.PointerType()
-        fn = ir.Function(self.module, ir.FunctionType(ptr, [ptr]), name=f"{k.name}_thread")
-        fn.linkage = "internal"
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        vals = [self.load_at(b, fn.args[0], c64(i), ptr) for i in range(4)]
-        b.call(part, vals)
-        b.ret(ir.Constant(ptr, None))
-        return fn
-
-    def extern(self, name: str, ret, args) -> ir.Function:
-        fn = self.module.globals.get(name)
-        return fn if fn is not None else ir.Function(self.module, ir.FunctionType(ret, args), name)
 
     def k_fbmm_vec(self, k):
         """Batched, B read as [K][N] (transpose_b false): one gemm per batch."""

@@ -11,6 +11,7 @@ from llvmlite import ir
 from .codegen import DRIVER, F32, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
 from .float_kernels import FloatKernels
 from .lower import Kernel
+from .pool import ALONE, ThreadPool
 from .qtransformer import QTransformerKernels
 from .vector import VectorKernels
 
@@ -20,7 +21,7 @@ FLOAT_KINDS = (
 )  # fmt: skip
 
 
-class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
+class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, ThreadPool, Emitter):
     def function(self, k: Kernel, n_inputs: int):
         """``void name(ptr in..., ptr out, ptr const...)``; the constants' pointers (weights,
         tables, per-channel parameters, in ``constants(k)`` order) go to ``self.cargs``."""
@@ -51,12 +52,20 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, Emitter):
             if sig not in made:
                 made[sig] = getattr(self, f"k_{k.kind.lower()}")(k)
             fns.append(made[sig])
-        driver = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name=DRIVER)
-        b = ir.IRBuilder(driver.append_basic_block("entry"))
-        table = driver.args[0]
-        for fn, args in zip(fns, call_args(self.plan)):
-            b.call(fn, [self.load_at(b, table, c64(i), PTR) for i in args])
-        b.ret_void()
+        split = any(k.params.get("threads", 1) > 1 for k in self.plan.kernels)
+        # with split kernels: partita_run starts a worker for their second halves, and
+        # partita_run_alone (no worker: the kernels run both halves) is the busy machine's
+        for name, pooled in ((DRIVER, split), *(((ALONE, False),) if split else ())):
+            driver = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name=name)
+            b = ir.IRBuilder(driver.append_basic_block("entry"))
+            table = driver.args[0]
+            state = self.pool_start(b) if pooled else None
+            for fn, args in zip(fns, call_args(self.plan)):
+                b.call(fn, [self.load_at(b, table, c64(i), PTR) for i in args])
+            if state is not None:
+                self.pool_stop(b, state)
+            b.ret_void()
+        self.pool_finish()
         return self.module
 
     def shape(self, i: int):

@@ -38,7 +38,7 @@ from .qlower import (  # noqa: E402
     mean_params,
     output_stage,
 )
-from .vplan import FLOAT_STAGES, vector_kernel
+from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
@@ -283,6 +283,8 @@ class _Lowering:
             del arrays["fscale"]
         else:
             kind, params, arrays, scratch = vector
+            if self.threads > 1 and split_worthwhile(kind, params):
+                params["threads"] = 2
             if scratch:
                 self.buffers.append(((scratch,), "uint8"))
                 inputs.append(len(self.buffers) - 1)

@@ -219,22 +219,59 @@ class VectorKernels:
 
     # -- convolution / dense ----------------------------------------------------------------------
     def k_vconv(self, k):
+        """The convolution; with ``threads`` 2 the output rows (a pointwise convolution's
+        pixel tiles) split in two halves, the second on a POSIX thread (split_run)."""
         p = k.params
         fn, b, args = self.function(k, len(k.inputs))
         x, y = args[0], args[-1]
-        g = self.vglobals(k)
+        accs, out = self.conv_cells(b, p)
         src = x
         if p["pack"]:
             src = args[1]
             self.pack_input(b, x, src, p)
+        if p.get("threads", 1) < 2:
+            self.conv_rows(b, src, y, self.vglobals(k), p, accs, out, None)
+            b.ret_void()
+            return fn
+        names = list(self.vglobals(k))
+        pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
+
+        def part(half):
+            def emit(pb, ps):
+                cells = self.conv_cells(pb, p)
+                self.conv_rows(pb, ps[0], ps[1], dict(zip(names, ps[2:])), p, *cells, half)
+
+            return self.part_function(k, f"half{half}", pointers, emit)
+
+        self.split_run(k, b, pointers, [part(0), part(1)])
+        b.ret_void()
+        return fn
+
+    def conv_cells(self, b, p):
+        """The accumulator tile and the spill slots, allocated where ``b`` stands (a function's
+        entry block, so that LLVM keeps the tile in registers)."""
         acc_type = V32 if p.get("wide") else V16
         accs = [[b.alloca(acc_type) for _ in range(p["V"])] for _ in range(p["R"])]
-        out = b.alloca(V16, size=p["R"] * p["V"])
+        return accs, b.alloca(V16, size=p["R"] * p["V"])
+
+    def conv_rows(self, b, src, y, g, p, accs, out, half):
+        """Every tile, or (``half`` 0 / 1) the first or second half of the output rows (of the
+        full pixel tiles, and then the tail, when there is one row)."""
         ow, nvec = p["OW"], -(-p["OC"] // 16)
         r_full, r_tail = divmod(ow, p["R"])
         g_full, v_tail = divmod(nvec, p["V"])
-        with for_range(b, p["OH"], "oy") as oy:
-            for rows, count, base in ((p["R"], r_full, 0), (r_tail, 1, r_full * p["R"])):
+        rows_split = p["OH"] > 1
+        oh0, oh1 = 0, p["OH"]
+        t0, t1, tail = 0, r_full, True
+        if half is not None and rows_split:
+            oh0, oh1 = (0, p["OH"] // 2) if half == 0 else (p["OH"] // 2, p["OH"])
+        elif half is not None:
+            t0, t1 = (0, r_full // 2) if half == 0 else (r_full // 2, r_full)
+            tail = half == 1
+        with for_range(b, oh1 - oh0, "oy") as i:
+            oy = b.add(i, c64(oh0))
+            for rows, count, base in ((p["R"], t1 - t0, t0 * p["R"]),
+                                      (r_tail if tail else 0, 1, r_full * p["R"])):
                 if not rows or not count:
                     continue
                 with for_range(b, count, "ot") as t:
@@ -246,8 +283,6 @@ class VectorKernels:
                             o0 = b.mul(b.add(b.mul(og, c64(vecs)), c64(gbase)), c64(16))
                             tile = (oy, ox0, o0, rows, vecs)
                             self.conv_tile(b, src, y, g, p, accs, out, tile)
-        b.ret_void()
-        return fn
 
     def conv_tile(self, b, src, y, g, p, accs, out, tile):
         oy, ox0, o0, rows, vecs = tile
@@ -314,13 +349,35 @@ class VectorKernels:
 
     # -- depthwise ---------------------------------------------------------------------
     def k_vdw(self, k):
+        """Depthwise; with ``threads`` 2 the output rows split in two halves (split_run)."""
         p = k.params
         fn, b, (x, src, y) = self.function(k, 2)
-        g = self.vglobals(k)
         self.pack_input(b, x, src, p)
+        if p.get("threads", 1) < 2:
+            self.dw_rows(b, src, y, self.vglobals(k), p, 0, p["OH"])
+            b.ret_void()
+            return fn
+        names = list(self.vglobals(k))
+        pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
+        mid = p["OH"] // 2
+
+        def part(lo, hi, suffix):
+            def emit(pb, ps):
+                self.dw_rows(pb, ps[0], ps[1], dict(zip(names, ps[2:])), p, lo, hi)
+
+            return self.part_function(k, suffix, pointers, emit)
+
+        self.split_run(k, b, pointers, [part(0, mid, "half0"), part(mid, p["OH"], "half1")])
+        b.ret_void()
+        return fn
+
+    def dw_rows(self, b, src, y, g, p, oy0: int, oy1: int):
+        """Output rows [oy0, oy1): 16 channels per vector, the taps' weights held in registers
+        across a row."""
         cs, taps = p["Cs"], p["KH"] * p["KW"]
         ext = b.sext if p["signed"] else b.zext
-        with for_range(b, p["OH"], "oy") as oy, for_range(b, cs // 16, "cv") as cv:
+        with for_range(b, oy1 - oy0, "oy") as i, for_range(b, cs // 16, "cv") as cv:
+            oy = b.add(i, c64(oy0))
             o = b.mul(cv, c64(16))
             ws = [
                 b.sext(self.vload(b, g["weights"], b.add(c64(t * cs), o), B16), V16)
@@ -345,5 +402,3 @@ class VectorKernels:
                 value = self.vrequant(b, acc, g, o, p)
                 pix = b.add(b.mul(oy, c64(p["OW"])), ox)
                 self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
-        b.ret_void()
-        return fn

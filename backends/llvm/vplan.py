@@ -180,3 +180,18 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         packed = packed.astype(np.int16)
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
     return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
+
+
+# a job for the driver's worker costs ~1-2 us once it runs: kernels of ~5 us and more split
+THREAD_MACS = {"VCONV": 1 << 19, "VDW": 1 << 17}
+
+
+def split_worthwhile(kind: str, params: dict) -> bool:
+    """Whether a vector kernel's work is large enough for ``-threads=2`` to split it (it needs
+    two output rows, or two full pixel tiles of a pointwise convolution's single row)."""
+    if kind not in THREAD_MACS:
+        return False
+    depth = params["C"] if kind == "VCONV" else 1
+    macs = params["OH"] * params["OW"] * params["OC"] * params["KH"] * params["KW"] * depth
+    rows = params["OH"] if params["OH"] > 1 else params["OW"] // params.get("R", params["OW"])
+    return macs >= THREAD_MACS[kind] and rows >= 2

@@ -1,0 +1,228 @@
+"""Two cores for one inference: a worker thread per driver call, and halves of kernels claimed.
+
+The driver (``partita_run``) of a plan with a split kernel starts one POSIX thread, owns the
+module's job slot for the call, and joins the thread before it returns. A split kernel publishes
+its second half (a function and its pointer table) under a new job number, runs its first half,
+then claims the second with a compare-and-swap: if the worker took it first, the kernel waits
+for the worker's done number; otherwise (the worker is late: the other core is busy, or no
+worker exists because the kernel was called on its own, by another thread, or thread creation
+failed) it runs the second half itself. So no kernel ever waits for a thread that has not
+started, and the results are the same bits either way (each half writes its own outputs).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from statistics import median
+
+from llvmlite import ir
+
+from .codegen import I64, c64
+
+PTR = ir.PointerType()
+ALONE = "partita_run_alone"  # the driver without a worker
+PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
+SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", "penalty",
+         "backoff", "late")  # i64 globals
+WAIT = 1 << 14  # pause instructions waited for the worker before the run counts as slow
+MAX_BACKOFF = 256  # driver calls without a worker after runs that waited
+JOB = ("job_table",)  # ptr globals
+
+
+class ThreadPool:
+    """Mixed into the kernel emitter: ``pool_start`` / ``pool_stop`` around the driver's calls,
+    ``split_run`` for the kernels."""
+
+    def pool_global(self, name: str):
+        g = self.module.globals.get(f"partita_pool_{name}")
+        if g is None:
+            ty = PTR if name in JOB else I64
+            g = ir.GlobalVariable(self.module, ty, f"partita_pool_{name}")
+            g.linkage = "internal"
+            g.initializer = ir.Constant(ty, None)
+        return g
+
+    def extern(self, name: str, ret, args) -> ir.Function:
+        fn = self.module.globals.get(name)
+        return fn if fn is not None else ir.Function(self.module, ir.FunctionType(ret, args), name)
+
+    def pause(self, b) -> None:
+        fn = self.module.globals.get("llvm.x86.sse2.pause") or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause"
+        )
+        b.call(fn, [])
+
+    def self_id(self, b):
+        return b.call(self.extern("pthread_self", I64, []), [])
+
+    def worker(self) -> ir.Function:
+        """``ptr partita_pool_worker(ptr)``, declared here; ``pool_finish`` writes its body once
+        every split kernel has registered its second half."""
+        fn = self.module.globals.get("partita_pool_worker")
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR]), "partita_pool_worker")
+            fn.linkage = "internal"
+        return fn
+
+    def pool_finish(self) -> None:
+        """The worker: claim and run each new job (a switch over the registered second halves)
+        until quit."""
+        parts = getattr(self, "pool_parts", [])
+        if not parts:
+            return
+        fn = self.worker()
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        g = {n: self.pool_global(n) for n in SLOTS + JOB}
+        last = b.alloca(I64)
+        b.store(c64(0), last)
+        loop, job, idle, end = (fn.append_basic_block(n) for n in ("loop", "job", "idle", "end"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        s = b.load_atomic(g["seq"], "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("!=", s, b.load(last, typ=I64)), job, idle)
+        b.position_at_end(job)
+        b.store(s, last)
+        won = b.extract_value(b.cmpxchg(g["claimed"], b.sub(s, c64(1)), s, "acq_rel", "acquire"),
+                              1)
+        run, finished = fn.append_basic_block("run"), fn.append_basic_block("finished")
+        b.cbranch(won, run, loop)
+        b.position_at_end(run)
+        table = b.load(g["job_table"], typ=PTR)
+        switch = b.switch(b.load(g["job_id"], typ=I64), finished)
+        for i, part in enumerate(parts, 1):
+            case = fn.append_basic_block(f"part{i}")
+            switch.add_case(c64(i), case)
+            b.position_at_end(case)
+            b.call(part, [table])
+            b.branch(finished)
+        b.position_at_end(finished)
+        b.store_atomic(s, g["done"], "release", 8)
+        b.branch(loop)
+        b.position_at_end(idle)
+        quit_ = b.load_atomic(g["quit"], "acquire", 8, typ=I64)
+        self.pause(b)
+        b.cbranch(b.icmp_signed("!=", quit_, c64(0)), end, loop)
+        b.position_at_end(end)
+        b.ret(ir.Constant(PTR, None))
+
+    def pool_start(self, b):
+        """In the driver: own the job slot (or leave the kernels to run both halves), start the
+        worker; returns the thread id slot for ``pool_stop``."""
+        g = {n: self.pool_global(n) for n in SLOTS}
+        tid = b.alloca(I64)
+        mine = b.alloca(I64)
+        b.store(c64(0), mine)
+        owned = b.extract_value(b.cmpxchg(g["active"], c64(0), c64(1), "acq_rel", "acquire"), 1)
+        penalty = b.load(g["penalty"], typ=I64)
+        skip = b.and_(owned, b.icmp_signed(">", penalty, c64(0)))
+        with b.if_then(skip):  # recent runs waited for a descheduled worker: run alone
+            b.store(b.sub(penalty, c64(1)), g["penalty"])
+            b.store_atomic(c64(0), g["active"], "release", 8)
+        with b.if_then(b.and_(owned, b.not_(skip))):
+            for name in ("seq", "claimed", "done", "quit", "late"):
+                b.store_atomic(c64(0), g[name], "release", 8)
+            b.store_atomic(self.self_id(b), g["owner"], "release", 8)
+            create = self.extern("pthread_create", ir.IntType(32), [PTR, PTR, PTR, PTR])
+            rc = b.call(create, [tid, ir.Constant(PTR, None), self.worker(),
+                                 ir.Constant(PTR, None)])
+            started = b.icmp_signed("==", rc, ir.Constant(ir.IntType(32), 0))
+            b.store(b.select(started, c64(1), c64(2)), mine)  # 2: owned, but no worker
+        return tid, mine
+
+    def pool_stop(self, b, state) -> None:
+        tid, mine = state
+        g = {n: self.pool_global(n) for n in SLOTS}
+        m = b.load(mine, typ=I64)
+        with b.if_then(b.icmp_signed("!=", m, c64(0))):
+            b.store_atomic(c64(1), g["quit"], "release", 8)
+            with b.if_then(b.icmp_signed("==", m, c64(1))):
+                join = self.extern("pthread_join", ir.IntType(32), [I64, PTR])
+                b.call(join, [b.load(tid, typ=I64), ir.Constant(PTR, None)])
+            b.store_atomic(c64(0), g["owner"], "release", 8)
+            # slow: a long wait, or the worker too late for a quarter of the jobs or more
+            jobs, late = b.load(g["seq"], typ=I64), b.load(g["late"], typ=I64)
+            lagging = b.icmp_signed(">=", b.mul(late, c64(4)), b.add(jobs, c64(1)))
+            slow = b.or_(b.load(g["slow"], typ=I64), b.zext(lagging, I64))
+            backoff = b.load(g["backoff"], typ=I64)
+            more = b.shl(b.select(b.icmp_signed("==", backoff, c64(0)), c64(1), backoff), c64(1))
+            more = b.select(b.icmp_signed(">", more, c64(MAX_BACKOFF)), c64(MAX_BACKOFF), more)
+            was_slow = b.icmp_signed("!=", slow, c64(0))
+            b.store(b.select(was_slow, more, c64(0)), g["backoff"])
+            b.store(b.select(was_slow, more, c64(0)), g["penalty"])
+            b.store(c64(0), g["slow"])
+            b.store_atomic(c64(0), g["active"], "release", 8)
+
+    def split_run(self, k, b, pointers, parts) -> None:
+        """parts[0] here and parts[1] on the driver's worker if it claims it first (see the
+        module docstring), both on a table of ``pointers``."""
+        table = b.alloca(PTR, c64(len(pointers)))
+        for i, v in enumerate(pointers):
+            self.store_at(b, v, table, c64(i), PTR)
+        g = {n: self.pool_global(n) for n in SLOTS + JOB}
+        owner = b.load_atomic(g["owner"], "acquire", 8, typ=I64)
+        mine = b.and_(b.icmp_signed("==", owner, self.self_id(b)),
+                      b.icmp_signed("==", b.load(g["slow"], typ=I64), c64(0)))
+        with b.if_else(mine) as (pooled, alone):
+            with pooled:
+                if not hasattr(self, "pool_parts"):
+                    self.pool_parts = []
+                if parts[1] not in self.pool_parts:
+                    self.pool_parts.append(parts[1])
+                job = b.add(b.load(g["seq"], typ=I64), c64(1))
+                b.store(c64(self.pool_parts.index(parts[1]) + 1), g["job_id"])
+                b.store(table, g["job_table"])
+                b.store_atomic(job, g["seq"], "release", 8)
+                b.call(parts[0], [table])
+                pair = b.cmpxchg(g["claimed"], b.sub(job, c64(1)), job, "acq_rel", "acquire")
+                with b.if_else(b.extract_value(pair, 1)) as (late, taken):
+                    with late:  # the worker has not claimed it: run it here
+                        b.call(parts[1], [table])
+                        b.store(b.add(b.load(g["late"], typ=I64), c64(1)), g["late"])
+                    with taken:
+                        self.wait_done(b, g, job)
+            with alone:
+                b.call(parts[0], [table])
+                b.call(parts[1], [table])
+
+    def wait_done(self, b, g, job) -> None:
+        """Spin until the worker has finished ``job``; a long wait (the worker was descheduled:
+        the machine is busy) marks the run slow, so its remaining kernels run alone and the
+        next driver calls start no worker (``penalty``, doubling up to MAX_BACKOFF)."""
+        fn = b.function
+        count = b.alloca(I64)
+        b.store(c64(0), count)
+        spin, out = fn.append_basic_block("wait"), fn.append_basic_block("waited")
+        b.branch(spin)
+        b.position_at_end(spin)
+        self.pause(b)
+        n = b.add(b.load(count, typ=I64), c64(1))
+        b.store(n, count)
+        with b.if_then(b.icmp_signed("==", n, c64(WAIT))):
+            b.store(c64(1), g["slow"])
+        value = b.load_atomic(g["done"], "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("==", value, job), out, spin)
+        b.position_at_end(out)
+
+
+class TwoModes:
+    """Which driver a region calls: with the worker ("pool") or without ("alone"), whichever
+    has the lower median of its last WINDOW run times, trying the other every PROBE runs, so
+    that a busy machine, where the worker only gets in the way, runs alone."""
+
+    WINDOW = 5
+
+    def __init__(self):
+        self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
+        self.runs = 0
+
+    def choose(self) -> str:
+        self.runs += 1
+        pool, alone = self.times["pool"], self.times["alone"]
+        if len(pool) < 3 or len(alone) < 3:
+            return "pool" if len(pool) <= len(alone) else "alone"
+        best, other = (("pool", "alone") if median(pool) <= median(alone)
+                       else ("alone", "pool"))
+        return other if self.runs % PROBE == 0 else best
+
+    def record(self, mode: str, seconds: float) -> None:
+        self.times[mode].append(seconds)
