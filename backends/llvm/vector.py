@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .codegen import F32, I8, I32, I64, c64, for_range
+from .codegen import F32, F64, I8, I32, I64, c64, for_range
 
 V16 = ir.VectorType(I32, 16)
 V16x64 = ir.VectorType(I64, 16)
@@ -95,6 +95,8 @@ class VectorKernels:
         a = b.add(acc, chan("corr"))  # int32 wrap-around, as TFLite's accumulator
         if p["rounding"] in ("onnx", "fbgemm", "onednn"):
             return self.vrequant_onnx(b, a, chan, o, g, p["rounding"])
+        if p["rounding"] == "tflite_double":
+            return self.vrequant_double(b, a, chan, o, g, p)
         if p["rq_zp"]:
             x = b.sub(b.sext(a, V16x64), kconst(V16x64, p["rq_zp"]))
             if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
@@ -130,6 +132,29 @@ class VectorKernels:
         odd = b.shl(b.add(odd, half), kconst(q, 1))  # ... in each high half
         lanes = ir.Constant(V16, [i if i % 2 == 0 else 16 + i for i in range(16)])
         return b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
+
+    def vrequant_double(self, b, a, chan, o, g, p):
+        """TFLite's reference FULLY_CONNECTED: round half away from zero (llvm.round) of
+        double(acc - rq_zp) * the real scale (one double product), + zero point, saturated."""
+        d16 = ir.VectorType(F64, 16)
+        x = b.sitofp(a, d16)
+        if p["rq_zp"]:
+            x = b.fsub(x, ir.Constant(d16, [ir.Constant(F64, float(p["rq_zp"]))] * 16))
+        v = b.fmul(x, self.vload(b, g["dscale"], b.mul(o, c64(8)), d16))
+        name = "llvm.round.v16f64"
+        fn = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(d16, [d16]), name=name
+        )
+        v = b.call(fn, [v])
+        big = ir.Constant(d16, [ir.Constant(F64, 1e9)] * 16)
+        small = ir.Constant(d16, [ir.Constant(F64, -1e9)] * 16)
+        v = b.select(b.fcmp_ordered(">", v, big), big, v)
+        v = b.select(b.fcmp_ordered("<", v, small), small, v)
+        y = b.add(b.fptosi(v, V16), chan("ozp"))
+        lo, hi = chan("lo"), chan("hi")
+        y = b.select(b.icmp_signed("<", y, lo), lo, y)
+        y = b.select(b.icmp_signed(">", y, hi), hi, y)
+        return b.trunc(y, B16)
 
     def vrequant_onnx(self, b, a, chan, o, g, rounding="onnx"):
         """The float32 output stages, rounded half to even, saturated:

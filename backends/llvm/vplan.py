@@ -67,6 +67,10 @@ def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, o
         if name in arrays:
             value[: arrays[name].size] = arrays[name]
         out[name] = value
+    if params["rounding"] == "tflite_double":  # the real scale, float64 (reference FC)
+        dscale = np.zeros(ocp, np.float64)
+        dscale[: arrays["scale"].size] = arrays["scale"]
+        out["dscale"] = dscale
     return out
 
 
@@ -133,7 +137,7 @@ def _padded(geo: dict, step: int) -> dict:
 
 def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, isa: str):
     """(kind, params, arrays, scratch bytes) of the vector kernel, or None to keep ``kind``."""
-    if isa == "plain" or params["rounding"] not in ("tflite", *FLOAT_STAGES):
+    if isa == "plain" or params["rounding"] not in ("tflite", "tflite_double", *FLOAT_STAGES):
         return None
     if kind not in ("CONV", "DWCONV", "FC") or (params["rounding"] == "onnx" and params["rq_zp"]):
         return None

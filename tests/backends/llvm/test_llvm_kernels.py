@@ -49,7 +49,7 @@ def convs(draw):
     seed = draw(st.integers(0, 2**16))
     per_channel = draw(st.booleans())
     clip = draw(st.sampled_from([None, (0, 127), (-20, 60)]))
-    semantics = draw(st.sampled_from(["tflite", "onnx"]))
+    semantics = draw(st.sampled_from(["tflite", "onnx", "tflite_double"]))
     return kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics
 
 
@@ -122,7 +122,7 @@ def assert_equals_interpreter(mod, isa: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize("isa", ISAS)
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=9, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=convs())
 def test_conv_dense_depthwise_kernels_equal_the_interpreter(isa, case):
     if not _isa_available(isa):
