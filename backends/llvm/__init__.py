@@ -21,8 +21,8 @@ from partita.backends.registry import Backend, Option, register_backend
 
 from partita.ir import TensorType
 
-from .jit import Loaded, compile_ir, host_isa, isa_features
-from .kernels import call_args, constants, generate, signature
+from .jit import Loaded, compile_parts, host_isa, isa_features
+from .kernels import call_args, constants, generate_parts, signature
 from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
 from .memory import plan_arena
@@ -193,8 +193,8 @@ def compile_region(function, options: dict) -> LLVMRegion:
     plan = lower(function, isa, threads)
     native = options.get("mcpu") in (None, "native")
     features = isa_features(isa) if native and isa == "avx2" else None
-    obj, cached = compile_ir(
-        lambda: str(generate(plan)), options.get("mcpu"), features, plan_digest(plan)
+    obj, cached = compile_parts(
+        generate_parts(plan), options.get("mcpu"), features, plan_digest(plan)
     )
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     ins, _ = region_types(function)

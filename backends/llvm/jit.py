@@ -79,24 +79,34 @@ def cache_dir() -> Path:
     return Path(os.environ.get("PARTITA_CACHE_DIR") or Path.home() / ".cache" / "partita" / "llvm")
 
 
-def compile_ir(
-    text, cpu: str | None = None, features: str | None = None, source: bytes | None = None
-) -> tuple[bytes, bool]:
-    """Object code for ``text`` (for ``cpu`` and target ``features``, default the host's) and
-    whether it came from the cache. ``text`` may be a function that makes the IR, and ``source``
-    what it is made from: then the key hashes ``source`` and a cache hit never builds the IR."""
-    material = source if source is not None else (text() if callable(text) else text).encode()
+def _key(material: bytes, cpu, features) -> Path:
     head = (host_key() + f"|{cpu}|{features}\n").encode()
-    key = hashlib.sha256(head + material).hexdigest()
-    path = cache_dir() / f"{key}.o"
-    digest_path = path.with_suffix(".sha256")
+    return cache_dir() / f"{hashlib.sha256(head + material).hexdigest()}.o"
+
+
+def _cached(path: Path) -> bytes | None:
     try:
         data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() == digest_path.read_text().strip():
-            return data, True
+        if hashlib.sha256(data).hexdigest() == path.with_suffix(".sha256").read_text().strip():
+            return data
     except OSError:
         pass
-    module = llvm.parse_assembly(text() if callable(text) else text)
+    return None
+
+
+def _store(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        path.with_suffix(".sha256").write_text(hashlib.sha256(data).hexdigest())
+    except OSError:
+        pass  # a read-only cache is not an error
+
+
+def _compile(text: str, cpu, features) -> bytes:
+    module = llvm.parse_assembly(text)
     module.verify()
     machine = _machine(cpu, features)
     pm = (
@@ -106,16 +116,89 @@ def compile_ir(
     )
     if pm is not None:
         pm.getModulePassManager().run(module, pm)
-    data = machine.emit_object(module)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-        digest_path.write_text(hashlib.sha256(data).hexdigest())
-    except OSError:
-        pass  # a read-only cache is not an error
+    return machine.emit_object(module)
+
+
+def compile_ir(
+    text, cpu: str | None = None, features: str | None = None, source: bytes | None = None
+) -> tuple[bytes, bool]:
+    """Object code for ``text`` (for ``cpu`` and target ``features``, default the host's) and
+    whether it came from the cache. ``text`` may be a function that makes the IR, and ``source``
+    what it is made from: then the key hashes ``source`` and a cache hit never builds the IR."""
+    material = source if source is not None else (text() if callable(text) else text).encode()
+    path = _key(material, cpu, features)
+    data = _cached(path)
+    if data is not None:
+        return data, True
+    data = _compile(text() if callable(text) else text, cpu, features)
+    _store(path, data)
     return data, False
+
+
+MAGIC = b"PTOBJS1\0"  # several object files in one blob (a raw object starts with \x7fELF)
+
+
+def compile_parts(texts, cpu=None, features=None, source: bytes = b"") -> tuple[bytes, bool]:
+    """``compile_ir`` of several modules (functions making their IR), the parts not in the
+    cache compiled in parallel: all but the last in forked child processes (LLVM serialises
+    its work within a process), the last here; a child that fails is redone here.
+    ``$PARTITA_COMPILE_JOBS=1`` compiles them one after another. Returns one blob
+    (``MAGIC``, then each object's length and bytes) that ``Loaded`` takes."""
+    paths = [_key(source + f"|part{i}".encode(), cpu, features) for i in range(len(texts))]
+    objs = [_cached(p) for p in paths]
+    cached = all(o is not None for o in objs)
+    missing = [i for i, o in enumerate(objs) if o is None]
+    parallel = hasattr(os, "fork") and os.environ.get("PARTITA_COMPILE_JOBS", "2") != "1"
+    children = []
+    for i in missing[:-1] if parallel else []:
+        children.append((i, *_fork_compile(texts[i], cpu, features)))
+    for i in missing[len(children):]:
+        objs[i] = _compile(texts[i](), cpu, features)
+    for i, pid, fd in children:
+        objs[i] = _collect(pid, fd) or _compile(texts[i](), cpu, features)
+    for i in missing:
+        _store(paths[i], objs[i])
+    blob = MAGIC + len(objs).to_bytes(4, "little")
+    for o in objs:
+        blob += len(o).to_bytes(8, "little") + o
+    return blob, cached
+
+
+def _fork_compile(make, cpu, features):
+    """A child process that compiles ``make()`` and writes the object to a pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        os.close(r)
+        try:
+            data = _compile(make(), cpu, features)
+            with os.fdopen(w, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(0)
+    os.close(w)
+    return pid, r
+
+
+def _collect(pid: int, fd: int) -> bytes | None:
+    with os.fdopen(fd, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    return data or None
+
+
+def split_objects(blob: bytes) -> list[bytes]:
+    """The object files of a ``compile_parts`` blob, or [blob] for a single object."""
+    if not blob.startswith(MAGIC):
+        return [blob]
+    n, at, out = int.from_bytes(blob[8:12], "little"), 12, []
+    for _ in range(n):
+        size = int.from_bytes(blob[at : at + 8], "little")
+        if at + 8 + size > len(blob):
+            raise ValueError("truncated object code")
+        out.append(blob[at + 8 : at + 8 + size])
+        at += 8 + size
+    return out
 
 
 class Loaded:
@@ -125,7 +208,8 @@ class Loaded:
         _init()
         backing = llvm.parse_assembly("")
         self.engine = llvm.create_mcjit_compiler(backing, _machine())
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        for part in split_objects(obj):
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(part))
         self.engine.finalize_object()
 
     def function(self, name: str, argtypes, restype=None):

@@ -43,15 +43,23 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, ThreadPool
         v = self.load_at(b, g["weights"], index, I8)
         return b.sext(v, I64) if k.params["w_dtype"] == "int8" else b.zext(v, I64)
 
-    def emit(self) -> ir.Module:
+    def emit(self, only: set | None = None, driver: bool = True) -> ir.Module:
         """One function per distinct kernel signature, and the driver that calls them in order
-        with pointers from its table (buffers first, then the constants)."""
+        with pointers from its table (buffers first, then the constants). With ``only`` (a set
+        of signatures) the others are declared, not defined: another module defines them;
+        ``driver`` False leaves the drivers out."""
         fns, made = [], {}
-        for k in self.plan.kernels:
+        for k, args in zip(self.plan.kernels, call_args(self.plan)):
             sig = signature(self.plan, k)
             if sig not in made:
-                made[sig] = getattr(self, f"k_{k.kind.lower()}")(k)
+                if only is None or sig in only:
+                    made[sig] = getattr(self, f"k_{k.kind.lower()}")(k)
+                else:  # defined in another part, called by the driver
+                    ty = ir.FunctionType(VOID, [PTR] * len(args))
+                    made[sig] = ir.Function(self.module, ty, name=k.name)
             fns.append(made[sig])
+        if not driver:
+            return self.module
         split = any(k.params.get("threads", 1) > 1 for k in self.plan.kernels)
         # with split kernels: partita_run starts a worker for their second halves, and
         # partita_run_alone (no worker: the kernels run both halves) is the busy machine's
@@ -445,3 +453,32 @@ def call_args(plan) -> list[list[int]]:
 def generate(plan) -> ir.Module:
     """The module with every kernel and the driver."""
     return KernelEmitter(plan).emit()
+
+
+# rough relative LLVM time per kernel function, to balance the parts of a parallel compile
+COST = {"VCONV": 6, "VDW": 3, "FDENSE": 3, "EWISE": 2, "QSOFTMAX": 3, "QBMM": 3}
+
+
+def generate_parts(plan, parts: int = 2) -> list:
+    """Functions making ``parts`` modules that together define every kernel (each signature
+    once), the drivers in the last; split kernels (``threads`` 2: they share the driver's
+    worker state) stay with the drivers. For jit.compile_parts."""
+    first: dict[str, Kernel] = {}
+    for k in plan.kernels:
+        first.setdefault(signature(plan, k), k)
+    groups: list[set] = [set() for _ in range(parts)]
+    load = [0] * parts
+    pinned = [s for s, k in first.items() if k.params.get("threads", 1) > 1]
+    for sig in pinned:
+        groups[-1].add(sig)
+        load[-1] += COST.get(first[sig].kind, 1)
+    rest = sorted((s for s in first if s not in pinned),
+                  key=lambda s: -COST.get(first[s].kind, 1))
+    for sig in rest:  # largest first, to the lightest part
+        i = min(range(parts), key=lambda j: load[j])
+        groups[i].add(sig)
+        load[i] += COST.get(first[sig].kind, 1)
+    return [
+        (lambda g=g, last=(i == parts - 1): str(KernelEmitter(plan).emit(g, driver=last)))
+        for i, g in enumerate(groups)
+    ]

@@ -1,0 +1,61 @@
+"""Compiling a plan's kernels in parts (jit.compile_parts): forked children and this process in
+parallel, or one after another; the blob of object files; a child that fails is redone here."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from partita.backends.llvm import jit
+from partita.frontends import from_tflite
+from test_llvm_threads import NETS
+
+import partita as P
+
+
+def build_fresh(tmp_path, monkeypatch, name, jobs=None):
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / name))
+    if jobs is not None:
+        monkeypatch.setenv("PARTITA_COMPILE_JOBS", jobs)
+    mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
+    return mod, P.build(mod, "llvm").steps[0].region
+
+
+def test_parallel_and_serial_compiles_run_the_same(tmp_path, monkeypatch):
+    mod, parallel = build_fresh(tmp_path, monkeypatch, "a")
+    _, serial = build_fresh(tmp_path, monkeypatch, "b", jobs="1")
+    assert not parallel.cached and not serial.cached
+    assert parallel.obj.startswith(jit.MAGIC) and len(jit.split_objects(parallel.obj)) == 2
+    x = np.random.default_rng(0).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
+    want = P.interpret(mod, [x])[0]
+    assert np.array_equal(parallel.run([x])[0], want)
+    assert np.array_equal(serial.run([x])[0], want)
+    _, again = build_fresh(tmp_path, monkeypatch, "a")  # both parts from the cache
+    assert again.cached and again.obj == parallel.obj
+
+
+def test_object_blobs_round_trip_and_refuse_truncation():
+    parts = [b"\x7fELF-one", b"\x7fELF-second"]
+    blob = jit.MAGIC + (2).to_bytes(4, "little")
+    for p in parts:
+        blob += len(p).to_bytes(8, "little") + p
+    assert jit.split_objects(blob) == parts
+    assert jit.split_objects(b"\x7fELF-raw") == [b"\x7fELF-raw"]  # a single object as before
+    with pytest.raises(ValueError, match="truncated"):
+        jit.split_objects(blob[:-3])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="parts compile in forked children")
+def test_a_child_that_fails_is_compiled_here(tmp_path, monkeypatch):
+    parent, compile_ = os.getpid(), jit._compile
+
+    def failing_in_children(text, cpu, features):
+        if os.getpid() != parent:
+            raise RuntimeError("out of memory in the child")
+        return compile_(text, cpu, features)
+
+    monkeypatch.setattr(jit, "_compile", failing_in_children)
+    mod, region = build_fresh(tmp_path, monkeypatch, "c")
+    x = np.random.default_rng(1).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
+    assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
