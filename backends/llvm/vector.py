@@ -18,6 +18,7 @@ H16 = ir.VectorType(ir.IntType(16), 16)  # ... of int16
 V8 = ir.VectorType(I32, 8)  # ... of int32
 V32 = ir.VectorType(I32, 32)  # int32 pair sums of 16 output channels
 W64 = ir.VectorType(ir.IntType(16), 64)  # 16 channels x 4 int16 weights
+DW_TILE = 8  # output pixels per step of the paired depthwise kernel
 
 
 def _part(b, vec, index: int, size: int):
@@ -192,6 +193,57 @@ class VectorKernels:
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
+
+    def dw_rows_paired(self, b, src, y, g, p, oy0: int, oy1: int):
+        """VNNI depthwise: kernel rows in pairs, each lane an int16 pair (row 2j, row 2j+1) of
+        one channel, summed into int32 by VPDPWSSD (exact: 8-bit x 8-bit products); DW_TILE
+        output pixels per step share each input column's loads and interleaving."""
+        cs, kh, kw = p["Cs"], p["KH"], p["KW"]
+        npairs = (kh + 1) // 2
+        ext = b.sext if p["signed"] else b.zext
+        h16 = ir.VectorType(ir.IntType(16), 16)
+        w32 = ir.VectorType(ir.IntType(16), 32)
+        dot = self.module.declare_intrinsic(
+            "llvm.x86.avx512.vpdpwssd.512", (), ir.FunctionType(V16, [V16, w32, w32])
+        )
+        zip_ = ir.Constant(V32, [i // 2 + (16 if i % 2 else 0) for i in range(32)])
+        full, rest = divmod(p["OW"], DW_TILE)
+        with for_range(b, oy1 - oy0, "oy") as i, for_range(b, cs // 16, "cv") as cv:
+            oy = b.add(i, c64(oy0))
+            o = b.mul(cv, c64(16))
+            ws = [[self.vload(b, g["wpairs"], b.mul(b.add(c64((j * kw + kx) * cs), o), c64(4)),
+                              w32) for kx in range(kw)] for j in range(npairs)]
+
+            def tile(ox0, count):
+                accs = [ir.Constant(V16, None)] * count
+                for j in range(npairs):
+                    columns = {}
+                    for r in range(count):
+                        for kx in range(kw):
+                            col = r * p["sw"] + kx * p["dw"]
+                            if col not in columns:
+                                ix = b.add(b.mul(ox0, c64(p["sw"])), c64(col))
+                                rows = []
+                                for ky in (2 * j, 2 * j + 1):
+                                    if ky >= kh:
+                                        rows.append(ir.Constant(h16, None))
+                                        continue
+                                    iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
+                                    at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix),
+                                                     c64(cs)), o)
+                                    rows.append(ext(self.vload(b, src, at, B16), h16))
+                                columns[col] = b.shuffle_vector(rows[0], rows[1], zip_)
+                            accs[r] = b.call(dot, [accs[r], columns[col], ws[j][kx]])
+                for r in range(count):
+                    value = self.vrequant(b, accs[r], g, o, p)
+                    pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, c64(r)))
+                    self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+
+            if full:
+                with for_range(b, full, "ot") as t:
+                    tile(b.mul(t, c64(DW_TILE)), DW_TILE)
+            if rest:
+                tile(c64(full * DW_TILE), rest)
 
     def sat16(self, b, v):
         lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)
@@ -399,6 +451,8 @@ class VectorKernels:
     def dw_rows(self, b, src, y, g, p, oy0: int, oy1: int):
         """Output rows [oy0, oy1): 16 channels per vector, the taps' weights held in registers
         across a row."""
+        if p.get("rowpairs"):
+            return self.dw_rows_paired(b, src, y, g, p, oy0, oy1)
         cs, taps = p["Cs"], p["KH"] * p["KW"]
         ext = b.sext if p["signed"] else b.zext
         with for_range(b, oy1 - oy0, "oy") as i, for_range(b, cs // 16, "cv") as cv:

@@ -159,6 +159,13 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         colsum = w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
         consts = _output_constants(arrays, params, colsum, zx, cs)
         new = {**_code_params(params, geo), "signed": signed}
+        if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of kernel rows
+            kh, kw = geo["KH"], geo["KW"]
+            taps = np.zeros(((kh + 1) // 2 * 2, kw, cs), np.int16)
+            taps[:kh] = packed.reshape(kh, kw, cs)
+            pairs = taps.reshape(-1, 2, kw, cs).transpose(0, 2, 3, 1)  # [row pair][kx][c][2]
+            consts["wpairs"] = np.ascontiguousarray(pairs)
+            new["rowpairs"] = True
         return "VDW", new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
     geo.update(_padded(geo, 4))
     if kind == "FC":
