@@ -25,8 +25,8 @@ import threading
 
 import numpy as np
 from partita.backends.llvm.float_lower import strides_for
-from partita.backends.llvm.jit import Loaded, compile_ir, host_isa, isa_features
-from partita.backends.llvm.kernels import call_args, constants, generate, signature
+from partita.backends.llvm.jit import Loaded, compile_parts, host_isa, isa_features
+from partita.backends.llvm.kernels import call_args, constants, generate_parts, signature
 from partita.backends.llvm.lower import Kernel, Plan, plan_digest
 from partita.backends.llvm.qlower import mean_params
 from partita.backends.llvm.vplan import vector_kernel
@@ -273,8 +273,8 @@ class NativeProgram:
         self.plan = Plan(t.buffers, t.kernels, list(program.inputs), list(program.outputs))
         self.per_op = t.per_op
         features = isa_features(self.isa) if self.isa == "avx2" else None
-        obj, self.cached = compile_ir(
-            lambda: str(generate(self.plan)), None, features, plan_digest(self.plan)
+        obj, self.cached = compile_parts(  # two modules, compiled in parallel
+            generate_parts(self.plan), None, features, plan_digest(self.plan)
         )
         self._loaded = Loaded(obj)
         names, first = [], {}
