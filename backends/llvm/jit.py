@@ -12,7 +12,10 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import select
+import signal
 import threading
+import time
 from pathlib import Path
 
 import llvmlite
@@ -20,6 +23,10 @@ import llvmlite.binding as llvm
 
 _LOCK = threading.Lock()
 _READY = False
+# held around every use of LLVM here: a fork (compile_parts) then never copies a thread's
+# half-taken LLVM lock into the child
+_LLVM = threading.RLock()
+CHILD_TIMEOUT = 300.0  # seconds a compile child may take before it is killed and redone here
 
 
 def _init() -> None:
@@ -106,6 +113,11 @@ def _store(path: Path, data: bytes) -> None:
 
 
 def _compile(text: str, cpu, features) -> bytes:
+    with _LLVM:
+        return _compile_locked(text, cpu, features)
+
+
+def _compile_locked(text: str, cpu, features) -> bytes:
     module = llvm.parse_assembly(text)
     module.verify()
     machine = _machine(cpu, features)
@@ -150,8 +162,9 @@ def compile_parts(texts, cpu=None, features=None, source: bytes = b"") -> tuple[
     missing = [i for i, o in enumerate(objs) if o is None]
     parallel = hasattr(os, "fork") and os.environ.get("PARTITA_COMPILE_JOBS", "2") != "1"
     children = []
-    for i in missing[:-1] if parallel else []:
-        children.append((i, *_fork_compile(texts[i], cpu, features)))
+    with _LLVM:  # no other thread of this process is inside LLVM while it forks
+        for i in missing[:-1] if parallel else []:
+            children.append((i, *_fork_compile(texts[i], cpu, features)))
     for i in missing[len(children):]:
         objs[i] = _compile(texts[i](), cpu, features)
     for i, pid, fd in children:
@@ -181,10 +194,23 @@ def _fork_compile(make, cpu, features):
 
 
 def _collect(pid: int, fd: int) -> bytes | None:
-    with os.fdopen(fd, "rb") as pipe:
-        data = pipe.read()
+    """The child's object code, or None if it failed or took over CHILD_TIMEOUT seconds
+    (then it is killed; the caller compiles the part itself)."""
+    chunks, deadline = [], time.monotonic() + CHILD_TIMEOUT
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            ready = select.select([pipe], [], [], max(0.0, left))[0] if left > 0 else []
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                chunks = []
+                break
+            chunk = pipe.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
     os.waitpid(pid, 0)
-    return data or None
+    return b"".join(chunks) or None
 
 
 def split_objects(blob: bytes) -> list[bytes]:
@@ -206,11 +232,12 @@ class Loaded:
 
     def __init__(self, obj: bytes):
         _init()
-        backing = llvm.parse_assembly("")
-        self.engine = llvm.create_mcjit_compiler(backing, _machine())
-        for part in split_objects(obj):
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(part))
-        self.engine.finalize_object()
+        with _LLVM:
+            backing = llvm.parse_assembly("")
+            self.engine = llvm.create_mcjit_compiler(backing, _machine())
+            for part in split_objects(obj):
+                self.engine.add_object_file(llvm.ObjectFileRef.from_data(part))
+            self.engine.finalize_object()
 
     def function(self, name: str, argtypes, restype=None):
         address = self.engine.get_function_address(name)

@@ -4,6 +4,7 @@ parallel, or one after another; the blob of object files; a child that fails is 
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -58,4 +59,20 @@ def test_a_child_that_fails_is_compiled_here(tmp_path, monkeypatch):
     monkeypatch.setattr(jit, "_compile", failing_in_children)
     mod, region = build_fresh(tmp_path, monkeypatch, "c")
     x = np.random.default_rng(1).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
+    assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="parts compile in forked children")
+def test_a_child_that_hangs_is_killed_and_compiled_here(tmp_path, monkeypatch):
+    parent, compile_ = os.getpid(), jit._compile
+
+    def hanging_in_children(text, cpu, features):
+        if os.getpid() != parent:
+            time.sleep(60)
+        return compile_(text, cpu, features)
+
+    monkeypatch.setattr(jit, "_compile", hanging_in_children)
+    monkeypatch.setattr(jit, "CHILD_TIMEOUT", 0.5)
+    mod, region = build_fresh(tmp_path, monkeypatch, "d")
+    x = np.random.default_rng(2).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
     assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
