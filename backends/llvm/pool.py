@@ -218,7 +218,7 @@ class TwoModes:
     def choose(self) -> str:
         self.runs += 1
         pool, alone = self.times["pool"], self.times["alone"]
-        if len(pool) < 3 or len(alone) < 3:
+        if len(pool) < self.WINDOW or len(alone) < self.WINDOW:  # both measured first
             return "pool" if len(pool) <= len(alone) else "alone"
         best, other = (("pool", "alone") if median(pool) <= median(alone)
                        else ("alone", "pool"))

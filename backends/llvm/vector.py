@@ -10,6 +10,7 @@ from llvmlite import ir
 from .codegen import F32, F64, I8, I32, I64, c64, for_range
 
 V16 = ir.VectorType(I32, 16)
+PTR8 = ir.PointerType()
 V16x64 = ir.VectorType(I64, 16)
 B16 = ir.VectorType(I8, 16)
 B64 = ir.VectorType(I8, 64)
@@ -18,7 +19,7 @@ H16 = ir.VectorType(ir.IntType(16), 16)  # ... of int16
 V8 = ir.VectorType(I32, 8)  # ... of int32
 V32 = ir.VectorType(I32, 32)  # int32 pair sums of 16 output channels
 W64 = ir.VectorType(ir.IntType(16), 64)  # 16 channels x 4 int16 weights
-DW_TILE = 8  # output pixels per step of the paired depthwise kernel
+DW_TILE = 4  # output pixels per step of the paired depthwise kernel
 
 
 def _part(b, vec, index: int, size: int):
@@ -194,7 +195,7 @@ class VectorKernels:
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
 
-    def dw_rows_paired(self, b, src, y, g, p, oy0: int, oy1: int):
+    def dw_rows_paired(self, b, src, y, g, p, oy0, oy1):
         """VNNI depthwise: kernel rows in pairs, each lane an int16 pair (row 2j, row 2j+1) of
         one channel, summed into int32 by VPDPWSSD (exact: 8-bit x 8-bit products); DW_TILE
         output pixels per step share each input column's loads and interleaving."""
@@ -208,8 +209,9 @@ class VectorKernels:
         )
         zip_ = ir.Constant(V32, [i // 2 + (16 if i % 2 else 0) for i in range(32)])
         full, rest = divmod(p["OW"], DW_TILE)
-        with for_range(b, oy1 - oy0, "oy") as i, for_range(b, cs // 16, "cv") as cv:
-            oy = b.add(i, c64(oy0))
+        oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
+        with for_range(b, b.sub(oy1, oy0), "oy") as i, for_range(b, cs // 16, "cv") as cv:
+            oy = b.add(i, oy0)
             o = b.mul(cv, c64(16))
             ws = [[self.vload(b, g["wpairs"], b.mul(b.add(c64((j * kw + kx) * cs), o), c64(4)),
                               w32) for kx in range(kw)] for j in range(npairs)]
@@ -312,15 +314,27 @@ class VectorKernels:
             return fn
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
-
-        def part(half):
-            def emit(pb, ps):
-                cells = self.conv_cells(pb, p)
-                self.conv_rows(pb, ps[0], ps[1], dict(zip(names, ps[2:])), p, *cells, half)
-
-            return self.part_function(k, f"half{half}", pointers, emit)
-
-        self.split_run(k, b, pointers, [part(0), part(1)])
+        # one function for any range of rows (or pixel tiles), called by both halves' wrappers
+        ranged = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR8] * len(pointers)
+                                                          + [I64, I64]), f"{k.name}_range")
+        ranged.linkage = "internal"
+        ranged.attributes.add("noinline")
+        rb = ir.IRBuilder(ranged.append_basic_block("entry"))
+        cells = self.conv_cells(rb, p)
+        args = list(ranged.args)
+        g = dict(zip(names, args[2:-2]))
+        self.conv_rows(rb, args[0], args[1], g, p, *cells, (args[-2], args[-1]))
+        rb.ret_void()
+        total = p["OH"] if p["OH"] > 1 else p["OW"] // p["R"]
+        halves = [(0, total // 2), (total // 2, total)]
+        parts = [
+            self.part_function(
+                k, f"half{i}", pointers,
+                lambda pb, ps, lo=lo, hi=hi: pb.call(ranged, [*ps, c64(lo), c64(hi)]),
+            )
+            for i, (lo, hi) in enumerate(halves)
+        ]
+        self.split_run(k, b, pointers, parts)
         b.ret_void()
         return fn
 
@@ -331,35 +345,40 @@ class VectorKernels:
         accs = [[b.alloca(acc_type) for _ in range(p["V"])] for _ in range(p["R"])]
         return accs, b.alloca(V16, size=p["R"] * p["V"])
 
-    def conv_rows(self, b, src, y, g, p, accs, out, half):
-        """Every tile, or (``half`` 0 / 1) the first or second half of the output rows (of the
-        full pixel tiles, and then the tail, when there is one row)."""
+    def conv_rows(self, b, src, y, g, p, accs, out, bounds=None):
+        """Every tile, or (``bounds`` (lo, hi), i64 values) the output rows [lo, hi), or for a
+        pointwise convolution's single row its full pixel tiles [lo, hi) and the tail tile with
+        the last of them."""
         ow, nvec = p["OW"], -(-p["OC"] // 16)
         r_full, r_tail = divmod(ow, p["R"])
         g_full, v_tail = divmod(nvec, p["V"])
         rows_split = p["OH"] > 1
-        oh0, oh1 = 0, p["OH"]
-        t0, t1, tail = 0, r_full, True
-        if half is not None and rows_split:
-            oh0, oh1 = (0, p["OH"] // 2) if half == 0 else (p["OH"] // 2, p["OH"])
-        elif half is not None:
-            t0, t1 = (0, r_full // 2) if half == 0 else (r_full // 2, r_full)
-            tail = half == 1
-        with for_range(b, oh1 - oh0, "oy") as i:
-            oy = b.add(i, c64(oh0))
-            for rows, count, base in ((p["R"], t1 - t0, t0 * p["R"]),
-                                      (r_tail if tail else 0, 1, r_full * p["R"])):
-                if not rows or not count:
-                    continue
-                with for_range(b, count, "ot") as t:
-                    ox0 = b.add(b.mul(t, c64(rows)), c64(base))
-                    for vecs, gcount, gbase in ((p["V"], g_full, 0), (v_tail, 1, g_full * p["V"])):
-                        if not vecs or not gcount:
-                            continue
-                        with for_range(b, gcount, "og") as og:
-                            o0 = b.mul(b.add(b.mul(og, c64(vecs)), c64(gbase)), c64(16))
-                            tile = (oy, ox0, o0, rows, vecs)
-                            self.conv_tile(b, src, y, g, p, accs, out, tile)
+        lo, hi = bounds if bounds is not None else (c64(0), c64(p["OH"] if rows_split else r_full))
+        oh0, ohn = (lo, b.sub(hi, lo)) if rows_split else (c64(0), c64(p["OH"]))
+        t0, tn = (c64(0), c64(r_full)) if rows_split else (lo, b.sub(hi, lo))
+        with for_range(b, ohn, "oy") as i:
+            oy = b.add(i, oh0)
+            if r_full:
+                with for_range(b, tn, "ot") as t:
+                    ox0 = b.mul(b.add(t, t0), c64(p["R"]))
+                    self.conv_group(b, src, y, g, p, accs, out, oy, ox0, p["R"], g_full, v_tail)
+            if r_tail:  # the tail tile: in every row, or with the last of the pixel tiles
+                base = c64(r_full * p["R"])
+                if rows_split:
+                    self.conv_group(b, src, y, g, p, accs, out, oy, base, r_tail, g_full, v_tail)
+                else:
+                    with b.if_then(b.icmp_signed("==", hi, c64(r_full))):
+                        self.conv_group(b, src, y, g, p, accs, out, oy, base, r_tail, g_full,
+                                        v_tail)
+
+    def conv_group(self, b, src, y, g, p, accs, out, oy, ox0, rows, g_full, v_tail):
+        """The tiles of ``rows`` pixels at (oy, ox0) over every output channel vector."""
+        for vecs, gcount, gbase in ((p["V"], g_full, 0), (v_tail, 1, g_full * p["V"])):
+            if not vecs or not gcount:
+                continue
+            with for_range(b, gcount, "og") as og:
+                o0 = b.mul(b.add(b.mul(og, c64(vecs)), c64(gbase)), c64(16))
+                self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, vecs))
 
     def conv_tile(self, b, src, y, g, p, accs, out, tile):
         oy, ox0, o0, rows, vecs = tile
@@ -436,27 +455,36 @@ class VectorKernels:
             return fn
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
+        ranged = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR8] * len(pointers)
+                                                          + [I64, I64]), f"{k.name}_range")
+        ranged.linkage = "internal"
+        ranged.attributes.add("noinline")  # one body for both halves
+        rb = ir.IRBuilder(ranged.append_basic_block("entry"))
+        args = list(ranged.args)
+        self.dw_rows(rb, args[0], args[1], dict(zip(names, args[2:-2])), p, args[-2], args[-1])
+        rb.ret_void()
         mid = p["OH"] // 2
-
-        def part(lo, hi, suffix):
-            def emit(pb, ps):
-                self.dw_rows(pb, ps[0], ps[1], dict(zip(names, ps[2:])), p, lo, hi)
-
-            return self.part_function(k, suffix, pointers, emit)
-
-        self.split_run(k, b, pointers, [part(0, mid, "half0"), part(mid, p["OH"], "half1")])
+        parts = [
+            self.part_function(
+                k, f"half{i}", pointers,
+                lambda pb, ps, lo=lo, hi=hi: pb.call(ranged, [*ps, c64(lo), c64(hi)]),
+            )
+            for i, (lo, hi) in enumerate(((0, mid), (mid, p["OH"])))
+        ]
+        self.split_run(k, b, pointers, parts)
         b.ret_void()
         return fn
 
-    def dw_rows(self, b, src, y, g, p, oy0: int, oy1: int):
+    def dw_rows(self, b, src, y, g, p, oy0, oy1):
         """Output rows [oy0, oy1): 16 channels per vector, the taps' weights held in registers
         across a row."""
         if p.get("rowpairs"):
             return self.dw_rows_paired(b, src, y, g, p, oy0, oy1)
         cs, taps = p["Cs"], p["KH"] * p["KW"]
         ext = b.sext if p["signed"] else b.zext
-        with for_range(b, oy1 - oy0, "oy") as i, for_range(b, cs // 16, "cv") as cv:
-            oy = b.add(i, c64(oy0))
+        oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
+        with for_range(b, b.sub(oy1, oy0), "oy") as i, for_range(b, cs // 16, "cv") as cv:
+            oy = b.add(i, oy0)
             o = b.mul(cv, c64(16))
             ws = [
                 b.sext(self.vload(b, g["weights"], b.add(c64(t * cs), o), B16), V16)

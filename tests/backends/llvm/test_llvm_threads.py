@@ -39,11 +39,11 @@ def test_int8_network_with_two_threads_equals_one_thread_and_the_interpreter():
 def test_the_faster_driver_is_chosen_and_the_other_probed():
     modes = TwoModes()
     chosen = []
-    for _ in range(6):  # three samples each first
+    for _ in range(2 * TwoModes.WINDOW):  # both measured first
         mode = modes.choose()
         chosen.append(mode)
         modes.record(mode, 1.0 if mode == "pool" else 2.0)
-    assert sorted(chosen) == ["alone"] * 3 + ["pool"] * 3
+    assert sorted(chosen) == ["alone"] * TwoModes.WINDOW + ["pool"] * TwoModes.WINDOW
     later = []
     for _ in range(4 * PROBE):
         mode = modes.choose()
