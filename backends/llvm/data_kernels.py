@@ -8,9 +8,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .codegen import F32, I8, I32, I64, c64, for_range
+from .int_kernels import IntKernels
+from .spatial_kernels import SpatialKernels
 
 
-class DataKernels:
+class DataKernels(SpatialKernels, IntKernels):
     def k_isum(self, k):
         """An integer sum: i64 accumulation, stored in the dtype (int32 wraps)."""
         p = k.params

@@ -9,15 +9,15 @@ import math
 
 from llvmlite import ir
 
-from .codegen import F32, F64, I8, I32, I64, c64, for_range
+from .codegen import F32, F64, I8, I16, I32, I64, c64, for_range
 from .data_kernels import DataKernels
 from .float_gemm import FloatGemm
 from .row_kernels import RowKernels
 
-STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int32": I32, "int64": I64,
-         "bool": I8}  # fmt: skip
-KIND = {"float32": "f", "float64": "f", "int8": "i", "uint8": "i", "int32": "i", "int64": "i",
-        "bool": "b"}  # fmt: skip
+STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int16": I16, "int32": I32,
+         "int64": I64, "bool": I8}  # fmt: skip
+KIND = {"float32": "f", "float64": "f", "int8": "i", "uint8": "i", "int16": "i", "int32": "i",
+        "int64": "i", "bool": "b"}  # fmt: skip
 _FCMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
          "greater_equal": ">="}  # fmt: skip
 
@@ -44,7 +44,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
         v = self.convert(b, (kind, v), KIND[dtype])
         if dtype == "float32":
             v = b.fptrunc(v, F32)
-        elif dtype in ("int32", "int8", "uint8"):
+        elif dtype in ("int32", "int16", "int8", "uint8"):
             v = b.trunc(v, STORE[dtype])
         elif dtype == "bool":
             v = b.zext(v, I8)
@@ -98,6 +98,17 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             return "f", b.fmul(diff, vals[1][1])
         if op == "copy":
             return vals[0]
+        if op == "requantize":
+            return self.requantize_value(b, vals, p)
+        if op == "nn.leaky_relu":  # x > 0 ? x : x * alpha (nan: the product, nan)
+            x = self.convert(b, vals[0], "f")
+            keep = b.fcmp_ordered(">", x, fconst(0))
+            return "f", b.select(keep, x, b.fmul(x, fconst(p["alpha"])))
+        if kinds == {"i"} and op == "clip" and "ibounds" in p:
+            return "i", self.int_clip(b, vals[0][1], p)
+        if kinds <= {"i", "b"} and op == "divide":
+            x, d = (self.convert(b, v, "i") for v in vals)
+            return "i", self.int_divide(b, x, d)
         if op == "cast":
             return KIND[p["out_dtype"]], self.convert(b, vals[0], KIND[p["out_dtype"]])
         if op in _FCMP:
@@ -241,7 +252,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
         v = self.convert(b, value, kind)
         if dtype == "float32":
             v = b.fpext(b.fptrunc(v, F32), F64)
-        elif dtype in ("int32", "int8"):
+        elif dtype in ("int32", "int16", "int8"):
             v = b.sext(b.trunc(v, STORE[dtype]), I64)
         elif dtype == "uint8":
             v = b.zext(b.trunc(v, I8), I64)

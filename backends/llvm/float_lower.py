@@ -20,16 +20,19 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
+from .qint_lower import lower_int_product, requantize_node, requantize_ok
+from .spatial_lower import lower_spatial
+
 # op -> the scalar function the kernel applies (see float_kernels.FloatKernels.scalar)
 EWISE_OPS = {
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
     "negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
     "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
     "cast", "clip", "logical_not", "logical_and", "logical_or", "nn.relu", "nn.gelu",
-    "nn.bias_add",
+    "nn.bias_add", "nn.leaky_relu",
 }  # fmt: skip
 TYPES = ("float32", "int32", "int64", "bool")
-READ = (*TYPES, "int8", "uint8")  # what EWISE kernels load
+READ = (*TYPES, "int8", "uint8", "int16")  # what EWISE kernels load
 
 
 def strides_for(shape, out_shape) -> list[int]:
@@ -50,6 +53,8 @@ def lower_float(low, call, name: str) -> bool:
         return _take(low, call)
     if ewise_ok(call):
         return _ewise(low, call, name)
+    if lower_spatial(low, call, name) or lower_int_product(low, call, name):
+        return True
     if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
         return False
     if name == "sum" and out in ("int32", "int64"):
@@ -92,6 +97,8 @@ def ewise_ok(call) -> bool:
         return types[0] in ("int8", "uint8", "int32") and all(
             isinstance(a, Constant) for a in call.args[1:]
         )
+    if name == "qnn.requantize":
+        return requantize_ok(call)
     out = getattr(call.checked_type, "dtype", None)
     return name in EWISE_OPS and out in READ and all(t in READ for t in types)
 
@@ -131,10 +138,15 @@ class _Tree:
         extra = {}
         if name == "clip":
             extra["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
+            extra.update(_int_bounds(call))
         if name == "nn.gelu":
             extra["approximate"] = call.attrs.approximate
+        if name == "nn.leaky_relu":  # one multiply by alpha rounded to float32
+            extra["alpha"] = float(np.float32(call.attrs.alpha))
         if name == "qnn.dequantize":
             return self.dequantize(call)
+        if name == "qnn.requantize":
+            return requantize_node(self, call, self.kid(call.args[0]))
         if name == "nn.bias_add":  # an add with the bias along ``axis``
             data, bias = call.args
             inline = getattr(self.low, "deferred", {}).get(id(data))
@@ -148,6 +160,20 @@ class _Tree:
             inline = getattr(self.low, "deferred", {}).get(id(a))
             kids.append(self.node(inline) if inline is not None else self.leaf(a))
         return ["op", name, kids, extra, call.checked_type.dtype]
+
+    def kid(self, expr) -> list:
+        """``expr`` inlined (a deferred EWISE producer) or read as a leaf."""
+        inline = getattr(self.low, "deferred", {}).get(id(expr))
+        return self.node(inline) if inline is not None else self.leaf(expr)
+
+    def array_leaf(self, array, pshape) -> list:
+        """A leaf of a compile-time array of ``pshape`` (never shared with another leaf)."""
+        name = f"c{len(self.arrays)}"
+        self.arrays[name] = np.ascontiguousarray(array)
+        self.sources.append(["const", name])
+        self.dtypes.append(str(self.arrays[name].dtype))
+        self.strides.append(strides_for(pshape, self.out_shape))
+        return ["leaf", len(self.sources) - 1]
 
     def dequantize(self, call) -> list:
         data, scale, zp = call.args
@@ -167,6 +193,16 @@ class _Tree:
             self.leaf(zp, strides_for(pshape, self.out_shape), z),
         ]
         return ["op", "dequantize", kids, {}, "float32"]
+
+
+def _int_bounds(call) -> dict:
+    """An integer clip's bounds as the op computes them (it clips its dtype's extremes)."""
+    dtype = call.checked_type.dtype
+    if dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+        return {}
+    info = np.iinfo(dtype)
+    ends = call.op.impl(np.array([info.min, info.max], dtype), call.attrs)
+    return {"ibounds": [int(v) for v in ends]}
 
 
 def _ewise(low, call, name: str) -> bool:

@@ -1,0 +1,95 @@
+"""Lowering of the float ops that read windows or interpolate (spatial_kernels.py's kernels):
+
+    nn.avg_pool2d of float32 (NCHW or NHWC, any pads, ceil mode, count_include_pad)   FAVGPOOL
+    image.resize2d, method "linear", of float32 (NCHW or NHWC, every coordinate mode)   FRESIZE
+
+Both are exact: FAVGPOOL adds each window's taps in float64 as the reference does (padding
+taps add +0.0, so even the sign of a zero sum agrees) and divides by the window's count, a
+table made with the op's own ``pool_counts``; FRESIZE takes its rows, columns and float32
+weights from the op's own coordinate code (nn_image) at compile time and evaluates the
+reference's float32 expression in its order, one float32 rounding per operation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from partita.backends.registry import BackendError
+
+from partita.ops.nn_common import layout_dims
+from partita.ops.nn_image import _linear_taps, resize_coordinates
+from partita.ops.nn_pool import pool_counts, pool_out_dims
+
+SPATIAL_OPS = ("nn.avg_pool2d", "image.resize2d")
+
+
+def where(call) -> str:
+    """The op's name and span, as lower.py names a refused op."""
+    name = call.op.name
+    return name + (f" ({call.span})" if call.span is not None else "")
+
+
+def refuse(call, reason: str):
+    from .lower import LLVMError  # lower.py imports this module's callers first
+
+    raise LLVMError(f"llvm cannot compile {where(call)}: {reason}")
+
+
+def lower_spatial(low, call, name: str) -> bool:
+    """Emit FAVGPOOL / FRESIZE for ``call`` on ``low`` (a lower._Lowering), False for ops
+    that are not float average pooling or linear resizes; unsupported attribute combinations
+    are refused with the reason."""
+    if name == "image.resize2d" and call.attrs.method == "linear":
+        return _resize(low, call)
+    if name == "nn.avg_pool2d":
+        return _avgpool(low, call)
+    return False
+
+
+def _float32_only(call) -> None:
+    data, out = call.args[0].checked_type.dtype, call.checked_type.dtype
+    if data != "float32" or out != "float32":
+        refuse(call, f"{data} -> {out} (the kernel reads and writes float32)")
+
+
+def _avgpool(low, call) -> bool:
+    _float32_only(call)
+    a = call.attrs
+    shape = [int(d) for d in call.args[0].checked_type.shape]
+    n, h, w, c = layout_dims(shape, a.layout)
+    oh, ow = pool_out_dims(h, w, a)
+    counts = pool_counts(shape, a, a.count_include_pad).astype(np.int64).reshape(-1)
+    params = {
+        "nhwc": a.layout == "NHWC", "N": n, "H": h, "W": w, "C": c, "OH": oh, "OW": ow,
+        "pool": list(a.pool_size), "strides": list(a.strides), "dilation": list(a.dilation),
+        "padding": list(a.padding),
+    }  # fmt: skip
+    # the reference divides by max(count, 1): a window with no counted tap gives 0 / 1
+    arrays = {"counts": np.maximum(counts, 1).astype(np.float64)}
+    low.emit("FAVGPOOL", call, [low.src(call.args[0])], params, arrays)
+    return True
+
+
+def _resize(low, call) -> bool:
+    _float32_only(call)
+    a = call.attrs
+    shape = [int(d) for d in call.args[0].checked_type.shape]
+    n, h, w, c = layout_dims(shape, a.layout)
+    oh, ow = (int(s) for s in a.size)
+    if oh * ow > 1 << 24:
+        raise BackendError(f"llvm: {where(call)}: {oh}x{ow} outputs: tables too large")
+    mode = a.coordinate_transformation_mode
+    one = np.float32(1)
+    arrays = {}
+    for axis, out_size, in_size in (("y", oh, h), ("x", ow, w)):
+        lo, hi, frac = _linear_taps(resize_coordinates(out_size, in_size, mode), in_size)
+        arrays[f"{axis}0"] = lo.astype(np.int32)
+        arrays[f"{axis}1"] = hi.astype(np.int32)
+        # float32 weights (1 - f, f) as the reference computes them, held exactly as float64
+        arrays[f"w{axis}0"] = (one - frac.astype(np.float32)).astype(np.float64)
+        arrays[f"w{axis}1"] = frac.astype(np.float32).astype(np.float64)
+    params = {"nhwc": a.layout == "NHWC", "N": n, "H": h, "W": w, "C": c, "OH": oh, "OW": ow}
+    low.emit("FRESIZE", call, [low.src(call.args[0])], params, arrays)
+    return True
+
+
+__all__ = ["SPATIAL_OPS", "lower_spatial", "refuse", "where"]
