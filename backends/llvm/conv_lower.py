@@ -1,39 +1,52 @@
-"""Lowering of float32 convolutions to the float GEMM (float_gemm.py):
+"""Lowering of float32 convolutions (NHWC; backends/llvm/layout.py converts NCHW graphs):
 
-    nn.conv2d NHWC, groups 1, constant weights, exact sums    [FIM2COL] -> FDENSE (+ bias, relu)
+    nn.conv2d, groups 1, exact sums            [IM2COL] -> FDENSE (+ bias, relu)
+    nn.conv2d depthwise (any accumulate)        FPAD -> FDW (+ bias, relu)
+    nn.conv2d otherwise (grouped; "mlas",       [FIM2COL] -> FCONV (+ bias, relu)
+      "torch_cpu": another runtime's order)
+    nn.global_avg_pool2d "mlas" / "torch_cpu"   FGAP
 
-A 1x1, stride-1, unpadded convolution is a product of its input read as (N*H*W) x C rows; any
-other is one after IM2COL copies each output pixel's window (zero padding) into a
-(N*OH*OW) x (KH*KW*C) buffer. The weights are packed at compile time as the GEMM's [K][N]
-panels (K in the window's (ky, kx, c) order), a following bias add (per output channel) and relu
-run in the product's epilogue. Sums are float32 (tests allow float32 rounding against the
-reference's exact sums); ``accumulate`` other than "exact" (ONNX Runtime's or PyTorch's own
-summation order, which a following quantize could tell apart) is left to the ``ref`` host.
+Exact sums (the interpreter's float64, rounded once) are float32 FMA chains here, within
+float32 rounding of the reference. ONNX Runtime's ("mlas") and PyTorch's ("torch_cpu") float32
+orders are reproduced bit for bit: sum_order.py turns the order into tiles of K blocks that
+the kernels (fconv_kernels.py) follow per output; im2col's k order is (channel, kernel row,
+kernel column) as theirs. Weights may be constant expressions (a dequantize of int8 weights,
+transposed by the layout pass): they are evaluated here with the ops' references.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from partita.ir import Constant
+from partita.ir import Call, Constant, Function, Tuple
 
 from .float_lower import panels
+from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
+
+VEC = 16
+MAX_POOL_PIXELS = 1 << 14  # FGAP's add sequence is straight-line code
 
 
 def lower_fconv(low, call) -> bool:
     """nn.conv2d as above on ``low`` (a lower._Lowering), or False to refuse it by name."""
     x, w = call.args
     a = call.attrs
+    weights = const_value(low, w)
     if (
         a.data_layout != "NHWC"
-        or a.groups != 1
-        or a.accumulate != "exact"
-        or not isinstance(w, Constant)
         or x.checked_type.dtype != "float32"
-        or np.asarray(w.data).dtype != np.float32
+        or weights is None
+        or weights.dtype != np.float32
     ):
         return False
-    weights = np.transpose(np.asarray(w.data), [a.kernel_layout.index(c) for c in "HWIO"])
+    weights = np.transpose(weights, [a.kernel_layout.index(c) for c in "HWIO"])
+    if a.accumulate == "exact" and a.groups == 1:
+        return _lower_gemm(low, call, weights)
+    return _lower_ordered(low, call, weights)
+
+
+def _lower_gemm(low, call, weights) -> bool:
+    x, a = call.args[0], call.attrs
     kh, kw, c, o = weights.shape
     n = int(x.checked_type.shape[0])
     _, oh, ow, _ = (int(d) for d in call.checked_type.shape)
@@ -51,21 +64,96 @@ def lower_fconv(low, call) -> bool:
     arrays = {"wt": panels(wt) if params["vec"] else wt}
     if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= 1 << 22:
         params["threads"] = 2
-    last = _epilogue(low, call, o, params, arrays)
+    last = _epilogue(low, call, o, params, arrays, params["vec"])
     low.emit("FDENSE", last, [src], params, arrays)
     return True
 
 
-def _epilogue(low, call, n: int, params: dict, arrays: dict):
-    """Absorb a following bias add and relu into the product; the last node it computes."""
+def _lower_ordered(low, call, weights) -> bool:
+    """Grouped or depthwise convolutions, and any in MLAS's or PyTorch's order."""
+    x, a = call.args[0], call.attrs
+    kh, kw, cg, o = weights.shape
+    n, h, wd, c = (int(d) for d in x.checked_type.shape)
+    _, oh, ow, _ = (int(d) for d in call.checked_type.shape)
+    g = a.groups
+    shape = ConvShape(n, g, o // g, cg, kh, kw, h, wd, oh * ow, tuple(a.strides),
+                      tuple(a.padding), tuple(a.dilation), a.threads)
+    try:
+        tiles = conv_tiles(a.accumulate, shape)
+    except Unreproduced as e:
+        _refuse(call, f"accumulate={a.accumulate!r} with threads={a.threads}: {e}")
+    blocks = uniform_blocks(tiles)
+    if g == c == o and blocks is not None:
+        return _lower_depthwise(low, call, weights, blocks)
+    return _lower_tiles(low, call, weights, shape, tiles)
+
+
+def _lower_depthwise(low, call, weights, blocks) -> bool:
+    x, a = call.args[0], call.attrs
+    kh, kw, _, c = weights.shape
+    n, h, w, _ = (int(d) for d in x.checked_type.shape)
+    top, left, bottom, right = a.padding
+    cp = -(-c // VEC) * VEC
+    pad = low.scratch("FPAD", [low.src(x)], (n, h + top + bottom, w + left + right, cp),
+                      "float32", {"padding": list(a.padding)})
+    wt = np.zeros((kh * kw, cp), np.float32)
+    wt[:, :c] = weights.reshape(kh * kw, c)
+    params = {"kernel": [kh, kw], "strides": list(a.strides), "dilation": list(a.dilation),
+              "blocks": [list(b) for b in blocks], "bias": "none"}
+    arrays = {"wt": wt}
+    last = _epilogue(low, call, c, params, arrays, True, cp)
+    low.emit("FDW", last, [pad], params, arrays)
+    return True
+
+
+def _lower_tiles(low, call, weights, s: ConvShape, tiles: list[Tile]) -> bool:
+    x, a = call.args[0], call.attrs
+    kh, kw, cg, o = weights.shape
+    g, m = s.groups, s.m
+    src = low.src(x)
+    k = cg * kh * kw
+    if not ((kh, kw) == (1, 1) and tuple(a.strides) == (1, 1) and not any(a.padding)):
+        oh, ow = (int(d) for d in call.checked_type.shape[1:3])
+        params = {"strides": list(a.strides), "dilation": list(a.dilation),
+                  "padding": list(a.padding), "kernel": [kh, kw], "out": [oh, ow]}
+        src = low.scratch("FIM2COL", [src], (s.images, oh, ow, k * g), "float32", params)
+    # weights per group as [k][m] in im2col's (channel, row, column) order, m padded so that
+    # every tile's last vector reads inside
+    mp = max(t.m0 + -(-(t.m1 - t.m0) // VEC) * VEC for t in tiles)
+    per = weights.reshape(kh, kw, cg, g, m).transpose(3, 2, 0, 1, 4).reshape(g, k, m)
+    wt = np.zeros((g, k, mp), np.float32)
+    wt[:, :, :m] = per
+    params = {"images": s.images, "size": s.size, "G": g, "M": m, "Kg": k, "lda": k * g,
+              "Mp": mp, "O": o, "bias": "none",
+              "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
+    arrays = {"wt": wt}
+    last = _epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
+    low.emit("FCONV", last, [src], params, arrays)
+    return True
+
+
+def _refuse(call, reason: str):
+    from .lower import LLVMError  # lower.py imports this module
+
+    span = f" ({call.span})" if call.span is not None else ""
+    raise LLVMError(f"llvm cannot compile {call.op.name}{span}: {reason} (build with the 'ref' "
+                    "host for it)")
+
+
+def _epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padded=None):
+    """Absorb a following bias add and relu into the product; the last node it computes.
+    ``padded``: the bias array's length (zeros after n: vector loads past the last channel)."""
     chain = [call]
     bias = _bias(low, call, n)
     if bias is not None:
         chain.append(bias)
         params["bias"] = "n"
-        arrays["bias"] = np.asarray(bias.args[1].data, np.float32).reshape(-1)
+        values = np.asarray(bias.args[1].data, np.float32).reshape(-1)
+        if padded is not None:
+            values = np.concatenate([values, np.zeros(max(0, padded - n), np.float32)])
+        arrays["bias"] = values
     relu = low.only_user(chain[-1], "nn.relu")
-    if relu is not None and params["vec"]:
+    if relu is not None and relu_ok:
         chain.append(relu)
         params["relu"] = True
     for node in chain[1:]:
@@ -86,6 +174,60 @@ def _bias(low, call, n: int):
         ):
             return node
     return None
+
+
+def lower_fgap(low, call) -> bool:
+    """nn.global_avg_pool2d of NHWC float32 summing as MLAS or PyTorch does: FGAP."""
+    a, x = call.attrs, call.args[0]
+    shape = x.checked_type.shape
+    if (a.accumulate not in ("mlas", "torch_cpu") or a.layout != "NHWC"
+            or x.checked_type.dtype != "float32" or len(shape) != 4):
+        return False
+    if int(shape[1]) * int(shape[2]) > MAX_POOL_PIXELS:
+        _refuse(call, f"a global average of more than {MAX_POOL_PIXELS} pixels in "
+                f"accumulate={a.accumulate!r} order")
+    low.emit("FGAP", call, [low.src(x)], {"accumulate": a.accumulate})
+    return True
+
+
+# ---- constant weights ---------------------------------------------------------------------------
+
+
+def _constant_tree(expr) -> bool:
+    if isinstance(expr, Constant):
+        return True
+    return (isinstance(expr, Call) and not isinstance(expr.op, Function) and bool(expr.args)
+            and all(_constant_tree(a) for a in expr.args))
+
+
+def const_value(low, expr):
+    """The value of a constant expression (a Constant, or calls of constants only: a dequantize
+    or transpose of weights), computed with the ops' references; None if not constant."""
+    if not _constant_tree(expr):
+        return None
+    if isinstance(expr, Constant):
+        return np.asarray(expr.data)
+    memo = low.__dict__.setdefault("folded", {})
+    if id(expr) not in memo:
+        args = [const_value(low, a) for a in expr.args]
+        memo[id(expr)] = np.asarray(expr.op.impl(*args, expr.attrs))
+    return memo[id(expr)]
+
+
+def weight_only(low, call) -> bool:
+    """Whether ``call`` is a constant expression read only as float convolutions' weights
+    (directly or through other such expressions): lower_fconv folds it, no kernel computes it."""
+    if not isinstance(call, Call) or isinstance(call.op, Function) or not _constant_tree(call):
+        return False
+    outs = low.fn.body.fields if isinstance(low.fn.body, Tuple) else [low.fn.body]
+    users = low.users.get(id(call), [])
+    if not users or any(call is o for o in outs):
+        return False
+    return all(
+        (getattr(u.op, "name", "") == "nn.conv2d" and u.args[1] is call and u.args[0] is not call)
+        or weight_only(low, u)
+        for u in users
+    )
 
 
 def ungrouped(w: np.ndarray, groups: int, cin: int, w_zp: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import DRIVER, F32, F64, I8, I32, I64, PTR, VOID, Emitter, c64, for_range
+from .fconv_kernels import FloatConvKernels
 from .float_kernels import FloatKernels
 from .lower import Kernel
 from .pool import ALONE, ThreadPool
@@ -17,11 +18,13 @@ from .vector import VectorKernels
 
 FLOAT_KINDS = (
     "EWISE", "FDENSE", "FBMM", "FSOFTMAX", "FLAYERNORM", "FREDUCE", "TAKE", "CONST", "IDENSE",
-    "DYNQ", "GATHER",
+    "DYNQ", "GATHER", "FIM2COL", "FCONV", "FPAD", "FDW", "FGAP",
 )  # fmt: skip
 
 
-class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, ThreadPool, Emitter):
+class KernelEmitter(
+    QTransformerKernels, FloatConvKernels, FloatKernels, VectorKernels, ThreadPool, Emitter
+):
     def function(self, k: Kernel, n_inputs: int):
         """``void name(ptr in..., ptr out, ptr const...)``; the constants' pointers (weights,
         tables, per-channel parameters, in ``constants(k)`` order) go to ``self.cargs``."""
@@ -218,7 +221,11 @@ class KernelEmitter(QTransformerKernels, FloatKernels, VectorKernels, ThreadPool
         shape, strides = k.params["out_shape"], k.params["strides"]
         dense = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
         flat = all(shape[i] == 1 or s[i] == dense[i] for s in strides for i in range(len(shape)))
-        with for_range(b, int(np.prod(shape)), "e") as e:
+        total, start = int(np.prod(shape)), 0
+        if k.params.get("gather"):  # whole vectors by gathers (vector.py), the tail below
+            start = self.lut2_gather(b, (x1, x2), y, table, total, offs, k.params["gather"])
+        with for_range(b, total - start, "e") as e:
+            e = b.add(e, c64(start))
             rest, ia, ib = e, c64(0), c64(0)
             if flat:  # no broadcasting: both inputs are read at the output's flat index
                 ia = ib = e
@@ -456,7 +463,8 @@ def generate(plan) -> ir.Module:
 
 
 # rough relative LLVM time per kernel function, to balance the parts of a parallel compile
-COST = {"VCONV": 6, "VDW": 3, "FDENSE": 3, "EWISE": 2, "QSOFTMAX": 3, "QBMM": 3}
+COST = {"VCONV": 6, "VDW": 3, "FDENSE": 3, "FCONV": 3, "FDW": 2, "EWISE": 2, "QSOFTMAX": 3,
+        "QBMM": 3}
 
 
 def generate_parts(plan, parts: int = 2) -> list:

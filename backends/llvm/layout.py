@@ -13,18 +13,14 @@ from partita.passes.simplify_expr import SimplifyExpr
 
 @module_pass("LLVMConvertLayout", opt_level=0)
 def LLVMConvertLayout(mod: IRModule, ctx) -> IRModule:
-    """Quantized convolutions to NHWC (``quantized_convs_to_nhwc``), then float ones when every
-    float convolution sums exactly (the FDENSE path; convolutions with another runtime's
-    summation order keep their layout and stay on the ``ref`` host); NHWC graphs unchanged."""
+    """Quantized convolutions to NHWC (``quantized_convs_to_nhwc``), then float ones, whatever
+    their ``accumulate``: each output's summation order (exact, MLAS's or PyTorch's) does not
+    depend on the memory layout, so the NHWC kernels reproduce it; NHWC graphs unchanged."""
     mod = quantized_convs_to_nhwc(mod, "llvm_convert_layout")
-    convs = [
-        call
+    if not any(
+        getattr(call.op, "name", None) == "nn.conv2d" and call.attrs.data_layout != "NHWC"
         for fn in mod.functions.values()
         for call in iter_calls(fn.body)
-        if getattr(call.op, "name", None) == "nn.conv2d"
-    ]
-    if not any(c.attrs.data_layout != "NHWC" for c in convs) or any(
-        c.attrs.accumulate != "exact" for c in convs
     ):
         return mod
     steps = [ConvertLayout(desired_layouts={"nn.conv2d": ("NHWC", "HWIO")}), SimplifyExpr(),

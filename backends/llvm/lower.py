@@ -27,7 +27,7 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
 
 # imported last: float_lower reads nothing of this module at import time
-from .conv_lower import lower_fconv, ungrouped  # noqa: E402
+from .conv_lower import lower_fconv, lower_fgap, ungrouped, weight_only  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .gather_lower import GATHER_OPS, lower_gather  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
@@ -150,6 +150,8 @@ class _Lowering:
     def lower(self, call: Call) -> None:
         name = call.op.name if not isinstance(call.op, Function) else "<function>"
         where = f"{name}" + (f" ({call.span})" if call.span is not None else "")
+        if weight_only(self, call):
+            return None  # a constant expression folded into float convolutions' weights
         deferred = getattr(self, "deferred", {})
         if any(id(a) in deferred for a in call.args) and lower_float(self, call, name):
             return None  # an elementwise producer waits to be fused into this EWISE kernel
@@ -158,6 +160,8 @@ class _Lowering:
         if name == "qnn.softmax" and lower_qsoftmax(self, call):
             return None
         if name == "nn.conv2d" and lower_fconv(self, call):
+            return None
+        if name == "nn.global_avg_pool2d" and lower_fgap(self, call):
             return None
         if name in GATHER_OPS and lower_gather(self, call):
             return None
@@ -227,13 +231,13 @@ class _Lowering:
             data, dtypes = list(pair), [a.checked_type.dtype for a in pair]
             oshape = call.checked_type.shape
             strides = [strides_for(d.checked_type.shape, oshape) for d in data]
-            return self.emit(
-                "LUT2",
-                call,
-                [self.src(d) for d in data],
-                {"out_shape": list(oshape), "strides": strides},
-                {"table": _table2(call, dtypes, out)},
-            )
+            params = {"out_shape": list(oshape), "strides": strides}
+            table = _table2(call, dtypes, out)
+            if self.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
+                # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
+                params["gather"] = self.isa
+                table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])
+            return self.emit("LUT2", call, [self.src(d) for d in data], params, {"table": table})
         if lower_float(self, call, name):
             return None
         raise LLVMError(f"llvm cannot compile {where} yet (build with the 'ref' host for it)")

@@ -261,6 +261,43 @@ class VectorKernels:
             with otherwise, for_range(b, b.sub(c64(oc), o), "lane") as lane:
                 self.store_at(b, b.extract_element(value, lane), y, b.add(index, lane), I8)
 
+    def prefetch_lines(self, b, ptr, size: int, locality: int = 3):
+        """Software prefetches of the ``size`` bytes at ``ptr``, one per 64-byte line, in order."""
+        prefetch = self.module.declare_intrinsic(
+            "llvm.prefetch.p0", (), ir.FunctionType(ir.VoidType(), [PTR8, I32, I32, I32]))
+        with for_range(b, -(-size // 64), "line") as line:
+            at = b.gep(ptr, [b.mul(line, c64(64))], source_etype=I8)
+            b.call(prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, locality),
+                              ir.Constant(I32, 1)])
+
+    # -- two-input tables ------------------------------------------------------------------
+    def lut2_gather(self, b, xs, y, table, total: int, offs, isa: str) -> int:
+        """y[e] = table[a[e] * 256 + b[e]] for whole vectors of ``e`` (16 lanes with AVX-512, 8
+        with AVX2): each lane gathers the 32-bit word at its byte of the table (padded by 4
+        bytes) and keeps the low byte. Returns where the scalar tail starts."""
+        lanes = 16 if isa == "vnni" else 8
+        vb, vi = ir.VectorType(I8, lanes), ir.VectorType(I32, lanes)
+        if isa == "vnni":
+            mask_ty = ir.VectorType(ir.IntType(1), 16)
+            gather = self._intrinsic("llvm.x86.avx512.mask.gather.dpi.512", vi,
+                                     [vi, PTR8, vi, mask_ty, I32])
+            extra = [kconst(mask_ty, 1), ir.Constant(I32, 1)]
+        else:
+            gather = self._intrinsic("llvm.x86.avx2.gather.d.d.256", vi, [vi, PTR8, vi, vi, I8])
+            extra = [kconst(vi, -1), ir.Constant(I8, 1)]
+        self.prefetch_lines(b, table, 65536)  # a cold table streams in sequentially
+        steps = total // lanes
+        with for_range(b, steps, "v") as v:
+            at = b.mul(v, c64(lanes))
+            a, c = (self.vload(b, x, at, vb) for x in xs)
+            # int8 bytes index the table from -128: flipping the top bit adds 128
+            a, c = (b.zext(b.xor(v, kconst(vb, -128)) if off else v, vi)
+                    for v, off in zip((a, c), offs))
+            index = b.or_(b.shl(a, kconst(vi, 8)), c)
+            words = b.call(gather, [kconst(vi, 0), table, index, *extra])
+            b.store(b.trunc(words, vb), b.gep(y, [at], source_etype=I8), align=1)
+        return steps * lanes
+
     # -- dot products ------------------------------------------------------------------
     def dot4(self, b, acc, a, w, isa, pairs=False):
         """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane: VPDPBUSD (VNNI), or
@@ -304,6 +341,8 @@ class VectorKernels:
         fn, b, args = self.function(k, len(k.inputs))
         x, y = args[0], args[-1]
         accs, out = self.conv_cells(b, p)
+        if p.get("prefetch"):
+            self.prefetch_lines(b, self.vglobals(k)["weights"], p["prefetch"])
         src = x
         if p["pack"]:
             src = args[1]

@@ -25,6 +25,9 @@ FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector 
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
 # vector is two of them)
 TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3}}
+# weights this large are software-prefetched into L2, in order, when their kernel starts: the
+# pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
+PREFETCH_BYTES = 1 << 16
 
 
 def _round_up(n: int, m: int) -> int:
@@ -190,6 +193,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     if wide:
         packed = packed.astype(np.int16)
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
+    if packed.nbytes >= PREFETCH_BYTES:
+        new["prefetch"] = int(packed.nbytes)
     return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
 
 

@@ -1,0 +1,297 @@
+"""The IR of float convolutions that sum in a given float32 order (conv_lower.py, sum_order.py):
+
+    FIM2COL  NHWC windows -> rows of K in im2col's (channel, kernel row, kernel column) order
+    FCONV    per group, rows x output channels: 16 channels per vector, a register tile of
+             rows x vectors, each output's blocks summed as sum_order says (llvm.fma.v16f32
+             chains, or products rounded and added), bias and relu after
+    FPAD     a zero-padded copy (channels padded to a multiple of 16) for FDW
+    FDW      depthwise: 16 channels per vector, the taps' weights in registers, 4 pixels a step
+    FGAP     global average pool in MLAS's or PyTorch's add order, 16 channels per vector
+
+Vector lanes are independent outputs, so each output's chain keeps its order; no fast-math flag
+is set, so LLVM neither reassociates nor contracts a product and a sum into an FMA.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .codegen import F32, c64, for_range
+from .float_gemm import V16F, VEC
+from .sum_order import ZERO, pool_program
+
+I32T = ir.IntType(32)
+NEG0 = ir.Constant(V16F, [ir.Constant(F32, -0.0)] * VEC)
+POS0 = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
+PIX = 4  # FDW: output pixels per step
+
+
+class FloatConvKernels:
+    # -- helpers ---------------------------------------------------------------------------
+    def vload_lanes(self, b, ptr, index, lanes: int):
+        """A vector of ``lanes`` floats from ``ptr[index]`` (the rest +0): a buffer's last
+        channels, without reading past it."""
+        if lanes == VEC:
+            return self.vload_f(b, ptr, index)
+        vec = POS0
+        for i in range(lanes):
+            v = self.load_at(b, ptr, b.add(index, c64(i)), F32)
+            vec = b.insert_element(vec, v, ir.Constant(I32T, i))
+        return vec
+
+    def vstore_lanes(self, b, value, ptr, index, lanes: int):
+        if lanes == VEC:
+            return self.vstore_f(b, value, ptr, index)
+        for i in range(lanes):
+            v = b.extract_element(value, ir.Constant(I32T, i))
+            self.store_at(b, v, ptr, b.add(index, c64(i)), F32)
+        return None
+
+    def epilogue(self, b, value, p, bias, at):
+        """The fused bias add (float32, after the sum) and relu (NaN stays NaN)."""
+        if p.get("bias") == "n":
+            value = b.fadd(value, self.vload_f(b, bias, at))
+        if p.get("relu"):
+            value = b.select(b.fcmp_ordered("<", value, POS0), POS0, value)
+        return value
+
+    def blocks_sum(self, b, blocks, outs: int, product, chain):
+        """Each of ``outs`` outputs summed block by block: ``product(kk, j)`` gives output j's
+        (a, w) vectors at k (kk an int in unrolled blocks), ``chain(k0, k1, init)`` runs an FMA
+        chain over all outputs and returns their vectors."""
+        c = [POS0] * outs
+        for k0, k1, kind, add in blocks:
+            if kind == "sum":  # rounded products, added left to right (unrolled: <= 4)
+                acc = [None] * outs
+                for kk in range(k0, k1):
+                    for j in range(outs):
+                        x, w = product(kk, j)
+                        t = b.fmul(x, w)
+                        acc[j] = t if acc[j] is None else b.fadd(acc[j], t)
+            else:
+                acc = chain(k0, k1, NEG0 if kind == "fma" else POS0)
+            c = [b.fadd(a, old) if add else a for a, old in zip(acc, c)]
+        return c
+
+    # -- FIM2COL -----------------------------------------------------------------------------
+    def k_fim2col(self, k):
+        """y[pixel, (c, ky, kx)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], 0 outside."""
+        fn, b, (x, y) = self.function(k, 1)
+        n, h, w, c = self.shape(k.inputs[0])
+        p = k.params
+        (sh, sw), (dh, dw), (kh, kw) = p["strides"], p["dilation"], p["kernel"]
+        top, left = p["padding"][0], p["padding"][1]
+        oh, ow = p["out"]
+        kk = c * kh * kw
+        with (
+            for_range(b, n * oh, "ny") as ny,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, kh, "ky") as ky,
+            for_range(b, kw, "kx") as kx,
+        ):
+            img, oy = b.sdiv(ny, c64(oh)), b.srem(ny, c64(oh))
+            iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
+            ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
+            inside = b.and_(
+                b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
+                b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
+            )
+            dst = b.add(b.mul(b.add(b.mul(ny, c64(ow)), ox), c64(kk)),
+                        b.add(b.mul(ky, c64(kw)), kx))
+            src = b.mul(b.add(b.mul(b.add(b.mul(img, c64(h)), iy), c64(w)), ix), c64(c))
+            with b.if_else(inside) as (then, otherwise):
+                with then, for_range(b, c, "ic") as ic:
+                    v = self.load_at(b, x, b.add(src, ic), F32)
+                    self.store_at(b, v, y, b.add(dst, b.mul(ic, c64(kh * kw))), F32)
+                with otherwise, for_range(b, c, "iz") as ic:
+                    zero = ir.Constant(F32, 0.0)
+                    self.store_at(b, zero, y, b.add(dst, b.mul(ic, c64(kh * kw))), F32)
+        b.ret_void()
+        return fn
+
+    # -- FCONV -------------------------------------------------------------------------------
+    def k_fconv(self, k):
+        """Rows (img, pixel) x output channels of each group, tile by tile (sum_order.Tile)."""
+        p = k.params
+        fn, b, (a_ptr, y) = self.function(k, 1)
+        wt, bias = self.cargs["wt"], self.cargs.get("bias")
+        cells = [b.alloca(V16F) for _ in range(VEC)]
+        with for_range(b, p["images"], "img") as img, for_range(b, p["G"], "g") as g:
+            for p0, p1, m0, m1, blocks in p["tiles"]:
+                self._fconv_tile(b, p, (a_ptr, wt, bias, y), cells, img, g, (p0, p1, m0, m1),
+                                 [tuple(x) for x in blocks])
+        b.ret_void()
+        return fn
+
+    def _fconv_tile(self, b, p, ptrs, cells, img, g, box, blocks):
+        p0, p1, m0, m1 = box
+        full, tail = divmod(m1 - m0, VEC)
+        steps = []  # (vectors per step, steps, first vector, lanes of the last vector)
+        if full // 4:
+            steps.append((4, full // 4, 0, VEC))
+        if full % 4:
+            steps.append((1, full % 4, full // 4 * 4, VEC))
+        if tail:
+            steps.append((1, 1, full, tail))
+        for nvec, count, v0, lanes in steps:
+            rows = max(1, min(8, VEC // nvec))
+            prow = p1 - p0
+            parts = ((rows, prow // rows, 0), (1, prow % rows, prow // rows * rows))
+            for nrows, rcount, r0 in parts:
+                if rcount == 0:
+                    continue
+                with for_range(b, rcount, "rt") as rt, for_range(b, count, "vt") as vt:
+                    row = b.add(b.add(b.mul(img, c64(p["size"])), c64(p0 + r0)),
+                                b.mul(rt, c64(nrows)))
+                    mm = b.add(c64(m0 + v0 * VEC), b.mul(vt, c64(nvec * VEC)))
+                    self._fconv_step(b, p, ptrs, cells, g, row, mm, nrows, nvec, lanes, blocks)
+
+    def _fconv_step(self, b, p, ptrs, cells, g, row, mm, nrows, nvec, lanes, blocks):
+        a_ptr, wt, bias, y = ptrs
+        kg, lda, mp = p["Kg"], p["lda"], p["Mp"]
+        a_base = [b.add(b.mul(b.add(row, c64(r)), c64(lda)), b.mul(g, c64(kg)))
+                  for r in range(nrows)]
+        w_base = b.add(b.mul(b.mul(g, c64(kg)), c64(mp)), mm)
+
+        def a_at(r, kk):
+            return self.splat_f(b, self.load_at(b, a_ptr, b.add(a_base[r], kk), F32))
+
+        def w_at(kk, v):
+            return self.vload_f(b, wt, b.add(w_base, b.add(b.mul(kk, c64(mp)), c64(v * VEC))))
+
+        def product(kk, j):
+            return a_at(j // nvec, c64(kk)), w_at(c64(kk), j % nvec)
+
+        def chain(k0, k1, init):
+            outs = nrows * nvec
+            for j in range(outs):
+                b.store(init, cells[j])
+            with for_range(b, k1 - k0, "k") as i:
+                kk = b.add(i, c64(k0))
+                ws = [w_at(kk, v) for v in range(nvec)]
+                for r in range(nrows):
+                    av = a_at(r, kk)
+                    for v in range(nvec):
+                        cell = cells[r * nvec + v]
+                        b.store(self.vfma(b, av, ws[v], b.load(cell, typ=V16F)), cell)
+            return [b.load(cells[j], typ=V16F) for j in range(outs)]
+
+        sums = self.blocks_sum(b, blocks, nrows * nvec, product, chain)
+        for r in range(nrows):
+            for v in range(nvec):
+                ch = b.add(b.add(b.mul(g, c64(p["M"])), mm), c64(v * VEC))
+                value = self.epilogue(b, sums[r * nvec + v], p, bias, ch)
+                at = b.add(b.mul(b.add(row, c64(r)), c64(p["O"])), ch)
+                self.vstore_lanes(b, value, y, at, lanes if v == nvec - 1 else VEC)
+
+    # -- FPAD, FDW ---------------------------------------------------------------------------
+    def k_fpad(self, k):
+        """y = x zero-padded by (top, left, bottom, right), channels zero-padded to Cp."""
+        fn, b, (x, y) = self.function(k, 1)
+        n, h, w, c = self.shape(k.inputs[0])
+        _, hp, wp, cp = self.shape(k.output)
+        top, left = k.params["padding"][:2]
+        with for_range(b, n * hp * wp * cp // VEC, "z") as z:
+            self.vstore_f(b, POS0, y, b.mul(z, c64(VEC)))
+        with for_range(b, n * h, "ny") as ny, for_range(b, w, "ix") as ix:
+            img, iy = b.sdiv(ny, c64(h)), b.srem(ny, c64(h))
+            src = b.mul(b.add(b.mul(ny, c64(w)), ix), c64(c))
+            row = b.add(b.mul(img, c64(hp)), b.add(iy, c64(top)))
+            dst = b.mul(b.add(b.mul(row, c64(wp)), b.add(ix, c64(left))), c64(cp))
+            with for_range(b, c, "ic") as ic:
+                self.store_at(b, self.load_at(b, x, b.add(src, ic), F32), y, b.add(dst, ic), F32)
+        b.ret_void()
+        return fn
+
+    def k_fdw(self, k):
+        """Depthwise over the FPAD copy: per 16 channels, the taps' weights loaded once; output
+        pixels PIX at a time (independent chains), each summed as the blocks say."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        wt, bias = self.cargs["wt"], self.cargs.get("bias")
+        n, hp, wp, cp = self.shape(k.inputs[0])
+        _, oh, ow, c = self.shape(k.output)
+        full, tail = divmod(c, VEC)
+        with for_range(b, n, "img") as img:
+            if full:
+                with for_range(b, full, "cv") as cv:
+                    self._fdw_channels(b, p, (x, wt, bias, y), img, b.mul(cv, c64(VEC)), VEC,
+                                       (hp, wp, cp, oh, ow, c))
+            if tail:
+                self._fdw_channels(b, p, (x, wt, bias, y), img, c64(full * VEC), tail,
+                                   (hp, wp, cp, oh, ow, c))
+        b.ret_void()
+        return fn
+
+    def _fdw_channels(self, b, p, ptrs, img, c0, lanes, dims):
+        x, wt, bias, y = ptrs
+        hp, wp, cp, oh, ow, c = dims
+        (kh, kw), (sh, sw), (dh, dw) = p["kernel"], p["strides"], p["dilation"]
+        blocks = [tuple(v) for v in p["blocks"]]
+        taps = [(ky * dh * wp + kx * dw) * cp for ky in range(kh) for kx in range(kw)]
+        ws = [self.vload_f(b, wt, b.add(c64(t * cp), c0)) for t in range(len(taps))]
+        with for_range(b, oh, "oy") as oy:
+            top = b.mul(b.add(b.mul(img, c64(hp)), b.mul(oy, c64(sh))), c64(wp))
+            for npix, count, x0 in ((PIX, ow // PIX, 0), (1, ow % PIX, ow // PIX * PIX)):
+                if count == 0:
+                    continue
+                with for_range(b, count, "ot") as ot:
+                    ox = b.add(c64(x0), b.mul(ot, c64(npix)))
+                    bases = [b.add(b.mul(b.add(top, b.mul(b.add(ox, c64(j)), c64(sw))),
+                                         c64(cp)), c0) for j in range(npix)]
+
+                    def product(t, j, bases=bases):
+                        return self.vload_f(b, x, b.add(bases[j], c64(taps[t]))), ws[t]
+
+                    def chain(k0, k1, init, product=product, npix=npix):
+                        acc = [init] * npix
+                        for t in range(k0, k1):
+                            for j in range(npix):
+                                xv, wv = product(t, j)
+                                acc[j] = self.vfma(b, xv, wv, acc[j])
+                        return acc
+
+                    sums = self.blocks_sum(b, blocks, npix, product, chain)
+                    for j in range(npix):
+                        value = self.epilogue(b, sums[j], p, bias, c0)
+                        pix = b.add(b.mul(b.add(b.mul(img, c64(oh)), oy), c64(ow)),
+                                    b.add(ox, c64(j)))
+                        self.vstore_lanes(b, value, y, b.add(b.mul(pix, c64(c)), c0), lanes)
+
+    # -- FGAP --------------------------------------------------------------------------------
+    def k_fgap(self, k):
+        """Global average pool of NHWC float32: sum_order.pool_program's adds, / float32(H*W)."""
+        fn, b, (x, y) = self.function(k, 1)
+        n, h, w, c = self.shape(k.inputs[0])
+        pixels = h * w
+        prog = pool_program(k.params["accumulate"], pixels)
+        full, tail = divmod(c, VEC)
+        with for_range(b, n, "img") as img:
+            src, dst = b.mul(img, c64(pixels * c)), b.mul(img, c64(c))
+            if full:
+                with for_range(b, full, "cv") as cv:
+                    c0 = b.mul(cv, c64(VEC))
+                    self._fgap_vector(b, (x, y), prog, b.add(src, c0), b.add(dst, c0), VEC,
+                                      (pixels, c))
+            if tail:
+                c0 = c64(full * VEC)
+                self._fgap_vector(b, (x, y), prog, b.add(src, c0), b.add(dst, c0), tail,
+                                  (pixels, c))
+        b.ret_void()
+        return fn
+
+    def _fgap_vector(self, b, ptrs, prog, src, dst, lanes, dims):
+        x, y = ptrs
+        pixels, c = dims
+        values: dict[int, ir.Value] = {ZERO: POS0}
+
+        def value(i):
+            if i not in values:  # a pixel, loaded when first added
+                values[i] = self.vload_lanes(b, x, b.add(src, c64(i * c)), lanes)
+            return values[i]
+
+        for j, (a, a2) in enumerate(prog):
+            values[pixels + j] = b.fadd(value(a), value(a2))
+        total = values[pixels + len(prog) - 1]
+        count = ir.Constant(V16F, [ir.Constant(F32, float(pixels))] * VEC)
+        self.vstore_lanes(b, b.fdiv(total, count), y, dst, lanes)
