@@ -19,7 +19,7 @@ class SpatialKernels:
 
     def k_favgpool(self, k):
         """y = float32(sum of the window's taps in float64, row-major, / count[oy, ox]); the
-        sum starts at -0.0 (the first tap's value, as numpy's reduction) and a tap outside the
+        sum starts at +0.0 as numpy's does (so -0.0 taps sum to +0.0) and a tap outside the
         input adds +0.0 (the reference pads with zeros)."""
         p = k.params
         fn, b, (x, y) = self.function(k, 1)
@@ -34,7 +34,7 @@ class SpatialKernels:
             for_range(b, p["OW"], "ox") as ox,
             for_range(b, p["C"], "ch") as ch,
         ):
-            b.store(ir.Constant(F64, -0.0), acc)
+            b.store(ir.Constant(F64, 0.0), acc)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
                 iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
                 ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))

@@ -3,8 +3,8 @@
     nn.avg_pool2d of float32 (NCHW or NHWC, any pads, ceil mode, count_include_pad)   FAVGPOOL
     image.resize2d, method "linear", of float32 (NCHW or NHWC, every coordinate mode)   FRESIZE
 
-Both are exact: FAVGPOOL adds each window's taps in float64 as the reference does (padding
-taps add +0.0, so even the sign of a zero sum agrees) and divides by the window's count, a
+Both are exact: FAVGPOOL adds each window's taps in float64 as the reference does (from +0.0,
+as numpy's sum, so even the sign of a zero sum agrees) and divides by the window's count, a
 table made with the op's own ``pool_counts``; FRESIZE takes its rows, columns and float32
 weights from the op's own coordinate code (nn_image) at compile time and evaluates the
 reference's float32 expression in its order, one float32 rounding per operation.

@@ -1,0 +1,232 @@
+"""Float average pooling (FAVGPOOL), linear resizing (FRESIZE), leaky relu, qnn.requantize of
+any integer data, integer dense products (INTDENSE), integer clip and division on the LLVM
+backend: bit for bit against the reference interpreter under hypothesis, and the ONNX, PyTorch
+and TFLite test models that use them built whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from partita.backends.llvm.lower import LLVMError
+
+import partita as P
+from partita.cli.models import load_model
+from partita.ir import Constant, Function, IRModule, TensorType, Var
+from partita.ops import get_op
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+F32, I32 = np.float32, np.int32
+
+
+def sample(rng, shape, dtype, span=None):
+    """Random data: float32 normal (a few exact zeros of both signs), integers over the
+    dtype's range (or +-span)."""
+    if dtype == "float32":
+        x = rng.standard_normal(shape).astype(np.float32) * F32(3)
+        flat = x.reshape(-1)
+        if flat.size > 4:
+            flat[rng.integers(0, flat.size, 2)] = F32(-0.0)
+            flat[rng.integers(0, flat.size, 1)] = F32(0.0)
+        return x
+    info = np.iinfo(dtype)
+    lo, hi = (info.min, info.max) if span is None else (max(info.min, -span), min(info.max, span))
+    return rng.integers(lo, hi + 1, shape, dtype=np.int64).astype(dtype)
+
+
+def assert_exact(params, out, kinds=None, seed=0, span=None, feeds=None):
+    """Build for llvm (one region), run on random inputs: the same bits as the interpreter."""
+    mod = IRModule({"main": Function(params, out)})
+    exe = P.build(mod, "llvm")
+    assert [s.target for s in exe.steps] == ["llvm"]
+    if kinds is not None:
+        assert kinds <= {k.split()[0] for k in exe.steps[0].region.kernels}
+    rng = np.random.default_rng(seed)
+    if feeds is None:
+        feeds = [sample(rng, p.type_annotation.shape, p.type_annotation.dtype, span)
+                 for p in params]  # fmt: skip
+    got = exe.run(*feeds)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    for g, w in zip(got, P.interpret(mod, feeds)):
+        g, w = np.ascontiguousarray(g), np.ascontiguousarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert np.array_equal(g.view(np.uint8), w.view(np.uint8))  # bits: -0.0, nan too
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    h=st.integers(1, 9), w=st.integers(1, 9), c=st.integers(1, 4), n=st.integers(1, 2),
+    pool=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    pads=st.tuples(*[st.integers(0, 2)] * 4), include=st.booleans(), ceil=st.booleans(),
+    layout=st.sampled_from(["NHWC", "NCHW"]), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_float_average_pooling(
+    h, w, c, n, pool, strides, dilation, pads, include, ceil, layout, seed
+):
+    extent = [d * (k - 1) + 1 for d, k in zip(dilation, pool)]
+    top, left, bottom, right = pads
+    assume(max(top, bottom) < extent[0] and max(left, right) < extent[1])
+    assume(extent[0] <= h + top + bottom and extent[1] <= w + left + right)
+    shape = (n, h, w, c) if layout == "NHWC" else (n, c, h, w)
+    x = Var("x", TensorType(shape, "float32"))
+    out = get_op("nn.avg_pool2d")(
+        x, pool_size=pool, strides=strides, dilation=dilation, padding=pads,
+        count_include_pad=include, ceil_mode=ceil, layout=layout,
+    )  # fmt: skip
+    assert_exact([x], out, {"FAVGPOOL"}, seed=seed)
+
+
+def test_float_average_of_negative_zeros_keeps_the_reference_sign():
+    """numpy's sum starts at +0.0, so an average of -0.0 taps is +0.0: the kernel's too."""
+    x = Var("x", TensorType((1, 4, 4, 2), "float32"))
+    out = get_op("nn.avg_pool2d")(x, pool_size=(2, 2), padding=(1, 1, 0, 0), layout="NHWC")
+    assert_exact([x], out, {"FAVGPOOL"}, feeds=[np.full((1, 4, 4, 2), -0.0, np.float32)])
+
+
+MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    h=st.integers(1, 7), w=st.integers(1, 7), c=st.integers(1, 3), n=st.integers(1, 2),
+    oh=st.integers(1, 12), ow=st.integers(1, 12), mode=st.sampled_from(MODES),
+    layout=st.sampled_from(["NHWC", "NCHW"]), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_linear_resize(h, w, c, n, oh, ow, mode, layout, seed):
+    shape = (n, h, w, c) if layout == "NHWC" else (n, c, h, w)
+    x = Var("x", TensorType(shape, "float32"))
+    out = get_op("image.resize2d")(
+        x, size=(oh, ow), layout=layout, method="linear", coordinate_transformation_mode=mode
+    )
+    assert_exact([x], out, {"FRESIZE"}, seed=seed)
+
+
+@settings(max_examples=15, deadline=None)
+@given(alpha=st.floats(-2, 2, width=32), seed=st.integers(0, 99))
+def test_leaky_relu_fuses_into_the_elementwise_chain(alpha, seed):
+    x, y = Var("x", TensorType((3, 5, 4), "float32")), Var("y", TensorType((4,), "float32"))
+    out = get_op("nn.leaky_relu")(get_op("add")(x, y), alpha=alpha)
+    mod = IRModule({"main": Function([x, y], out)})
+    assert [k.split()[0] for k in P.build(mod, "llvm").steps[0].region.kernels] == ["EWISE"]
+    assert_exact([x, y], out, seed=seed)
+
+
+SEMANTICS = ["tflite", "tflite_builtin", "tflite_double", "onnx", "fbgemm", "onednn"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    dtype=st.sampled_from(["int16", "int32", "int64", "int8"]),
+    out_dtype=st.sampled_from(["int8", "uint8", "int16", "int32"]),
+    semantics=st.sampled_from(SEMANTICS), per_channel=st.booleans(),
+    axis=st.sampled_from([-1, 1]), seed=st.integers(0, 999),
+    log_ratio=st.floats(-12, 4),
+)  # fmt: skip
+def test_requantize_of_any_integer_data(
+    dtype, out_dtype, semantics, per_channel, axis, seed, log_ratio
+):
+    shape = (2, 3, 5)
+    n = shape[axis] if per_channel else 1
+    rng = np.random.default_rng(seed)
+    s_in = (rng.uniform(0.5, 2.0, n) * 2.0**log_ratio).astype(F32)
+    s_out = rng.uniform(0.5, 2.0, n).astype(F32)
+    zp_in = rng.integers(-20, 20, n).astype(I32)
+    zp_out = rng.integers(-5, 5, n).astype(I32)
+    if semantics in ("fbgemm", "onednn"):
+        zp_in = (zp_in + F32(0.25)).astype(F32)  # the float bias they allow
+    if semantics == "onednn":
+        s_out = s_out[:1].repeat(n)  # one output scale (oneDNN's reciprocal is per tensor)
+    if not per_channel:
+        s_in, s_out, zp_in, zp_out = (v.reshape(()) for v in (s_in, s_out, zp_in, zp_out))
+    x = Var("x", TensorType(shape, dtype))
+    out = get_op("qnn.requantize")(
+        x, s_in, zp_in, s_out, zp_out, axis=axis, out_dtype=out_dtype, semantics=semantics
+    )
+    span = 1 << 40 if dtype == "int64" else None  # TFLite's int64 form takes |x| < 2**47
+    mod = IRModule({"main": Function([x], out)})
+    try:
+        P.interpret(mod, [np.zeros(shape, dtype)])
+    except Exception:  # noqa: BLE001 - parameters the reference itself refuses
+        assume(False)
+    assert_exact([x], out, seed=seed, span=span)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    dtype=st.sampled_from(["int8", "uint8", "int16", "int32", "int64"]),
+    out_dtype=st.sampled_from(["int32", "int64"]), const=st.booleans(),
+    density=st.floats(0.0, 1.0), m=st.integers(1, 4), k=st.integers(1, 9),
+    units=st.integers(1, 7), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_integer_dense_products_are_exact(dtype, out_dtype, const, density, m, k, units, seed):
+    rng = np.random.default_rng(seed)
+    x = Var("x", TensorType((2, m, k), dtype))
+    wdata = sample(rng, (units, k), dtype) * (rng.random((units, k)) < density)
+    wdata = wdata.astype(dtype)
+    params = [x]
+    if const:
+        w = Constant(wdata)
+    else:
+        w = Var("w", TensorType((units, k), dtype))
+        params.append(w)
+    out = get_op("nn.dense")(x, w, out_dtype=out_dtype)
+    assert_exact(params, out, {"INTDENSE"}, seed=seed)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "int8"])
+def test_integer_division_and_clip_as_the_reference(dtype):
+    x, y = Var("x", TensorType((4, 6), dtype)), Var("y", TensorType((6,), dtype))
+    out = get_op("clip")(get_op("divide")(x, y), a_min=-7.5, a_max=1e30)
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    xs = sample(rng, (4, 6), dtype)
+    xs[0, :3] = info.min  # MIN / -1 wraps
+    ys = np.array([0, -1, 3, -7, 1, 2], dtype)  # / 0 gives 0
+    assert_exact([x, y], out, {"EWISE"}, feeds=[xs, ys])
+
+
+ONNX = MODELS / "onnx" / "ops"
+TFLITE = MODELS / "tflite" / "ops"
+FILES = [
+    ONNX / "avg_pool.onnx", ONNX / "avg_pool_ceil.onnx", ONNX / "avg_pool_pad.onnx",
+    ONNX / "leaky_relu.onnx", ONNX / "resize_linear.onnx", ONNX / "resize_linear_ac.onnx",
+    MODELS / "pytorch" / "pt2e_xnnpack_ops.pt2",
+    TFLITE / "resize_bilinear_align_corners.tflite", TFLITE / "resize_bilinear_asymmetric.tflite",
+    TFLITE / "resize_bilinear_half_pixel.tflite", TFLITE / "sum_axis3.tflite",
+    TFLITE / "sum_hw.tflite",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_models_build_whole_and_equal_the_interpreter(path):
+    mod = load_model(str(path))
+    exe = P.build(mod, "llvm")
+    assert [s.target for s in exe.steps] == ["llvm"]
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        feeds = [sample(rng, p.checked_type.shape, p.checked_type.dtype)
+                 for p in mod["main"].params]  # fmt: skip
+        got = exe.run(*feeds)
+        got = got if isinstance(got, (list, tuple)) else [got]
+        for g, w in zip(got, P.interpret(mod, feeds)):
+            g, w = np.ascontiguousarray(g), np.ascontiguousarray(w)
+            assert g.dtype == w.dtype and np.array_equal(g.view(np.uint8), w.view(np.uint8))
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("nn.avg_pool2d", {"pool_size": (2, 2), "layout": "NHWC"}),
+        ("image.resize2d", {"size": (4, 4), "layout": "NHWC", "method": "linear"}),
+    ],
+)
+def test_float16_is_refused_with_the_op_named(op, attrs):
+    x = Var("x", TensorType((1, 3, 3, 2), "float16"))
+    mod = IRModule({"main": Function([x], get_op(op)(x, **attrs))})
+    with pytest.raises(LLVMError, match=rf"{op}.*float16 -> float16"):
+        P.build(mod, "llvm")
