@@ -104,6 +104,8 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             x = self.convert(b, vals[0], "f")
             keep = b.fcmp_ordered(">", x, fconst(0))
             return "f", b.select(keep, x, b.fmul(x, fconst(p["alpha"])))
+        if op == "nn.hardswish":
+            return "f", self.hardswish(b, self.convert(b, vals[0], "f"))
         if kinds == {"i"} and op == "clip" and "ibounds" in p:
             return "i", self.int_clip(b, vals[0][1], p)
         if kinds <= {"i", "b"} and op == "divide":
@@ -175,6 +177,17 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             x = b.select(b.fcmp_ordered("<", x, lo), lo, x)
             return b.select(b.fcmp_ordered(">", x, hi), hi, x)
         raise AssertionError(op)
+
+    def hardswish(self, b, x):
+        """x * min(max(x + 3, 0), 6) / 6, each step rounded to float32 (the reference's)."""
+
+        def f32(v):
+            return b.fpext(b.fptrunc(v, F32), F64)
+
+        a = f32(b.fadd(x, fconst(3)))
+        a = self.float_op(b, "maximum", [a, fconst(0)], {})
+        a = self.float_op(b, "minimum", [a, fconst(6)], {})
+        return b.fdiv(f32(b.fmul(x, a)), fconst(6))
 
     def int_op(self, b, op: str, xs: list):
         x = xs[0]

@@ -29,7 +29,7 @@ EWISE_OPS = {
     "negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
     "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
     "cast", "clip", "logical_not", "logical_and", "logical_or", "nn.relu", "nn.gelu",
-    "nn.bias_add", "nn.leaky_relu",
+    "nn.bias_add", "nn.leaky_relu", "nn.hardswish", "broadcast_to",
 }  # fmt: skip
 TYPES = ("float32", "int32", "int64", "bool")
 READ = (*TYPES, "int8", "uint8", "int16")  # what EWISE kernels load
@@ -147,6 +147,8 @@ class _Tree:
             return self.dequantize(call)
         if name == "qnn.requantize":
             return requantize_node(self, call, self.kid(call.args[0]))
+        if name == "broadcast_to":  # its leaf reads the input with broadcast strides
+            return ["op", "copy", [self.kid(call.args[0])], {}, call.checked_type.dtype]
         if name == "nn.bias_add":  # an add with the bias along ``axis``
             data, bias = call.args
             inline = getattr(self.low, "deferred", {}).get(id(data))

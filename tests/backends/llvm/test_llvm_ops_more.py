@@ -1,7 +1,7 @@
-"""Float average pooling (FAVGPOOL), linear resizing (FRESIZE), leaky relu, qnn.requantize of
-any integer data, integer dense products (INTDENSE), integer clip and division on the LLVM
-backend: bit for bit against the reference interpreter under hypothesis, and the ONNX, PyTorch
-and TFLite test models that use them built whole."""
+"""Float average pooling (FAVGPOOL), linear resizing (FRESIZE), leaky relu, hardswish,
+broadcast_to, qnn.requantize of any integer data, integer dense products (INTDENSE), integer
+clip and division on the LLVM backend: bit for bit against the reference interpreter under
+hypothesis, and the ONNX, PyTorch and TFLite test models that use them built whole."""
 
 from __future__ import annotations
 
@@ -114,6 +114,18 @@ def test_leaky_relu_fuses_into_the_elementwise_chain(alpha, seed):
     mod = IRModule({"main": Function([x, y], out)})
     assert [k.split()[0] for k in P.build(mod, "llvm").steps[0].region.kernels] == ["EWISE"]
     assert_exact([x, y], out, seed=seed)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int32", "bool"])
+def test_broadcast_to_and_hardswish_are_elementwise_steps(dtype):
+    x = Var("x", TensorType((3, 1, 4), dtype))
+    out = get_op("broadcast_to")(x, shape=(2, 3, 5, 4))
+    if dtype == "float32":
+        out = get_op("nn.hardswish")(get_op("multiply")(out, Constant(F32(2.5))))
+    feeds = None
+    if dtype == "bool":
+        feeds = [np.random.default_rng(0).random((3, 1, 4)) < 0.5]
+    assert_exact([x], out, {"EWISE"}, feeds=feeds)
 
 
 SEMANTICS = ["tflite", "tflite_builtin", "tflite_double", "onnx", "fbgemm", "onednn"]
