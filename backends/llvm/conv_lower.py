@@ -4,7 +4,7 @@
     nn.conv2d depthwise (any accumulate)        FPAD -> FDW (+ bias, relu)
     nn.conv2d otherwise (grouped; "mlas",       [FIM2COL] -> FCONV (+ bias, relu)
       "torch_cpu": another runtime's order)
-    nn.global_avg_pool2d "mlas" / "torch_cpu"   FGAP
+    nn.global_avg_pool2d "mlas" / "torch_cpu"   FGAP (NHWC or NCHW)
 
 Exact sums (the interpreter's float64, rounded once) are float32 FMA chains here, within
 float32 rounding of the reference. ONNX Runtime's ("mlas") and PyTorch's ("torch_cpu") float32
@@ -24,7 +24,7 @@ from .float_lower import panels
 from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
 
 VEC = 16
-MAX_POOL_PIXELS = 1 << 14  # FGAP's add sequence is straight-line code
+MAX_POOL_PIXELS = 1 << 12  # FGAP's add sequence is straight-line code
 
 
 def lower_fconv(low, call) -> bool:
@@ -40,8 +40,8 @@ def lower_fconv(low, call) -> bool:
     ):
         return False
     weights = np.transpose(weights, [a.kernel_layout.index(c) for c in "HWIO"])
-    if a.accumulate == "exact" and a.groups == 1:
-        return _lower_gemm(low, call, weights)
+    if a.accumulate == "exact" and a.groups == 1 and _lower_gemm(low, call, weights):
+        return True
     return _lower_ordered(low, call, weights)
 
 
@@ -52,7 +52,7 @@ def _lower_gemm(low, call, weights) -> bool:
     _, oh, ow, _ = (int(d) for d in call.checked_type.shape)
     pointwise = (kh, kw) == (1, 1) and tuple(a.strides) == (1, 1) and not any(a.padding)
     if not pointwise and n != 1:
-        return False  # IM2COL walks one image
+        return False  # IM2COL walks one image (FIM2COL and FCONV take batches)
     src = low.src(x)
     if not pointwise:
         params = {"strides": list(a.strides), "dilation": list(a.dilation),
@@ -177,16 +177,17 @@ def _bias(low, call, n: int):
 
 
 def lower_fgap(low, call) -> bool:
-    """nn.global_avg_pool2d of NHWC float32 summing as MLAS or PyTorch does: FGAP."""
+    """nn.global_avg_pool2d of float32 (NHWC or NCHW) summing as MLAS or PyTorch does."""
     a, x = call.attrs, call.args[0]
     shape = x.checked_type.shape
-    if (a.accumulate not in ("mlas", "torch_cpu") or a.layout != "NHWC"
-            or x.checked_type.dtype != "float32" or len(shape) != 4):
+    if (a.accumulate not in ("mlas", "torch_cpu") or x.checked_type.dtype != "float32"
+            or len(shape) != 4):
         return False
-    if int(shape[1]) * int(shape[2]) > MAX_POOL_PIXELS:
+    pixels = int(shape[a.layout.index("H")]) * int(shape[a.layout.index("W")])
+    if pixels > MAX_POOL_PIXELS:
         _refuse(call, f"a global average of more than {MAX_POOL_PIXELS} pixels in "
                 f"accumulate={a.accumulate!r} order")
-    low.emit("FGAP", call, [low.src(x)], {"accumulate": a.accumulate})
+    low.emit("FGAP", call, [low.src(x)], {"accumulate": a.accumulate, "layout": a.layout})
     return True
 
 

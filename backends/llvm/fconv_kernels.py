@@ -51,8 +51,8 @@ class FloatConvKernels:
         """The fused bias add (float32, after the sum) and relu (NaN stays NaN)."""
         if p.get("bias") == "n":
             value = b.fadd(value, self.vload_f(b, bias, at))
-        if p.get("relu"):
-            value = b.select(b.fcmp_ordered("<", value, POS0), POS0, value)
+        if p.get("relu"):  # np.maximum(x, 0): +0 for x <= 0 (-0 too), NaN stays NaN
+            value = b.select(b.fcmp_ordered("<=", value, POS0), POS0, value)
         return value
 
     def blocks_sum(self, b, blocks, outs: int, product, chain):
@@ -260,34 +260,47 @@ class FloatConvKernels:
 
     # -- FGAP --------------------------------------------------------------------------------
     def k_fgap(self, k):
-        """Global average pool of NHWC float32: sum_order.pool_program's adds, / float32(H*W)."""
+        """Global average pool of float32 (NHWC or NCHW; 16 channels per vector):
+        sum_order.pool_program's adds, then / float32(H * W)."""
         fn, b, (x, y) = self.function(k, 1)
-        n, h, w, c = self.shape(k.inputs[0])
-        pixels = h * w
+        shape = self.shape(k.inputs[0])
+        layout = k.params["layout"]
+        n, c = shape[0], shape[layout.index("C")]
+        pixels = shape[layout.index("H")] * shape[layout.index("W")]
         prog = pool_program(k.params["accumulate"], pixels)
+        # (pixel stride, channel stride) of the input
+        steps = (c, 1) if layout == "NHWC" else (1, pixels)
         full, tail = divmod(c, VEC)
         with for_range(b, n, "img") as img:
             src, dst = b.mul(img, c64(pixels * c)), b.mul(img, c64(c))
             if full:
                 with for_range(b, full, "cv") as cv:
                     c0 = b.mul(cv, c64(VEC))
-                    self._fgap_vector(b, (x, y), prog, b.add(src, c0), b.add(dst, c0), VEC,
-                                      (pixels, c))
+                    self._fgap_vector(b, (x, y), prog, b.add(src, b.mul(c0, c64(steps[1]))),
+                                      b.add(dst, c0), VEC, (pixels, *steps))
             if tail:
-                c0 = c64(full * VEC)
-                self._fgap_vector(b, (x, y), prog, b.add(src, c0), b.add(dst, c0), tail,
-                                  (pixels, c))
+                self._fgap_vector(b, (x, y), prog, b.add(src, c64(full * VEC * steps[1])),
+                                  b.add(dst, c64(full * VEC)), tail, (pixels, *steps))
         b.ret_void()
         return fn
 
     def _fgap_vector(self, b, ptrs, prog, src, dst, lanes, dims):
         x, y = ptrs
-        pixels, c = dims
+        pixels, step, lane_step = dims
         values: dict[int, ir.Value] = {ZERO: POS0}
 
         def value(i):
-            if i not in values:  # a pixel, loaded when first added
-                values[i] = self.vload_lanes(b, x, b.add(src, c64(i * c)), lanes)
+            if i in values:
+                return values[i]
+            at = b.add(src, c64(i * step))  # a pixel, loaded when first added
+            if lane_step == 1:
+                values[i] = self.vload_lanes(b, x, at, lanes)
+            else:  # NCHW: the channels' pixels lie H * W apart
+                vec = POS0
+                for j in range(lanes):
+                    v = self.load_at(b, x, b.add(at, c64(j * lane_step)), F32)
+                    vec = b.insert_element(vec, v, ir.Constant(I32T, j))
+                values[i] = vec
             return values[i]
 
         for j, (a, a2) in enumerate(prog):

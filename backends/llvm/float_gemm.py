@@ -73,9 +73,10 @@ class FloatGemm:
                             value = b.load(cells[r][v], typ=V16F)
                             if bias is not None:  # nn.gemm: the bias added to the sum
                                 value = b.fadd(value, bias(at, n))
-                            if relu:  # a fused nn.relu (NaN stays NaN, as np.maximum)
+                            if relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
                                 zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
-                                value = b.select(b.fcmp_ordered("<", value, zero), zero, value)
+                                le = b.fcmp_ordered("<=", value, zero)  # NaN stays NaN
+                                value = b.select(le, zero, value)
                             self.vstore_f(b, value, y, at)
 
     def gemm_cells(self, b):

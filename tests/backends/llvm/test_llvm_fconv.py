@@ -102,16 +102,3 @@ def @main(%x: Tensor[(1, 9, 9, 4), float32]) {{
     kinds = {k.split()[0] for k in exe.steps[0].region.kernels}
     assert {"MAXPOOL", "FREDUCE"} <= kinds
 
-
-def test_convolutions_in_another_runtimes_order_stay_on_ref():
-    """accumulate="mlas" (ONNX Runtime's float32 order): a following quantize could tell the
-    kernels' order apart, so the op is refused by name (and runs on the ``ref`` host)."""
-    w = np.ones((4, 2, 3, 3), np.float32)
-    mod = P.parse("""
-def @main(%x: Tensor[(1, 2, 5, 5), float32]) {
-  nn.conv2d(%x, meta[relay.Constant][0], accumulate="mlas")
-}""", [w])
-    with pytest.raises(P.PartitaError, match=r"llvm cannot compile nn.conv2d"):
-        P.build(mod, "llvm")
-    x = np.ones((1, 2, 5, 5), np.float32)
-    assert np.array_equal(P.build(mod, "ref").run(x)[0], P.interpret(mod, [x])[0])
