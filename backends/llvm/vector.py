@@ -88,13 +88,14 @@ class VectorKernels:
             b.call(memcpy, [b.gep(dst, [at], source_etype=I8), src, c64(c), false])
 
     # -- output stage ---------------------------------------------------------------------------
-    def vrequant(self, b, acc, g, o, p):
-        """16 int32 accumulators of channels o.. o+15 -> 16 output bytes (TFLite's stage)."""
+    def vrequant(self, b, acc, g, o, p, corr=True):
+        """16 int32 accumulators of channels o.. o+15 -> 16 output bytes (TFLite's stage);
+        ``corr`` False: the accumulators started from the channels' constant term."""
 
         def chan(name):
             return self.vload(b, g[name], b.mul(o, c64(4)), V16)
 
-        a = b.add(acc, chan("corr"))  # int32 wrap-around, as TFLite's accumulator
+        a = b.add(acc, chan("corr")) if corr else acc  # int32 wrap-around, as TFLite's
         if p["rounding"] in ("onnx", "fbgemm", "onednn"):
             return self.vrequant_onnx(b, a, chan, o, g, p["rounding"])
         if p["rounding"] == "tflite_double":
@@ -112,10 +113,16 @@ class VectorKernels:
             if p["left"]:
                 a = b.shl(a, chan("lshift"))  # int32 wrap-around
             high = self.vsrdhm(b, a, chan("mult"))
-        sign = b.and_(b.ashr(high, kconst(V16, 31)), chan("rmask"))
+        sign = b.ashr(high, kconst(V16, 31))
+        if not p.get("round_all"):
+            sign = b.and_(sign, chan("rmask"))
         y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
-        y = b.add(y, chan("ozp"))
+        if not p.get("fold_zp"):  # else the zero point is in rnd (vplan._stage_flags)
+            y = b.add(y, chan("ozp"))
         lo, hi = chan("lo"), chan("hi")
+        if p.get("saturate"):  # the type's range: a saturating narrowing (VPMOVSDB / VPMOVUSDB)
+            lo, hi = (kconst(V16, v) for v in {"int8": (-128, 127), "uint8": (0, 255)}[
+                p["saturate"]])
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
@@ -216,8 +223,10 @@ class VectorKernels:
             ws = [[self.vload(b, g["wpairs"], b.mul(b.add(c64((j * kw + kx) * cs), o), c64(4)),
                               w32) for kx in range(kw)] for j in range(npairs)]
 
+            corr = self.vload(b, g["corr"], b.mul(o, c64(4)), V16)
+
             def tile(ox0, count):
-                accs = [ir.Constant(V16, None)] * count
+                accs = [corr] * count
                 for j in range(npairs):
                     columns = {}
                     for r in range(count):
@@ -237,7 +246,7 @@ class VectorKernels:
                                 columns[col] = b.shuffle_vector(rows[0], rows[1], zip_)
                             accs[r] = b.call(dot, [accs[r], columns[col], ws[j][kx]])
                 for r in range(count):
-                    value = self.vrequant(b, accs[r], g, o, p)
+                    value = self.vrequant(b, accs[r], g, o, p, corr=False)
                     pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, c64(r)))
                     self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
 
@@ -422,10 +431,14 @@ class VectorKernels:
     def conv_tile(self, b, src, y, g, p, accs, out, tile):
         oy, ox0, o0, rows, vecs = tile
         wide = p.get("wide", False)
-        zero = ir.Constant(V32 if wide else V16, None)
+        # the accumulators start from the channels' constant term (corr), the wide pair sums
+        # from zero (corr is added after their reduction)
+        starts = ([ir.Constant(V32, None)] * vecs if wide else
+                  [self.vload(b, g["corr"], b.mul(b.add(o0, c64(16 * v)), c64(4)), V16)
+                   for v in range(vecs)])
         for r in range(rows):
             for v in range(vecs):
-                b.store(zero, accs[r][v])
+                b.store(starts[v], accs[r][v])
         c4, ocp, cs = p["Cs"] // 4, -(-p["OC"] // 16) * 16, p["Cs"]
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
@@ -478,7 +491,7 @@ class VectorKernels:
         with for_range(b, vecs, "ev") as v, for_range(b, rows, "er") as r:
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
             o = b.add(o0, b.mul(v, c64(16)))
-            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p)
+            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=wide)
             pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, r))
             self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
 
@@ -529,8 +542,9 @@ class VectorKernels:
                 b.sext(self.vload(b, g["weights"], b.add(c64(t * cs), o), B16), V16)
                 for t in range(taps)
             ]
+            corr = self.vload(b, g["corr"], b.mul(o, c64(4)), V16)
             with for_range(b, p["OW"], "ox") as ox:
-                acc, pair = ir.Constant(V16, None), None
+                acc, pair = corr, None
                 for t in range(taps):
                     ky, kx = divmod(t, p["KW"])
                     iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
@@ -545,6 +559,6 @@ class VectorKernels:
                         both = product if pair is None else b.add(pair, product)
                         acc = b.add(acc, self.sat16(b, both))
                         pair = None
-                value = self.vrequant(b, acc, g, o, p)
+                value = self.vrequant(b, acc, g, o, p, corr=False)
                 pix = b.add(b.mul(oy, c64(p["OW"])), ox)
                 self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])

@@ -77,6 +77,34 @@ def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, o
     return out
 
 
+def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
+    """Shortcuts the TFLite output stage's code may take for these constants (they change the
+    code, so they are code parameters):
+
+    - ``fold_zp``: the output zero point rides in the rounding constant, ``rnd + (zp << e)``:
+      adding a multiple of 2^e before the arithmetic shift right by e adds zp after it, exactly,
+      when no int32 sum can wrap (checked with the accumulator's bound |corr| + 255 * sum|w|);
+    - ``round_all``: every channel shifts right (e > 0), so the sign term needs no mask;
+    - ``saturate``: the clamp is the output type's whole range, so the clamp bounds are code
+      constants and the narrowing a saturating one."""
+    flags = {"fold_zp": False, "round_all": False, "saturate": False}
+    if params["rounding"] != "tflite":
+        return flags
+    n = wabs.size
+    e = consts["rshift"][:n].astype(np.int64)
+    flags["round_all"] = bool((e > 0).all())
+    flags["saturate"] = {(-128, 127): "int8", (0, 255): "uint8"}.get(
+        (params["lo"], params["hi"]), False)
+    if not params["rq_zp"] and not params["left"]:
+        bound = np.abs(consts["corr"][:n].astype(np.int64)) + 255 * wabs + 1
+        rnd = consts["rnd"][:n].astype(np.int64) + (np.int64(params["out_zp"]) << e)
+        if (bound + np.abs(rnd) < (1 << 31) - 1).all():
+            consts["rnd"][:n] = rnd
+            consts["ozp"][:] = 0
+            flags["fold_zp"] = True
+    return flags
+
+
 def _code_params(params: dict, geo: dict) -> dict:
     """Parameters the code depends on; zero points and clip bounds are data (constants)."""
     new = {**params, **geo}
@@ -161,7 +189,9 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         packed[:, : geo["C"]] = w[:, :, :, 0].transpose(1, 2, 0).reshape(-1, geo["C"])
         colsum = w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
         consts = _output_constants(arrays, params, colsum, zx, cs)
+        wabs = np.abs(w.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
         new = {**_code_params(params, geo), "signed": signed}
+        new.update(_stage_flags({**params, **new}, consts, wabs))
         if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of kernel rows
             kh, kw = geo["KH"], geo["KW"]
             taps = np.zeros(((kh + 1) // 2 * 2, kw, cs), np.int16)
@@ -189,6 +219,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     tiles = TILES["avx2_wide" if wide else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
+    wabs = np.abs(w.astype(np.int64)).reshape(oc, -1).sum(axis=1)
+    new.update(_stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
     if wide:
         packed = packed.astype(np.int16)

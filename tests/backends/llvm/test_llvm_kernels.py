@@ -255,3 +255,26 @@ def test_two_input_tables_equal_the_interpreter(isa, size, dtype, semantics, op,
     data = [rng.integers(np.iinfo(d).min, np.iinfo(d).max, s, dtype=d, endpoint=True)
             for s, d in zip(shapes, dtypes)]
     assert np.array_equal(exe.run(*data)[0], P.interpret(mod, data)[0])
+
+
+def test_output_stage_shortcuts_are_taken_only_where_exact():
+    """The zero point folds into the rounding constant only when no int32 sum can wrap; the
+    sign mask goes only when every channel shifts; the clamp becomes a saturating narrowing
+    only for the type's whole range."""
+    from partita.backends.llvm.vplan import _stage_flags
+
+    def consts(corr, e):
+        e = np.asarray(e, np.int32)
+        return {"corr": np.asarray(corr, np.int32), "rshift": e, "rnd": (1 << e) >> 1,
+                "ozp": np.full(e.size, 5, np.int32)}
+
+    params = {"rounding": "tflite", "rq_zp": 0, "left": False, "out_zp": 5, "lo": -128, "hi": 127}
+    c = consts([100, -100], [3, 7])
+    flags = _stage_flags(params, c, np.array([1000, 2000]))
+    assert flags == {"fold_zp": True, "round_all": True, "saturate": "int8"}
+    assert c["rnd"].tolist() == [4 + (5 << 3), 64 + (5 << 7)] and not c["ozp"].any()
+    c = consts([2**31 - 2**10, 0], [0, 7])  # |corr| + 255 * 1000 would wrap
+    flags = _stage_flags({**params, "lo": -100}, c, np.array([1000, 2000]))
+    assert flags == {"fold_zp": False, "round_all": False, "saturate": False}
+    assert c["ozp"].tolist() == [5, 5]
+    assert not _stage_flags({**params, "rounding": "onnx"}, consts([0], [1]), np.ones(1))["fold_zp"]
