@@ -38,7 +38,7 @@ from .qlower import (  # noqa: E402
     mean_params,
     output_stage,
 )
-from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel
+from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel, write_into_halos
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
@@ -125,15 +125,22 @@ class _Lowering:
             elif isinstance(node, TupleGetItem) or (
                 isinstance(node, Tuple) and node is not self.fn.body
             ):
-                what = node.tuple_value.short() if isinstance(node, TupleGetItem) else "a tuple"
+                readers = {u.op.name for u in self.users.get(id(node), []) if hasattr(u.op, "name")}
+                what = (node.tuple_value.short() if isinstance(node, TupleGetItem)
+                        else "a tuple" + (f" read by {', '.join(sorted(readers))}" * bool(readers)))
                 raise LLVMError(f"llvm cannot compile {what} yet (a tuple inside a host segment)")
         outs = self.fn.body.fields if isinstance(self.fn.body, Tuple) else [self.fn.body]
-        return Plan(
+        for o in outs:  # a tuple-valued op returned whole (batch_norm's three fields)
+            if id(o) not in self.ids:
+                raise LLVMError(f"llvm cannot compile {o.short()} yet (a tuple-valued output)")
+        plan = Plan(
             self.buffers,
             self.kernels,
             [self.ids[id(p)] for p in self.fn.params],
             [self.ids[id(o)] for o in outs],
         )
+        write_into_halos(plan)
+        return plan
 
     def gathered(self, node: Tuple) -> bool:
         users = [getattr(u.op, "name", "") for u in self.users.get(id(node), [])]

@@ -54,8 +54,9 @@ class VectorKernels:
         return b.load(b.gep(ptr, [byte_offset], source_etype=I8), typ=ty, align=1)
 
     # -- padding copy ---------------------------------------------------------------------------
-    def pack_input(self, b, x, dst, p):
-        """dst[Hs][Ws][Cs] = x placed at (top, left), the rest filled with the zero point."""
+    def pack_input(self, b, x, dst, p, copy=True):
+        """dst[Hs][Ws][Cs] = x placed at (top, left), the rest filled with the zero point;
+        without ``copy`` only the border is filled (a producer wrote the inside)."""
         memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
         memcpy = self.module.declare_intrinsic(
             "llvm.memcpy", [ir.PointerType(), ir.PointerType(), I64]
@@ -64,7 +65,7 @@ class VectorKernels:
         zp = b.trunc(b.load(self.cargs["izp"], typ=I32), I8)
         hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
         top, left = p["pad"][0], p["pad"][1]
-        if cs == c:  # whole rows: one copy per row, the zero point only in the border
+        if cs == c or not copy:  # whole rows: one copy per row, the zero point in the border
             row, width = ws * cs, p["W"] * c
             b.call(memset, [dst, zp, c64(top * row), false])
             after = (top + p["H"]) * row
@@ -76,8 +77,10 @@ class VectorKernels:
                 at = b.mul(b.add(y, c64(top)), c64(row))
                 b.call(memset, [b.gep(dst, [at], source_etype=I8), zp, c64(left * cs), false])
                 start = b.add(at, c64(left * cs))
-                src = b.gep(x, [b.mul(y, c64(width))], source_etype=I8)
-                b.call(memcpy, [b.gep(dst, [start], source_etype=I8), src, c64(width), false])
+                if copy:
+                    src = b.gep(x, [b.mul(y, c64(width))], source_etype=I8)
+                    b.call(memcpy, [b.gep(dst, [start], source_etype=I8), src, c64(width),
+                                    false])
                 rest = b.gep(dst, [b.add(start, c64(width))], source_etype=I8)
                 b.call(memset, [rest, zp, c64(row - left * cs - width), false])
             return
@@ -493,6 +496,10 @@ class VectorKernels:
             o = b.add(o0, b.mul(v, c64(16)))
             value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=wide)
             pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, r))
+            if p.get("out_pad"):  # into a depthwise kernel's padded input (write_into_halos)
+                ws, cs, top, left, width = p["out_pad"]
+                row = b.add(b.udiv(pix, c64(width)), c64(top))
+                pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
             self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
 
     # -- depthwise ---------------------------------------------------------------------
@@ -500,7 +507,7 @@ class VectorKernels:
         """Depthwise; with ``threads`` 2 the output rows split in two halves (split_run)."""
         p = k.params
         fn, b, (x, src, y) = self.function(k, 2)
-        self.pack_input(b, x, src, p)
+        self.pack_input(b, x, src, p, copy=not p.get("prepadded"))
         if p.get("threads", 1) < 2:
             self.dw_rows(b, src, y, self.vglobals(k), p, 0, p["OH"])
             b.ret_void()

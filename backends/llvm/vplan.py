@@ -243,3 +243,30 @@ def split_worthwhile(kind: str, params: dict) -> bool:
     macs = params["OH"] * params["OW"] * params["OC"] * params["KH"] * params["KW"] * depth
     rows = params["OH"] if params["OH"] > 1 else params["OW"] // params.get("R", params["OW"])
     return macs >= THREAD_MACS[kind] and rows >= 2
+
+
+def write_into_halos(plan) -> None:
+    """A convolution whose only reader is a depthwise convolution writes its output straight
+    into the depthwise kernel's zero-point-padded input buffer (``out_pad``: the padded row
+    width, channels, top and left border, the image's width); the depthwise kernel then only
+    refills the border (``prepadded``) instead of copying its whole input. Needs the channels
+    to be unpadded (a multiple of 16) and the value to be no output of the segment."""
+    readers: dict[int, int] = {}
+    for k in plan.kernels:
+        for i in set(k.inputs):
+            readers[i] = readers.get(i, 0) + 1
+    producer = {k.output: k for k in plan.kernels}
+    for k in plan.kernels:
+        if k.kind != "VDW" or len(k.inputs) != 2 or k.params.get("prepadded"):
+            continue
+        x, padded = k.inputs
+        conv = producer.get(x)
+        p = k.params
+        if (conv is None or conv.kind != "VCONV" or x in plan.outputs or readers.get(x) != 1
+                or conv.params["OC"] != p["Cs"] or "out_pad" in conv.params):
+            continue
+        top, left = p["pad"][0], p["pad"][1]
+        conv.params["out_pad"] = [p["Ws"], p["Cs"], top, left, p["W"]]
+        conv.output = padded
+        k.inputs = [padded, padded]
+        k.params["prepadded"] = True

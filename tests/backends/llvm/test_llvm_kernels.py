@@ -278,3 +278,61 @@ def test_output_stage_shortcuts_are_taken_only_where_exact():
     assert flags == {"fold_zp": False, "round_all": False, "saturate": False}
     assert c["ozp"].tolist() == [5, 5]
     assert not _stage_flags({**params, "rounding": "onnx"}, consts([0], [1]), np.ones(1))["fold_zp"]
+
+
+def _layer(x, rng, cin, cout, k, stride, pad, groups):
+    """qnn.conv2d (NHWC, OHWI, int8) -> bias -> requantize(tflite) -> clip, random constants."""
+    op = P.get_op
+    wshape = (cout, k, k, cin // groups)
+    y = op("qnn.conv2d")(
+        x, P.const(rng.integers(-127, 128, wshape, dtype=np.int8)),
+        P.const(np.int32(rng.integers(-128, 128))), P.const(np.int32(0)),
+        P.const(np.float32(0.05)), P.const(rng.uniform(0.002, 0.05, cout).astype(np.float32)),
+        strides=(stride, stride), padding=(pad,) * 4, groups=groups,
+        data_layout="NHWC", kernel_layout="OHWI",
+    )
+    y = op("nn.bias_add")(y, P.const(rng.integers(-3000, 3000, cout, dtype=np.int32)), axis=-1)
+    y = op("qnn.requantize")(
+        y, P.const(rng.uniform(1e-4, 2e-3, cout).astype(np.float32)), P.const(np.int32(0)),
+        P.const(np.float32(rng.uniform(0.02, 0.3))), P.const(np.int32(rng.integers(-20, 20))),
+        axis=-1, out_dtype="int8",
+    )
+    return op("clip")(y, a_min=-128.0, a_max=float(rng.choice([127, 90])))
+
+
+@pytest.mark.parametrize("isa", ["vnni", "avx2"])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hw=st.tuples(st.integers(5, 9), st.integers(5, 9)),
+    cin=st.sampled_from([3, 8, 16]),
+    mid=st.sampled_from([16, 24, 32, 48]),
+    k=st.sampled_from([1, 3]),
+    dw=st.tuples(st.sampled_from([3, 5]), st.integers(1, 2), st.integers(0, 2)),
+    shared=st.booleans(),
+    threads=st.sampled_from([1, 2]),
+    seed=st.integers(0, 2**16),
+)
+def test_a_convolution_writes_into_its_depthwise_readers_halo(
+    isa, hw, cin, mid, k, dw, shared, threads, seed
+):
+    """conv -> depthwise: the conv's kernel stores into the depthwise kernel's padded input
+    (no copy) when it is the only reader and the channels are a multiple of 16; the same bits
+    as the interpreter either way, on one and two threads."""
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    from partita.backends.llvm.lower import lower
+
+    rng = np.random.default_rng(seed)
+    x = P.var("x", (1, *hw, cin), "int8")
+    y = _layer(x, rng, cin, mid, k, 1, k // 2, 1)
+    kd, stride, pad = dw
+    out = _layer(y, rng, mid, mid, kd, stride, pad, mid)
+    body = P.Tuple([out, y]) if shared else out
+    mod = P.InferType()(P.IRModule.from_expr(P.Function([x], body)))
+    plan = lower(mod["main"], isa)
+    halo = [kk for kk in plan.kernels if kk.params.get("prepadded")]
+    assert len(halo) == (0 if shared or mid % 16 else 1)
+    exe = P.build(mod, f"llvm -isa={isa} -threads={threads}")
+    data = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
+    for got, want in zip(exe.run(data), P.interpret(mod, [data])):
+        assert np.array_equal(got, want)
