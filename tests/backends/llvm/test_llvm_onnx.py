@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "frontends" / "onnx
 from onnx_cases import feeds_for, models, ort_run  # noqa: E402
 from partita.frontends import from_onnx  # noqa: E402
 
-# The networks the LLVM backend compiles whole (the int8 QDQ ones whose activations fan out keep
-# float MLAS groups, which it does not compile yet).
+# The networks the LLVM backend compiles whole (the s8s8 QDQ ones whose int8 activations fan out
+# keep float MLAS groups: float convolutions in MLAS's order, conv_lower.py / sum_order.py).
 NETS = [
     "mobilenet_v1_025_96.qdq_s8s8_pc", "mobilenet_v1_025_96.qdq_u8s8_pt",
     "mobilenet_v1_025_96.qop_s8s8_pt", "mobilenet_v1_025_96.qop_u8s8_pc",
@@ -26,6 +26,8 @@ NETS = [
     "mobilenet_v2_035_96.qop_u8s8_pc", "resnet_mini_64.qdq_u8s8_pt",
     "resnet_mini_64.qop_s8s8_pt", "resnet_mini_64.qop_u8s8_pc",
     "torch_mobilenetv2_64.qop_u8s8_pt",  # its float ReduceMean of dequantized uint8: FMEAN
+    "mobilenet_v2_035_96.qdq_s8s8_pc", "resnet_mini_64.qdq_s8s8_pc",
+    "torch_mobilenetv2_64.qdq_s8s8_pc",
 ]
 
 
@@ -41,9 +43,3 @@ def test_onnx_net_on_llvm_equals_onnxruntime(name):
         assert got.tobytes() == P.interpret(mod, feeds)[0].tobytes()
         assert got.tobytes() == ort_run(path, feeds, "enable_all")[0].tobytes()
 
-
-def test_what_llvm_does_not_compile_yet_is_named():
-    path = models("nets", "torch_mobilenetv2_64.qdq_s8s8_pc.onnx")[0]
-    # the s8s8 QDQ convolutions stay float (ORT's MLAS float groups): no float conv kernel yet
-    with pytest.raises(P.PartitaError, match="llvm cannot compile nn.conv2d \\(Conv"):
-        P.build(from_onnx(path), "llvm")
