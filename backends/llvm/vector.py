@@ -115,7 +115,7 @@ class VectorKernels:
         else:
             if p["left"]:
                 a = b.shl(a, chan("lshift"))  # int32 wrap-around
-            high = self.vsrdhm(b, a, chan("mult"))
+            high = self.vsrdhm(b, a, chan("mult"), chan("multo") if "multo" in g else None)
         sign = b.ashr(high, kconst(V16, 31))
         if not p.get("round_all"):
             sign = b.and_(sign, chan("rmask"))
@@ -130,15 +130,21 @@ class VectorKernels:
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
 
-    def vsrdhm(self, b, x, m):
+    def vsrdhm(self, b, x, m, m_odd=None):
         """(x * m + 2^30) >> 31 per int32 lane (TFLite's SaturatingRoundingDoublingHighMul for
         m > 0), with 32 x 32 -> 64-bit multiplies of the even lanes and of the odd lanes
         (VPMULDQ: LLVM selects it for products of sign-extended-in-register operands) and the
-        results' 32-bit halves blended back; no 16 x int64 vector is ever formed."""
+        results' 32-bit halves blended back; no 16 x int64 vector is ever formed. ``m_odd``: the
+        odd channels' multipliers already in the even positions (one shift less per vector)."""
         q = ir.VectorType(I64, 8)
         xq, mq, c32 = b.bitcast(x, q), b.bitcast(m, q), kconst(q, 32)
         even = b.mul(b.ashr(b.shl(xq, c32), c32), b.ashr(b.shl(mq, c32), c32))
-        odd = b.mul(b.ashr(xq, c32), b.ashr(mq, c32))
+        if m_odd is None:
+            m_odd = b.ashr(mq, c32)
+        else:
+            m_odd = b.bitcast(m_odd, q)
+            m_odd = b.ashr(b.shl(m_odd, c32), c32)
+        odd = b.mul(b.ashr(xq, c32), m_odd)
         half = kconst(q, 1 << 30)
         even = b.lshr(b.add(even, half), kconst(q, 31))  # the result in each low half
         odd = b.shl(b.add(odd, half), kconst(q, 1))  # ... in each high half

@@ -64,6 +64,8 @@ def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, o
         padded = np.zeros(ocp, np.int32)
         padded[: v.size] = v
         out[name] = padded
+    out["multo"] = np.zeros(ocp, np.int32)  # each odd channel's multiplier at the even lane
+    out["multo"][0::2] = out["mult"][1::2]
     out["izp"] = np.array([params["in_zp"]], np.int32)  # the padding value
     for name in ("fscale", "fzp", "finv"):  # the float32 stages' per-channel values
         value = np.zeros(ocp, np.float32)
