@@ -5,6 +5,7 @@ provides load_value / store_value)."""
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from .codegen import F32, I8, I32, I64, c64, for_range
@@ -14,18 +15,26 @@ from .spatial_kernels import SpatialKernels
 
 class DataKernels(SpatialKernels, IntKernels):
     def k_isum(self, k):
-        """An integer sum: i64 accumulation, stored in the dtype (int32 wraps)."""
+        """An integer sum (i64 accumulation, stored in the dtype: int32 wraps), max or min."""
         p = k.params
         fn, b, (x, y) = self.function(k, 1)
         dtype = self.dtype(k.output)
         cell = b.alloca(I64)
+        op = p["op"]
+        info = np.iinfo(dtype)
+        start = {"max": int(info.min), "min": int(info.max)}.get(op, 0)
 
         def out(index, offsets):
-            b.store(c64(0), cell)
+            b.store(c64(start), cell)
 
             def step(_i, offs):
                 v = self.load_value(b, x, offs[0], dtype)[1]
-                b.store(b.add(b.load(cell, typ=I64), v), cell)
+                old = b.load(cell, typ=I64)
+                if op == "sum":
+                    new = b.add(old, v)
+                else:
+                    new = b.select(b.icmp_signed(">" if op == "max" else "<", v, old), v, old)
+                b.store(new, cell)
 
             self.nest(b, p["red"], [p["red_strides"]], step, index=c64(0), offsets=offsets)
             self.store_value(b, ("i", b.load(cell, typ=I64)), y, index, dtype)

@@ -100,6 +100,10 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             return vals[0]
         if op == "requantize":
             return self.requantize_value(b, vals, p)
+        if op == "fill":
+            kind = KIND[p["out_dtype"]]
+            value = {"f": fconst(p["value"]), "i": c64(p["value"])}
+            return kind, value.get(kind, ir.Constant(ir.IntType(1), p["value"]))
         if op == "nn.leaky_relu":  # x > 0 ? x : x * alpha (nan: the product, nan)
             x = self.convert(b, vals[0], "f")
             keep = b.fcmp_ordered(">", x, fconst(0))
@@ -358,7 +362,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
 
     def k_freduce(self, k):
         p = k.params
-        if self.dtype(k.output) in ("int32", "int64"):
+        if KIND[self.dtype(k.output)] == "i":
             return self.k_isum(k)
         fn, b, (x, y) = self.function(k, 1)
         cell = b.alloca(F64)

@@ -30,7 +30,10 @@ EWISE_OPS = {
     "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
     "cast", "clip", "logical_not", "logical_and", "logical_or", "nn.relu", "nn.gelu",
     "nn.bias_add", "nn.leaky_relu", "nn.hardswish", "broadcast_to",
+    "zeros", "ones", "zeros_like", "ones_like",
 }  # fmt: skip
+FILLS = {"zeros": 0, "ones": 1, "zeros_like": 0, "ones_like": 1}
+INTS = ("int8", "uint8", "int16", "int32", "int64")
 TYPES = ("float32", "int32", "int64", "bool")
 READ = (*TYPES, "int8", "uint8", "int16")  # what EWISE kernels load
 
@@ -55,6 +58,8 @@ def lower_float(low, call, name: str) -> bool:
         return _ewise(low, call, name)
     if lower_spatial(low, call, name) or lower_int_product(low, call, name):
         return True
+    if name == "argmax" or (name in ("max", "min") and out in INTS):
+        return _reduce(low, call, name)
     if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
         return False
     if name == "sum" and out in ("int32", "int64"):
@@ -147,6 +152,8 @@ class _Tree:
             return self.dequantize(call)
         if name == "qnn.requantize":
             return requantize_node(self, call, self.kid(call.args[0]))
+        if name in FILLS:  # the data (of *_like) is not read
+            return ["op", "fill", [], {"value": FILLS[name]}, call.checked_type.dtype]
         if name == "broadcast_to":  # its leaf reads the input with broadcast strides
             return ["op", "copy", [self.kid(call.args[0])], {}, call.checked_type.dtype]
         if name == "nn.bias_add":  # an add with the bias along ``axis``
@@ -345,7 +352,7 @@ def _take(low, call) -> bool:
 def _reduce(low, call, name: str, axes=None) -> bool:
     """sum / mean / max / min of float32 over axes (float64 sums, rounded once; ``axes`` given
     for nn.global_avg_pool2d); sum of int32 / int64 (wrapping in the dtype, as the reference's
-    int64 sum cast back)."""
+    int64 sum cast back), max / min of integers; argmax (ARGMAX) of float32 or integers."""
     from partita.ops.tensor_reduce import reduce_axes
 
     data = call.args[0]
@@ -360,6 +367,13 @@ def _reduce(low, call, name: str, axes=None) -> bool:
         "red": [shape[i] for i in axes],
         "red_strides": [dense[i] for i in axes],
     }
+    if name == "argmax":
+        params["last"] = bool(call.attrs.select_last_index)
+        params["dtype"] = data.checked_type.dtype
+        if params["dtype"] not in (*INTS, "float32"):
+            return False
+        low.emit("ARGMAX", call, [low.src(data)], params)
+        return True
     low.emit("FREDUCE", call, [low.src(data)], params)
     return True
 

@@ -51,6 +51,42 @@ class IntKernels:
         b.ret_void()
         return fn
 
+    def k_argmax(self, k):
+        """int32 row-major index (over the reduced axes together) of the largest element: the
+        first (or with ``last`` the last) of equal ones; nan counts as the largest (numpy)."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        dtype, last = p["dtype"], p["last"]
+        ty = F64 if dtype == "float32" else I64
+        best, where = b.alloca(ty), b.alloca(I64)
+
+        def out(index, offsets):
+            first = self.load_value(b, x, offsets[0], dtype)[1]
+            b.store(first, best)
+            b.store(c64(0), where)
+
+            def step(j, offs):
+                v, old = self.load_value(b, x, offs[0], dtype)[1], b.load(best, typ=ty)
+                if ty is F64:
+                    nan_v, ok_old = b.fcmp_unordered("uno", v, v), b.fcmp_ordered("ord", old, old)
+                    more = b.fcmp_ordered(">=" if last else ">", v, old)
+                    take = (
+                        b.or_(nan_v, b.and_(ok_old, more))
+                        if last
+                        else b.and_(ok_old, b.or_(nan_v, more))
+                    )
+                else:
+                    take = b.icmp_signed(">=" if last else ">", v, old)
+                b.store(b.select(take, v, old), best)
+                b.store(b.select(take, j, b.load(where, typ=I64)), where)
+
+            self.nest(b, p["red"], [p["red_strides"]], step, index=c64(0), offsets=offsets)
+            self.store_at(b, b.trunc(b.load(where, typ=I64), I32), y, index, I32)
+
+        self.nest(b, p["kept"], [p["kept_strides"]], out)
+        b.ret_void()
+        return fn
+
     # -- EWISE steps -----------------------------------------------------------------------
     def int_clip(self, b, x, p):
         """The reference's integer clip: bounds ceil(a_min), floor(a_max) saturated to the

@@ -1,9 +1,10 @@
-"""The IR of spatial_lower.py's kernels: float32 average pooling (FAVGPOOL) and bilinear
-resizing (FRESIZE), NCHW or NHWC. Mixed into float_kernels.FloatKernels (through
-data_kernels.DataKernels)."""
+"""The IR of spatial_lower.py's kernels: pooling (FPOOL: float32 average, max of float32 or
+integers) and bilinear resizing (FRESIZE), NCHW or NHWC. Mixed into float_kernels.FloatKernels
+(through data_kernels.DataKernels)."""
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from .codegen import F32, F64, I32, I64, c64, for_range
@@ -17,24 +18,21 @@ class SpatialKernels:
             return b.add(b.mul(b.add(b.mul(b.add(b.mul(n, c64(h)), y), c64(w)), x), c64(p["C"])), c)
         return b.add(b.mul(b.add(b.mul(b.add(b.mul(n, c64(p["C"])), c), c64(h)), y), c64(w)), x)
 
-    def k_favgpool(self, k):
-        """y = float32(sum of the window's taps in float64, row-major, / count[oy, ox]); the
-        sum starts at +0.0 as numpy's does (so -0.0 taps sum to +0.0) and a tap outside the
-        input adds +0.0 (the reference pads with zeros)."""
+    def windows(self, k, b, x, cell, init, step):
+        """For each output (n, oy, ox, c): ``cell`` set to ``init``, then ``step(inside, the
+        tap's flat index, clamped into the input)`` for each tap in row-major order; yields
+        (n, oy, ox, c) once, the builder inside the output loops after the taps."""
         p = k.params
-        fn, b, (x, y) = self.function(k, 1)
-        counts = self.cargs["counts"]
         h, w = p["H"], p["W"]
         (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
         top, left = p["padding"][0], p["padding"][1]
-        acc = b.alloca(F64)
         with (
             for_range(b, p["N"], "n") as n,
             for_range(b, p["OH"], "oy") as oy,
             for_range(b, p["OW"], "ox") as ox,
             for_range(b, p["C"], "ch") as ch,
         ):
-            b.store(ir.Constant(F64, 0.0), acc)
+            b.store(init, cell)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
                 iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
                 ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
@@ -42,16 +40,50 @@ class SpatialKernels:
                     b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
                     b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
                 )
-                # clamped so the load stays in bounds; the value is replaced outside
-                cy = b.select(inside, iy, c64(0))
-                cx = b.select(inside, ix, c64(0))
-                v = b.fpext(self.load_at(b, x, self.at4(b, p, n, cy, cx, ch, (h, w)), F32), F64)
-                v = b.select(inside, v, ir.Constant(F64, 0.0))
-                b.store(b.fadd(b.load(acc, typ=F64), v), acc)
-            count = self.load_at(b, counts, b.add(b.mul(oy, c64(p["OW"])), ox), F64)
-            mean = b.fdiv(b.load(acc, typ=F64), count)
+                # clamped so the load stays in bounds; ``step`` replaces the value outside
+                cy, cx = b.select(inside, iy, c64(0)), b.select(inside, ix, c64(0))
+                step(inside, self.at4(b, p, n, cy, cx, ch, (h, w)))
+            yield n, oy, ox, ch
+
+    def k_fpool(self, k):
+        """ "avg" (float32): float32(the window's taps summed in float64, row-major, /
+        count[oy, ox]), the sum starting at +0.0 as numpy's (-0.0 taps sum to +0.0), a tap
+        outside the input adding +0.0 (the reference pads with zeros). "max" (float32 or any
+        integer dtype): the largest tap inside the input, nan if any tap is nan, the later of equal
+        taps (so the sign of a zero is numpy's max's)."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        dtype = self.dtype(k.inputs[0])
+        avg = p["mode"] == "avg"
+        kind = "f" if dtype == "float32" else "i"
+        if avg or kind == "f":
+            ty, init = F64, ir.Constant(F64, 0.0 if avg else float("-inf"))
+        else:
+            ty, init = I64, c64(np.iinfo(dtype).min)
+        cell = b.alloca(ty)
+
+        def step(inside, at):
+            v = self.load_value(b, x, at, dtype)[1]
+            old = b.load(cell, typ=ty)
+            if avg:
+                new = b.fadd(old, b.select(inside, v, ir.Constant(F64, 0.0)))
+            elif kind == "f":  # nan wins and stays; of equal taps the later (numpy: -0.0, 0.0)
+                take = b.or_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered(">=", v, old))
+                take = b.and_(b.and_(take, inside), b.fcmp_ordered("ord", old, old))
+                new = b.select(take, v, old)
+            else:
+                new = b.select(b.and_(inside, b.icmp_signed(">", v, old)), v, old)
+            b.store(new, cell)
+
+        for n, oy, ox, ch in self.windows(k, b, x, cell, init, step):
+            value = b.load(cell, typ=ty)
+            if avg:
+                count = self.load_at(
+                    b, self.cargs["counts"], b.add(b.mul(oy, c64(p["OW"])), ox), F64
+                )
+                value = b.fdiv(value, count)
             out = self.at4(b, p, n, oy, ox, ch, (p["OH"], p["OW"]))
-            self.store_at(b, b.fptrunc(mean, F32), y, out, F32)
+            self.store_value(b, (kind if not avg else "f", value), y, out, self.dtype(k.output))
         b.ret_void()
         return fn
 

@@ -1,9 +1,10 @@
 """Lowering of the float ops that read windows or interpolate (spatial_kernels.py's kernels):
 
-    nn.avg_pool2d of float32 (NCHW or NHWC, any pads, ceil mode, count_include_pad)   FAVGPOOL
+    nn.avg_pool2d of float32 (NCHW or NHWC, any pads, ceil mode, count_include_pad)   FPOOL
+    nn.max_pool2d of float32 or integers not taken by lower.py's NHWC MAXPOOL          FPOOL
     image.resize2d, method "linear", of float32 (NCHW or NHWC, every coordinate mode)   FRESIZE
 
-Both are exact: FAVGPOOL adds each window's taps in float64 as the reference does (from +0.0,
+All are exact: the average adds each window's taps in float64 as the reference does (from +0.0,
 as numpy's sum, so even the sign of a zero sum agrees) and divides by the window's count, a
 table made with the op's own ``pool_counts``; FRESIZE takes its rows, columns and float32
 weights from the op's own coordinate code (nn_image) at compile time and evaluates the
@@ -35,13 +36,13 @@ def refuse(call, reason: str):
 
 
 def lower_spatial(low, call, name: str) -> bool:
-    """Emit FAVGPOOL / FRESIZE for ``call`` on ``low`` (a lower._Lowering), False for ops
-    that are not float average pooling or linear resizes; unsupported attribute combinations
+    """Emit FPOOL / FRESIZE for ``call`` on ``low`` (a lower._Lowering), False for ops that
+    are not pooling or linear resizes; unsupported attribute combinations
     are refused with the reason."""
     if name == "image.resize2d" and call.attrs.method == "linear":
         return _resize(low, call)
-    if name == "nn.avg_pool2d":
-        return _avgpool(low, call)
+    if name in ("nn.avg_pool2d", "nn.max_pool2d"):
+        return _pool(low, call, name)
     return False
 
 
@@ -51,21 +52,24 @@ def _float32_only(call) -> None:
         refuse(call, f"{data} -> {out} (the kernel reads and writes float32)")
 
 
-def _avgpool(low, call) -> bool:
-    _float32_only(call)
+def _pool(low, call, name: str) -> bool:
+    dtype = call.args[0].checked_type.dtype
+    if name == "nn.avg_pool2d" or dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+        _float32_only(call)
     a = call.attrs
     shape = [int(d) for d in call.args[0].checked_type.shape]
     n, h, w, c = layout_dims(shape, a.layout)
     oh, ow = pool_out_dims(h, w, a)
-    counts = pool_counts(shape, a, a.count_include_pad).astype(np.int64).reshape(-1)
+    include = getattr(a, "count_include_pad", False)
+    counts = pool_counts(shape, a, include).astype(np.int64).reshape(-1)
     params = {
         "nhwc": a.layout == "NHWC", "N": n, "H": h, "W": w, "C": c, "OH": oh, "OW": ow,
         "pool": list(a.pool_size), "strides": list(a.strides), "dilation": list(a.dilation),
-        "padding": list(a.padding),
+        "padding": list(a.padding), "mode": "avg" if name == "nn.avg_pool2d" else "max",
     }  # fmt: skip
     # the reference divides by max(count, 1): a window with no counted tap gives 0 / 1
-    arrays = {"counts": np.maximum(counts, 1).astype(np.float64)}
-    low.emit("FAVGPOOL", call, [low.src(call.args[0])], params, arrays)
+    arrays = {"counts": np.maximum(counts, 1).astype(np.float64)} if params["mode"] == "avg" else {}
+    low.emit("FPOOL", call, [low.src(call.args[0])], params, arrays)
     return True
 
 

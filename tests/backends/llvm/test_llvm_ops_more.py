@@ -1,4 +1,4 @@
-"""Float average pooling (FAVGPOOL), linear resizing (FRESIZE), leaky relu, hardswish,
+"""Float average pooling and max pooling (FPOOL), linear resizing (FRESIZE), leaky relu, hardswish,
 broadcast_to, qnn.requantize of any integer data, integer dense products (INTDENSE), integer
 clip and division on the LLVM backend: bit for bit against the reference interpreter under
 hypothesis, and the ONNX, PyTorch and TFLite test models that use them built whole."""
@@ -78,14 +78,62 @@ def test_float_average_pooling(
         x, pool_size=pool, strides=strides, dilation=dilation, padding=pads,
         count_include_pad=include, ceil_mode=ceil, layout=layout,
     )  # fmt: skip
-    assert_exact([x], out, {"FAVGPOOL"}, seed=seed)
+    assert_exact([x], out, {"FPOOL"}, seed=seed)
 
 
 def test_float_average_of_negative_zeros_keeps_the_reference_sign():
     """numpy's sum starts at +0.0, so an average of -0.0 taps is +0.0: the kernel's too."""
     x = Var("x", TensorType((1, 4, 4, 2), "float32"))
     out = get_op("nn.avg_pool2d")(x, pool_size=(2, 2), padding=(1, 1, 0, 0), layout="NHWC")
-    assert_exact([x], out, {"FAVGPOOL"}, feeds=[np.full((1, 4, 4, 2), -0.0, np.float32)])
+    assert_exact([x], out, {"FPOOL"}, feeds=[np.full((1, 4, 4, 2), -0.0, np.float32)])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    h=st.integers(2, 8), w=st.integers(2, 8), pool=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.integers(1, 2), pad=st.integers(0, 1), ceil=st.booleans(),
+    dtype=st.sampled_from(["float32", "int8", "int32"]), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_max_pooling_nchw_and_other_dtypes(h, w, pool, stride, pad, ceil, dtype, seed):
+    """What lower.py's NHWC MAXPOOL does not take: NCHW, int32; nan wins as in numpy."""
+    assume(min(pool) > pad and pool[0] <= h + 2 * pad and pool[1] <= w + 2 * pad)
+    x = Var("x", TensorType((2, 3, h, w), dtype))
+    out = get_op("nn.max_pool2d")(
+        x, pool_size=pool, strides=(stride, stride), padding=(pad,) * 4, ceil_mode=ceil
+    )
+    feeds = [sample(np.random.default_rng(seed), (2, 3, h, w), dtype)]
+    if dtype == "float32":
+        feeds[0][0, 1, 0, :2] = np.nan
+    assert_exact([x], out, {"FPOOL"}, feeds=feeds)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data(),
+    dtype=st.sampled_from(["float32", "int8", "uint8", "int32", "int64"]),
+    last=st.booleans(), keep=st.booleans(), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_argmax_and_integer_max(shape, data, dtype, last, keep, seed):
+    axes = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)))
+    x = Var("x", TensorType(tuple(shape), dtype))
+    rng = np.random.default_rng(seed)
+    feed = sample(rng, tuple(shape), dtype, span=3)  # small values: ties
+    if dtype == "float32":
+        feed = np.round(feed)
+        feed.reshape(-1)[rng.integers(0, feed.size, 2)] = np.nan
+    out = get_op("argmax")(x, axis=tuple(axes) or None, select_last_index=last, keepdims=keep)
+    assert_exact([x], out, {"ARGMAX"}, feeds=[feed])
+    if dtype != "float32":
+        assert_exact([x], get_op("max")(x, axis=tuple(axes) or None), {"FREDUCE"}, feeds=[feed])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_fills_are_elementwise_steps(dtype):
+    x = Var("x", TensorType((2, 3), dtype))
+    ones, zeros = get_op("ones_like")(x), get_op("zeros")(shape=(3,), dtype=dtype)
+    out = get_op("where")(get_op("cast")(x, dtype="bool"), ones, zeros)
+    feeds = [sample(np.random.default_rng(1), (2, 3), "int32", span=1).astype(dtype)]
+    assert_exact([x], out, {"EWISE"}, feeds=feeds)
 
 
 MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"]
@@ -241,4 +289,18 @@ def test_float16_is_refused_with_the_op_named(op, attrs):
     x = Var("x", TensorType((1, 3, 3, 2), "float16"))
     mod = IRModule({"main": Function([x], get_op(op)(x, **attrs))})
     with pytest.raises(LLVMError, match=rf"{op}.*float16 -> float16"):
+        P.build(mod, "llvm")
+
+
+def test_tuples_are_refused_with_the_reading_op_named():
+    from partita.ir import Tuple
+
+    a, b = Var("a", TensorType((3, 4), "float32")), Var("b", TensorType((4, 5), "float32"))
+    mod = IRModule({"main": Function([a, b], get_op("einsum")(Tuple([a, b]), equation="ij,jk"))})
+    with pytest.raises(LLVMError, match="a tuple read by einsum"):
+        P.build(mod, "llvm")
+    x = Var("x", TensorType((1, 4, 6, 6), "float32"))
+    ones = [Constant(np.ones(4, np.float32)) for _ in range(4)]
+    mod = IRModule({"main": Function([x], get_op("nn.batch_norm")(x, *ones))})
+    with pytest.raises(LLVMError, match="nn.batch_norm.*tuple-valued"):
         P.build(mod, "llvm")
