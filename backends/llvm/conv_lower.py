@@ -1,6 +1,6 @@
 """Lowering of float32 convolutions (NHWC; backends/llvm/layout.py converts NCHW graphs):
 
-    nn.conv2d, groups 1, exact sums            [IM2COL] -> FDENSE (+ bias, relu)
+    nn.conv2d, groups 1, exact sums, O % 16 = 0 [IM2COL] -> FDENSE (+ bias, relu)
     nn.conv2d depthwise (any accumulate)        FPAD -> FDW (+ bias, relu)
     nn.conv2d otherwise (grouped; "mlas",       [FIM2COL] -> FCONV (+ bias, relu)
       "torch_cpu": another runtime's order)
@@ -40,8 +40,9 @@ def lower_fconv(low, call) -> bool:
     ):
         return False
     weights = np.transpose(weights, [a.kernel_layout.index(c) for c in "HWIO"])
-    if a.accumulate == "exact" and a.groups == 1 and _lower_gemm(low, call, weights):
-        return True
+    if (a.accumulate == "exact" and a.groups == 1 and weights.shape[3] % VEC == 0
+            and _lower_gemm(low, call, weights)):
+        return True  # FDENSE's panels (two threads for large products); else FCONV's tails
     return _lower_ordered(low, call, weights)
 
 
