@@ -175,8 +175,11 @@ class DataKernels(SpatialKernels, IntKernels):
         lo, hi = (-128, 127) if p["dtype"] == "int8" else (0, 255)
         onnx = p["semantics"] == "onnx"
         acc = b.alloca(F32 if onnx else I64)
-        with (for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox,
-              for_range(b, c, "ch") as ch):
+        batch = self.shape(k.inputs[0])[0]
+        with (for_range(b, batch, "n") as nb, for_range(b, oh, "oy") as oy,
+              for_range(b, ow, "ox") as ox, for_range(b, c, "ch") as ch):
+            xb = b.mul(nb, c64(h * w * c))  # image nb's first element, in and out
+            yb = b.mul(nb, c64(oh * ow * c))
             b.store(ir.Constant(F32, 0.0) if onnx else c64(0), acc)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
                 iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
@@ -188,7 +191,7 @@ class DataKernels(SpatialKernels, IntKernels):
                 with b.if_then(inside):
                     at = (b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch) if p["nhwc"]
                           else b.add(b.mul(b.add(b.mul(ch, c64(h)), iy), c64(w)), ix))
-                    q = b.sub(self.signed(b, self.load_at(b, x, at, I8), p["dtype"]),
+                    q = b.sub(self.signed(b, self.load_at(b, x, b.add(xb, at), I8), p["dtype"]),
                               c64(p["zp_in"]))
                     if onnx:
                         v = b.fmul(ir.Constant(F32, p["s_in"]), b.sitofp(q, F32))
@@ -200,7 +203,7 @@ class DataKernels(SpatialKernels, IntKernels):
             value = (self.avg_onnx if onnx else self.avg_tflite)(b, total, n, p, lo, hi)
             out = (b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch) if p["nhwc"]
                    else b.add(b.mul(b.add(b.mul(ch, c64(oh)), oy), c64(ow)), ox))
-            self.store_at(b, b.trunc(value, I8), y, out, I8)
+            self.store_at(b, b.trunc(value, I8), y, b.add(yb, out), I8)
         b.ret_void()
         return fn
 

@@ -256,15 +256,16 @@ class KernelEmitter(
         """out[c] = float32(sum over pixels of float64(x[p, c]) / n): the reference's float64
         sum, exact here (lower._exact_float_mean), divided and rounded once."""
         fn, b, (x, y) = self.function(k, 1)
-        _, h, w, c = self.shape(k.inputs[0])
+        batch, h, w, c = self.shape(k.inputs[0])
         acc = b.alloca(F64)
-        with for_range(b, c, "ch") as ch:
+        with for_range(b, batch, "n") as nb, for_range(b, c, "ch") as ch:
+            xb = b.add(b.mul(nb, c64(h * w * c)), ch)  # image nb, channel ch
             b.store(ir.Constant(F64, 0.0), acc)
             with for_range(b, h * w, "e") as e:
-                v = b.fpext(self.load_at(b, x, b.add(b.mul(e, c64(c)), ch), F32), F64)
+                v = b.fpext(self.load_at(b, x, b.add(b.mul(e, c64(c)), xb), F32), F64)
                 b.store(b.fadd(b.load(acc, typ=F64), v), acc)
             mean = b.fdiv(b.load(acc, typ=F64), ir.Constant(F64, float(h * w)))
-            self.store_at(b, b.fptrunc(mean, F32), y, ch, F32)
+            self.store_at(b, b.fptrunc(mean, F32), y, b.add(b.mul(nb, c64(c)), ch), F32)
         b.ret_void()
         return fn
 
@@ -335,10 +336,12 @@ class KernelEmitter(
             return self._fmaxpool(k, fn, b, x, y)
         best = b.alloca(I64)
         with (
+            for_range(b, self.shape(k.inputs[0])[0], "n") as nb,
             for_range(b, oh, "oy") as oy,
             for_range(b, ow, "ox") as ox,
             for_range(b, c, "ch") as ch,
         ):
+            xb, yb = b.mul(nb, c64(h * w * c)), b.mul(nb, c64(oh * ow * c))  # image nb
             b.store(c64(-1 << 20), best)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
                 iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
@@ -349,16 +352,17 @@ class KernelEmitter(
                 )
                 with b.if_then(inside):
                     idx = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
-                    v = self.signed(b, self.load_at(b, x, idx, I8), dtype)
+                    v = self.signed(b, self.load_at(b, x, b.add(xb, idx), I8), dtype)
                     cur = b.load(best, typ=I64)
                     b.store(b.select(b.icmp_signed(">", v, cur), v, cur), best)
             out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
-            self.store_at(b, b.trunc(b.load(best, typ=I64), I8), y, out, I8)
+            self.store_at(b, b.trunc(b.load(best, typ=I64), I8), y, b.add(yb, out), I8)
         b.ret_void()
         return fn
 
     def _fmaxpool(self, k: Kernel, fn, b, x, y):
-        """Float32 max pooling: padding is never read; the window's largest value."""
+        """Float32 max pooling: padding is never read; the window's largest value (nan if a
+        tap is nan; of equal taps the later, so a zero's sign is numpy's max's)."""
         _, h, w, c = self.shape(k.inputs[0])
         _, oh, ow, _ = self.shape(k.output)
         p = k.params
@@ -366,10 +370,12 @@ class KernelEmitter(
         top, left = p["padding"][0], p["padding"][1]
         best = b.alloca(F32)
         with (
+            for_range(b, self.shape(k.inputs[0])[0], "n") as nb,
             for_range(b, oh, "oy") as oy,
             for_range(b, ow, "ox") as ox,
             for_range(b, c, "ch") as ch,
         ):
+            xb, yb = b.mul(nb, c64(h * w * c)), b.mul(nb, c64(oh * ow * c))  # image nb
             b.store(ir.Constant(F32, float("-inf")), best)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
                 iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
@@ -379,12 +385,14 @@ class KernelEmitter(
                     b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
                 )
                 with b.if_then(inside):
-                    v = self.load_at(b, x, b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch),
-                                     F32)
-                    cur = b.load(best, typ=F32)
-                    b.store(b.select(b.fcmp_ordered(">", v, cur), v, cur), best)
+                    at = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
+                    v = self.load_at(b, x, b.add(xb, at), F32)
+                    cur = b.load(best, typ=F32)  # numpy's max: nan wins, equal taps the later
+                    take = b.or_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered(">=", v, cur))
+                    take = b.and_(take, b.fcmp_ordered("ord", cur, cur))
+                    b.store(b.select(take, v, cur), best)
             out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
-            self.store_at(b, b.load(best, typ=F32), y, out, F32)
+            self.store_at(b, b.load(best, typ=F32), y, b.add(yb, out), F32)
         b.ret_void()
         return fn
 

@@ -88,23 +88,30 @@ def test_float_average_of_negative_zeros_keeps_the_reference_sign():
     assert_exact([x], out, {"FPOOL"}, feeds=[np.full((1, 4, 4, 2), -0.0, np.float32)])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     h=st.integers(2, 8), w=st.integers(2, 8), pool=st.tuples(st.integers(1, 3), st.integers(1, 3)),
     stride=st.integers(1, 2), pad=st.integers(0, 1), ceil=st.booleans(),
     dtype=st.sampled_from(["float32", "int8", "int32"]), seed=st.integers(0, 99),
+    layout=st.sampled_from(["NCHW", "NHWC"]),
 )  # fmt: skip
-def test_max_pooling_nchw_and_other_dtypes(h, w, pool, stride, pad, ceil, dtype, seed):
-    """What lower.py's NHWC MAXPOOL does not take: NCHW, int32; nan wins as in numpy."""
+def test_max_pooling(h, w, pool, stride, pad, ceil, dtype, seed, layout):
+    """FPOOL takes what lower.py's NHWC MAXPOOL does not (NCHW, int32); both: nan wins and of
+    equal taps the later, as numpy's max (0.0 and -0.0)."""
     assume(min(pool) > pad and pool[0] <= h + 2 * pad and pool[1] <= w + 2 * pad)
-    x = Var("x", TensorType((2, 3, h, w), dtype))
+    shape = (2, 3, h, w) if layout == "NCHW" else (2, h, w, 3)
+    x = Var("x", TensorType(shape, dtype))
     out = get_op("nn.max_pool2d")(
-        x, pool_size=pool, strides=(stride, stride), padding=(pad,) * 4, ceil_mode=ceil
-    )
-    feeds = [sample(np.random.default_rng(seed), (2, 3, h, w), dtype)]
+        x, pool_size=pool, strides=(stride, stride), padding=(pad,) * 4, ceil_mode=ceil,
+        layout=layout,
+    )  # fmt: skip
+    feeds = [sample(np.random.default_rng(seed), shape, dtype)]
     if dtype == "float32":
-        feeds[0][0, 1, 0, :2] = np.nan
-    assert_exact([x], out, {"FPOOL"}, feeds=feeds)
+        feeds[0].reshape(-1)[:2] = np.nan
+        feeds[0].reshape(-1)[7::5] = np.float32(-0.0)
+        feeds[0].reshape(-1)[9::5] = np.float32(0.0)
+    nhwc_8bit = layout == "NHWC" and dtype != "int32"
+    assert_exact([x], out, {"MAXPOOL" if nhwc_8bit else "FPOOL"}, feeds=feeds)
 
 
 @settings(max_examples=30, deadline=None)
@@ -304,3 +311,30 @@ def test_tuples_are_refused_with_the_reading_op_named():
     mod = IRModule({"main": Function([x], get_op("nn.batch_norm")(x, *ones))})
     with pytest.raises(LLVMError, match="nn.batch_norm.*tuple-valued"):
         P.build(mod, "llvm")
+
+
+BATCHED = [
+    ("nn.max_pool2d", "int8", {"pool_size": (2, 2), "padding": (1, 0, 1, 1)}),
+    ("nn.max_pool2d", "float32", {"pool_size": (3, 2), "strides": (2, 1)}),
+    ("qnn.avg_pool2d", "int8", {"pool_size": (2, 2), "semantics": "tflite"}),
+    ("qnn.avg_pool2d", "uint8", {"pool_size": (2, 3), "semantics": "onnx", "padding": (1,) * 4}),
+    ("mean", "int8", {"axis": (1, 2), "keepdims": True}),
+]
+
+
+@pytest.mark.parametrize("op, dtype, attrs", BATCHED, ids=lambda v: str(v)[:20])
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_pooling_kernels_loop_over_the_batch(op, dtype, attrs, layout):
+    """MAXPOOL, AVGPOOL and FMEAN once read only the first image of a batch."""
+    if op == "mean" and layout == "NCHW":
+        pytest.skip("FMEAN is NHWC only")
+    shape = (3, 5, 6, 4) if layout == "NHWC" else (3, 4, 5, 6)
+    x = Var("x", TensorType(shape, dtype))
+    if op == "qnn.avg_pool2d":
+        zp = I32(3 if dtype == "int8" else 130)
+        out = get_op(op)(x, F32(0.05), zp, F32(0.07), zp, layout=layout, **attrs)
+    elif op == "mean":  # FMEAN: the mean of dequantized 8-bit data
+        out = get_op(op)(get_op("qnn.dequantize")(x, F32(0.05), I32(3)), **attrs)
+    else:
+        out = get_op(op)(x, layout=layout, **attrs)
+    assert_exact([x], out, seed=5)
