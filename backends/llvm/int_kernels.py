@@ -109,17 +109,16 @@ class IntKernels:
         data, q, shift, scale, zp_in, zp_out = (v for _, v in vals)
         sem, out = p["semantics"], p["out_dtype"]
         info = np.iinfo(out)
-        if sem in ("fbgemm", "onednn"):
-            v = b.fsub(b.sitofp(data, F32), b.fptrunc(zp_in, F32)) if sem == "fbgemm" else None
-            if sem == "fbgemm":
-                y = self.rint_i64(b, b.fmul(v, b.fptrunc(scale, F32)))
-            else:  # rint((float32(acc) * s - zp_in) * inv + zp_out), each step float32
-                v = b.fsub(
-                    b.fmul(b.sitofp(data, F32), b.fptrunc(scale, F32)), b.fptrunc(zp_in, F32)
-                )
-                v = b.fadd(b.fmul(v, _f32(p["inverse"])), b.sitofp(zp_out, F32))
-                return "i", self.clamp(b, self.rint_i64(b, v), int(info.min), int(info.max))
-            return "i", self.clamp(b, b.add(y, zp_out), int(info.min), int(info.max))
+        lo, hi = int(info.min), int(info.max)
+        acc = b.sitofp(data, F32)  # PyTorch's stages start from float32(data)
+        if sem == "fbgemm":  # rint(float32(acc - zp_in) * (s_in / s_out)) + zp_out
+            v = b.fsub(acc, b.fptrunc(zp_in, F32))
+            y = self.rint_i64(b, b.fmul(v, b.fptrunc(scale, F32)))
+            return "i", self.clamp(b, b.add(y, zp_out), lo, hi)
+        if sem == "onednn":  # rint((acc * s - zp_in) * inv + zp_out), each step float32
+            v = b.fsub(b.fmul(acc, b.fptrunc(scale, F32)), b.fptrunc(zp_in, F32))
+            v = b.fadd(b.fmul(v, _f32(p["inverse"])), b.sitofp(zp_out, F32))
+            return "i", self.clamp(b, self.rint_i64(b, v), lo, hi)
         x = b.sub(data, zp_in)
         if sem == "onnx":
             y = self.rint_i64(b, b.fmul(b.sitofp(x, F32), b.fptrunc(scale, F32)))
@@ -132,7 +131,7 @@ class IntKernels:
         else:  # TFLite shifts left by a 32-bit count: taken modulo 32 on x86
             left = b.and_(shift, c64(31))
             y = self.mbqm(b, x, q, b.select(b.icmp_signed(">", shift, c64(0)), left, shift))
-        return "i", self.clamp(b, b.add(y, zp_out), int(info.min), int(info.max))
+        return "i", self.clamp(b, b.add(y, zp_out), lo, hi)
 
     def rint_i64(self, b, v):
         """A float32 rounded half to even to i64: nan gives 0, beyond +-2**40 clamps there."""
