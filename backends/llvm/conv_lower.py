@@ -84,7 +84,7 @@ def _lower_ordered(low, call, weights) -> bool:
     except Unreproduced as e:
         _refuse(call, f"accumulate={a.accumulate!r} with threads={a.threads}: {e}")
     blocks = uniform_blocks(tiles)
-    if g == c == o and blocks is not None:
+    if g == c == o and blocks is not None and not any(b[2].startswith("lanes") for b in blocks):
         return _lower_depthwise(low, call, weights, blocks)
     return _lower_tiles(low, call, weights, shape, tiles)
 
@@ -225,11 +225,19 @@ def weight_only(low, call) -> bool:
     users = low.users.get(id(call), [])
     if not users or any(call is o for o in outs):
         return False
-    return all(
-        (getattr(u.op, "name", "") == "nn.conv2d" and u.args[1] is call and u.args[0] is not call)
-        or weight_only(low, u)
-        for u in users
-    )
+    return all(_folds_weight(u, call) or weight_only(low, u) for u in users)
+
+
+def _folds_weight(user, weight) -> bool:
+    """Whether ``user`` reads ``weight`` only as weights this module's lowerings fold: float
+    convolutions, and dense products in MLAS's order (fdense_lower.py)."""
+    name = getattr(user.op, "name", "")
+    if user.args[0] is weight or len(user.args) < 2 or user.args[1] is not weight:
+        return False
+    if name == "nn.conv2d":
+        return True
+    return name in ("nn.dense", "nn.gemm") and user.attrs.accumulate != "exact" and all(
+        a is not weight for a in user.args[2:])
 
 
 def ungrouped(w: np.ndarray, groups: int, cin: int, w_zp: np.ndarray) -> np.ndarray:

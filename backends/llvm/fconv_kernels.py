@@ -55,11 +55,12 @@ class FloatConvKernels:
             value = b.select(b.fcmp_ordered("<=", value, POS0), POS0, value)
         return value
 
-    def blocks_sum(self, b, blocks, outs: int, product, chain):
+    def blocks_sum(self, b, blocks, outs: int, product, chain, lanes=None, start=None):
         """Each of ``outs`` outputs summed block by block: ``product(kk, j)`` gives output j's
         (a, w) vectors at k (kk an int in unrolled blocks), ``chain(k0, k1, init)`` runs an FMA
-        chain over all outputs and returns their vectors."""
-        c = [POS0] * outs
+        chain over all outputs and returns their vectors, ``lanes(k0, k1)`` each output's 8
+        lane sums (MLAS's M=1 transposed-B kernel). C starts at ``start`` (a bias) or +0."""
+        c = list(start) if start is not None else [POS0] * outs
         for k0, k1, kind, add in blocks:
             if kind == "sum":  # rounded products, added left to right (unrolled: <= 4)
                 acc = [None] * outs
@@ -68,6 +69,8 @@ class FloatConvKernels:
                         x, w = product(kk, j)
                         t = b.fmul(x, w)
                         acc[j] = t if acc[j] is None else b.fadd(acc[j], t)
+            elif kind.startswith("lanes"):
+                acc = [_reduce_lanes(b, x, kind) for x in lanes(k0, k1)]
             else:
                 acc = chain(k0, k1, NEG0 if kind == "fma" else POS0)
             c = [b.fadd(a, old) if add else a for a, old in zip(acc, c)]
@@ -116,6 +119,8 @@ class FloatConvKernels:
         fn, b, (a_ptr, y) = self.function(k, 1)
         wt, bias = self.cargs["wt"], self.cargs.get("bias")
         cells = [b.alloca(V16F) for _ in range(VEC)]
+        if any(blk[2].startswith("lanes") for t in p["tiles"] for blk in t[4]):
+            cells += [b.alloca(V16F) for _ in range(8 * 4)]  # 8 lanes x up to 4 vectors
         with for_range(b, p["images"], "img") as img, for_range(b, p["G"], "g") as g:
             for p0, p1, m0, m1, blocks in p["tiles"]:
                 self._fconv_tile(b, p, (a_ptr, wt, bias, y), cells, img, g, (p0, p1, m0, m1),
@@ -133,8 +138,9 @@ class FloatConvKernels:
             steps.append((1, full % 4, full // 4 * 4, VEC))
         if tail:
             steps.append((1, 1, full, tail))
+        lanes_kind = any(blk[2].startswith("lanes") for blk in blocks)
         for nvec, count, v0, lanes in steps:
-            rows = max(1, min(8, VEC // nvec))
+            rows = 1 if lanes_kind else max(1, min(8, VEC // nvec))
             prow = p1 - p0
             parts = ((rows, prow // rows, 0), (1, prow % rows, prow // rows * rows))
             for nrows, rcount, r0 in parts:
@@ -176,10 +182,35 @@ class FloatConvKernels:
                         b.store(self.vfma(b, av, ws[v], b.load(cell, typ=V16F)), cell)
             return [b.load(cells[j], typ=V16F) for j in range(outs)]
 
-        sums = self.blocks_sum(b, blocks, nrows * nvec, product, chain)
+        def lane_sums(k0, k1):  # 8 lane sums per output (one row: cells[VEC:] hold them)
+            lane = cells[VEC:]
+            for j in range(8 * nvec):
+                b.store(POS0, lane[j])
+
+            def step(kk, slot):
+                ws = [w_at(kk, v) for v in range(nvec)]
+                av = a_at(0, kk)
+                for v in range(nvec):
+                    cell = lane[v * 8 + slot]
+                    b.store(b.fadd(b.load(cell, typ=V16F), b.fmul(av, ws[v])), cell)
+
+            full, rest = divmod(k1 - k0, 8)
+            if full:
+                with for_range(b, full, "k8") as i:
+                    for slot in range(8):
+                        step(b.add(b.mul(i, c64(8)), c64(k0 + slot)), slot)
+            for slot in range(rest):
+                step(c64(k0 + full * 8 + slot), slot)
+            return [[b.load(lane[v * 8 + j], typ=V16F) for j in range(8)] for v in range(nvec)]
+
+        chans = [b.add(b.add(b.mul(g, c64(p["M"])), mm), c64(v * VEC)) for v in range(nvec)]
+        start = None
+        if p.get("bias") == "init":  # nn.gemm under MLAS: C preloaded with the bias
+            start = [self.vload_f(b, bias, chans[j % nvec]) for j in range(nrows * nvec)]
+        sums = self.blocks_sum(b, blocks, nrows * nvec, product, chain, lane_sums, start)
         for r in range(nrows):
             for v in range(nvec):
-                ch = b.add(b.add(b.mul(g, c64(p["M"])), mm), c64(v * VEC))
+                ch = chans[v]
                 value = self.epilogue(b, sums[r * nvec + v], p, bias, ch)
                 at = b.add(b.mul(b.add(row, c64(r)), c64(p["O"])), ch)
                 self.vstore_lanes(b, value, y, at, lanes if v == nvec - 1 else VEC)
@@ -308,3 +339,16 @@ class FloatConvKernels:
         total = values[pixels + len(prog) - 1]
         count = ir.Constant(V16F, [ir.Constant(F32, float(pixels))] * VEC)
         self.vstore_lanes(b, b.fdiv(total, count), y, dst, lanes)
+
+
+def _reduce_lanes(b, x, kind: str):
+    """MLAS's M=1 transposed-B kernel's reduction of 8 lane sums for a 4-, 2- or 1-column block
+    (onnxruntime_mlas._reduce_lanes)."""
+    if kind == "lanes4":  # the 4-row transpose-and-add
+        left = b.fadd(b.fadd(b.fadd(x[0], x[1]), x[2]), x[3])
+        return b.fadd(left, b.fadd(b.fadd(b.fadd(x[4], x[5]), x[6]), x[7]))
+    if kind == "lanes2":  # unpack, add halves, add 64-bit halves
+        left = b.fadd(b.fadd(x[0], x[2]), b.fadd(x[4], x[6]))
+        return b.fadd(left, b.fadd(b.fadd(x[1], x[3]), b.fadd(x[5], x[7])))
+    left = b.fadd(b.fadd(x[0], x[1]), b.fadd(x[2], x[3]))  # vhaddps
+    return b.fadd(left, b.fadd(b.fadd(x[4], x[5]), b.fadd(x[6], x[7])))

@@ -28,6 +28,7 @@ from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType,
 
 # imported last: float_lower reads nothing of this module at import time
 from .conv_lower import lower_fconv, lower_fgap, ungrouped, weight_only  # noqa: E402
+from .fdense_lower import lower_mlas_dense  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .gather_lower import GATHER_OPS, lower_gather  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
@@ -169,6 +170,8 @@ class _Lowering:
         if name == "nn.conv2d" and lower_fconv(self, call):
             return None
         if name == "nn.global_avg_pool2d" and lower_fgap(self, call):
+            return None
+        if name in ("nn.dense", "nn.gemm") and lower_mlas_dense(self, call):
             return None
         if name in GATHER_OPS and lower_gather(self, call):
             return None

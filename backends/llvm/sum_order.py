@@ -2,10 +2,14 @@
 (fconv_kernels.py): the output's K products (k in im2col's (channel, kernel row, kernel column)
 order) are cut into blocks, each block summed on its own, and the block sums added up:
 
-    block (k0, k1, kind, add):  kind "fma"   an FMA chain over k0..k1-1 from the first product
-                                     "fmaz"  an FMA chain from +0 (PyTorch's MKL and jit_dw)
-                                     "sum"   products rounded, added left to right (MLAS M=1)
-                                add          C = block + C (C starts at +0), else C = block
+    block (k0, k1, kind, add):  kind "fma"    an FMA chain over k0..k1-1 from the first product
+                                     "fmaz"   an FMA chain from +0 (PyTorch's MKL and jit_dw)
+                                     "sum"    products rounded, added left to right (MLAS M=1)
+                                     "lanesW" products rounded, added into 8 lanes by k mod 8,
+                                              the lanes reduced in the order of MLAS's M=1
+                                              transposed-B kernel for a W-column block
+                                add           C = block + C (C starts at +0 or the bias),
+                                              else C = block
 
 Which blocks an output gets depends on where it falls in ONNX Runtime's work split, so a
 convolution's plan is a list of tiles (pixels [p0, p1) of each image x output channels
@@ -74,13 +78,13 @@ def _mlas_tiles(s: ConvShape, k: int) -> list[Tile]:
     unit = tuple(s.strides) == (1, 1) and tuple(s.padding) == (0, 0, 0, 0)
     if unit and k == s.cg:  # pointwise: GEMM straight on the input
         if many:
-            return [Tile(0, size, 0, m, _operation(m, size, k, False, size, size, False))]
+            return _at(0, 0, _operation(m, size, k, False, size, size, False))
         return _sgemm(m, size, k, s.threads, False, size, size)
     if (unit and tuple(s.dilation) == (1, 1) and s.cg == 1
             and (s.kw == s.w or (s.kh == s.h and s.kw == 1))):
         trans = s.kw == s.w
         if many:
-            return [Tile(0, size, 0, m, _operation(m, size, k, trans, s.w, size, False))]
+            return _at(0, 0, _operation(m, size, k, trans, s.w, size, False))
         return _sgemm(m, size, k, s.threads, trans, s.w, size)
     if m > size:
         return _sgemm(m, size, k, s.threads, False, size, size)
@@ -96,28 +100,53 @@ def _mlas_tiles(s: ConvShape, k: int) -> list[Tile]:
             _conv_operation(m, k, p, min(seg, size - p))]
 
 
-def _operation(m, n, k_len, trans_b, ldb, ldc, beta, k0=0) -> tuple[Block, ...]:
-    """MlasSgemmOperation's blocks for an m x n part over k0..k0+k_len (beta: C preloaded)."""
+def gemm_tiles(accumulate: str, m: int, n: int, k: int, threads: int, trans_b: bool,
+               beta: bool) -> list[Tile]:
+    """MlasGemm of an m x k by k x n product (``trans_b``: B stored as [n][k]; ``beta``: C
+    preloaded with a bias) as tiles: p is n (columns), m is m (rows)."""
+    if accumulate == "mlas_packed":  # MlasGemmPackB: the FMA kernel, K blocks of 256
+        blocks = tuple((a, min(k, a + mlas.PACKED_STRIDE_K), "fma", beta or a > 0)
+                       for a in range(0, k, mlas.PACKED_STRIDE_K))
+        return [Tile(0, n, 0, m, blocks)]
+    if accumulate != "mlas":
+        raise Unreproduced(f"accumulate={accumulate!r}")
+    return merged(_sgemm(m, n, k, threads, trans_b, k if trans_b else n, n, beta))
+
+
+def _at(p0: int, m0: int, parts) -> list[Tile]:
+    """Relative parts (m_lo, m_hi, n_lo, n_hi, blocks) as tiles at pixel p0, channel m0."""
+    return [Tile(p0 + a, p0 + b, m0 + c, m0 + d, blocks) for c, d, a, b, blocks in parts]
+
+
+def _operation(m, n, k_len, trans_b, ldb, ldc, beta, k0=0) -> list:
+    """MlasSgemmOperation for an m x n part over k0..k0+k_len (beta: C preloaded): parts
+    (m_lo, m_hi, n_lo, n_hi, blocks) relative to the part."""
     if m == 1 and not trans_b:  # MlasSgemmKernelM1Avx: 4 rows at a time, no FMA
         steps = [4] * (k_len // 4) + [st for st in (2, 1) if k_len % 4 & st]
         out, at = [], k0
         for st in steps:
             out.append((at, at + st, "sum", True))
             at += st
-        return tuple(out)
-    if m == 1 or (n == 1 and ldb == 1 and ldc == 1):
-        raise Unreproduced(
-            "MLAS's M=1 kernel over a transposed B (8 lanes reduced by shuffles: a single "
-            "output channel over full-width windows, or a single output pixel)"
-        )
+        return [(0, 1, 0, n, tuple(out))]
+    if m == 1:  # MlasSgemmKernelM1TransposeBAvx over the n columns
+        return [(0, 1, a, b, blocks) for a, b, blocks in _lanes(n, k0, k_len)]
+    if n == 1 and ldb == 1 and ldc == 1:  # C^T = B^T A^T: the same kernel over the m rows
+        return [(a, b, 0, 1, blocks) for a, b, blocks in _lanes(m, k0, k_len)]
     stride = mlas.strides(n, k_len)[1]
-    return tuple(
-        (k0 + a, k0 + min(k_len, a + stride), "fma", beta or a > 0)
-        for a in range(0, k_len, stride)
-    )
+    blocks = tuple((k0 + a, k0 + min(k_len, a + stride), "fma", beta or a > 0)
+                   for a in range(0, k_len, stride))
+    return [(0, m, 0, n, blocks)]
 
 
-def _sgemm(m, n, k, threads, trans_b, ldb, ldc) -> list[Tile]:
+def _lanes(n: int, k0: int, k_len: int) -> list:
+    """kernel_m1_trans: 8 lanes over k, reduced by the order of the 4-, 2- or 1-column block
+    an output falls in ("lanes4", "lanes2", "lanes1"), then added to C."""
+    cuts = [(0, n // 4 * 4, "lanes4"), (n // 4 * 4, n // 4 * 4 + (n & 2), "lanes2"),
+            (n // 4 * 4 + (n & 2), n, "lanes1")]
+    return [(a, b, ((k0, k0 + k_len, kind, True),)) for a, b, kind in cuts if b > a]
+
+
+def _sgemm(m, n, k, threads, trans_b, ldb, ldc, beta=False) -> list[Tile]:
     """MlasGemm on ``threads``: N in 16-column blocks when N > M, else M, split over threads."""
     per = mlas.target_threads(m * n * k, threads)
     tiles = []
@@ -127,12 +156,12 @@ def _sgemm(m, n, k, threads, trans_b, ldb, ldc) -> list[Tile]:
         for i in range(per):
             a, cnt = (v * mlas.THREAD_ALIGN for v in mlas.partition(i, per, blocks))
             p1 = min(n, a + cnt)
-            tiles.append(Tile(a, p1, 0, m, _operation(m, p1 - a, k, trans_b, ldb, ldc, False)))
+            tiles += _at(a, 0, _operation(m, p1 - a, k, trans_b, ldb, ldc, beta))
         return tiles
     per = min(per, m)
     for i in range(per):
         a, cnt = mlas.partition(i, per, m)
-        tiles.append(Tile(0, n, a, a + cnt, _operation(cnt, n, k, trans_b, ldb, ldc, False)))
+        tiles += _at(0, a, _operation(cnt, n, k, trans_b, ldb, ldc, beta))
     return tiles
 
 
@@ -143,10 +172,12 @@ def _conv_operation(m, k, start, count) -> list[Tile]:
     tiles = []
     for n in range(0, count, sn):
         cn = min(sn, count - n)
-        blocks = []
-        for a in range(0, k, sk):
-            blocks += _operation(m, cn, min(sk, k - a), False, cn, -1, a > 0, a)
-        tiles.append(Tile(start + n, start + n + cn, 0, m, tuple(blocks)))
+        slices = [_operation(m, cn, min(sk, k - a), False, cn, -1, a > 0, a)
+                  for a in range(0, k, sk)]
+        for parts in zip(*slices):  # every K slice cuts the part the same way
+            blocks = tuple(b for part in parts for b in part[4])
+            c, d, a, b = parts[0][:4]
+            tiles.append(Tile(start + n + a, start + n + b, c, d, blocks))
     return tiles
 
 

@@ -1,8 +1,9 @@
 """Float convolutions in other runtimes' float32 orders on the LLVM backend (conv_lower.py,
 sum_order.py, fconv_kernels.py): grouped and depthwise convolutions with exact sums (within
 1e-5 of the output's scale), ONNX Runtime's MLAS order (accumulate="mlas", any ``threads``) and
-PyTorch's (accumulate="torch_cpu") bit for bit, global average pools in both orders, and the
-listed ONNX and PyTorch networks built whole, against the reference interpreter."""
+PyTorch's (accumulate="torch_cpu") bit for bit, global average pools in both orders, dense
+products in MLAS's order (fdense_lower.py), and the listed ONNX and PyTorch networks built
+whole (and ONNX ones imported with match="ort_disable_all"), against the interpreter."""
 
 from __future__ import annotations
 
@@ -106,10 +107,7 @@ def test_mlas_order_bit_exact(n, groups, threads, big_k, dilation, h, w, cg, m, 
         c, o, g = cg * groups, m * groups, groups
     mod, xs = conv_graph(n, h, w, c, o, g, kernel, stride, dilation, padding, layout, "mlas",
                          threads, tail, seed)
-    try:
-        compare(mod, xs, exact_bits=True)
-    except LLVMError as e:  # the M=1 kernels over a transposed B: refused by name
-        assert "nn.conv2d" in str(e) and "M=1 kernel over a transposed B" in str(e)
+    compare(mod, xs, exact_bits=True)
 
 
 @settings(max_examples=25, deadline=None)
@@ -130,7 +128,7 @@ def test_torch_cpu_order_bit_exact(depthwise, n, h, w, cg, m, kernel, stride, pa
 
 
 @settings(max_examples=15, deadline=None)
-@given(n=st.integers(1, 2), h=st.integers(1, 20), w=st.integers(1, 20), c=st.integers(1, 40),
+@given(n=st.integers(1, 2), h=st.integers(1, 12), w=st.integers(1, 12), c=st.integers(1, 40),
        accumulate=st.sampled_from(["mlas", "torch_cpu"]),
        layout=st.sampled_from(["NHWC", "NCHW"]), seed=st.integers(0, 99))
 def test_global_average_pool_orders_bit_exact(n, h, w, c, accumulate, layout, seed):
@@ -161,16 +159,59 @@ def test_llvm_two_threads_and_nan_sign_of_zero():
                           P.interpret(mod, [x])[0].view(np.uint32))
 
 
-def test_unreproduced_order_is_refused_naming_the_op():
-    """A 1x1 convolution of a single pixel in MLAS's order (an SE block's): MLAS takes its M=1
-    kernel over a transposed B, whose lane reduction the kernels do not reproduce."""
-    x = Var("x", TensorType((1, 32, 1, 1), "float32"))
-    w = np.ones((8, 32, 1, 1), F32)
-    mod = IRModule({"main": Function([x], get_op("nn.conv2d")(x, w, accumulate="mlas"))})
-    with pytest.raises(LLVMError, match=r"llvm cannot compile nn.conv2d.*M=1 kernel"):
+def test_mlas_single_pixel_and_single_channel_kernels():
+    """A 1x1 convolution of one pixel (an SE block's, MobileNet v1's classifier) and a depthwise
+    one over full-width windows: MLAS's M=1 kernel over a transposed B, 8 lanes reduced in the
+    order of the output's 4-, 2- or 1-column block."""
+    for c, o, h, w, kernel, groups in ((32, 7, 1, 1, (1, 1), 1), (300, 11, 1, 1, (1, 1), 1),
+                                       (6, 6, 5, 3, (2, 3), 6), (4, 4, 3, 1, (3, 1), 4)):
+        mod, xs = conv_graph(1, h, w, c, o, groups, kernel, (1, 1), (1, 1), (0, 0, 0, 0),
+                             "NCHW", "mlas", 1, "bias", 0)
+        compare(mod, xs, exact_bits=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.sampled_from([1, 1, 2, 3, 7, 20]), n=st.integers(1, 40),
+       k=st.sampled_from([1, 3, 8, 9, 17, 130, 300]), threads=st.integers(1, 3),
+       op=st.sampled_from(["dense", "gemm", "gemm_t"]), packed=st.booleans(),
+       relu=st.booleans(), seed=st.integers(0, 99))  # fmt: skip
+def test_mlas_dense_and_gemm_bit_exact(rows, n, k, threads, op, packed, relu, seed):
+    """nn.dense / nn.gemm in MlasGemm's order (thread split, K blocks, the M=1 kernels; the
+    bias as C for nn.gemm) on FCONV, as a 1x1 convolution of ``rows`` pixels."""
+    rng = np.random.default_rng(seed)
+    x = Var("x", TensorType((rows, k), "float32"))
+    acc = dict(accumulate="mlas_packed" if packed else "mlas", threads=threads)
+    if op == "dense":
+        out = get_op("nn.dense")(x, rng.standard_normal((n, k)).astype(F32), **acc)
+        if relu:
+            out = get_op("nn.relu")(out)
+    else:
+        w = rng.standard_normal((n, k) if op == "gemm_t" else (k, n)).astype(F32)
+        out = get_op("nn.gemm")(x, w, rng.standard_normal(n).astype(F32),
+                                transpose_b=op == "gemm_t", **acc)
+    exe = compare(IRModule({"main": Function([x], out)}), (rows, k), exact_bits=True)
+    assert "FCONV" in kinds_of(exe)
+
+
+def test_what_is_still_refused_is_named():
+    """Weights computed at run time, and a global average too long for straight-line adds."""
+    x = Var("x", TensorType((1, 4, 6, 6), "float32"))
+    w = Var("w", TensorType((4, 4, 3, 3), "float32"))
+    conv = get_op("nn.conv2d")(x, w, accumulate="torch_cpu")
+    with pytest.raises(LLVMError, match=r"llvm cannot compile nn.conv2d"):
+        P.build(IRModule({"main": Function([x, w], conv)}), "llvm")
+    x = Var("x", TensorType((1, 2, 80, 80), "float32"))
+    pool = get_op("nn.global_avg_pool2d")(x, accumulate="torch_cpu")
+    mod = IRModule({"main": Function([x], pool)})
+    with pytest.raises(LLVMError, match=r"llvm cannot compile nn.global_avg_pool2d.*4096 pixels"):
         P.build(mod, "llvm")
-    x1 = np.ones((1, 32, 1, 1), F32)
+    x1 = np.ones((1, 2, 80, 80), F32)
     assert np.array_equal(P.build(mod, "ref").run(x1)[0], P.interpret(mod, [x1])[0])
+    d = Var("d", TensorType((2, 8), "float32"))
+    dw = Var("dw", TensorType((4, 8), "float32"))
+    dense = get_op("nn.dense")(d, dw, accumulate="mlas")
+    with pytest.raises(LLVMError, match=r"llvm cannot compile nn.dense.*constant weight"):
+        P.build(IRModule({"main": Function([d, dw], dense)}), "llvm")
 
 
 # ---- whole networks ---------------------------------------------------------------------------
@@ -182,19 +223,28 @@ ORDERED = ["onnx/nets/mobilenet_v2_035_96.qdq_s8s8_pc.onnx",
            "onnx/nets/resnet_mini_64.qdq_s8s8_pc.onnx",
            "onnx/nets/torch_mobilenetv2_64.qdq_s8s8_pc.onnx",
            "pytorch/float_mobilenetv2.pt2@eager", "pytorch/float_ops.pt2@eager",
-           "pytorch/pt2e_x86_mobilenetv2.pt2@eager", "pytorch/pt2e_x86_ops.pt2@eager"]  # fmt: skip
+           "pytorch/pt2e_x86_mobilenetv2.pt2@eager", "pytorch/pt2e_x86_ops.pt2@eager",
+           # match="ort_disable_all", ONNX Runtime on 2 threads: every float Conv, Gemm and
+           # GlobalAveragePool in MLAS's order (MobileNet v1's classifier: one pixel, M=1)
+           "onnx/nets/mobilenet_v1_025_96.onnx@ort2", "onnx/nets/mobilenet_v2_035_96.onnx@ort2",
+           "onnx/nets/torch_mobilenetv2_64.onnx@ort2",
+           "onnx/nets/mobilenet_v1_025_96.qdq_s8s8_pc.onnx@ort2"]  # fmt: skip
 QUICK = {"onnx/ops/conv_depthwise.onnx", "pytorch/float_ops.pt2@eager",
-         "pytorch/pt2e_x86_ops.pt2@eager"}
+         "pytorch/pt2e_x86_ops.pt2@eager", "onnx/nets/mobilenet_v1_025_96.onnx@ort2"}
 
 
 def _model(name):
     from partita.cli.models import load_model
 
-    path = MODELS / name.replace("@eager", "")
+    path = MODELS / name.split("@")[0]
     if path.suffix == ".pt2":
         pytest.importorskip("torch")
     if path.suffix == ".onnx":
         pytest.importorskip("onnx")
+    if name.endswith("@ort2"):
+        from partita.frontends import from_onnx
+
+        return from_onnx(path, match="ort_disable_all", ort_threads=2)
     return load_model(path, **({"match": "pytorch_eager"} if name.endswith("@eager") else {}))
 
 

@@ -1,0 +1,61 @@
+"""Float32 dense products in ONNX Runtime's order (accumulate "mlas" / "mlas_packed"):
+
+    nn.dense, nn.gemm (constant weight), MLAS's order        FCONV (+ bias, relu)
+
+MlasGemm's split of the rows x columns product over ``threads`` and its K blocks
+(sum_order.gemm_tiles; the M=1 kernels for a single row) are the tiles of a 1x1 convolution
+whose pixels are the rows: FCONV sums each output in that order bit for bit. nn.gemm's bias is
+MLAS's C (the sum starts from it, beta = 1); exact products stay with float_lower's FDENSE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .conv_lower import VEC, _epilogue, _refuse, const_value
+from .sum_order import Unreproduced, gemm_tiles
+
+
+def lower_mlas_dense(low, call) -> bool:
+    """nn.dense / nn.gemm with accumulate "mlas" or "mlas_packed" as FCONV on ``low``; False
+    for exact ones (FDENSE's); an LLVMError names what it cannot reproduce."""
+    a = call.attrs
+    if getattr(a, "accumulate", "exact") == "exact":
+        return False
+    x, w = call.args[:2]
+    if x.checked_type.dtype != "float32" or call.checked_type.dtype != "float32":
+        return False
+    weight = const_value(low, w)
+    if weight is None:
+        _refuse(call, f"accumulate={a.accumulate!r} needs a constant weight")
+    tb = a.transpose_b if call.op.name == "nn.gemm" else True
+    b = np.asarray(weight, np.float32)
+    b = b.T if tb else b  # [K][N]
+    k, n = b.shape
+    rows = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
+    bias = None
+    if call.op.name == "nn.gemm":
+        bias = const_value(low, call.args[2])
+        if bias is None or bias.size not in (1, n) or (bias.size == n and bias.shape[-1] != n):
+            _refuse(call, f"accumulate={a.accumulate!r} with a bias other than a constant "
+                    "per column")
+        bias = np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (n,))
+    try:
+        tiles = gemm_tiles(a.accumulate, rows, n, k, a.threads, tb, bias is not None)
+    except Unreproduced as e:
+        _refuse(call, str(e))
+    mp = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
+    wt = np.zeros((1, k, mp), np.float32)
+    wt[0, :, :n] = b
+    params = {"images": 1, "size": rows, "G": 1, "M": n, "Kg": k, "lda": k, "Mp": mp, "O": n,
+              "bias": "none",  # rows are the tiles' m, columns their p
+              "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(x) for x in t.blocks]] for t in tiles]}
+    arrays = {"wt": wt}
+    if bias is not None:
+        params["bias"] = "init"
+        arrays["bias"] = np.concatenate([bias, np.zeros(mp - n, np.float32)])
+        last = call
+    else:
+        last = _epilogue(low, call, n, params, arrays, True, mp)
+    low.emit("FCONV", last, [low.src(x)], params, arrays)
+    return True
