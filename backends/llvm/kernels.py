@@ -434,7 +434,8 @@ def constants(k: Kernel) -> list[tuple[str, np.ndarray]]:
         if k.kind in FLOAT_KINDS:  # operands in their own dtype (bools as bytes)
             a = a.astype(np.uint8) if a.dtype == np.bool_ else a
         elif k.kind in ("VCONV", "VDW"):  # int16 weights: the exact AVX2 kernel's, pre-widened
-            keep = a.dtype.itemsize == 1 or a.dtype in (np.float32, np.float64, np.int16)
+            keep = a.dtype.itemsize == 1 or a.dtype in (np.float32, np.float64, np.int16,
+                                                        np.int64)
             a = a if keep else a.astype(np.int32)
         elif name == "table":
             a = a if a.dtype == np.float32 else a.astype(np.int64).astype(np.uint8)

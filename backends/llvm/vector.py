@@ -115,11 +115,21 @@ class VectorKernels:
         else:
             if p["left"]:
                 a = b.shl(a, chan("lshift"))  # int32 wrap-around
+            if p.get("umul"):  # SRDHM + rnd + RDBPOT's sign term in one (vplan._unsigned_high_mul)
+                t = self.vsrdhm_unsigned(b, a, chan)
+                negative = b.icmp_signed("<", a, kconst(V16, 0))
+                t = b.add(t, b.select(negative, chan("negc"), kconst(V16, 0)))
+                y = b.ashr(t, chan("rshift"))
+                return self.vfinish(b, y, chan, p)
             high = self.vsrdhm(b, a, chan("mult"), chan("multo") if "multo" in g else None)
         sign = b.ashr(high, kconst(V16, 31))
         if not p.get("round_all"):
             sign = b.and_(sign, chan("rmask"))
         y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
+        return self.vfinish(b, y, chan, p)
+
+    def vfinish(self, b, y, chan, p):
+        """The shifted value + the output zero point (unless folded), clamped, narrowed."""
         if not p.get("fold_zp"):  # else the zero point is in rnd (vplan._stage_flags)
             y = b.add(y, chan("ozp"))
         lo, hi = chan("lo"), chan("hi")
@@ -129,6 +139,20 @@ class VectorKernels:
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
+
+    def vsrdhm_unsigned(self, b, x, chan):
+        """high32(x_u * 2M + 2^31 + rnd * 2^32) per int32 lane, x_u the lane read as unsigned:
+        VPMULUDQ of the even lanes and of the odd lanes (shifted down) by 2M mod 2^32, the
+        64-bit addends of each channel, and the high halves interleaved back."""
+        q = ir.VectorType(I64, 8)
+        low = kconst(q, 0xFFFFFFFF)
+        xq = b.bitcast(x, q)
+        even = b.mul(b.and_(xq, low), b.and_(b.bitcast(chan("mult2"), q), low))
+        odd = b.mul(b.lshr(xq, kconst(q, 32)), b.and_(b.bitcast(chan("mult2o"), q), low))
+        even = b.add(even, b.bitcast(chan("heven"), q))
+        odd = b.add(odd, b.bitcast(chan("hodd"), q))
+        lanes = ir.Constant(V16, [i + 1 if i % 2 == 0 else 16 + i for i in range(16)])
+        return b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
 
     def vsrdhm(self, b, x, m, m_odd=None):
         """(x * m + 2^30) >> 31 per int32 lane (TFLite's SaturatingRoundingDoublingHighMul for

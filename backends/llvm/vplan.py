@@ -89,7 +89,7 @@ def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
     - ``round_all``: every channel shifts right (e > 0), so the sign term needs no mask;
     - ``saturate``: the clamp is the output type's whole range, so the clamp bounds are code
       constants and the narrowing a saturating one."""
-    flags = {"fold_zp": False, "round_all": False, "saturate": False}
+    flags = {"fold_zp": False, "round_all": False, "saturate": False, "umul": False}
     if params["rounding"] != "tflite":
         return flags
     n = wabs.size
@@ -104,7 +104,31 @@ def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
             consts["rnd"][:n] = rnd
             consts["ozp"][:] = 0
             flags["fold_zp"] = True
+    if not params["rq_zp"]:
+        _unsigned_high_mul(consts)
+        flags["umul"] = True
     return flags
+
+
+def _unsigned_high_mul(consts: dict) -> None:
+    """Constants of the output stage's unsigned form (vector.vsrdhm_unsigned): with x_u the
+    int32 accumulator read as unsigned, high32(x_u * 2M + 2^31 + rnd * 2^32) equals
+    SRDHM(x, M) + rnd + 2M [x < 0] (mod 2^32), since x_u = x + 2^32 for negative x; the masked
+    add of ``negc`` = -2M - [e > 0] removes the 2M and subtracts RDBPOT's sign term (taken from
+    x: where x < 0 but SRDHM(x, M) = 0, both give (rnd - 1) >> e = rnd >> e for e > 0).
+    ``mult2`` / ``mult2o``: 2M mod 2^32 of the even / odd channels in the even lanes;
+    ``heven`` / ``hodd``: the 64-bit addends 2^31 + rnd * 2^32 of the even / odd channels."""
+    m = consts["mult"].astype(np.int64)
+    two_m = (2 * m) & 0xFFFFFFFF
+    consts["mult2"] = two_m.astype(np.uint32).view(np.int32)
+    odd = np.zeros_like(consts["mult2"])
+    odd[0::2] = consts["mult2"][1::2]
+    consts["mult2o"] = odd
+    h = (np.int64(1) << 31) + (consts["rnd"].astype(np.int64) << 32)
+    consts["heven"], consts["hodd"] = h[0::2].copy(), h[1::2].copy()
+    e = consts["rshift"].astype(np.int64)
+    negc = (-2 * m - (e > 0)) & 0xFFFFFFFF
+    consts["negc"] = negc.astype(np.uint32).view(np.int32)
 
 
 def _code_params(params: dict, geo: dict) -> dict:

@@ -266,16 +266,19 @@ def test_output_stage_shortcuts_are_taken_only_where_exact():
     def consts(corr, e):
         e = np.asarray(e, np.int32)
         return {"corr": np.asarray(corr, np.int32), "rshift": e, "rnd": (1 << e) >> 1,
-                "ozp": np.full(e.size, 5, np.int32)}
+                "ozp": np.full(e.size, 5, np.int32), "mult": np.full(e.size, 3 << 29, np.int32)}
 
     params = {"rounding": "tflite", "rq_zp": 0, "left": False, "out_zp": 5, "lo": -128, "hi": 127}
     c = consts([100, -100], [3, 7])
     flags = _stage_flags(params, c, np.array([1000, 2000]))
-    assert flags == {"fold_zp": True, "round_all": True, "saturate": "int8"}
+    assert flags == {"fold_zp": True, "round_all": True, "saturate": "int8", "umul": True}
     assert c["rnd"].tolist() == [4 + (5 << 3), 64 + (5 << 7)] and not c["ozp"].any()
     c = consts([2**31 - 2**10, 0], [0, 7])  # |corr| + 255 * 1000 would wrap
     flags = _stage_flags({**params, "lo": -100}, c, np.array([1000, 2000]))
-    assert flags == {"fold_zp": False, "round_all": False, "saturate": False}
+    assert flags == {"fold_zp": False, "round_all": False, "saturate": False, "umul": True}
+    # the unsigned form's constants: 2M mod 2^32, and -2M - [e > 0] for negative accumulators
+    assert c["mult2"].view(np.uint32).tolist() == [3 << 30] * 2
+    assert c["negc"].view(np.uint32).tolist() == [(1 << 32) - (3 << 30), (1 << 32) - (3 << 30) - 1]
     assert c["ozp"].tolist() == [5, 5]
     assert not _stage_flags({**params, "rounding": "onnx"}, consts([0], [1]), np.ones(1))["fold_zp"]
 
@@ -336,3 +339,34 @@ def test_a_convolution_writes_into_its_depthwise_readers_halo(
     data = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
     for got, want in zip(exe.run(data), P.interpret(mod, [data])):
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_output_stage_on_accumulators_across_the_int32_range(isa, seed):
+    """TFLite's output stage on accumulators from -2^31 to 2^31 (a dense layer of depth 1 with
+    large biases) and multipliers below and above 1 (right shifts 0-30, left shifts), against
+    the interpreter: the vector kernels' shortcuts (unsigned high multiply, folded zero point,
+    saturating narrowing) must agree everywhere, including x < 0 with SRDHM(x, M) = 0."""
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    rng = np.random.default_rng(seed)
+    cout = 64
+    x = P.var("x", (256, 1), "int8")
+    y = P.get_op("qnn.dense")(
+        x, P.const(rng.choice([-127, -1, 1, 127], (cout, 1)).astype(np.int8)),
+        P.const(np.int32(0)), P.const(np.int32(0)),
+        P.const(np.float32(1.0)), P.const(np.ones(cout, np.float32)),
+    )
+    magnitude = rng.choice([2**8, 2**16, 2**24, 2**30], cout)
+    bias = (rng.uniform(-1, 1, cout) * magnitude).astype(np.int32)
+    y = P.get_op("nn.bias_add")(y, P.const(bias), axis=-1)
+    scale = (2.0 ** rng.uniform(-30, 3, cout)).astype(np.float32)
+    y = P.get_op("qnn.requantize")(
+        y, P.const(scale), P.const(np.int32(0)), P.const(np.float32(1.0)),
+        P.const(np.int32(rng.integers(-128, 128))), axis=-1, out_dtype="int8",
+    )
+    mod = P.IRModule.from_expr(P.Function([x], y))
+    data = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
+    got = P.build(mod, f"llvm -isa={isa}").run(data)[0]
+    assert np.array_equal(got, P.interpret(mod, [data])[0])
