@@ -127,6 +127,9 @@ class Emitter:
         x = b.sub(acc, c64(p["rq_zp"]))
         if p["rounding"] == "tflite_double":
             y = self.round_double(b, x, self.load_at(b, g["scale"], channel, F64))
+        elif p["rounding"] == "tflite_builtin":  # ties upward twice (int_kernels.py)
+            q = b.sext(self.load_at(b, g["multiplier"], channel, I32), I64)
+            y = self.mbqm_upward(b, x, q, b.sext(self.load_at(b, g["shift"], channel, I32), I64))
         else:
             q = b.sext(self.load_at(b, g["multiplier"], channel, I32), I64)
             s = b.sext(self.load_at(b, g["shift"], channel, I32), I64)

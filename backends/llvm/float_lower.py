@@ -21,6 +21,7 @@ from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
 from .qint_lower import lower_int_product, requantize_node, requantize_ok
+from .qlower import lower_qmean_builtin
 from .spatial_lower import lower_spatial
 
 # op -> the scalar function the kernel applies (see float_kernels.FloatKernels.scalar)
@@ -58,6 +59,8 @@ def lower_float(low, call, name: str) -> bool:
         return _ewise(low, call, name)
     if lower_spatial(low, call, name) or lower_int_product(low, call, name):
         return True
+    if name == "qnn.mean" and call.attrs.semantics == "tflite_builtin":
+        return lower_qmean_builtin(low, call)
     if name == "argmax" or (name in ("max", "min") and out in INTS):
         return _reduce(low, call, name)
     if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):

@@ -418,8 +418,11 @@ class KernelEmitter(
                 f = b.fmul(b.sitofp(b.trunc(s, I32), F32), ir.Constant(F32, p["scale"]))
                 v = b.fptosi(b.call(rint32, [f]), I64)
             else:
-                v = self.mbqm(b, b.sext(b.trunc(s, I32), I64), c64(p["multiplier"]),
-                              c64(p["shift"]))
+                s32 = b.sext(b.trunc(s, I32), I64)
+                v = self.mbqm(b, s32, c64(p["multiplier"]), c64(p["shift"]))
+                if p.get("upward"):  # TFLite's optimized MEAN: NEON blocks of 16 round upward
+                    up = self.mbqm_upward(b, s32, c64(p["multiplier"]), c64(p["shift"]))
+                    v = b.select(b.icmp_signed("<", ch, c64(p["upward"])), up, v)
             v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
             self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)
         b.ret_void()

@@ -127,6 +127,38 @@ def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: s
     return {**common, "multiplier": int((m << k) // n), "shift": e - k}
 
 
+def lower_qmean_builtin(low, call) -> bool:
+    """qnn.mean "tflite_builtin" as MEAN: TFLite's optimized kernel for a 4-D mean over H, W
+    kept as dims (the sum, without the zero point, times QuantizeMultiplier(float32(s_in /
+    (n * s_out))), plus a float32 bias; whole 16-channel blocks round upward), else "tflite"."""
+    from partita.ops.tensor_reduce import reduce_axes
+
+    x, a = call.args[0], call.attrs
+    if x.checked_type.dtype not in RANGE or not all(_scalar(c) for c in call.args[1:]):
+        return False
+    s_in, zp_in, s_out, zp_out = (np.asarray(c.data).reshape(-1)[0] for c in call.args[1:])
+    shape = [int(d) for d in x.checked_type.shape]
+    dtype = call.checked_type.dtype
+    if a.keepdims and len(shape) == 4 and reduce_axes(4, a) == (1, 2):
+        f32 = np.float32
+        n = shape[1] * shape[2]
+        t = f32(f32(zp_in) * f32(s_in)) / f32(s_out)
+        t = t + f32(0.5) if t > 0 else t - f32(0.5)
+        m, e = quantize_multiplier(float(f32(s_in) / (f32(n) * f32(s_out))))
+        params = {
+            "n": n, "in_zp": 0, "out_zp": int(zp_out) - int(t), "out_dtype": dtype,
+            "outer": shape[0], "inner": shape[3], "multiplier": int(m), "shift": int(e),
+            "upward": shape[3] // 16 * 16,
+        }  # fmt: skip
+    else:
+        consts = [s_in, zp_in, s_out, zp_out]
+        params = mean_params(shape, a.axis, "tflite", a.exclude, consts, dtype)
+    if params is None:
+        return False
+    low.emit("MEAN", call, [low.src(x)], params)
+    return True
+
+
 def lower_qavgpool(low, call) -> bool:
     """qnn.avg_pool2d of 8-bit data with scalar parameters: AVGPOOL (the window's integer sum
     for "tflite", float32 taps in row-major order for "onnx"), or MEAN for ONNX's global
@@ -178,7 +210,7 @@ def output_stage(call, by: dict, where: str) -> tuple[dict, dict]:
     and the clip after it."""
     rq = by["qnn.requantize"]
     sem = rq.attrs.semantics
-    if sem not in ("tflite", "tflite_double", "onnx", "fbgemm", "onednn"):
+    if sem not in ("tflite", "tflite_builtin", "tflite_double", "onnx", "fbgemm", "onednn"):
         raise BackendError(f"llvm: {where}: requantize semantics {sem!r}")
     x = call.args[0]
     if x.checked_type.dtype not in RANGE or _c(call.args[1]).dtype.name not in RANGE:

@@ -338,3 +338,42 @@ def test_pooling_kernels_loop_over_the_batch(op, dtype, attrs, layout):
     else:
         out = get_op(op)(x, layout=layout, **attrs)
     assert_exact([x], out, seed=5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    h=st.integers(1, 6), w=st.integers(1, 6), c=st.integers(1, 40),
+    axes=st.sampled_from([(1, 2), (2, 1), (1,), (3,), (1, 2, 3)]), keep=st.booleans(),
+    dtype=st.sampled_from(["int8", "uint8"]), s_out=st.floats(0.01, 0.3),
+    zps=st.tuples(st.integers(-20, 20), st.integers(-20, 20)), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_tflite_builtin_mean(h, w, c, axes, keep, dtype, s_out, zps, seed):
+    x = Var("x", TensorType((2, h, w, c), dtype))
+    base = 0 if dtype == "int8" else 128
+    out = get_op("qnn.mean")(
+        x, F32(0.05), I32(base + zps[0]), F32(s_out), I32(base + zps[1]), axis=axes,
+        keepdims=keep, semantics="tflite_builtin",
+    )  # fmt: skip
+    assert_exact([x], out, {"MEAN"}, seed=seed)
+
+
+BUILTIN = sorted(
+    p.name for p in TFLITE.glob("*.tflite")
+    if p.name.startswith(("conv2d_", "dwconv_", "fc_", "quantize_", "mean_", "softmax"))
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_tflite_builtin_semantics_build_and_equal_the_interpreter(name):
+    """TFLite's optimized kernels' arithmetic (semantics="tflite_builtin"): the output stage
+    rounding ties upward twice, MEAN's 16-channel blocks, SOFTMAX's float table."""
+    from partita.frontends import from_tflite
+
+    mod = from_tflite(str(TFLITE / name), semantics="tflite_builtin")
+    exe = P.build(mod, "llvm")
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        feeds = [sample(rng, p.checked_type.shape, p.checked_type.dtype)
+                 for p in mod["main"].params]  # fmt: skip
+        for g, w in zip(exe.run(*feeds), P.interpret(mod, feeds)):
+            assert g.dtype == w.dtype and np.array_equal(g, w)
