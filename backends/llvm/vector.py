@@ -85,10 +85,36 @@ class VectorKernels:
                 b.call(memset, [rest, zp, c64(row - left * cs - width), false])
             return
         b.call(memset, [dst, zp, c64(hs * ws * cs), false])
+        if cs == 4 and p["W"] >= 16:  # 1-3 channels (an image): 16 pixels per shuffle
+            return self.pack_pixels(b, x, dst, p, zp)
         with for_range(b, p["H"], "py") as y, for_range(b, p["W"], "px") as xx:
             src = b.gep(x, [b.mul(b.add(b.mul(y, c64(p["W"])), xx), c64(c))], source_etype=I8)
             at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(xx, c64(left))), c64(cs))
             b.call(memcpy, [b.gep(dst, [at], source_etype=I8), src, c64(c), false])
+
+    def pack_pixels(self, b, x, dst, p, zp):
+        """pack_input for 4-channel slots of 1-3 channel pixels: 16 pixels (16 c bytes) at a
+        time widened to 64 bytes by one byte shuffle with the zero point (VPERMB where the CPU
+        has it), a row's last pixels by the same shuffle of its last 16; the border already
+        holds the zero point."""
+        c, ws, width = p["C"], p["Ws"], p["W"]
+        top, left = p["pad"][0], p["pad"][1]
+        src_ty = ir.VectorType(I8, 16 * c)
+        fill = vsplat(b, zp, src_ty)
+        picks = [j * c + k if k < c else 16 * c for j in range(16) for k in range(4)]
+        mask = ir.Constant(ir.VectorType(I32, 64), picks)
+
+        def move(y, px):  # pixels px .. px+15 of row y
+            pixels = self.vload(b, x, b.mul(b.add(b.mul(y, c64(width)), px), c64(c)), src_ty)
+            at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(px, c64(left))), c64(4))
+            b.store(b.shuffle_vector(pixels, fill, mask), b.gep(dst, [at], source_etype=I8),
+                    align=1)
+
+        with for_range(b, p["H"], "py") as y:
+            with for_range(b, width // 16, "pv") as v:
+                move(y, b.mul(v, c64(16)))
+            if width % 16:
+                move(y, c64(width - 16))
 
     # -- output stage ---------------------------------------------------------------------------
     def vrequant(self, b, acc, g, o, p, corr=True):

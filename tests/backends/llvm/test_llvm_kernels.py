@@ -370,3 +370,28 @@ def test_output_stage_on_accumulators_across_the_int32_range(isa, seed):
     data = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
     got = P.build(mod, f"llvm -isa={isa}").run(data)[0]
     assert np.array_equal(got, P.interpret(mod, [data])[0])
+
+
+@pytest.mark.parametrize("isa", ["vnni", "avx2"])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cin=st.integers(1, 3),
+    hw=st.tuples(st.integers(3, 6), st.integers(16, 40)),
+    stride=st.integers(1, 2),
+    pad=st.integers(0, 1),
+    seed=st.integers(0, 2**16),
+)
+def test_images_of_one_to_three_channels_are_padded_16_pixels_at_a_time(
+    isa, cin, hw, stride, pad, seed
+):
+    """A first layer's input (1-3 channels into 4-byte slots, rows of 16 pixels and more, the
+    last pixels of a row by an overlapping shuffle) equals the interpreter."""
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    rng = np.random.default_rng(seed)
+    x = P.var("x", (1, *hw, cin), "int8")
+    y = _layer(x, rng, cin, 16, 3, stride, pad, 1)
+    mod = P.IRModule.from_expr(P.Function([x], y))
+    data = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
+    got = P.build(mod, f"llvm -isa={isa}").run(data)[0]
+    assert np.array_equal(got, P.interpret(mod, [data])[0])
