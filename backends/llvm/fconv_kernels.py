@@ -153,66 +153,20 @@ class FloatConvKernels:
                     self._fconv_step(b, p, ptrs, cells, g, row, mm, nrows, nvec, lanes, blocks)
 
     def _fconv_step(self, b, p, ptrs, cells, g, row, mm, nrows, nvec, lanes, blocks):
-        a_ptr, wt, bias, y = ptrs
-        kg, lda, mp = p["Kg"], p["lda"], p["Mp"]
-        a_base = [b.add(b.mul(b.add(row, c64(r)), c64(lda)), b.mul(g, c64(kg)))
-                  for r in range(nrows)]
-        w_base = b.add(b.mul(b.mul(g, c64(kg)), c64(mp)), mm)
-
-        def a_at(r, kk):
-            return self.splat_f(b, self.load_at(b, a_ptr, b.add(a_base[r], kk), F32))
-
-        def w_at(kk, v):
-            return self.vload_f(b, wt, b.add(w_base, b.add(b.mul(kk, c64(mp)), c64(v * VEC))))
-
-        def product(kk, j):
-            return a_at(j // nvec, c64(kk)), w_at(c64(kk), j % nvec)
-
-        def chain(k0, k1, init):
-            outs = nrows * nvec
-            for j in range(outs):
-                b.store(init, cells[j])
-            with for_range(b, k1 - k0, "k") as i:
-                kk = b.add(i, c64(k0))
-                ws = [w_at(kk, v) for v in range(nvec)]
-                for r in range(nrows):
-                    av = a_at(r, kk)
-                    for v in range(nvec):
-                        cell = cells[r * nvec + v]
-                        b.store(self.vfma(b, av, ws[v], b.load(cell, typ=V16F)), cell)
-            return [b.load(cells[j], typ=V16F) for j in range(outs)]
-
-        def lane_sums(k0, k1):  # 8 lane sums per output (one row: cells[VEC:] hold them)
-            lane = cells[VEC:]
-            for j in range(8 * nvec):
-                b.store(POS0, lane[j])
-
-            def step(kk, slot):
-                ws = [w_at(kk, v) for v in range(nvec)]
-                av = a_at(0, kk)
-                for v in range(nvec):
-                    cell = lane[v * 8 + slot]
-                    b.store(b.fadd(b.load(cell, typ=V16F), b.fmul(av, ws[v])), cell)
-
-            full, rest = divmod(k1 - k0, 8)
-            if full:
-                with for_range(b, full, "k8") as i:
-                    for slot in range(8):
-                        step(b.add(b.mul(i, c64(8)), c64(k0 + slot)), slot)
-            for slot in range(rest):
-                step(c64(k0 + full * 8 + slot), slot)
-            return [[b.load(lane[v * 8 + j], typ=V16F) for j in range(8)] for v in range(nvec)]
-
+        """nrows x nvec outputs at (row, channel mm of group g): their blocks, epilogue, store
+        (the last vector's first ``lanes`` lanes)."""
+        _, _, bias, y = ptrs
+        step = _Step(self, b, p, ptrs, cells, (g, row, mm), (nrows, nvec))
         chans = [b.add(b.add(b.mul(g, c64(p["M"])), mm), c64(v * VEC)) for v in range(nvec)]
         start = None
         if p.get("bias") == "init":  # nn.gemm under MLAS: C preloaded with the bias
             start = [self.vload_f(b, bias, chans[j % nvec]) for j in range(nrows * nvec)]
-        sums = self.blocks_sum(b, blocks, nrows * nvec, product, chain, lane_sums, start)
+        sums = self.blocks_sum(b, blocks, nrows * nvec, step.product, step.chain,
+                               step.lane_sums, start)
         for r in range(nrows):
             for v in range(nvec):
-                ch = chans[v]
-                value = self.epilogue(b, sums[r * nvec + v], p, bias, ch)
-                at = b.add(b.mul(b.add(row, c64(r)), c64(p["O"])), ch)
+                value = self.epilogue(b, sums[r * nvec + v], p, bias, chans[v])
+                at = b.add(b.mul(b.add(row, c64(r)), c64(p["O"])), chans[v])
                 self.vstore_lanes(b, value, y, at, lanes if v == nvec - 1 else VEC)
 
     # -- FPAD, FDW ---------------------------------------------------------------------------
@@ -352,3 +306,67 @@ def _reduce_lanes(b, x, kind: str):
         return b.fadd(left, b.fadd(b.fadd(x[1], x[3]), b.fadd(x[5], x[7])))
     left = b.fadd(b.fadd(x[0], x[1]), b.fadd(x[2], x[3]))  # vhaddps
     return b.fadd(left, b.fadd(b.fadd(x[4], x[5]), b.fadd(x[6], x[7])))
+
+
+class _Step:
+    """One FCONV register tile: nrows rows (A read as splatted scalars) x nvec weight vectors,
+    the accumulators in ``cells`` (allocas from the entry block; SROA makes them registers)."""
+
+    def __init__(self, em, b, p, ptrs, cells, at, tile):
+        self.em, self.b, self.cells = em, b, cells
+        self.a_ptr, self.wt = ptrs[0], ptrs[1]
+        (g, row, mm), (self.nrows, self.nvec) = at, tile
+        self.mp = p["Mp"]
+        self.a_base = [b.add(b.mul(b.add(row, c64(r)), c64(p["lda"])), b.mul(g, c64(p["Kg"])))
+                       for r in range(self.nrows)]
+        self.w_base = b.add(b.mul(b.mul(g, c64(p["Kg"])), c64(self.mp)), mm)
+
+    def a_at(self, r, kk):
+        b = self.b
+        return self.em.splat_f(b, self.em.load_at(b, self.a_ptr, b.add(self.a_base[r], kk), F32))
+
+    def w_at(self, kk, v):
+        b = self.b
+        at = b.add(self.w_base, b.add(b.mul(kk, c64(self.mp)), c64(v * VEC)))
+        return self.em.vload_f(b, self.wt, at)
+
+    def product(self, kk, j):
+        return self.a_at(j // self.nvec, c64(kk)), self.w_at(c64(kk), j % self.nvec)
+
+    def chain(self, k0, k1, init):
+        """FMA chains from ``init`` over k0..k1-1 for every output of the tile."""
+        b, cells, nvec = self.b, self.cells, self.nvec
+        outs = self.nrows * nvec
+        for j in range(outs):
+            b.store(init, cells[j])
+        with for_range(b, k1 - k0, "k") as i:
+            kk = b.add(i, c64(k0))
+            ws = [self.w_at(kk, v) for v in range(nvec)]
+            for r in range(self.nrows):
+                av = self.a_at(r, kk)
+                for v in range(nvec):
+                    cell = cells[r * nvec + v]
+                    b.store(self.em.vfma(b, av, ws[v], b.load(cell, typ=V16F)), cell)
+        return [b.load(cells[j], typ=V16F) for j in range(outs)]
+
+    def lane_sums(self, k0, k1):
+        """8 lane sums (k mod 8, rounded products) per output of a one-row tile."""
+        b, lane, nvec = self.b, self.cells[VEC:], self.nvec
+        for j in range(8 * nvec):
+            b.store(POS0, lane[j])
+
+        def add(kk, slot):
+            ws = [self.w_at(kk, v) for v in range(nvec)]
+            av = self.a_at(0, kk)
+            for v in range(nvec):
+                cell = lane[v * 8 + slot]
+                b.store(b.fadd(b.load(cell, typ=V16F), b.fmul(av, ws[v])), cell)
+
+        full, rest = divmod(k1 - k0, 8)
+        if full:
+            with for_range(b, full, "k8") as i:
+                for slot in range(8):
+                    add(b.add(b.mul(i, c64(8)), c64(k0 + slot)), slot)
+        for slot in range(rest):
+            add(c64(k0 + full * 8 + slot), slot)
+        return [[b.load(lane[v * 8 + j], typ=V16F) for j in range(8)] for v in range(nvec)]

@@ -33,13 +33,7 @@ def lower_mlas_dense(low, call) -> bool:
     b = b.T if tb else b  # [K][N]
     k, n = b.shape
     rows = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
-    bias = None
-    if call.op.name == "nn.gemm":
-        bias = const_value(low, call.args[2])
-        if bias is None or bias.size not in (1, n) or (bias.size == n and bias.shape[-1] != n):
-            _refuse(call, f"accumulate={a.accumulate!r} with a bias other than a constant "
-                    "per column")
-        bias = np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (n,))
+    bias = _gemm_bias(low, call, n) if call.op.name == "nn.gemm" else None
     try:
         tiles = gemm_tiles(a.accumulate, rows, n, k, a.threads, tb, bias is not None)
     except Unreproduced as e:
@@ -59,3 +53,12 @@ def lower_mlas_dense(low, call) -> bool:
         last = _epilogue(low, call, n, params, arrays, True, mp)
     low.emit("FCONV", last, [low.src(x)], params, arrays)
     return True
+
+
+def _gemm_bias(low, call, n: int) -> np.ndarray:
+    """nn.gemm's bias as one value per column (MLAS's C), or refuse the op."""
+    bias = const_value(low, call.args[2])
+    if bias is None or bias.size not in (1, n) or (bias.size == n and bias.shape[-1] != n):
+        _refuse(call, f"accumulate={call.attrs.accumulate!r} with a bias other than a "
+                "constant per column")
+    return np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (n,))
