@@ -22,7 +22,7 @@ from partita.backends.registry import Backend, Option, register_backend
 from partita.ir import TensorType
 
 from .jit import Loaded, compile_parts, host_isa, isa_features
-from .kernels import call_args, constants, generate_parts, signature
+from .kernels import call_args, constants, generate_parts, signature, wants_unrolling
 from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
 from .memory import plan_arena
@@ -194,7 +194,8 @@ def compile_region(function, options: dict) -> LLVMRegion:
     native = options.get("mcpu") in (None, "native")
     features = isa_features(isa) if native and isa == "avx2" else None
     obj, cached = compile_parts(
-        generate_parts(plan), options.get("mcpu"), features, plan_digest(plan)
+        generate_parts(plan), options.get("mcpu"), features, plan_digest(plan),
+        unroll=wants_unrolling(plan),
     )
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     ins, _ = region_types(function)

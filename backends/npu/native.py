@@ -26,7 +26,13 @@ import threading
 import numpy as np
 from partita.backends.llvm.float_lower import strides_for
 from partita.backends.llvm.jit import Loaded, compile_parts, host_isa, isa_features
-from partita.backends.llvm.kernels import call_args, constants, generate_parts, signature
+from partita.backends.llvm.kernels import (
+    call_args,
+    constants,
+    generate_parts,
+    signature,
+    wants_unrolling,
+)
 from partita.backends.llvm.lower import Kernel, Plan, plan_digest
 from partita.backends.llvm.qlower import mean_params
 from partita.backends.llvm.vplan import vector_kernel
@@ -274,7 +280,8 @@ class NativeProgram:
         self.per_op = t.per_op
         features = isa_features(self.isa) if self.isa == "avx2" else None
         obj, self.cached = compile_parts(  # two modules, compiled in parallel
-            generate_parts(self.plan), None, features, plan_digest(self.plan)
+            generate_parts(self.plan), None, features, plan_digest(self.plan),
+            unroll=wants_unrolling(self.plan),
         )
         self._loaded = Loaded(obj)
         names, first = [], {}

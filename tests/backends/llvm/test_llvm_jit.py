@@ -51,10 +51,10 @@ def test_object_blobs_round_trip_and_refuse_truncation():
 def test_a_child_that_fails_is_compiled_here(tmp_path, monkeypatch):
     parent, compile_ = os.getpid(), jit._compile
 
-    def failing_in_children(text, cpu, features):
+    def failing_in_children(text, cpu, features, unroll=True):
         if os.getpid() != parent:
             raise RuntimeError("out of memory in the child")
-        return compile_(text, cpu, features)
+        return compile_(text, cpu, features, unroll)
 
     monkeypatch.setattr(jit, "_compile", failing_in_children)
     mod, region = build_fresh(tmp_path, monkeypatch, "c")
@@ -66,13 +66,35 @@ def test_a_child_that_fails_is_compiled_here(tmp_path, monkeypatch):
 def test_a_child_that_hangs_is_killed_and_compiled_here(tmp_path, monkeypatch):
     parent, compile_ = os.getpid(), jit._compile
 
-    def hanging_in_children(text, cpu, features):
+    def hanging_in_children(text, cpu, features, unroll=True):
         if os.getpid() != parent:
             time.sleep(60)
-        return compile_(text, cpu, features)
+        return compile_(text, cpu, features, unroll)
 
     monkeypatch.setattr(jit, "_compile", hanging_in_children)
     monkeypatch.setattr(jit, "CHILD_TIMEOUT", 0.5)
     mod, region = build_fresh(tmp_path, monkeypatch, "d")
     x = np.random.default_rng(2).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
     assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
+
+
+def test_the_unroller_runs_for_float_plans_only_and_keys_the_cache(tmp_path, monkeypatch):
+    """int8 plans (hand-unrolled vector kernels) compile without LLVM's loop unroller, float
+    plans with it; the choice is part of the cache key, and both objects give the same bits."""
+    from partita.backends.llvm.kernels import generate_parts, wants_unrolling
+    from partita.backends.llvm.lower import lower, plan_digest
+
+    mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
+    plan = lower(mod["main"], "vnni" if jit.host_isa() == "vnni" else jit.host_isa())
+    assert not wants_unrolling(plan)
+    x = P.var("x", (4, 8), "float32")
+    fmod = P.IRModule.from_expr(P.Function([x], P.get_op("nn.relu")(x)))
+    assert wants_unrolling(lower(P.InferType()(fmod)["main"], "plain"))
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    objs = [jit.compile_parts(generate_parts(plan), source=plan_digest(plan), unroll=u)
+            for u in (True, False)]
+    assert not objs[0][1] and not objs[1][1]  # two entries: neither was a cache hit
+    assert jit.compile_parts(generate_parts(plan), source=plan_digest(plan), unroll=False)[1]
+    data = np.random.default_rng(0).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
+    exe = P.build(mod, "llvm")
+    assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
