@@ -66,6 +66,8 @@ def lower_qbmm(low, call) -> bool:
 
 
 def lower_qsoftmax(low, call) -> bool:
+    if call.attrs.semantics == "tflite_builtin":
+        return _qsoftmax_builtin(low, call)
     data = call.args[0]
     dtype = data.checked_type.dtype
     shape = [int(d) for d in data.checked_type.shape]
@@ -101,6 +103,32 @@ def lower_qsoftmax(low, call) -> bool:
 
 
 __all__ = ["RANGE", "lower_qbmm", "lower_qsoftmax"]
+
+
+def _qsoftmax_builtin(low, call) -> bool:
+    """TFLite's optimized float softmax of 8-bit data as QSOFTMAXF: expf(-s_in * beta * d)
+    depends only on d = max(q) - q in [0, 255], a table made with the reference's own float32
+    libm arithmetic; the kernel sums it in float32 in order and scales as the reference."""
+    from partita.ops.emulation.activation_kernels import _exp_or_inf, libm_f32
+
+    data = call.args[0]
+    dtype = data.checked_type.dtype
+    if dtype not in RANGE or not all(_scalar(a) for a in call.args[1:]):
+        return False
+    f32 = np.float32
+    s_in, _, s_out, zp_out = (np.asarray(a.data).reshape(-1)[0] for a in call.args[1:])
+    scale = -f32(s_in) * f32(call.attrs.beta)
+    table = libm_f32(_exp_or_inf, scale * np.arange(256).astype(f32))
+    if not np.all(np.isfinite(table)) or table[0] <= 0:
+        return False  # a negative beta: exps overflow (the reference's nan casts are not C's)
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = call.attrs.axis % len(shape)
+    params = {
+        "outer": math.prod(shape[:axis]), "n": shape[axis], "inner": math.prod(shape[axis + 1 :]),
+        "dtype": dtype, "out_scale": float(f32(s_out)), "out_zp": int(zp_out),
+    }  # fmt: skip
+    low.emit("QSOFTMAXF", call, [low.src(data)], params, {"exps": table.astype(np.float64)})
+    return True
 
 
 def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: str) -> dict | None:

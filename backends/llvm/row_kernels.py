@@ -9,7 +9,7 @@ import math
 
 from llvmlite import ir
 
-from .codegen import F32, F64, I32, c64, for_range
+from .codegen import F32, F64, I32, I64, c64, for_range
 
 
 def fconst(v) -> ir.Constant:
@@ -149,6 +149,66 @@ class RowKernels:
         vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
         return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined),
                                 ir.Constant(ir.VectorType(I32, w), [0] * w))
+
+    def k_qsoftmaxf(self, k):
+        """TFLite's optimized 8-bit softmax (qlower._qsoftmax_builtin) along each line: t =
+        exps[max - q], S = the float32 sum in order, p = t * (1 / (S * s_out)) in float32;
+        int8 rounds p half away from zero and adds the zero point, uint8 truncates p + 0.5.
+        A line is a noinline function: LLVM 22.1's loop vectorizer, folding the tail of a short
+        loop over lines into masked byte stores, wrote the masked-off lanes too."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        one = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [x.type] * 3 + [I64]),
+                          name=f"{k.name}_line")
+        one.linkage = "internal"
+        one.attributes.add("noinline")
+        self.softmax_line(k, one)
+        exps = self.cargs["exps"]
+        self.rows(b, p, lambda at: b.call(one, [x, y, exps, at(c64(0))]))
+        b.ret_void()
+        return fn
+
+    def softmax_line(self, k, fn):
+        p = k.params
+        x, y, exps, base = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        n, inner, dtype = p["n"], p["inner"], p["dtype"]
+        lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+        top, total = b.alloca(I64), b.alloca(F32)
+        i8 = ir.IntType(8)
+
+        def at(j):
+            return b.add(base, b.mul(j, c64(inner)))
+
+        def q(j):
+            return self.signed(b, self.load_at(b, x, at(j), i8), dtype)
+
+        def exp_of(j):
+            d = b.sub(b.load(top, typ=I64), q(j))
+            return b.fptrunc(self.load_at(b, exps, d, F64), F32)
+
+        b.store(c64(-1 << 20), top)
+        with for_range(b, n, "j") as j:
+            v, old = q(j), b.load(top, typ=I64)
+            b.store(b.select(b.icmp_signed(">", v, old), v, old), top)
+        b.store(ir.Constant(F32, 0.0), total)
+        with for_range(b, n, "j") as j:
+            b.store(b.fadd(b.load(total, typ=F32), exp_of(j)), total)
+        den = b.fmul(b.load(total, typ=F32), ir.Constant(F32, p["out_scale"]))
+        inv = b.fdiv(ir.Constant(F32, 1.0), den)
+        floor, fabs = self.intrinsic("llvm.floor", F64), self.intrinsic("llvm.fabs", F64)
+        with for_range(b, n, "j") as j:
+            prob = b.fmul(exp_of(j), inv)
+            if dtype == "uint8":  # int(p + 0.5f)
+                v = b.call(floor, [b.fpext(b.fadd(prob, ir.Constant(F32, 0.5)), F64)])
+            else:  # sign(p) * floor(|p| + 0.5) + zp
+                mag = b.call(floor, [b.fadd(b.call(fabs, [b.fpext(prob, F64)]), fconst(0.5))])
+                neg = b.fcmp_ordered("<", prob, ir.Constant(F32, 0.0))
+                v = b.fadd(b.select(neg, b.fneg(mag), mag), fconst(p["out_zp"]))
+            v = b.select(b.fcmp_ordered("<", v, fconst(lo)), fconst(lo), v)
+            v = b.select(b.fcmp_ordered(">", v, fconst(hi)), fconst(hi), v)
+            self.store_at(b, b.trunc(b.fptosi(v, I64), i8), y, at(j), i8)
+        b.ret_void()
 
     def k_flayernorm(self, k):
         p = k.params

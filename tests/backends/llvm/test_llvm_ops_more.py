@@ -357,6 +357,22 @@ def test_tflite_builtin_mean(h, w, c, axes, keep, dtype, s_out, zps, seed):
     assert_exact([x], out, {"MEAN"}, seed=seed)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), data=st.data(),
+    dtype=st.sampled_from(["int8", "uint8"]), s_in=st.floats(0.001, 0.5),
+    beta=st.floats(0.25, 2.0), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_tflite_builtin_softmax(shape, data, dtype, s_in, beta, seed):
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = Var("x", TensorType(tuple(shape), dtype))
+    zp = I32(-128 if dtype == "int8" else 0)
+    out = get_op("qnn.softmax")(
+        x, F32(s_in), I32(3), F32(1 / 256), zp, axis=axis, beta=beta, semantics="tflite_builtin"
+    )
+    assert_exact([x], out, {"QSOFTMAXF"}, seed=seed)
+
+
 BUILTIN = sorted(
     p.name for p in TFLITE.glob("*.tflite")
     if p.name.startswith(("conv2d_", "dwconv_", "fc_", "quantize_", "mean_", "softmax"))
