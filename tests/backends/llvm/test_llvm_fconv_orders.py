@@ -149,7 +149,7 @@ def test_mlas_threads_change_the_split_and_the_kernels_follow():
         assert kinds_of(exe) >= {"FIM2COL", "FCONV"}
 
 
-def test_llvm_two_threads_and_nan_sign_of_zero():
+def test_two_threads_and_the_sign_of_zero():
     """-threads=2 builds the same kernels; zeros keep their sign through the chains."""
     mod, xs = conv_graph(1, 6, 6, 16, 16, 16, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), "NHWC",
                          "torch_cpu", 1, "", 0)
