@@ -262,11 +262,31 @@ class VectorKernels:
         return b.trunc(y, B16)
 
     def dw_rows_paired(self, b, src, y, g, p, oy0, oy1):
-        """VNNI depthwise: kernel rows in pairs, each lane an int16 pair (row 2j, row 2j+1) of
-        one channel, summed into int32 by VPDPWSSD (exact: 8-bit x 8-bit products); DW_TILE
-        output pixels per step share each input column's loads and interleaving."""
+        """VNNI depthwise: input rows in pairs, each lane an int16 pair of one channel's two
+        rows, summed into int32 by VPDPWSSD (exact: 8-bit x 8-bit products). Output rows go
+        two at a time: both read each interleaved pair of input rows (vplan.dw_row_pairs), and
+        DW_TILE output pixels per step share each input column. An odd last row is computed
+        with the row before it again, a row's last pixels with the tile before them (the same
+        bytes written twice), so each kernel has one unrolled body."""
+        oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
+        if p["OH"] < 2:
+            with for_range(b, b.sub(oy1, oy0), "oy") as i:
+                self.dw_paired_rows(b, src, y, g, p, b.add(oy0, i), 1)
+            return
+        steps = b.ashr(b.add(b.sub(oy1, oy0), c64(1)), c64(1))
+        with for_range(b, steps, "oy2") as i:
+            oy = b.add(oy0, b.shl(i, c64(1)))
+            last = c64(p["OH"] - 2)
+            oy = b.select(b.icmp_signed(">", oy, last), last, oy)
+            self.dw_paired_rows(b, src, y, g, p, oy, 2)
+
+    def dw_paired_rows(self, b, src, y, g, p, oy, nrows):
+        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector."""
+        from .vplan import dw_row_pairs
+
         cs, kh, kw = p["Cs"], p["KH"], p["KW"]
-        npairs = (kh + 1) // 2
+        pairs, uses = dw_row_pairs(kh, p["sh"], p["dh"], nrows)
+        table = g["wpairs" if nrows == 1 else "wpairs2"]
         ext = b.sext if p["signed"] else b.zext
         h16 = ir.VectorType(ir.IntType(16), 16)
         w32 = ir.VectorType(ir.IntType(16), 32)
@@ -275,45 +295,51 @@ class VectorKernels:
         )
         zip_ = ir.Constant(V32, [i // 2 + (16 if i % 2 else 0) for i in range(32)])
         full, rest = divmod(p["OW"], DW_TILE)
-        oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
-        with for_range(b, b.sub(oy1, oy0), "oy") as i, for_range(b, cs // 16, "cv") as cv:
-            oy = b.add(i, oy0)
+        with for_range(b, cs // 16, "cv") as cv:
             o = b.mul(cv, c64(16))
-            ws = [[self.vload(b, g["wpairs"], b.mul(b.add(c64((j * kw + kx) * cs), o), c64(4)),
-                              w32) for kx in range(kw)] for j in range(npairs)]
-
+            ws = {(j, q, kx): self.vload(b, table, b.mul(b.add(
+                      c64((((j * len(pairs)) + q) * kw + kx) * cs), o), c64(4)), w32)
+                  for j in range(nrows) for q in range(len(pairs)) for kx in range(kw)
+                  if uses[j][q] != (None, None)}  # fmt: skip
             corr = self.vload(b, g["corr"], b.mul(o, c64(4)), V16)
 
             def tile(ox0, count):
-                accs = [corr] * count
-                for j in range(npairs):
+                accs = [[corr] * count for _ in range(nrows)]
+                for q, rows in enumerate(pairs):
                     columns = {}
                     for r in range(count):
                         for kx in range(kw):
                             col = r * p["sw"] + kx * p["dw"]
                             if col not in columns:
                                 ix = b.add(b.mul(ox0, c64(p["sw"])), c64(col))
-                                rows = []
-                                for ky in (2 * j, 2 * j + 1):
-                                    if ky >= kh:
-                                        rows.append(ir.Constant(h16, None))
+                                halves = []
+                                for rel in rows:
+                                    if rel is None:
+                                        halves.append(ir.Constant(h16, None))
                                         continue
-                                    iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
+                                    iy = b.add(b.mul(oy, c64(p["sh"])), c64(rel))
                                     at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix),
                                                      c64(cs)), o)
-                                    rows.append(ext(self.vload(b, src, at, B16), h16))
-                                columns[col] = b.shuffle_vector(rows[0], rows[1], zip_)
-                            accs[r] = b.call(dot, [accs[r], columns[col], ws[j][kx]])
-                for r in range(count):
-                    value = self.vrequant(b, accs[r], g, o, p, corr=False)
-                    pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, c64(r)))
-                    self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+                                    halves.append(ext(self.vload(b, src, at, B16), h16))
+                                columns[col] = b.shuffle_vector(halves[0], halves[1], zip_)
+                            for j in range(nrows):
+                                if (j, q, kx) in ws:
+                                    accs[j][r] = b.call(dot, [accs[j][r], columns[col],
+                                                              ws[j, q, kx]])
+                for j in range(nrows):
+                    for r in range(count):
+                        value = self.vrequant(b, accs[j][r], g, o, p, corr=False)
+                        pix = b.add(b.mul(b.add(oy, c64(j)), c64(p["OW"])), b.add(ox0, c64(r)))
+                        self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o,
+                                    p["OC"])
 
-            if full:
-                with for_range(b, full, "ot") as t:
-                    tile(b.mul(t, c64(DW_TILE)), DW_TILE)
-            if rest:
-                tile(c64(full * DW_TILE), rest)
+            if not full:  # a row narrower than a tile
+                tile(c64(0), rest)
+                return
+            with for_range(b, full + (1 if rest else 0), "ot") as t:
+                ox0 = b.mul(t, c64(DW_TILE))
+                last = c64(p["OW"] - DW_TILE)
+                tile(b.select(b.icmp_signed(">", ox0, last), last, ox0), DW_TILE)
 
     def sat16(self, b, v):
         lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)
@@ -322,6 +348,9 @@ class VectorKernels:
 
     def vstore(self, b, value, y, index, o, oc):
         """Store 16 bytes at y[index..]; only the lanes below ``oc - o`` at the channel tail."""
+        if oc % 16 == 0:  # no tail: every vector is whole
+            b.store(value, b.gep(y, [index], source_etype=I8), align=1)
+            return
         full = b.icmp_signed("<=", b.add(o, c64(16)), c64(oc))
         with b.if_else(full) as (then, otherwise):
             with then:

@@ -131,6 +131,36 @@ def _unsigned_high_mul(consts: dict) -> None:
     consts["negc"] = negc.astype(np.uint32).view(np.int32)
 
 
+def dw_row_pairs(kh: int, sh: int, dh: int, nrows: int) -> tuple[list, list]:
+    """How ``nrows`` consecutive output rows of a depthwise convolution read input rows in
+    pairs: the pairs (input rows relative to the first output row's first, the second None
+    past the end) and, per output row and pair, the kernel rows (ky or None) the pair's two
+    rows meet. Two output rows share each pair's loads and interleaving."""
+    rows = sorted({j * sh + ky * dh for j in range(nrows) for ky in range(kh)})
+    pairs = [(rows[i], rows[i + 1] if i + 1 < len(rows) else None) for i in range(0, len(rows), 2)]
+
+    def ky_of(j, r):
+        if r is None or (r - j * sh) % dh or not 0 <= (r - j * sh) // dh < kh:
+            return None
+        return (r - j * sh) // dh
+
+    return pairs, [[(ky_of(j, a), ky_of(j, c)) for a, c in pairs] for j in range(nrows)]
+
+
+def dw_pair_weights(taps: np.ndarray, sh: int, dh: int, nrows: int) -> np.ndarray:
+    """int16 weights [output row][pair][kx][channel][2] for ``dw_row_pairs``: the two kernel
+    rows each pair meets, zero where it meets none."""
+    kh, kw, cs = taps.shape
+    pairs, uses = dw_row_pairs(kh, sh, dh, nrows)
+    out = np.zeros((nrows, len(pairs), kw, cs, 2), np.int16)
+    for j, per in enumerate(uses):
+        for q, kys in enumerate(per):
+            for half, ky in enumerate(kys):
+                if ky is not None:
+                    out[j, q, :, :, half] = taps[ky]
+    return out
+
+
 def _code_params(params: dict, geo: dict) -> dict:
     """Parameters the code depends on; zero points and clip bounds are data (constants)."""
     new = {**params, **geo}
@@ -218,12 +248,10 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         wabs = np.abs(w.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
         new = {**_code_params(params, geo), "signed": signed}
         new.update(_stage_flags({**params, **new}, consts, wabs))
-        if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of kernel rows
-            kh, kw = geo["KH"], geo["KW"]
-            taps = np.zeros(((kh + 1) // 2 * 2, kw, cs), np.int16)
-            taps[:kh] = packed.reshape(kh, kw, cs)
-            pairs = taps.reshape(-1, 2, kw, cs).transpose(0, 2, 3, 1)  # [row pair][kx][c][2]
-            consts["wpairs"] = np.ascontiguousarray(pairs)
+        if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of input rows
+            taps = packed.reshape(geo["KH"], geo["KW"], cs).astype(np.int16)
+            for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
+                consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows)
             new["rowpairs"] = True
         return "VDW", new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
     geo.update(_padded(geo, 4))

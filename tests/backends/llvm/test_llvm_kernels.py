@@ -395,3 +395,39 @@ def test_images_of_one_to_three_channels_are_padded_16_pixels_at_a_time(
     data = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
     got = P.build(mod, f"llvm -isa={isa}").run(data)[0]
     assert np.array_equal(got, P.interpret(mod, [data])[0])
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hw=st.tuples(st.integers(1, 9), st.integers(1, 21)),
+    k=st.tuples(st.sampled_from([1, 3, 5]), st.sampled_from([1, 3])),
+    stride=st.integers(1, 2),
+    dilation=st.sampled_from([1, 2]),
+    threads=st.sampled_from([1, 2]),
+    seed=st.integers(0, 2**16),
+)
+def test_depthwise_rows_in_pairs_and_overlapping_tiles(hw, k, stride, dilation, threads, seed):
+    """VNNI depthwise: two output rows per step (an odd last row again with the row before),
+    8-pixel tiles (a row's last pixels again with the tile before them), one- and two-thread
+    row ranges, strides and dilations: the same bits as the interpreter."""
+    if not _isa_available("vnni"):
+        pytest.skip("this CPU does not run vnni code")
+    rng = np.random.default_rng(seed)
+    c = 32
+    pad = (k[0] // 2 * dilation, k[1] // 2 * dilation) * 2
+    x = P.var("x", (1, *hw, c), "int8")
+    y = P.get_op("qnn.conv2d")(
+        x, P.const(rng.integers(-127, 128, (c, *k, 1), dtype=np.int8)),
+        P.const(np.int32(rng.integers(-128, 128))), P.const(np.int32(0)),
+        P.const(np.float32(0.05)), P.const(rng.uniform(0.002, 0.05, c).astype(np.float32)),
+        strides=(stride, stride), padding=pad, dilation=(dilation, dilation), groups=c,
+        data_layout="NHWC", kernel_layout="OHWI",
+    )
+    y = P.get_op("qnn.requantize")(
+        y, P.const(rng.uniform(1e-4, 2e-3, c).astype(np.float32)), P.const(np.int32(0)),
+        P.const(np.float32(0.1)), P.const(np.int32(3)), axis=-1, out_dtype="int8",
+    )
+    mod = P.IRModule.from_expr(P.Function([x], y))
+    data = rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
+    got = P.build(mod, f"llvm -isa=vnni -threads={threads}").run(data)[0]
+    assert np.array_equal(got, P.interpret(mod, [data])[0])
