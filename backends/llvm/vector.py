@@ -8,6 +8,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .codegen import F32, F64, I8, I32, I64, c64, for_range
+from .vplan import dw_row_pairs
 
 V16 = ir.VectorType(I32, 16)
 PTR8 = ir.PointerType()
@@ -282,8 +283,6 @@ class VectorKernels:
 
     def dw_paired_rows(self, b, src, y, g, p, oy, nrows):
         """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector."""
-        from .vplan import dw_row_pairs
-
         cs, kh, kw = p["Cs"], p["KH"], p["KW"]
         pairs, uses = dw_row_pairs(kh, p["sh"], p["dh"], nrows)
         table = g["wpairs" if nrows == 1 else "wpairs2"]
