@@ -20,6 +20,7 @@ import numpy as np
 
 from partita.ir import Call, Constant, Function, Tuple
 
+from .errors import LLVMError
 from .float_lower import panels
 from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
 
@@ -134,8 +135,6 @@ def _lower_tiles(low, call, weights, s: ConvShape, tiles: list[Tile]) -> bool:
 
 
 def _refuse(call, reason: str):
-    from .lower import LLVMError  # lower.py imports this module
-
     span = f" ({call.span})" if call.span is not None else ""
     raise LLVMError(f"llvm cannot compile {call.op.name}{span}: {reason} (build with the 'ref' "
                     "host for it)")

@@ -20,7 +20,7 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
-from .qint_lower import lower_int_product, requantize_node, requantize_ok
+from .qint_lower import READ, TYPES, lower_int_product, requantize_node, requantize_ok
 from .qlower import lower_qmean_builtin
 from .spatial_lower import lower_spatial
 
@@ -35,8 +35,6 @@ EWISE_OPS = {
 }  # fmt: skip
 FILLS = {"zeros": 0, "ones": 1, "zeros_like": 0, "ones_like": 1}
 INTS = ("int8", "uint8", "int16", "int32", "int64")
-TYPES = ("float32", "int32", "int64", "bool")
-READ = (*TYPES, "int8", "uint8", "int16")  # what EWISE kernels load
 
 
 def strides_for(shape, out_shape) -> list[int]:

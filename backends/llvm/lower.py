@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
 
 # imported last: float_lower reads nothing of this module at import time
 from .conv_lower import lower_fconv, lower_fgap, ungrouped, weight_only  # noqa: E402
+from .errors import LLVMError  # noqa: E402
 from .fdense_lower import lower_mlas_dense  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
 from .gather_lower import GATHER_OPS, lower_gather  # noqa: E402
@@ -44,10 +44,6 @@ from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
-
-
-class LLVMError(BackendError):
-    """A host function the LLVM backend cannot compile (it names the op)."""
 
 
 @dataclass

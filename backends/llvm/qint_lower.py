@@ -21,6 +21,9 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 from .spatial_lower import refuse
 
+TYPES = ("float32", "int32", "int64", "bool")
+READ = (*TYPES, "int8", "uint8", "int16")  # what EWISE kernels load
+
 INT_DATA = ("int8", "uint8", "int16", "int32", "int64")
 F32 = np.float32
 
@@ -58,8 +61,6 @@ def lower_int_product(low, call, name: str) -> bool:
 def requantize_ok(call) -> bool:
     """Whether qnn.requantize ``call`` is an EWISE step: constant parameters, data of a dtype
     the EWISE kernels read."""
-    from .float_lower import READ
-
     data = call.args[0].checked_type.dtype
     return (
         all(isinstance(a, Constant) for a in call.args[1:])

@@ -20,6 +20,8 @@ from partita.ops.nn_common import layout_dims
 from partita.ops.nn_image import _linear_taps, resize_coordinates
 from partita.ops.nn_pool import pool_counts, pool_out_dims
 
+from .errors import LLVMError
+
 SPATIAL_OPS = ("nn.avg_pool2d", "image.resize2d")
 
 
@@ -30,8 +32,6 @@ def where(call) -> str:
 
 
 def refuse(call, reason: str):
-    from .lower import LLVMError  # lower.py imports this module's callers first
-
     raise LLVMError(f"llvm cannot compile {where(call)}: {reason}")
 
 
