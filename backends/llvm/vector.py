@@ -282,45 +282,70 @@ class VectorKernels:
             self.dw_paired_rows(b, src, y, g, p, oy, 2)
 
     def dw_paired_rows(self, b, src, y, g, p, oy, nrows):
-        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector."""
-        cs, kh, kw = p["Cs"], p["KH"], p["KW"]
-        pairs, uses = dw_row_pairs(kh, p["sh"], p["dh"], nrows)
+        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector. Each input
+        column of a row group becomes one vector: 16 channels x (4 bytes, read as x ^ 0x80
+        for int8, summed by VPDPBUSD) or x (2 int16, by VPDPWSSD)."""
+        cs, kh, kw, size = p["Cs"], p["KH"], p["KW"], p["rowpairs"]
+        size = 2 if size is True else size  # plans from before byte quads
+        groups, uses = dw_row_pairs(kh, p["sh"], p["dh"], nrows, size)
         table = g["wpairs" if nrows == 1 else "wpairs2"]
         ext = b.sext if p["signed"] else b.zext
         h16 = ir.VectorType(ir.IntType(16), 16)
         w32 = ir.VectorType(ir.IntType(16), 32)
-        dot = self.module.declare_intrinsic(
-            "llvm.x86.avx512.vpdpwssd.512", (), ir.FunctionType(V16, [V16, w32, w32])
-        )
+        if size == 2:
+            dot = self.module.declare_intrinsic(
+                "llvm.x86.avx512.vpdpwssd.512", (), ir.FunctionType(V16, [V16, w32, w32]))
+            wty, step = w32, 4
+        else:
+            dot = self.module.declare_intrinsic(
+                "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64]))
+            wty, step = B64, 4
         zip_ = ir.Constant(V32, [i // 2 + (16 if i % 2 else 0) for i in range(32)])
+        quad = ir.Constant(ir.VectorType(I32, 64),
+                           [k * 16 + c for c in range(16) for k in range(4)])
+        cat = ir.Constant(V32, list(range(32)))
+        flip = kconst(B16, -128) if p["signed"] else None
+
+        def column(ix, rows):
+            """One input column of a row group, interleaved per channel."""
+            parts = []
+            for rel in rows:
+                if rel is None:
+                    parts.append(ir.Constant(B16, None) if size == 4 else ir.Constant(h16, None))
+                    continue
+                iy = b.add(b.mul(oy, c64(p["sh"])), c64(rel))
+                at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
+                v = self.vload(b, src, at, B16)
+                if size == 2:
+                    v = ext(v, h16)
+                elif flip is not None:
+                    v = b.xor(v, flip)
+                parts.append(v)
+            if size == 2:
+                return b.shuffle_vector(parts[0], parts[1], zip_)
+            low = b.shuffle_vector(parts[0], parts[1], cat)
+            high = b.shuffle_vector(parts[2], parts[3], cat)
+            return b.shuffle_vector(low, high, quad)
+
         full, rest = divmod(p["OW"], DW_TILE)
         with for_range(b, cs // 16, "cv") as cv:
             o = b.mul(cv, c64(16))
             ws = {(j, q, kx): self.vload(b, table, b.mul(b.add(
-                      c64((((j * len(pairs)) + q) * kw + kx) * cs), o), c64(4)), w32)
-                  for j in range(nrows) for q in range(len(pairs)) for kx in range(kw)
-                  if uses[j][q] != (None, None)}  # fmt: skip
+                      c64((((j * len(groups)) + q) * kw + kx) * cs), o), c64(step)), wty)
+                  for j in range(nrows) for q in range(len(groups)) for kx in range(kw)
+                  if any(ky is not None for ky in uses[j][q])}  # fmt: skip
             corr = self.vload(b, g["corr"], b.mul(o, c64(4)), V16)
 
             def tile(ox0, count):
                 accs = [[corr] * count for _ in range(nrows)]
-                for q, rows in enumerate(pairs):
+                for q, rows in enumerate(groups):
                     columns = {}
                     for r in range(count):
                         for kx in range(kw):
                             col = r * p["sw"] + kx * p["dw"]
                             if col not in columns:
-                                ix = b.add(b.mul(ox0, c64(p["sw"])), c64(col))
-                                halves = []
-                                for rel in rows:
-                                    if rel is None:
-                                        halves.append(ir.Constant(h16, None))
-                                        continue
-                                    iy = b.add(b.mul(oy, c64(p["sh"])), c64(rel))
-                                    at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix),
-                                                     c64(cs)), o)
-                                    halves.append(ext(self.vload(b, src, at, B16), h16))
-                                columns[col] = b.shuffle_vector(halves[0], halves[1], zip_)
+                                columns[col] = column(b.add(b.mul(ox0, c64(p["sw"])), c64(col)),
+                                                      rows)
                             for j in range(nrows):
                                 if (j, q, kx) in ws:
                                     accs[j][r] = b.call(dot, [accs[j][r], columns[col],

@@ -28,6 +28,7 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
 PREFETCH_BYTES = 1 << 16
+DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
 
 
 def _round_up(n: int, m: int) -> int:
@@ -131,33 +132,36 @@ def _unsigned_high_mul(consts: dict) -> None:
     consts["negc"] = negc.astype(np.uint32).view(np.int32)
 
 
-def dw_row_pairs(kh: int, sh: int, dh: int, nrows: int) -> tuple[list, list]:
+def dw_row_pairs(kh: int, sh: int, dh: int, nrows: int, size: int = 2) -> tuple[list, list]:
     """How ``nrows`` consecutive output rows of a depthwise convolution read input rows in
-    pairs: the pairs (input rows relative to the first output row's first, the second None
-    past the end) and, per output row and pair, the kernel rows (ky or None) the pair's two
-    rows meet. Two output rows share each pair's loads and interleaving."""
+    groups of ``size`` (2: int16 pairs for VPDPWSSD, 4: byte quads for VPDPBUSD): the groups
+    (input rows relative to the first output row's first, None past the end) and, per output
+    row and group, the kernel rows (ky or None) the group's rows meet. The output rows share
+    each group's loads and interleaving."""
     rows = sorted({j * sh + ky * dh for j in range(nrows) for ky in range(kh)})
-    pairs = [(rows[i], rows[i + 1] if i + 1 < len(rows) else None) for i in range(0, len(rows), 2)]
+    rows += [None] * (-len(rows) % size)
+    groups = [tuple(rows[i : i + size]) for i in range(0, len(rows), size)]
 
     def ky_of(j, r):
         if r is None or (r - j * sh) % dh or not 0 <= (r - j * sh) // dh < kh:
             return None
         return (r - j * sh) // dh
 
-    return pairs, [[(ky_of(j, a), ky_of(j, c)) for a, c in pairs] for j in range(nrows)]
+    return groups, [[tuple(ky_of(j, r) for r in grp) for grp in groups] for j in range(nrows)]
 
 
-def dw_pair_weights(taps: np.ndarray, sh: int, dh: int, nrows: int) -> np.ndarray:
-    """int16 weights [output row][pair][kx][channel][2] for ``dw_row_pairs``: the two kernel
-    rows each pair meets, zero where it meets none."""
+def dw_pair_weights(taps: np.ndarray, sh: int, dh: int, nrows: int, size: int = 2) -> np.ndarray:
+    """Weights [output row][group][kx][channel][size] for ``dw_row_pairs`` (int16 pairs or
+    int8 quads): the kernel rows each group meets, zero where it meets none."""
     kh, kw, cs = taps.shape
-    pairs, uses = dw_row_pairs(kh, sh, dh, nrows)
-    out = np.zeros((nrows, len(pairs), kw, cs, 2), np.int16)
+    groups, uses = dw_row_pairs(kh, sh, dh, nrows, size)
+    dtype = np.int16 if size == 2 else np.int8
+    out = np.zeros((nrows, len(groups), kw, cs, size), dtype)
     for j, per in enumerate(uses):
         for q, kys in enumerate(per):
-            for half, ky in enumerate(kys):
+            for part, ky in enumerate(kys):
                 if ky is not None:
-                    out[j, q, :, :, half] = taps[ky]
+                    out[j, q, :, :, part] = taps[ky]
     return out
 
 
@@ -249,10 +253,15 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         new = {**_code_params(params, geo), "signed": signed}
         new.update(_stage_flags({**params, **new}, consts, wabs))
         if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of input rows
-            taps = packed.reshape(geo["KH"], geo["KW"], cs).astype(np.int16)
+            taps = packed.reshape(geo["KH"], geo["KW"], cs)
+            size = 4 if DW_QUADS else 2  # byte quads (VPDPBUSD) or int16 pairs (VPDPWSSD)
             for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
-                consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows)
-            new["rowpairs"] = True
+                consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows, size)
+            new["rowpairs"] = size
+            if size == 4 and signed:  # the bytes are read as x ^ 0x80 = x + 128
+                consts["corr"] = wrap_int32(
+                    consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
+                ).astype(np.int32)
         return "VDW", new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
     geo.update(_padded(geo, 4))
     if kind == "FC":
