@@ -286,7 +286,6 @@ class VectorKernels:
         column of a row group becomes one vector: 16 channels x (4 bytes, read as x ^ 0x80
         for int8, summed by VPDPBUSD) or x (2 int16, by VPDPWSSD)."""
         cs, kh, kw, size = p["Cs"], p["KH"], p["KW"], p["rowpairs"]
-        size = 2 if size is True else size  # plans from before byte quads
         groups, uses = dw_row_pairs(kh, p["sh"], p["dh"], nrows, size)
         table = g["wpairs" if nrows == 1 else "wpairs2"]
         ext = b.sext if p["signed"] else b.zext

@@ -404,14 +404,22 @@ def test_images_of_one_to_three_channels_are_padded_16_pixels_at_a_time(
     stride=st.integers(1, 2),
     dilation=st.sampled_from([1, 2]),
     threads=st.sampled_from([1, 2]),
+    quads=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_depthwise_rows_in_pairs_and_overlapping_tiles(hw, k, stride, dilation, threads, seed):
-    """VNNI depthwise: two output rows per step (an odd last row again with the row before),
-    8-pixel tiles (a row's last pixels again with the tile before them), one- and two-thread
-    row ranges, strides and dilations: the same bits as the interpreter."""
+def test_depthwise_rows_in_pairs_and_overlapping_tiles(
+    hw, k, stride, dilation, threads, quads, seed
+):
+    """VNNI depthwise: input rows in byte quads (VPDPBUSD) or int16 pairs (VPDPWSSD), two
+    output rows per step (an odd last row again with the row before), 8-pixel tiles (a row's
+    last pixels again with the tile before them), one- and two-thread row ranges, strides and
+    dilations: the same bits as the interpreter."""
     if not _isa_available("vnni"):
         pytest.skip("this CPU does not run vnni code")
+    from partita.backends.llvm import vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "DW_QUADS", quads)
     rng = np.random.default_rng(seed)
     c = 32
     pad = (k[0] // 2 * dilation, k[1] // 2 * dilation) * 2
@@ -429,5 +437,8 @@ def test_depthwise_rows_in_pairs_and_overlapping_tiles(hw, k, stride, dilation, 
     )
     mod = P.IRModule.from_expr(P.Function([x], y))
     data = rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
-    got = P.build(mod, f"llvm -isa=vnni -threads={threads}").run(data)[0]
+    try:
+        got = P.build(mod, f"llvm -isa=vnni -threads={threads}").run(data)[0]
+    finally:
+        mp.undo()
     assert np.array_equal(got, P.interpret(mod, [data])[0])
