@@ -550,7 +550,7 @@ class VectorKernels:
         for r in range(rows):
             for v in range(vecs):
                 b.store(starts[v], accs[r][v])
-        c4, ocp, cs = p["Cs"] // 4, -(-p["OC"] // 16) * 16, p["Cs"]
+        c4, cs = p["Cs"] // 4, p["Cs"]
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
         flip = ir.Constant(I32, 0x80808080 - (1 << 32)) if p["signed"] else None
@@ -563,13 +563,13 @@ class VectorKernels:
             ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
             tap = b.add(b.mul(ky, c64(p["KW"])), kx)
             size = 2 if wide else 1  # bytes per packed weight
-            wrow = b.mul(b.add(b.mul(tap, c64(c4)), c), c64(ocp * 4 * size))
-            ws = [
-                self.vload(b, g["weights"],
-                           b.add(wrow, b.mul(b.add(o0, c64(16 * v)), c64(4 * size))),
-                           W64 if wide else V16)
-                for v in range(vecs)
-            ]
+            # the panel of this tile's channel group (vplan._panels), then the k-step's row
+            panel = b.mul(b.udiv(o0, c64(16 * p["V"])),
+                          c64(p["KH"] * p["KW"] * c4 * p["V"] * 64 * size))
+            wrow = b.add(panel, b.mul(b.add(b.mul(tap, c64(c4)), c), c64(vecs * 64 * size)))
+            ws = [self.vload(b, g["weights"], b.add(wrow, c64(64 * size * v)),
+                             W64 if wide else V16)
+                  for v in range(vecs)]
             row = b.mul(iy, c64(p["Ws"]))
             for r in range(rows):
                 pix = b.add(row, b.add(ix0, c64(r * p["sw"])))

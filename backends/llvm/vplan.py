@@ -285,12 +285,22 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     wabs = np.abs(w.astype(np.int64)).reshape(oc, -1).sum(axis=1)
     new.update(_stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
+    packed = _panels(packed, 16 * v)
     if wide:
         packed = packed.astype(np.int16)
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
     return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
+
+
+def _panels(packed: np.ndarray, width: int) -> np.ndarray:
+    """[KK][C/4][OCp][4] weights as one panel per group of ``width`` output channels (the
+    kernel's register tile; the last group may be narrower), each panel [KK][C/4][width][4]:
+    a tile reads its weights as one sequential stream, which the hardware prefetchers follow
+    when the weights come from memory."""
+    ocp = packed.shape[2]
+    return np.concatenate([packed[:, :, g : g + width].ravel() for g in range(0, ocp, width)])
 
 
 # a job for the driver's worker costs ~1-2 us once it runs: kernels of ~5 us and more split
