@@ -76,7 +76,7 @@ def _fits(h, w, kernel, dilation, padding):
                zip((h, w), kernel, dilation, padding[::2], padding[1::2]))
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(n=st.integers(1, 2), groups=st.integers(1, 4), depthwise=st.booleans(),
        dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)), **geometry)
 def test_grouped_and_depthwise_exact(n, groups, depthwise, dilation, h, w, cg, m, kernel,
@@ -91,7 +91,7 @@ def test_grouped_and_depthwise_exact(n, groups, depthwise, dilation, h, w, cg, m
     assert kinds_of(exe) & {"FDW", "FCONV", "FDENSE"}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 2), groups=st.sampled_from([1, 1, 2, 3, "dw"]), threads=st.integers(1, 4),
        big_k=st.booleans(), dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
        **geometry)  # fmt: skip
@@ -110,7 +110,7 @@ def test_mlas_order_bit_exact(n, groups, threads, big_k, dilation, h, w, cg, m, 
     compare(mod, xs, exact_bits=True)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(depthwise=st.booleans(), n=st.integers(1, 2), **geometry)
 def test_torch_cpu_order_bit_exact(depthwise, n, h, w, cg, m, kernel, stride, padding, layout,
                                    tail, seed):
@@ -127,7 +127,7 @@ def test_torch_cpu_order_bit_exact(depthwise, n, h, w, cg, m, kernel, stride, pa
     assert kinds_of(exe) & {"FDW", "FCONV"}
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(n=st.integers(1, 2), h=st.integers(1, 12), w=st.integers(1, 12), c=st.integers(1, 40),
        accumulate=st.sampled_from(["mlas", "torch_cpu"]),
        layout=st.sampled_from(["NHWC", "NCHW"]), seed=st.integers(0, 99))
@@ -170,7 +170,7 @@ def test_mlas_single_pixel_and_single_channel_kernels():
         compare(mod, xs, exact_bits=True)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(rows=st.sampled_from([1, 1, 2, 3, 7, 20]), n=st.integers(1, 40),
        k=st.sampled_from([1, 3, 8, 9, 17, 130, 300]), threads=st.integers(1, 3),
        op=st.sampled_from(["dense", "gemm", "gemm_t"]), packed=st.booleans(),
