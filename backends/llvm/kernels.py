@@ -3,6 +3,7 @@ docs/performance.md are the next step). Each kernel is ``void name(ptr in..., pt
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -56,7 +57,7 @@ class KernelEmitter(
             sig = signature(self.plan, k)
             if sig not in made:
                 if only is None or sig in only:
-                    made[sig] = getattr(self, f"k_{k.kind.lower()}")(k)
+                    made[sig] = self.kernel_function(k)
                 else:  # defined in another part, called by the driver
                     ty = ir.FunctionType(VOID, [PTR] * len(args))
                     made[sig] = ir.Function(self.module, ty, name=k.name)
@@ -78,6 +79,31 @@ class KernelEmitter(
             b.ret_void()
         self.pool_finish()
         return self.module
+
+    def kernel_function(self, k: Kernel) -> ir.Function:
+        """The kernel's function; with ``batch`` N (a convolution's images) the kernel's code
+        computes one image and a loop calls it N times, its data input and its output advanced
+        by one image each time."""
+        batch = k.params.get("batch", 1)
+        if batch == 1:
+            return getattr(self, f"k_{k.kind.lower()}")(k)
+        one = getattr(self, f"k_{k.kind.lower()}")(dataclasses.replace(k, name=f"{k.name}_image"))
+        one.linkage = "internal"
+        fn = ir.Function(self.module, one.function_type, name=k.name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        n_in = len(k.inputs)
+        steps = [self.image_bytes(k.inputs[0]), self.image_bytes(k.output)]
+        with for_range(b, batch, "image") as i:
+            args = list(fn.args)
+            args[0] = b.gep(args[0], [b.mul(i, c64(steps[0]))], source_etype=I8)
+            args[n_in] = b.gep(args[n_in], [b.mul(i, c64(steps[1]))], source_etype=I8)
+            b.call(one, args)
+        b.ret_void()
+        return fn
+
+    def image_bytes(self, i: int) -> int:
+        shape, dtype = self.plan.buffers[i]
+        return int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(dtype).itemsize
 
     def shape(self, i: int):
         return self.plan.buffers[i][0]

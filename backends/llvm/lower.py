@@ -300,6 +300,9 @@ class _Lowering:
                 inputs.append(len(self.buffers) - 1)
         out = self.buffer(chain[-1])
         name = f"{kind.lower()}_{len(self.kernels)}"
+        batch = int(x.checked_type.shape[0]) if kind not in ("FC",) else 1
+        if batch > 1:  # the kernel computes one image; kernel_function loops over them
+            params = {**params, "batch": batch}
         self.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
 
     def mac_chain(self, call: Call, where: str) -> list:
@@ -383,11 +386,13 @@ class _Lowering:
         """An odd channel count pairs products across kernel taps (im2col order): copy the
         windows into an (OH, OW, KH*KW*C) buffer (IM2COL, padding = the input zero point) and
         run the convolution as a 1x1 one over it, whose pairs are the same."""
-        _, oh, ow, _ = call.checked_type.shape
+        n, oh, ow, _ = call.checked_type.shape
         w = arrays["weights"]  # OHWI
         o, kh, kw, c = w.shape
-        shape = (1, oh, ow, kh * kw * c)
+        shape = (n, oh, ow, kh * kw * c)
         p = {k: params[k] for k in ("strides", "dilation", "padding", "in_zp")}
+        if n > 1:
+            p["batch"] = int(n)
         out = self.scratch("IM2COL", [src], shape, call.args[0].checked_type.dtype,
                            {**p, "kernel": [kh, kw]})
         arrays["weights"] = w.reshape(o, 1, 1, kh * kw * c)

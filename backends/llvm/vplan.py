@@ -336,7 +336,8 @@ def write_into_halos(plan) -> None:
         conv = producer.get(x)
         p = k.params
         if (conv is None or conv.kind != "VCONV" or x in plan.outputs or readers.get(x) != 1
-                or conv.params["OC"] != p["Cs"] or "out_pad" in conv.params):
+                or conv.params["OC"] != p["Cs"] or "out_pad" in conv.params
+                or "batch" in p or "batch" in conv.params):  # one padded image at a time
             continue
         top, left = p["pad"][0], p["pad"][1]
         conv.params["out_pad"] = [p["Ws"], p["Cs"], top, left, p["W"]]

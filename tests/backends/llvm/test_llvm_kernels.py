@@ -65,7 +65,7 @@ def build_graph(
         x = P.var("x", (geo["rows"], cin), in_dtype)
         wshape = (cout, cin)
     else:
-        x = P.var("x", (1, *geo["hw"], cin), in_dtype)
+        x = P.var("x", (geo.get("batch", 1), *geo["hw"], cin), in_dtype)
         wshape = (cout, *geo["k"], 1 if kind == "depthwise" else cin)
     w = rng.integers(-127, 128, wshape, dtype=np.int8)
     n = cout if per_channel else 1
@@ -110,9 +110,9 @@ def build_graph(
     return P.IRModule.from_expr(P.Function([x], y)), x
 
 
-def assert_equals_interpreter(mod, isa: str, seed: int) -> None:
+def assert_equals_interpreter(mod, isa: str, seed: int, threads: str = "") -> None:
     """The ``isa`` build of ``mod`` on inputs over the whole 8-bit range."""
-    exe = P.build(mod, f"llvm -isa={isa}")
+    exe = P.build(mod, f"llvm -isa={isa}{threads}")
     ty = exe.input_types[0]
     info = np.iinfo(ty.dtype)
     data = np.random.default_rng(seed).integers(
@@ -442,3 +442,25 @@ def test_depthwise_rows_in_pairs_and_overlapping_tiles(
     finally:
         mp.undo()
     assert np.array_equal(got, P.interpret(mod, [data])[0])
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=convs(), batch=st.integers(2, 3), threads=st.sampled_from(["", " -threads=2"]),
+       pairs=st.booleans())
+def test_convolutions_of_several_images(isa, case, batch, threads, pairs):
+    """A batch of images: each convolution kernel (vector, scalar, paired-saturating through
+    IM2COL for odd channel counts) computes one image and loops over the batch."""
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    kind, *rest = case
+    if kind == "dense":
+        return
+    rest[3] = {**rest[3], "batch": batch}  # geo
+    accumulate = "vpmaddubsw" if pairs and isa != "plain" else "exact"
+    if accumulate != "exact":
+        rest[0], rest[-1] = "uint8", "tflite"  # fbgemm's pairs: uint8 activations
+    if isa == "plain":
+        rest[-1] = "tflite"  # the float32 stages need the vector kernels
+    mod, _ = build_graph(kind, *rest, accumulate=accumulate)
+    assert_equals_interpreter(mod, isa, seed=3, threads=threads)
