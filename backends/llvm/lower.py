@@ -300,7 +300,7 @@ class _Lowering:
                 inputs.append(len(self.buffers) - 1)
         out = self.buffer(chain[-1])
         name = f"{kind.lower()}_{len(self.kernels)}"
-        batch = int(x.checked_type.shape[0]) if kind not in ("FC",) else 1
+        batch = int(x.checked_type.shape[0]) if call.op.name == "qnn.conv2d" else 1
         if batch > 1:  # the kernel computes one image; kernel_function loops over them
             params = {**params, "batch": batch}
         self.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
