@@ -16,6 +16,7 @@ the op's name: the host part of the model then needs ``ref``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -437,28 +438,58 @@ def _perm(call: Call) -> list[int]:
     return [a % rank for a in axes] if axes is not None else list(range(rank))[::-1]
 
 
+_TABLES: dict = {}  # tables made in this process, by op, attributes and constant operands
+
+
+def _memo(call: Call, consts: list, dtypes, out_dtype: str, make) -> np.ndarray:
+    """``make()``, or the table an earlier build of the same op and constants made (a second
+    build of a model recomputes no 64 K-entry table)."""
+    key = (call.op.name, repr(call.attrs), tuple(dtypes), out_dtype,
+           tuple((c.dtype.str, c.shape, c.tobytes()) for c in consts))
+    if key not in _TABLES:
+        if len(_TABLES) >= 1024:
+            _TABLES.clear()
+        _TABLES[key] = make()
+    return _TABLES[key].copy()
+
+
 def _table(call: Call, in_dtype: str, out_dtype: str) -> np.ndarray:
     lo, hi = RANGE[in_dtype]
-    values = np.arange(lo, hi + 1, dtype=in_dtype)
-    args = [values] + [_const(a) for a in call.args[1:]]
-    return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype)
+    consts = [_const(a) for a in call.args[1:]]
+
+    def make():
+        values = np.arange(lo, hi + 1, dtype=in_dtype)
+        return np.asarray(call.op.impl(values, *consts, call.attrs)).astype(out_dtype)
+
+    return _memo(call, consts, [in_dtype], out_dtype, make)
 
 
 def _table2(call: Call, dtypes, out_dtype: str) -> np.ndarray:
     (alo, ahi), (blo, bhi) = RANGE[dtypes[0]], RANGE[dtypes[1]]
-    a, b = np.meshgrid(np.arange(alo, ahi + 1), np.arange(blo, bhi + 1), indexing="ij")
-    args = [a.astype(dtypes[0]).ravel(), b.astype(dtypes[1]).ravel()]
-    args += [_const(x) for x in call.args[2:]]
-    return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype).reshape(256, 256)
+    consts = [_const(x) for x in call.args[2:]]
+
+    def make():
+        a, b = np.meshgrid(np.arange(alo, ahi + 1), np.arange(blo, bhi + 1), indexing="ij")
+        args = [a.astype(dtypes[0]).ravel(), b.astype(dtypes[1]).ravel(), *consts]
+        return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype).reshape(256, 256)
+
+    return _memo(call, consts, dtypes, out_dtype, make)
+
+
+@functools.cache
+def _source_digest() -> bytes:
+    """The code generator's source, hashed once per process."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.read_bytes())
+    return h.digest()
 
 
 def plan_digest(plan: Plan) -> bytes:
     """What a plan's object code is made from: the code generator's source, the buffers and every
     kernel's kind, operands, parameters and constants' shapes (the cache key; no IR is built;
     constants are passed by pointer, so models that differ only in weights share code)."""
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.read_bytes())
+    h = hashlib.sha256(_source_digest())
     h.update(json.dumps([plan.buffers, plan.inputs, plan.outputs], default=str).encode())
     for k in plan.kernels:
         h.update(
