@@ -35,6 +35,10 @@ def _init() -> None:
         if not _READY:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
+            # vectorised loops keep a scalar remainder instead of folding their tail into
+            # masked stores: LLVM 22.1 wrote masked-off bytes of a short loop's tail (seen in
+            # the 8-bit softmax, 7 wrong bytes of a (2, 9) row loop; docs/performance.md)
+            llvm.set_option("", "-prefer-predicate-over-epilogue=scalar-epilogue")
             _READY = True
 
 
