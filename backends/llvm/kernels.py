@@ -19,7 +19,7 @@ from .vector import VectorKernels
 
 FLOAT_KINDS = (
     "EWISE", "FDENSE", "FBMM", "FSOFTMAX", "FLAYERNORM", "FREDUCE", "TAKE", "CONST", "IDENSE",
-    "DYNQ", "GATHER", "FIM2COL", "FCONV", "FPAD", "FDW", "FGAP",
+    "DYNQ", "GATHER", "FIM2COL", "FCONV", "FPAD", "FDW", "FGAP", "FCONVT",
 )  # fmt: skip
 
 
@@ -267,6 +267,57 @@ class KernelEmitter(
                 self.signed(b, self.load_at(b, x2, ib, I8), self.dtype(k.inputs[1])), c64(offs[1])
             )
             self.store_at(b, self.load_at(b, table, b.add(b.mul(va, c64(256)), vb), I8), y, e, I8)
+        b.ret_void()
+        return fn
+
+    def k_fconvt(self, k: Kernel):
+        """nn.conv2d_transpose (convt_lower.py): out[n, o, oy, ox] = float32(sum in float64 of
+        x[n, c, iy, ix] * w[c, o - group's first, a, b] over the group's channels c and the
+        taps (a, b) with oy + top - a*dh = iy*sh, ox + left - b*dw = ix*sw inside the input)."""
+        fn, b, (x, y) = self.function(k, 1)
+        p, wts = k.params, self.cargs["weights"]
+        n, c, h, wd = p["in"]
+        _, oc, oh, ow = p["out"]
+        kh, kw = p["kernel"]
+        (sh, sw), (dh, dw), (top, left) = p["strides"], p["dilation"], p["pad"]
+        cg, og = c // p["groups"], oc // p["groups"]
+        nchw = p["layout"] == "NCHW"
+
+        def at(dims, ni, ci, yi, xi):  # flat index of (n, c, y, x) in the data layout
+            _, cc, hh, ww = dims
+            if nchw:
+                return b.add(b.mul(b.add(b.mul(b.add(b.mul(ni, c64(cc)), ci), c64(hh)), yi),
+                                   c64(ww)), xi)
+            return b.add(b.mul(b.add(b.mul(b.add(b.mul(ni, c64(hh)), yi), c64(ww)), xi),
+                               c64(cc)), ci)
+
+        acc = b.alloca(F64)
+        with (for_range(b, n, "n") as ni, for_range(b, oc, "o") as o,
+              for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox):
+            b.store(ir.Constant(F64, 0.0), acc)
+            grp = b.sdiv(o, c64(og))
+            with for_range(b, cg, "c") as ci, for_range(b, kh, "a") as ka, \
+                    for_range(b, kw, "bb") as kb:
+                ry = b.sub(b.add(oy, c64(top)), b.mul(ka, c64(dh)))
+                rx = b.sub(b.add(ox, c64(left)), b.mul(kb, c64(dw)))
+                iy, ix = b.sdiv(ry, c64(sh)), b.sdiv(rx, c64(sw))
+                inside = b.and_(
+                    b.and_(b.icmp_signed(">=", ry, c64(0)), b.icmp_signed(">=", rx, c64(0))),
+                    b.and_(b.and_(b.icmp_signed("==", b.srem(ry, c64(sh)), c64(0)),
+                                  b.icmp_signed("==", b.srem(rx, c64(sw)), c64(0))),
+                           b.and_(b.icmp_signed("<", iy, c64(h)),
+                                  b.icmp_signed("<", ix, c64(wd)))))
+                with b.if_then(inside):
+                    cin = b.add(b.mul(grp, c64(cg)), ci)
+                    v = self.load_at(b, x, at(p["in"], ni, cin, iy, ix), F32)
+                    widx = b.add(b.mul(b.add(b.mul(b.add(b.mul(cin, c64(og)),
+                                                         b.srem(o, c64(og))), c64(kh)), ka),
+                                       c64(kw)), kb)
+                    wv = self.load_at(b, wts, widx, F32)
+                    prod = b.fmul(b.fpext(v, F64), b.fpext(wv, F64))
+                    b.store(b.fadd(b.load(acc, typ=F64), prod), acc)
+            out = b.fptrunc(b.load(acc, typ=F64), F32)
+            self.store_at(b, out, y, at(p["out"], ni, o, oy, ox), F32)
         b.ret_void()
         return fn
 

@@ -28,6 +28,7 @@ from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType,
 
 # imported last: float_lower reads nothing of this module at import time
 from .conv_lower import lower_fconv, lower_fgap, ungrouped, weight_only  # noqa: E402
+from .convt_lower import lower_fconv_transpose  # noqa: E402
 from .errors import LLVMError  # noqa: E402
 from .fdense_lower import lower_mlas_dense  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
@@ -165,6 +166,8 @@ class _Lowering:
         if name == "qnn.softmax" and lower_qsoftmax(self, call):
             return None
         if name == "nn.conv2d" and lower_fconv(self, call):
+            return None
+        if name == "nn.conv2d_transpose" and lower_fconv_transpose(self, call):
             return None
         if name == "nn.global_avg_pool2d" and lower_fgap(self, call):
             return None
