@@ -47,16 +47,22 @@ class KernelEmitter(
         v = self.load_at(b, g["weights"], index, I8)
         return b.sext(v, I64) if k.params["w_dtype"] == "int8" else b.zext(v, I64)
 
-    def emit(self, only: set | None = None, driver: bool = True) -> ir.Module:
+    def emit(
+        self, only: set | None = None, driver: bool = True, bodies: set | None = None
+    ) -> ir.Module:
         """One function per distinct kernel signature, and the driver that calls them in order
         with pointers from its table (buffers first, then the constants). With ``only`` (a set
         of signatures) the others are declared, not defined: another module defines them;
-        ``driver`` False leaves the drivers out."""
+        ``driver`` False leaves the drivers out. ``bodies``: the split int8 kernels whose
+        row-range function (the heavy code) this module defines (``range_mode``)."""
+        self.only, self.bodies = only, bodies
         fns, made = [], {}
         for k, args in zip(self.plan.kernels, call_args(self.plan)):
             sig = signature(self.plan, k)
             if sig not in made:
                 if only is None or sig in only:
+                    made[sig] = self.kernel_function(k)
+                elif bodies and sig in bodies:  # only its row-range function lives here
                     made[sig] = self.kernel_function(k)
                 else:  # defined in another part, called by the driver
                     ty = ir.FunctionType(VOID, [PTR] * len(args))
@@ -85,8 +91,9 @@ class KernelEmitter(
         computes one image and a loop calls it N times, its data input and its output advanced
         by one image each time."""
         batch = k.params.get("batch", 1)
-        if batch == 1:
-            return getattr(self, f"k_{k.kind.lower()}")(k)
+        if batch == 1 or self.range_mode(k) == "body":
+            name = k.name if batch == 1 else f"{k.name}_image"
+            return getattr(self, f"k_{k.kind.lower()}")(dataclasses.replace(k, name=name))
         one = getattr(self, f"k_{k.kind.lower()}")(dataclasses.replace(k, name=f"{k.name}_image"))
         one.linkage = "internal"
         fn = ir.Function(self.module, one.function_type, name=k.name)
@@ -100,6 +107,22 @@ class KernelEmitter(
             b.call(one, args)
         b.ret_void()
         return fn
+
+    def range_mode(self, k: Kernel) -> str:
+        """Where a split VCONV/VDW kernel's row-range function goes: "full" (here, with the
+        kernel), "declare" (the kernel here, the range function in another module) or "body"
+        (only the range function here)."""
+        bodies = getattr(self, "bodies", None)
+        if bodies is None:
+            return "full"
+        sig = signature(self.plan, k)
+        here = sig in bodies
+        if self.only is None or sig in self.only:
+            return "full" if here else "declare"
+        return "body"
+
+    def constant_names(self, k: Kernel) -> list[str]:
+        return [name for name, _ in constants(k)]
 
     def image_bytes(self, i: int) -> int:
         shape, dtype = self.plan.buffers[i]
@@ -552,6 +575,7 @@ def generate(plan) -> ir.Module:
 
 
 # rough relative LLVM time per kernel function, to balance the parts of a parallel compile
+SPLIT_BODIES = ("VCONV", "VDW")  # split kernels whose row-range function may live elsewhere
 COST = {"VCONV": 6, "VDW": 3, "FDENSE": 3, "FCONV": 3, "FDW": 2, "EWISE": 2, "QSOFTMAX": 3,
         "QBMM": 3}
 
@@ -571,18 +595,22 @@ def generate_parts(plan, parts: int = 2) -> list:
     for k in plan.kernels:
         first.setdefault(signature(plan, k), k)
     groups: list[set] = [set() for _ in range(parts)]
+    bodies: list[set] = [set() for _ in range(parts)]
     load = [0] * parts
     pinned = [s for s, k in first.items() if k.params.get("threads", 1) > 1]
-    for sig in pinned:
+    for sig in pinned:  # split kernels stay with the drivers (they share the worker's state)
         groups[-1].add(sig)
-        load[-1] += COST.get(first[sig].kind, 1)
-    rest = sorted((s for s in first if s not in pinned),
+        if first[sig].kind not in SPLIT_BODIES:
+            load[-1] += COST.get(first[sig].kind, 1)
+    movable = [s for s in pinned if first[s].kind in SPLIT_BODIES]  # ... but not their bodies
+    rest = sorted((s for s in first if s not in pinned or s in movable),
                   key=lambda s: -COST.get(first[s].kind, 1))
     for sig in rest:  # largest first, to the lightest part
         i = min(range(parts), key=lambda j: load[j])
-        groups[i].add(sig)
+        (bodies if sig in movable else groups)[i].add(sig)
         load[i] += COST.get(first[sig].kind, 1)
     return [
-        (lambda g=g, last=(i == parts - 1): str(KernelEmitter(plan).emit(g, driver=last)))
-        for i, g in enumerate(groups)
+        (lambda g=g, m=m, last=(i == parts - 1):
+         str(KernelEmitter(plan).emit(g, driver=last, bodies=m)))
+        for i, (g, m) in enumerate(zip(groups, bodies))
     ]

@@ -458,6 +458,13 @@ class VectorKernels:
         """The convolution; with ``threads`` 2 the output rows (a pointwise convolution's
         pixel tiles) split in two halves, the second on a POSIX thread (split_run)."""
         p = k.params
+
+        def rows(rb, args, g):
+            self.conv_rows(rb, args[0], args[1], g, p, *self.conv_cells(rb, p),
+                           (args[-2], args[-1]))
+
+        if self.range_mode(k) == "body":  # the driver's module has the rest
+            return self.ranged(k, self.constant_names(k), rows)
         fn, b, args = self.function(k, len(k.inputs))
         x, y = args[0], args[-1]
         accs, out = self.conv_cells(b, p)
@@ -474,16 +481,7 @@ class VectorKernels:
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
         # one function for any range of rows (or pixel tiles), called by both halves' wrappers
-        ranged = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR8] * len(pointers)
-                                                          + [I64, I64]), f"{k.name}_range")
-        ranged.linkage = "internal"
-        ranged.attributes.add("noinline")
-        rb = ir.IRBuilder(ranged.append_basic_block("entry"))
-        cells = self.conv_cells(rb, p)
-        args = list(ranged.args)
-        g = dict(zip(names, args[2:-2]))
-        self.conv_rows(rb, args[0], args[1], g, p, *cells, (args[-2], args[-1]))
-        rb.ret_void()
+        ranged = self.ranged(k, names, rows)
         total = p["OH"] if p["OH"] > 1 else p["OW"] // p["R"]
         halves = [(0, total // 2), (total // 2, total)]
         parts = [
@@ -495,6 +493,24 @@ class VectorKernels:
         ]
         self.split_run(k, b, pointers, parts)
         b.ret_void()
+        return fn
+
+    def ranged(self, k, names, build) -> ir.Function:
+        """``void {name}_range(src, y, constants..., lo, hi)``: a split kernel's code for any
+        range of rows, ``build(builder, args, constants by name)``; declared only when another
+        module defines it (kernels.range_mode), else defined (internal when it is all here)."""
+        ty = ir.FunctionType(ir.VoidType(), [PTR8] * (2 + len(names)) + [I64, I64])
+        fn = ir.Function(self.module, ty, f"{k.name}_range")
+        mode = self.range_mode(k)
+        if mode == "declare":
+            return fn
+        if mode == "full":
+            fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        rb = ir.IRBuilder(fn.append_basic_block("entry"))
+        args = list(fn.args)
+        build(rb, args, dict(zip(names, args[2:-2])))
+        rb.ret_void()
         return fn
 
     def conv_cells(self, b, p):
@@ -614,6 +630,12 @@ class VectorKernels:
     def k_vdw(self, k):
         """Depthwise; with ``threads`` 2 the output rows split in two halves (split_run)."""
         p = k.params
+
+        def rows(rb, args, g):
+            self.dw_rows(rb, args[0], args[1], g, p, args[-2], args[-1])
+
+        if self.range_mode(k) == "body":  # the driver's module has the rest
+            return self.ranged(k, self.constant_names(k), rows)
         fn, b, (x, src, y) = self.function(k, 2)
         self.pack_input(b, x, src, p, copy=not p.get("prepadded"))
         if p.get("threads", 1) < 2:
@@ -622,14 +644,7 @@ class VectorKernels:
             return fn
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
-        ranged = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR8] * len(pointers)
-                                                          + [I64, I64]), f"{k.name}_range")
-        ranged.linkage = "internal"
-        ranged.attributes.add("noinline")  # one body for both halves
-        rb = ir.IRBuilder(ranged.append_basic_block("entry"))
-        args = list(ranged.args)
-        self.dw_rows(rb, args[0], args[1], dict(zip(names, args[2:-2])), p, args[-2], args[-1])
-        rb.ret_void()
+        ranged = self.ranged(k, names, rows)  # one body for both halves
         mid = p["OH"] // 2
         parts = [
             self.part_function(

@@ -98,3 +98,22 @@ def test_the_unroller_runs_for_float_plans_only_and_keys_the_cache(tmp_path, mon
     data = np.random.default_rng(0).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
     exe = P.build(mod, "llvm")
     assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+
+
+def test_split_kernels_row_range_code_is_spread_over_the_parts(tmp_path, monkeypatch):
+    """-threads=2: the split int8 kernels' wrappers stay with the drivers (they share the
+    worker's state), their row-range functions (the heavy code) go to either part, and the
+    build runs the same bits as one thread."""
+    from partita.backends.llvm.kernels import generate_parts
+    from partita.backends.llvm.lower import lower
+
+    mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
+    plan = lower(mod["main"], "vnni" if jit.host_isa() == "vnni" else jit.host_isa(), 2)
+    texts = [make() for make in generate_parts(plan)]
+    assert all("_range" in text for text in texts)
+    assert any(line.startswith("define") and "_range" in line
+               for line in texts[0].splitlines())
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    x = np.random.default_rng(4).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
+    two = P.build(mod, "llvm -threads=2")
+    assert np.array_equal(two.run(x)[0], P.interpret(mod, [x])[0])
