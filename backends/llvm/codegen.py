@@ -73,6 +73,20 @@ class Emitter:
         g.initializer = init
         return g
 
+    def window_tap(self, b, out_yx, tap_yx, strides, dilation, top_left, hw):
+        """(iy, ix, inside): the input pixel that kernel tap (ky, kx) of output pixel (oy, ox)
+        reads (i64 values; constants for the rest) and whether it lies inside the h x w input
+        (outside it reads padding)."""
+        (oy, ox), (ky, kx), (sh, sw), (dh, dw), (top, left), (h, w) = (
+            out_yx, tap_yx, strides, dilation, top_left, hw)
+        iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
+        ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
+        inside = b.and_(
+            b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
+            b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
+        )
+        return iy, ix, inside
+
     def load_at(self, b, ptr, index, ty):
         return b.load(b.gep(ptr, [index], source_etype=ty), typ=ty)
 

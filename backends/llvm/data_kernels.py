@@ -182,12 +182,8 @@ class DataKernels(SpatialKernels, IntKernels):
             yb = b.mul(nb, c64(oh * ow * c))
             b.store(ir.Constant(F32, 0.0) if onnx else c64(0), acc)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
-                iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
-                ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
-                inside = b.and_(
-                    b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
-                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
-                )
+                iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
+                                                     (top, left), (h, w))
                 with b.if_then(inside):
                     at = (b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch) if p["nhwc"]
                           else b.add(b.mul(b.add(b.mul(ch, c64(h)), iy), c64(w)), ix))

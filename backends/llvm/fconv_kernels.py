@@ -93,12 +93,8 @@ class FloatConvKernels:
             for_range(b, kw, "kx") as kx,
         ):
             img, oy = b.sdiv(ny, c64(oh)), b.srem(ny, c64(oh))
-            iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
-            ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
-            inside = b.and_(
-                b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
-                b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
-            )
+            iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
+                                                 (top, left), (h, w))
             dst = b.add(b.mul(b.add(b.mul(ny, c64(ow)), ox), c64(kk)),
                         b.add(b.mul(ky, c64(kw)), kx))
             src = b.mul(b.add(b.mul(b.add(b.mul(img, c64(h)), iy), c64(w)), ix), c64(c))

@@ -41,11 +41,11 @@ from .qlower import (  # noqa: E402
     mean_params,
     output_stage,
 )
+from .tables import const_array, lut2_table, lut_table
 from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel, write_into_halos
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
-RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
 @dataclass
@@ -71,12 +71,6 @@ class Plan:
 def _rows(shape) -> tuple:
     """``shape`` as (rows, last axis)."""
     return (int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1]))
-
-
-def _const(e) -> np.ndarray:
-    if not isinstance(e, Constant):
-        raise LLVMError(f"llvm: expected a constant operand, got {e.short()}")
-    return np.asarray(e.data)
 
 
 class _Lowering:
@@ -148,7 +142,7 @@ class _Lowering:
     def src(self, expr) -> int:
         if id(expr) not in self.ids and isinstance(expr, Constant):
             # a constant tensor read as data: a CONST kernel copies it into a buffer
-            self.emit("CONST", expr, [], {}, {"value": np.ascontiguousarray(_const(expr))})
+            self.emit("CONST", expr, [], {}, {"value": np.ascontiguousarray(const_array(expr))})
         if id(expr) not in self.ids:
             raise LLVMError(f"llvm: operand {expr.short()} is not computed by this segment")
         return self.ids[id(expr)]
@@ -204,7 +198,7 @@ class _Lowering:
                 "dilation": list(a.dilation),
             }
             return self.emit("MAXPOOL", call, [self.src(data[0])], params)
-        consts_scalar = all(_const(a).ndim == 0 for a in call.args if isinstance(a, Constant))
+        consts_scalar = all(const_array(a).ndim == 0 for a in call.args if isinstance(a, Constant))
         if (
             len(data) == 1
             and call.op.kind in ("elemwise", "broadcast")  # a table maps each element alone
@@ -215,7 +209,7 @@ class _Lowering:
             and call.args[0] is data[0]
         ):
             return self.emit(
-                "LUT", call, [self.src(data[0])], {}, {"table": _table(call, dtypes[0], out)}
+                "LUT", call, [self.src(data[0])], {}, {"table": lut_table(call, dtypes[0], out)}
             )
         if (
             name == "qnn.quantize"
@@ -225,8 +219,8 @@ class _Lowering:
             and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
         ):
             params = {
-                "scale": float(_const(call.args[1])),
-                "zp": int(_const(call.args[2])),
+                "scale": float(const_array(call.args[1])),
+                "zp": int(const_array(call.args[2])),
                 "round": call.attrs.semantics,
                 "out_dtype": out,
             }
@@ -234,7 +228,7 @@ class _Lowering:
         pair = call.args[:2]
         if (
             name in ("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference")
-            and all(_const(a).ndim == 0 for a in call.args[2:])
+            and all(const_array(a).ndim == 0 for a in call.args[2:])
             and {a.checked_type.dtype for a in pair} <= set(EIGHT_BIT)
             and out in EIGHT_BIT
         ):
@@ -242,7 +236,7 @@ class _Lowering:
             oshape = call.checked_type.shape
             strides = [strides_for(d.checked_type.shape, oshape) for d in data]
             params = {"out_shape": list(oshape), "strides": strides}
-            table = _table2(call, dtypes, out)
+            table = lut2_table(call, dtypes, out)
             if self.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
                 # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
                 params["gather"] = self.isa
@@ -340,10 +334,10 @@ class _Lowering:
         if call.op.name == "qnn.dense":
             if x.checked_type.ndim < 2:
                 raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
-            arrays["weights"] = _const(call.args[1])
+            arrays["weights"] = const_array(call.args[1])
             return "FC"
         a = call.attrs
-        w = np.transpose(_const(call.args[1]), [a.kernel_layout.index(c) for c in "OHWI"])
+        w = np.transpose(const_array(call.args[1]), [a.kernel_layout.index(c) for c in "OHWI"])
         cin, n_out = x.checked_type.shape[3], call.checked_type.shape[-1]
         if a.groups == 1:
             kind = "CONV"
@@ -362,7 +356,7 @@ class _Lowering:
         add = self.only_user(node, "add")
         if add is None or add.args[0] is not node or not isinstance(add.args[1], Constant):
             return None
-        bias, n = _const(add.args[1]), node.checked_type.shape[-1]
+        bias, n = const_array(add.args[1]), node.checked_type.shape[-1]
         if bias.dtype != np.int32 or bias.size != n or bias.shape[-1:] != (n,):
             return None
         if add.checked_type.shape != node.checked_type.shape:
@@ -377,7 +371,7 @@ class _Lowering:
         sums = call.attrs.accumulate
         if sums == "exact":
             return False
-        if np.any(_const(call.args[3])):
+        if np.any(const_array(call.args[3])):
             raise LLVMError(f"llvm: {where}: accumulate={sums!r} with weight zero points")
         if call.op.name == "qnn.conv2d" and call.attrs.groups != 1:
             depthwise = call.attrs.groups == call.checked_type.shape[-1] == (
@@ -406,7 +400,7 @@ class _Lowering:
     def mean(self, call: Call, where: str) -> None:
         x = call.args[0]
         shape = [int(d) for d in x.checked_type.shape]
-        consts = [_const(a).reshape(-1)[0] for a in call.args[1:]]
+        consts = [const_array(a).reshape(-1)[0] for a in call.args[1:]]
         a = call.attrs
         params = mean_params(shape, a.axis, a.semantics, a.exclude, consts, call.checked_type.dtype)
         if params is None:
@@ -431,7 +425,7 @@ def _exact_float_mean(call: Call) -> bool:
     return (
         src is not None
         and src.checked_type.dtype in EIGHT_BIT
-        and all(isinstance(a, Constant) and _const(a).size == 1 for a in x.args[1:])
+        and all(isinstance(a, Constant) and const_array(a).size == 1 for a in x.args[1:])
     )
 
 
@@ -439,44 +433,6 @@ def _perm(call: Call) -> list[int]:
     rank = len(call.args[0].checked_type.shape)
     axes = call.attrs.axes
     return [a % rank for a in axes] if axes is not None else list(range(rank))[::-1]
-
-
-_TABLES: dict = {}  # tables made in this process, by op, attributes and constant operands
-
-
-def _memo(call: Call, consts: list, dtypes, out_dtype: str, make) -> np.ndarray:
-    """``make()``, or the table an earlier build of the same op and constants made (a second
-    build of a model recomputes no 64 K-entry table)."""
-    key = (call.op.name, repr(call.attrs), tuple(dtypes), out_dtype,
-           tuple((c.dtype.str, c.shape, c.tobytes()) for c in consts))
-    if key not in _TABLES:
-        if len(_TABLES) >= 1024:
-            _TABLES.clear()
-        _TABLES[key] = make()
-    return _TABLES[key].copy()
-
-
-def _table(call: Call, in_dtype: str, out_dtype: str) -> np.ndarray:
-    lo, hi = RANGE[in_dtype]
-    consts = [_const(a) for a in call.args[1:]]
-
-    def make():
-        values = np.arange(lo, hi + 1, dtype=in_dtype)
-        return np.asarray(call.op.impl(values, *consts, call.attrs)).astype(out_dtype)
-
-    return _memo(call, consts, [in_dtype], out_dtype, make)
-
-
-def _table2(call: Call, dtypes, out_dtype: str) -> np.ndarray:
-    (alo, ahi), (blo, bhi) = RANGE[dtypes[0]], RANGE[dtypes[1]]
-    consts = [_const(x) for x in call.args[2:]]
-
-    def make():
-        a, b = np.meshgrid(np.arange(alo, ahi + 1), np.arange(blo, bhi + 1), indexing="ij")
-        args = [a.astype(dtypes[0]).ravel(), b.astype(dtypes[1]).ravel(), *consts]
-        return np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype).reshape(256, 256)
-
-    return _memo(call, consts, dtypes, out_dtype, make)
 
 
 @functools.cache

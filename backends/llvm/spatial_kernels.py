@@ -34,12 +34,8 @@ class SpatialKernels:
         ):
             b.store(init, cell)
             with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
-                iy = b.sub(b.add(b.mul(oy, c64(sh)), b.mul(ky, c64(dh))), c64(top))
-                ix = b.sub(b.add(b.mul(ox, c64(sw)), b.mul(kx, c64(dw))), c64(left))
-                inside = b.and_(
-                    b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h))),
-                    b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w))),
-                )
+                iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
+                                                     (top, left), (h, w))
                 # clamped so the load stays in bounds; ``step`` replaces the value outside
                 cy, cx = b.select(inside, iy, c64(0)), b.select(inside, ix, c64(0))
                 step(inside, self.at4(b, p, n, cy, cx, ch, (h, w)))
