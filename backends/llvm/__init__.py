@@ -21,7 +21,7 @@ from partita.backends.registry import Backend, Option, register_backend
 
 from partita.ir import TensorType
 
-from .jit import Loaded, compile_parts, host_isa, isa_features
+from .jit import Loaded, amx_permitted, best_isa, compile_parts, host_isa, isa_features
 from .kernels import call_args, constants, generate_parts, signature, wants_unrolling
 from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
@@ -49,8 +49,15 @@ class LLVMRegion(CompiledRegion):
         calls,
         consts,
         cached=False,
+        needs=(),
     ):
         self.name, self.obj = name, obj
+        self.needs = sorted(needs)  # CPU state the code uses beyond its features: "amx"
+        if "amx" in self.needs and not amx_permitted():
+            raise LLVMError(
+                f"llvm region {name!r} was compiled with AMX kernels (-isa=amx); this CPU or OS "
+                "does not grant AMX tiles: compile it again here (-isa=auto picks what runs)"
+            )
         self.calls = [(str(fn), [int(i) for i in args]) for fn, args in calls]
         self.consts = [np.ascontiguousarray(c) for c in consts]
         self.offsets, self.arena_bytes = list(arena[0]), int(arena[1])
@@ -70,7 +77,7 @@ class LLVMRegion(CompiledRegion):
         """This thread's arena (allocated on its first run), views of it, the pointer table."""
         state = getattr(self._local, "state", None)
         if state is None:
-            arena = np.zeros(self.arena_bytes + 64, np.uint8)
+            arena = np.zeros(self.arena_bytes + 128, np.uint8)  # 64 B alignment + 64 B slack
             base = -arena.ctypes.data % 64
             views = [
                 None
@@ -136,6 +143,7 @@ class LLVMRegion(CompiledRegion):
                 "arena": [self.offsets, self.arena_bytes],
                 "calls": self.calls,
                 "consts": [[str(c.dtype), list(c.shape)] for c in self.consts],
+                "needs": self.needs,
             }
         ).encode()
         blob = b"".join(c.tobytes() for c in self.consts)
@@ -165,6 +173,7 @@ def load_region(data: bytes) -> LLVMRegion:
             meta["calls"],
             consts,
             cached=True,
+            needs=meta.get("needs", []),
         )
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise LLVMError(f"corrupt llvm region: {type(exc).__name__}: {exc}") from None
@@ -179,7 +188,10 @@ def resolve_isa(options: dict) -> str:
     if isa not in ISAS:
         raise LLVMError(f"llvm: unknown instruction set {isa!r} (one of {', '.join(ISAS)})")
     if isa == "auto":
-        return host_isa() if options.get("mcpu") in (None, "native") else "plain"
+        return best_isa() if options.get("mcpu") in (None, "native") else "plain"
+    if isa == "amx" and not amx_permitted():
+        raise LLVMError("llvm: -isa=amx needs a CPU with AMX-INT8 and an OS that grants the "
+                        f"tile state; this host's best is -isa={host_isa()}")
     return isa
 
 
@@ -207,8 +219,10 @@ def compile_region(function, options: dict) -> LLVMRegion:
         names.append(first.setdefault(signature(plan, k), k.name))
     calls = list(zip(names, call_args(plan)))
     consts = [a for k in plan.kernels for _, a in constants(k)]
+    needs = ["amx"] if any(k.params.get("isa") == "amx" for k in plan.kernels) else []
     return LLVMRegion(
-        name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, calls, consts, cached
+        name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, calls, consts, cached,
+        needs,
     )
 
 
@@ -223,7 +237,8 @@ backend = Backend(
         "isa": Option(
             "auto",
             ISAS,
-            "conv/dense kernels: vnni, avx2, plain (auto: the host's best, or $PARTITA_LLVM_ISA)",
+            "conv/dense kernels: amx (VNNI plus AMX tiles for pointwise convolutions), vnni, "
+            "avx2, plain (auto: the host's best, or $PARTITA_LLVM_ISA)",
         ),
         "threads": Option(
             "1",

@@ -70,6 +70,40 @@ def host_isa() -> str:
     return "avx2" if "+avx2" in features else "plain"
 
 
+_AMX: bool | None = None
+_AMX_LOCK = threading.Lock()
+ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA, SYS_ARCH_PRCTL = 0x1023, 18, 158
+
+
+def amx_permitted() -> bool:
+    """Whether this process may use AMX tiles: the CPU has AMX-INT8 and Linux (5.16 and newer)
+    granted the tile state on request (``arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)``, asked once
+    per process; a tile instruction without it kills the process with SIGILL)."""
+    global _AMX
+    features = set(host_features().split(","))
+    with _AMX_LOCK:
+        if _AMX is None:
+            _AMX = False
+            if {"+amx-int8", "+amx-tile", "+avx512vnni"} <= features and os.uname().machine in (
+                "x86_64", "AMD64"
+            ):
+                try:
+                    libc = ctypes.CDLL(None, use_errno=True)
+                    _AMX = libc.syscall(SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM,
+                                        XFEATURE_XTILEDATA) == 0
+                except (OSError, AttributeError):
+                    _AMX = False
+        return _AMX
+
+
+def best_isa() -> str:
+    """The kernel family ``-isa=auto`` picks: amx (VNNI with AMX tiles for the pointwise
+    convolutions and large dense layers) where the CPU and OS allow it, else host_isa()."""
+    if os.environ.get("PARTITA_NO_AMX"):
+        return host_isa()
+    return "amx" if host_isa() == "vnni" and amx_permitted() else host_isa()
+
+
 def isa_features(isa: str) -> str:
     """Target features for a kernel family on this host: the host's, without AVX-512 (and
     VNNI) for ``avx2``, so that a forced AVX2 build really is AVX2 code."""

@@ -239,7 +239,7 @@ class _Lowering:
             table = lut2_table(call, dtypes, out)
             if self.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
                 # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
-                params["gather"] = self.isa
+                params["gather"] = "vnni" if self.isa == "amx" else self.isa
                 table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])
             return self.emit("LUT2", call, [self.src(d) for d in data], params, {"table": table})
         if lower_float(self, call, name):
@@ -276,7 +276,8 @@ class _Lowering:
         out_shape = call.checked_type.shape
         if kind == "FC":  # leading axes of a rank-3 (transformer) input are rows
             in_shape, out_shape = _rows(in_shape), _rows(out_shape)
-        vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa)
+        vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa,
+                               overread=inputs[0] >= len(self.fn.params))
         if vector is None and params["pairs"]:
             raise LLVMError(
                 f"llvm: {where}: accumulate={call.attrs.accumulate!r} (int16 pair saturation) "

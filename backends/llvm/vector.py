@@ -178,6 +178,9 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         p = k.params
 
         def rows(rb, args, g):
+            if p["isa"] == "amx":
+                return self.amx_rows(rb, args[0], args[1], g, p, self.amx_cells(rb, p),
+                                     (args[-2], args[-1]))
             self.conv_rows(rb, args[0], args[1], g, p, *self.conv_cells(rb, p),
                            (args[-2], args[-1]))
 
@@ -185,7 +188,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             return self.ranged(k, self.constant_names(k), rows)
         fn, b, args = self.function(k, len(k.inputs))
         x, y = args[0], args[-1]
-        accs, out = self.conv_cells(b, p)
+        amx = p["isa"] == "amx"
+        accs, out = (None, self.amx_cells(b, p)) if amx else self.conv_cells(b, p)
         if p.get("prefetch"):
             self.prefetch_lines(b, self.vglobals(k)["weights"], p["prefetch"])
         src = x
@@ -193,14 +197,18 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             src = args[1]
             self.pack_input(b, x, src, p)
         if p.get("threads", 1) < 2:
-            self.conv_rows(b, src, y, self.vglobals(k), p, accs, out, None)
+            if amx:
+                self.amx_rows(b, src, y, self.vglobals(k), p, out, None)
+            else:
+                self.conv_rows(b, src, y, self.vglobals(k), p, accs, out, None)
             b.ret_void()
             return fn
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
         # one function for any range of rows (or pixel tiles), called by both halves' wrappers
         ranged = self.ranged(k, names, rows)
-        total = p["OH"] if p["OH"] > 1 else p["OW"] // p["R"]
+        total = (-(-p["OW"] // p["R"]) if amx else
+                 p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
         halves = [(0, total // 2), (total // 2, total)]
         parts = [
             self.part_function(
@@ -332,14 +340,95 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                     odd = b.shuffle_vector(acc, acc, ir.Constant(V16, list(range(1, 32, 2))))
                     acc = b.add(even, odd)
                 b.store(acc, slot)
+        self.conv_epilogue(b, y, g, p, out, (oy, ox0, o0, rows, vecs), corr=wide)
+
+    def conv_epilogue(self, b, y, g, p, out, tile, corr):
+        """The output stage of a tile's sums, ``out[r][v]`` (16 x int32 each): requantized and
+        stored at their pixels; ``corr``: the sums lack the channels' constant term."""
+        oy, ox0, o0, rows, vecs = tile
         # channels outer: the per-channel constants and the tail test stay out of the pixel loop
         with for_range(b, vecs, "ev") as v, for_range(b, rows, "er") as r:
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
             o = b.add(o0, b.mul(v, c64(16)))
-            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=wide)
+            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr)
             pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, r))
             if p.get("out_pad"):  # into a depthwise kernel's padded input (write_into_halos)
                 ws, cs, top, left, width = p["out_pad"]
                 row = b.add(b.udiv(pix, c64(width)), c64(top))
                 pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
             self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+
+    # -- AMX tiles ---------------------------------------------------------------------------
+    # Tiles 0-3 accumulate a block of 32 pixels x 32 channels (tile 2 * a + v: A tile a, B tile
+    # v), tiles 4-5 hold the block's two 16-pixel x 64-byte slices of input, 6-7 the two 1 KB
+    # weight slices (16 k-quads x 16 channels x 4); every tile is 16 rows of 64 bytes.
+    def amx_cells(self, b, p):
+        """The block's int32 sums as the output stage reads them, ``out[32][V]``."""
+        return b.alloca(V16, size=p["R"] * p["V"])
+
+    def amx_config(self):
+        """The 64-byte tile configuration (palette 1, eight tiles of 16 x 64 bytes)."""
+        name = "amx_tile_config"
+        if name in self.module.globals:
+            return self.module.globals[name]
+        cfg = [0] * 64
+        cfg[0] = 1
+        for t in range(8):
+            cfg[16 + 2 * t] = 64  # bytes per row (little-endian u16)
+            cfg[48 + t] = 16  # rows
+        ty = ir.ArrayType(I8, 64)
+        g = ir.GlobalVariable(self.module, ty, name)
+        g.initializer = ir.Constant(ty, cfg)
+        g.global_constant, g.linkage, g.align = True, "internal", 64
+        return g
+
+    def amx_call(self, b, name, *args):
+        types = [I8 if isinstance(a, int) else a.type for a in args]
+        fn = self._intrinsic(f"llvm.x86.{name}", ir.VoidType(), types)
+        return b.call(fn, [ir.Constant(I8, a) if isinstance(a, int) else a for a in args])
+
+    def amx_rows(self, b, src, y, g, p, out, bounds=None):
+        """Blocks of 32 pixels (``bounds``: block indices [lo, hi)); the last block ends at the
+        last pixel, overlapping its neighbour (the overlap is computed and stored twice, the
+        same bytes both times)."""
+        m, nvec = p["OW"], -(-p["OC"] // 16)
+        blocks = -(-m // p["R"])
+        lo, hi = bounds if bounds is not None else (c64(0), c64(blocks))
+        self.amx_call(b, "ldtilecfg", b.bitcast(self.amx_config(), PTR8))
+        with for_range(b, b.sub(hi, lo), "mb") as i:
+            start = b.mul(b.add(i, lo), c64(p["R"]))
+            m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
+            pairs, odd = divmod(nvec, 2)
+            if pairs:
+                with for_range(b, pairs, "nb") as j:
+                    self.amx_block(b, src, y, g, p, out, m0, b.mul(j, c64(2)), 2)
+            if odd:
+                self.amx_block(b, src, y, g, p, out, m0, c64(nvec - 1), 1)
+        self.amx_call(b, "tilerelease")
+
+    def amx_block(self, b, src, y, g, p, out, m0, nb, vecs):
+        """32 pixels from m0 x ``vecs`` x 16 channels from 16 * nb: sums over the 64-deep
+        slices into tiles, stored to ``out``, then the output stage."""
+        c, kb_count = p["C"], p["KB"]
+        dot = "tdpbssd" if p["signed"] else "tdpbusd"
+        for a in range(2):
+            for v in range(vecs):
+                self.amx_call(b, "tilezero", 2 * a + v)
+        with for_range(b, kb_count, "kb") as kb:
+            at = b.add(b.mul(m0, c64(c)), b.mul(kb, c64(64)))
+            for a in range(2):
+                ptr = b.gep(src, [b.add(at, c64(16 * c * a))], source_etype=I8)
+                self.amx_call(b, "tileloadd64", 4 + a, ptr, c64(c))
+            for v in range(vecs):
+                slab = b.add(b.mul(b.add(nb, c64(v)), c64(kb_count)), kb)
+                ptr = b.gep(g["weights"], [b.mul(slab, c64(1024))], source_etype=I8)
+                self.amx_call(b, "tileloadd64", 6 + v, ptr, c64(64))
+            for a in range(2):
+                for v in range(vecs):
+                    self.amx_call(b, dot, 2 * a + v, 4 + a, 6 + v)
+        for a in range(2):
+            for v in range(vecs):
+                ptr = b.gep(out, [c64((16 * a * vecs + v) * 64)], source_etype=I8)
+                self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
+        self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
+                           corr=True)

@@ -20,7 +20,7 @@ import numpy as np
 
 from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 
-ISAS = ("auto", "vnni", "avx2", "plain")
+ISAS = ("auto", "amx", "vnni", "avx2", "plain")
 FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector kernels only)
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
 # vector is two of them)
@@ -226,8 +226,12 @@ def _padded(geo: dict, step: int) -> dict:
     return {"Cs": cs, "Hs": hs if pack else geo["H"], "Ws": ws if pack else geo["W"], "pack": pack}
 
 
-def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, isa: str):
-    """(kind, params, arrays, scratch bytes) of the vector kernel, or None to keep ``kind``."""
+def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, isa: str,
+                  overread: bool = False):
+    """(kind, params, arrays, scratch bytes) of the vector kernel, or None to keep ``kind``.
+    ``isa`` amx: VNNI, with AMX tiles where ``amx_fits``; ``overread``: the input lives in the
+    segment's arena, whose slack lets a tile row read up to 63 bytes past its end."""
+    amx, isa = isa == "amx", "vnni" if isa == "amx" else isa
     if isa == "plain" or params["rounding"] not in ("tflite", "tflite_double", *FLOAT_STAGES):
         return None
     if kind not in ("CONV", "DWCONV", "FC") or (params["rounding"] == "onnx" and params["rq_zp"]):
@@ -263,9 +267,11 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
         return "VDW", new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
-    geo.update(_padded(geo, 4))
     if kind == "FC":
         w = w.reshape(w.shape[0], 1, 1, -1)
+    if amx and amx_fits(geo, params, overread):
+        return _amx_kernel(params, arrays, geo, w, zx, signed)
+    geo.update(_padded(geo, 4))
     oc, kh, kw, c = w.shape
     cs, ocp = geo["Cs"], _round_up(oc, 16)
     wp = np.zeros((kh, kw, cs, ocp), np.int8)
@@ -292,6 +298,40 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
     return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
+
+
+AMX_ROWS = 32  # pixels per AMX block: two 16-row A tiles against one or two B tiles
+
+
+def amx_fits(geo: dict, params: dict, overread: bool) -> bool:
+    """AMX takes a pointwise convolution or dense layer (one long row of pixels, no padding)
+    with at least one full block of pixels and exact int32 sums; its A tiles read 64 channel
+    bytes per pixel, past the last channel when C is no multiple of 64 (those bytes meet zero
+    weights), so that needs the arena's slack unless C is a multiple of 64."""
+    return (geo["KH"] == geo["KW"] == 1 and geo["H"] == geo["OH"] == 1 and not any(geo["pad"])
+            and geo["OW"] >= AMX_ROWS and not params.get("pairs")
+            and (overread or geo["C"] % 64 == 0))
+
+
+def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, signed: bool):
+    """The AMX form of VCONV: weights [OCp/16][Kp/64][16][16][4], one 1 KB B tile per (16
+    output channels, 64-deep slice), zero beyond the C input channels; TDPBSSD (int8 input)
+    or TDPBUSD (uint8) sums the raw activations, so corr = bias - zx * sum(w)."""
+    oc, c = w.shape[0], geo["C"]
+    kp, ocp = _round_up(c, 64), _round_up(oc, 16)
+    wk = np.zeros((kp, ocp), np.int8)
+    wk[:c, :oc] = w.reshape(oc, c).T
+    packed = wk.reshape(kp // 64, 16, 4, ocp // 16, 16).transpose(3, 0, 1, 4, 2)
+    colsum = w.astype(np.int64).reshape(oc, -1).sum(axis=1)
+    consts = _output_constants(arrays, params, colsum, zx, ocp)
+    geo.update(Cs=c, Hs=geo["H"], Ws=geo["W"], pack=False)
+    new = {**_code_params(params, geo), "signed": signed, "isa": "amx", "V": 2,
+           "R": AMX_ROWS, "KB": kp // 64, "wide": False}
+    wabs = np.abs(w.astype(np.int64)).reshape(oc, -1).sum(axis=1)
+    new.update(_stage_flags({**params, **new}, consts, wabs))
+    if packed.nbytes >= PREFETCH_BYTES:
+        new["prefetch"] = int(packed.nbytes)
+    return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, 0
 
 
 def _panels(packed: np.ndarray, width: int) -> np.ndarray:

@@ -55,8 +55,10 @@ def convs(draw):
 
 def build_graph(
     kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics="tflite",
-    accumulate="exact",
+    accumulate="exact", pre_clip=False,
 ):
+    """The fused graph; ``pre_clip``: the convolution reads a clip of the input (a buffer of
+    the segment's arena) instead of the input itself."""
     rng = np.random.default_rng(seed)
     op = P.get_op
     info = np.iinfo(in_dtype)
@@ -67,12 +69,13 @@ def build_graph(
     else:
         x = P.var("x", (geo.get("batch", 1), *geo["hw"], cin), in_dtype)
         wshape = (cout, *geo["k"], 1 if kind == "depthwise" else cin)
+    data = op("clip")(x, a_min=float(info.min + 1), a_max=float(info.max)) if pre_clip else x
     w = rng.integers(-127, 128, wshape, dtype=np.int8)
     n = cout if per_channel else 1
     w_scale = (rng.uniform(0.002, 0.05, n)).astype(np.float32)
     in_scale = np.float32(rng.uniform(0.01, 0.1))
     args = [
-        x,
+        data,
         P.const(w),
         P.const(np.int32(in_zp)),
         P.const(np.zeros(n, np.int32) if n > 1 else np.int32(0)),

@@ -1,0 +1,95 @@
+"""The AMX kernels (-isa=amx: pointwise convolutions and dense layers of 32 rows and more on
+AMX tiles, everything else VNNI) equal the interpreter bit for bit; on a CPU or OS without AMX
+the ISA is refused with a reason, and a saved region that needs AMX says so when loaded. The
+VNNI kernels, the fallback, are tested by test_llvm_kernels.py on every AVX-512 VNNI CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from partita.backends.llvm import jit
+from partita.backends.llvm.lower import lower
+from test_llvm_kernels import build_graph
+
+import partita as P
+
+needs_amx = pytest.mark.skipif(not jit.amx_permitted(), reason="this CPU or OS has no AMX")
+
+
+@st.composite
+def pointwise(draw):
+    kind = draw(st.sampled_from(["conv", "dense"]))
+    cin = draw(st.sampled_from([1, 3, 16, 24, 64, 96, 130, 192]))
+    cout = draw(st.sampled_from([1, 16, 24, 40, 70, 144]))
+    rows = draw(st.integers(32, 160))
+    if kind == "dense":
+        geo = {"rows": rows}
+    else:
+        w = draw(st.integers(4, 16))
+        geo = {"hw": (-(-rows // w), w), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+               "padding": (0, 0, 0, 0), "batch": draw(st.sampled_from([1, 1, 2]))}
+    return (kind, draw(st.sampled_from(["int8", "uint8"])), cin, cout, geo,
+            draw(st.integers(0, 2**16)), draw(st.booleans()),
+            draw(st.sampled_from([None, (0, 127)])),
+            draw(st.sampled_from(["tflite", "onnx", "tflite_double"])))
+
+
+def _run_both(mod, target, seed):
+    exe = P.build(mod, target)
+    ty = exe.input_types[0]
+    info = np.iinfo(ty.dtype)
+    data = np.random.default_rng(seed).integers(info.min, info.max, ty.shape, dtype=ty.dtype,
+                                                endpoint=True)
+    return exe.run(data)[0], P.interpret(mod, [data])[0]
+
+
+@needs_amx
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=pointwise(), pre_clip=st.booleans(), threads=st.sampled_from([1, 2]))
+def test_amx_kernels_equal_the_interpreter(case, pre_clip, threads):
+    mod, _ = build_graph(*case, pre_clip=pre_clip)
+    got, ref = _run_both(mod, f"llvm -isa=amx -threads={threads}", seed=3)
+    assert np.array_equal(got, ref), f"{np.count_nonzero(got != ref)} outputs differ"
+    # the case really ran on tiles: a graph input is read by AMX only when C is a multiple of
+    # 64 (its tile rows may not read past the caller's array)
+    plan = lower(P.InferType()(mod)["main"], "amx")
+    mac = [k for k in plan.kernels if k.kind == "VCONV"]
+    assert mac[0].params["isa"] == ("amx" if pre_clip or case[2] % 64 == 0 else "vnni")
+
+
+@needs_amx
+def test_a_short_row_stays_on_vnni():
+    """Fewer than 32 rows (a batch-1 classifier) is a matrix-vector product: VNNI's."""
+    mod, _ = build_graph("dense", "int8", 64, 10, {"rows": 1}, 0, True, None)
+    plan = lower(P.InferType()(mod)["main"], "amx")
+    assert [k.params["isa"] for k in plan.kernels if k.kind == "VCONV"] == ["vnni"]
+    got, ref = _run_both(mod, "llvm -isa=amx", seed=0)
+    assert np.array_equal(got, ref)
+
+
+@needs_amx
+def test_a_saved_amx_region_loads_only_where_amx_runs(tmp_path, monkeypatch):
+    geo = {"hw": (8, 8), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+           "padding": (0, 0, 0, 0)}
+    mod, _ = build_graph("conv", "int8", 64, 32, geo, 1, True, None)
+    exe = P.build(mod, "llvm -isa=amx")
+    path = tmp_path / "m.partita"
+    exe.save(path)
+    data = np.arange(64 * 64, dtype=np.int8).reshape(1, 8, 8, 64)
+    assert np.array_equal(P.load(path).run(data)[0], exe.run(data)[0])
+    monkeypatch.setattr(jit, "_AMX", False)
+    with pytest.raises(P.PartitaError, match="compiled with AMX kernels"):
+        P.load(path)
+
+
+def test_amx_is_refused_with_a_reason_where_the_host_lacks_it(monkeypatch):
+    monkeypatch.setattr(jit, "_AMX", False)
+    mod, _ = build_graph("dense", "int8", 64, 10, {"rows": 40}, 0, True, None)
+    with pytest.raises(P.PartitaError, match="-isa=amx needs a CPU with AMX-INT8"):
+        P.build(mod, "llvm -isa=amx")
+    # auto never picks it there
+    from partita.backends.llvm import resolve_isa
+
+    assert resolve_isa({}) != "amx"
