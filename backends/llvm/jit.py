@@ -99,8 +99,6 @@ def amx_permitted() -> bool:
 def best_isa() -> str:
     """The kernel family ``-isa=auto`` picks: amx (VNNI with AMX tiles for the pointwise
     convolutions and large dense layers) where the CPU and OS allow it, else host_isa()."""
-    if os.environ.get("PARTITA_NO_AMX"):
-        return host_isa()
     return "amx" if host_isa() == "vnni" and amx_permitted() else host_isa()
 
 

@@ -205,24 +205,38 @@ class ThreadPool:
 
 
 class TwoModes:
-    """Which driver a region calls: with the worker ("pool") or without ("alone"), whichever
-    has the lower median of its last WINDOW run times, trying the other every PROBE runs, so
-    that a busy machine, where the worker only gets in the way, runs alone."""
+    """Which driver a region calls: with the worker ("pool") or without ("alone"). The worker
+    is used when the median of its last WINDOW run times beats the median without it by
+    MARGIN (within that, the machine is busy enough that the worker buys nothing and only
+    adds risk); the other mode is tried every PROBE runs, an interval that doubles up to
+    MAX_PROBE each time a probe confirms the choice (and falls back to PROBE when it
+    changes), so a busy machine, where the worker only gets in the way, pays little for
+    the probes."""
 
     WINDOW = 5
+    MARGIN = 0.97
+    MAX_PROBE = 64
 
     def __init__(self):
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
         self.runs = 0
+        self.best = None
+        self.interval, self.next_probe = PROBE, PROBE
 
     def choose(self) -> str:
         self.runs += 1
         pool, alone = self.times["pool"], self.times["alone"]
         if len(pool) < self.WINDOW or len(alone) < self.WINDOW:  # both measured first
             return "pool" if len(pool) <= len(alone) else "alone"
-        best, other = (("pool", "alone") if median(pool) <= median(alone)
-                       else ("alone", "pool"))
-        return other if self.runs % PROBE == 0 else best
+        best = "pool" if median(pool) < self.MARGIN * median(alone) else "alone"
+        if best != self.best:
+            self.best, self.interval = best, PROBE
+            self.next_probe = self.runs + PROBE
+        if self.runs < self.next_probe:
+            return best
+        self.interval = min(2 * self.interval, self.MAX_PROBE)
+        self.next_probe = self.runs + self.interval
+        return "alone" if best == "pool" else "pool"
 
     def record(self, mode: str, seconds: float) -> None:
         self.times[mode].append(seconds)

@@ -233,6 +233,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         if mode == "full":
             fn.linkage = "internal"
         fn.attributes.add("noinline")
+        for arg in fn.args[:-2]:  # as the kernel's own (kernels.function): disjoint buffers
+            arg.add_attribute("noalias")
         rb = ir.IRBuilder(fn.append_basic_block("entry"))
         args = list(fn.args)
         build(rb, args, dict(zip(names, args[2:-2])))
