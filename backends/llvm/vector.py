@@ -344,12 +344,16 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                 b.store(acc, slot)
         self.conv_epilogue(b, y, g, p, out, (oy, ox0, o0, rows, vecs), corr=wide)
 
-    def conv_epilogue(self, b, y, g, p, out, tile, corr):
+    def conv_epilogue(self, b, y, g, p, out, tile, corr, skip=None):
         """The output stage of a tile's sums, ``out[r][v]`` (16 x int32 each): requantized and
-        stored at their pixels; ``corr``: the sums lack the channels' constant term."""
+        stored at their pixels; ``corr``: the sums lack the channels' constant term; ``skip``
+        (an i64): the first rows another tile has stored already."""
         oy, ox0, o0, rows, vecs = tile
+        count = c64(rows) if skip is None else b.sub(c64(rows), skip)
         # channels outer: the per-channel constants and the tail test stay out of the pixel loop
-        with for_range(b, vecs, "ev") as v, for_range(b, rows, "er") as r:
+        with for_range(b, vecs, "ev") as v, for_range(b, count, "er") as r:
+            if skip is not None:
+                r = b.add(r, skip)
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
             o = b.add(o0, b.mul(v, c64(16)))
             value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr)
@@ -391,8 +395,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
 
     def amx_rows(self, b, src, y, g, p, out, bounds=None):
         """Blocks of 32 pixels (``bounds``: block indices [lo, hi)); the last block ends at the
-        last pixel, overlapping its neighbour (the overlap is computed and stored twice, the
-        same bytes both times)."""
+        last pixel, overlapping its neighbour: the overlap's sums are computed twice, its
+        outputs stored once."""
         m, nvec = p["OW"], -(-p["OC"] // 16)
         blocks = -(-m // p["R"])
         lo, hi = bounds if bounds is not None else (c64(0), c64(blocks))
@@ -401,17 +405,19 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             start = b.mul(b.add(i, lo), c64(p["R"]))
             m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
             pairs, odd = divmod(nvec, 2)
+            skip = b.sub(start, m0)  # rows the previous block stored (the last block only)
             if pairs:
                 with for_range(b, pairs, "nb") as j:
-                    self.amx_block(b, src, y, g, p, out, m0, b.mul(j, c64(2)), 2)
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), b.mul(j, c64(2)), 2)
             if odd:
-                self.amx_block(b, src, y, g, p, out, m0, c64(nvec - 1), 1)
+                self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
         self.amx_call(b, "tilerelease")
 
-    def amx_block(self, b, src, y, g, p, out, m0, nb, vecs):
+    def amx_block(self, b, src, y, g, p, out, rows, nb, vecs):
         """32 pixels from m0 x ``vecs`` x 16 channels from 16 * nb: sums over the 64-deep
-        slices into tiles, stored to ``out``, then the output stage."""
-        c, kb_count = p["C"], p["KB"]
+        slices into tiles, stored to ``out``, then the output stage for the pixels from
+        m0 + skip (``rows`` = (m0, skip))."""
+        (m0, skip), c, kb_count = rows, p["C"], p["KB"]
         dot = "tdpbssd" if p["signed"] else "tdpbusd"
         for a in range(2):
             for v in range(vecs):
@@ -433,4 +439,4 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                 ptr = b.gep(out, [c64((16 * a * vecs + v) * 64)], source_etype=I8)
                 self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
         self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
-                           corr=True)
+                           corr=True, skip=skip)
