@@ -46,6 +46,7 @@ from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel, write_into_hal
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
+MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
 
 
 @dataclass
@@ -247,6 +248,8 @@ class _Lowering:
         raise LLVMError(f"llvm cannot compile {where} yet (build with the 'ref' host for it)")
 
     def emit(self, kind, call, inputs, params=None, arrays=None) -> None:
+        if kind == "MEAN":  # sums a row of channels at once in int32 where they fit
+            params["row_sums"] = params["inner"] <= MEAN_ROW and params["n"] < (1 << 23)
         out = self.buffer(call)
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))

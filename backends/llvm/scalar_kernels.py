@@ -374,25 +374,48 @@ class ScalarKernels:
         dtype = self.dtype(k.inputs[0])
         lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
         rint32 = self.module.declare_intrinsic("llvm.roundeven", [F32])
+        # ``row_sums``: the sums of a row of channels, pixel by pixel (contiguous: LLVM vectorises
+        # the adds; lower.MEAN_ROW channels at most, and int32 holds any sum of fewer than 2^23
+        # 8-bit values); else each channel's column is summed on its own
+        sums = b.alloca(I32, c64(c)) if p.get("row_sums") else None
         acc = b.alloca(I64)
-        with for_range(b, p["outer"], "o") as o, for_range(b, c, "ch") as ch:
-            b.store(c64(0), acc)
+        with for_range(b, p["outer"], "o") as o:
             base = b.mul(o, c64(n * c))
-            with for_range(b, n, "e") as e:
-                at = b.add(base, b.add(b.mul(e, c64(c)), ch))
-                v = self.signed(b, self.load_at(b, x, at, I8), dtype)
-                b.store(b.add(b.load(acc, typ=I64), v), acc)
-            s = b.sub(b.load(acc, typ=I64), c64(p["in_zp"] * p["n"]))
-            if "scale" in p:  # "onnx": float32(int32 sum) * float32 scale, half to even
-                f = b.fmul(b.sitofp(b.trunc(s, I32), F32), ir.Constant(F32, p["scale"]))
-                v = b.fptosi(b.call(rint32, [f]), I64)
-            else:
-                s32 = b.sext(b.trunc(s, I32), I64)
-                v = self.mbqm(b, s32, c64(p["multiplier"]), c64(p["shift"]))
-                if p.get("upward"):  # TFLite's optimized MEAN: NEON blocks of 16 round upward
-                    up = self.mbqm_upward(b, s32, c64(p["multiplier"]), c64(p["shift"]))
-                    v = b.select(b.icmp_signed("<", ch, c64(p["upward"])), up, v)
-            v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
-            self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)
+            if sums is not None:
+                with for_range(b, c, "z") as ch:
+                    self.store_at(b, ir.Constant(I32, 0), sums, ch, I32)
+                with for_range(b, n, "e") as e, for_range(b, c, "ch") as ch:
+                    at = b.add(base, b.add(b.mul(e, c64(c)), ch))
+                    v = b.trunc(self.signed(b, self.load_at(b, x, at, I8), dtype), I32)
+                    self.store_at(b, b.add(self.load_at(b, sums, ch, I32), v), sums, ch, I32)
+            with for_range(b, c, "ch") as ch:
+                self.mean_out(b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi)
         b.ret_void()
         return fn
+
+    def mean_out(self, b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi):
+        """Channel ``ch`` of MEAN's output row ``o``: its sum (from ``sums``, or summed here
+        down the channel's column), requantized."""
+        p = k.params
+        n, c = p["n"], p["inner"]
+        if sums is not None:
+            total = b.sext(self.load_at(b, sums, ch, I32), I64)
+        else:
+            b.store(c64(0), acc)
+            with for_range(b, n, "e") as e:
+                at = b.add(base, b.add(b.mul(e, c64(c)), ch))
+                v = self.signed(b, self.load_at(b, x, at, I8), self.dtype(k.inputs[0]))
+                b.store(b.add(b.load(acc, typ=I64), v), acc)
+            total = b.load(acc, typ=I64)
+        s = b.sub(total, c64(p["in_zp"] * p["n"]))
+        if "scale" in p:  # "onnx": float32(int32 sum) * float32 scale, half to even
+            f = b.fmul(b.sitofp(b.trunc(s, I32), F32), ir.Constant(F32, p["scale"]))
+            v = b.fptosi(b.call(rint32, [f]), I64)
+        else:
+            s32 = b.sext(b.trunc(s, I32), I64)
+            v = self.mbqm(b, s32, c64(p["multiplier"]), c64(p["shift"]))
+            if p.get("upward"):  # TFLite's optimized MEAN: NEON blocks of 16 round upward
+                up = self.mbqm_upward(b, s32, c64(p["multiplier"]), c64(p["shift"]))
+                v = b.select(b.icmp_signed("<", ch, c64(p["upward"])), up, v)
+        v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
+        self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)

@@ -5,6 +5,7 @@ hypothesis, and the ONNX, PyTorch and TFLite test models that use them built who
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -346,15 +347,21 @@ def test_pooling_kernels_loop_over_the_batch(op, dtype, attrs, layout):
     axes=st.sampled_from([(1, 2), (2, 1), (1,), (3,), (1, 2, 3)]), keep=st.booleans(),
     dtype=st.sampled_from(["int8", "uint8"]), s_out=st.floats(0.01, 0.3),
     zps=st.tuples(st.integers(-20, 20), st.integers(-20, 20)), seed=st.integers(0, 99),
+    columns=st.booleans(),
 )  # fmt: skip
-def test_tflite_builtin_mean(h, w, c, axes, keep, dtype, s_out, zps, seed):
+def test_tflite_builtin_mean(h, w, c, axes, keep, dtype, s_out, zps, seed, columns):
+    """``columns``: each channel summed down its column (the kernel's form for more than
+    lower.MEAN_ROW channels) instead of a row of channels at a time."""
     x = Var("x", TensorType((2, h, w, c), dtype))
     base = 0 if dtype == "int8" else 128
     out = get_op("qnn.mean")(
         x, F32(0.05), I32(base + zps[0]), F32(s_out), I32(base + zps[1]), axis=axes,
         keepdims=keep, semantics="tflite_builtin",
     )  # fmt: skip
-    assert_exact([x], out, {"MEAN"}, seed=seed)
+    with pytest.MonkeyPatch.context() as mp:
+        if columns:  # the module, not the function the package exports under its name
+            mp.setattr(importlib.import_module("partita.backends.llvm.lower"), "MEAN_ROW", 0)
+        assert_exact([x], out, {"MEAN"}, seed=seed)
 
 
 @settings(max_examples=30, deadline=None)
