@@ -194,11 +194,18 @@ def lower_fgap(low, call) -> bool:
 # ---- constant weights ---------------------------------------------------------------------------
 
 
-def _constant_tree(expr) -> bool:
+def _constant_tree(expr, memo: dict | None = None) -> bool:
+    """Whether ``expr`` is a Constant or calls of constants only (``memo``: answers by node id,
+    so that asking for every node of a long chain stays linear)."""
     if isinstance(expr, Constant):
         return True
-    return (isinstance(expr, Call) and not isinstance(expr.op, Function) and bool(expr.args)
-            and all(_constant_tree(a) for a in expr.args))
+    if not isinstance(expr, Call) or isinstance(expr.op, Function) or not expr.args:
+        return False
+    if memo is None:
+        return all(_constant_tree(a) for a in expr.args)
+    if id(expr) not in memo:
+        memo[id(expr)] = all(_constant_tree(a, memo) for a in expr.args)
+    return memo[id(expr)]
 
 
 def const_value(low, expr):
@@ -218,7 +225,9 @@ def const_value(low, expr):
 def weight_only(low, call) -> bool:
     """Whether ``call`` is a constant expression read only as float convolutions' weights
     (directly or through other such expressions): lower_fconv folds it, no kernel computes it."""
-    if not isinstance(call, Call) or isinstance(call.op, Function) or not _constant_tree(call):
+    memo = low.__dict__.setdefault("constant_trees", {})
+    if not isinstance(call, Call) or isinstance(call.op, Function) or not _constant_tree(call,
+                                                                                       memo):
         return False
     outs = low.fn.body.fields if isinstance(low.fn.body, Tuple) else [low.fn.body]
     users = low.users.get(id(call), [])

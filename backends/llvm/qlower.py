@@ -134,10 +134,11 @@ def _qsoftmax_builtin(low, call) -> bool:
 def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: str) -> dict | None:
     """The MEAN kernel's parameters for qnn.mean of an 8-bit tensor of ``shape`` over ``axis``
     (``consts``: input scale, zero point, output scale, zero point), or None when the kernel does
-    not take it (excluded or non-contiguous axes; "onnx" means only over H and W)."""
+    not take it (excluded or non-contiguous axes; "onnx" means only over H and W, of NHWC or
+    NCHW)."""
     shape = [int(d) for d in shape]
     axes = tuple(sorted(a % len(shape) for a in axis))
-    spatial = len(shape) == 4 and axes == (1, 2)
+    spatial = len(shape) == 4 and axes in ((1, 2), (2, 3))  # H, W of NHWC or NCHW
     contiguous = axes and axes == tuple(range(axes[0], axes[-1] + 1))
     onnx = semantics == "onnx"
     if exclude or not contiguous or (onnx and not spatial) or semantics not in ("tflite", "onnx"):
@@ -202,10 +203,8 @@ def lower_qavgpool(low, call) -> bool:
     _, h, w, c = shape if nhwc else (shape[0], shape[2], shape[3], shape[1])
     onnx = a.semantics == "onnx"
     if onnx and tuple(a.pool_size) == (h, w) and not any(a.padding) and tuple(a.dilation) == (1, 1):
-        if not nhwc:
-            return False
-        consts = [s_in, zp_in, s_out, zp_out]
-        params = mean_params(shape, (1, 2), "onnx", False, consts, dtype)
+        consts = [s_in, zp_in, s_out, zp_out]  # NCHW: a mean over axes 2, 3 (inner = 1)
+        params = mean_params(shape, (1, 2) if nhwc else (2, 3), "onnx", False, consts, dtype)
         low.emit("MEAN", call, [low.src(x)], params)
         return True
     counts = pool_counts(shape, a, a.count_include_pad).astype(np.int32).reshape(-1)

@@ -37,12 +37,20 @@ def _round_up(n: int, m: int) -> int:
 
 def _effective_weights(arrays: dict, params: dict) -> np.ndarray | None:
     """w - w_zp as int8 (OHWI or [units, depth]), or None when that does not fit."""
+    if arrays["weights"].dtype == np.int8 and not np.any(arrays["w_zp"]):
+        return arrays["weights"]  # symmetric int8 weights (TFLite's): as they are
     w = arrays["weights"].astype(np.int32)
     zp = arrays["w_zp"].reshape((-1,) + (1,) * (w.ndim - 1))
     w = w - zp
     if w.min(initial=0) < -128 or w.max(initial=0) > 127:
         return None
     return w.astype(np.int8)
+
+
+def _weight_sums(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per output channel (the first axis): sum(w) and sum(|w|), int64."""
+    flat = w.reshape(w.shape[0], -1).astype(np.int32)
+    return flat.sum(axis=1, dtype=np.int64), np.abs(flat).sum(axis=1, dtype=np.int64)
 
 
 def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, ocp: int) -> dict:
@@ -251,9 +259,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         cs = geo["Cs"]
         packed = np.zeros((geo["KH"] * geo["KW"], cs), np.int8)
         packed[:, : geo["C"]] = w[:, :, :, 0].transpose(1, 2, 0).reshape(-1, geo["C"])
-        colsum = w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
+        colsum, wabs = _weight_sums(w)
         consts = _output_constants(arrays, params, colsum, zx, cs)
-        wabs = np.abs(w.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
         new = {**_code_params(params, geo), "signed": signed}
         new.update(_stage_flags({**params, **new}, consts, wabs))
         if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of input rows
@@ -277,7 +284,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     wp = np.zeros((kh, kw, cs, ocp), np.int8)
     wp[:, :, :c, :oc] = w.transpose(1, 2, 3, 0)
     packed = wp.reshape(kh * kw, cs // 4, 4, ocp).transpose(0, 1, 3, 2)
-    colsum = w.astype(np.int64).reshape(oc, -1).sum(axis=1)
+    colsum, wabs = _weight_sums(w)
     consts = _output_constants(arrays, params, colsum, zx + (128 if signed else 0), ocp)
     nvec = ocp // 16
     # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
@@ -288,7 +295,6 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     tiles = TILES["avx2_wide" if wide else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
-    wabs = np.abs(w.astype(np.int64)).reshape(oc, -1).sum(axis=1)
     new.update(_stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
     packed = _panels(packed, 16 * v)
@@ -322,12 +328,11 @@ def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, s
     wk = np.zeros((kp, ocp), np.int8)
     wk[:c, :oc] = w.reshape(oc, c).T
     packed = wk.reshape(kp // 64, 16, 4, ocp // 16, 16).transpose(3, 0, 1, 4, 2)
-    colsum = w.astype(np.int64).reshape(oc, -1).sum(axis=1)
+    colsum, wabs = _weight_sums(w)
     consts = _output_constants(arrays, params, colsum, zx, ocp)
     geo.update(Cs=c, Hs=geo["H"], Ws=geo["W"], pack=False)
     new = {**_code_params(params, geo), "signed": signed, "isa": "amx", "V": 2,
            "R": AMX_ROWS, "KB": kp // 64, "wide": False}
-    wabs = np.abs(w.astype(np.int64)).reshape(oc, -1).sum(axis=1)
     new.update(_stage_flags({**params, **new}, consts, wabs))
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
