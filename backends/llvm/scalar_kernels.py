@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from .codegen import F32, F64, I8, I32, I64, c64, for_range
+from .codegen import ELEM, F32, F64, I8, I32, I64, c64, for_range
 from .lower import Kernel
 
 
@@ -195,10 +195,12 @@ class ScalarKernels:
             return b.add(b.mul(b.add(b.mul(b.add(b.mul(ni, c64(hh)), yi), c64(ww)), xi),
                                c64(cc)), ci)
 
-        acc = b.alloca(F64)
+        integer = p.get("integer")  # [data dtype, output dtype]: exact int64 sums
+        acc_ty = I64 if integer else F64
+        acc = b.alloca(acc_ty)
         with (for_range(b, n, "n") as ni, for_range(b, oc, "o") as o,
               for_range(b, oh, "oy") as oy, for_range(b, ow, "ox") as ox):
-            b.store(ir.Constant(F64, 0.0), acc)
+            b.store(ir.Constant(acc_ty, 0), acc)
             grp = b.sdiv(o, c64(og))
             with for_range(b, cg, "c") as ci, for_range(b, kh, "a") as ka, \
                     for_range(b, kw, "bb") as kb:
@@ -213,15 +215,26 @@ class ScalarKernels:
                                   b.icmp_signed("<", ix, c64(wd)))))
                 with b.if_then(inside):
                     cin = b.add(b.mul(grp, c64(cg)), ci)
-                    v = self.load_at(b, x, at(p["in"], ni, cin, iy, ix), F32)
+                    xi = at(p["in"], ni, cin, iy, ix)
                     widx = b.add(b.mul(b.add(b.mul(b.add(b.mul(cin, c64(og)),
                                                          b.srem(o, c64(og))), c64(kh)), ka),
                                        c64(kw)), kb)
-                    wv = self.load_at(b, wts, widx, F32)
-                    prod = b.fmul(b.fpext(v, F64), b.fpext(wv, F64))
-                    b.store(b.fadd(b.load(acc, typ=F64), prod), acc)
-            out = b.fptrunc(b.load(acc, typ=F64), F32)
-            self.store_at(b, out, y, at(p["out"], ni, o, oy, ox), F32)
+                    if integer:
+                        v = self.load_at(b, x, xi, ELEM[integer[0]])
+                        v = b.zext(v, I64) if integer[0] == "uint8" else b.sext(v, I64)
+                        prod = b.mul(v, self.load_at(b, wts, widx, I64))
+                        b.store(b.add(b.load(acc, typ=I64), prod), acc)
+                    else:
+                        v = self.load_at(b, x, xi, F32)
+                        wv = self.load_at(b, wts, widx, F32)
+                        prod = b.fmul(b.fpext(v, F64), b.fpext(wv, F64))
+                        b.store(b.fadd(b.load(acc, typ=F64), prod), acc)
+            if integer:  # two's-complement wrap to the output's width
+                ty = ELEM[integer[1]]
+                out = b.trunc(b.load(acc, typ=I64), ty)
+            else:
+                ty, out = F32, b.fptrunc(b.load(acc, typ=F64), F32)
+            self.store_at(b, out, y, at(p["out"], ni, o, oy, ox), ty)
         b.ret_void()
         return fn
 
