@@ -91,9 +91,11 @@ class FloatGemm:
     def gemm_cells(self, b):
         return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(ROWS)]
 
-    def dense_rows(self, k, m_count: int, suffix: str) -> ir.Function:
+    def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None) -> ir.Function:
         """``void name(ptr x, ptr w, ptr y, ptr bias)``: rows [0, m_count) of the product, x, y
-        (and a per-element bias) already offset to the first row."""
+        (and a per-element bias) already offset to the first row; with ``n_count`` the first
+        n_count columns (w, y and the bias offset to the first column: a whole 64-column
+        panel, so the panel layout holds from there)."""
         p = k.params
         fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 4)
         fn = ir.Function(self.module, fty, name=f"{k.name}_{suffix}")
@@ -117,7 +119,7 @@ class FloatGemm:
                 return self.vload_f(b, src, n if p["bias"] == "n" else at)
 
         self.gemm(
-            b, cells, m_count, n_, k_,
+            b, cells, m_count, n_ if n_count is None else n_count, k_,
             lambda m, kk: b.add(b.mul(m, c64(k_)), kk),
             w_at,
             lambda m, n: b.add(b.mul(m, c64(n_)), n),
@@ -136,6 +138,27 @@ class FloatGemm:
         m_, k_, n_ = p["M"], p["K"], p["N"]
         if p.get("threads", 1) < 2:
             b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias])
+            b.ret_void()
+            return fn
+        nv = n_ // VEC
+        panels = nv // COLS
+        if panels >= 2 and (m_ // ROWS) * n_ + m_ > panels * m_ + n_:
+            # the weights outweigh the rows (gemm's panels-outer case): each half takes half
+            # the panels, so the two cores stream disjoint weights
+            n_mid = panels // 2 * COLS * VEC
+            part_a = self.dense_rows(k, m_, "a", n_mid)
+            part_b = self.dense_rows(k, m_, "b", n_ - n_mid)
+            wb = b.gep(w, [c64(n_mid * k_)], source_etype=F32)
+            yb = b.gep(y, [c64(n_mid)], source_etype=F32)
+            per_n = p.get("bias") in ("n", "mn")
+            bb = b.gep(bias, [c64(n_mid)], source_etype=F32) if per_n else bias
+            pointers = [x, w, y, bias, wb, yb, bb]
+            halves = [
+                self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:4])),
+                self.part_function(k, "hb", pointers,
+                                   lambda pb, ps: pb.call(part_b, [ps[0], ps[4], ps[5], ps[6]])),
+            ]
+            self.split_run(k, b, pointers, halves)
             b.ret_void()
             return fn
         first = (m_ // 2 // ROWS) * ROWS or m_ // 2

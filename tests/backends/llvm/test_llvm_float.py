@@ -362,6 +362,17 @@ def test_two_threads_give_the_same_bits():
     np.testing.assert_allclose(two, P.interpret(mod, [data])[0], rtol=1e-4, atol=1e-4)
     with pytest.raises(P.PartitaError, match="threads"):
         P.build(mod, "llvm -threads=3")
+    # few rows against many weights: the halves take halves of the 64-column panels (the
+    # second with the 16-column tail), each row's bias and outputs at their columns
+    x = relay.var("x", shape=(16, 1024))
+    w = relay.const(rng.standard_normal((336, 1024)).astype(np.float32))
+    bias = relay.const(rng.standard_normal((16, 336)).astype(np.float32))
+    wide = relay.transform.InferType()(relay.IRModule.from_expr(
+        relay.Function([x], relay.nn.gemm(x, w, bias))))
+    data = _rand(rng, (16, 1024), "float32")
+    one = P.build(wide, "llvm").run(data)[0]
+    assert one.tobytes() == P.build(wide, "llvm -threads=2").run(data)[0].tobytes()
+    np.testing.assert_allclose(one, P.interpret(wide, [data])[0], rtol=1e-4, atol=1e-4)
     # a large elementwise chain: its first axis longer than 1 is halved over the two threads
     z = relay.var("z", shape=(1, 300, 500))
     chain = relay.Function([z], relay.tanh(relay.add(relay.multiply(z, z), relay.const(1.0))))
