@@ -7,7 +7,10 @@ then claims the second with a compare-and-swap: if the worker took it first, the
 for the worker's done number; otherwise (the worker is late: the other core is busy, or no
 worker exists because the kernel was called on its own, by another thread, or thread creation
 failed) it runs the second half itself. So no kernel ever waits for a thread that has not
-started, and the results are the same bits either way (each half writes its own outputs).
+started, and the results are the same bits either way (each half writes its own outputs). A
+long wait marks the run slow: its remaining kernels run both halves here. Whether a run starts
+the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``, whichever
+measured faster lately).
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from .codegen import I64, c64
 PTR = ir.PointerType()
 ALONE = "partita_run_alone"  # the driver without a worker
 PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
-SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", "penalty",
-         "backoff", "late")  # i64 globals
-WAIT = 1 << 14  # pause instructions waited for the worker before the run counts as slow
-MAX_BACKOFF = 256  # driver calls without a worker after runs that waited
+SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow",
+         "late")  # i64 globals
+# pause instructions waited for the worker before the run counts as slow (its remaining kernels
+# then run both halves here): at least WAIT, or a kernel's multiply-adds >> WAIT_SHIFT (a float
+# product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
+WAIT, WAIT_SHIFT = 1 << 14, 12
 JOB = ("job_table",)  # ptr globals
 
 
@@ -113,12 +118,7 @@ class ThreadPool:
         mine = b.alloca(I64)
         b.store(c64(0), mine)
         owned = b.extract_value(b.cmpxchg(g["active"], c64(0), c64(1), "acq_rel", "acquire"), 1)
-        penalty = b.load(g["penalty"], typ=I64)
-        skip = b.and_(owned, b.icmp_signed(">", penalty, c64(0)))
-        with b.if_then(skip):  # recent runs waited for a descheduled worker: run alone
-            b.store(b.sub(penalty, c64(1)), g["penalty"])
-            b.store_atomic(c64(0), g["active"], "release", 8)
-        with b.if_then(b.and_(owned, b.not_(skip))):
+        with b.if_then(owned):
             for name in ("seq", "claimed", "done", "quit", "late"):
                 b.store_atomic(c64(0), g[name], "release", 8)
             b.store_atomic(self.self_id(b), g["owner"], "release", 8)
@@ -139,16 +139,7 @@ class ThreadPool:
                 join = self.extern("pthread_join", ir.IntType(32), [I64, PTR])
                 b.call(join, [b.load(tid, typ=I64), ir.Constant(PTR, None)])
             b.store_atomic(c64(0), g["owner"], "release", 8)
-            # slow: a long wait, or the worker too late for a quarter of the jobs or more
-            jobs, late = b.load(g["seq"], typ=I64), b.load(g["late"], typ=I64)
-            lagging = b.icmp_signed(">=", b.mul(late, c64(4)), b.add(jobs, c64(1)))
-            slow = b.or_(b.load(g["slow"], typ=I64), b.zext(lagging, I64))
-            backoff = b.load(g["backoff"], typ=I64)
-            more = b.shl(b.select(b.icmp_signed("==", backoff, c64(0)), c64(1), backoff), c64(1))
-            more = b.select(b.icmp_signed(">", more, c64(MAX_BACKOFF)), c64(MAX_BACKOFF), more)
-            was_slow = b.icmp_signed("!=", slow, c64(0))
-            b.store(b.select(was_slow, more, c64(0)), g["backoff"])
-            b.store(b.select(was_slow, more, c64(0)), g["penalty"])
+            # across runs, TwoModes (measured run times) decides whether the worker pays
             b.store(c64(0), g["slow"])
             b.store_atomic(c64(0), g["active"], "release", 8)
 
@@ -179,15 +170,15 @@ class ThreadPool:
                         b.call(parts[1], [table])
                         b.store(b.add(b.load(g["late"], typ=I64), c64(1)), g["late"])
                     with taken:
-                        self.wait_done(b, g, job)
+                        self.wait_done(b, g, job, max(WAIT, split_work(k) >> WAIT_SHIFT))
             with alone:
                 b.call(parts[0], [table])
                 b.call(parts[1], [table])
 
-    def wait_done(self, b, g, job) -> None:
-        """Spin until the worker has finished ``job``; a long wait (the worker was descheduled:
-        the machine is busy) marks the run slow, so its remaining kernels run alone and the
-        next driver calls start no worker (``penalty``, doubling up to MAX_BACKOFF)."""
+    def wait_done(self, b, g, job, limit: int = WAIT) -> None:
+        """Spin until the worker has finished ``job``; a wait of ``limit`` pauses (the worker
+        was descheduled: the machine is busy) marks the run slow, so its remaining kernels run
+        both halves here."""
         fn = b.function
         count = b.alloca(I64)
         b.store(c64(0), count)
@@ -197,11 +188,22 @@ class ThreadPool:
         self.pause(b)
         n = b.add(b.load(count, typ=I64), c64(1))
         b.store(n, count)
-        with b.if_then(b.icmp_signed("==", n, c64(WAIT))):
+        with b.if_then(b.icmp_signed("==", n, c64(limit))):
             b.store(c64(1), g["slow"])
         value = b.load_atomic(g["done"], "acquire", 8, typ=I64)
         b.cbranch(b.icmp_signed("==", value, job), out, spin)
         b.position_at_end(out)
+
+
+def split_work(k) -> int:
+    """A split kernel's multiply-adds (or elements), for its wait limit."""
+    p = k.params
+    if all(key in p for key in ("M", "N", "K")):
+        return int(p["M"]) * int(p["N"]) * int(p["K"])
+    if "OC" in p:
+        depth = p.get("C", 1) if k.kind == "VCONV" else 1
+        return int(p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth)
+    return 0
 
 
 class TwoModes:
