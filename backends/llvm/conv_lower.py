@@ -21,7 +21,7 @@ import numpy as np
 from partita.ir import Call, Constant, Function, Tuple
 
 from .errors import LLVMError
-from .float_lower import panels
+from .float_lower import gemm_rows, panels
 from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
 
 VEC = 16
@@ -62,7 +62,8 @@ def _lower_gemm(low, call, weights) -> bool:
         src = low.scratch("IM2COL", [src], (n, oh, ow, kh * kw * c), "float32", params)
     wt = np.ascontiguousarray(weights.reshape(kh * kw * c, o).astype(np.float32))
     m = n * oh * ow
-    params = {"M": m, "K": kh * kw * c, "N": o, "tb": False, "bias": "none", "vec": o % 16 == 0}
+    params = {"M": m, "K": kh * kw * c, "N": o, "tb": False, "bias": "none", "vec": o % 16 == 0,
+              "rows": gemm_rows(low.isa)}
     arrays = {"wt": panels(wt) if params["vec"] else wt}
     if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= 1 << 22:
         params["threads"] = 2

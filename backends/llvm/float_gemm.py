@@ -1,6 +1,6 @@
-"""Vectorized float32 matrix products for FDENSE and FBMM: a register tile of 4 rows x 4
-vectors of 16 floats (16 accumulators), ``llvm.fma`` per weight vector and row, the weights read
-as [K][N] rows (FDENSE packs them so at compile time). Accumulated in float32 in k order (as
+"""Vectorized float32 matrix products for FDENSE and FBMM: a register tile of 6 (AVX-512) or 4
+rows x 4 vectors of 16 floats, ``llvm.fma`` per weight vector and row, the weights read as
+[K][N] rows (FDENSE packs them so at compile time). Accumulated in float32 in k order (as
 ONNX Runtime's MLAS does, in its own order), so results differ from the reference's float64 sums
 by float32 rounding (tests allow 1e-5 relative). Shapes whose N is not a multiple of 16, and
 products whose B is read across rows (transpose_b), use float_kernels' double-precision loops."""
@@ -14,7 +14,9 @@ from .codegen import F32, c64, for_range
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
 I32T = ir.IntType(32)
-ROWS, COLS = 4, 4  # the register tile: rows of A x vectors of B
+# the register tile: rows of A x vectors of B (params["rows"], float_lower.gemm_rows: 6 rows with
+# AVX-512, else ROWS)
+ROWS, COLS = 4, 4
 
 
 class FloatGemm:
@@ -40,11 +42,12 @@ class FloatGemm:
              relu=False):
         """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
         ``cols``-vector column block at n0, for n in steps of 16.
-        ``cells``: ROWS x COLS allocas of <16 x float> from the entry block (SROA turns
+        ``cells``: rows x COLS allocas of <16 x float> from the entry block (SROA turns
         them into registers)."""
         nv = n_count // VEC
-        for rows, start, count in ((ROWS, 0, m_count // ROWS), (1, (m_count // ROWS) * ROWS,
-                                                                 m_count % ROWS)):
+        tr = len(cells)  # the tile's rows
+        for rows, start, count in ((tr, 0, m_count // tr), (1, (m_count // tr) * tr,
+                                                              m_count % tr)):
             if count == 0:
                 continue
             for cols, vstart, vcount in ((COLS, 0, nv // COLS), (1, (nv // COLS) * COLS,
@@ -88,8 +91,8 @@ class FloatGemm:
                                 value = b.select(le, zero, value)
                             self.vstore_f(b, value, y, at)
 
-    def gemm_cells(self, b):
-        return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(ROWS)]
+    def gemm_cells(self, b, rows: int = ROWS):
+        return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(rows)]
 
     def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None) -> ir.Function:
         """``void name(ptr x, ptr w, ptr y, ptr bias)``: rows [0, m_count) of the product, x, y
@@ -103,7 +106,7 @@ class FloatGemm:
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         x, w, y, src = fn.args
         k_, n_ = p["K"], p["N"]
-        cells = self.gemm_cells(b)
+        cells = self.gemm_cells(b, p.get("rows", ROWS))
 
         def w_at(kk, n0, v, cols):  # float_lower.panels: [N/64][K][64], then [K][16] panels
             if cols == COLS:
@@ -142,7 +145,8 @@ class FloatGemm:
             return fn
         nv = n_ // VEC
         panels = nv // COLS
-        if panels >= 2 and (m_ // ROWS) * n_ + m_ > panels * m_ + n_:
+        tr = p.get("rows", ROWS)
+        if panels >= 2 and (m_ // tr) * n_ + m_ > panels * m_ + n_:
             # the weights outweigh the rows (gemm's panels-outer case): each half takes half
             # the panels, so the two cores stream disjoint weights
             n_mid = panels // 2 * COLS * VEC
@@ -161,7 +165,7 @@ class FloatGemm:
             self.split_run(k, b, pointers, halves)
             b.ret_void()
             return fn
-        first = (m_ // 2 // ROWS) * ROWS or m_ // 2
+        first = (m_ // 2 // tr) * tr or m_ // 2
         part_a = self.dense_rows(k, first, "a")
         part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
         xb = b.gep(x, [c64(first * k_)], source_etype=F32)
@@ -194,7 +198,7 @@ class FloatGemm:
         p = k.params
         fn, b, (x, w, y) = self.function(k, 2)
         m_, k_, n_ = p["M"], p["K"], p["N"]
-        cells = self.gemm_cells(b)
+        cells = self.gemm_cells(b, p.get("rows", ROWS))
         with for_range(b, p["B"], "bt") as bt:
             xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
             wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))

@@ -269,6 +269,7 @@ def _dense(low, call) -> bool:
         wdata = np.asarray(w.data, np.float32)
         wt = np.ascontiguousarray(wdata.T if tb else wdata)
         params["vec"] = n % 16 == 0  # float_gemm's register tiles
+        params["rows"] = gemm_rows(low.isa)
         arrays["wt"] = panels(wt) if params["vec"] else wt
         if params["vec"] and low.threads > 1 and m >= 16 and m * n * k >= 1 << 22:
             params["threads"] = 2  # worth a thread start (~20 us): 4 M multiply-adds or more
@@ -276,6 +277,12 @@ def _dense(low, call) -> bool:
     else:
         low.emit("FDENSE", call, [low.src(x), low.src(w)], params, arrays)
     return True
+
+
+def gemm_rows(isa: str) -> int:
+    """float_gemm's register tile rows: 6 x 4 vectors takes 24 of AVX-512's 32 registers (6%
+    faster than 4 x 4 on ResNet50 v2); without AVX-512 a 16-float vector is two registers."""
+    return 6 if isa in ("vnni", "amx") else 4
 
 
 def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
@@ -301,7 +308,7 @@ def _bmm(low, call) -> bool:
         "B": max(bx, by), "M": m, "K": k, "N": n, "bx": bx, "by": by,
         "ta": bool(a.transpose_a), "tb": bool(a.transpose_b),
         "vec": not a.transpose_b and n % 16 == 0,
-        "dot": a.transpose_b and not a.transpose_a and k % 16 == 0,
+        "dot": a.transpose_b and not a.transpose_a and k % 16 == 0, "rows": gemm_rows(low.isa),
     }  # fmt: skip
     low.emit("FBMM", call, [low.src(x), low.src(y)], params)
     return True
