@@ -10,9 +10,11 @@ its default optimization level, whose output partita must equal bit for bit. ``-
 generates the float ResNet50 v2 of tools/gen_resnet50_v2.py (the TVM tutorial's geometry, random
 weights) into a temporary directory; float outputs are compared within float32 rounding.
 
-Medians of ``--repeat`` rounds after a warm-up, every runtime called once per round (so load
-from other processes falls on all of them alike); ratios are the peer's time over partita's (above
-1: partita is faster). Also prints partita's compile time, cold (empty cache) and cached.
+Medians of ``--repeat`` rounds after a warm-up, every runtime called once per round, or
+``--block`` times in a row (so load from other processes falls on all of them alike; a runtime's
+leftover spinning threads, ONNX Runtime's, then cost the next runtime only its first call);
+ratios are the peer's time over partita's (above 1: partita is faster). Also prints partita's
+compile time, cold (empty cache) and cached.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ def main(argv=None) -> None:
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--block", type=int, default=1,
+                        help="calls of each runtime in a row per round (the first call after "
+                        "another runtime's pays for its leftover threads; all are timed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if str(args.model) == "resnet50":
@@ -137,7 +142,7 @@ def run_model(args) -> None:
         if fn is not None:
             runs.append(("OpenVINO", threads, fn))
             print(f"OpenVINO ({threads} thread(s)) against partita: {agree(fn(), exe.run(x)[0])}")
-    times = interleaved([fn for _, _, fn in runs], args.repeat)
+    times = interleaved([fn for _, _, fn in runs], args.repeat, args.block)
     print(
         f"model: {args.model.name}; partita compile cold {cold:.2f} s, cached {cached:.2f} s; "
         f"agreement with the interpreter: {same}"
@@ -158,17 +163,18 @@ def agree(got, want) -> str:
     return f"within {float(np.abs(got - want).max()) / scale:.1e} of the output scale"
 
 
-def interleaved(fns, repeat: int) -> list[float]:
-    """Median time of each function, measured round-robin (one call of each per round) so that
-    load from other processes falls on every runtime alike."""
+def interleaved(fns, repeat: int, block: int = 1) -> list[float]:
+    """Median time of each function, measured round-robin (``block`` calls of each per round)
+    so that load from other processes falls on every runtime alike."""
     for fn in fns:
         fn()
     samples = [[] for _ in fns]
     for _ in range(repeat):
         for fn, out in zip(fns, samples):
-            start = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - start)
+            for _ in range(block):
+                start = time.perf_counter()
+                fn()
+                out.append(time.perf_counter() - start)
     return [statistics.median(s) for s in samples]
 
 

@@ -47,15 +47,18 @@ class KernelEmitter(
         return self.cargs
 
     def emit(
-        self, only: set | None = None, driver: bool = True, bodies: set | None = None
+        self, only: set | None = None, driver: bool = True, bodies: set | None = None,
+        wholes: set | None = None,
     ) -> ir.Module:
         """One function per distinct kernel signature, and the driver that calls them in order
         with pointers from its table (buffers first, then the constants). With ``only`` (a set
         of signatures) the others are declared, not defined: another module defines them;
         ``driver`` False leaves the drivers out. ``bodies``: the split int8 kernels whose
-        row-range function (the heavy code) this module defines (``range_mode``)."""
+        row-range function (the heavy code) this module defines (``range_mode``); ``wholes``:
+        the split kernels whose one-thread form (``{name}_whole``, what partita_run_alone
+        calls) this module defines (None: every one)."""
         self.only, self.bodies = only, bodies
-        fns, made = [], {}
+        fns, made, whole_fns, whole_made = [], {}, [], {}
         for k, args in zip(self.plan.kernels, call_args(self.plan)):
             sig = signature(self.plan, k)
             if sig not in made:
@@ -66,7 +69,10 @@ class KernelEmitter(
                 else:  # defined in another part, called by the driver
                     ty = ir.FunctionType(VOID, [PTR] * len(args))
                     made[sig] = ir.Function(self.module, ty, name=k.name)
+                if k.params.get("threads", 1) > 1:
+                    whole_made[sig] = self.whole_function(k, args, wholes is None or sig in wholes)
             fns.append(made[sig])
+            whole_fns.append(whole_made.get(sig, made[sig]))
         if not driver:
             return self.module
         split = any(k.params.get("threads", 1) > 1 for k in self.plan.kernels)
@@ -77,13 +83,29 @@ class KernelEmitter(
             b = ir.IRBuilder(driver.append_basic_block("entry"))
             table = driver.args[0]
             state = self.pool_start(b) if pooled else None
-            for fn, args in zip(fns, call_args(self.plan)):
+            # without the worker: the split kernels' one-thread forms, the code a one-thread
+            # build runs (so a busy machine's runs cost what one thread's do)
+            for fn, args in zip(fns if pooled else whole_fns, call_args(self.plan)):
                 b.call(fn, [self.load_at(b, table, c64(i), PTR) for i in args])
             if state is not None:
                 self.pool_stop(b, state)
             b.ret_void()
         self.pool_finish()
         return self.module
+
+    def whole_function(self, k: Kernel, args, define: bool) -> ir.Function:
+        """A split kernel's one-thread form, ``{name}_whole``: defined here, or declared (another
+        part defines it)."""
+        whole = dataclasses.replace(k, name=f"{k.name}_whole",
+                                    params={**k.params, "threads": 1})
+        if not define:
+            ty = ir.FunctionType(VOID, [PTR] * len(args))
+            return ir.Function(self.module, ty, name=whole.name)
+        bodies, self.bodies = self.bodies, None  # range_mode "full": all of it here
+        try:
+            return self.kernel_function(whole)
+        finally:
+            self.bodies = bodies
 
     def kernel_function(self, k: Kernel) -> ir.Function:
         """The kernel's function; with ``batch`` N (a convolution's images) the kernel's code
@@ -201,6 +223,7 @@ def generate_parts(plan, parts: int = 2) -> list:
         first.setdefault(signature(plan, k), k)
     groups: list[set] = [set() for _ in range(parts)]
     bodies: list[set] = [set() for _ in range(parts)]
+    wholes: list[set] = [set() for _ in range(parts)]
     load = [0] * parts
     pinned = [s for s, k in first.items() if k.params.get("threads", 1) > 1]
     for sig in pinned:  # split kernels stay with the drivers (they share the worker's state)
@@ -210,12 +233,15 @@ def generate_parts(plan, parts: int = 2) -> list:
     movable = [s for s in pinned if first[s].kind in SPLIT_BODIES]  # ... but not their bodies
     rest = sorted((s for s in first if s not in pinned or s in movable),
                   key=lambda s: -COST.get(first[s].kind, 1))
-    for sig in rest:  # largest first, to the lightest part
+    work = [(s, "body" if s in movable else "kernel") for s in rest]
+    work += [(s, "whole") for s in pinned]  # the one-thread forms, for the alone driver
+    work.sort(key=lambda w: -COST.get(first[w[0]].kind, 1))
+    for sig, what in work:  # largest first, to the lightest part
         i = min(range(parts), key=lambda j: load[j])
-        (bodies if sig in movable else groups)[i].add(sig)
+        {"body": bodies, "kernel": groups, "whole": wholes}[what][i].add(sig)
         load[i] += COST.get(first[sig].kind, 1)
     return [
-        (lambda g=g, m=m, last=(i == parts - 1):
-         str(KernelEmitter(plan).emit(g, driver=last, bodies=m)))
-        for i, (g, m) in enumerate(zip(groups, bodies))
+        (lambda g=g, m=m, w=w, last=(i == parts - 1):
+         str(KernelEmitter(plan).emit(g, driver=last, bodies=m, wholes=w)))
+        for i, (g, m, w) in enumerate(zip(groups, bodies, wholes))
     ]

@@ -217,7 +217,7 @@ class TwoModes:
 
     WINDOW = 5
     MARGIN = 0.97
-    MAX_PROBE = 64
+    MAX_PROBE = 256
 
     def __init__(self):
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
