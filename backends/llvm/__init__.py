@@ -21,7 +21,15 @@ from partita.backends.registry import Backend, Option, register_backend
 
 from partita.ir import TensorType
 
-from .jit import Loaded, amx_permitted, best_isa, compile_parts, host_isa, isa_features
+from .jit import (
+    Loaded,
+    amx_permitted,
+    best_isa,
+    compile_parts,
+    host_isa,
+    isa_features,
+    runs_isa,
+)
 from .kernels import call_args, constants, generate_parts, signature, wants_unrolling
 from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
@@ -192,6 +200,9 @@ def resolve_isa(options: dict) -> str:
     if isa == "amx" and not amx_permitted():
         raise LLVMError("llvm: -isa=amx needs a CPU with AMX-INT8 and an OS that grants the "
                         f"tile state; this host's best is -isa={host_isa()}")
+    if isa == "avxvnni" and not runs_isa(isa) and options.get("mcpu") in (None, "native"):
+        raise LLVMError("llvm: -isa=avxvnni needs a CPU with AVX-VNNI; this host's best is "
+                        f"-isa={host_isa()}")
     return isa
 
 
@@ -204,7 +215,7 @@ def compile_region(function, options: dict) -> LLVMRegion:
         raise LLVMError(f"llvm: threads must be 1 or 2, got {threads}")
     plan = lower(function, isa, threads)
     native = options.get("mcpu") in (None, "native")
-    features = isa_features(isa) if native and isa == "avx2" else None
+    features = isa_features(isa) if native and isa in ("avx2", "avxvnni") else None
     obj, cached = compile_parts(
         generate_parts(plan), options.get("mcpu"), features, plan_digest(plan),
         unroll=wants_unrolling(plan),
@@ -237,8 +248,9 @@ backend = Backend(
         "isa": Option(
             "auto",
             ISAS,
-            "conv/dense kernels: amx (VNNI plus AMX tiles for pointwise convolutions), vnni, "
-            "avx2, plain (auto: the host's best, or $PARTITA_LLVM_ISA)",
+            "conv/dense kernels: amx (VNNI plus AMX tiles for pointwise convolutions), vnni "
+            "(AVX-512), avxvnni (AVX2 with AVX-VNNI), avx2, plain (auto: the host's best, or "
+            "$PARTITA_LLVM_ISA)",
         ),
         "threads": Option(
             "1",

@@ -63,11 +63,24 @@ def host_features() -> str:
 
 
 def host_isa() -> str:
-    """The best kernel family this CPU runs: vnni (AVX-512 VNNI), avx2, or plain."""
+    """The best kernel family this CPU runs: vnni (AVX-512 VNNI), avxvnni (AVX2 with the VEX
+    dot product, AVX-VNNI, on CPUs without AVX-512), avx2, or plain."""
     features = set(host_features().split(","))
     if {"+avx512vnni", "+avx512bw", "+avx512f"} <= features:
         return "vnni"
+    if {"+avxvnni", "+avx2"} <= features:
+        return "avxvnni"
     return "avx2" if "+avx2" in features else "plain"
+
+
+def runs_isa(isa: str) -> bool:
+    """Whether this CPU runs kernel family ``isa`` (forced with -isa=)."""
+    features = set(host_features().split(","))
+    need = {"plain": set(), "avx2": {"+avx2"}, "avxvnni": {"+avx2", "+avxvnni"},
+            "vnni": {"+avx512vnni", "+avx512bw", "+avx512f"}}
+    if isa == "amx":
+        return amx_permitted()
+    return need.get(isa, set()) <= features
 
 
 _AMX: bool | None = None
@@ -104,10 +117,12 @@ def best_isa() -> str:
 
 def isa_features(isa: str) -> str:
     """Target features for a kernel family on this host: the host's, without AVX-512 (and
-    VNNI) for ``avx2``, so that a forced AVX2 build really is AVX2 code."""
+    AVX-VNNI) for ``avx2``, without AVX-512 for ``avxvnni``, so that a forced AVX2 build
+    really is AVX2 code (and an AVX-VNNI one uses the VEX encoding)."""
     features = host_features().split(",")
-    if isa == "avx2":
-        features = [("-" + f[1:]) if f.startswith(("+avx512", "+avxvnni")) else f for f in features]
+    if isa in ("avx2", "avxvnni"):
+        drop = ("+avx512", "+avxvnni") if isa == "avx2" else ("+avx512",)
+        features = [("-" + f[1:]) if f.startswith(drop) else f for f in features]
     return ",".join(features)
 
 

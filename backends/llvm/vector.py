@@ -140,7 +140,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
 
     # -- dot products ------------------------------------------------------------------
     def dot4(self, b, acc, a, w, isa, pairs=False):
-        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane: VPDPBUSD (VNNI), or
+        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane: VPDPBUSD (VNNI; two
+        256-bit ones with AVX-VNNI), or
         with ``pairs`` adjacent products summed into an int16 with saturation first (VPMADDUBSW,
         then VPMADDWD to widen). Exact sums without VNNI take ``madd_wide`` instead."""
         if isa == "vnni" and not pairs:
@@ -148,6 +149,12 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                 "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64])
             )
             return b.call(fn, [acc, b.bitcast(a, B64), b.bitcast(w, B64)])
+        if isa == "avxvnni" and not pairs:  # two VEX VPDPBUSDs (AVX-VNNI) on the halves
+            fn = self._intrinsic("llvm.x86.avx512.vpdpbusd.256", V8, [V8, Q32, Q32])
+            a, w = b.bitcast(a, B64), b.bitcast(w, B64)
+            halves = [b.call(fn, [_part(b, acc, i, 8), _part(b, a, i, 32), _part(b, w, i, 32)])
+                      for i in range(2)]
+            return _concat(b, halves[0], halves[1])
         if not pairs:
             raise ValueError("exact AVX2 dot products are madd_wide's (int16 weights)")
         a, w = b.bitcast(a, B64), b.bitcast(w, B64)

@@ -20,11 +20,12 @@ import numpy as np
 
 from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 
-ISAS = ("auto", "amx", "vnni", "avx2", "plain")
+ISAS = ("auto", "amx", "vnni", "avxvnni", "avx2", "plain")
 FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector kernels only)
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
 # vector is two of them)
-TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3}}
+TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3},
+         "avxvnni": {1: 5, 2: 2}}
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
 PREFETCH_BYTES = 1 << 16

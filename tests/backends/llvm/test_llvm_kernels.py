@@ -1,6 +1,6 @@
-"""Each conv/dense kernel variant of the LLVM backend (vnni, avx2, plain) equals the interpreter
-bit for bit on hypothesis-generated shapes, strides, paddings, dilations, depthwise groups,
-dtypes and per-channel requantization."""
+"""Each conv/dense kernel variant of the LLVM backend (vnni, avxvnni, avx2, plain) equals the
+interpreter bit for bit on hypothesis-generated shapes, strides, paddings, dilations, depthwise
+groups, dtypes and per-channel requantization (each where the CPU runs it)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from hypothesis import strategies as st
 
 import partita as P
 
-ISAS = ["vnni", "avx2", "plain"]
+ISAS = ["vnni", "avxvnni", "avx2", "plain"]
 
 
 def _isa_available(isa: str) -> bool:
-    from partita.backends.llvm.jit import host_isa
+    from partita.backends.llvm.jit import runs_isa
 
-    order = ["plain", "avx2", "vnni"]
-    return order.index(isa) <= order.index(host_isa())
+    return runs_isa(isa)
 
 
 @st.composite
@@ -467,3 +466,15 @@ def test_convolutions_of_several_images(isa, case, batch, threads, pairs):
         rest[-1] = "tflite"  # the float32 stages need the vector kernels
     mod, _ = build_graph(kind, *rest, accumulate=accumulate)
     assert_equals_interpreter(mod, isa, seed=3, threads=threads)
+
+
+def test_an_isa_the_cpu_lacks_is_refused(monkeypatch):
+    """-isa=avxvnni where the CPU has no AVX-VNNI would build code that dies with SIGILL: it is
+    refused with the host's best ISA named; auto never picks it there."""
+    from partita.backends.llvm import jit, resolve_isa
+
+    monkeypatch.setattr(jit, "host_features", lambda: "+avx2,+fma,-avxvnni")
+    mod, _ = build_graph("dense", "int8", 8, 16, {"rows": 4}, 0, False, None)
+    with pytest.raises(P.PartitaError, match="-isa=avxvnni needs a CPU with AVX-VNNI.*avx2"):
+        P.build(mod, "llvm -isa=avxvnni")
+    assert resolve_isa({}) == "avx2"
