@@ -387,11 +387,13 @@ def _reduce(low, call, name: str, axes=None) -> bool:
 
 
 def lower_item(low, item) -> bool:
-    """A field of a tuple-valued op read by TupleGetItem: a view of one input (``split``), or
-    one of ``qnn.dynamic_quantize``'s (data, scale, zero point); False for other tuples (the
-    caller refuses them)."""
+    """A field of a tuple-valued op read by TupleGetItem: a view of one input (``split``), one
+    of ``qnn.dynamic_quantize``'s (data, scale, zero point) or of ``nn.batch_norm``'s; False
+    for other tuples (the caller refuses them)."""
     producer = item.tuple_value
     name = getattr(getattr(producer, "op", None), "name", "")
+    if name == "nn.batch_norm":
+        return lower_batch_norm_item(low, item, producer)
     if name == "qnn.dynamic_quantize":  # each field its own pass over the data
         src = producer.args[0]
         low.emit("DYNQ", item, [low.src(src)], {"field": item.index})
@@ -400,6 +402,40 @@ def lower_item(low, item) -> bool:
         return False
     lower_view(low, item, producer, field=item.index)
     return True
+
+
+def lower_batch_norm_item(low, item, call) -> bool:
+    """``nn.batch_norm(...).0`` of float32 data with constant parameters: BNORM, the reference's
+    float64 arithmetic per element ((x - mean) / sd * gamma + beta, sd = sqrt(var + eps) computed
+    here as the reference does, then one rounding), so the bits equal the interpreter's; fields
+    1 and 2 (the moving mean and variance, passed through) are copies of those inputs."""
+    data, gamma, beta, mean, var = call.args
+    if item.index in (1, 2):
+        low.emit("COPY", item, [low.src(call.args[item.index + 2])], {})
+        return True
+    values = [_constant(e) for e in (gamma, beta, mean, var)]
+    if data.checked_type.dtype != "float32" or any(v is None for v in values):
+        raise BackendError(
+            f"llvm: {call.op.name}: needs float32 data and constant gamma, beta, mean and "
+            f"variance (got {data.checked_type.dtype} data"
+            f"{', run-time parameters' if any(v is None for v in values) else ''}); run "
+            "SimplifyInference first or build with the 'ref' host"
+        )
+    g, bt, m, v = (np.asarray(x, np.float64).reshape(-1) for x in values)
+    a = call.attrs
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = a.axis % len(shape)
+    eps = np.float64(np.float32(a.epsilon))
+    params = {"outer": int(np.prod(shape[:axis], dtype=np.int64)), "C": shape[axis],
+              "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
+              "scale": bool(a.scale), "center": bool(a.center)}
+    arrays = {"mean": m, "sd": np.sqrt(v + eps), "gamma": g, "beta": bt}
+    low.emit("BNORM", item, [low.src(data)], params, arrays)
+    return True
+
+
+def _constant(expr):
+    return np.asarray(expr.data) if isinstance(expr, Constant) else None
 
 
 def lower_view(low, node, call, field: int | None = None) -> None:

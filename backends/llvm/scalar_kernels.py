@@ -238,6 +238,26 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    def k_bnorm(self, k: Kernel):
+        """nn.batch_norm's result (float_lower.lower_batch_norm_item): per element, in float64
+        as the reference, ((x - mean[c]) / sd[c]) * gamma[c] + beta[c], rounded to float32."""
+        fn, b, (x, y) = self.function(k, 1)
+        p, g = k.params, self.cargs
+        with for_range(b, p["outer"], "o") as o, for_range(b, p["C"], "c") as c:
+            m, sd = self.load_at(b, g["mean"], c, F64), self.load_at(b, g["sd"], c, F64)
+            gamma, beta = self.load_at(b, g["gamma"], c, F64), self.load_at(b, g["beta"], c, F64)
+            base = b.mul(b.add(b.mul(o, c64(p["C"])), c), c64(p["inner"]))
+            with for_range(b, p["inner"], "i") as i:
+                at = b.add(base, i)
+                v = b.fdiv(b.fsub(b.fpext(self.load_at(b, x, at, F32), F64), m), sd)
+                if p["scale"]:
+                    v = b.fmul(v, gamma)
+                if p["center"]:
+                    v = b.fadd(v, beta)
+                self.store_at(b, b.fptrunc(v, F32), y, at, F32)
+        b.ret_void()
+        return fn
+
     def k_copy(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         n = int(np.prod(self.shape(k.output))) * np.dtype(self.dtype(k.output)).itemsize

@@ -297,12 +297,32 @@ def test_split_fields_and_strided_slices(dtype):
     _check(relay.Function([x], out), [_rand(rng, (2, 6, 5), dtype)])
 
 
-def test_other_tuples_are_refused_by_name():
-    x = relay.var("x", shape=(4, 3))
-    gamma = relay.const(np.ones(3, np.float32))
-    bn = relay.nn.batch_norm(x, gamma, gamma, gamma, gamma, axis=1)
-    mod = relay.IRModule.from_expr(relay.Function([x], relay.TupleGetItem(bn, 0)))
-    with pytest.raises(P.PartitaError, match="llvm cannot compile nn.batch_norm.*tuple inside"):
+@settings(max_examples=15, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=4), data=st.data(),
+       scale=st.booleans(), center=st.booleans(), eps=st.sampled_from([1e-5, 1e-3, 0.1]),
+       whole=st.booleans())
+def test_batch_norm_equals_the_interpreter_bit_for_bit(shape, data, scale, center, eps, whole):
+    """nn.batch_norm (relay graphs; the frontends fold it) is BNORM: the reference's float64
+    arithmetic per element, so the same bits; its other two fields are the moving mean and
+    variance, passed through."""
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    c = shape[axis]
+    rng = np.random.default_rng(len(shape) * 7 + c)
+    x = relay.var("x", shape=tuple(shape))
+    consts = [relay.const(rng.standard_normal(c).astype(np.float32)) for _ in range(3)]
+    var = relay.const(rng.uniform(0.01, 3.0, c).astype(np.float32))
+    bn = relay.nn.batch_norm(x, *consts, var, axis=axis, epsilon=eps, center=center, scale=scale)
+    fields = [relay.TupleGetItem(bn, i) for i in range(3)]
+    out = relay.Tuple([relay.nn.relu(fields[0]), fields[2], fields[1]]) if whole else fields[0]
+    _check(relay.Function([x], out), [_rand(rng, tuple(shape), "float32")], rtol=0, atol=0)
+
+
+def test_batch_norm_with_run_time_parameters_is_refused_by_name():
+    x, gamma = relay.var("x", shape=(4, 3)), relay.var("gamma", shape=(3,))
+    one = relay.const(np.ones(3, np.float32))
+    bn = relay.nn.batch_norm(x, gamma, one, one, one, axis=1)
+    mod = relay.IRModule.from_expr(relay.Function([x, gamma], relay.TupleGetItem(bn, 0)))
+    with pytest.raises(P.PartitaError, match="nn.batch_norm: needs float32 data and constant"):
         P.build(mod, "llvm")
 
 
