@@ -29,6 +29,7 @@ from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType,
 # imported last: float_lower reads nothing of this module at import time
 from .conv_lower import lower_fconv, lower_fgap, ungrouped, weight_only  # noqa: E402
 from .convt_lower import lower_fconv_transpose  # noqa: E402
+from .einsum_lower import lower_einsum  # noqa: E402
 from .errors import LLVMError  # noqa: E402
 from .fdense_lower import lower_mlas_dense  # noqa: E402
 from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
@@ -115,7 +116,7 @@ class _Lowering:
             elif isinstance(node, TupleGetItem) and lower_item(self, node):
                 continue
             elif isinstance(node, Tuple) and self.gathered(node):
-                continue  # read only by concatenations: their GATHER reads the fields
+                continue  # read only by concatenations (their GATHER reads the fields), einsums
             elif isinstance(node, TupleGetItem) or (
                 isinstance(node, Tuple) and node is not self.fn.body
             ):
@@ -138,7 +139,7 @@ class _Lowering:
 
     def gathered(self, node: Tuple) -> bool:
         users = [getattr(u.op, "name", "") for u in self.users.get(id(node), [])]
-        return bool(users) and set(users) <= {"concatenate", "qnn.concatenate"}
+        return bool(users) and set(users) <= {"concatenate", "qnn.concatenate", "einsum"}
 
     def src(self, expr) -> int:
         if id(expr) not in self.ids and isinstance(expr, Constant):
@@ -163,6 +164,8 @@ class _Lowering:
         if name == "nn.conv2d" and lower_fconv(self, call):
             return None
         if name == "nn.conv2d_transpose" and lower_fconv_transpose(self, call):
+            return None
+        if name == "einsum" and lower_einsum(self, call):
             return None
         if name == "nn.global_avg_pool2d" and lower_fgap(self, call):
             return None

@@ -238,6 +238,42 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    def k_einsum(self, k: Kernel):
+        """einsum (einsum_lower.py): loops over the output labels, then the summed ones; the
+        products of the operands' elements added in float64, rounded to float32 once."""
+        p = k.params
+        n_in = len(k.inputs)
+        fn, b, args = self.function(k, n_in)
+        xs, y = args[:n_in], args[n_in]
+        loops, n_out = p["loops"], p["n_out"]
+        acc = b.alloca(F64)
+        out_strides = [int(np.prod(loops[i + 1 : n_out], dtype=np.int64)) for i in range(n_out)]
+
+        def nest(depth, idx):
+            if depth == n_out:
+                b.store(ir.Constant(F64, 0.0), acc)
+            if depth == len(loops):
+                prod = ir.Constant(F64, 1.0)
+                for x, strides in zip(xs, p["strides"]):
+                    at = c64(0)
+                    for i, st in zip(idx, strides):
+                        if st:
+                            at = b.add(at, b.mul(i, c64(st)))
+                    prod = b.fmul(prod, b.fpext(self.load_at(b, x, at, F32), F64))
+                b.store(b.fadd(b.load(acc, typ=F64), prod), acc)
+            else:
+                with for_range(b, loops[depth], f"l{depth}") as i:
+                    nest(depth + 1, [*idx, i])
+            if depth == n_out:
+                at = c64(0)
+                for i, st in zip(idx, out_strides):
+                    at = b.add(at, b.mul(i, c64(st)))
+                self.store_at(b, b.fptrunc(b.load(acc, typ=F64), F32), y, at, F32)
+
+        nest(0, [])
+        b.ret_void()
+        return fn
+
     def k_bnorm(self, k: Kernel):
         """nn.batch_norm's result (float_lower.lower_batch_norm_item): per element, in float64
         as the reference, ((x - mean[c]) / sd[c]) * gamma[c] + beta[c], rounded to float32."""
