@@ -125,7 +125,9 @@ class DataKernels(SpatialKernels, IntKernels):
             i = i if p["idx64"] else b.sext(i, I64)
             if p["mode"] == "wrap":
                 i = b.srem(b.add(b.srem(i, c64(size)), c64(size)), c64(size))
-            else:  # clip (and "fast", kept in bounds)
+            else:  # clip; "fast": [-size, 0) counts from the end, then kept in bounds
+                if p["mode"] == "fast":
+                    i = b.select(b.icmp_signed("<", i, c64(0)), b.add(i, c64(size)), i)
                 i = b.select(b.icmp_signed("<", i, c64(0)), c64(0), i)
                 i = b.select(b.icmp_signed(">", i, c64(size - 1)), c64(size - 1), i)
             src = b.mul(b.add(b.mul(o, c64(size)), i), c64(row))
