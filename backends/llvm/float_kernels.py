@@ -14,10 +14,12 @@ from .data_kernels import DataKernels
 from .float_gemm import FloatGemm
 from .row_kernels import RowKernels
 
+# float16 only moves (views, copies: half -> double -> half is exact); its arithmetic is refused
+# when lowering
 STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int16": I16, "int32": I32,
-         "int64": I64, "bool": I8}  # fmt: skip
+         "int64": I64, "bool": I8, "float16": ir.HalfType()}  # fmt: skip
 KIND = {"float32": "f", "float64": "f", "int8": "i", "uint8": "i", "int16": "i", "int32": "i",
-        "int64": "i", "bool": "b"}  # fmt: skip
+        "int64": "i", "bool": "b", "float16": "f"}  # fmt: skip
 _FCMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
          "greater_equal": ">="}  # fmt: skip
 
@@ -31,8 +33,8 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
     def load_value(self, b, ptr, index, dtype: str):
         """(kind, value): float32 -> double, int32/int64 -> i64, bool -> i1."""
         v = self.load_at(b, ptr, index, STORE[dtype])
-        if dtype in ("float32", "float64"):
-            return "f", b.fpext(v, F64) if dtype == "float32" else v
+        if dtype in ("float16", "float32", "float64"):
+            return "f", b.fpext(v, F64) if dtype != "float64" else v
         if dtype == "bool":
             return "b", b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
         if dtype == "uint8":
@@ -42,8 +44,8 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
     def store_value(self, b, value, ptr, index, dtype: str):
         kind, v = value
         v = self.convert(b, (kind, v), KIND[dtype])
-        if dtype == "float32":
-            v = b.fptrunc(v, F32)
+        if dtype in ("float16", "float32"):
+            v = b.fptrunc(v, STORE[dtype])
         elif dtype in ("int32", "int16", "int8", "uint8"):
             v = b.trunc(v, STORE[dtype])
         elif dtype == "bool":

@@ -285,9 +285,12 @@ class _Lowering:
         vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa,
                                overread=inputs[0] >= len(self.fn.params))
         if vector is None and params["pairs"]:
+            why = ("needs the vector kernels (-isa=vnni or avx2)" if self.isa == "plain" else
+                   f"runs on the vector kernels, which do not take {params['rounding']!r} "
+                   "requantization")
             raise LLVMError(
                 f"llvm: {where}: accumulate={call.attrs.accumulate!r} (int16 pair saturation) "
-                "needs the vector kernels (-isa=vnni or avx2)"
+                f"{why}"
             )
         if vector is None and params["rounding"] in FLOAT_STAGES:
             raise LLVMError(

@@ -111,6 +111,13 @@ def test_quantized_concatenation_rescales_by_table(semantics, dtype):
     out = get_op("qnn.concatenate")(Tuple(xs), scales, zps, F32(0.07), I32(zp - 7), axis=3,
                                     semantics=semantics)
     assert_exact(xs, out, {"GATHER", "LUT"})
+    # a constant among the fields is data like the others (the build used to crash on it)
+    const = P.ir.Constant(np.arange(24, dtype=dtype).reshape(1, 3, 4, 2))
+    out = get_op("qnn.concatenate")(Tuple([xs[0], const, xs[2]]), scales, zps, F32(0.07),
+                                    I32(zp - 7), axis=3, semantics=semantics)
+    assert_exact([xs[0], xs[2]], out, {"GATHER"})
+    out = get_op("concatenate")(Tuple([const, xs[0]]), axis=3)
+    assert_exact([xs[0]], out, {"GATHER"})
 
 
 @pytest.mark.parametrize("groups, cin, cout", [(2, 4, 6), (4, 4, 8), (3, 6, 3)])

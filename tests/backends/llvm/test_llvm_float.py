@@ -33,8 +33,8 @@ def _check(fn, feeds, rtol=1e-6, atol=1e-7):
 
 
 def _rand(rng, shape, dtype):
-    if dtype == "float32":
-        return rng.standard_normal(shape).astype(np.float32)
+    if dtype in ("float16", "float32"):
+        return rng.standard_normal(shape).astype(dtype)
     if dtype == "bool":
         return rng.random(shape) < 0.5
     info = np.iinfo(dtype)
@@ -288,8 +288,9 @@ def test_gemm(tb, bias_shape, weight_constant):
     _check(fn, feeds, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int8", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int64", "float16"])
 def test_split_fields_and_strided_slices(dtype):
+    """Views copy elements of any dtype (float16 too: moved, never computed on)."""
     """split's fields (a tuple inside the segment, read by TupleGetItem) and strided_slice are
     copies at affine index maps derived from the ops' own reference implementations."""
     rng = np.random.default_rng(13)

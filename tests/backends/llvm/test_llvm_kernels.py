@@ -478,3 +478,14 @@ def test_an_isa_the_cpu_lacks_is_refused(monkeypatch):
     with pytest.raises(P.PartitaError, match="-isa=avxvnni needs a CPU with AVX-VNNI.*avx2"):
         P.build(mod, "llvm -isa=avxvnni")
     assert resolve_isa({}) == "avx2"
+
+
+def test_pair_saturation_with_an_output_stage_the_vector_kernels_lack_says_so():
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    mod, _ = build_graph("dense", "uint8", 8, 16, {"rows": 4}, 0, False, None,
+                         semantics="tflite_builtin", accumulate="vpmaddubsw")
+    with pytest.raises(P.PartitaError, match="do not take 'tflite_builtin' requantization"):
+        P.build(mod, "llvm -isa=avx2")
+    with pytest.raises(P.PartitaError, match="needs the vector kernels"):
+        P.build(mod, "llvm -isa=plain")

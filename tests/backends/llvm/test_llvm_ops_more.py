@@ -394,3 +394,18 @@ def test_tflite_builtin_semantics_build_and_equal_the_interpreter(name):
                  for p in mod["main"].params]  # fmt: skip
         for g, w in zip(exe.run(*feeds), P.interpret(mod, feeds)):
             assert g.dtype == w.dtype and np.array_equal(g, w)
+
+
+def test_a_table_the_reference_cannot_fill_is_refused_with_the_reason():
+    """qnn.rsqrt of int8 with its zero point above -128: inputs below it have no result (the
+    reference refuses them when they occur), so no 256-entry table exists; the build says so
+    instead of failing with the interpreter's error (found by an op survey)."""
+    x = Var("x", TensorType((2, 8), "int8"))
+    out = get_op("qnn.rsqrt")(x, F32(0.05), I32(-100), F32(0.02), I32(-5))
+    mod = IRModule({"main": Function([x], out)})
+    with pytest.raises(LLVMError, match="qnn.rsqrt: no 256-entry table.*below the zero point"):
+        P.build(mod, "llvm")
+    ok = IRModule({"main": Function([x], get_op("qnn.rsqrt")(x, F32(0.05), I32(-128), F32(0.02),
+                                                             I32(-5)))})
+    data = np.arange(-128, -112, dtype=np.int8).reshape(2, 8)
+    assert np.array_equal(P.build(ok, "llvm").run(data)[0], P.interpret(ok, [data])[0])
