@@ -59,8 +59,8 @@ def lower_float(low, call, name: str) -> bool:
         return True
     if name == "qnn.mean" and call.attrs.semantics == "tflite_builtin":
         return lower_qmean_builtin(low, call)
-    if name == "argmax" or (name in ("max", "min") and out in INTS):
-        return _reduce(low, call, name)
+    if name == "argmax" or (name in ("max", "min", "sum") and out in INTS):
+        return _reduce(low, call, name)  # an integer sum wraps to its dtype, as the reference
     if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
         return False
     if name == "sum" and out in ("int32", "int64"):

@@ -101,6 +101,14 @@ class _Lowering:
         return None
 
     def run(self) -> Plan:
+        body = self.fn.body
+        if isinstance(body, Call) and isinstance(body.checked_type, TupleType):
+            # a tuple-valued op returned whole (split, batch_norm, dynamic_quantize): its fields,
+            # each lowered as the TupleGetItem that reads it
+            fields = body.checked_type.fields
+            items = [TupleGetItem(body, i).with_type(t) for i, t in enumerate(fields)]
+            body = Tuple(items).with_type(body.checked_type)
+            self.fn = Function(self.fn.params, body, self.fn.ret_type, self.fn.attrs)
         for p in self.fn.params:
             self.buffer(p)
         order = value_order(self.fn.body)

@@ -193,7 +193,7 @@ def test_reductions(op, axis, keepdims):
     _check(relay.Function([x], out), [_rand(rng, (3, 4, 5), "float32")])
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "int8", "uint8", "int16"])
 def test_integer_sums_wrap(dtype):
     rng = np.random.default_rng(14)
     x = relay.var("x", shape=(3, 4, 5), dtype=dtype)
