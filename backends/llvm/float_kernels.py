@@ -111,7 +111,8 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             keep = b.fcmp_ordered(">", x, fconst(0))
             return "f", b.select(keep, x, b.fmul(x, fconst(p["alpha"])))
         if op == "nn.hardswish":
-            return "f", self.hardswish(b, self.convert(b, vals[0], "f"))
+            return "f", self.hardswish(b, self.convert(b, vals[0], "f"),
+                                       STORE.get(p.get("out_dtype"), F32))
         if kinds == {"i"} and op == "clip" and "ibounds" in p:
             return "i", self.int_clip(b, vals[0][1], p)
         if kinds <= {"i", "b"} and op == "divide":
@@ -184,11 +185,12 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             return b.select(b.fcmp_ordered(">", x, hi), hi, x)
         raise AssertionError(op)
 
-    def hardswish(self, b, x):
-        """x * min(max(x + 3, 0), 6) / 6, each step rounded to float32 (the reference's)."""
+    def hardswish(self, b, x, ty=F32):
+        """x * min(max(x + 3, 0), 6) / 6, each step rounded to the data's float type ``ty``
+        (the reference's)."""
 
         def f32(v):
-            return b.fpext(b.fptrunc(v, F32), F64)
+            return b.fpext(b.fptrunc(v, ty), F64)
 
         a = f32(b.fadd(x, fconst(3)))
         a = self.float_op(b, "maximum", [a, fconst(0)], {})
@@ -269,8 +271,8 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
         """``value`` as a tensor of ``dtype`` would hold it, back in the compute domain."""
         kind = KIND[dtype]
         v = self.convert(b, value, kind)
-        if dtype == "float32":
-            v = b.fpext(b.fptrunc(v, F32), F64)
+        if dtype in ("float16", "float32"):  # float16: each op rounded to half, as numpy's
+            v = b.fpext(b.fptrunc(v, STORE[dtype]), F64)
         elif dtype in ("int32", "int16", "int8"):
             v = b.sext(b.trunc(v, STORE[dtype]), I64)
         elif dtype == "uint8":

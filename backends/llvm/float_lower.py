@@ -147,8 +147,8 @@ class _Tree:
             extra.update(_int_bounds(call))
         if name == "nn.gelu":
             extra["approximate"] = call.attrs.approximate
-        if name == "nn.leaky_relu":  # one multiply by alpha rounded to float32
-            extra["alpha"] = float(np.float32(call.attrs.alpha))
+        if name == "nn.leaky_relu":  # one multiply by alpha in the data's dtype
+            extra["alpha"] = float(np.dtype(call.checked_type.dtype).type(call.attrs.alpha))
         if name == "qnn.dequantize":
             return self.dequantize(call)
         if name == "qnn.requantize":

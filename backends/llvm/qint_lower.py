@@ -22,7 +22,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 from .spatial_lower import refuse
 
 TYPES = ("float32", "int32", "int64", "bool")
-READ = (*TYPES, "int8", "uint8", "int16")  # what EWISE kernels load
+READ = (*TYPES, "int8", "uint8", "int16", "float16")  # what EWISE kernels load
 
 INT_DATA = ("int8", "uint8", "int16", "int32", "int64")
 F32 = np.float32

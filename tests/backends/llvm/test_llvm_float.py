@@ -457,3 +457,41 @@ def test_bias_add(axis):
     out = relay.nn.relu(relay.nn.bias_add(x, b, axis=axis))
     _check(relay.Function([x, b], out), [_rand(rng, (2, 3, 4), "float32"),
                                          _rand(rng, (n,), "float32")], rtol=0, atol=0)
+
+
+_HALF_EXACT = ["negative", "abs", "floor", "round", "nn.relu", "nn.hardswish", "nn.leaky_relu",
+               "add", "subtract", "multiply", "divide", "maximum", "minimum", "sqrt"]
+_HALF_MATH = ["exp", "log", "rsqrt", "tanh", "sigmoid", "erf", "nn.gelu"]
+
+
+@pytest.mark.parametrize("op", _HALF_EXACT + _HALF_MATH + ["chain", "cast", "compare"])
+def test_float16_elementwise(op):
+    """float16 data in EWISE kernels: each op computed in float64 and rounded to half, as the
+    reference (numpy's float16: float32 then half) stores it: arithmetic bit-exact, libm
+    functions within one half ulp (they were refused until session 8)."""
+    from partita.ir import Function as F
+    from partita.ir import IRModule, TensorType, Var
+    from partita.ops import get_op
+
+    rng = np.random.default_rng(len(op))
+    x, y = (Var(n, TensorType((3, 17), "float16")) for n in "xy")
+    if op == "chain":
+        body, params = get_op("tanh")(get_op("add")(get_op("multiply")(x, y), x)), [x, y]
+    elif op == "cast":
+        body, params = get_op("cast")(get_op("add")(x, x), dtype="float32"), [x]
+    elif op == "compare":
+        body, params = get_op("where")(get_op("less")(x, y), x, y), [x, y]
+    elif op in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
+        body, params = get_op(op)(x, y), [x, y]
+    else:
+        body, params = get_op(op)(x), [x]
+    mod = P.InferType()(IRModule({"main": F(params, body)}))
+    positive = op in ("log", "sqrt", "rsqrt")
+    feeds = [(rng.uniform(0.05, 3.0, (3, 17)) * (1 if positive else rng.choice([-1, 1], (3, 17))))
+             .astype(np.float16) for _ in params]
+    got, want = P.build(mod, "llvm").run(*feeds)[0], P.interpret(mod, feeds)[0]
+    assert got.dtype == want.dtype
+    if op in _HALF_MATH or op == "chain":
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3)
+    else:
+        assert np.array_equal(got, want)
