@@ -68,6 +68,8 @@ def lower_qbmm(low, call) -> bool:
 def lower_qsoftmax(low, call) -> bool:
     if call.attrs.semantics == "tflite_builtin":
         return _qsoftmax_builtin(low, call)
+    if call.attrs.semantics == "onnx":
+        return _qsoftmax_ort(low, call)
     data = call.args[0]
     dtype = data.checked_type.dtype
     shape = [int(d) for d in data.checked_type.shape]
@@ -103,6 +105,31 @@ def lower_qsoftmax(low, call) -> bool:
 
 
 __all__ = ["RANGE", "lower_qbmm", "lower_qsoftmax"]
+
+
+def _qsoftmax_ort(low, call) -> bool:
+    """ONNX Runtime's QLinearSoftmax (activation_kernels.ort_softmax) as QSOFTMAXO: the
+    reference's own 256-entry float32 exp table indexed by q - max(row) + 255, the row's float32
+    sum in order, then per element rint(float32(t * floor(1 / s_out)) / sum) saturated + zp.
+    The softmax axis must be the last."""
+    from partita.ops.emulation.activation_kernels import ort_softmax_table
+
+    data = call.args[0]
+    dtype = data.checked_type.dtype
+    shape = [int(d) for d in data.checked_type.shape]
+    if (dtype not in RANGE or call.attrs.axis % len(shape) != len(shape) - 1
+            or not all(_scalar(a) for a in call.args[1:])):
+        return False
+    s_in, _, s_out, zp_out = (np.asarray(a.data).reshape(-1)[0] for a in call.args[1:])
+    lo, hi = RANGE[dtype]
+    params = {
+        "rows": int(np.prod(shape[:-1], dtype=np.int64)), "n": shape[-1], "dtype": dtype,
+        "zp": int(zp_out), "lo": lo, "hi": hi,
+        "y_scale": float(np.float32(np.floor(np.float32(1) / np.float32(s_out)))),
+    }  # fmt: skip
+    table = ort_softmax_table(s_in, shape[-1]).astype(np.float32)
+    low.emit("QSOFTMAXO", call, [low.src(data)], params, {"table": table})
+    return True
 
 
 def _qsoftmax_builtin(low, call) -> bool:

@@ -62,6 +62,48 @@ class QTransformerKernels:
             x = self.wrap32(b, b.add(x, self.smul_pot(b, self.srdhm(b, x, one_minus), 2)))
         return self.smul_pot(b, x, 1)
 
+    def k_qsoftmaxo(self, k):
+        """qlower._qsoftmax_ort: per row, the max, the float32 sum of the table's entries in
+        order, then each output rint(float32(t * y_scale) / sum), saturated, + zp."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        table = self.cargs["table"]
+        n, signed = p["n"], p["dtype"] == "int8"
+        f32 = ir.FloatType()
+        rint = self.module.declare_intrinsic("llvm.roundeven", [f32])
+        best, total = b.alloca(I64), b.alloca(f32)
+
+        def get(row, j):
+            v = self.load_at(b, x, b.add(b.mul(row, c64(n)), j), ir.IntType(8))
+            return b.sext(v, I64) if signed else b.zext(v, I64)
+
+        def entry(row, j):
+            at = b.add(b.sub(get(row, j), b.load(best, typ=I64)), c64(255))
+            return self.load_at(b, table, at, f32)
+
+        lo, hi = p["lo"] - 1 - p["zp"], p["hi"] + 1 - p["zp"]
+        with for_range(b, p["rows"], "row") as row:
+            b.store(c64(-(1 << 20)), best)
+            with for_range(b, n, "m") as j:
+                v, cur = get(row, j), b.load(best, typ=I64)
+                b.store(b.select(b.icmp_signed(">", v, cur), v, cur), best)
+            b.store(ir.Constant(f32, 0.0), total)
+            with for_range(b, n, "s") as j:
+                b.store(b.fadd(b.load(total, typ=f32), entry(row, j)), total)
+            with for_range(b, n, "o") as j:
+                t = b.fmul(entry(row, j), ir.Constant(f32, p["y_scale"]))
+                q = b.call(rint, [b.fdiv(t, b.load(total, typ=f32))])
+                # saturate in float first: an inf (a one-element row) has no integer value
+                q = b.select(b.fcmp_ordered("<", q, ir.Constant(f32, lo)), ir.Constant(f32, lo), q)
+                q = b.select(b.fcmp_ordered(">", q, ir.Constant(f32, hi)), ir.Constant(f32, hi), q)
+                v = b.add(b.fptosi(q, I64), c64(p["zp"]))
+                v = b.select(b.icmp_signed("<", v, c64(p["lo"])), c64(p["lo"]), v)
+                v = b.select(b.icmp_signed(">", v, c64(p["hi"])), c64(p["hi"]), v)
+                self.store_at(b, b.trunc(v, ir.IntType(8)), y,
+                              b.add(b.mul(row, c64(n)), j), ir.IntType(8))
+        b.ret_void()
+        return fn
+
     def k_qsoftmax(self, k):
         p = k.params
         fn, b, (x, y) = self.function(k, 1)

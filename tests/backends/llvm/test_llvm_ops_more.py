@@ -385,6 +385,24 @@ def test_tflite_builtin_softmax(shape, data, dtype, s_in, beta, seed):
     assert_exact([x], out, {"QSOFTMAXF"}, seed=seed)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    dtype=st.sampled_from(["int8", "uint8"]), s_in=st.floats(0.001, 0.5),
+    s_out=st.sampled_from([1 / 256, 0.004, 0.01]),
+    zp=st.integers(-20, 20), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_onnx_softmax(shape, dtype, s_in, s_out, zp, seed):
+    """ONNX Runtime's QLinearSoftmax (QSOFTMAXO): its float32 exp table and in-order row sum,
+    bit for bit (one-element rows saturate); refused until session 8."""
+    x = Var("x", TensorType(tuple(shape), dtype))
+    base = -128 if dtype == "int8" else 0
+    out = get_op("qnn.softmax")(
+        x, F32(s_in), I32(3), F32(s_out), I32(base + 20 + zp), axis=-1, semantics="onnx"
+    )
+    assert_exact([x], out, {"QSOFTMAXO"}, seed=seed)
+
+
 BUILTIN = sorted(
     p.name for p in TFLITE.glob("*.tflite")
     if p.name.startswith(("conv2d_", "dwconv_", "fc_", "quantize_", "mean_", "softmax"))
