@@ -225,18 +225,12 @@ class _Lowering:
             )
         if (
             name == "qnn.quantize"
-            and consts_scalar
+            and all(isinstance(a, Constant) for a in call.args[1:])
             and dtypes[0] == "float32"
-            and out in EIGHT_BIT
+            and out in (*EIGHT_BIT, "int16", "int32")
             and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
         ):
-            params = {
-                "scale": float(const_array(call.args[1])),
-                "zp": int(const_array(call.args[2])),
-                "round": call.attrs.semantics,
-                "out_dtype": out,
-            }
-            return self.emit("QUANT", call, [self.src(data[0])], params)
+            return self.emit("QUANT", call, [self.src(data[0])], *quant_params(call, out))
         pair = call.args[:2]
         if (
             name in ("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference")
@@ -477,6 +471,21 @@ def plan_digest(plan: Plan) -> bytes:
         for name, a in sorted(k.arrays.items()):  # values are data, not code: not hashed
             h.update(f"{name}{a.dtype}{a.shape}".encode())
     return h.digest()
+
+
+def quant_params(call: Call, out: str) -> tuple[dict, dict]:
+    """QUANT's parameters and per-channel arrays (one entry per tensor when per-tensor): the
+    channel of flat element e is (e // inner) % C along the op's axis."""
+    shape = [int(d) for d in call.args[0].checked_type.shape]
+    scale = np.asarray(const_array(call.args[1]), np.float32).reshape(-1)
+    zp = np.asarray(const_array(call.args[2]), np.int64).reshape(-1)
+    axis = call.attrs.axis % len(shape) if shape else 0
+    channels = max(scale.size, zp.size)
+    inner = int(np.prod(shape[axis + 1 :], dtype=np.int64)) if channels > 1 else 1
+    params = {"C": channels, "inner": inner, "round": call.attrs.semantics, "out_dtype": out}
+    arrays = {"scale": np.broadcast_to(scale, (channels,)).astype(np.float32),
+              "zp": np.broadcast_to(zp, (channels,)).astype(np.int32)}
+    return params, arrays
 
 
 def lower(fn: Function, isa: str = "plain", threads: int = 1) -> Plan:

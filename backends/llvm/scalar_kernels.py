@@ -104,25 +104,29 @@ class ScalarKernels:
         return fn
 
     def k_quant(self, k: Kernel):
-        """float32 -> int8/uint8: x / scale in float32, then round half away from zero (TFLite)
-        or half to even (ONNX), + zero point, saturated; "fbgemm" (PyTorch): one fused
-        multiply-add by float32(1 / scale) with the zero point, rounded half to even."""
+        """float32 -> int8/uint8/int16/int32, per tensor or per channel (lower.quant_params):
+        x / scale in float32, then round half away from zero (TFLite) or half to even (ONNX),
+        + zero point, saturated; "fbgemm" (PyTorch): one fused multiply-add by float32(1 /
+        scale) with the zero point, rounded half to even."""
         fn, b, (x, y) = self.function(k, 1)
         p = k.params
-        lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
+        out_ty = {"int8": I8, "uint8": I8, "int16": ir.IntType(16), "int32": I32}[p["out_dtype"]]
+        info = np.iinfo(p["out_dtype"])
+        lo, hi = int(info.min), int(info.max)
         floor = self.module.declare_intrinsic("llvm.floor", [F64])
         fabs = self.module.declare_intrinsic("llvm.fabs", [F64])
         rint = self.module.declare_intrinsic("llvm.rint", [F64])
         fma = self.module.declare_intrinsic("llvm.fma", [F32], ir.FunctionType(F32, [F32] * 3))
         with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
+            c = b.urem(b.udiv(e, c64(p["inner"])), c64(p["C"])) if p["C"] > 1 else c64(0)
+            scale = b.fptrunc(self.load_at(b, self.cargs["scale"], c, F64), F32)
+            zp = b.sext(self.load_at(b, self.cargs["zp"], c, I32), I64)
             v = self.load_at(b, x, e, F32)
-            q = b.fpext(b.fdiv(v, ir.Constant(F32, p["scale"])), F64)
-            zp = p["zp"]
+            q = b.fpext(b.fdiv(v, scale), F64)
             if p["round"] == "fbgemm":  # fma(x, float32(1 / scale), zp), one rounding, even
-                inverse = float(np.float32(1) / np.float32(p["scale"]))
-                q = b.fpext(b.call(fma, [v, ir.Constant(F32, inverse),
-                                         ir.Constant(F32, float(zp))]), F64)
-                zp = 0
+                inverse = b.fdiv(ir.Constant(F32, 1.0), scale)
+                q = b.fpext(b.call(fma, [v, inverse, b.sitofp(zp, F32)]), F64)
+                zp = c64(0)
             if p["round"] == "tflite":
                 r = b.call(floor, [b.fadd(b.call(fabs, [q]), ir.Constant(F64, 0.5))])
                 r = b.select(b.fcmp_ordered("<", q, ir.Constant(F64, 0.0)), b.fneg(r), r)
@@ -137,8 +141,8 @@ class ScalarKernels:
             r = b.select(
                 b.fcmp_ordered(">", r, ir.Constant(F64, 2.0**40)), ir.Constant(F64, 2.0**40), r
             )
-            v = self.clamp(b, b.add(b.fptosi(r, I64), c64(zp)), lo, hi)
-            self.store_at(b, b.trunc(v, I8), y, e, I8)
+            v = self.clamp(b, b.add(b.fptosi(r, I64), zp), lo, hi)
+            self.store_at(b, b.trunc(v, out_ty), y, e, out_ty)
         b.ret_void()
         return fn
 

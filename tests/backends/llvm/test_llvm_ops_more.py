@@ -438,3 +438,28 @@ def test_a_table_the_reference_cannot_fill_is_refused_with_the_reason():
                                                              I32(-5)))})
     data = np.arange(-128, -112, dtype=np.int8).reshape(2, 8)
     assert np.array_equal(P.build(ok, "llvm").run(data)[0], P.interpret(ok, [data])[0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 6), min_size=1, max_size=3), data=st.data(),
+    out_dtype=st.sampled_from(["int8", "uint8", "int16", "int32"]),
+    semantics=st.sampled_from(["tflite", "onnx", "fbgemm"]),
+    per_channel=st.booleans(), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_quantize_per_tensor_and_per_channel(shape, data, out_dtype, semantics, per_channel,
+                                             seed):
+    """float32 -> any integer type, per tensor or per channel along any axis (QUANT), each
+    runtime's rounding; per-channel and 16/32-bit outputs were refused until session 8."""
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    n = shape[axis] if per_channel else 1
+    rng = np.random.default_rng(seed)
+    scale = rng.uniform(0.001, 0.2, n).astype(np.float32)
+    info = np.iinfo(out_dtype)
+    zp = rng.integers(max(info.min, -50), min(info.max, 50), n).astype(np.int32)
+    if out_dtype == "uint8":
+        zp = np.abs(zp)
+    args = (Constant(scale), Constant(zp)) if per_channel else (F32(scale[0]), I32(zp[0]))
+    x = Var("x", TensorType(tuple(shape), "float32"))
+    out = get_op("qnn.quantize")(x, *args, axis=axis, out_dtype=out_dtype, semantics=semantics)
+    assert_exact([x], out, {"QUANT"}, seed=seed)
