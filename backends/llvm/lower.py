@@ -196,7 +196,7 @@ class _Lowering:
             return self.emit("COPY", call, [self.src(data[0])])
         if name == "transpose":
             return self.emit("TRANSPOSE", call, [self.src(data[0])], {"perm": _perm(call)})
-        if name == "qnn.mean" and call.attrs.semantics in ("tflite", "onnx"):
+        if name == "qnn.mean" and call.attrs.semantics in ("tflite", "onnx", "tflite_legacy"):
             return self.mean(call, where)
         if name == "mean" and _exact_float_mean(call):
             return self.emit("FMEAN", call, [self.src(data[0])])
@@ -414,7 +414,8 @@ class _Lowering:
         shape = [int(d) for d in x.checked_type.shape]
         consts = [const_array(a).reshape(-1)[0] for a in call.args[1:]]
         a = call.attrs
-        params = mean_params(shape, a.axis, a.semantics, a.exclude, consts, call.checked_type.dtype)
+        params = mean_params(shape, a.axis, a.semantics, a.exclude, consts,
+                             call.checked_type.dtype, keepdims=bool(a.keepdims))
         if params is None:
             axes = tuple(sorted(i % len(shape) for i in a.axis))
             raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")

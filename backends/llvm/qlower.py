@@ -158,7 +158,8 @@ def _qsoftmax_builtin(low, call) -> bool:
     return True
 
 
-def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: str) -> dict | None:
+def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: str,
+                keepdims: bool = False) -> dict | None:
     """The MEAN kernel's parameters for qnn.mean of an 8-bit tensor of ``shape`` over ``axis``
     (``consts``: input scale, zero point, output scale, zero point), or None when the kernel does
     not take it (excluded or non-contiguous axes; "onnx" means only over H and W, of NHWC or
@@ -168,19 +169,44 @@ def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: s
     spatial = len(shape) == 4 and axes in ((1, 2), (2, 3))  # H, W of NHWC or NCHW
     contiguous = axes and axes == tuple(range(axes[0], axes[-1] + 1))
     onnx = semantics == "onnx"
-    if exclude or not contiguous or (onnx and not spatial) or semantics not in ("tflite", "onnx"):
+    if (exclude or not contiguous or (onnx and not spatial)
+            or semantics not in ("tflite", "onnx", "tflite_legacy")):
         return None
     s_in, zp_in, s_out, zp_out = consts
     n = math.prod(shape[axes[0] : axes[-1] + 1])
     # the reduced run of axes between the outer and inner ones: [outer][n][inner]
     lay = {"outer": math.prod(shape[: axes[0]]), "inner": math.prod(shape[axes[-1] + 1 :])}
     common = {"n": n, "in_zp": int(zp_in), "out_zp": int(zp_out), "out_dtype": out_dtype, **lay}
+    if semantics == "tflite_legacy":
+        four_d = keepdims and len(shape) == 4 and tuple(a % 4 for a in axis) in ((1, 2), (2, 1))
+        return {**common, **_legacy_mean(four_d, n, consts, out_dtype)}
     if onnx:  # MLAS: float32(acc) * (s_in / (s_out * n)), even
         scale = np.float32(s_in) / (np.float32(s_out) * np.float32(n))
         return {**common, "scale": float(scale)}
     m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
     k = min(int(math.floor(math.log2(n))), 32, 31 + e)
     return {**common, "multiplier": int((m << k) // n), "shift": e - k}
+
+
+def _legacy_mean(four_d: bool, n: int, consts, out_dtype: str) -> dict:
+    """TFLite <= 2.12's reference MEAN (qnn_pool._mean_tflite_legacy), first match wins: the 4-D
+    Mean ("q4_int8": MBQM then rounding division by n; "q4_uint8": MBQM of s_in / (n s_out)
+    plus a float-derived bias), equal parameters ("copy": the sum truncated by n), else the
+    float32 rescale ("float", scale and bias precomputed in float32 as the reference)."""
+    f32 = np.float32
+    s_in, zp_in, s_out, zp_out = consts
+    if four_d and out_dtype == "int8":
+        m, e = quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
+        return {"legacy": "q4_int8", "multiplier": int(m), "shift": int(e)}
+    if four_d:
+        bias = int(zp_out) - int(f32(f32(zp_in) * f32(s_in)) / f32(s_out))
+        m, e = quantize_multiplier(float(f32(s_in) / (f32(n) * f32(s_out))))
+        return {"legacy": "q4_uint8", "multiplier": int(m), "shift": int(e), "bias": bias}
+    if int(zp_in) == int(zp_out) and f32(s_in) == f32(s_out):
+        return {"legacy": "copy"}
+    scale = f32(s_in) / f32(s_out)
+    bias = f32(f32(-int(zp_in)) * scale + f32(0.5))
+    return {"legacy": "float", "fscale": float(scale), "fbias": float(bias)}
 
 
 def lower_qmean_builtin(low, call) -> bool:

@@ -466,6 +466,34 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    def mean_legacy(self, b, p, s32, lo, hi):
+        """TFLite <= 2.12's MEAN of the int32 sum ``s32`` (qlower._legacy_mean's modes)."""
+        n, mode = p["n"], p["legacy"]
+        if mode == "copy":  # C's division: toward zero
+            return b.sdiv(s32, c64(n))
+        if mode == "float":
+            fm = b.fdiv(b.sitofp(s32, F32), ir.Constant(F32, float(n)))
+            t = b.fadd(b.fmul(fm, ir.Constant(F32, p["fscale"])), ir.Constant(F32, p["fbias"]))
+            t64 = b.fpext(t, F64)  # round half away from zero, exact in float64
+            floor = self.module.declare_intrinsic("llvm.floor", [F64])
+            fabs = self.module.declare_intrinsic("llvm.fabs", [F64])
+            r = b.call(floor, [b.fadd(b.call(fabs, [t64]), ir.Constant(F64, 0.5))])
+            r = b.select(b.fcmp_ordered("<", t64, ir.Constant(F64, 0.0)), b.fneg(r), r)
+            r = b.fadd(b.fptrunc(r, F32), ir.Constant(F32, float(p["out_zp"])))
+            r = b.select(b.fcmp_ordered("<", r, ir.Constant(F32, float(lo))),
+                         ir.Constant(F32, float(lo)), r)
+            r = b.select(b.fcmp_ordered(">", r, ir.Constant(F32, float(hi))),
+                         ir.Constant(F32, float(hi)), r)
+            return b.fptosi(r, I64)
+        if mode == "q4_int8":  # MBQM of the zero-point-free sum, then (x +- n/2) / n
+            d = b.sext(b.trunc(b.sub(s32, c64(p["in_zp"] * n)), I32), I64)
+            acc = self.mbqm(b, d, c64(p["multiplier"]), c64(p["shift"]))
+            half = b.select(b.icmp_signed("<", acc, c64(0)), c64(-(n // 2)), c64(n // 2))
+            v = b.add(b.sdiv(b.add(acc, half), c64(n)), c64(p["out_zp"]))
+        else:  # q4_uint8
+            v = b.add(self.mbqm(b, s32, c64(p["multiplier"]), c64(p["shift"])), c64(p["bias"]))
+        return self.clamp(b, v, lo, hi)
+
     def mean_out(self, b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi):
         """Channel ``ch`` of MEAN's output row ``o``: its sum (from ``sums``, or summed here
         down the channel's column), requantized."""
@@ -480,6 +508,10 @@ class ScalarKernels:
                 v = self.signed(b, self.load_at(b, x, at, I8), self.dtype(k.inputs[0]))
                 b.store(b.add(b.load(acc, typ=I64), v), acc)
             total = b.load(acc, typ=I64)
+        if "legacy" in p:
+            v = self.mean_legacy(b, p, b.sext(b.trunc(total, I32), I64), lo, hi)
+            self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)
+            return
         s = b.sub(total, c64(p["in_zp"] * p["n"]))
         if "scale" in p:  # "onnx": float32(int32 sum) * float32 scale, half to even
             f = b.fmul(b.sitofp(b.trunc(s, I32), F32), ir.Constant(F32, p["scale"]))

@@ -463,3 +463,25 @@ def test_quantize_per_tensor_and_per_channel(shape, data, out_dtype, semantics, 
     x = Var("x", TensorType(tuple(shape), "float32"))
     out = get_op("qnn.quantize")(x, *args, axis=axis, out_dtype=out_dtype, semantics=semantics)
     assert_exact([x], out, {"QUANT"}, seed=seed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    h=st.integers(1, 6), w=st.integers(1, 6), c=st.integers(1, 20),
+    axes=st.sampled_from([(1, 2), (2, 1), (1,), (3,), (1, 2, 3)]), keep=st.booleans(),
+    dtype=st.sampled_from(["int8", "uint8"]), rescale=st.sampled_from(["same", "other"]),
+    zps=st.tuples(st.integers(-20, 20), st.integers(-20, 20)), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_tflite_legacy_mean(h, w, c, axes, keep, dtype, rescale, zps, seed):
+    """TFLite <= 2.12's reference MEAN and its three paths (the 4-D Mean per dtype, equal
+    parameters, the float32 rescale): MEAN's legacy modes, bit for bit; refused until session
+    8."""
+    x = Var("x", TensorType((2, h, w, c), dtype))
+    base = 0 if dtype == "int8" else 128
+    s_out, zp_out = (F32(0.05), I32(base + zps[0])) if rescale == "same" else (
+        F32(0.031), I32(base + zps[1]))
+    out = get_op("qnn.mean")(
+        x, F32(0.05), I32(base + zps[0]), s_out, zp_out, axis=axes, keepdims=keep,
+        semantics="tflite_legacy",
+    )  # fmt: skip
+    assert_exact([x], out, {"MEAN"}, seed=seed)
