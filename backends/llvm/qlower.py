@@ -73,13 +73,11 @@ def lower_qsoftmax(low, call) -> bool:
     data = call.args[0]
     dtype = data.checked_type.dtype
     shape = [int(d) for d in data.checked_type.shape]
-    if (
-        call.attrs.semantics != "tflite"
-        or dtype not in RANGE
-        or call.attrs.axis % len(shape) != len(shape) - 1
-        or not all(_scalar(a) for a in call.args[1:])
+    if call.attrs.semantics != "tflite" or dtype not in RANGE or not all(
+        _scalar(a) for a in call.args[1:]
     ):
         return False
+    axis = call.attrs.axis % len(shape)
     in_scale = np.float32(call.args[1].data)
     real = min(float(np.float32(call.attrs.beta)) * float(in_scale) * 2.0**26, 2.0**31 - 1.0)
     mult, left_shift = quantize_multiplier(real)
@@ -91,9 +89,10 @@ def lower_qsoftmax(low, call) -> bool:
     scaled = multiply_by_quantized_multiplier_greater_than_one(diffs, mult, left_shift)
     exps = gl.exp_on_negative_values(scaled, 5)
     contrib = np.where(keep, gl.rescale(exps, 0, 12), 0)
+    inner = int(np.prod(shape[axis + 1 :], dtype=np.int64))
     params = {
-        "rows": int(np.prod(shape[:-1], dtype=np.int64)), "n": shape[-1], "dtype": dtype,
-        "out_bits": 8,
+        "rows": math.prod(shape[:axis]) * math.prod(shape[axis + 1 :]), "n": shape[axis],
+        "inner": inner, "dtype": dtype, "out_bits": 8,
     }  # fmt: skip
     arrays = {
         "exps": np.where(keep, exps, 0).astype(np.int32),
@@ -111,23 +110,24 @@ def _qsoftmax_ort(low, call) -> bool:
     """ONNX Runtime's QLinearSoftmax (activation_kernels.ort_softmax) as QSOFTMAXO: the
     reference's own 256-entry float32 exp table indexed by q - max(row) + 255, the row's float32
     sum in order, then per element rint(float32(t * floor(1 / s_out)) / sum) saturated + zp.
-    The softmax axis must be the last."""
+    Any softmax axis (rows are (outer, inner) pairs, the axis' elements ``inner`` apart)."""
     from partita.ops.emulation.activation_kernels import ort_softmax_table
 
     data = call.args[0]
     dtype = data.checked_type.dtype
     shape = [int(d) for d in data.checked_type.shape]
-    if (dtype not in RANGE or call.attrs.axis % len(shape) != len(shape) - 1
-            or not all(_scalar(a) for a in call.args[1:])):
+    if dtype not in RANGE or not all(_scalar(a) for a in call.args[1:]):
         return False
+    axis = call.attrs.axis % len(shape)
     s_in, _, s_out, zp_out = (np.asarray(a.data).reshape(-1)[0] for a in call.args[1:])
     lo, hi = RANGE[dtype]
     params = {
-        "rows": int(np.prod(shape[:-1], dtype=np.int64)), "n": shape[-1], "dtype": dtype,
+        "rows": math.prod(shape[:axis]) * math.prod(shape[axis + 1 :]), "n": shape[axis],
+        "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)), "dtype": dtype,
         "zp": int(zp_out), "lo": lo, "hi": hi,
         "y_scale": float(np.float32(np.floor(np.float32(1) / np.float32(s_out)))),
     }  # fmt: skip
-    table = ort_softmax_table(s_in, shape[-1]).astype(np.float32)
+    table = ort_softmax_table(s_in, shape[axis]).astype(np.float32)
     low.emit("QSOFTMAXO", call, [low.src(data)], params, {"table": table})
     return True
 

@@ -73,8 +73,14 @@ class QTransformerKernels:
         rint = self.module.declare_intrinsic("llvm.roundeven", [f32])
         best, total = b.alloca(I64), b.alloca(f32)
 
+        inner = p.get("inner", 1)  # the softmax axis' stride: rows are (outer, inner) pairs
+
+        def at(row, j):
+            base = b.add(b.mul(b.udiv(row, c64(inner)), c64(n * inner)), b.urem(row, c64(inner)))
+            return b.add(base, b.mul(j, c64(inner)))
+
         def get(row, j):
-            v = self.load_at(b, x, b.add(b.mul(row, c64(n)), j), ir.IntType(8))
+            v = self.load_at(b, x, at(row, j), ir.IntType(8))
             return b.sext(v, I64) if signed else b.zext(v, I64)
 
         def entry(row, j):
@@ -99,8 +105,7 @@ class QTransformerKernels:
                 v = b.add(b.fptosi(q, I64), c64(p["zp"]))
                 v = b.select(b.icmp_signed("<", v, c64(p["lo"])), c64(p["lo"]), v)
                 v = b.select(b.icmp_signed(">", v, c64(p["hi"])), c64(p["hi"]), v)
-                self.store_at(b, b.trunc(v, ir.IntType(8)), y,
-                              b.add(b.mul(row, c64(n)), j), ir.IntType(8))
+                self.store_at(b, b.trunc(v, ir.IntType(8)), y, at(row, j), ir.IntType(8))
         b.ret_void()
         return fn
 
@@ -116,12 +121,17 @@ class QTransformerKernels:
             self.module, ir.FunctionType(I32, [I32, ir.IntType(1)]), "llvm.ctlz.i32"
         )
 
+        inner = p.get("inner", 1)  # the softmax axis' stride: rows are (outer, inner) pairs
+
+        def at(row, j):
+            return b.add(row, b.mul(j, c64(inner)))
+
         def get(row, j):
-            v = self.load_at(b, x, b.add(row, j), ir.IntType(8))
+            v = self.load_at(b, x, at(row, j), ir.IntType(8))
             return b.sext(v, I64) if signed else b.zext(v, I64)
 
         with for_range(b, p["rows"], "r") as r:
-            row = b.mul(r, c64(n))
+            row = b.add(b.mul(b.udiv(r, c64(inner)), c64(n * inner)), b.urem(r, c64(inner)))
             b.store(c64(-(1 << 20)), cell)
             with for_range(b, n, "j") as j:
                 v, top = get(row, j), b.load(cell, typ=I64)
@@ -146,7 +156,7 @@ class QTransformerKernels:
                 v = self.clamp(b, v, lo, hi)
                 kept = b.icmp_signed("!=", self.load_at(b, keep, d, I32), ir.Constant(I32, 0))
                 v = b.select(kept, v, c64(lo))
-                self.store_at(b, b.trunc(v, ir.IntType(8)), y, b.add(row, j), ir.IntType(8))
+                self.store_at(b, b.trunc(v, ir.IntType(8)), y, at(row, j), ir.IntType(8))
         b.ret_void()
         return fn
 

@@ -392,15 +392,22 @@ def test_tflite_builtin_softmax(shape, data, dtype, s_in, beta, seed):
     s_out=st.sampled_from([1 / 256, 0.004, 0.01]),
     zp=st.integers(-20, 20), seed=st.integers(0, 99),
 )  # fmt: skip
-def test_onnx_softmax(shape, dtype, s_in, s_out, zp, seed):
-    """ONNX Runtime's QLinearSoftmax (QSOFTMAXO): its float32 exp table and in-order row sum,
-    bit for bit (one-element rows saturate); refused until session 8."""
+def test_onnx_and_tflite_softmax(shape, dtype, s_in, s_out, zp, seed):
+    """ONNX Runtime's QLinearSoftmax (QSOFTMAXO: its float32 exp table and in-order row sum;
+    one-element rows saturate) and TFLite's reference softmax (QSOFTMAX), over any axis, bit
+    for bit; the first and the other axes were refused until session 8."""
+    axis = seed % len(shape) - len(shape)
     x = Var("x", TensorType(tuple(shape), dtype))
     base = -128 if dtype == "int8" else 0
     out = get_op("qnn.softmax")(
-        x, F32(s_in), I32(3), F32(s_out), I32(base + 20 + zp), axis=-1, semantics="onnx"
+        x, F32(s_in), I32(3), F32(s_out), I32(base + 20 + zp), axis=axis, semantics="onnx"
     )
     assert_exact([x], out, {"QSOFTMAXO"}, seed=seed)
+    if s_in < 0.05:  # TFLite's reference needs beta * s_in * 2^26 > 1 (the interpreter too)
+        return
+    out = get_op("qnn.softmax")(x, F32(s_in), I32(3), F32(1 / 256), I32(base), axis=axis,
+                                semantics="tflite")
+    assert_exact([x], out, {"QSOFTMAX"}, seed=seed)
 
 
 BUILTIN = sorted(
