@@ -133,10 +133,12 @@ class Emitter:
         return b.select(b.icmp_signed(">", v, c64(hi)), c64(hi), v)
 
     def output_stage(self, b, acc, k: Kernel, g: dict, channel):
-        """acc (i64, exact) -> the output element (i8)."""
+        """acc (i64, exact) -> the output element (i8; i32 for "raw", the accumulator)."""
         p = k.params
         acc = b.sext(b.trunc(acc, I32), I64)  # the accumulator register is 32 bits
         bias = b.sext(self.load_at(b, g["bias"], channel, I32), I64)
+        if p["rounding"] == "raw":
+            return b.trunc(b.add(acc, bias), I32)  # int32 + int32 wraps
         acc = b.sext(b.trunc(b.add(acc, bias), I32), I64)  # int32 + int32 wraps
         x = b.sub(acc, c64(p["rq_zp"]))
         if p["rounding"] == "tflite_double":

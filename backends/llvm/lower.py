@@ -316,7 +316,8 @@ class _Lowering:
         self.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
 
     def mac_chain(self, call: Call, where: str) -> list:
-        """The accumulator and the ops fused after it: [bias add], requantize, [clip]."""
+        """The accumulator and the ops fused after it: [bias add], requantize, [clip]; or
+        [bias add] alone (an int32 accumulator read as such)."""
         chain, node = [call], call
         for op in ("nn.bias_add", "qnn.requantize", "clip"):
             nxt = self.only_user(node, op)
@@ -325,8 +326,8 @@ class _Lowering:
             if nxt is not None:
                 chain.append(nxt)
                 node = nxt
-            elif op == "qnn.requantize":
-                raise LLVMError(f"llvm: {where}: an accumulator not followed by requantize")
+            elif op == "qnn.requantize":  # the int32 accumulator itself (qlower._raw_stage)
+                break
         if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
             raise LLVMError(f"llvm: {where}: {call.attrs.data_layout} convolutions")
         return chain

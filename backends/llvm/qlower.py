@@ -283,11 +283,38 @@ def _c(e) -> np.ndarray:
     return np.asarray(e.data)
 
 
+def _raw_stage(call, by: dict, where: str) -> tuple[dict, dict]:
+    """The output stage of an accumulator read as such (no requantize: TVM's canonical QNN, a
+    dynamic quantization's product): the int32 sum, plus a fused bias, wrapping as int32 does
+    (``rounding`` "raw"; the scalar CONV/FC kernels store int32)."""
+    x = call.args[0]
+    if x.checked_type.dtype not in RANGE or _c(call.args[1]).dtype.name not in RANGE:
+        raise BackendError(f"llvm: {where}: only int8/uint8 data and weights")
+    n_out = call.checked_type.shape[-1]
+    bias = by.get("nn.bias_add")
+    zeros = np.zeros(n_out, np.int32)
+    arrays = {
+        "multiplier": zeros, "shift": zeros.copy(), "scale": np.zeros(n_out),
+        "bias": (_c(bias.args[1]).astype(np.int32).reshape(-1) if bias is not None
+                 else zeros.copy()),
+        "w_zp": np.broadcast_to(np.atleast_1d(_c(call.args[3])), (n_out,)).astype(np.int32),
+        "fscale": np.zeros(n_out, np.float32),
+    }  # fmt: skip
+    params = {
+        "in_zp": int(_c(call.args[2])), "rq_zp": 0, "out_zp": 0, "lo": -(1 << 31),
+        "hi": (1 << 31) - 1, "rounding": "raw", "in_dtype": x.checked_type.dtype,
+        "w_dtype": _c(call.args[1]).dtype.name, "out_dtype": "int32",
+    }  # fmt: skip
+    return params, arrays
+
+
 def output_stage(call, by: dict, where: str) -> tuple[dict, dict]:
     """A fused MAC kernel's output stage: parameters and per-channel arrays (bias, TFLite's
     multipliers and shifts, the real scale, weight zero points, and the float32 stages' scale,
     negated float bias ``fzp`` and oneDNN's ``finv``) for requantize ``by["qnn.requantize"]``
     and the clip after it."""
+    if "qnn.requantize" not in by:
+        return _raw_stage(call, by, where)
     rq = by["qnn.requantize"]
     sem = rq.attrs.semantics
     if sem not in ("tflite", "tflite_builtin", "tflite_double", "onnx", "fbgemm", "onednn"):

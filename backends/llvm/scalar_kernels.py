@@ -63,7 +63,7 @@ class ScalarKernels:
                             b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
             value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, o)
             index = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(oc)), o)
-            self.store_at(b, value, y, index, I8)
+            self.store_at(b, value, y, index, value.type)
         b.ret_void()
         return fn
 
@@ -86,7 +86,7 @@ class ScalarKernels:
                 term = b.mul(b.sub(xv, c64(k.params["in_zp"])), b.sub(wv, wzp))
                 b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
             value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, u)
-            self.store_at(b, value, y, b.add(b.mul(r, c64(units)), u), I8)
+            self.store_at(b, value, y, b.add(b.mul(r, c64(units)), u), value.type)
         b.ret_void()
         return fn
 

@@ -492,3 +492,32 @@ def test_tflite_legacy_mean(h, w, c, axes, keep, dtype, rescale, zps, seed):
         semantics="tflite_legacy",
     )  # fmt: skip
     assert_exact([x], out, {"MEAN"}, seed=seed)
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "grouped", "dense"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_accumulators_read_as_such(kind, bias, dtype):
+    """qnn.conv2d / qnn.dense whose int32 accumulator is the result (TVM's canonical QNN, no
+    requantize), with or without a fused bias: the scalar kernels store the int32 sums, bit for
+    bit with the interpreter (refused until session 8)."""
+    rng = np.random.default_rng(len(kind) + bias)
+    zx = I32(3 if dtype == "int8" else 131)
+    if kind == "dense":
+        x = Var("x", TensorType((5, 12), dtype))
+        w = rng.integers(-127, 128, (7, 12)).astype(np.int8)
+        acc = get_op("qnn.dense")(x, Constant(w), zx, I32(0), F32(0.1), F32(0.02))
+        n = 7
+    else:
+        groups, cin, cout = {"conv": (1, 6, 5), "depthwise": (6, 6, 6), "grouped": (2, 6, 4)}[kind]
+        x = Var("x", TensorType((2, 7, 6, cin), dtype))
+        w = rng.integers(-127, 128, (cout, 3, 3, cin // groups)).astype(np.int8)
+        acc = get_op("qnn.conv2d")(x, Constant(w), zx, I32(0), F32(0.1), F32(0.02),
+                                   padding=(1, 1, 1, 1), groups=groups, data_layout="NHWC",
+                                   kernel_layout="OHWI")
+        n = cout
+    if bias:
+        acc = get_op("nn.bias_add")(acc, Constant(rng.integers(-999, 999, n).astype(np.int32)),
+                                    axis=-1)
+    kernel = {"dense": "FC", "depthwise": "DWCONV"}.get(kind, "CONV")
+    assert_exact([x], acc, {kernel}, seed=1)
