@@ -152,30 +152,19 @@ class FloatGemm:
             n_mid = panels // 2 * COLS * VEC
             part_a = self.dense_rows(k, m_, "a", n_mid)
             part_b = self.dense_rows(k, m_, "b", n_ - n_mid)
-            wb = b.gep(w, [c64(n_mid * k_)], source_etype=F32)
-            yb = b.gep(y, [c64(n_mid)], source_etype=F32)
-            per_n = p.get("bias") in ("n", "mn")
-            bb = b.gep(bias, [c64(n_mid)], source_etype=F32) if per_n else bias
-            pointers = [x, w, y, bias, wb, yb, bb]
-            halves = [
-                self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:4])),
-                self.part_function(k, "hb", pointers,
-                                   lambda pb, ps: pb.call(part_b, [ps[0], ps[4], ps[5], ps[6]])),
-            ]
-            self.split_run(k, b, pointers, halves)
-            b.ret_void()
-            return fn
-        first = (m_ // 2 // tr) * tr or m_ // 2
-        part_a = self.dense_rows(k, first, "a")
-        part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
-        xb = b.gep(x, [c64(first * k_)], source_etype=F32)
-        yb = b.gep(y, [c64(first * n_)], source_etype=F32)
-        bb = b.gep(bias, [c64(first * n_)], source_etype=F32) if p.get("bias") == "mn" else bias
-        pointers = [x, w, y, bias, xb, yb, bb]
+            offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0)
+        else:  # halves of the rows
+            first = (m_ // 2 // tr) * tr or m_ // 2
+            part_a = self.dense_rows(k, first, "a")
+            part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
+            offsets = (first * k_, 0, first * n_, first * n_ if p.get("bias") == "mn" else 0)
+        # the second half's x, w, y and bias: the first's, advanced by ``offsets`` floats
+        second = [b.gep(v, [c64(o)], source_etype=F32) if o else v
+                  for v, o in zip((x, w, y, bias), offsets)]
+        pointers = [x, w, y, bias, *second]
         halves = [
             self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:4])),
-            self.part_function(k, "hb", pointers,
-                               lambda pb, ps: pb.call(part_b, [ps[4], ps[1], ps[5], ps[6]])),
+            self.part_function(k, "hb", pointers, lambda pb, ps: pb.call(part_b, ps[4:])),
         ]
         self.split_run(k, b, pointers, halves)
         b.ret_void()

@@ -413,7 +413,9 @@ def lower_batch_norm_item(low, item, call) -> bool:
     if item.index in (1, 2):
         low.emit("COPY", item, [low.src(call.args[item.index + 2])], {})
         return True
-    values = [_constant(e) for e in (gamma, beta, mean, var)]
+    from .conv_lower import const_value  # conv_lower imports this module
+
+    values = [const_value(low, e) for e in (gamma, beta, mean, var)]
     if data.checked_type.dtype != "float32" or any(v is None for v in values):
         raise BackendError(
             f"llvm: {call.op.name}: needs float32 data and constant gamma, beta, mean and "
@@ -432,10 +434,6 @@ def lower_batch_norm_item(low, item, call) -> bool:
     arrays = {"mean": m, "sd": np.sqrt(v + eps), "gamma": g, "beta": bt}
     low.emit("BNORM", item, [low.src(data)], params, arrays)
     return True
-
-
-def _constant(expr):
-    return np.asarray(expr.data) if isinstance(expr, Constant) else None
 
 
 def lower_view(low, node, call, field: int | None = None) -> None:

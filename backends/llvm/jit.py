@@ -65,22 +65,19 @@ def host_features() -> str:
 def host_isa() -> str:
     """The best kernel family this CPU runs: vnni (AVX-512 VNNI), avxvnni (AVX2 with the VEX
     dot product, AVX-VNNI, on CPUs without AVX-512), avx2, or plain."""
-    features = set(host_features().split(","))
-    if {"+avx512vnni", "+avx512bw", "+avx512f"} <= features:
-        return "vnni"
-    if {"+avxvnni", "+avx2"} <= features:
-        return "avxvnni"
-    return "avx2" if "+avx2" in features else "plain"
+    return next(isa for isa in ("vnni", "avxvnni", "avx2", "plain") if runs_isa(isa))
+
+
+# the CPU features each kernel family needs (amx: vnni's and the OS's grant, amx_permitted)
+NEEDS = {"plain": set(), "avx2": {"+avx2"}, "avxvnni": {"+avx2", "+avxvnni"},
+         "vnni": {"+avx512vnni", "+avx512bw", "+avx512f"}}
 
 
 def runs_isa(isa: str) -> bool:
     """Whether this CPU runs kernel family ``isa`` (forced with -isa=)."""
-    features = set(host_features().split(","))
-    need = {"plain": set(), "avx2": {"+avx2"}, "avxvnni": {"+avx2", "+avxvnni"},
-            "vnni": {"+avx512vnni", "+avx512bw", "+avx512f"}}
     if isa == "amx":
         return amx_permitted()
-    return need.get(isa, set()) <= features
+    return NEEDS.get(isa, set()) <= set(host_features().split(","))
 
 
 _AMX: bool | None = None

@@ -14,6 +14,7 @@ from llvmlite import ir
 from .codegen import DRIVER, I8, PTR, VOID, Emitter, c64, for_range
 from .fconv_kernels import FloatConvKernels
 from .float_kernels import FloatKernels
+from .float_scalar_kernels import FloatScalarKernels
 from .lower import Kernel
 from .pool import ALONE, ThreadPool
 from .qtransformer import QTransformerKernels
@@ -27,7 +28,8 @@ FLOAT_KINDS = (
 
 
 class KernelEmitter(
-    ScalarKernels, QTransformerKernels, FloatConvKernels, FloatKernels, VectorKernels, ThreadPool,
+    ScalarKernels, FloatScalarKernels, QTransformerKernels, FloatConvKernels, FloatKernels,
+    VectorKernels, ThreadPool,
     Emitter,
 ):
     def function(self, k: Kernel, n_inputs: int):

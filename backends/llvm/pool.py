@@ -25,8 +25,7 @@ from .codegen import I64, c64
 PTR = ir.PointerType()
 ALONE = "partita_run_alone"  # the driver without a worker
 PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
-SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow",
-         "late")  # i64 globals
+SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow")  # i64 globals
 # pause instructions waited for the worker before the run counts as slow (its remaining kernels
 # then run both halves here): at least WAIT, or a kernel's multiply-adds >> WAIT_SHIFT (a float
 # product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
@@ -119,7 +118,7 @@ class ThreadPool:
         b.store(c64(0), mine)
         owned = b.extract_value(b.cmpxchg(g["active"], c64(0), c64(1), "acq_rel", "acquire"), 1)
         with b.if_then(owned):
-            for name in ("seq", "claimed", "done", "quit", "late"):
+            for name in ("seq", "claimed", "done", "quit"):
                 b.store_atomic(c64(0), g[name], "release", 8)
             b.store_atomic(self.self_id(b), g["owner"], "release", 8)
             create = self.extern("pthread_create", ir.IntType(32), [PTR, PTR, PTR, PTR])
@@ -168,7 +167,6 @@ class ThreadPool:
                 with b.if_else(b.extract_value(pair, 1)) as (late, taken):
                     with late:  # the worker has not claimed it: run it here
                         b.call(parts[1], [table])
-                        b.store(b.add(b.load(g["late"], typ=I64), c64(1)), g["late"])
                     with taken:
                         self.wait_done(b, g, job, max(WAIT, split_work(k) >> WAIT_SHIFT))
             with alone:
