@@ -413,9 +413,8 @@ def lower_batch_norm_item(low, item, call) -> bool:
     if item.index in (1, 2):
         low.emit("COPY", item, [low.src(call.args[item.index + 2])], {})
         return True
-    from .conv_lower import const_value  # conv_lower imports this module
-
-    values = [const_value(low, e) for e in (gamma, beta, mean, var)]
+    values = [np.asarray(e.data) if isinstance(e, Constant) else None
+              for e in (gamma, beta, mean, var)]
     if data.checked_type.dtype != "float32" or any(v is None for v in values):
         raise BackendError(
             f"llvm: {call.op.name}: needs float32 data and constant gamma, beta, mean and "
