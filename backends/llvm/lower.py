@@ -47,6 +47,20 @@ from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel, write_into_hal
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
+# op name -> lowerings tried before the generic ones, in order; each returns False to decline
+SPECIAL = {
+    "qnn.batch_matmul": (lower_qbmm,),
+    "qnn.softmax": (lower_qsoftmax,),
+    "nn.conv2d": (lower_fconv,),
+    "nn.conv2d_transpose": (lower_fconv_transpose,),
+    "einsum": (lower_einsum,),
+    "nn.global_avg_pool2d": (lower_fgap,),
+    "nn.dense": (lower_mlas_dense,),
+    "nn.gemm": (lower_mlas_dense,),
+    "qnn.avg_pool2d": (lower_qavgpool,),
+    "qnn.dense": (lower_int_dense,),  # an int32 accumulator read as such (dynamic quantization)
+    **{op: (lower_gather,) for op in GATHER_OPS},
+}
 MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
 
 
@@ -165,26 +179,9 @@ class _Lowering:
         deferred = getattr(self, "deferred", {})
         if any(id(a) in deferred for a in call.args) and lower_float(self, call, name):
             return None  # an elementwise producer waits to be fused into this EWISE kernel
-        if name == "qnn.batch_matmul" and lower_qbmm(self, call):
-            return None
-        if name == "qnn.softmax" and lower_qsoftmax(self, call):
-            return None
-        if name == "nn.conv2d" and lower_fconv(self, call):
-            return None
-        if name == "nn.conv2d_transpose" and lower_fconv_transpose(self, call):
-            return None
-        if name == "einsum" and lower_einsum(self, call):
-            return None
-        if name == "nn.global_avg_pool2d" and lower_fgap(self, call):
-            return None
-        if name in ("nn.dense", "nn.gemm") and lower_mlas_dense(self, call):
-            return None
-        if name in GATHER_OPS and lower_gather(self, call):
-            return None
-        if name == "qnn.avg_pool2d" and lower_qavgpool(self, call):
-            return None
-        if name == "qnn.dense" and lower_int_dense(self, call):
-            return None  # an int32 accumulator read as such (dynamic quantization)
+        for special in SPECIAL.get(name, ()):  # each returns False to decline the call
+            if special(self, call):
+                return None
         if name in ("qnn.conv2d", "qnn.dense"):
             return self.mac(call, where)
         data = [a for a in call.args if not isinstance(a, Constant)]
