@@ -17,6 +17,12 @@ I32T = ir.IntType(32)
 # the register tile: rows of A x vectors of B (params["rows"], float_lower.gemm_rows: 6 rows with
 # AVX-512, else ROWS)
 ROWS, COLS = 4, 4
+KBLOCK = 128  # k steps of a block: 128 x 64 floats of a weight panel is 32 KB, in L1
+PF_LOCALITY = 2  # the next block's prefetches: prefetcht1, into L2 (L1 holds this block)
+
+
+def c32(v: int) -> ir.Constant:
+    return ir.Constant(I32T, v)
 
 
 class FloatGemm:
@@ -45,51 +51,102 @@ class FloatGemm:
         ``cells``: rows x COLS allocas of <16 x float> from the entry block (SROA turns
         them into registers)."""
         nv = n_count // VEC
-        tr = len(cells)  # the tile's rows
-        for rows, start, count in ((tr, 0, m_count // tr), (1, (m_count // tr) * tr,
-                                                              m_count % tr)):
-            if count == 0:
+        tr = len(cells)  # the tile's rows; the rows past the last full tile are one more tile
+        full, rem = divmod(m_count, tr)
+        row_tiles = [t for t in ((tr, 0, full), (rem, full * tr, 1 if rem else 0)) if t[2]]
+        for cols, vstart, vcount in ((COLS, 0, nv // COLS), (1, (nv // COLS) * COLS,
+                                                             nv % COLS)):
+            if vcount == 0:
                 continue
-            for cols, vstart, vcount in ((COLS, 0, nv // COLS), (1, (nv // COLS) * COLS,
-                                                                 nv % COLS)):
-                if vcount == 0:
+            # loop order by traffic: rows outer streams every weight panel once per row
+            # tile, panels outer streams the rows once per panel (ResNet50's 7 x 7 layers:
+            # 9.4 MB of weights for each 4-row tile against 0.9 MB of rows per panel); the
+            # last, shorter row tile runs inside the panel loop, while its panel is in cache
+            row_count = full + (1 if rem else 0)
+            panels_outer = (row_count * k_count * n_count + m_count * k_count
+                            > vcount * m_count * k_count + k_count * n_count)
+
+            def tile(rows, start, mt, nt, k0=None, kc=k_count, more=False, last=True,
+                     ahead=0, cols=cols, vstart=vstart):
+                k0 = c64(0) if k0 is None else k0
+                m0 = b.add(c64(start), b.mul(mt, c64(tr)))
+                n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
+                self.gemm_tile(b, cells[:rows], cols, (k0, kc, more), m0, n0, a_at, w_at, y_at,
+                               x, w, y, bias if last else None, relu and last, ahead)
+
+            if not panels_outer:
+                for rows, start, count in row_tiles:
+                    with for_range(b, count, "mt") as mt, for_range(b, vcount, "nt") as nt:
+                        tile(rows, start, mt, nt)
+                continue
+            with for_range(b, vcount, "nt") as nt:
+                if k_count < 2 * KBLOCK:
+                    for rows, start, count in row_tiles:
+                        with for_range(b, count, "mt") as mt:
+                            tile(rows, start, mt, nt)
                     continue
-                # loop order by traffic: rows outer streams every weight panel once per row
-                # tile, panels outer streams the rows once per panel (ResNet50's 7 x 7 layers:
-                # 9.4 MB of weights for each 4-row tile against 0.9 MB of rows per panel)
-                panels_outer = (count * k_count * n_count + m_count * k_count
-                                > vcount * m_count * k_count + k_count * n_count)
-                loops = (("nt", vcount), ("mt", count)) if panels_outer else (
-                    ("mt", count), ("nt", vcount))
-                with for_range(b, loops[0][1], loops[0][0]) as i0, \
-                        for_range(b, loops[1][1], loops[1][0]) as i1:
-                    mt, nt = (i1, i0) if panels_outer else (i0, i1)
-                    m0 = b.add(c64(start), b.mul(mt, c64(rows)))
-                    n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
-                    zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
-                    for r in range(rows):
-                        for v in range(cols):
-                            b.store(zero, cells[r][v])
-                    with for_range(b, k_count, "k") as kk:
-                        ws = [self.vload_f(b, w, w_at(kk, n0, v, cols)) for v in range(cols)]
-                        for r in range(rows):
-                            a = self.load_at(b, x, a_at(b.add(m0, c64(r)), kk), F32)
-                            av = self.splat_f(b, a)
-                            for v in range(cols):
-                                acc = b.load(cells[r][v], typ=V16F)
-                                b.store(self.vfma(b, av, ws[v], acc), cells[r][v])
-                    for r in range(rows):
-                        for v in range(cols):
-                            n = b.add(n0, c64(v * VEC))
-                            at = y_at(b.add(m0, c64(r)), n)
-                            value = b.load(cells[r][v], typ=V16F)
-                            if bias is not None:  # nn.gemm: the bias added to the sum
-                                value = b.fadd(value, bias(at, n))
-                            if relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
-                                zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
-                                le = b.fcmp_ordered("<=", value, zero)  # NaN stays NaN
-                                value = b.select(le, zero, value)
-                            self.vstore_f(b, value, y, at)
+                # few rows, long sums: KBLOCK steps of k at a time over all the row tiles, so
+                # the panel's block (32 KB) is read from L1 by every tile; the sums wait in y
+                # (float32, as in the registers: the same bits) and the epilogue runs last
+                blocks, tail = divmod(k_count, KBLOCK)
+                spans = [(None, 1, False), (1, blocks - 1, True)]
+                for first, count_b, more in spans:
+                    with for_range(b, count_b, "kb") as kb:
+                        k0 = c64(0) if first is None else b.mul(b.add(kb, c64(first)),
+                                                                c64(KBLOCK))
+                        for j, (rows, start, count) in enumerate(row_tiles):
+                            if j == 0:  # the first tile prefetches the panel's next block
+                                tile(rows, start, c64(0), nt, k0, KBLOCK, more, False, KBLOCK)
+                                start, count = start + rows, count - 1
+                            with for_range(b, count, "mt") as mt:
+                                tile(rows, start, mt, nt, k0, KBLOCK, more, False)
+                for rows, start, count in row_tiles:
+                    with for_range(b, count, "mt") as mt:
+                        tile(rows, start, mt, nt, c64(blocks * KBLOCK), tail, True, True)
+
+    def prefetch_fn(self):
+        return self.module.declare_intrinsic(
+            "llvm.prefetch.p0", (), ir.FunctionType(ir.VoidType(), [ir.PointerType(), I32T, I32T,
+                                                                      I32T]))
+
+    def gemm_tile(self, b, cells, cols, span, m0, n0, a_at, w_at, y_at, x, w, y, bias, relu,
+                  ahead=0):
+        """One register tile: len(cells) rows from m0 x ``cols`` vectors from n0, summed over
+        ``span`` = (first k, steps, more: continue the sums stored in y) in k order, then the
+        bias and a fused relu (``bias`` None and ``relu`` False: the sums so far), stored."""
+        rows = len(cells)
+        k0, kc, more = span
+        zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
+        for r in range(rows):
+            for v in range(cols):
+                start = zero
+                if more:
+                    start = self.vload_f(b, y, y_at(b.add(m0, c64(r)), b.add(n0, c64(v * VEC))))
+                b.store(start, cells[r][v])
+        with for_range(b, kc, "k") as ki:
+            kk = b.add(k0, ki)
+            ws = [self.vload_f(b, w, w_at(kk, n0, v, cols)) for v in range(cols)]
+            if ahead:  # the panel's next block, from memory while this one is summed
+                for v in range(cols):
+                    at = b.gep(w, [w_at(b.add(kk, c64(ahead)), n0, v, cols)], source_etype=F32)
+                    b.call(self.prefetch_fn(), [at, c32(0), c32(PF_LOCALITY), c32(1)])
+            for r in range(rows):
+                a = self.load_at(b, x, a_at(b.add(m0, c64(r)), kk), F32)
+                av = self.splat_f(b, a)
+                for v in range(cols):
+                    acc = b.load(cells[r][v], typ=V16F)
+                    b.store(self.vfma(b, av, ws[v], acc), cells[r][v])
+        for r in range(rows):
+            for v in range(cols):
+                n = b.add(n0, c64(v * VEC))
+                at = y_at(b.add(m0, c64(r)), n)
+                value = b.load(cells[r][v], typ=V16F)
+                if bias is not None:  # nn.gemm: the bias added to the sum
+                    value = b.fadd(value, bias(at, n))
+                if relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
+                    le = b.fcmp_ordered("<=", value, zero)  # NaN stays NaN
+                    value = b.select(le, zero, value)
+                self.vstore_f(b, value, y, at)
 
     def gemm_cells(self, b, rows: int = ROWS):
         return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(rows)]

@@ -102,3 +102,28 @@ def @main(%x: Tensor[(1, 9, 9, 4), float32]) {{
     kinds = {k.split()[0] for k in exe.steps[0].region.kernels}
     assert {"MAXPOOL", "FREDUCE"} <= kinds
 
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    hw=st.sampled_from([(1, 1), (1, 5), (3, 3), (2, 7), (7, 7)]),
+    cin=st.sampled_from([256, 300, 384, 520]),
+    cout=st.sampled_from([64, 80, 128, 208]),
+    k=st.sampled_from([1, 3]),
+    bias=st.booleans(),
+    relu=st.booleans(),
+    threads=st.sampled_from([1, 2]),
+)
+def test_few_rows_long_sums_run_in_k_blocks(hw, cin, cout, k, bias, relu, threads):
+    """Few output pixels, long sums (ResNet50's 7 x 7 layers): the product runs panel by panel
+    in blocks of 128 k steps, the sums kept in the output between blocks (and bias and relu
+    after the last), a shorter last row tile inside each block; one and two threads (split
+    by column panels) equal the interpreter, and each other bit for bit."""
+    h, w = hw
+    mod, xs = conv_module(h + k - 1, w + k - 1, cin, cout, k, 1, 1, 0, "NHWC", bias, relu,
+                          seed=cin + cout)
+    exe = assert_close(mod, f"llvm -threads={threads}", xs)
+    if threads == 2:
+        x = np.random.default_rng(2).standard_normal(xs).astype(np.float32)
+        one = P.build(mod, "llvm")
+        assert np.array_equal(one.run(x)[0], exe.run(x)[0])
