@@ -56,15 +56,28 @@ def _lower_gemm(low, call, weights) -> bool:
     if not pointwise and n != 1:
         return False  # IM2COL walks one image (FIM2COL and FCONV take batches)
     src = low.src(x)
-    if not pointwise:
-        params = {"strides": list(a.strides), "dilation": list(a.dilation),
-                  "padding": list(a.padding), "kernel": [kh, kw], "in_zp": 0}
-        src = low.scratch("IM2COL", [src], (n, oh, ow, kh * kw * c), "float32", params)
-    wt = np.ascontiguousarray(weights.reshape(kh * kw * c, o).astype(np.float32))
     m = n * oh * ow
     params = {"M": m, "K": kh * kw * c, "N": o, "tb": False, "bias": "none", "vec": o % 16 == 0,
               "rows": gemm_rows(low.isa)}
+    wt = np.ascontiguousarray(weights.reshape(kh * kw * c, o).astype(np.float32))
     arrays = {"wt": panels(wt) if params["vec"] else wt}
+    if not pointwise and params["vec"]:
+        # no im2col copy: the product reads each tap from the (zero-padded) image in place,
+        # row m at pixel (m // OW * sh, m % OW * sw) plus the tap's offset (float_gemm)
+        top, left, bottom, right = a.padding
+        h, w = (int(d) for d in x.checked_type.shape[1:3])
+        hp, wp = h + top + bottom, w + left + right
+        if any(a.padding):
+            src = low.scratch("FPAD", [src], (1, hp, wp, c), "float32",
+                              {"padding": list(a.padding)})
+        (dh, dw), taps = a.dilation, np.arange(c)
+        koff = [(ky * dh * wp + kx * dw) * c + taps for ky in range(kh) for kx in range(kw)]
+        arrays["koff"] = np.concatenate(koff).astype(np.int32)
+        params["implicit"] = [wp, c, list(a.strides), ow]
+    elif not pointwise:
+        im2col = {"strides": list(a.strides), "dilation": list(a.dilation),
+                  "padding": list(a.padding), "kernel": [kh, kw], "in_zp": 0}
+        src = low.scratch("IM2COL", [src], (n, oh, ow, kh * kw * c), "float32", im2col)
     if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= 1 << 22:
         params["threads"] = 2
     last = _epilogue(low, call, o, params, arrays, params["vec"])

@@ -172,8 +172,11 @@ class FloatConvKernels:
         n, h, w, c = self.shape(k.inputs[0])
         _, hp, wp, cp = self.shape(k.output)
         top, left = k.params["padding"][:2]
-        with for_range(b, n * hp * wp * cp // VEC, "z") as z:
+        total = n * hp * wp * cp
+        with for_range(b, total // VEC, "z") as z:
             self.vstore_f(b, POS0, y, b.mul(z, c64(VEC)))
+        with for_range(b, total % VEC, "zt") as z:  # channels not a multiple of 16
+            self.store_at(b, ir.Constant(F32, 0.0), y, b.add(z, c64(total // VEC * VEC)), F32)
         with for_range(b, n * h, "ny") as ny, for_range(b, w, "ix") as ix:
             img, iy = b.sdiv(ny, c64(h)), b.srem(ny, c64(h))
             src = b.mul(b.add(b.mul(ny, c64(w)), ix), c64(c))

@@ -151,17 +151,21 @@ class FloatGemm:
     def gemm_cells(self, b, rows: int = ROWS):
         return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(rows)]
 
-    def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None) -> ir.Function:
-        """``void name(ptr x, ptr w, ptr y, ptr bias)``: rows [0, m_count) of the product, x, y
-        (and a per-element bias) already offset to the first row; with ``n_count`` the first
-        n_count columns (w, y and the bias offset to the first column: a whole 64-column
-        panel, so the panel layout holds from there)."""
+    def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None,
+                   m_first: int = 0) -> ir.Function:
+        """``void name(ptr x, ptr w, ptr y, ptr bias, ptr koff)``: rows [0, m_count) of the
+        product, x, y (and a per-element bias) already offset to the first row; with
+        ``n_count`` the first n_count columns (w, y and the bias offset to the first column: a
+        whole 64-column panel, so the panel layout holds from there). An ``implicit``
+        convolution's x is the (padded) image itself, its rows from ``m_first``: row m,
+        column k reads the pixel (m // OW * sh, m % OW * sw) plus the tap offset koff[k]
+        (conv_lower.lower_fconv)."""
         p = k.params
-        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 4)
+        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 5)
         fn = ir.Function(self.module, fty, name=f"{k.name}_{suffix}")
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        x, w, y, src = fn.args
+        x, w, y, src, koff = fn.args
         k_, n_ = p["K"], p["N"]
         cells = self.gemm_cells(b, p.get("rows", ROWS))
 
@@ -178,9 +182,17 @@ class FloatGemm:
                     return self.splat_f(b, self.load_at(b, src, c64(0), F32))
                 return self.vload_f(b, src, n if p["bias"] == "n" else at)
 
+        def a_at(m, kk):
+            if "implicit" not in p:
+                return b.add(b.mul(m, c64(k_)), kk)
+            wp, c, (sh, sw), ow = p["implicit"]
+            m = b.add(m, c64(m_first))
+            oy, ox = b.udiv(m, c64(ow)), b.urem(m, c64(ow))
+            base = b.mul(b.add(b.mul(oy, c64(sh * wp)), b.mul(ox, c64(sw))), c64(c))
+            return b.add(base, b.sext(self.load_at(b, koff, kk, I32T), c64(0).type))
+
         self.gemm(
-            b, cells, m_count, n_ if n_count is None else n_count, k_,
-            lambda m, kk: b.add(b.mul(m, c64(k_)), kk),
+            b, cells, m_count, n_ if n_count is None else n_count, k_, a_at,
             w_at,
             lambda m, n: b.add(b.mul(m, c64(n_)), n),
             x, w, y, bias, bool(p.get("relu")),
@@ -194,10 +206,11 @@ class FloatGemm:
         p = k.params
         fn, b, (x, y) = self.function(k, 1)
         w = self.cargs["wt"]
-        bias = self.cargs.get("bias", ir.Constant(ir.PointerType(), None))
+        null = ir.Constant(ir.PointerType(), None)
+        bias, koff = self.cargs.get("bias", null), self.cargs.get("koff", null)
         m_, k_, n_ = p["M"], p["K"], p["N"]
         if p.get("threads", 1) < 2:
-            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias])
+            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff])
             b.ret_void()
             return fn
         nv = n_ // VEC
@@ -209,19 +222,23 @@ class FloatGemm:
             n_mid = panels // 2 * COLS * VEC
             part_a = self.dense_rows(k, m_, "a", n_mid)
             part_b = self.dense_rows(k, m_, "b", n_ - n_mid)
-            offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0)
+            offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0, 0)
         else:  # halves of the rows
             first = (m_ // 2 // tr) * tr or m_ // 2
             part_a = self.dense_rows(k, first, "a")
-            part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
-            offsets = (first * k_, 0, first * n_, first * n_ if p.get("bias") == "mn" else 0)
-        # the second half's x, w, y and bias: the first's, advanced by ``offsets`` floats
+            if "implicit" in p:  # the image is read whole, from row ``first``
+                part_b = self.dense_rows(k, m_ - first, "b", m_first=first)
+            else:
+                part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
+            offsets = (0 if "implicit" in p else first * k_, 0, first * n_,
+                       first * n_ if p.get("bias") == "mn" else 0, 0)
+        # the second half's x, w, y, bias and koff: the first's, advanced by ``offsets`` floats
         second = [b.gep(v, [c64(o)], source_etype=F32) if o else v
-                  for v, o in zip((x, w, y, bias), offsets)]
-        pointers = [x, w, y, bias, *second]
+                  for v, o in zip((x, w, y, bias, koff), offsets)]
+        pointers = [x, w, y, bias, koff, *second]
         halves = [
-            self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:4])),
-            self.part_function(k, "hb", pointers, lambda pb, ps: pb.call(part_b, ps[4:])),
+            self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:5])),
+            self.part_function(k, "hb", pointers, lambda pb, ps: pb.call(part_b, ps[5:])),
         ]
         self.split_run(k, b, pointers, halves)
         b.ret_void()
