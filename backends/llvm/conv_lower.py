@@ -80,8 +80,9 @@ def _lower_gemm(low, call, weights) -> bool:
         src = low.scratch("IM2COL", [src], (n, oh, ow, kh * kw * c), "float32", im2col)
     if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= 1 << 22:
         params["threads"] = 2
-    last = _epilogue(low, call, o, params, arrays, params["vec"])
-    low.emit("FDENSE", last, [src], params, arrays)
+    last = _epilogue(low, call, o, params, arrays, params["vec"], residual=params["vec"])
+    inputs = [src] + ([low.src(params.pop("residual_of"))] if "residual_of" in params else [])
+    low.emit("FDENSE", last, inputs, params, arrays)
     return True
 
 
@@ -154,9 +155,12 @@ def _refuse(call, reason: str):
                     "host for it)")
 
 
-def _epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padded=None):
-    """Absorb a following bias add and relu into the product; the last node it computes.
-    ``padded``: the bias array's length (zeros after n: vector loads past the last channel)."""
+def _epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padded=None,
+              residual=False):
+    """Absorb a following bias add, (``residual``) an add of a same-shape float32 value
+    already computed (ResNet's shortcut: params["residual_of"] names it) and a relu into the
+    product; the last node it computes. ``padded``: the bias array's length (zeros after n:
+    vector loads past the last channel)."""
     chain = [call]
     bias = _bias(low, call, n)
     if bias is not None:
@@ -166,6 +170,13 @@ def _epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padd
         if padded is not None:
             values = np.concatenate([values, np.zeros(max(0, padded - n), np.float32)])
         arrays["bias"] = values
+    add = low.only_user(chain[-1], "add") if residual else None
+    if add is not None:
+        other = add.args[1] if add.args[0] is chain[-1] else add.args[0]
+        if (id(other) in low.ids and other is not chain[-1] and other.checked_type.dtype
+                == "float32" and tuple(other.checked_type.shape) == tuple(call.checked_type.shape)):
+            chain.append(add)
+            params["residual"], params["residual_of"] = True, other
     relu = low.only_user(chain[-1], "nn.relu")
     if relu is not None and relu_ok:
         chain.append(relu)

@@ -141,8 +141,8 @@ class FloatGemm:
                 n = b.add(n0, c64(v * VEC))
                 at = y_at(b.add(m0, c64(r)), n)
                 value = b.load(cells[r][v], typ=V16F)
-                if bias is not None:  # nn.gemm: the bias added to the sum
-                    value = b.fadd(value, bias(at, n))
+                for addend in bias(at, n) if bias is not None else ():
+                    value = b.fadd(value, addend)  # a bias, then a residual, in order
                 if relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
                     le = b.fcmp_ordered("<=", value, zero)  # NaN stays NaN
                     value = b.select(le, zero, value)
@@ -153,19 +153,20 @@ class FloatGemm:
 
     def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None,
                    m_first: int = 0) -> ir.Function:
-        """``void name(ptr x, ptr w, ptr y, ptr bias, ptr koff)``: rows [0, m_count) of the
-        product, x, y (and a per-element bias) already offset to the first row; with
+        """``void name(ptr x, ptr w, ptr y, ptr bias, ptr koff, ptr res)``: rows [0, m_count)
+        of the product, x, y, a residual added after the bias (``residual``: conv_lower's
+        epilogue) and a per-element bias already offset to the first row; with
         ``n_count`` the first n_count columns (w, y and the bias offset to the first column: a
         whole 64-column panel, so the panel layout holds from there). An ``implicit``
         convolution's x is the (padded) image itself, its rows from ``m_first``: row m,
         column k reads the pixel (m // OW * sh, m % OW * sw) plus the tap offset koff[k]
         (conv_lower.lower_fconv)."""
         p = k.params
-        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 5)
+        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 6)
         fn = ir.Function(self.module, fty, name=f"{k.name}_{suffix}")
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        x, w, y, src, koff = fn.args
+        x, w, y, src, koff, res = fn.args
         k_, n_ = p["K"], p["N"]
         cells = self.gemm_cells(b, p.get("rows", ROWS))
 
@@ -175,12 +176,17 @@ class FloatGemm:
             return b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(VEC)))
 
         bias = None
-        if p.get("bias", "none") != "none":
+        if p.get("bias", "none") != "none" or p.get("residual"):
 
             def bias(at, n):
+                out = []
                 if p["bias"] == "scalar":
-                    return self.splat_f(b, self.load_at(b, src, c64(0), F32))
-                return self.vload_f(b, src, n if p["bias"] == "n" else at)
+                    out.append(self.splat_f(b, self.load_at(b, src, c64(0), F32)))
+                elif p["bias"] != "none":
+                    out.append(self.vload_f(b, src, n if p["bias"] == "n" else at))
+                if p.get("residual"):
+                    out.append(self.vload_f(b, res, at))
+                return out
 
         def a_at(m, kk):
             if "implicit" not in p:
@@ -204,13 +210,14 @@ class FloatGemm:
         """The rows in one call, or (``threads`` 2) in two halves, the second for the driver's
         worker thread (pool.py: claimed by whichever core gets to it first)."""
         p = k.params
-        fn, b, (x, y) = self.function(k, 1)
-        w = self.cargs["wt"]
+        fn, b, args = self.function(k, len(k.inputs))
+        x, y, w = args[0], args[-1], self.cargs["wt"]
         null = ir.Constant(ir.PointerType(), None)
         bias, koff = self.cargs.get("bias", null), self.cargs.get("koff", null)
+        res = args[1] if p.get("residual") else null
         m_, k_, n_ = p["M"], p["K"], p["N"]
         if p.get("threads", 1) < 2:
-            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff])
+            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff, res])
             b.ret_void()
             return fn
         nv = n_ // VEC
@@ -222,7 +229,8 @@ class FloatGemm:
             n_mid = panels // 2 * COLS * VEC
             part_a = self.dense_rows(k, m_, "a", n_mid)
             part_b = self.dense_rows(k, m_, "b", n_ - n_mid)
-            offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0, 0)
+            offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0, 0,
+                       n_mid if p.get("residual") else 0)
         else:  # halves of the rows
             first = (m_ // 2 // tr) * tr or m_ // 2
             part_a = self.dense_rows(k, first, "a")
@@ -231,14 +239,17 @@ class FloatGemm:
             else:
                 part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
             offsets = (0 if "implicit" in p else first * k_, 0, first * n_,
-                       first * n_ if p.get("bias") == "mn" else 0, 0)
-        # the second half's x, w, y, bias and koff: the first's, advanced by ``offsets`` floats
+                       first * n_ if p.get("bias") == "mn" else 0, 0,
+                       first * n_ if p.get("residual") else 0)
+        # the second half's x, w, y, bias, koff and residual: the first's, advanced by
+        # ``offsets`` floats
+        first_half = (x, w, y, bias, koff, res)
         second = [b.gep(v, [c64(o)], source_etype=F32) if o else v
-                  for v, o in zip((x, w, y, bias, koff), offsets)]
-        pointers = [x, w, y, bias, koff, *second]
+                  for v, o in zip(first_half, offsets)]
+        pointers = [*first_half, *second]
         halves = [
-            self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:5])),
-            self.part_function(k, "hb", pointers, lambda pb, ps: pb.call(part_b, ps[5:])),
+            self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:6])),
+            self.part_function(k, "hb", pointers, lambda pb, ps: pb.call(part_b, ps[6:])),
         ]
         self.split_run(k, b, pointers, halves)
         b.ret_void()

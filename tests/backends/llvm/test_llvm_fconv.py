@@ -129,3 +129,34 @@ def test_few_rows_long_sums_run_in_k_blocks(hw, cin, cout, k, bias, relu, thread
         x = np.random.default_rng(2).standard_normal(xs).astype(np.float32)
         one = P.build(mod, f"llvm -isa={isa}")
         assert np.array_equal(one.run(x)[0], exe.run(x)[0])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("relu, swap, shape", [(False, False, (24, 20, 32, 64)),
+                                               (True, False, (7, 7, 256, 256)),
+                                               (True, True, (6, 6, 16, 32))])
+def test_a_residual_add_runs_in_the_products_epilogue(threads, relu, swap, shape):
+    """ResNet's shortcut: conv -> bias -> add(shortcut computed before) [-> relu] is one
+    FDENSE (the bias, then the residual, added to each sum in the graph's order); whichever
+    product the walk reaches second takes the add. Two threads split the rows (24 x 20) or
+    the column panels (7 x 7 x 256)."""
+    h, w, c, o = shape
+    rng = np.random.default_rng(5)
+    consts = [rng.standard_normal(s).astype(np.float32)
+              for s in ((1, 1, c, o), (3, 3, c, o), (o,))]
+    add = "add(%1, %0)" if swap else "add(%0, %1)"
+    body = f"nn.relu({add})" if relu else add
+    mod = P.parse(f"""
+def @main(%x: Tensor[(1, {h}, {w}, {c}), float32]) {{
+  %0 = nn.conv2d(%x, meta[relay.Constant][0], data_layout="NHWC", kernel_layout="HWIO");
+  %c = nn.conv2d(%x, meta[relay.Constant][1], padding=[1, 1, 1, 1], data_layout="NHWC",
+       kernel_layout="HWIO");
+  %1 = nn.bias_add(%c, meta[relay.Constant][2], axis=3);
+  {body}
+}}""", consts)
+    exe = assert_close(mod, f"llvm -threads={threads}", (1, h, w, c))
+    kinds = [k.split()[0] for k in exe.steps[0].region.kernels]
+    assert sorted(kinds) == ["FDENSE", "FDENSE", "FPAD"]
+    if threads == 2:
+        x = rng.standard_normal((1, h, w, c)).astype(np.float32)
+        assert np.array_equal(exe.run(x)[0], P.build(mod, "llvm").run(x)[0])
