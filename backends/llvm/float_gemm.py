@@ -21,8 +21,16 @@ KBLOCK = 128  # k steps of a block: 128 x 64 floats of a weight panel is 32 KB, 
 PF_LOCALITY = 2  # the next block's prefetches: prefetcht1, into L2 (L1 holds this block)
 
 
+MASK16 = ir.VectorType(ir.IntType(1), VEC)
+
+
 def c32(v: int) -> ir.Constant:
     return ir.Constant(I32T, v)
+
+
+def lanes(count: int) -> ir.Constant:
+    """The mask of a vector's first ``count`` lanes."""
+    return ir.Constant(MASK16, [ir.Constant(ir.IntType(1), int(i < count)) for i in range(VEC)])
 
 
 class FloatGemm:
@@ -33,11 +41,28 @@ class FloatGemm:
         )
         return b.call(fn, [a, w, acc])
 
-    def vload_f(self, b, ptr, index):
-        return b.load(b.gep(ptr, [index], source_etype=F32), typ=V16F, align=4)
+    def named_intrinsic(self, name: str, fty: ir.FunctionType) -> ir.Function:
+        return self.module.globals.get(name) or ir.Function(self.module, fty, name=name)
 
-    def vstore_f(self, b, value, ptr, index):
-        b.store(value, b.gep(ptr, [index], source_etype=F32), align=4)
+    def vload_f(self, b, ptr, index, mask=None):
+        """16 floats at ptr[index]; ``mask``: only the first ``mask`` (the rest 0.0)."""
+        at = b.gep(ptr, [index], source_etype=F32)
+        if mask is None:
+            return b.load(at, typ=V16F, align=4)
+        fn = self.named_intrinsic("llvm.masked.load.v16f32.p0",
+                                  ir.FunctionType(V16F, [ir.PointerType(), I32T, MASK16, V16F]))
+        zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
+        return b.call(fn, [at, c32(4), lanes(mask), zero])
+
+    def vstore_f(self, b, value, ptr, index, mask=None):
+        at = b.gep(ptr, [index], source_etype=F32)
+        if mask is None:
+            b.store(value, at, align=4)
+            return
+        fn = self.named_intrinsic(
+            "llvm.masked.store.v16f32.p0",
+            ir.FunctionType(ir.VoidType(), [V16F, ir.PointerType(), I32T, MASK16]))
+        b.call(fn, [value, at, c32(4), lanes(mask)])
 
     def splat_f(self, b, value):
         undef = ir.Constant(V16F, ir.Undefined)
@@ -47,15 +72,17 @@ class FloatGemm:
     def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y, bias=None,
              relu=False):
         """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
-        ``cols``-vector column block at n0, for n in steps of 16.
+        ``cols``-vector column block at n0, for n in steps of 16 (the last n_count % 16
+        columns: one vector, masked: its weight panel is zero-padded to 16).
         ``cells``: rows x COLS allocas of <16 x float> from the entry block (SROA turns
         them into registers)."""
-        nv = n_count // VEC
+        nv, tail = divmod(n_count, VEC)
         tr = len(cells)  # the tile's rows; the rows past the last full tile are one more tile
         full, rem = divmod(m_count, tr)
         row_tiles = [t for t in ((tr, 0, full), (rem, full * tr, 1 if rem else 0)) if t[2]]
-        for cols, vstart, vcount in ((COLS, 0, nv // COLS), (1, (nv // COLS) * COLS,
-                                                             nv % COLS)):
+        for cols, vstart, vcount, mask in ((COLS, 0, nv // COLS, None),
+                                           (1, (nv // COLS) * COLS, nv % COLS, None),
+                                           (1, nv, 1 if tail else 0, tail)):
             if vcount == 0:
                 continue
             # loop order by traffic: rows outer streams every weight panel once per row
@@ -67,12 +94,12 @@ class FloatGemm:
                             > vcount * m_count * k_count + k_count * n_count)
 
             def tile(rows, start, mt, nt, k0=None, kc=k_count, more=False, last=True,
-                     ahead=0, cols=cols, vstart=vstart):
+                     ahead=0, cols=cols, vstart=vstart, mask=mask):
                 k0 = c64(0) if k0 is None else k0
                 m0 = b.add(c64(start), b.mul(mt, c64(tr)))
                 n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
                 self.gemm_tile(b, cells[:rows], cols, (k0, kc, more), m0, n0, a_at, w_at, y_at,
-                               x, w, y, bias if last else None, relu and last, ahead)
+                               x, w, y, bias if last else None, relu and last, ahead, mask)
 
             if not panels_outer:
                 for rows, start, count in row_tiles:
@@ -110,10 +137,11 @@ class FloatGemm:
                                                                       I32T]))
 
     def gemm_tile(self, b, cells, cols, span, m0, n0, a_at, w_at, y_at, x, w, y, bias, relu,
-                  ahead=0):
+                  ahead=0, mask=None):
         """One register tile: len(cells) rows from m0 x ``cols`` vectors from n0, summed over
         ``span`` = (first k, steps, more: continue the sums stored in y) in k order, then the
-        bias and a fused relu (``bias`` None and ``relu`` False: the sums so far), stored."""
+        bias and a fused relu (``bias`` None and ``relu`` False: the sums so far), stored;
+        ``mask``: only the first ``mask`` columns of the (single) vector are read and stored."""
         rows = len(cells)
         k0, kc, more = span
         zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
@@ -121,7 +149,8 @@ class FloatGemm:
             for v in range(cols):
                 start = zero
                 if more:
-                    start = self.vload_f(b, y, y_at(b.add(m0, c64(r)), b.add(n0, c64(v * VEC))))
+                    start = self.vload_f(b, y, y_at(b.add(m0, c64(r)), b.add(n0, c64(v * VEC))),
+                                         mask)
                 b.store(start, cells[r][v])
         with for_range(b, kc, "k") as ki:
             kk = b.add(k0, ki)
@@ -141,12 +170,12 @@ class FloatGemm:
                 n = b.add(n0, c64(v * VEC))
                 at = y_at(b.add(m0, c64(r)), n)
                 value = b.load(cells[r][v], typ=V16F)
-                for addend in bias(at, n) if bias is not None else ():
+                for addend in bias(at, n, mask) if bias is not None else ():
                     value = b.fadd(value, addend)  # a bias, then a residual, in order
                 if relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
                     le = b.fcmp_ordered("<=", value, zero)  # NaN stays NaN
                     value = b.select(le, zero, value)
-                self.vstore_f(b, value, y, at)
+                self.vstore_f(b, value, y, at, mask)
 
     def gemm_cells(self, b, rows: int = ROWS):
         return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(rows)]
@@ -178,14 +207,14 @@ class FloatGemm:
         bias = None
         if p.get("bias", "none") != "none" or p.get("residual"):
 
-            def bias(at, n):
+            def bias(at, n, mask=None):
                 out = []
                 if p["bias"] == "scalar":
                     out.append(self.splat_f(b, self.load_at(b, src, c64(0), F32)))
                 elif p["bias"] != "none":
-                    out.append(self.vload_f(b, src, n if p["bias"] == "n" else at))
+                    out.append(self.vload_f(b, src, n if p["bias"] == "n" else at, mask))
                 if p.get("residual"):
-                    out.append(self.vload_f(b, res, at))
+                    out.append(self.vload_f(b, res, at, mask))
                 return out
 
         def a_at(m, kk):

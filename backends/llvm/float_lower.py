@@ -100,7 +100,7 @@ def ewise_ok(call) -> bool:
     name = getattr(call.op, "name", "")
     types = [getattr(a.checked_type, "dtype", None) for a in call.args]
     if name == "qnn.dequantize":
-        return types[0] in ("int8", "uint8", "int32") and all(
+        return types[0] in ("int8", "uint8", "int16", "int32") and all(
             isinstance(a, Constant) for a in call.args[1:]
         )
     if name == "qnn.requantize":
@@ -268,9 +268,9 @@ def _dense(low, call) -> bool:
     if isinstance(w, Constant):  # packed [K][N]: the inner loop over N is contiguous
         wdata = np.asarray(w.data, np.float32)
         wt = np.ascontiguousarray(wdata.T if tb else wdata)
-        params["vec"] = n % 16 == 0  # float_gemm's register tiles
+        params["vec"] = n >= 16  # float_gemm's register tiles (a masked last vector)
         params["rows"] = gemm_rows(low.isa)
-        arrays["wt"] = panels(wt) if params["vec"] else wt
+        arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16)))) if params["vec"] else wt
         if params["vec"] and low.threads > 1 and m >= 16 and m * n * k >= 1 << 22:
             params["threads"] = 2  # worth a thread start (~20 us): 4 M multiply-adds or more
         low.emit("FDENSE", call, [low.src(x)], params, arrays)
