@@ -112,8 +112,9 @@ class FloatConvKernels:
     def k_fconv(self, k):
         """Rows (img, pixel) x output channels of each group, tile by tile (sum_order.Tile)."""
         p = k.params
-        fn, b, (a_ptr, y) = self.function(k, 1)
-        wt, bias = self.cargs["wt"], self.cargs.get("bias")
+        fn, b, args = self.function(k, len(k.inputs))
+        (a_ptr, y), bias = (args[0], args[-1]), self.cargs.get("bias")
+        wt = self.cargs["wt"] if "wt" in self.cargs else args[1]  # packed at run time: WPACK
         cells = [b.alloca(V16F) for _ in range(VEC)]
         if any(blk[2].startswith("lanes") for t in p["tiles"] for blk in t[4]):
             cells += [b.alloca(V16F) for _ in range(8 * 4)]  # 8 lanes x up to 4 vectors

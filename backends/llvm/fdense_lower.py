@@ -58,7 +58,7 @@ def lower_mlas_dense(low, call) -> bool:
 def _gemm_bias(low, call, n: int) -> np.ndarray:
     """nn.gemm's bias as one value per column (MLAS's C), or refuse the op."""
     bias = const_value(low, call.args[2])
-    if bias is None or bias.size not in (1, n) or (bias.size == n and bias.shape[-1] != n):
+    if bias is None or bias.size not in (1, n) or (bias.size == n > 1 and bias.shape[-1] != n):
         _refuse(call, f"accumulate={call.attrs.accumulate!r} with a bias other than a "
                 "constant per column")
     return np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (n,))

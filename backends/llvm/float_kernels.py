@@ -14,8 +14,8 @@ from .data_kernels import DataKernels
 from .float_gemm import FloatGemm
 from .row_kernels import RowKernels
 
-# float16 only moves (views, copies: half -> double -> half is exact); its arithmetic is refused
-# when lowering
+# float16 is loaded to double and stored rounded to half (EWISE computes on it so); other ops
+# on float16 run as float32 kernels between EWISE casts (half_lower.py)
 STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int16": I16, "int32": I32,
          "int64": I64, "bool": I8, "float16": ir.HalfType()}  # fmt: skip
 KIND = {"float32": "f", "float64": "f", "int8": "i", "uint8": "i", "int16": "i", "int32": "i",

@@ -2,7 +2,9 @@
 
     nn.pad, image.resize2d (nearest neighbour), concatenate
     qnn.concatenate: each input whose scale or zero point differs from the output's is first
-                     rescaled by a 256-entry table (LUT) made with the op's own reference
+                     rescaled: 8-bit data by a 256-entry table (LUT) made with the op's own
+                     reference, int16 element by element (QRESCALE, qbinary_kernels.py) with
+                     the reference's float32 steps
 
 Which input element each output element copies is found by running the op's reference (the
 interpreter) on the inputs' flat indices, so the table is exact by construction; -1 marks an
@@ -15,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from partita.backends.registry import BackendError
 
 from partita.interpreter import interpret
 from partita.ir import Call, Constant, Function, IRModule, TensorType, Tuple, Var
 from partita.ops import get_op
+
+from .errors import LLVMError
 
 GATHER_OPS = ("nn.pad", "image.resize2d", "concatenate", "qnn.concatenate")
 LIMIT = 1 << 24  # elements of a table built at compile time
@@ -42,7 +45,8 @@ def lower_gather(low, call) -> bool:
     count = int(np.prod(out.shape, dtype=np.int64))
     sizes = [int(np.prod(f.checked_type.shape, dtype=np.int64)) for f in fields]
     if count > LIMIT or sum(sizes) > LIMIT:
-        raise BackendError(f"llvm: {name} of {out.shape}: more than 2**24 elements to gather")
+        raise LLVMError(f"llvm cannot compile {name} of {out.shape}: more than 2**24 elements "
+                        "to gather (the index table is made at compile time)")
     table = _index_table(call, fields, sizes)
     sources = [low.src(f) for f in fields]
     if name == "qnn.concatenate":
@@ -81,17 +85,19 @@ def _index_table(call, fields, sizes) -> np.ndarray:
 
 
 def _rescaled(low, call, fields, sources) -> list[int]:
-    """qnn.concatenate's inputs in the output's quantization: a LUT kernel per input whose
-    parameters differ (its table: the op itself on all 256 values of that input)."""
+    """qnn.concatenate's inputs in the output's quantization: a LUT kernel per 8-bit input
+    whose parameters differ (its table: the op itself on all 256 values of that input), a
+    QRESCALE kernel per wider one."""
     scales, zps = call.args[1], call.args[2]
     if not (isinstance(scales, Tuple) and isinstance(zps, Tuple)):
-        raise BackendError("llvm: qnn.concatenate with non-tuple scales")
+        raise LLVMError("llvm cannot compile qnn.concatenate with non-tuple scales")
     out_dtype = call.checked_type.dtype
     new = []
     for f, s, z, src in zip(fields, scales.fields, zps.fields, sources):
         dtype = f.checked_type.dtype
         if dtype not in RANGE or out_dtype not in RANGE:
-            raise BackendError(f"llvm: qnn.concatenate of {dtype} to {out_dtype}")
+            new.append(_direct(low, call, f, (s, z), src))
+            continue
         lo, hi = RANGE[dtype]
         values = np.arange(lo, hi + 1).astype(dtype)
         attrs = dataclasses.replace(call.attrs, axis=0)
@@ -104,3 +110,24 @@ def _rescaled(low, call, fields, sources) -> list[int]:
         new.append(low.scratch("LUT", [src], f.checked_type.shape, out_dtype, {}))
         low.kernels[-1].arrays["table"] = table
     return new
+
+
+def _direct(low, call, field, params, src) -> int:
+    """One input of wider data rescaled element by element (QRESCALE), with the constants
+    qnn_elemwise._rescale computes in float32; the input itself when its parameters are the
+    output's (the reference copies it)."""
+    so, zo = (np.asarray(a.data).reshape(-1)[0] for a in call.args[3:5])
+    s, zp = (np.asarray(a.data).reshape(-1)[0] for a in params)
+    f32, dtype = np.float32, field.checked_type.dtype  # the output's too (the type relation)
+    s, so, zp, zo = f32(s), f32(so), int(zp), int(zo)
+    if zp == zo and s == so:
+        return src
+    shape = field.checked_type.shape
+    p = {"count": int(np.prod(shape, dtype=np.int64)), "zo": zo, "mode": call.attrs.semantics}
+    if p["mode"] == "tflite":
+        with np.errstate(all="ignore"):  # an infinite scale is the reference's too
+            scale = s * (f32(1) / so)
+            p.update(scale=float(scale), bias=float(f32(-zp) * scale))
+    else:
+        p.update(s=float(s), zp=zp, so=float(so))
+    return low.scratch("QRESCALE", [src], shape, dtype, p)

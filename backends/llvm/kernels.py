@@ -17,7 +17,10 @@ from .float_kernels import FloatKernels
 from .float_scalar_kernels import FloatScalarKernels
 from .lower import Kernel
 from .pool import ALONE, ThreadPool
+from .product_kernels import ProductKernels
+from .qbinary_kernels import QBinaryKernels
 from .qtransformer import QTransformerKernels
+from .reduce_kernels import ReduceKernels
 from .scalar_kernels import ScalarKernels
 from .vector import VectorKernels
 
@@ -29,7 +32,7 @@ FLOAT_KINDS = (
 
 class KernelEmitter(
     ScalarKernels, FloatScalarKernels, QTransformerKernels, FloatConvKernels, FloatKernels,
-    VectorKernels, ThreadPool,
+    VectorKernels, ProductKernels, QBinaryKernels, ReduceKernels, ThreadPool,
     Emitter,
 ):
     def function(self, k: Kernel, n_inputs: int):

@@ -7,6 +7,7 @@
     qnn.mean over H, W ("tflite"), nn.max_pool2d, reshape      MEAN, MAXPOOL, COPY
     transpose (any dtype)                                        TRANSPOSE
     float32 mean over H, W of dequantized 8-bit data             FMEAN
+    float16 products, norms, reductions, pools: float32 kernels between casts (half_lower)
 
 Tables are evaluated with the op's own reference implementation at compile time, so those kernels
 are exact by construction; conv, FC and mean carry TFLite's fixed-point output stage (multiplier
@@ -27,21 +28,19 @@ import numpy as np
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
 
 # imported last: float_lower reads nothing of this module at import time
+from . import int_products as ip  # noqa: E402  (GCONV, IBMM)
+from . import runtime_weights as rw  # noqa: E402  (WPACK)
 from .conv_lower import lower_fconv, lower_fgap, ungrouped, weight_only  # noqa: E402
 from .convt_lower import lower_fconv_transpose  # noqa: E402
 from .einsum_lower import lower_einsum  # noqa: E402
 from .errors import LLVMError  # noqa: E402
+from .extra_lower import EXTRA  # noqa: E402
 from .fdense_lower import lower_mlas_dense  # noqa: E402
-from .float_lower import lower_float, lower_item, lower_view, strides_for  # noqa: E402
+from .float_lower import lower_float, lower_view, strides_for  # noqa: E402
 from .gather_lower import GATHER_OPS, lower_gather  # noqa: E402
+from .half_lower import lower_half, lower_tuple_item  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
-from .qlower import (  # noqa: E402
-    lower_qavgpool,
-    lower_qbmm,
-    lower_qsoftmax,
-    mean_params,
-    output_stage,
-)
+from .qlower import lower_qavgpool, lower_qbmm, lower_qsoftmax, mean_params, output_stage  # noqa: E402
 from .tables import const_array, lut2_table, lut_table
 from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel, write_into_halos
 from .walk import value_order
@@ -49,18 +48,20 @@ from .walk import value_order
 EIGHT_BIT = ("int8", "uint8")
 # op name -> lowerings tried before the generic ones, in order; each returns False to decline
 SPECIAL = {
-    "qnn.batch_matmul": (lower_qbmm,),
+    "qnn.batch_matmul": (lower_qbmm, ip.lower_qbmm_any),
+    "nn.batch_matmul": (ip.lower_int_bmm, rw.lower_mlas_bmm),
     "qnn.softmax": (lower_qsoftmax,),
-    "nn.conv2d": (lower_fconv,),
-    "nn.conv2d_transpose": (lower_fconv_transpose,),
+    "nn.conv2d": (lower_fconv, ip.lower_int_conv, rw.lower_runtime_conv),
+    "nn.conv2d_transpose": (lower_fconv_transpose, ip.lower_int_conv, rw.lower_runtime_conv),
     "einsum": (lower_einsum,),
     "nn.global_avg_pool2d": (lower_fgap,),
-    "nn.dense": (lower_mlas_dense,),
-    "nn.gemm": (lower_mlas_dense,),
+    "nn.dense": (rw.lower_runtime_dense, lower_mlas_dense),
+    "nn.gemm": (rw.lower_runtime_dense, lower_mlas_dense),
     "qnn.avg_pool2d": (lower_qavgpool,),
     "qnn.dense": (lower_int_dense,),  # an int32 accumulator read as such (dynamic quantization)
     **{op: (lower_gather,) for op in GATHER_OPS},
 }
+SPECIAL.update({op: (*EXTRA[op], *SPECIAL.get(op, ())) for op in EXTRA})  # extra_lower
 MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
 
 
@@ -135,7 +136,7 @@ class _Lowering:
                 continue  # tuple-valued: lowered through the TupleGetItems that read it
             if isinstance(node, Call) and id(node) not in self.absorbed:
                 self.lower(node)
-            elif isinstance(node, TupleGetItem) and lower_item(self, node):
+            elif isinstance(node, TupleGetItem) and lower_tuple_item(self, node):
                 continue
             elif isinstance(node, Tuple) and self.gathered(node):
                 continue  # read only by concatenations (their GATHER reads the fields), einsums
@@ -179,7 +180,7 @@ class _Lowering:
         deferred = getattr(self, "deferred", {})
         if any(id(a) in deferred for a in call.args) and lower_float(self, call, name):
             return None  # an elementwise producer waits to be fused into this EWISE kernel
-        for special in SPECIAL.get(name, ()):  # each returns False to decline the call
+        for special in (lower_half, *SPECIAL.get(name, ())):  # each returns False to decline
             if special(self, call):
                 return None
         if name in ("qnn.conv2d", "qnn.dense"):

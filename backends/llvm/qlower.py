@@ -23,8 +23,8 @@ from partita.ops.qnn_pool import TFLITE_POOL_SCALE_TOLERANCE as SCALE_TOLERANCE
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
-def _scalar(e):
-    return isinstance(e, Constant) and np.asarray(e.data).size == 1
+def _scalar(e):  # 0-d: the kernels' parameters are read with int() / float()
+    return isinstance(e, Constant) and np.asarray(e.data).ndim == 0
 
 
 def lower_qbmm(low, call) -> bool:

@@ -348,6 +348,8 @@ class ScalarKernels:
                          ir.Constant(F32, float(lo)), r)
             r = b.select(b.fcmp_ordered(">", r, ir.Constant(F32, float(hi))),
                          ir.Constant(F32, float(hi)), r)
+            # nan (an infinite scale times 0): numpy's INT64_MIN, whose low byte is 0
+            r = b.select(b.fcmp_unordered("uno", r, r), ir.Constant(F32, 0.0), r)
             return b.fptosi(r, I64)
         if mode == "q4_int8":  # MBQM of the zero-point-free sum, then (x +- n/2) / n
             d = b.sext(b.trunc(b.sub(s32, c64(p["in_zp"] * n)), I32), I64)

@@ -101,7 +101,7 @@ def _mlas_tiles(s: ConvShape, k: int) -> list[Tile]:
 
 
 def gemm_tiles(accumulate: str, m: int, n: int, k: int, threads: int, trans_b: bool,
-               beta: bool) -> list[Tile]:
+               beta: bool, batches: int = 1) -> list[Tile]:
     """MlasGemm of an m x k by k x n product (``trans_b``: B stored as [n][k]; ``beta``: C
     preloaded with a bias) as tiles: p is n (columns), m is m (rows)."""
     if accumulate == "mlas_packed":  # MlasGemmPackB: the FMA kernel, K blocks of 256
@@ -110,7 +110,7 @@ def gemm_tiles(accumulate: str, m: int, n: int, k: int, threads: int, trans_b: b
         return [Tile(0, n, 0, m, blocks)]
     if accumulate != "mlas":
         raise Unreproduced(f"accumulate={accumulate!r}")
-    return merged(_sgemm(m, n, k, threads, trans_b, k if trans_b else n, n, beta))
+    return merged(_sgemm(m, n, k, threads, trans_b, k if trans_b else n, n, beta, batches))
 
 
 def _at(p0: int, m0: int, parts) -> list[Tile]:
@@ -146,9 +146,10 @@ def _lanes(n: int, k0: int, k_len: int) -> list:
     return [(a, b, ((k0, k0 + k_len, kind, True),)) for a, b, kind in cuts if b > a]
 
 
-def _sgemm(m, n, k, threads, trans_b, ldb, ldc, beta=False) -> list[Tile]:
-    """MlasGemm on ``threads``: N in 16-column blocks when N > M, else M, split over threads."""
-    per = mlas.target_threads(m * n * k, threads)
+def _sgemm(m, n, k, threads, trans_b, ldb, ldc, beta=False, batches=1) -> list[Tile]:
+    """MlasGemm on ``threads``: N in 16-column blocks when N > M, else M, split over threads
+    (MlasGemmBatch: each of ``batches`` products gets its share of them)."""
+    per = -(-mlas.target_threads(m * n * k, threads) // batches)
     tiles = []
     if n > m:
         blocks = -(-n // mlas.THREAD_ALIGN)

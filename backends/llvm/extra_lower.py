@@ -1,0 +1,58 @@
+"""Lowerings tried ahead of lower.SPECIAL's own (``EXTRA``: op -> lowerings, each returns False
+to decline), for what the older ones refuse:
+
+    nn.pad with a pad value computed at run time     GATHER, the value read as a second source
+    qnn.add / subtract / mul, per-channel or int16   QBIN (qbinary_lower.py)
+    qnn.mean over axes MEAN does not take (any       QMEANX (reduce_lower.py); COPY, CONST
+      semantics), over no axis, of empty data
+    nn.global_avg_pool2d of many pixels, in another
+      runtime's order                                FGAPL (reduce_lower.py)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from partita.ir import Constant
+
+from .errors import LLVMError
+from .gather_lower import LIMIT, _index_table
+from .qbinary_lower import OPS, lower_qbinary
+from .reduce_lower import lower_fgap_loop, lower_qmean_more
+
+
+def lower_pad_value(low, call) -> bool:
+    """nn.pad whose pad value is not a constant: GATHER's index table (made by the op's own
+    reference) sends each filled element to the pad value's one element, numbered after the
+    data's; "edge" and "reflect" never read it."""
+    x, value = call.args
+    if call.op.name != "nn.pad" or isinstance(value, Constant):
+        return False
+    dtype, vdtype = x.checked_type.dtype, value.checked_type.dtype
+    where = "nn.pad" + (f" ({call.span})" if call.span is not None else "")
+    if vdtype != dtype:
+        raise LLVMError(f"llvm cannot compile {where}: a run-time {vdtype} pad value for {dtype} "
+                        "data (the reference converts it, and fails on values it cannot hold)")
+    size = int(np.prod(x.checked_type.shape, dtype=np.int64))
+    count = int(np.prod(call.checked_type.shape, dtype=np.int64))
+    if count > LIMIT or size > LIMIT:
+        raise LLVMError(f"llvm cannot compile {where}: more than 2**24 elements to gather")
+    table = _index_table(call, [x], [size])
+    filled = table < 0
+    sources = [low.src(x), *([low.src(value)] if filled.any() else [])]
+    params = {"itemsize": int(np.dtype(dtype).itemsize), "count": count,
+              "offsets": [0, size][: len(sources)]}
+    arrays = {"map": np.where(filled, size, table).astype(np.int32),
+              "fill": np.zeros(int(np.dtype(dtype).itemsize), np.uint8)}
+    low.emit("GATHER", call, sources, params, arrays)
+    return True
+
+
+EXTRA = {
+    "nn.pad": (lower_pad_value,),
+    **{op: (lower_qbinary,) for op in OPS},
+    "qnn.mean": (lower_qmean_more,),
+    "nn.global_avg_pool2d": (lower_fgap_loop,),
+}
+
+__all__ = ["EXTRA", "lower_pad_value"]
