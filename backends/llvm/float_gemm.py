@@ -252,7 +252,7 @@ class FloatGemm:
         nv = n_ // VEC
         panels = nv // COLS
         tr = p.get("rows", ROWS)
-        if panels >= 2 and (m_ // tr) * n_ + m_ > panels * m_ + n_:
+        if panels >= 2 and (m_ < 2 * tr or (m_ // tr) * n_ + m_ > panels * m_ + n_):
             # the weights outweigh the rows (gemm's panels-outer case): each half takes half
             # the panels, so the two cores stream disjoint weights
             n_mid = panels // 2 * COLS * VEC

@@ -271,8 +271,10 @@ def _dense(low, call) -> bool:
         params["vec"] = n >= 16  # float_gemm's register tiles (a masked last vector)
         params["rows"] = gemm_rows(low.isa)
         arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16)))) if params["vec"] else wt
-        if params["vec"] and low.threads > 1 and m >= 16 and m * n * k >= 1 << 22:
-            params["threads"] = 2  # worth a thread start (~20 us): 4 M multiply-adds or more
+        if params["vec"] and low.threads > 1 and (
+            (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
+        ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
+            params["threads"] = 2  # (a classifier's one row: each core half the panels)
         low.emit("FDENSE", call, [low.src(x)], params, arrays)
     else:
         low.emit("FDENSE", call, [low.src(x), low.src(w)], params, arrays)

@@ -6,8 +6,11 @@ interpreter's exact sums (FMA chains in k order)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from partita.backends.llvm.jit import host_isa
+from partita.backends.llvm.lower import lower
 
 import partita as P
 from partita import relay
@@ -43,3 +46,23 @@ def test_a_masked_last_vector_equals_the_interpreter(m, k, n, form, relu, target
     assert got.shape == want.shape and got.dtype == want.dtype
     scale = float(np.abs(want).max()) or 1.0
     assert float(np.abs(got - want).max()) <= 2e-6 * scale * max(1.0, np.sqrt(k) / 8)
+
+
+@pytest.mark.parametrize("m, n", [(1, 1000), (2, 1024), (5, 1030)])
+def test_a_classifier_row_splits_its_weight_panels_over_two_threads(m, n):
+    """Few rows and 4 MB or more of weights (ResNet50's 2048 x 1000 head): each thread streams
+    half the column panels; the same bits as one thread."""
+    rng = np.random.default_rng(n)
+    k = 1024 if n >= 1024 else 2048
+    x = relay.var("x", shape=(m, k))
+    w = relay.const(rng.standard_normal((n, k)).astype(np.float32))
+    b = relay.const(rng.standard_normal((n,)).astype(np.float32))
+    fn = relay.Function([x], relay.nn.gemm(x, w, b))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(fn))
+    plan = lower(mod["main"], host_isa(), threads=2)
+    assert plan.kernels[0].kind == "FDENSE" and plan.kernels[0].params["threads"] == 2
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    two = P.build(mod, "llvm -threads=2").run(a)[0]
+    assert np.array_equal(two, P.build(mod, "llvm").run(a)[0])
+    want = P.interpret(mod, [a])[0]
+    assert float(np.abs(two - want).max()) <= 1e-5 * float(np.abs(want).max())
