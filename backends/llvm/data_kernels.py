@@ -18,7 +18,7 @@ class DataKernels(SpatialKernels, IntKernels):
         """An integer sum (i64 accumulation, stored in the dtype: int32 wraps), max or min."""
         p = k.params
         fn, b, (x, y) = self.function(k, 1)
-        dtype = self.dtype(k.output)
+        dtype = p.get("dtype", self.dtype(k.output))  # bool: "uint8"
         cell = b.alloca(I64)
         op = p["op"]
         info = np.iinfo(dtype)

@@ -7,6 +7,9 @@ to decline), for what the older ones refuse:
       semantics), over no axis, of empty data
     nn.global_avg_pool2d of many pixels, in another
       runtime's order                                FGAPL (reduce_lower.py)
+    qnn.conv2d / qnn.dense of int16 data or weights,
+      int64 accumulators, wide outputs (16x8)        WMAC (q16_lower.py)
+    qnn.leaky_relu of int16 ("tflite")               EWISE (qleaky_lower.py)
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from partita.ir import Constant
 
 from .errors import LLVMError
 from .gather_lower import LIMIT, _index_table
+from .q16_lower import lower_wide_mac
 from .qbinary_lower import OPS, lower_qbinary
+from .qleaky_lower import lower_qleaky16
 from .reduce_lower import lower_fgap_loop, lower_qmean_more
 
 
@@ -53,6 +58,9 @@ EXTRA = {
     **{op: (lower_qbinary,) for op in OPS},
     "qnn.mean": (lower_qmean_more,),
     "nn.global_avg_pool2d": (lower_fgap_loop,),
+    "qnn.conv2d": (lower_wide_mac,),
+    "qnn.dense": (lower_wide_mac,),
+    "qnn.leaky_relu": (lower_qleaky16,),
 }
 
 __all__ = ["EXTRA", "lower_pad_value"]

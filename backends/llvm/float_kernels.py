@@ -134,6 +134,8 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             return "b", (b.and_ if op == "logical_and" else b.or_)(bs[0], bs[1])
         if op == "nn.relu":
             kind, v = vals[0]
+            if kind == "b":  # max(x, False) is x
+                return vals[0]
             zero = fconst(0) if kind == "f" else c64(0)
             if kind == "f":  # numpy's maximum(x, 0): nan stays
                 keep = b.or_(b.fcmp_ordered(">", v, zero), b.fcmp_unordered("uno", v, v))
@@ -366,7 +368,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
 
     def k_freduce(self, k):
         p = k.params
-        if KIND[self.dtype(k.output)] == "i":
+        if KIND[p.get("dtype", self.dtype(k.output))] == "i":
             return self.k_isum(k)
         fn, b, (x, y) = self.function(k, 1)
         cell = b.alloca(F64)

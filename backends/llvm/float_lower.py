@@ -1,6 +1,7 @@
 """Lowering of the float (and small integer/bool) ops transformers need: one kernel per op.
 
     elementwise and broadcasting ops of float32/int32/int64/bool tensors   EWISE
+      (zeros / ones and *_like fills of float64 too: only stored)
     nn.dense of float32 (weight constant or not)                            FDENSE
     nn.batch_matmul of float32                                              FBMM
     nn.softmax, nn.layer_norm of float32                                    FSOFTMAX, FLAYERNORM
@@ -20,6 +21,7 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
+from .errors import LLVMError
 from .qint_lower import READ, TYPES, lower_int_product, requantize_node, requantize_ok
 from .qlower import lower_qmean_builtin
 from .spatial_lower import lower_spatial
@@ -59,7 +61,7 @@ def lower_float(low, call, name: str) -> bool:
         return True
     if name == "qnn.mean" and call.attrs.semantics == "tflite_builtin":
         return lower_qmean_builtin(low, call)
-    if name == "argmax" or (name in ("max", "min", "sum") and out in INTS):
+    if name == "argmax" or (name in ("max", "min", "sum") and out in (*INTS, "bool")):
         return _reduce(low, call, name)  # an integer sum wraps to its dtype, as the reference
     if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
         return False
@@ -106,6 +108,8 @@ def ewise_ok(call) -> bool:
     if name == "qnn.requantize":
         return requantize_ok(call)
     out = getattr(call.checked_type, "dtype", None)
+    if name in FILLS:  # the data (of *_like) is not read; float64 is only stored
+        return out in (*READ, "float64")
     return name in EWISE_OPS and out in READ and all(t in READ for t in types)
 
 
@@ -298,9 +302,9 @@ def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
 
 
 def _bmm(low, call) -> bool:
+    """FBMM (float64 sums, or float_gemm's float32 FMA chains); a constant operand is read as
+    data (a CONST copy), as a run-time one."""
     x, y = call.args
-    if isinstance(x, Constant) or isinstance(y, Constant):
-        return False
     a = call.attrs
     bx, by = int(x.checked_type.shape[0]), int(y.checked_type.shape[0])
     m = int(x.checked_type.shape[2 if a.transpose_a else 1])
@@ -362,7 +366,8 @@ def _take(low, call) -> bool:
 def _reduce(low, call, name: str, axes=None) -> bool:
     """sum / mean / max / min of float32 over axes (float64 sums, rounded once; ``axes`` given
     for nn.global_avg_pool2d); sum of int32 / int64 (wrapping in the dtype, as the reference's
-    int64 sum cast back), max / min of integers; argmax (ARGMAX) of float32 or integers."""
+    int64 sum cast back), max / min of integers or bools; argmax (ARGMAX) of float32, integers
+    or bools."""
     from partita.ops.tensor_reduce import reduce_axes
 
     data = call.args[0]
@@ -377,9 +382,11 @@ def _reduce(low, call, name: str, axes=None) -> bool:
         "red": [shape[i] for i in axes],
         "red_strides": [dense[i] for i in axes],
     }
+    if data.checked_type.dtype == "bool":  # bytes 0 / 1: as uint8, the same order and bits
+        params["dtype"] = "uint8"
     if name == "argmax":
         params["last"] = bool(call.attrs.select_last_index)
-        params["dtype"] = data.checked_type.dtype
+        params.setdefault("dtype", data.checked_type.dtype)
         if params["dtype"] not in (*INTS, "float32"):
             return False
         low.emit("ARGMAX", call, [low.src(data)], params)
@@ -407,33 +414,33 @@ def lower_item(low, item) -> bool:
 
 
 def lower_batch_norm_item(low, item, call) -> bool:
-    """``nn.batch_norm(...).0`` of float32 data with constant parameters: BNORM, the reference's
-    float64 arithmetic per element ((x - mean) / sd * gamma + beta, sd = sqrt(var + eps) computed
-    here as the reference does, then one rounding), so the bits equal the interpreter's; fields
-    1 and 2 (the moving mean and variance, passed through) are copies of those inputs."""
-    data, gamma, beta, mean, var = call.args
+    """``nn.batch_norm(...).0`` of float32 data: BNORM, the reference's float64 arithmetic per
+    element ((x - mean) / sd * gamma + beta, sd = sqrt(var + eps), then one rounding), so the
+    bits equal the interpreter's; each parameter a constant (float64 array) or a run-time
+    float32 buffer. Fields 1 and 2 (the moving mean and variance, passed through) are copies."""
+    data = call.args[0]
     if item.index in (1, 2):
         low.emit("COPY", item, [low.src(call.args[item.index + 2])], {})
         return True
-    values = [np.asarray(e.data) if isinstance(e, Constant) else None
-              for e in (gamma, beta, mean, var)]
-    if data.checked_type.dtype != "float32" or any(v is None for v in values):
-        raise BackendError(
-            f"llvm: {call.op.name}: needs float32 data and constant gamma, beta, mean and "
-            f"variance (got {data.checked_type.dtype} data"
-            f"{', run-time parameters' if any(v is None for v in values) else ''}); run "
-            "SimplifyInference first or build with the 'ref' host"
-        )
-    g, bt, m, v = (np.asarray(x, np.float64).reshape(-1) for x in values)
+    if data.checked_type.dtype != "float32":
+        raise LLVMError(f"llvm cannot compile {call.op.name}: {data.checked_type.dtype} data "
+                        "(BNORM computes float32)")
+    inputs, arrays, sources = [low.src(data)], {}, {}
+    for name, e in zip(("gamma", "beta", "mean", "var"), call.args[1:]):
+        if isinstance(e, Constant):
+            arrays[name] = np.asarray(e.data, np.float64).reshape(-1)
+            sources[name] = ["const", name]
+        else:
+            inputs.append(low.src(e))
+            sources[name] = ["buf", len(inputs) - 1]
     a = call.attrs
     shape = [int(d) for d in data.checked_type.shape]
     axis = a.axis % len(shape)
-    eps = np.float64(np.float32(a.epsilon))
     params = {"outer": int(np.prod(shape[:axis], dtype=np.int64)), "C": shape[axis],
               "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
-              "scale": bool(a.scale), "center": bool(a.center)}
-    arrays = {"mean": m, "sd": np.sqrt(v + eps), "gamma": g, "beta": bt}
-    low.emit("BNORM", item, [low.src(data)], params, arrays)
+              "scale": bool(a.scale), "center": bool(a.center), "sources": sources,
+              "eps": float(np.float32(a.epsilon))}
+    low.emit("BNORM", item, inputs, params, arrays)
     return True
 
 

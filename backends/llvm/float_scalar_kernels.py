@@ -116,12 +116,22 @@ class FloatScalarKernels:
 
     def k_bnorm(self, k: Kernel):
         """nn.batch_norm's result (float_lower.lower_batch_norm_item): per element, in float64
-        as the reference, ((x - mean[c]) / sd[c]) * gamma[c] + beta[c], rounded to float32."""
-        fn, b, (x, y) = self.function(k, 1)
-        p, g = k.params, self.cargs
+        as the reference, ((x - mean[c]) / sqrt(var[c] + eps)) * gamma[c] + beta[c], rounded
+        to float32; each parameter a float64 constant or a float32 buffer (widened exactly)."""
+        p = k.params
+        fn, b, args = self.function(k, len(k.inputs))
+        x, y = args[0], args[-1]
+
+        def param(name, c):
+            kind, where = p["sources"][name]
+            if kind == "const":
+                return self.load_at(b, self.cargs[where], c, F64)
+            return b.fpext(self.load_at(b, args[where], c, F32), F64)
+
+        sqrt = self.module.declare_intrinsic("llvm.sqrt", [F64])
         with for_range(b, p["outer"], "o") as o, for_range(b, p["C"], "c") as c:
-            m, sd = self.load_at(b, g["mean"], c, F64), self.load_at(b, g["sd"], c, F64)
-            gamma, beta = self.load_at(b, g["gamma"], c, F64), self.load_at(b, g["beta"], c, F64)
+            m, gamma, beta = param("mean", c), param("gamma", c), param("beta", c)
+            sd = b.call(sqrt, [b.fadd(param("var", c), ir.Constant(F64, p["eps"]))])
             base = b.mul(b.add(b.mul(o, c64(p["C"])), c), c64(p["inner"]))
             with for_range(b, p["inner"], "i") as i:
                 at = b.add(base, i)

@@ -18,6 +18,7 @@ from .float_scalar_kernels import FloatScalarKernels
 from .lower import Kernel
 from .pool import ALONE, ThreadPool
 from .product_kernels import ProductKernels
+from .q16_kernels import WideMacKernels
 from .qbinary_kernels import QBinaryKernels
 from .qtransformer import QTransformerKernels
 from .reduce_kernels import ReduceKernels
@@ -32,7 +33,7 @@ FLOAT_KINDS = (
 
 class KernelEmitter(
     ScalarKernels, FloatScalarKernels, QTransformerKernels, FloatConvKernels, FloatKernels,
-    VectorKernels, ProductKernels, QBinaryKernels, ReduceKernels, ThreadPool,
+    VectorKernels, ProductKernels, QBinaryKernels, ReduceKernels, WideMacKernels, ThreadPool,
     Emitter,
 ):
     def function(self, k: Kernel, n_inputs: int):

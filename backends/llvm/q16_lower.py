@@ -1,0 +1,210 @@
+"""qnn.conv2d / qnn.dense that the 8-bit MAC kernels (lower.mac, the scalar CONV / DWCONV / FC
+and the vector VCONV / VDW ones) do not take, as one scalar WMAC kernel (q16_kernels.py):
+
+    int16 data (TFLite's 16x8 kernels: int8 weights, int64 accumulators), int16 weights,
+    int64 accumulators of any data, outputs requantized to int16 / int32, per-channel
+    requantize zero points
+
+with the nn.bias_add, qnn.requantize and clip that follow it fused (each only when it is its
+producer's single reader; a requantize per channel only along the output channels). As the
+references compute them (partita/ops/qnn.py, nn.py, tensor.py): the sum of (x - zp_in) *
+(w - zp_w) in int64 (numpy's wrapping int64 arithmetic, so any order gives its bits), wrapped to
+the accumulator's dtype, plus the bias wrapped again, requantized per element as an EWISE
+requantize step is (qint_lower.requantize_node's parameters, int_kernels.requantize_value: every
+semantics; int64 data take TFLite's int64 MultiplyByQuantizedMultiplier), then clipped with the
+bounds the clip op computes. Pair-saturating accumulation (accumulate="vpmaddubsw...") stays
+with the 8-bit vector kernels and is refused here with the reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from partita.ir import Call, Constant
+
+from .errors import LLVMError
+from .float_lower import _int_bounds
+from .qint_lower import requantize_node, requantize_ok
+
+EIGHT_BIT = ("int8", "uint8")
+TORCH = ("fbgemm", "onednn")  # requantize semantics whose input zero point may be per channel
+
+
+def _where(call) -> str:
+    return call.op.name + (f" ({call.span})" if call.span is not None else "")
+
+
+def _chain(low, call) -> dict:
+    """The nodes lower.mac_chain would fuse after ``call``: "nn.bias_add" (or ONNX's plain add of
+    an int32 vector), "qnn.requantize", "clip" (only after a requantize)."""
+    by, node = {}, call
+    for op in ("nn.bias_add", "qnn.requantize", "clip"):
+        nxt = low.only_user(node, op)
+        if nxt is None and op == "nn.bias_add":
+            nxt = low.bias_add(node)
+        if nxt is None and op == "qnn.requantize":
+            break
+        if nxt is not None:
+            by[op], node = nxt, nxt
+    return by
+
+
+def _eight_bit_mac_takes(call, by: dict) -> bool:
+    """Whether lower.mac's kernels take ``call`` (with its chain ``by``): 8-bit data and weights,
+    int32 accumulators, 8-bit outputs, per-tensor requantize zero points, NHWC."""
+    x, w = call.args[:2]
+    if (
+        x.checked_type.dtype not in EIGHT_BIT
+        or w.checked_type.dtype not in EIGHT_BIT
+        or call.checked_type.dtype != "int32"
+    ):
+        return False
+    if call.op.name == "qnn.conv2d" and call.attrs.data_layout != "NHWC":
+        return True  # the layout pass makes them NHWC; lower.mac names any that is left
+    rq = by.get("qnn.requantize")
+    if rq is None:
+        return True
+    sizes = [np.asarray(a.data).size if isinstance(a, Constant) else 1 for a in rq.args[1:]]
+    per_channel_zp = sizes[3] > 1 or (sizes[1] > 1 and rq.attrs.semantics not in TORCH)
+    return rq.checked_type.dtype in EIGHT_BIT and not per_channel_zp
+
+
+def lower_wide_mac(low, call) -> bool:
+    """qnn.conv2d / qnn.dense as WMAC, or False for what lower.mac takes (or what has weights
+    or zero points computed at run time: int_lower's dynamic quantization, or refused)."""
+    if not all(isinstance(a, Constant) for a in call.args[1:4]):
+        return False
+    by = _chain(low, call)
+    if _eight_bit_mac_takes(call, by):
+        return False
+    where, a = _where(call), call.attrs
+    dtypes = f"{call.args[0].checked_type.dtype} data, {call.args[1].checked_type.dtype} weights"
+    if a.accumulate != "exact":
+        raise LLVMError(
+            f"llvm cannot compile {where} yet: accumulate={a.accumulate!r} (int16 pair "
+            f"saturation) with {dtypes} and {call.checked_type.dtype} accumulators: only the "
+            "8-bit vector kernels reproduce it, with int32 accumulators and 8-bit outputs"
+        )
+    if call.op.name == "qnn.conv2d" and a.data_layout != "NHWC":
+        raise LLVMError(
+            f"llvm cannot compile {where} yet: {a.data_layout} convolutions of "
+            f"{dtypes} (the layout pass makes them NHWC)"
+        )
+    params, arrays = _geometry(call)
+    last = _fuse(low, call, by, params, arrays)
+    low.emit("WMAC", last, [low.src(call.args[0])], params, arrays)
+    return True
+
+
+def _geometry(call) -> tuple[dict, dict]:
+    """WMAC's shapes and weights: a convolution's OHWI weights (groups' input channels only),
+    a dense's (units, depth) ones, as int32 with the per-channel weight zero points apart."""
+    x, w, zx, zw = call.args[:4]
+    weights = np.asarray(w.data)
+    params = {
+        "op": call.op.name,
+        "x_dtype": x.checked_type.dtype,
+        "zx": int(np.asarray(zx.data)),
+        "acc": call.checked_type.dtype,
+    }
+    if call.op.name == "qnn.conv2d":
+        a = call.attrs
+        weights = np.transpose(weights, [a.kernel_layout.index(c) for c in "OHWI"])
+        params.update(
+            groups=int(a.groups),
+            strides=[int(v) for v in a.strides],
+            dilation=[int(v) for v in a.dilation],
+            padding=[int(v) for v in a.padding[:2]],
+        )
+    n_out = weights.shape[0]
+    zero_points = np.broadcast_to(np.asarray(zw.data, np.int64).reshape(-1), (n_out,))
+    arrays = {
+        "w": np.ascontiguousarray(weights.astype(np.int32)),
+        "zw": zero_points.astype(np.int32),
+    }
+    return params, arrays
+
+
+def _fuse(low, call, by: dict, params: dict, arrays: dict):
+    """Fuse what of ``by`` the kernel takes into ``params`` / ``arrays`` (marking it absorbed);
+    the last node fused (``call`` itself when nothing is)."""
+    n_out = int(call.checked_type.shape[-1])
+    last_axis = call.checked_type.ndim - 1
+    bias, last = by.get("nn.bias_add"), call
+    if (
+        bias is not None
+        and isinstance(bias.args[1], Constant)
+        and bias.args[0] is call
+        and (bias.op.name == "add" or bias.attrs.axis % call.checked_type.ndim == last_axis)
+    ):
+        value = np.asarray(bias.args[1].data).astype(np.int64).reshape(-1)
+        value = np.broadcast_to(value, (n_out,))  # int64 as two int32 halves (constants())
+        arrays["bias_lo"] = (value & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        arrays["bias_hi"] = (value >> 32).astype(np.int32)
+        last = bias
+    rq = by.get("qnn.requantize")
+    if rq is None or rq.args[0] is not last or not _rq_fusable(rq, last_axis):
+        return _absorb(low, call, last)
+    params["rq"], rq_arrays = _requantize_stage(rq, n_out)
+    arrays.update(rq_arrays)
+    last = rq
+    clip = by.get("clip")
+    if clip is not None and clip.args[0] is rq:
+        params["clip"] = _int_bounds(clip)["ibounds"]
+        last = clip
+    return _absorb(low, call, last)
+
+
+def _rq_fusable(rq: Call, last_axis: int) -> bool:
+    per_channel = any(np.asarray(p.data).size > 1 for p in rq.args[1:] if isinstance(p, Constant))
+    return requantize_ok(rq) and (not per_channel or rq.attrs.axis % (last_axis + 1) == last_axis)
+
+
+def _absorb(low, call, last):
+    node = last
+    while node is not call:
+        low.absorbed.add(id(node))
+        node = node.args[0]
+    return last
+
+
+class _Leaves:
+    """Collects requantize_node's per-channel parameters (for float_lower._Tree's leaves)."""
+
+    def __init__(self):
+        self.arrays: list[np.ndarray] = []
+
+    def array_leaf(self, array, pshape) -> None:
+        self.arrays.append(np.asarray(array).reshape(-1))
+
+
+def _requantize_stage(rq: Call, n_out: int) -> tuple[dict, dict]:
+    """The requantize's semantics and its parameters, one per output channel, exactly as the
+    EWISE step computes them (qint_lower.requantize_node): the stage ProductKernels._requantized
+    applies (its ``axis`` 0: the kernel passes the output channel)."""
+    leaves = _Leaves()
+    node = requantize_node(leaves, rq, None)
+
+    def per_channel(v, dtype):
+        return np.ascontiguousarray(np.broadcast_to(v, (n_out,)).astype(dtype))
+
+    q, shift, scale, zi, zo = leaves.arrays
+    float_zp = zi.dtype.kind == "f"
+    params = {
+        **node[3],
+        "out_dtype": rq.checked_type.dtype,
+        "acc": rq.args[0].checked_type.dtype,
+        "axis": 0,
+        "float_zp": float_zp,
+    }
+    arrays = {
+        "rq_q": per_channel(q, np.int32),
+        "rq_shift": per_channel(shift, np.int32),
+        "rq_scale": per_channel(scale, np.float64),
+        "rq_zi": per_channel(zi, np.float64 if float_zp else np.int32),
+        "rq_zo": per_channel(zo, np.int32),
+    }
+    return params, arrays
+
+
+__all__ = ["lower_wide_mac"]
