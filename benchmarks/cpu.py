@@ -10,11 +10,13 @@ its default optimization level, whose output partita must equal bit for bit. ``-
 generates the float ResNet50 v2 of tools/gen_resnet50_v2.py (the TVM tutorial's geometry, random
 weights) into a temporary directory; float outputs are compared within float32 rounding.
 
-Medians of ``--repeat`` rounds after a warm-up, every runtime called once per round, or
-``--block`` times in a row (so load from other processes falls on all of them alike; a runtime's
-leftover spinning threads, ONNX Runtime's, then cost the next runtime only its first call);
-ratios are the peer's time over partita's (above 1: partita is faster). Also prints partita's
-compile time, cold (empty cache) and cached.
+Medians of ``--repeat`` rounds after a warm-up; each round calls every runtime ``--block``
+times in a row (10 by default), so load from other processes falls on all of them alike while
+each runtime is measured in its steady state: a runtime's threads keep spinning for a while
+after its call (ONNX Runtime's, OpenVINO's, XNNPACK's and partita's worker alike), which with
+``--block 1`` costs every call of the next runtime a core at two threads, and only the first
+call of a block otherwise. The ratio column is each runtime's time over partita's one-thread
+time. Also prints partita's compile time, cold (empty cache) and cached.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def main(argv=None) -> None:
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--block", type=int, default=1,
+    parser.add_argument("--block", type=int, default=10,
                         help="calls of each runtime in a row per round (the first call after "
                         "another runtime's pays for its leftover threads; all are timed)")
     args = parser.parse_args(argv)
@@ -165,9 +167,11 @@ def agree(got, want) -> str:
 
 def interleaved(fns, repeat: int, block: int = 1) -> list[float]:
     """Median time of each function, measured round-robin (``block`` calls of each per round)
-    so that load from other processes falls on every runtime alike."""
+    so that load from other processes falls on every runtime alike; each warmed up first by a
+    block of calls of its own (before any other runtime's threads spin)."""
     for fn in fns:
-        fn()
+        for _ in range(max(block, 1)):
+            fn()
     samples = [[] for _ in fns]
     for _ in range(repeat):
         for fn, out in zip(fns, samples):
