@@ -208,54 +208,35 @@ class TwoModes:
     """Which driver a region calls: with the worker ("pool") or without ("alone"). The worker
     is used when the median of its last WINDOW run times beats the median without it by
     MARGIN (within that, the machine is busy enough that the worker buys nothing and only
-    adds risk). Each mode is measured in streaks: first WINDOW + 1 runs of each, then the
-    other mode is tried in bursts of BURST runs every PROBE runs, an interval that doubles up
-    to MAX_PROBE each time a probe confirms the choice (and falls back to PROBE when it
-    changes), so a busy machine, where the worker only gets in the way, pays little for the
-    probes. The first run of a streak is not counted: after the other mode's runs the second
-    core may have gone idle (a virtual CPU halted) and the first worker is slow to start,
-    which says nothing of the mode. A counted probe that beats the chosen mode by MARGIN (the
-    load that made the other mode lose has gone, e.g. another runtime's spinning threads)
-    brings the next burst to the next run, so a few runs settle it."""
+    adds risk); the other mode is tried every PROBE runs, an interval that doubles up to
+    MAX_PROBE each time a probe confirms the choice (and falls back to PROBE when it
+    changes), so a busy machine, where the worker only gets in the way, pays little for
+    the probes."""
 
     WINDOW = 5
     MARGIN = 0.97
     MAX_PROBE = 256
-    BURST = 2
 
     def __init__(self):
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
         self.runs = 0
         self.best = None
         self.interval, self.next_probe = PROBE, PROBE
-        self.last = None  # the previous run's mode
-        self.burst = 0  # probe runs left in the current burst
 
     def choose(self) -> str:
         self.runs += 1
         pool, alone = self.times["pool"], self.times["alone"]
-        if len(pool) < self.WINDOW or len(alone) < self.WINDOW:  # each measured first
-            return "pool" if len(pool) < self.WINDOW else "alone"
+        if len(pool) < self.WINDOW or len(alone) < self.WINDOW:  # both measured first
+            return "pool" if len(pool) <= len(alone) else "alone"
         best = "pool" if median(pool) < self.MARGIN * median(alone) else "alone"
-        other = "alone" if best == "pool" else "pool"
         if best != self.best:
-            self.best, self.interval, self.burst = best, PROBE, 0
+            self.best, self.interval = best, PROBE
             self.next_probe = self.runs + PROBE
-        if self.burst:
-            self.burst -= 1
-            return other
         if self.runs < self.next_probe:
             return best
         self.interval = min(2 * self.interval, self.MAX_PROBE)
         self.next_probe = self.runs + self.interval
-        self.burst = self.BURST - 1
-        return other
+        return "alone" if best == "pool" else "pool"
 
     def record(self, mode: str, seconds: float) -> None:
-        first, self.last = mode != self.last, mode
-        if first:
-            return
-        chosen = self.times[self.best] if self.best not in (None, mode) else None
         self.times[mode].append(seconds)
-        if chosen and seconds < self.MARGIN * median(chosen):
-            self.interval, self.next_probe = PROBE, self.runs + 1

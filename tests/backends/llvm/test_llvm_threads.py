@@ -30,7 +30,7 @@ def test_int8_network_with_two_threads_equals_one_thread_and_the_interpreter():
     two = P.build(mod, "llvm -threads=2").steps[0].region
     assert two._alone is not None and one._alone is None  # only split plans get two drivers
     rng = np.random.default_rng(0)
-    for _ in range(2 * TwoModes.WINDOW + 2):  # a streak of each driver first
+    for _ in range(8):  # the first runs alternate between the drivers
         x = rng.integers(-128, 128, (1, 96, 96, 3), dtype=np.int8)
         want = P.interpret(mod, [x])[0]
         assert np.array_equal(one.run([x])[0], want)
@@ -44,30 +44,29 @@ def test_int8_network_with_two_threads_equals_one_thread_and_the_interpreter():
 def test_the_faster_driver_is_chosen_and_the_other_probed():
     modes = TwoModes()
     chosen = []
-    for _ in range(2 * TwoModes.WINDOW + 2):  # a streak of each measured first (its first
-        mode = modes.choose()  # run not counted)
+    for _ in range(2 * TwoModes.WINDOW):  # both measured first
+        mode = modes.choose()
         chosen.append(mode)
         modes.record(mode, 1.0 if mode == "pool" else 2.0)
-    assert chosen == ["pool"] * (TwoModes.WINDOW + 1) + ["alone"] * (TwoModes.WINDOW + 1)
+    assert sorted(chosen) == ["alone"] * TwoModes.WINDOW + ["pool"] * TwoModes.WINDOW
     later = []
     for _ in range(4 * PROBE):
         mode = modes.choose()
         later.append(mode)
         modes.record(mode, 1.0 if mode == "pool" else 2.0)
-    # only the probes, in bursts of BURST runs, ever rarer while they confirm the choice
-    # (8, 16, then 32 runs apart)
-    assert TwoModes.BURST <= later.count("alone") <= 3 * TwoModes.BURST
+    # only the probes, ever rarer while they confirm the choice (8, 16, then 32 runs apart)
+    assert 1 <= later.count("alone") <= 3
     for _ in range(8 * PROBE):  # the machine gets busy: the worker now slows runs down
         mode = modes.choose()
         modes.record(mode, 3.0 if mode == "pool" else 2.0)
     tail = [modes.choose() for _ in range(PROBE)]
-    assert tail.count("pool") <= TwoModes.BURST
+    assert tail.count("pool") <= 1
     # within MARGIN the worker buys nothing: the region runs alone
     even = TwoModes()
     for _ in range(4 * PROBE):
         mode = even.choose()
         even.record(mode, 1.0 if mode == "pool" else 1.01)
-    assert [even.choose() for _ in range(PROBE)].count("pool") <= TwoModes.BURST
+    assert [even.choose() for _ in range(PROBE)].count("pool") <= 1
 
 
 @pytest.mark.skipif(host_isa() == "plain", reason="the split kernels are the vector ones")
@@ -100,25 +99,3 @@ def test_a_short_single_row_splits_its_output_channels(hw, cin, cout, isa, dtype
     for _ in range(3):  # both drivers
         x = rng.integers(info.min, info.max, (1, *hw, cin), dtype=dtype, endpoint=True)
         assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
-
-
-def test_a_probe_that_wins_is_followed_up_at_once():
-    """The worker lost while another runtime's threads spun (ONNX Runtime's, next to it in
-    the benchmark's process); once they stop, a winning probe brings the next probe to the
-    next run: the worker is back within a WINDOW of runs, not after the doubled intervals."""
-    modes = TwoModes()
-    for _ in range(2 * TwoModes.WINDOW + 6 * PROBE):  # the worker loses at first
-        mode = modes.choose()
-        modes.record(mode, 3.0 if mode == "pool" else 2.0)
-    assert modes.best == "alone" and modes.interval > PROBE
-    runs = 0
-    while modes.choose() != "pool":  # the next scheduled probe
-        runs += 1
-        modes.record("alone", 2.0)
-    modes.record("pool", 1.0)  # the load has gone
-    chosen = []
-    for _ in range(TwoModes.WINDOW):
-        mode = modes.choose()
-        chosen.append(mode)
-        modes.record(mode, 1.0 if mode == "pool" else 2.0)
-    assert chosen[:2] == ["pool", "pool"] and modes.best == "pool"
