@@ -10,7 +10,6 @@ from llvmlite import ir
 
 from .codegen import I8, I32, I64, c64, for_range
 from .vdw import DepthwiseKernels
-from .vplan import split_units
 from .vstage import OutputStage
 from .vtypes import B64, H16, PTR8, Q32, V8, V16, V32, W64, _concat, _part, kconst, vsplat
 
@@ -184,19 +183,15 @@ class VectorKernels(OutputStage, DepthwiseKernels):
     # -- convolution / dense ----------------------------------------------------------------------
     def k_vconv(self, k):
         """The convolution; with ``threads`` 2 the output rows (a pointwise convolution's
-        pixel tiles, or for a short single row its output channel groups: split_units) split
-        in two halves, the second on a POSIX thread (split_run)."""
+        pixel tiles) split in two halves, the second on a POSIX thread (split_run)."""
         p = k.params
-        mode, total = split_units("VCONV", p) if p.get("threads", 1) > 1 else ("rows", 0)
 
         def rows(rb, args, g):
-            span = (args[-2], args[-1])
-            bounds, cbounds = (span, None) if mode == "rows" else (None, span)
             if p["isa"] == "amx":
                 return self.amx_rows(rb, args[0], args[1], g, p, self.amx_cells(rb, p),
-                                     bounds, cbounds)
-            self.conv_rows(rb, args[0], args[1], g, p, *self.conv_cells(rb, p), bounds,
-                           cbounds)
+                                     (args[-2], args[-1]))
+            self.conv_rows(rb, args[0], args[1], g, p, *self.conv_cells(rb, p),
+                           (args[-2], args[-1]))
 
         if self.range_mode(k) == "body":  # the driver's module has the rest
             return self.ranged(k, self.constant_names(k), rows)
@@ -219,9 +214,10 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             return fn
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
-        # one function for any range of rows (pixel tiles, channel groups), called by both
-        # halves' wrappers
+        # one function for any range of rows (or pixel tiles), called by both halves' wrappers
         ranged = self.ranged(k, names, rows)
+        total = (-(-p["OW"] // p["R"]) if amx else
+                 p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
         halves = [(0, total // 2), (total // 2, total)]
         parts = [
             self.part_function(
@@ -261,10 +257,10 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         accs = [[b.alloca(acc_type) for _ in range(p["V"])] for _ in range(p["R"])]
         return accs, b.alloca(V16, size=p["R"] * p["V"])
 
-    def conv_rows(self, b, src, y, g, p, accs, out, bounds=None, cbounds=None):
+    def conv_rows(self, b, src, y, g, p, accs, out, bounds=None):
         """Every tile, or (``bounds`` (lo, hi), i64 values) the output rows [lo, hi), or for a
         pointwise convolution's single row its full pixel tiles [lo, hi) and the tail tile with
-        the last of them; ``cbounds``: every pixel, output channel groups [lo, hi)."""
+        the last of them."""
         ow, nvec = p["OW"], -(-p["OC"] // 16)
         r_full, r_tail = divmod(ow, p["R"])
         g_full, v_tail = divmod(nvec, p["V"])
@@ -277,34 +273,18 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             if r_full:
                 with for_range(b, tn, "ot") as t:
                     ox0 = b.mul(b.add(t, t0), c64(p["R"]))
-                    self.conv_group(b, src, y, g, p, accs, out, oy, ox0, p["R"], g_full, v_tail,
-                                    cbounds)
+                    self.conv_group(b, src, y, g, p, accs, out, oy, ox0, p["R"], g_full, v_tail)
             if r_tail:  # the tail tile: in every row, or with the last of the pixel tiles
                 base = c64(r_full * p["R"])
-                if rows_split or cbounds is not None:
-                    self.conv_group(b, src, y, g, p, accs, out, oy, base, r_tail, g_full, v_tail,
-                                    cbounds)
+                if rows_split:
+                    self.conv_group(b, src, y, g, p, accs, out, oy, base, r_tail, g_full, v_tail)
                 else:
                     with b.if_then(b.icmp_signed("==", hi, c64(r_full))):
                         self.conv_group(b, src, y, g, p, accs, out, oy, base, r_tail, g_full,
                                         v_tail)
 
-    def conv_group(self, b, src, y, g, p, accs, out, oy, ox0, rows, g_full, v_tail,
-                   cbounds=None):
-        """The tiles of ``rows`` pixels at (oy, ox0) over every output channel vector, or
-        (``cbounds``) over the groups [lo, hi) of V vectors, the narrower tail group last."""
-        if cbounds is not None:
-            lo, hi = (b.select(b.icmp_signed("<", v, c64(g_full)), v, c64(g_full))
-                      for v in cbounds)
-            if g_full:
-                with for_range(b, b.sub(hi, lo), "og") as og:
-                    o0 = b.mul(b.mul(b.add(og, lo), c64(p["V"])), c64(16))
-                    self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
-            if v_tail:
-                with b.if_then(b.icmp_signed(">", cbounds[1], c64(g_full))):
-                    o0 = c64(g_full * p["V"] * 16)
-                    self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, v_tail))
-            return
+    def conv_group(self, b, src, y, g, p, accs, out, oy, ox0, rows, g_full, v_tail):
+        """The tiles of ``rows`` pixels at (oy, ox0) over every output channel vector."""
         for vecs, gcount, gbase in ((p["V"], g_full, 0), (v_tail, 1, g_full * p["V"])):
             if not vecs or not gcount:
                 continue
@@ -422,11 +402,10 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         fn = self._intrinsic(f"llvm.x86.{name}", ir.VoidType(), types)
         return b.call(fn, [ir.Constant(I8, a) if isinstance(a, int) else a for a in args])
 
-    def amx_rows(self, b, src, y, g, p, out, bounds=None, cbounds=None):
+    def amx_rows(self, b, src, y, g, p, out, bounds=None):
         """Blocks of 32 pixels (``bounds``: block indices [lo, hi)); the last block ends at the
         last pixel, overlapping its neighbour: the overlap's sums are computed twice, its
-        outputs stored once. ``cbounds``: every block, the pairs of 16-channel vectors
-        [lo, hi) (the odd last vector with the last pair)."""
+        outputs stored once."""
         m, nvec = p["OW"], -(-p["OC"] // 16)
         blocks = -(-m // p["R"])
         lo, hi = bounds if bounds is not None else (c64(0), c64(blocks))
@@ -436,19 +415,11 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
             pairs, odd = divmod(nvec, 2)
             skip = b.sub(start, m0)  # rows the previous block stored (the last block only)
-            first, count = c64(0), c64(pairs)
-            if cbounds is not None:
-                first, last = (b.select(b.icmp_signed("<", v, c64(pairs)), v, c64(pairs))
-                               for v in cbounds)
-                count = b.sub(last, first)
             if pairs:
-                with for_range(b, count, "nb") as j:
-                    nb = b.mul(b.add(j, first), c64(2))
-                    self.amx_block(b, src, y, g, p, out, (m0, skip), nb, 2)
+                with for_range(b, pairs, "nb") as j:
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), b.mul(j, c64(2)), 2)
             if odd:
-                with b.if_then(b.icmp_signed(">", cbounds[1], c64(pairs)) if cbounds
-                               is not None else ir.Constant(ir.IntType(1), 1)):
-                    self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
+                self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
         self.amx_call(b, "tilerelease")
 
     def amx_block(self, b, src, y, g, p, out, rows, nb, vecs):

@@ -353,27 +353,15 @@ def _panels(packed: np.ndarray, width: int) -> np.ndarray:
 THREAD_MACS = {"VCONV": 1 << 19, "VDW": 1 << 17}
 
 
-def split_units(kind: str, p: dict) -> tuple[str, int]:
-    """How ``-threads=2`` halves a vector kernel: ("rows", its output rows, or a pointwise
-    convolution's pixel tiles (AMX: 32-pixel blocks) of its single row) or, for a single row
-    of fewer than two full tiles (MobileNet's 7 x 7 layers), ("channels", its output channel
-    groups: AMX's pairs of 16-channel vectors, else register tiles of V vectors)."""
-    if p["OH"] > 1 or kind != "VCONV":
-        return "rows", p["OH"] if p["OH"] > 1 else p["OW"] // p.get("R", p["OW"])
-    if p["OW"] // p["R"] >= 2:
-        return "rows", -(-p["OW"] // p["R"]) if p["isa"] == "amx" else p["OW"] // p["R"]
-    nvec = -(-p["OC"] // 16)
-    return "channels", -(-nvec // (2 if p["isa"] == "amx" else p["V"]))
-
-
 def split_worthwhile(kind: str, params: dict) -> bool:
     """Whether a vector kernel's work is large enough for ``-threads=2`` to split it (it needs
-    two units to split: split_units)."""
+    two output rows, or two full pixel tiles of a pointwise convolution's single row)."""
     if kind not in THREAD_MACS:
         return False
     depth = params["C"] if kind == "VCONV" else 1
     macs = params["OH"] * params["OW"] * params["OC"] * params["KH"] * params["KW"] * depth
-    return macs >= THREAD_MACS[kind] and split_units(kind, params)[1] >= 2
+    rows = params["OH"] if params["OH"] > 1 else params["OW"] // params.get("R", params["OW"])
+    return macs >= THREAD_MACS[kind] and rows >= 2
 
 
 def write_into_halos(plan) -> None:

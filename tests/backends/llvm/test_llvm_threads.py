@@ -9,14 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 from partita.backends.llvm.jit import host_isa
-from partita.backends.llvm.lower import lower
 from partita.backends.llvm.pool import PROBE, TwoModes
-from partita.backends.llvm.vplan import THREAD_MACS, split_units
 from partita.frontends import from_tflite
-from test_llvm_kernels import build_graph
 
 import partita as P
 
@@ -67,35 +62,3 @@ def test_the_faster_driver_is_chosen_and_the_other_probed():
         mode = even.choose()
         even.record(mode, 1.0 if mode == "pool" else 1.01)
     assert [even.choose() for _ in range(PROBE)].count("pool") <= 1
-
-
-@pytest.mark.skipif(host_isa() == "plain", reason="the split kernels are the vector ones")
-@settings(max_examples=12, deadline=None)
-@given(
-    hw=st.sampled_from([(3, 3), (7, 7), (5, 8), (6, 9), (2, 5)]),
-    cin=st.sampled_from([160, 320, 960]),
-    cout=st.sampled_from([160, 272, 1000]),
-    isa=st.sampled_from(["avx2", "auto"]),
-    dtype=st.sampled_from(["int8", "uint8"]),
-)
-def test_a_short_single_row_splits_its_output_channels(hw, cin, cout, isa, dtype):
-    """A pointwise convolution of fewer than two pixel tiles (MobileNet's 7 x 7 layers: one
-    row of 49 pixels) splits its output channel groups between the two threads (AMX: pairs
-    of 16-channel vectors; else register tiles), bit for bit as one thread."""
-    geo = {"hw": hw, "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
-           "padding": (0, 0, 0, 0)}
-    assume(hw[0] * hw[1] * cin * cout >= THREAD_MACS["VCONV"])  # worth a split
-    mod, _ = build_graph("conv", dtype, cin, cout, geo, 5, True, (0, 127))
-    if isa == "auto" and host_isa() == "avx2":
-        isa = "avx2"
-    plan = lower(P.InferType()(mod)["main"], host_isa() if isa == "auto" else isa, threads=2)
-    conv = next(k for k in plan.kernels if k.kind == "VCONV")
-    short = conv.params["OW"] // conv.params["R"] < 2  # fewer than two full pixel tiles
-    assert split_units("VCONV", conv.params)[0] == ("channels" if short else "rows")
-    assert conv.params.get("threads") == 2
-    exe = P.build(mod, f"llvm -isa={isa} -threads=2")
-    info = np.iinfo(dtype)
-    rng = np.random.default_rng(cin + cout)
-    for _ in range(3):  # both drivers
-        x = rng.integers(info.min, info.max, (1, *hw, cin), dtype=dtype, endpoint=True)
-        assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
