@@ -11,11 +11,11 @@ generates the float ResNet50 v2 of tools/gen_resnet50_v2.py (the TVM tutorial's 
 weights) into a temporary directory; float outputs are compared within float32 rounding.
 
 Medians of ``--repeat`` rounds after a warm-up; each round calls every runtime ``--block``
-times in a row (10 by default), so load from other processes falls on all of them alike while
-each runtime is measured in its steady state: a runtime's threads keep spinning for a while
-after its call (ONNX Runtime's, OpenVINO's, XNNPACK's and partita's worker alike), which with
-``--block 1`` costs every call of the next runtime a core at two threads, and only the first
-call of a block otherwise. The ratio column is each runtime's time over partita's one-thread
+times in a row (20 by default), so load from other processes falls on all of them alike while
+each runtime is measured in its steady state: a runtime's threads keep spinning after its
+calls (ONNX Runtime's for 20-30 ms), which with ``--block 1`` costs every call of the next
+runtime a core at two threads, and with blocks as long as that spin only the first calls of
+the block after. The ratio column is each runtime's time over partita's one-thread
 time. Also prints partita's compile time, cold (empty cache) and cached.
 """
 
@@ -85,8 +85,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--block", type=int, default=10,
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--block", type=int, default=20,
                         help="calls of each runtime in a row per round (the first call after "
                         "another runtime's pays for its leftover threads; all are timed)")
     args = parser.parse_args(argv)
