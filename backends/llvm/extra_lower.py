@@ -8,7 +8,8 @@ to decline), for what the older ones refuse:
     nn.global_avg_pool2d of many pixels, in another
       runtime's order                                FGAPL (reduce_lower.py)
     qnn.conv2d / qnn.dense of int16 data or weights,
-      int64 accumulators, wide outputs (16x8)        WMAC (q16_lower.py)
+      int64 accumulators, wide outputs (16x8), pair
+      saturation with weight zero points             WMAC (q16_lower.py)
     qnn.leaky_relu of int16 ("tflite")               EWISE (qleaky_lower.py)
 """
 

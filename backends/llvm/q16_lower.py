@@ -12,8 +12,13 @@ references compute them (partita/ops/qnn.py, nn.py, tensor.py): the sum of (x - 
 the accumulator's dtype, plus the bias wrapped again, requantized per element as an EWISE
 requantize step is (qint_lower.requantize_node's parameters, int_kernels.requantize_value: every
 semantics; int64 data take TFLite's int64 MultiplyByQuantizedMultiplier), then clipped with the
-bounds the clip op computes. Pair-saturating accumulation (accumulate="vpmaddubsw...") stays
-with the 8-bit vector kernels and is refused here with the reason.
+bounds the clip op computes.
+
+Pair-saturating accumulation (accumulate="vpmaddubsw" / "vpmaddubsw_tap") stays with the 8-bit
+vector kernels where they take it; WMAC takes it with weight zero points (asymmetric int8
+weights), int64 accumulators or wide outputs: the exact sum plus, for each pair of products in
+the mode's order (``pair_slots``), sat16(pair) - pair over raw uint8 data (int8 + 128) and raw
+int8 weights, as qnn.conv2d / qnn.dense's references add x86_int8.pair_saturation.
 """
 
 from __future__ import annotations
@@ -70,21 +75,18 @@ def _eight_bit_mac_takes(call, by: dict) -> bool:
 
 
 def lower_wide_mac(low, call) -> bool:
-    """qnn.conv2d / qnn.dense as WMAC, or False for what lower.mac takes (or what has weights
-    or zero points computed at run time: int_lower's dynamic quantization, or refused)."""
+    """qnn.conv2d / qnn.dense as WMAC, or False for what lower.mac takes (not pair-saturating
+    accumulation with weight zero points) or what has weights or zero points computed at run
+    time (int_lower's dynamic quantization, or refused)."""
     if not all(isinstance(a, Constant) for a in call.args[1:4]):
         return False
     by = _chain(low, call)
-    if _eight_bit_mac_takes(call, by):
+    a = call.attrs
+    weight_zp = a.accumulate != "exact" and np.any(np.asarray(call.args[3].data))
+    if _eight_bit_mac_takes(call, by) and not weight_zp:
         return False
-    where, a = _where(call), call.attrs
+    where = _where(call)
     dtypes = f"{call.args[0].checked_type.dtype} data, {call.args[1].checked_type.dtype} weights"
-    if a.accumulate != "exact":
-        raise LLVMError(
-            f"llvm cannot compile {where} yet: accumulate={a.accumulate!r} (int16 pair "
-            f"saturation) with {dtypes} and {call.checked_type.dtype} accumulators: only the "
-            "8-bit vector kernels reproduce it, with int32 accumulators and 8-bit outputs"
-        )
     if call.op.name == "qnn.conv2d" and a.data_layout != "NHWC":
         raise LLVMError(
             f"llvm cannot compile {where} yet: {a.data_layout} convolutions of "
@@ -107,6 +109,7 @@ def _geometry(call) -> tuple[dict, dict]:
         "zx": int(np.asarray(zx.data)),
         "acc": call.checked_type.dtype,
     }
+    arrays = {}
     if call.op.name == "qnn.conv2d":
         a = call.attrs
         weights = np.transpose(weights, [a.kernel_layout.index(c) for c in "OHWI"])
@@ -116,13 +119,31 @@ def _geometry(call) -> tuple[dict, dict]:
             dilation=[int(v) for v in a.dilation],
             padding=[int(v) for v in a.padding[:2]],
         )
+    if call.attrs.accumulate != "exact":
+        params["pairs"] = call.attrs.accumulate
+        arrays["slots"] = pair_slots(call.op.name, call.attrs.accumulate, weights.shape)
     n_out = weights.shape[0]
     zero_points = np.broadcast_to(np.asarray(zw.data, np.int64).reshape(-1), (n_out,))
-    arrays = {
-        "w": np.ascontiguousarray(weights.astype(np.int32)),
-        "zw": zero_points.astype(np.int32),
-    }
+    arrays.update(w=np.ascontiguousarray(weights.astype(np.int32)), zw=zero_points.astype(np.int32))
     return params, arrays
+
+
+def pair_slots(op: str, accumulate: str, shape) -> np.ndarray:
+    """(K2, 3) int32: the (ky, kx, input channel) of each product in VPMADDUBSW's order, so that
+    slots 2j and 2j + 1 are pair j; (-1, 0, 0) is a zero product. A convolution's K runs in NHWC
+    im2col order (ky, kx, c), odd K padded at the end; "vpmaddubsw_tap" pads each tap's odd
+    channel count instead; a dense's K (shape (units, depth)) is (0, 0, d)."""
+    if op == "qnn.dense":
+        taps, cg = [(0, 0)], shape[1]
+    else:
+        taps, cg = [(ky, kx) for ky in range(shape[1]) for kx in range(shape[2])], shape[3]
+    zero = [(-1, 0, 0)]
+    per_tap = accumulate == "vpmaddubsw_tap" and op == "qnn.conv2d" and cg % 2
+    rows = []
+    for ky, kx in taps:
+        rows += [(ky, kx, c) for c in range(cg)] + (zero if per_tap else [])
+    rows += zero * (len(rows) % 2)
+    return np.asarray(rows, np.int32).reshape(-1, 3)
 
 
 def _fuse(low, call, by: dict, params: dict, arrays: dict):
@@ -207,4 +228,4 @@ def _requantize_stage(rq: Call, n_out: int) -> tuple[dict, dict]:
     return params, arrays
 
 
-__all__ = ["lower_wide_mac"]
+__all__ = ["lower_wide_mac", "pair_slots"]
