@@ -80,7 +80,7 @@ def _lower_gemm(low, call, weights) -> bool:
         src = low.scratch("IM2COL", [src], (n, oh, ow, kh * kw * c), "float32", im2col)
     if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= 1 << 22:
         params["threads"] = 2
-    last = _epilogue(low, call, o, params, arrays, params["vec"], residual=params["vec"])
+    last = epilogue(low, call, o, params, arrays, params["vec"], residual=params["vec"])
     inputs = [src] + ([low.src(params.pop("residual_of"))] if "residual_of" in params else [])
     low.emit("FDENSE", last, inputs, params, arrays)
     return True
@@ -98,7 +98,7 @@ def _lower_ordered(low, call, weights) -> bool:
     try:
         tiles = conv_tiles(a.accumulate, shape)
     except Unreproduced as e:
-        _refuse(call, f"accumulate={a.accumulate!r} with threads={a.threads}: {e}")
+        refuse(call, f"accumulate={a.accumulate!r} with threads={a.threads}: {e}")
     blocks = uniform_blocks(tiles)
     if g == c == o and blocks is not None and not any(b[2].startswith("lanes") for b in blocks):
         return _lower_depthwise(low, call, weights, blocks)
@@ -118,7 +118,7 @@ def _lower_depthwise(low, call, weights, blocks) -> bool:
     params = {"kernel": [kh, kw], "strides": list(a.strides), "dilation": list(a.dilation),
               "blocks": [list(b) for b in blocks], "bias": "none"}
     arrays = {"wt": wt}
-    last = _epilogue(low, call, c, params, arrays, True, cp)
+    last = epilogue(low, call, c, params, arrays, True, cp)
     low.emit("FDW", last, [pad], params, arrays)
     return True
 
@@ -144,18 +144,18 @@ def _lower_tiles(low, call, weights, s: ConvShape, tiles: list[Tile]) -> bool:
               "Mp": mp, "O": o, "bias": "none",
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {"wt": wt}
-    last = _epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
+    last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
     low.emit("FCONV", last, [src], params, arrays)
     return True
 
 
-def _refuse(call, reason: str):
+def refuse(call, reason: str):
     span = f" ({call.span})" if call.span is not None else ""
     raise LLVMError(f"llvm cannot compile {call.op.name}{span}: {reason} (build with the 'ref' "
                     "host for it)")
 
 
-def _epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padded=None,
+def epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padded=None,
               residual=False):
     """Absorb a following bias add, (``residual``) an add of a same-shape float32 value
     already computed (ResNet's shortcut: params["residual_of"] names it) and a relu into the
@@ -210,7 +210,7 @@ def lower_fgap(low, call) -> bool:
         return False
     pixels = int(shape[a.layout.index("H")]) * int(shape[a.layout.index("W")])
     if pixels > MAX_POOL_PIXELS:
-        _refuse(call, f"a global average of more than {MAX_POOL_PIXELS} pixels in "
+        refuse(call, f"a global average of more than {MAX_POOL_PIXELS} pixels in "
                 f"accumulate={a.accumulate!r} order")
     low.emit("FGAP", call, [low.src(x)], {"accumulate": a.accumulate, "layout": a.layout})
     return True

@@ -20,7 +20,7 @@ import numpy as np
 from partita.ir import Constant
 
 from .errors import LLVMError
-from .gather_lower import LIMIT, _index_table
+from .gather_lower import LIMIT, index_table
 from .q16_lower import lower_wide_mac
 from .qbinary_lower import OPS, lower_qbinary
 from .qleaky_lower import lower_qleaky16
@@ -43,7 +43,7 @@ def lower_pad_value(low, call) -> bool:
     count = int(np.prod(call.checked_type.shape, dtype=np.int64))
     if count > LIMIT or size > LIMIT:
         raise LLVMError(f"llvm cannot compile {where}: more than 2**24 elements to gather")
-    table = _index_table(call, [x], [size])
+    table = index_table(call, [x], [size])
     filled = table < 0
     sources = [low.src(x), *([low.src(value)] if filled.any() else [])]
     params = {"itemsize": int(np.dtype(dtype).itemsize), "count": count,

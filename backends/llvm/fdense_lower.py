@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conv_lower import VEC, _epilogue, _refuse, const_value
+from .conv_lower import VEC, const_value, epilogue, refuse
 from .sum_order import Unreproduced, gemm_tiles
 
 
@@ -27,17 +27,17 @@ def lower_mlas_dense(low, call) -> bool:
         return False
     weight = const_value(low, w)
     if weight is None:
-        _refuse(call, f"accumulate={a.accumulate!r} needs a constant weight")
+        refuse(call, f"accumulate={a.accumulate!r} needs a constant weight")
     tb = a.transpose_b if call.op.name == "nn.gemm" else True
     b = np.asarray(weight, np.float32)
     b = b.T if tb else b  # [K][N]
     k, n = b.shape
     rows = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
-    bias = _gemm_bias(low, call, n) if call.op.name == "nn.gemm" else None
+    bias = gemm_bias(low, call, n) if call.op.name == "nn.gemm" else None
     try:
         tiles = gemm_tiles(a.accumulate, rows, n, k, a.threads, tb, bias is not None)
     except Unreproduced as e:
-        _refuse(call, str(e))
+        refuse(call, str(e))
     mp = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
     wt = np.zeros((1, k, mp), np.float32)
     wt[0, :, :n] = b
@@ -50,15 +50,15 @@ def lower_mlas_dense(low, call) -> bool:
         arrays["bias"] = np.concatenate([bias, np.zeros(mp - n, np.float32)])
         last = call
     else:
-        last = _epilogue(low, call, n, params, arrays, True, mp)
+        last = epilogue(low, call, n, params, arrays, True, mp)
     low.emit("FCONV", last, [low.src(x)], params, arrays)
     return True
 
 
-def _gemm_bias(low, call, n: int) -> np.ndarray:
+def gemm_bias(low, call, n: int) -> np.ndarray:
     """nn.gemm's bias as one value per column (MLAS's C), or refuse the op."""
     bias = const_value(low, call.args[2])
     if bias is None or bias.size not in (1, n) or (bias.size == n > 1 and bias.shape[-1] != n):
-        _refuse(call, f"accumulate={call.attrs.accumulate!r} with a bias other than a "
+        refuse(call, f"accumulate={call.attrs.accumulate!r} with a bias other than a "
                 "constant per column")
     return np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (n,))

@@ -148,7 +148,7 @@ class _Tree:
         extra = {}
         if name == "clip":
             extra["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
-            extra.update(_int_bounds(call))
+            extra.update(clip_bounds(call))
         if name == "nn.gelu":
             extra["approximate"] = call.attrs.approximate
         if name == "nn.leaky_relu":  # one multiply by alpha in the data's dtype
@@ -209,7 +209,7 @@ class _Tree:
         return ["op", "dequantize", kids, {}, "float32"]
 
 
-def _int_bounds(call) -> dict:
+def clip_bounds(call) -> dict:
     """An integer clip's bounds as the op computes them (it clips its dtype's extremes)."""
     dtype = call.checked_type.dtype
     if dtype not in ("int8", "uint8", "int16", "int32", "int64"):

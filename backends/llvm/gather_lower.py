@@ -47,7 +47,7 @@ def lower_gather(low, call) -> bool:
     if count > LIMIT or sum(sizes) > LIMIT:
         raise LLVMError(f"llvm cannot compile {name} of {out.shape}: more than 2**24 elements "
                         "to gather (the index table is made at compile time)")
-    table = _index_table(call, fields, sizes)
+    table = index_table(call, fields, sizes)
     sources = [low.src(f) for f in fields]
     if name == "qnn.concatenate":
         sources = _rescaled(low, call, fields, sources)
@@ -64,7 +64,7 @@ def lower_gather(low, call) -> bool:
     return True
 
 
-def _index_table(call, fields, sizes) -> np.ndarray:
+def index_table(call, fields, sizes) -> np.ndarray:
     """The op on int64 inputs holding their elements' flat indices (numbered across inputs);
     nn.pad fills with -1."""
     params, values, start = [], [], 0

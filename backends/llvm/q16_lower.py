@@ -28,7 +28,7 @@ import numpy as np
 from partita.ir import Call, Constant
 
 from .errors import LLVMError
-from .float_lower import _int_bounds
+from .float_lower import clip_bounds
 from .qint_lower import requantize_node, requantize_ok
 
 EIGHT_BIT = ("int8", "uint8")
@@ -171,7 +171,7 @@ def _fuse(low, call, by: dict, params: dict, arrays: dict):
     last = rq
     clip = by.get("clip")
     if clip is not None and clip.args[0] is rq:
-        params["clip"] = _int_bounds(clip)["ibounds"]
+        params["clip"] = clip_bounds(clip)["ibounds"]
         last = clip
     return _absorb(low, call, last)
 

@@ -22,7 +22,7 @@ import numpy as np
 from partita.errors import PartitaError
 from partita.ir import Constant
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
-from partita.ops.qnn_elemwise import _smaller_than_one, fma32, ort_scalar_side
+from partita.ops.qnn_elemwise import fma32, ort_scalar_side, smaller_than_one
 
 from .errors import LLVMError
 from .float_lower import strides_for
@@ -98,9 +98,9 @@ def _arithmetic(call, dtype: str, ps, out_params, oshape):
         left = 15 if dtype == "int16" else 20
         s1, s2, so = ls.astype(F64), rs.astype(F64), os_.astype(F64)
         twice_max = 2 * np.maximum(s1, s2)
-        q1, e1 = _smaller_than_one(s1 / twice_max, "input1")
-        q2, e2 = _smaller_than_one(s2 / twice_max, "input2")
-        qo, eo = _smaller_than_one(twice_max / ((1 << left) * so), "output")
+        q1, e1 = smaller_than_one(s1 / twice_max, "input1")
+        q2, e2 = smaller_than_one(s2 / twice_max, "input2")
+        qo, eo = smaller_than_one(twice_max / ((1 << left) * so), "output")
         sign = 1 if name == "qnn.add" else -1
         arrays = {"q1": q1, "e1": e1, "q2": sign * q2, "e2": e2, "qo": qo, "eo": eo,
                   "lz": lz, "rz": rz}

@@ -179,7 +179,7 @@ def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: s
     common = {"n": n, "in_zp": int(zp_in), "out_zp": int(zp_out), "out_dtype": out_dtype, **lay}
     if semantics == "tflite_legacy":
         four_d = keepdims and len(shape) == 4 and tuple(a % 4 for a in axis) in ((1, 2), (2, 1))
-        return {**common, **_legacy_mean(four_d, n, consts, out_dtype)}
+        return {**common, **legacy_mean(four_d, n, consts, out_dtype)}
     if onnx:  # MLAS: float32(acc) * (s_in / (s_out * n)), even
         scale = np.float32(s_in) / (np.float32(s_out) * np.float32(n))
         return {**common, "scale": float(scale)}
@@ -188,7 +188,7 @@ def mean_params(shape, axis, semantics: str, exclude: bool, consts, out_dtype: s
     return {**common, "multiplier": int((m << k) // n), "shift": e - k}
 
 
-def _legacy_mean(four_d: bool, n: int, consts, out_dtype: str) -> dict:
+def legacy_mean(four_d: bool, n: int, consts, out_dtype: str) -> dict:
     """TFLite <= 2.12's reference MEAN (qnn_pool._mean_tflite_legacy), first match wins: the 4-D
     Mean ("q4_int8": MBQM then rounding division by n; "q4_uint8": MBQM of s_in / (n s_out)
     plus a float-derived bias), equal parameters ("copy": the sum truncated by n), else the

@@ -34,7 +34,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier
 from partita.ops.tensor_reduce import reduce_axes
 
 from . import conv_lower
-from .qlower import _legacy_mean, mean_params
+from .qlower import legacy_mean, mean_params
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -114,7 +114,7 @@ def _lower_legacy(low, call, shape, axes, consts) -> bool:
     four_d = bool(a.keepdims and len(shape) == 4 and not a.exclude
                   and a.axis in ((1, 2), (2, 1)))  # as written: (-3, -2) is not the 4-D path
     n = math.prod(shape[i] for i in axes)
-    legacy = _legacy_mean(four_d, n, consts, dtype)
+    legacy = legacy_mean(four_d, n, consts, dtype)
     if a.axis:
         theirs = mean_params(shape, a.axis, a.semantics, a.exclude, consts, dtype,
                              keepdims=bool(a.keepdims))

@@ -20,8 +20,8 @@ import numpy as np
 
 from partita.ops.nn_common import layout_dims
 
-from .conv_lower import VEC, _epilogue, _refuse, const_value
-from .fdense_lower import _gemm_bias
+from .conv_lower import VEC, const_value, epilogue, refuse
+from .fdense_lower import gemm_bias
 from .int_products import emit_gconv
 from .sum_order import ConvShape, Unreproduced, conv_tiles, gemm_tiles
 
@@ -67,7 +67,7 @@ def _conv_tiles(low, call) -> bool:
     try:
         tiles = conv_tiles(a.accumulate, s)
     except Unreproduced as e:
-        _refuse(call, f"accumulate={a.accumulate!r} with threads={a.threads}: {e}")
+        refuse(call, f"accumulate={a.accumulate!r} with threads={a.threads}: {e}")
     src = low.src(x)
     k = cg * kh * kw
     if not ((kh, kw) == (1, 1) and tuple(a.strides) == (1, 1) and not any(a.padding)):
@@ -86,7 +86,7 @@ def _conv_tiles(low, call) -> bool:
               "Mp": mp, "O": o, "bias": "none",
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {}
-    last = _epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
+    last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
     low.emit("FCONV", last, [src, packed], params, arrays)
     return True
 
@@ -97,7 +97,7 @@ def lower_runtime_dense(low, call) -> bool:
     run-time weights) and constant weights."""
     a = call.attrs
     if a.accumulate == "exact" and call.op.name == "nn.gemm" and _runtime_bias(low, call):
-        _refuse(call, "a bias computed at run time (FDENSE adds a constant one)")
+        refuse(call, "a bias computed at run time (FDENSE adds a constant one)")
     if a.accumulate == "exact" or not _runtime_float(low, call):
         return False
     x, w = call.args[:2]
@@ -105,11 +105,11 @@ def lower_runtime_dense(low, call) -> bool:
     wshape = [int(d) for d in w.checked_type.shape]
     k, n = (wshape[1], wshape[0]) if tb else (wshape[0], wshape[1])
     rows = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
-    bias = _gemm_bias(low, call, n) if call.op.name == "nn.gemm" else None
+    bias = gemm_bias(low, call, n) if call.op.name == "nn.gemm" else None
     try:
         tiles = gemm_tiles(a.accumulate, rows, n, k, a.threads, tb, bias is not None)
     except Unreproduced as e:
-        _refuse(call, str(e))
+        refuse(call, str(e))
     mp = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
     # [K][Mp]: B = weight.T when transpose_b (weight [N][K]), else the weight ([K][N])
     pack = {"G": 1, "M": n, "Mp": mp, "gstride": 0, "mstride": k if tb else 1,
@@ -124,7 +124,7 @@ def lower_runtime_dense(low, call) -> bool:
         arrays["bias"] = np.concatenate([bias, np.zeros(mp - n, np.float32)])
         last = call
     else:
-        last = _epilogue(low, call, n, params, arrays, True, mp)
+        last = epilogue(low, call, n, params, arrays, True, mp)
     low.emit("FCONV", last, [low.src(x), packed], params, arrays)
     return True
 

@@ -331,7 +331,7 @@ class ScalarKernels:
         return fn
 
     def mean_legacy(self, b, p, s32, lo, hi):
-        """TFLite <= 2.12's MEAN of the int32 sum ``s32`` (qlower._legacy_mean's modes)."""
+        """TFLite <= 2.12's MEAN of the int32 sum ``s32`` (qlower.legacy_mean's modes)."""
         n, mode = p["n"], p["legacy"]
         if mode == "copy":  # C's division: toward zero
             return b.sdiv(s32, c64(n))

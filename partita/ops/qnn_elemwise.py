@@ -91,7 +91,7 @@ class _Params:
 # ---- tflite ------------------------------------------------------------------------------------
 
 
-def _smaller_than_one(real, what: str):
+def smaller_than_one(real, what: str):
     """QuantizeMultiplierSmallerThanOneExp over an array, or fail as TFLite's CHECK would."""
     real = np.asarray(real, F64)
     if np.any(real <= 0) or np.any(real >= 1):
@@ -108,9 +108,9 @@ def _tflite_add(p: _Params, sign: int) -> np.ndarray:
     left = 15 if p.in_dtype == "int16" else 20
     s1, s2, so = p.ls.astype(F64), p.rs.astype(F64), p.os.astype(F64)
     twice_max = 2 * np.maximum(s1, s2)
-    q1, e1 = _smaller_than_one(s1 / twice_max, "input1")
-    q2, e2 = _smaller_than_one(s2 / twice_max, "input2")
-    qo, eo = _smaller_than_one(twice_max / ((1 << left) * so), "output")
+    q1, e1 = smaller_than_one(s1 / twice_max, "input1")
+    q2, e2 = smaller_than_one(s2 / twice_max, "input2")
+    qo, eo = smaller_than_one(twice_max / ((1 << left) * so), "output")
     a = multiply_by_quantized_multiplier_smaller_than_one_exp((p.lhs - p.lz) << left, q1, e1)
     b = multiply_by_quantized_multiplier_smaller_than_one_exp((p.rhs - p.rz) << left, sign * q2, e2)
     raw = wrap_int32(a + b)

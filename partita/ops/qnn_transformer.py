@@ -26,7 +26,7 @@ from partita.ops.emulation.tflite_fixedpoint import (
 )
 
 from .qnn import quantized, scalar_param
-from .qnn_elemwise import _smaller_than_one
+from .qnn_elemwise import smaller_than_one
 from .qnn_lut import INPUTS, _qparams
 from .registry import Attrs, choice, register_op
 from .relations import broadcast_shapes, fail
@@ -209,8 +209,8 @@ def squared_difference(lhs, rhs, ls, lz, rs, rz, os_, oz, attrs):
     (2 max(s1, s2))^2 / (2^14 s_out) (all multipliers from doubles), offset and clamped."""
     s1, s2, so = (float(F32(x.reshape(()))) for x in (ls, rs, os_))
     twice_max = 2.0 * max(s1, s2)
-    q1, e1 = _smaller_than_one(s1 / twice_max, "input1")
-    q2, e2 = _smaller_than_one(s2 / twice_max, "input2")
+    q1, e1 = smaller_than_one(s1 / twice_max, "input1")
+    q2, e2 = smaller_than_one(s2 / twice_max, "input2")
     qo, eo = quantize_multiplier(twice_max * twice_max / float(F32(F32(1 << 14) * F32(so))))
     a = multiply_by_quantized_multiplier_smaller_than_one_exp(
         (lhs.astype(np.int64) - int(lz.reshape(()))) << 7, q1, e1
