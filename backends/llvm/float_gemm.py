@@ -115,18 +115,21 @@ class FloatGemm:
                 # few rows, long sums: KBLOCK steps of k at a time over all the row tiles, so
                 # the panel's block (32 KB) is read from L1 by every tile; the sums wait in y
                 # (float32, as in the registers: the same bits) and the epilogue runs last
+                # (one loop over the blocks: the first starts from zero, the others from y);
+                # one tile a block prefetches the next block into L2: the shorter last row
+                # tile, run first, or else the first full tile
                 blocks, tail = divmod(k_count, KBLOCK)
-                spans = [(None, 1, False), (1, blocks - 1, True)]
-                for first, count_b, more in spans:
-                    with for_range(b, count_b, "kb") as kb:
-                        k0 = c64(0) if first is None else b.mul(b.add(kb, c64(first)),
-                                                                c64(KBLOCK))
-                        for j, (rows, start, count) in enumerate(row_tiles):
-                            if j == 0:  # the first tile prefetches the panel's next block
-                                tile(rows, start, c64(0), nt, k0, KBLOCK, more, False, KBLOCK)
-                                start, count = start + rows, count - 1
-                            with for_range(b, count, "mt") as mt:
-                                tile(rows, start, mt, nt, k0, KBLOCK, more, False)
+                order = row_tiles[::-1]
+                with for_range(b, blocks, "kb") as kb:
+                    k0 = b.mul(kb, c64(KBLOCK))
+                    more = b.icmp_unsigned("!=", kb, c64(0))
+                    for j, (rows, start, count) in enumerate(order):
+                        if j == 0 and count > 1:  # the first full tile prefetches
+                            tile(rows, start, c64(0), nt, k0, KBLOCK, more, False, KBLOCK)
+                            start, count = start + rows, count - 1
+                        with for_range(b, count, "mt") as mt:
+                            tile(rows, start, mt, nt, k0, KBLOCK, more, False,
+                                 KBLOCK if j == 0 else 0)
                 for rows, start, count in row_tiles:
                     with for_range(b, count, "mt") as mt:
                         tile(rows, start, mt, nt, c64(blocks * KBLOCK), tail, True, True)
@@ -148,9 +151,13 @@ class FloatGemm:
         for r in range(rows):
             for v in range(cols):
                 start = zero
-                if more:
+                if more is True:
                     start = self.vload_f(b, y, y_at(b.add(m0, c64(r)), b.add(n0, c64(v * VEC))),
                                          mask)
+                elif more:  # an i1: the sums so far from y, or zero (the first block)
+                    done = self.vload_f(b, y, y_at(b.add(m0, c64(r)), b.add(n0, c64(v * VEC))),
+                                        mask)
+                    start = b.select(more, done, zero)
                 b.store(start, cells[r][v])
         with for_range(b, kc, "k") as ki:
             kk = b.add(k0, ki)
