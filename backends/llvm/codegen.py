@@ -50,12 +50,25 @@ def c64(v) -> ir.Constant:
     return ir.Constant(I64, int(v))
 
 
+def layout_index(b, nchw: bool, dims, n, c, y, x):
+    """The flat index of element (n, c, y, x) of a tensor of ``dims`` (N, C, H, W) stored NCHW
+    or (``nchw`` False) NHWC."""
+    _, cc, hh, ww = dims
+    if nchw:
+        return b.add(b.mul(b.add(b.mul(b.add(b.mul(n, c64(cc)), c), c64(hh)), y), c64(ww)), x)
+    return b.add(b.mul(b.add(b.mul(b.add(b.mul(n, c64(hh)), y), c64(ww)), x), c64(cc)), c)
+
+
 class Emitter:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.module = ir.Module(name="partita")
         self.module.triple = ""
         self.count = 0
+
+    def _intrinsic(self, name, ret, args):
+        """The LLVM intrinsic ``name`` (fully mangled), declared once per module."""
+        return self.module.declare_intrinsic(name, (), ir.FunctionType(ret, args))
 
     def global_array(self, name: str, array: np.ndarray, ty=I32) -> ir.GlobalVariable:
         flat = np.asarray(array).ravel()

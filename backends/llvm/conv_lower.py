@@ -20,7 +20,7 @@ import numpy as np
 
 from partita.ir import Call, Constant, Function, Tuple
 
-from .errors import LLVMError
+from .errors import refuse
 from .float_lower import gemm_rows, panels
 from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
 
@@ -149,12 +149,6 @@ def _lower_tiles(low, call, weights, s: ConvShape, tiles: list[Tile]) -> bool:
     return True
 
 
-def refuse(call, reason: str):
-    span = f" ({call.span})" if call.span is not None else ""
-    raise LLVMError(f"llvm cannot compile {call.op.name}{span}: {reason} (build with the 'ref' "
-                    "host for it)")
-
-
 def epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padded=None,
               residual=False):
     """Absorb a following bias add, (``residual``) an add of a same-shape float32 value
@@ -209,10 +203,9 @@ def lower_fgap(low, call) -> bool:
             or len(shape) != 4):
         return False
     pixels = int(shape[a.layout.index("H")]) * int(shape[a.layout.index("W")])
-    if pixels > MAX_POOL_PIXELS:
-        refuse(call, f"a global average of more than {MAX_POOL_PIXELS} pixels in "
-                f"accumulate={a.accumulate!r} order")
-    low.emit("FGAP", call, [low.src(x)], {"accumulate": a.accumulate, "layout": a.layout})
+    # FGAP's add sequence is straight-line code; more pixels run the same adds in loops
+    kind = "FGAP" if pixels <= MAX_POOL_PIXELS else "FGAPL"  # (reduce_kernels)
+    low.emit(kind, call, [low.src(x)], {"accumulate": a.accumulate, "layout": a.layout})
     return True
 
 

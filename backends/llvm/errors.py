@@ -7,3 +7,10 @@ from partita.backends.registry import BackendError
 
 class LLVMError(BackendError):
     """A host function the LLVM backend cannot compile (it names the op)."""
+
+
+def refuse(call, reason: str):
+    """Raise the LLVMError that names ``call``'s op (and span) and why it is refused."""
+    span = f" ({call.span})" if call.span is not None else ""
+    raise LLVMError(f"llvm cannot compile {call.op.name}{span}: {reason} (build with the 'ref' "
+                    "host for it)")

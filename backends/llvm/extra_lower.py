@@ -5,8 +5,6 @@ to decline), for what the older ones refuse:
     qnn.add / subtract / mul, per-channel or int16   QBIN (qbinary_lower.py)
     qnn.mean over axes MEAN does not take (any       QMEANX (reduce_lower.py); COPY, CONST
       semantics), over no axis, of empty data
-    nn.global_avg_pool2d of many pixels, in another
-      runtime's order                                FGAPL (reduce_lower.py)
     qnn.conv2d / qnn.dense of int16 data or weights,
       int64 accumulators, wide outputs (16x8), pair
       saturation with weight zero points             WMAC (q16_lower.py)
@@ -24,7 +22,7 @@ from .gather_lower import LIMIT, index_table
 from .q16_lower import lower_wide_mac
 from .qbinary_lower import OPS, lower_qbinary
 from .qleaky_lower import lower_qleaky16
-from .reduce_lower import lower_fgap_loop, lower_qmean_more
+from .reduce_lower import lower_qmean_more
 
 
 def lower_pad_value(low, call) -> bool:
@@ -58,7 +56,6 @@ EXTRA = {
     "nn.pad": (lower_pad_value,),
     **{op: (lower_qbinary,) for op in OPS},
     "qnn.mean": (lower_qmean_more,),
-    "nn.global_avg_pool2d": (lower_fgap_loop,),
     "qnn.conv2d": (lower_wide_mac,),
     "qnn.dense": (lower_wide_mac,),
     "qnn.leaky_relu": (lower_qleaky16,),

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conv_lower import VEC, const_value, epilogue, refuse
+from .conv_lower import VEC, const_value, epilogue
+from .errors import refuse
 from .sum_order import Unreproduced, gemm_tiles
 
 
@@ -31,7 +32,14 @@ def lower_mlas_dense(low, call) -> bool:
     tb = a.transpose_b if call.op.name == "nn.gemm" else True
     b = np.asarray(weight, np.float32)
     b = b.T if tb else b  # [K][N]
-    k, n = b.shape
+    return emit_mlas_gemm(low, call, *b.shape, tb, b)
+
+
+def emit_mlas_gemm(low, call, k: int, n: int, tb: bool, weight) -> bool:
+    """The FCONV of a K x N product in MLAS's order: ``weight`` the constant [K][N] array, or
+    a function of the padded width Mp giving the buffer its run-time packing fills
+    (runtime_weights); nn.gemm's bias is MLAS's C, else a bias add and relu after it fuse."""
+    a, x = call.attrs, call.args[0]
     rows = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
     bias = gemm_bias(low, call, n) if call.op.name == "nn.gemm" else None
     try:
@@ -39,19 +47,22 @@ def lower_mlas_dense(low, call) -> bool:
     except Unreproduced as e:
         refuse(call, str(e))
     mp = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
-    wt = np.zeros((1, k, mp), np.float32)
-    wt[0, :, :n] = b
     params = {"images": 1, "size": rows, "G": 1, "M": n, "Kg": k, "lda": k, "Mp": mp, "O": n,
               "bias": "none",  # rows are the tiles' m, columns their p
               "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(x) for x in t.blocks]] for t in tiles]}
-    arrays = {"wt": wt}
+    arrays, inputs = {}, [low.src(x)]
+    if callable(weight):
+        inputs.append(weight(mp))
+    else:
+        arrays["wt"] = np.zeros((1, k, mp), np.float32)
+        arrays["wt"][0, :, :n] = weight
     if bias is not None:
         params["bias"] = "init"
         arrays["bias"] = np.concatenate([bias, np.zeros(mp - n, np.float32)])
         last = call
     else:
         last = epilogue(low, call, n, params, arrays, True, mp)
-    low.emit("FCONV", last, [low.src(x)], params, arrays)
+    low.emit("FCONV", last, inputs, params, arrays)
     return True
 
 

@@ -41,16 +41,13 @@ class FloatGemm:
         )
         return b.call(fn, [a, w, acc])
 
-    def named_intrinsic(self, name: str, fty: ir.FunctionType) -> ir.Function:
-        return self.module.globals.get(name) or ir.Function(self.module, fty, name=name)
-
     def vload_f(self, b, ptr, index, mask=None):
         """16 floats at ptr[index]; ``mask``: only the first ``mask`` (the rest 0.0)."""
         at = b.gep(ptr, [index], source_etype=F32)
         if mask is None:
             return b.load(at, typ=V16F, align=4)
-        fn = self.named_intrinsic("llvm.masked.load.v16f32.p0",
-                                  ir.FunctionType(V16F, [ir.PointerType(), I32T, MASK16, V16F]))
+        fn = self._intrinsic("llvm.masked.load.v16f32.p0", V16F,
+                             [ir.PointerType(), I32T, MASK16, V16F])
         zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
         return b.call(fn, [at, c32(4), lanes(mask), zero])
 
@@ -59,9 +56,8 @@ class FloatGemm:
         if mask is None:
             b.store(value, at, align=4)
             return
-        fn = self.named_intrinsic(
-            "llvm.masked.store.v16f32.p0",
-            ir.FunctionType(ir.VoidType(), [V16F, ir.PointerType(), I32T, MASK16]))
+        fn = self._intrinsic("llvm.masked.store.v16f32.p0", ir.VoidType(),
+                             [V16F, ir.PointerType(), I32T, MASK16])
         b.call(fn, [value, at, c32(4), lanes(mask)])
 
     def splat_f(self, b, value):
@@ -134,11 +130,6 @@ class FloatGemm:
                     with for_range(b, count, "mt") as mt:
                         tile(rows, start, mt, nt, c64(blocks * KBLOCK), tail, True, True)
 
-    def prefetch_fn(self):
-        return self.module.declare_intrinsic(
-            "llvm.prefetch.p0", (), ir.FunctionType(ir.VoidType(), [ir.PointerType(), I32T, I32T,
-                                                                      I32T]))
-
     def gemm_tile(self, b, cells, cols, span, m0, n0, a_at, w_at, y_at, x, w, y, bias, relu,
                   ahead=0, mask=None):
         """One register tile: len(cells) rows from m0 x ``cols`` vectors from n0, summed over
@@ -165,7 +156,9 @@ class FloatGemm:
             if ahead:  # the panel's next block, from memory while this one is summed
                 for v in range(cols):
                     at = b.gep(w, [w_at(b.add(kk, c64(ahead)), n0, v, cols)], source_etype=F32)
-                    b.call(self.prefetch_fn(), [at, c32(0), c32(PF_LOCALITY), c32(1)])
+                    prefetch = self._intrinsic("llvm.prefetch.p0", ir.VoidType(),
+                                               [ir.PointerType(), I32T, I32T, I32T])
+                    b.call(prefetch, [at, c32(0), c32(PF_LOCALITY), c32(1)])
             for r in range(rows):
                 a = self.load_at(b, x, a_at(b.add(m0, c64(r)), kk), F32)
                 av = self.splat_f(b, a)

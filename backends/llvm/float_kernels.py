@@ -219,7 +219,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
         return self.cargs[where] if kind == "const" else ins[where]
 
     def k_ewise(self, k):
-        """The expression tree (float_lower._Tree) per output element; each step rounded to
+        """The expression tree (float_lower.Tree) per output element; each step rounded to
         its dtype as a separate kernel would store it. ``threads`` 2: the range of the first
         axis longer than 1 is halved, the second half on a thread (float_gemm.split_run)."""
         p = k.params

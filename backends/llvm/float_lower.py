@@ -113,7 +113,7 @@ def ewise_ok(call) -> bool:
     return name in EWISE_OPS and out in READ and all(t in READ for t in types)
 
 
-class _Tree:
+class Tree:
     """An EWISE kernel's expression: its leaves (buffers or constants, read with broadcast
     strides) and the ops over them; producers used only here, of the same shape, are inlined
     (each step rounded to its own dtype, so the fused kernel computes what the separate ones
@@ -235,8 +235,14 @@ def _ewise(low, call, name: str) -> bool:
         low.deferred[id(call)] = call
         return True
     out_shape = [int(d) for d in call.checked_type.shape]
-    tree = _Tree(low, out_shape)
-    root = tree.node(call)
+    tree = Tree(low, out_shape)
+    emit_ewise(low, call, tree, tree.node(call))
+    return True
+
+
+def emit_ewise(low, call, tree, root) -> None:
+    """The EWISE kernel computing ``root`` (a node of ``tree``, over call's output shape)."""
+    out_shape = tree.out_shape
     params = {
         "tree": root,
         "out_shape": out_shape,
@@ -247,7 +253,6 @@ def _ewise(low, call, name: str) -> bool:
     if getattr(low, "threads", 1) > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
         params["threads"] = 2  # 128 K elements or more: worth a thread start
     low.emit("EWISE", call, tree.inputs, params, tree.arrays)
-    return True
 
 
 def _dense(low, call) -> bool:

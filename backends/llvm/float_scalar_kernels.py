@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from .codegen import ELEM, F32, F64, I64, c64, for_range
+from .codegen import ELEM, F32, F64, I64, c64, for_range, layout_index
 from .lower import Kernel
 
 
@@ -27,13 +27,8 @@ class FloatScalarKernels:
         cg, og = c // p["groups"], oc // p["groups"]
         nchw = p["layout"] == "NCHW"
 
-        def at(dims, ni, ci, yi, xi):  # flat index of (n, c, y, x) in the data layout
-            _, cc, hh, ww = dims
-            if nchw:
-                return b.add(b.mul(b.add(b.mul(b.add(b.mul(ni, c64(cc)), ci), c64(hh)), yi),
-                                   c64(ww)), xi)
-            return b.add(b.mul(b.add(b.mul(b.add(b.mul(ni, c64(hh)), yi), c64(ww)), xi),
-                               c64(cc)), ci)
+        def at(dims, ni, ci, yi, xi):
+            return layout_index(b, nchw, dims, ni, ci, yi, xi)
 
         integer = p.get("integer")  # [data dtype, output dtype]: exact int64 sums
         acc_ty = I64 if integer else F64

@@ -116,7 +116,7 @@ def _bmm_params(call, zx, zy) -> dict:
 
 
 class _Leaves:
-    """Stands in for float_lower._Tree: collects requantize_node's per-channel parameters."""
+    """Stands in for float_lower.Tree: collects requantize_node's per-channel parameters."""
 
     def __init__(self):
         self.arrays: list[np.ndarray] = []

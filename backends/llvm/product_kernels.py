@@ -17,7 +17,29 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .codegen import F32, F64, I32, I64, c64, for_range
+from .codegen import F32, F64, I32, I64, c64, for_range, layout_index
+
+
+def exact_bmm(b, p, operands, zero_points, load, emit) -> None:
+    """The loops of an exact batched integer product (IBMM, QBMM): for each (bt, m, n),
+    ``emit((bt, m, n), total)`` with the i64 sum over k of (x - zx) (y - zy); x and y read by
+    ``load(ptr, index, dtype)`` (an i64) as p's transposes (``ta``, ``tb``), batch counts
+    (``bx``, ``by``: a batch of 1 broadcast) and ``dtypes`` say."""
+    (x, w), (zx, zy) = operands, zero_points
+    m_, k_, n_ = p["M"], p["K"], p["N"]
+    cell = b.alloca(I64)
+    with (for_range(b, p["B"], "bt") as bt, for_range(b, m_, "m") as m,
+          for_range(b, n_, "n") as n):
+        xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
+        yb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
+        b.store(c64(0), cell)
+        with for_range(b, k_, "k") as kk:
+            xi = b.add(b.mul(kk, c64(m_)), m) if p["ta"] else b.add(b.mul(m, c64(k_)), kk)
+            yi = b.add(b.mul(n, c64(k_)), kk) if p["tb"] else b.add(b.mul(kk, c64(n_)), n)
+            xv = b.sub(load(x, b.add(xb, xi), p["dtypes"][0]), zx)
+            yv = b.sub(load(w, b.add(yb, yi), p["dtypes"][1]), zy)
+            b.store(b.add(b.load(cell, typ=I64), b.mul(xv, yv)), cell)
+        emit((bt, m, n), b.load(cell, typ=I64))
 
 
 class ProductKernels:
@@ -40,13 +62,8 @@ class ProductKernels:
         acc = b.alloca(acc_ty)
         nchw = p["layout"] == "NCHW"
 
-        def at(dims, ni, ci, yi, xi):  # flat index of (n, c, y, x) in the data layout
-            _, cc, hh, ww = dims
-            if nchw:
-                return b.add(b.mul(b.add(b.mul(b.add(b.mul(ni, c64(cc)), ci), c64(hh)), yi),
-                                   c64(ww)), xi)
-            return b.add(b.mul(b.add(b.mul(b.add(b.mul(ni, c64(hh)), yi), c64(ww)), xi),
-                               c64(cc)), ci)
+        def at(dims, ni, ci, yi, xi):
+            return layout_index(b, nchw, dims, ni, ci, yi, xi)
 
         with (for_range(b, n, "n") as ni, for_range(b, oh, "oy") as oy,
               for_range(b, ow, "ox") as ox, for_range(b, oc, "o") as o):
@@ -99,28 +116,22 @@ class ProductKernels:
         p = k.params
         fn, b, args = self.function(k, len(k.inputs))
         x, w, y = args[0], args[1], args[-1]
-        m_, k_, n_ = p["M"], p["K"], p["N"]
+        m_, n_ = p["M"], p["N"]
         out_dt, rq = self.dtype(k.output), p.get("rq")
-        cell = b.alloca(I64)
         # zero points: constants, or scalars read from a buffer ["buf", input, dtype]
         zx, zy = (c64(z) if isinstance(z, int) else self.load_value(b, args[z[1]], c64(0), z[2])[1]
                   for z in (p["zx"], p["zy"]))
-        with (for_range(b, p["B"], "bt") as bt, for_range(b, m_, "m") as m,
-              for_range(b, n_, "n") as n):
-            xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
-            yb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
-            b.store(c64(0), cell)
-            with for_range(b, k_, "k") as kk:
-                xi = b.add(b.mul(kk, c64(m_)), m) if p["ta"] else b.add(b.mul(m, c64(k_)), kk)
-                yi = b.add(b.mul(n, c64(k_)), kk) if p["tb"] else b.add(b.mul(kk, c64(n_)), n)
-                xv = b.sub(self.load_value(b, x, b.add(xb, xi), p["dtypes"][0])[1], zx)
-                yv = b.sub(self.load_value(b, w, b.add(yb, yi), p["dtypes"][1])[1], zy)
-                b.store(b.add(b.load(cell, typ=I64), b.mul(xv, yv)), cell)
-            value = ("i", b.load(cell, typ=I64))
+
+        def store(index, total):
+            value = ("i", total)
             if rq is not None:
-                value = self._requantized(b, value[1], rq, (bt, m, n))
+                value = self._requantized(b, total, rq, index)
+            bt, m, n = index
             at = b.add(b.mul(b.add(b.mul(bt, c64(m_)), m), c64(n_)), n)
             self.store_value(b, value, y, at, out_dt)
+
+        exact_bmm(b, p, (x, w), (zx, zy),
+                  lambda ptr, at, dtype: self.load_value(b, ptr, at, dtype)[1], store)
         b.ret_void()
         return fn
 

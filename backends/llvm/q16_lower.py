@@ -190,7 +190,7 @@ def _absorb(low, call, last):
 
 
 class _Leaves:
-    """Collects requantize_node's per-channel parameters (for float_lower._Tree's leaves)."""
+    """Collects requantize_node's per-channel parameters (for float_lower.Tree's leaves)."""
 
     def __init__(self):
         self.arrays: list[np.ndarray] = []

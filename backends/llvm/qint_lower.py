@@ -6,7 +6,7 @@
 INTDENSE takes constant weights as compressed rows (each output unit's nonzero weights and
 their columns: TFLite's int8 RESIZE_BILINEAR imports as two such products whose rows hold two
 taps), or weights computed at run time as a dense loop. A requantize is one scalar op of the
-EWISE tree (float_lower._Tree), its per-channel parameters leaves computed here exactly as the
+EWISE tree (float_lower.Tree), its per-channel parameters leaves computed here exactly as the
 reference computes them (QuantizeMultiplier, float32 scale quotients, oneDNN's reciprocal); the
 arithmetic per element is int_kernels.IntKernels.requantize_value.
 """
@@ -19,7 +19,7 @@ from partita.ir import Constant
 from partita.ops.emulation.pytorch_x86 import onednn_inverse
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
-from .spatial_lower import refuse
+from .errors import refuse
 
 TYPES = ("float32", "int32", "int64", "bool")
 READ = (*TYPES, "int8", "uint8", "int16", "float16")  # what EWISE kernels load

@@ -16,8 +16,8 @@ import numpy as np
 from partita.ir import Constant
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier
 
-from .float_lower import _Tree
-from .spatial_lower import refuse
+from .errors import refuse
+from .float_lower import Tree, emit_ewise
 from .tables import const_array
 
 F32 = np.float32
@@ -36,7 +36,7 @@ def lower_qleaky16(low, call) -> bool:
         refuse(call, f"int16 needs zero points 0, as TFLite (got {zp_in} and {zp_out})")
     ratios = (F32(s_in) / F32(s_out), F32(s_in) * F32(call.attrs.alpha) / F32(s_out))
     out_shape = [int(d) for d in call.checked_type.shape]
-    tree = _Tree(low, out_shape)
+    tree = Tree(low, out_shape)
     x = tree.kid(data)
     unit = [1] * len(out_shape)
 
@@ -50,14 +50,7 @@ def lower_qleaky16(low, call) -> bool:
 
     negative = ["op", "less", [x, leaf(0)], {}, "bool"]
     root = ["op", "where", [negative, rescale(ratios[1]), rescale(ratios[0])], {}, "int16"]
-    params = {
-        "tree": root,
-        "out_shape": out_shape,
-        "sources": tree.sources,
-        "dtypes": tree.dtypes,
-        "strides": tree.strides,
-    }
-    low.emit("EWISE", call, tree.inputs, params, tree.arrays)
+    emit_ewise(low, call, tree, root)
     return True
 
 

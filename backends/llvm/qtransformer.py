@@ -15,6 +15,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .codegen import I32, I64, c64, for_range
+from .product_kernels import exact_bmm
 from .qlower import RANGE
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -163,33 +164,22 @@ class QTransformerKernels:
     def k_qbmm(self, k):
         p = k.params
         fn, b, (x, w, y) = self.function(k, 2)
-        m_, k_, n_ = p["M"], p["K"], p["N"]
-        cell = b.alloca(I64)
+        m_, n_ = p["M"], p["N"]
         i8 = ir.IntType(8)
 
         def load(ptr, index, dtype):
             v = self.load_at(b, ptr, index, i8)
             return b.sext(v, I64) if dtype == "int8" else b.zext(v, I64)
 
-        with (
-            for_range(b, p["B"], "bt") as bt,
-            for_range(b, m_, "m") as m,
-            for_range(b, n_, "n") as n,
-        ):
-            xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
-            yb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
-            b.store(c64(0), cell)
-            with for_range(b, k_, "k") as kk:
-                xi = b.add(b.mul(kk, c64(m_)), m) if p["ta"] else b.add(b.mul(m, c64(k_)), kk)
-                yi = b.add(b.mul(n, c64(k_)), kk) if p["tb"] else b.add(b.mul(kk, c64(n_)), n)
-                xv = b.sub(load(x, b.add(xb, xi), p["dtypes"][0]), c64(p["zx"]))
-                yv = b.sub(load(w, b.add(yb, yi), p["dtypes"][1]), c64(p["zy"]))
-                b.store(b.add(b.load(cell, typ=I64), b.mul(xv, yv)), cell)
-            acc = self.wrap32(b, b.load(cell, typ=I64))
+        def store(index, total):
+            acc = self.wrap32(b, total)
             v = self.mbqm(b, b.sub(acc, c64(p["rq_zp"])), c64(p["mult"]), c64(p["shift"]))
             v = self.clamp(b, b.add(v, c64(p["out_zp"])), p["lo"], p["hi"])
+            bt, m, n = index
             at = b.add(b.mul(b.add(b.mul(bt, c64(m_)), m), c64(n_)), n)
             self.store_at(b, b.trunc(v, i8), y, at, i8)
+
+        exact_bmm(b, p, (x, w), (c64(p["zx"]), c64(p["zy"])), load, store)
         b.ret_void()
         return fn
 

@@ -12,8 +12,7 @@
       as written)
     qnn.mean "tflite" over no axis           COPY (the reference's ReduceIsCopy)
     qnn.mean of empty data                   CONST: the reference's output (it reads nothing)
-    nn.global_avg_pool2d "mlas"/"torch_cpu"  FGAPL: MLAS's 4 lanes or ATen's cascade sum as
-      over more than conv_lower's limit       loops (FGAP's straight-line adds stop there)
+    (FGAPL, the kernel of conv_lower.lower_fgap's long global averages, is reduce_kernels')
 
 numpy's float32 ``np.sum(x, axis)`` of a C-contiguous array (numpy_sum_loops): size-1 axes
 drop out; when the innermost remaining axis is reduced, the trailing run of reduced axes is one
@@ -33,7 +32,6 @@ from partita.ir import Constant
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier
 from partita.ops.tensor_reduce import reduce_axes
 
-from . import conv_lower
 from .qlower import legacy_mean, mean_params
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -127,19 +125,4 @@ def _lower_legacy(low, call, shape, axes, consts) -> bool:
     return True
 
 
-def lower_fgap_loop(low, call) -> bool:
-    """nn.global_avg_pool2d in MLAS's or PyTorch's float32 order over more pixels than FGAP's
-    straight-line code takes: FGAPL, the same adds in loops."""
-    a, x = call.attrs, call.args[0]
-    shape = x.checked_type.shape
-    if (a.accumulate not in ("mlas", "torch_cpu") or x.checked_type.dtype != "float32"
-            or len(shape) != 4):
-        return False
-    pixels = int(shape[a.layout.index("H")]) * int(shape[a.layout.index("W")])
-    if pixels <= conv_lower.MAX_POOL_PIXELS:
-        return False  # conv_lower.lower_fgap's FGAP
-    low.emit("FGAPL", call, [low.src(x)], {"accumulate": a.accumulate, "layout": a.layout})
-    return True
-
-
-__all__ = ["lower_fgap_loop", "lower_qmean_more", "numpy_sum_loops"]
+__all__ = ["lower_qmean_more", "numpy_sum_loops"]

@@ -20,8 +20,9 @@ import numpy as np
 
 from partita.ops.nn_common import layout_dims
 
-from .conv_lower import VEC, const_value, epilogue, refuse
-from .fdense_lower import gemm_bias
+from .conv_lower import VEC, const_value, epilogue
+from .errors import refuse
+from .fdense_lower import emit_mlas_gemm
 from .int_products import emit_gconv
 from .sum_order import ConvShape, Unreproduced, conv_tiles, gemm_tiles
 
@@ -100,33 +101,17 @@ def lower_runtime_dense(low, call) -> bool:
         refuse(call, "a bias computed at run time (FDENSE adds a constant one)")
     if a.accumulate == "exact" or not _runtime_float(low, call):
         return False
-    x, w = call.args[:2]
+    w = call.args[1]
     tb = a.transpose_b if call.op.name == "nn.gemm" else True
     wshape = [int(d) for d in w.checked_type.shape]
     k, n = (wshape[1], wshape[0]) if tb else (wshape[0], wshape[1])
-    rows = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
-    bias = gemm_bias(low, call, n) if call.op.name == "nn.gemm" else None
-    try:
-        tiles = gemm_tiles(a.accumulate, rows, n, k, a.threads, tb, bias is not None)
-    except Unreproduced as e:
-        refuse(call, str(e))
-    mp = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
-    # [K][Mp]: B = weight.T when transpose_b (weight [N][K]), else the weight ([K][N])
-    pack = {"G": 1, "M": n, "Mp": mp, "gstride": 0, "mstride": k if tb else 1,
-            "kdims": [[k, 1 if tb else n]]}
-    packed = low.scratch("WPACK", [low.src(w)], (1, k, mp), F32, pack)
-    params = {"images": 1, "size": rows, "G": 1, "M": n, "Kg": k, "lda": k, "Mp": mp, "O": n,
-              "bias": "none",
-              "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(x) for x in t.blocks]] for t in tiles]}
-    arrays = {}
-    if bias is not None:
-        params["bias"] = "init"
-        arrays["bias"] = np.concatenate([bias, np.zeros(mp - n, np.float32)])
-        last = call
-    else:
-        last = epilogue(low, call, n, params, arrays, True, mp)
-    low.emit("FCONV", last, [low.src(x), packed], params, arrays)
-    return True
+
+    def packed(mp):  # [K][Mp]: B = weight.T when transpose_b (weight [N][K]), else the weight
+        pack = {"G": 1, "M": n, "Mp": mp, "gstride": 0, "mstride": k if tb else 1,
+                "kdims": [[k, 1 if tb else n]]}
+        return low.scratch("WPACK", [low.src(w)], (1, k, mp), F32, pack)
+
+    return emit_mlas_gemm(low, call, k, n, tb, packed)
 
 
 def lower_mlas_bmm(low, call) -> bool:

@@ -20,7 +20,7 @@ from partita.ops.nn_common import layout_dims
 from partita.ops.nn_image import _linear_taps, resize_coordinates
 from partita.ops.nn_pool import pool_counts, pool_out_dims
 
-from .errors import LLVMError
+from .errors import refuse
 
 SPATIAL_OPS = ("nn.avg_pool2d", "image.resize2d")
 
@@ -29,10 +29,6 @@ def where(call) -> str:
     """The op's name and span, as lower.py names a refused op."""
     name = call.op.name
     return name + (f" ({call.span})" if call.span is not None else "")
-
-
-def refuse(call, reason: str):
-    raise LLVMError(f"llvm cannot compile {where(call)}: {reason}")
 
 
 def lower_spatial(low, call, name: str) -> bool:

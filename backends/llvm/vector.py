@@ -177,9 +177,6 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         q = [b.call(madd, [_part(b, a16, i, 16), _part(b, w16, i, 16)]) for i in range(4)]
         return b.add(acc, _concat(b, _concat(b, q[0], q[1]), _concat(b, q[2], q[3])))
 
-    def _intrinsic(self, name, ret, args):
-        return self.module.declare_intrinsic(name, (), ir.FunctionType(ret, args))
-
     # -- convolution / dense ----------------------------------------------------------------------
     def k_vconv(self, k):
         """The convolution; with ``threads`` 2 the output rows (a pointwise convolution's

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.lower import LLVMError
-from test_llvm_ops_more import sample
+from test_llvm_ops_more import assert_same_bits, run_llvm, sample
 
 import partita as P
 from partita.ir import Function, IRModule, TensorType, Var
@@ -32,20 +32,9 @@ def _isa(isa: str) -> str:
 
 def check(params, out, kinds, seed=0, isa="plain", feeds=None):
     """Build for ``llvm -isa=...`` (one region with ``kinds``), run: the interpreter's bits."""
-    mod = IRModule({"main": Function(params, out)})
-    exe = P.build(mod, f"llvm -isa={_isa(isa)}")
-    assert [s.target for s in exe.steps] == ["llvm"]
-    assert kinds <= {k.split()[0] for k in exe.steps[0].region.kernels}
-    rng = np.random.default_rng(seed)
-    if feeds is None:
-        feeds = [np.asarray(sample(rng, p.type_annotation.shape, p.type_annotation.dtype))
-                 for p in params]  # fmt: skip
-    got = exe.run(*feeds)
-    got = got if isinstance(got, (list, tuple)) else [got]
-    for g, w in zip(got, P.interpret(mod, feeds)):
-        g, w = np.ascontiguousarray(g), np.ascontiguousarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape
-        assert np.array_equal(g.view(np.uint8), w.view(np.uint8))
+    assert_same_bits(*run_llvm(params, out, kinds, seed, feeds,
+                               lambda rng, shape, dtype: np.asarray(sample(rng, shape, dtype)),
+                               target=f"llvm -isa={_isa(isa)}"))
 
 
 # ---- nn.pad with a run-time pad value ----------------------------------------------------------

@@ -36,23 +36,34 @@ def sample(rng, shape, dtype, span=None):
     return rng.integers(lo, hi + 1, shape, dtype=np.int64).astype(dtype)
 
 
-def assert_exact(params, out, kinds=None, seed=0, span=None, feeds=None):
-    """Build for llvm (one region), run on random inputs: the same bits as the interpreter."""
+def run_llvm(params, out, kinds=None, seed=0, feeds=None, draw=sample, target="llvm"):
+    """Build Function(params, out) for ``target`` (one llvm region, with ``kinds`` among its
+    kernels), run it on ``feeds`` (or ``draw(rng, shape, dtype)`` per parameter): the
+    outputs and the interpreter's, as lists of contiguous arrays."""
     mod = IRModule({"main": Function(params, out)})
-    exe = P.build(mod, "llvm")
+    exe = P.build(mod, target)
     assert [s.target for s in exe.steps] == ["llvm"]
     if kinds is not None:
         assert kinds <= {k.split()[0] for k in exe.steps[0].region.kernels}
     rng = np.random.default_rng(seed)
     if feeds is None:
-        feeds = [sample(rng, p.type_annotation.shape, p.type_annotation.dtype, span)
-                 for p in params]  # fmt: skip
+        feeds = [draw(rng, p.type_annotation.shape, p.type_annotation.dtype) for p in params]
     got = exe.run(*feeds)
     got = got if isinstance(got, (list, tuple)) else [got]
-    for g, w in zip(got, P.interpret(mod, feeds)):
-        g, w = np.ascontiguousarray(g), np.ascontiguousarray(w)
+    return ([np.ascontiguousarray(g) for g in got],
+            [np.ascontiguousarray(w) for w in P.interpret(mod, feeds)])
+
+
+def assert_same_bits(got, want):
+    for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         assert np.array_equal(g.view(np.uint8), w.view(np.uint8))  # bits: -0.0, nan too
+
+
+def assert_exact(params, out, kinds=None, seed=0, span=None, feeds=None):
+    """Build for llvm (one region), run on random inputs: the same bits as the interpreter."""
+    assert_same_bits(*run_llvm(params, out, kinds, seed, feeds,
+                               lambda rng, shape, dtype: sample(rng, shape, dtype, span)))
 
 
 @settings(max_examples=30, deadline=None)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.lower import LLVMError
+from test_llvm_ops_more import run_llvm
 
 import partita as P
 from partita.ir import Function, IRModule, TensorType, Tuple, TupleGetItem, Var, const
@@ -35,18 +36,8 @@ def draw(rng, shape, dtype, p_true=0.5):
 
 def build_run(params, out, feeds=None, seed=0, kinds=None, p_true=0.5):
     """Build for llvm (one region, with ``kinds`` among its kernels), run; (got, want) lists."""
-    mod = IRModule({"main": Function(params, out)})
-    exe = P.build(mod, "llvm")
-    assert [s.target for s in exe.steps] == ["llvm"]
-    if kinds is not None:
-        assert kinds <= {k.split()[0] for k in exe.steps[0].region.kernels}
-    rng = np.random.default_rng(seed)
-    if feeds is None:
-        feeds = [draw(rng, p.type_annotation.shape, p.type_annotation.dtype, p_true)
-                 for p in params]  # fmt: skip
-    got = exe.run(*feeds)
-    got = got if isinstance(got, (list, tuple)) else [got]
-    return [np.ascontiguousarray(g) for g in got], P.interpret(mod, feeds)
+    return run_llvm(params, out, kinds, seed, feeds,
+                    lambda rng, shape, dtype: draw(rng, shape, dtype, p_true))
 
 
 def assert_bits(got, want):
