@@ -24,6 +24,7 @@ from partita.ir import (
     Var,
     assert_structural_equal,
     const,
+    fingerprint,
     structural_equal,
     var,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "assert_structural_equal",
     "build",
     "evaluate",
+    "fingerprint",
     "astext",
     "const",
     "get_op",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import os
 import threading
 import time
@@ -35,6 +36,7 @@ from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
 from .memory import plan_arena
 from .pool import ALONE, TwoModes
+from .region_cache import fetch, keep, region_key
 from .vplan import ISAS
 
 DRIVER = "partita_run"
@@ -165,10 +167,11 @@ def load_region(data: bytes) -> LLVMRegion:
         meta = json.loads(data[4 : 4 + n])
         consts, at = [], 4 + n
         for dtype, shape in meta["consts"]:
-            size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            count = math.prod(shape)
+            size = count * np.dtype(dtype).itemsize
             if at + size > len(data):
                 raise ValueError("truncated constants")
-            consts.append(np.frombuffer(data[at : at + size], dtype).reshape(shape).copy())
+            consts.append(np.frombuffer(data, dtype, count, at).reshape(shape).copy())
             at += size
         return LLVMRegion(
             meta["name"],
@@ -207,18 +210,31 @@ def resolve_isa(options: dict) -> str:
 
 
 def compile_region(function, options: dict) -> LLVMRegion:
-    """Lower, generate IR, compile (or fetch from the cache), load."""
+    """The region from the region cache (region_cache.py), else: lower, generate IR, compile
+    (or fetch the object code from its cache), load."""
     options = options or {}
     isa = resolve_isa(options)
     threads = int(options.get("threads") or 1)
     if threads not in (1, 2):
         raise LLVMError(f"llvm: threads must be 1 or 2, got {threads}")
-    plan = lower(function, isa, threads)
     native = options.get("mcpu") in (None, "native")
     features = isa_features(isa) if native and isa in ("avx2", "avxvnni") else None
+    key = region_key(function, isa, threads, options.get("mcpu"), features)
+    data = fetch(key)
+    if data is not None:
+        try:
+            return load_region(data)
+        except LLVMError:
+            pass  # a corrupt entry with a matching checksum: rebuilt below
+    region = _compile_region(function, isa, threads, options.get("mcpu"), features)
+    keep(key, region.to_bytes())
+    return region
+
+
+def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMRegion:
+    plan = lower(function, isa, threads)
     obj, cached = compile_parts(
-        generate_parts(plan), options.get("mcpu"), features, plan_digest(plan),
-        unroll=wants_unrolling(plan),
+        generate_parts(plan), mcpu, features, plan_digest(plan), unroll=wants_unrolling(plan)
     )
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     ins, _ = region_types(function)

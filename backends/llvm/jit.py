@@ -134,12 +134,14 @@ def cache_dir() -> Path:
     return Path(os.environ.get("PARTITA_CACHE_DIR") or Path.home() / ".cache" / "partita" / "llvm")
 
 
-def _key(material: bytes, cpu, features) -> Path:
+def key_path(material: bytes, cpu, features, suffix: str = ".o") -> Path:
+    """The cache entry for ``material`` compiled for ``cpu`` and ``features`` on this host."""
     head = (host_key() + f"|{cpu}|{features}\n").encode()
-    return cache_dir() / f"{hashlib.sha256(head + material).hexdigest()}.o"
+    return cache_dir() / f"{hashlib.sha256(head + material).hexdigest()}{suffix}"
 
 
-def _cached(path: Path) -> bytes | None:
+def read_entry(path: Path) -> bytes | None:
+    """The entry's bytes, or None if it is missing or its checksum does not match."""
     try:
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() == path.with_suffix(".sha256").read_text().strip():
@@ -149,7 +151,7 @@ def _cached(path: Path) -> bytes | None:
     return None
 
 
-def _store(path: Path, data: bytes) -> None:
+def write_entry(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -186,12 +188,12 @@ def compile_ir(
     whether it came from the cache. ``text`` may be a function that makes the IR, and ``source``
     what it is made from: then the key hashes ``source`` and a cache hit never builds the IR."""
     material = source if source is not None else (text() if callable(text) else text).encode()
-    path = _key(material, cpu, features)
-    data = _cached(path)
+    path = key_path(material, cpu, features)
+    data = read_entry(path)
     if data is not None:
         return data, True
     data = _compile(text() if callable(text) else text, cpu, features)
-    _store(path, data)
+    write_entry(path, data)
     return data, False
 
 
@@ -208,8 +210,8 @@ def compile_parts(
     loop unroller off (kernels unrolled by hand lose nothing and compile ~30% faster). Returns
     one blob (``MAGIC``, then each object's length and bytes) that ``Loaded`` takes."""
     tag = "" if unroll else "|no-unroll"
-    paths = [_key(source + f"|part{i}{tag}".encode(), cpu, features) for i in range(len(texts))]
-    objs = [_cached(p) for p in paths]
+    paths = [key_path(source + f"|part{i}{tag}".encode(), cpu, features) for i in range(len(texts))]
+    objs = [read_entry(p) for p in paths]
     cached = all(o is not None for o in objs)
     missing = [i for i, o in enumerate(objs) if o is None]
     parallel = hasattr(os, "fork") and os.environ.get("PARTITA_COMPILE_JOBS", "2") != "1"
@@ -222,7 +224,7 @@ def compile_parts(
     for i, pid, fd in children:
         objs[i] = _collect(pid, fd) or _compile(texts[i](), cpu, features, unroll)
     for i in missing:
-        _store(paths[i], objs[i])
+        write_entry(paths[i], objs[i])
     blob = MAGIC + len(objs).to_bytes(4, "little")
     for o in objs:
         blob += len(o).to_bytes(8, "little") + o

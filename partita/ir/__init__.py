@@ -20,7 +20,12 @@ from .nodes import (
 from .op import get_op, list_ops, register_op
 from .refs import RefCreate, RefRead, RefWrite
 from .span import Span
-from .structural import StructuralMismatch, assert_structural_equal, structural_equal
+from .structural import (
+    StructuralMismatch,
+    assert_structural_equal,
+    fingerprint,
+    structural_equal,
+)
 from .types import DTYPES, RefType, TensorType, TupleType, Type
 from .visitor import (
     ExprMutator,
@@ -64,6 +69,7 @@ __all__ = [
     "Type",
     "Var",
     "assert_structural_equal",
+    "fingerprint",
     "children",
     "const",
     "free_vars",

@@ -7,13 +7,30 @@ parameters pair by position; free variables pair by name.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+
 import numpy as np
 
 from partita.errors import PartitaError
 
 from .module import IRModule
-from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .nodes import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from .refs import REF_NODES, ref_inputs
+from .visitor import children, post_order
 
 
 class StructuralMismatch(PartitaError, AssertionError):
@@ -178,8 +195,7 @@ def _bind_params(xs, ys, comparer: _Comparer, what: str) -> str | None:
     for p, q in zip(xs, ys):
         if p.type_annotation != q.type_annotation:
             return (
-                f"type of {what} %{p.name_hint} differs: "
-                f"{p.type_annotation} vs {q.type_annotation}"
+                f"type of {what} %{p.name_hint} differs: {p.type_annotation} vs {q.type_annotation}"
             )
         if id(p) in comparer.lmap or id(q) in comparer.rmap:
             if comparer.lmap.get(id(p)) is not q:
@@ -210,3 +226,96 @@ def _excerpt(node) -> str:
 def _attrs_text(attrs) -> str:
     d = getattr(attrs, "__dict__", None)
     return ", ".join(f"{k}={v!r}" for k, v in d.items()) if d else ""
+
+
+def fingerprint(expr: Expr, names: bool = True) -> bytes:
+    """A SHA-256 digest of everything that defines ``expr``: its graph (sharing included), ops,
+    attributes, types, constants bit for bit and, when ``names``, spans and variable names.
+
+    Equal fingerprints mean structurally equal expressions (the converse fails only where
+    structural_equal is looser: -0.0 against 0.0, NaN payloads, and the names it ignores), so a
+    fingerprint can key a cache of what is compiled from an expression. Raises TypeError for an
+    attribute value it cannot encode exactly, rather than guess.
+    """
+    records, blobs = _records(expr, names)
+    h = hashlib.sha256(b"partita.fingerprint.v1\0")
+    h.update(repr(records).encode())
+    for data in blobs:  # their sizes are in the records
+        h.update(data.tobytes())
+    return h.digest()
+
+
+def _records(expr: Expr, names: bool) -> tuple[list, list]:
+    """One record per node (post-order; inputs as positions) and the constants' arrays."""
+    order = post_order(expr)
+    index = {id(n): i for i, n in enumerate(order)}
+    records, blobs = [], []
+    for node in order:
+        kind = type(node)
+        if kind is Call:
+            op = node.op
+            callee = op.name if isinstance(op, Op) else getattr(op, "name_hint", None)
+            local = (type(op).__name__, callee, _encode(node.attrs))
+        elif kind is Constant:
+            data = np.ascontiguousarray(node.data)
+            blobs.append(data)
+            local = (data.dtype.str, data.shape, data.nbytes)
+        elif kind is Var:
+            local = (node.name_hint if names else None, repr(node.type_annotation))
+        elif kind is Function:
+            # the annotated result type matters only until the function is typed
+            ret = repr(node.ret_type) if node.type_or_none is None else None
+            local = (_encode(dict(node.attrs or {})), ret, len(node.params))
+        elif kind is TupleGetItem:
+            local = (node.index,)
+        elif kind is GlobalVar:
+            local = (node.name_hint,)
+        elif kind in (Tuple, If, Let) or kind in REF_NODES:
+            local = ()
+        else:
+            raise TypeError(f"fingerprint: unknown node kind {kind.__name__}")
+        records.append(
+            (
+                kind.__name__,
+                tuple(index[id(k)] for k in children(node)),
+                local,
+                _encode(node.span) if names else None,
+                repr(node.type_or_none) if node.type_or_none is not None else None,
+            )
+        )
+    return records, blobs
+
+
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def _encode(value):
+    """``value`` as nested tuples of Python scalars whose repr tells any two values apart."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple or kind is list:
+        if all(type(v) in _PLAIN for v in value):
+            return value  # repr tells a tuple from a list
+        return (kind.__name__, *(_encode(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", *sorted((repr(_encode(k)), _encode(v)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        return ("ndarray", data.dtype.str, data.shape, hashlib.sha256(data.tobytes()).hexdigest())
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str, value.tobytes().hex())
+    if isinstance(value, Op):
+        return ("op", value.name)
+    names = _field_names(kind)
+    if names is None:
+        raise TypeError(f"fingerprint: cannot encode a {kind.__name__} attribute exactly")
+    return (kind.__qualname__, *((n, _encode(getattr(value, n))) for n in names))
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple | None:
+    """A dataclass's field names (attribute schemas, spans), else None."""
+    if not dataclasses.is_dataclass(kind):
+        return None
+    return tuple(f.name for f in dataclasses.fields(kind))
