@@ -15,6 +15,7 @@ import math
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 from partita.backends.compiled import CompiledRegion, OpProfile, region_types
@@ -35,7 +36,7 @@ from .kernels import call_args, constants, generate_parts, signature, wants_unro
 from .layout import LLVMConvertLayout
 from .lower import LLVMError, lower, plan_digest
 from .memory import plan_arena
-from .pool import ALONE, TwoModes
+from .pool import ALONE, SHUTDOWN, TwoModes
 from .region_cache import fetch, keep, region_key
 from .vplan import ISAS
 
@@ -81,6 +82,10 @@ class LLVMRegion(CompiledRegion):
         self._run = self._loaded.function(DRIVER, [ctypes.c_void_p])
         self._alone = (self._loaded.function(ALONE, [ctypes.c_void_p])
                        if self._loaded.engine.get_function_address(ALONE) else None)
+        if self._loaded.engine.get_function_address(SHUTDOWN):
+            # the worker thread runs this engine's code: stopped before the engine goes
+            weakref.finalize(self, _stop_worker, self._loaded.function(SHUTDOWN, []),
+                             self._loaded)
         self.modes = TwoModes()  # -threads=2: with or without the worker, by measured speed
 
     def _views(self):
@@ -158,6 +163,12 @@ class LLVMRegion(CompiledRegion):
         ).encode()
         blob = b"".join(c.tobytes() for c in self.consts)
         return len(meta).to_bytes(4, "little") + meta + blob + self.obj
+
+
+def _stop_worker(shutdown, loaded) -> None:
+    """Join the region's worker thread (``loaded``, its engine, is an argument so that it lives
+    until then)."""
+    shutdown()
 
 
 def load_region(data: bytes) -> LLVMRegion:
@@ -271,8 +282,9 @@ backend = Backend(
         "threads": Option(
             "1",
             ("1", "2"),
-            "2: large float matrix products split over a second thread (started and joined per "
-            "product; a busy core only delays it)",
+            "2: large kernels split in halves, the second for a worker thread kept across "
+            "calls (a busy core only delays it; each call takes whichever driver, with or "
+            "without the worker, measured faster lately)",
         ),
     },
     description="the host CPU: native code generated with llvmlite (one call per segment)",

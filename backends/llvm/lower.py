@@ -243,7 +243,8 @@ class _Lowering:
             table = lut2_table(call, dtypes, out)
             if self.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
                 # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
-                params["gather"] = "vnni" if self.isa == "amx" else self.isa
+                params.update(gather="vnni" if self.isa == "amx" else self.isa, **(
+                    {"threads": 2} if self.threads > 1 and np.prod(oshape) >= 4096 else {}))
                 table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])
             return self.emit("LUT2", call, [self.src(d) for d in data], params, {"table": table})
         if lower_float(self, call, name):

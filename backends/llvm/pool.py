@@ -1,16 +1,23 @@
-"""Two cores for one inference: a worker thread per driver call, and halves of kernels claimed.
+"""Two cores for one inference: a worker thread kept across driver calls, and halves of kernels
+claimed.
 
-The driver (``partita_run``) of a plan with a split kernel starts one POSIX thread, owns the
-module's job slot for the call, and joins the thread before it returns. A split kernel publishes
-its second half (a function and its pointer table) under a new job number, runs its first half,
-then claims the second with a compare-and-swap: if the worker took it first, the kernel waits
-for the worker's done number; otherwise (the worker is late: the other core is busy, or no
-worker exists because the kernel was called on its own, by another thread, or thread creation
-failed) it runs the second half itself. So no kernel ever waits for a thread that has not
-started, and the results are the same bits either way (each half writes its own outputs). A
-long wait marks the run slow: its remaining kernels run both halves here. Whether a run starts
-the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``, whichever
-measured faster lately).
+The first driver call (``partita_run``) of a plan with a split kernel in a process starts one
+POSIX thread, the worker; it stays for later calls. A driver call owns the module's job slot
+for the call (another thread calling at the same time runs without the worker) and wakes the
+worker if it sleeps. A split kernel publishes its second half (a function and its pointer
+table) under a new job number, runs its first half, then claims the second with a
+compare-and-swap: if the worker took it first, the kernel waits for the worker's done number;
+otherwise (the worker is late: the other core is busy, it is still waking up, or no worker
+exists because the kernel was called on its own, by another thread, or thread creation failed)
+it runs the second half itself. So no kernel ever waits for a thread that has not started, and
+the results are the same bits either way (each half writes its own outputs). A long wait marks
+the run slow: its remaining kernels run both halves here. Between calls the worker spins for
+IDLE_SPINS pauses (back-to-back inferences find it awake), then sleeps on a futex until the next
+call wakes it. ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the
+region is collected, and at exit); a forked child starts a worker of its own. Whether a call
+uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``,
+whichever measured faster lately). Linux only (futex), as is the rest of the backend's
+threading.
 """
 
 from __future__ import annotations
@@ -22,10 +29,17 @@ from llvmlite import ir
 
 from .codegen import I64, c64
 
+I32 = ir.IntType(32)
+
 PTR = ir.PointerType()
 ALONE = "partita_run_alone"  # the driver without a worker
 PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
-SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow")  # i64 globals
+# i64 globals; "pid": the process whose worker "tid" runs (0: none yet)
+SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", "pid", "tid")
+WORDS = ("epoch", "sleeping")  # i32 globals: the futex word the worker sleeps on, and its flag
+IDLE_SPINS = 1 << 11  # pauses the worker waits for the next call before it sleeps (~0.1 ms)
+SHUTDOWN = "partita_pool_shutdown"
+SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
 # pause instructions waited for the worker before the run counts as slow (its remaining kernels
 # then run both halves here): at least WAIT, or a kernel's multiply-adds >> WAIT_SHIFT (a float
 # product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
@@ -40,7 +54,7 @@ class ThreadPool:
     def pool_global(self, name: str):
         g = self.module.globals.get(f"partita_pool_{name}")
         if g is None:
-            ty = PTR if name in JOB else I64
+            ty = PTR if name in JOB else I32 if name in WORDS else I64
             g = ir.GlobalVariable(self.module, ty, f"partita_pool_{name}")
             g.linkage = "internal"
             g.initializer = ir.Constant(ty, None)
@@ -59,6 +73,25 @@ class ThreadPool:
     def self_id(self, b):
         return b.call(self.extern("pthread_self", I64, []), [])
 
+    def pid(self, b):
+        return b.sext(b.call(self.extern("getpid", I32, []), []), I64)
+
+    def futex(self, b, op: int, value) -> None:
+        """``syscall(SYS_futex, &epoch, op, value, NULL)``: wait while epoch == value, or wake
+        ``value`` waiters."""
+        fn = self.module.globals.get("syscall") or ir.Function(
+            self.module, ir.FunctionType(I64, [I64], var_arg=True), "syscall"
+        )
+        b.call(fn, [c64(SYS_FUTEX), self.pool_global("epoch"), c64(op), value,
+                    ir.Constant(PTR, None)])
+
+    def wake(self, b, g) -> None:
+        """A new epoch, and a futex wake if the worker sleeps (or is about to: see nap)."""
+        b.atomic_rmw("add", g["epoch"], ir.Constant(I32, 1), "seq_cst")
+        sleeping = b.load_atomic(g["sleeping"], "seq_cst", 4, typ=I32)
+        with b.if_then(b.icmp_signed("!=", sleeping, ir.Constant(I32, 0))):
+            self.futex(b, FUTEX_WAKE_PRIVATE, c64(1))
+
     def worker(self) -> ir.Function:
         """``ptr partita_pool_worker(ptr)``, declared here; ``pool_finish`` writes its body once
         every split kernel has registered its second half."""
@@ -70,22 +103,26 @@ class ThreadPool:
 
     def pool_finish(self) -> None:
         """The worker: claim and run each new job (a switch over the registered second halves)
-        until quit."""
+        until quit, napping on the futex when no call has come for IDLE_SPINS pauses; and
+        ``partita_pool_shutdown``."""
         parts = getattr(self, "pool_parts", [])
         if not parts:
             return
         fn = self.worker()
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        g = {n: self.pool_global(n) for n in SLOTS + JOB}
-        last = b.alloca(I64)
-        b.store(c64(0), last)
-        loop, job, idle, end = (fn.append_basic_block(n) for n in ("loop", "job", "idle", "end"))
+        g = {n: self.pool_global(n) for n in SLOTS + JOB + WORDS}
+        last, idle = b.alloca(I64), b.alloca(I64)
+        b.store(b.load_atomic(g["seq"], "acquire", 8, typ=I64), last)
+        b.store(c64(0), idle)
+        names = ("loop", "job", "idle", "spin", "nap", "end")
+        loop, job, wait, spin, nap, end = (fn.append_basic_block(n) for n in names)
         b.branch(loop)
         b.position_at_end(loop)
         s = b.load_atomic(g["seq"], "acquire", 8, typ=I64)
-        b.cbranch(b.icmp_signed("!=", s, b.load(last, typ=I64)), job, idle)
+        b.cbranch(b.icmp_signed("!=", s, b.load(last, typ=I64)), job, wait)
         b.position_at_end(job)
         b.store(s, last)
+        b.store(c64(0), idle)
         won = b.extract_value(b.cmpxchg(g["claimed"], b.sub(s, c64(1)), s, "acq_rel", "acquire"),
                               1)
         run, finished = fn.append_basic_block("run"), fn.append_basic_block("finished")
@@ -102,41 +139,78 @@ class ThreadPool:
         b.position_at_end(finished)
         b.store_atomic(s, g["done"], "release", 8)
         b.branch(loop)
-        b.position_at_end(idle)
+        b.position_at_end(wait)
         quit_ = b.load_atomic(g["quit"], "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("!=", quit_, c64(0)), end, spin)
+        b.position_at_end(spin)
         self.pause(b)
-        b.cbranch(b.icmp_signed("!=", quit_, c64(0)), end, loop)
+        n = b.add(b.load(idle, typ=I64), c64(1))
+        b.store(n, idle)
+        b.cbranch(b.icmp_signed("<", n, c64(IDLE_SPINS)), loop, nap)
+        # nap: announce the sleep, then sleep only if no call is running, no job is new and the
+        # epoch is unchanged (a call's wake either sees the flag or changed the epoch first)
+        b.position_at_end(nap)
+        epoch = b.load_atomic(g["epoch"], "acquire", 4, typ=I32)
+        b.store_atomic(ir.Constant(I32, 1), g["sleeping"], "seq_cst", 4)
+        calm = b.and_(
+            b.icmp_signed("==", b.load_atomic(g["active"], "seq_cst", 8, typ=I64), c64(0)),
+            b.icmp_signed("==", b.load_atomic(g["seq"], "seq_cst", 8, typ=I64),
+                          b.load(last, typ=I64)),
+        )
+        calm = b.and_(calm, b.icmp_signed(
+            "==", b.load_atomic(g["quit"], "seq_cst", 8, typ=I64), c64(0)))
+        with b.if_then(calm):
+            self.futex(b, FUTEX_WAIT_PRIVATE, b.zext(epoch, I64))
+        b.store_atomic(ir.Constant(I32, 0), g["sleeping"], "release", 4)
+        b.store(c64(0), idle)
+        b.branch(loop)
         b.position_at_end(end)
         b.ret(ir.Constant(PTR, None))
+        self.pool_shutdown(g)
+
+    def pool_shutdown(self, g) -> None:
+        """``void partita_pool_shutdown(void)``: stop and join this process's worker, if any."""
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), []), SHUTDOWN)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ours = b.icmp_signed("==", b.load(g["pid"], typ=I64), self.pid(b))
+        with b.if_then(ours):
+            b.store_atomic(c64(1), g["quit"], "seq_cst", 8)
+            self.wake(b, g)
+            self.futex(b, FUTEX_WAKE_PRIVATE, c64(1))  # whatever the flag said
+            join = self.extern("pthread_join", I32, [I64, PTR])
+            b.call(join, [b.load(g["tid"], typ=I64), ir.Constant(PTR, None)])
+            b.store(c64(0), g["pid"])
+            b.store_atomic(c64(0), g["quit"], "release", 8)
+        b.ret_void()
 
     def pool_start(self, b):
-        """In the driver: own the job slot (or leave the kernels to run both halves), start the
-        worker; returns the thread id slot for ``pool_stop``."""
-        g = {n: self.pool_global(n) for n in SLOTS}
-        tid = b.alloca(I64)
+        """In the driver: own the job slot (or leave the kernels to run both halves); start this
+        process's worker on its first call, wake it on later ones; returns what ``pool_stop``
+        needs."""
+        g = {n: self.pool_global(n) for n in SLOTS + WORDS}
         mine = b.alloca(I64)
         b.store(c64(0), mine)
-        owned = b.extract_value(b.cmpxchg(g["active"], c64(0), c64(1), "acq_rel", "acquire"), 1)
+        owned = b.extract_value(b.cmpxchg(g["active"], c64(0), c64(1), "seq_cst", "seq_cst"), 1)
         with b.if_then(owned):
-            for name in ("seq", "claimed", "done", "quit"):
-                b.store_atomic(c64(0), g[name], "release", 8)
+            b.store(c64(1), mine)
             b.store_atomic(self.self_id(b), g["owner"], "release", 8)
-            create = self.extern("pthread_create", ir.IntType(32), [PTR, PTR, PTR, PTR])
-            rc = b.call(create, [tid, ir.Constant(PTR, None), self.worker(),
-                                 ir.Constant(PTR, None)])
-            started = b.icmp_signed("==", rc, ir.Constant(ir.IntType(32), 0))
-            b.store(b.select(started, c64(1), c64(2)), mine)  # 2: owned, but no worker
-        return tid, mine
+            pid = self.pid(b)
+            with b.if_else(b.icmp_signed("==", b.load(g["pid"], typ=I64), pid)) as (known, new):
+                with known:
+                    self.wake(b, g)
+                with new:  # the first call in this process (or in a forked child)
+                    for name in ("seq", "claimed", "done", "quit"):
+                        b.store_atomic(c64(0), g[name], "release", 8)
+                    create = self.extern("pthread_create", I32, [PTR, PTR, PTR, PTR])
+                    rc = b.call(create, [g["tid"], ir.Constant(PTR, None), self.worker(),
+                                         ir.Constant(PTR, None)])
+                    with b.if_then(b.icmp_signed("==", rc, ir.Constant(I32, 0))):
+                        b.store(pid, g["pid"])
+        return mine
 
-    def pool_stop(self, b, state) -> None:
-        tid, mine = state
+    def pool_stop(self, b, mine) -> None:
         g = {n: self.pool_global(n) for n in SLOTS}
-        m = b.load(mine, typ=I64)
-        with b.if_then(b.icmp_signed("!=", m, c64(0))):
-            b.store_atomic(c64(1), g["quit"], "release", 8)
-            with b.if_then(b.icmp_signed("==", m, c64(1))):
-                join = self.extern("pthread_join", ir.IntType(32), [I64, PTR])
-                b.call(join, [b.load(tid, typ=I64), ir.Constant(PTR, None)])
+        with b.if_then(b.icmp_signed("!=", b.load(mine, typ=I64), c64(0))):
             b.store_atomic(c64(0), g["owner"], "release", 8)
             # across runs, TwoModes (measured run times) decides whether the worker pays
             b.store(c64(0), g["slow"])

@@ -156,9 +156,18 @@ class ScalarKernels:
         shape, strides = k.params["out_shape"], k.params["strides"]
         dense = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
         flat = all(shape[i] == 1 or s[i] == dense[i] for s in strides for i in range(len(shape)))
-        total, start = int(np.prod(shape)), 0
-        if k.params.get("gather"):  # whole vectors by gathers (vector.py), the tail below
-            start = self.lut2_gather(b, (x1, x2), y, table, total, offs, k.params["gather"])
+        total, start, isa = int(np.prod(shape)), 0, k.params.get("gather")
+        if isa and k.params.get("threads", 1) > 1:  # the vectors in halves, one per thread
+            steps = total // (16 if isa == "vnni" else 8)
+            parts = [
+                self.part_function(k, f"p{j}", [x1, x2, y, table], lambda pb, ps, r=r: (
+                    self.lut2_gather(pb, ps[:2], ps[2], ps[3], total, offs, isa, r)))
+                for j, r in enumerate(((0, steps // 2), (steps // 2, steps)))
+            ]
+            self.split_run(k, b, [x1, x2, y, table], parts)
+            start = total - total % (16 if isa == "vnni" else 8)
+        elif isa:  # whole vectors by gathers (vector.py), the tail below
+            start = self.lut2_gather(b, (x1, x2), y, table, total, offs, isa)
         with for_range(b, total - start, "e") as e:
             e = b.add(e, c64(start))
             rest, ia, ib = e, c64(0), c64(0)

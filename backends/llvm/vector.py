@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from .codegen import I8, I32, I64, c64, for_range
 from .vdw import DepthwiseKernels
+from .vplan import by_channels, channel_groups
 from .vstage import OutputStage
 from .vtypes import B64, H16, PTR8, Q32, V8, V16, V32, W64, _concat, _part, kconst, vsplat
 
@@ -111,10 +112,11 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                               ir.Constant(I32, 1)])
 
     # -- two-input tables ------------------------------------------------------------------
-    def lut2_gather(self, b, xs, y, table, total: int, offs, isa: str) -> int:
+    def lut2_gather(self, b, xs, y, table, total: int, offs, isa: str, steps=None) -> int:
         """y[e] = table[a[e] * 256 + b[e]] for whole vectors of ``e`` (16 lanes with AVX-512, 8
-        with AVX2): each lane gathers the 32-bit word at its byte of the table (padded by 4
-        bytes) and keeps the low byte. Returns where the scalar tail starts."""
+        with AVX2; ``steps``: only the vectors [lo, hi)): each lane gathers the 32-bit word at
+        its byte of the table (padded by 4 bytes) and keeps the low byte. Returns where the
+        scalar tail starts."""
         lanes = 16 if isa == "vnni" else 8
         vb, vi = ir.VectorType(I8, lanes), ir.VectorType(I32, lanes)
         if isa == "vnni":
@@ -126,9 +128,9 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             gather = self._intrinsic("llvm.x86.avx2.gather.d.d.256", vi, [vi, PTR8, vi, vi, I8])
             extra = [kconst(vi, -1), ir.Constant(I8, 1)]
         self.prefetch_lines(b, table, 65536)  # a cold table streams in sequentially
-        steps = total // lanes
-        with for_range(b, steps, "v") as v:
-            at = b.mul(v, c64(lanes))
+        lo, hi = steps if steps is not None else (0, total // lanes)
+        with for_range(b, hi - lo, "v") as v:
+            at = b.mul(b.add(v, c64(lo)), c64(lanes))
             a, c = (self.vload(b, x, at, vb) for x in xs)
             # int8 bytes index the table from -128: flipping the top bit adds 128
             a, c = (b.zext(b.xor(v, kconst(vb, -128)) if off else v, vi)
@@ -136,7 +138,7 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             index = b.or_(b.shl(a, kconst(vi, 8)), c)
             words = b.call(gather, [kconst(vi, 0), table, index, *extra])
             b.store(b.trunc(words, vb), b.gep(y, [at], source_etype=I8), align=1)
-        return steps * lanes
+        return hi * lanes
 
     # -- dot products ------------------------------------------------------------------
     def dot4(self, b, acc, a, w, isa, pairs=False):
@@ -196,7 +198,7 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         x, y = args[0], args[-1]
         amx = p["isa"] == "amx"
         accs, out = (None, self.amx_cells(b, p)) if amx else self.conv_cells(b, p)
-        if p.get("prefetch"):
+        if p.get("prefetch") and not (p.get("threads", 1) > 1 and by_channels(k.kind, p)):
             self.prefetch_lines(b, self.vglobals(k)["weights"], p["prefetch"])
         src = x
         if p["pack"]:
@@ -211,10 +213,14 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             return fn
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
-        # one function for any range of rows (or pixel tiles), called by both halves' wrappers
+        # one function for any range of rows (pixel tiles, AMX blocks or channel groups),
+        # called by both halves' wrappers
         ranged = self.ranged(k, names, rows)
-        total = (-(-p["OW"] // p["R"]) if amx else
-                 p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
+        if by_channels(k.kind, p):
+            total = channel_groups(p)
+        else:
+            total = (-(-p["OW"] // p["R"]) if amx else
+                     p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
         halves = [(0, total // 2), (total // 2, total)]
         parts = [
             self.part_function(
@@ -262,6 +268,9 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         r_full, r_tail = divmod(ow, p["R"])
         g_full, v_tail = divmod(nvec, p["V"])
         rows_split = p["OH"] > 1
+        groups = None  # a channel split's [lo, hi) of channel groups (vplan.by_channels)
+        if bounds is not None and by_channels("VCONV", p):
+            groups, bounds = bounds, None
         lo, hi = bounds if bounds is not None else (c64(0), c64(p["OH"] if rows_split else r_full))
         oh0, ohn = (lo, b.sub(hi, lo)) if rows_split else (c64(0), c64(p["OH"]))
         t0, tn = (c64(0), c64(r_full)) if rows_split else (lo, b.sub(hi, lo))
@@ -270,24 +279,30 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             if r_full:
                 with for_range(b, tn, "ot") as t:
                     ox0 = b.mul(b.add(t, t0), c64(p["R"]))
-                    self.conv_group(b, src, y, g, p, accs, out, oy, ox0, p["R"], g_full, v_tail)
+                    self.conv_group(b, src, y, g, p, accs, out, (oy, ox0, p["R"]), groups)
             if r_tail:  # the tail tile: in every row, or with the last of the pixel tiles
                 base = c64(r_full * p["R"])
-                if rows_split:
-                    self.conv_group(b, src, y, g, p, accs, out, oy, base, r_tail, g_full, v_tail)
+                if rows_split or groups is not None:
+                    self.conv_group(b, src, y, g, p, accs, out, (oy, base, r_tail), groups)
                 else:
                     with b.if_then(b.icmp_signed("==", hi, c64(r_full))):
-                        self.conv_group(b, src, y, g, p, accs, out, oy, base, r_tail, g_full,
-                                        v_tail)
+                        self.conv_group(b, src, y, g, p, accs, out, (oy, base, r_tail))
 
-    def conv_group(self, b, src, y, g, p, accs, out, oy, ox0, rows, g_full, v_tail):
-        """The tiles of ``rows`` pixels at (oy, ox0) over every output channel vector."""
-        for vecs, gcount, gbase in ((p["V"], g_full, 0), (v_tail, 1, g_full * p["V"])):
-            if not vecs or not gcount:
-                continue
-            with for_range(b, gcount, "og") as og:
-                o0 = b.mul(b.add(b.mul(og, c64(vecs)), c64(gbase)), c64(16))
-                self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, vecs))
+    def conv_group(self, b, src, y, g, p, accs, out, at, groups=None):
+        """The tiles of ``rows`` pixels at (oy, ox0) (``at``) over every output channel vector,
+        or over the channel groups [lo, hi) of ``groups`` (groups of V vectors, the last one
+        the narrower tail if there is one)."""
+        (oy, ox0, rows), nvec = at, -(-p["OC"] // 16)
+        g_full, v_tail = divmod(nvec, p["V"])
+        lo, hi = groups if groups is not None else (c64(0), c64(g_full + (v_tail > 0)))
+        if g_full:
+            with for_range(b, b.sub(_min(b, hi, g_full), lo), "og") as og:
+                o0 = b.mul(b.add(og, lo), c64(16 * p["V"]))
+                self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
+        if v_tail:
+            with b.if_then(b.icmp_signed(">", hi, c64(g_full))):
+                o0 = c64(16 * p["V"] * g_full)
+                self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, v_tail))
 
     def conv_tile(self, b, src, y, g, p, accs, out, tile):
         oy, ox0, o0, rows, vecs = tile
@@ -405,18 +420,23 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         outputs stored once."""
         m, nvec = p["OW"], -(-p["OC"] // 16)
         blocks = -(-m // p["R"])
+        pairs, odd = divmod(nvec, 2)
         lo, hi = bounds if bounds is not None else (c64(0), c64(blocks))
+        clo, chi = c64(0), c64(pairs + odd)  # channel pairs (a last single vector if odd)
+        if bounds is not None and by_channels("VCONV", p):
+            (lo, hi), (clo, chi) = (c64(0), c64(blocks)), bounds
         self.amx_call(b, "ldtilecfg", b.bitcast(self.amx_config(), PTR8))
         with for_range(b, b.sub(hi, lo), "mb") as i:
             start = b.mul(b.add(i, lo), c64(p["R"]))
             m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
-            pairs, odd = divmod(nvec, 2)
             skip = b.sub(start, m0)  # rows the previous block stored (the last block only)
             if pairs:
-                with for_range(b, pairs, "nb") as j:
-                    self.amx_block(b, src, y, g, p, out, (m0, skip), b.mul(j, c64(2)), 2)
+                with for_range(b, b.sub(_min(b, chi, pairs), clo), "nb") as j:
+                    nb = b.mul(b.add(j, clo), c64(2))
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), nb, 2)
             if odd:
-                self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
+                with b.if_then(b.icmp_signed(">", chi, c64(pairs))):
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
         self.amx_call(b, "tilerelease")
 
     def amx_block(self, b, src, y, g, p, out, rows, nb, vecs):
@@ -446,3 +466,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                 self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
         self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
                            corr=True, skip=skip)
+
+
+def _min(b, value, bound: int):
+    """min(value, bound) for an i64 ``value`` (a loop bound given at run time)."""
+    return b.select(b.icmp_signed(">", value, c64(bound)), c64(bound), value)

@@ -308,6 +308,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
 
 
 AMX_ROWS = 32  # pixels per AMX block: two 16-row A tiles against one or two B tiles
+AMX_SPLIT_BLOCKS = 3  # up to this many blocks in a row, two threads split the channels
 
 
 def amx_fits(geo: dict, params: dict, overread: bool) -> bool:
@@ -355,13 +356,39 @@ THREAD_MACS = {"VCONV": 1 << 19, "VDW": 1 << 17}
 
 def split_worthwhile(kind: str, params: dict) -> bool:
     """Whether a vector kernel's work is large enough for ``-threads=2`` to split it (it needs
-    two output rows, or two full pixel tiles of a pointwise convolution's single row)."""
+    two output rows, or two full pixel tiles of a pointwise convolution's single row, or two
+    AMX pixel blocks, the last one maybe partial)."""
     if kind not in THREAD_MACS:
         return False
     depth = params["C"] if kind == "VCONV" else 1
     macs = params["OH"] * params["OW"] * params["OC"] * params["KH"] * params["KW"] * depth
-    rows = params["OH"] if params["OH"] > 1 else params["OW"] // params.get("R", params["OW"])
+    if by_channels(kind, params):
+        return macs >= THREAD_MACS[kind] and channel_groups(params) >= 2
+    tile = params.get("R", params["OW"])
+    if params.get("isa") == "amx":
+        rows = -(-params["OW"] // tile)
+    else:
+        rows = params["OH"] if params["OH"] > 1 else params["OW"] // tile
     return macs >= THREAD_MACS[kind] and rows >= 2
+
+
+def by_channels(kind: str, params: dict) -> bool:
+    """Whether a split convolution halves its output channels rather than its rows: a single
+    row of pixels that is at most AMX_SPLIT_BLOCKS AMX blocks (MobileNet's 7 x 7 layers) or
+    less than two VNNI pixel tiles (a fully connected layer). Each thread then streams half of
+    the weights once, instead of all of them from a cold cache."""
+    if kind != "VCONV" or params["OH"] != 1:
+        return False
+    if params.get("isa") == "amx":
+        return -(-params["OW"] // params["R"]) <= AMX_SPLIT_BLOCKS
+    return params["OW"] // params["R"] < 2
+
+
+def channel_groups(params: dict) -> int:
+    """The units a channel split deals out: AMX's pairs of 16-channel vectors, or the VNNI
+    tile's groups of V vectors (the last one maybe narrower)."""
+    nvec = -(-params["OC"] // 16)
+    return -(-nvec // (2 if params.get("isa") == "amx" else params["V"]))
 
 
 def write_into_halos(plan) -> None:

@@ -93,3 +93,22 @@ def test_amx_is_refused_with_a_reason_where_the_host_lacks_it(monkeypatch):
     from partita.backends.llvm import resolve_isa
 
     assert resolve_isa({}) != "amx"
+
+
+@needs_amx
+@pytest.mark.parametrize("pixels", [49, 33, 96])
+def test_a_short_row_of_amx_blocks_splits_over_two_threads(pixels):
+    """MobileNet's 7 x 7 pointwise layers: 49 pixels are one full AMX block and a partial one,
+    a half each for the two threads; the same bits as the interpreter, run after run (each
+    run either hands the second block to the worker or runs it here)."""
+    mod, _ = build_graph("conv", "int8", 160, 144, {"hw": (1, pixels), "k": (1, 1),
+                         "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0)},
+                         5, True, None, pre_clip=True)
+    plan = lower(P.InferType()(mod)["main"], "amx", threads=2)
+    (mac,) = [k for k in plan.kernels if k.kind == "VCONV"]
+    assert mac.params["isa"] == "amx" and mac.params.get("threads") == 2
+    exe = P.build(mod, "llvm -isa=amx -threads=2")
+    data = np.random.default_rng(1).integers(-128, 128, (1, 1, pixels, 160), dtype=np.int8)
+    want = P.interpret(mod, [data])[0]
+    for _ in range(12):
+        assert np.array_equal(exe.run(data)[0], want)

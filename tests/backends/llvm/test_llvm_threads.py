@@ -1,10 +1,14 @@
-"""``-threads=2`` for the int8 kernels (backends/llvm/pool.py): a worker thread per driver call
-takes the second halves it claims first; the driver without a worker; each kernel called on
+"""``-threads=2`` for the int8 kernels (backends/llvm/pool.py): a worker thread kept across
+driver calls takes the second halves it claims first, sleeps when idle, stops with its region,
+and a forked child gets its own; the driver without a worker; each kernel called on
 its own; and the choice between the two drivers by measured speed. Every way gives the same
 bits as one thread and as the interpreter."""
 
 from __future__ import annotations
 
+import gc
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -62,3 +66,121 @@ def test_the_faster_driver_is_chosen_and_the_other_probed():
         mode = even.choose()
         even.record(mode, 1.0 if mode == "pool" else 1.01)
     assert [even.choose() for _ in range(PROBE)].count("pool") <= 1
+
+
+def _tasks() -> dict:
+    """This process's OS threads: tid -> (state, user + system CPU ticks)."""
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[int(task.name)] = (fields[0], int(fields[11]) + int(fields[12]))
+    return out
+
+
+def _pooled_region(mod, target="llvm -threads=2"):
+    region = P.build(mod, target).steps[0].region
+    region.modes.choose = lambda: "pool"  # always the driver with the worker
+    return region
+
+
+@pytest.mark.skipif(host_isa() == "plain", reason="the split kernels are the vector ones")
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_the_worker_is_kept_across_runs_sleeps_when_idle_and_stops_with_its_region():
+    mod = from_tflite(str(NETS / "mobilenet_v2_035_96.tflite"))
+    region = _pooled_region(mod)
+    before = _tasks()
+    x = np.random.default_rng(3).integers(-128, 128, (1, 96, 96, 3), dtype=np.int8)
+    want = P.interpret(mod, [x])[0]
+    assert np.array_equal(region.run([x])[0], want)
+    (worker,) = set(_tasks()) - set(before)  # one thread started by the first run
+    for _ in range(5):
+        assert np.array_equal(region.run([x])[0], want)
+    assert set(_tasks()) - set(before) == {worker}  # and kept, not one per run
+    time.sleep(0.2)  # far longer than its idle spin: it sleeps on the futex, using no CPU
+    state, ticks = _tasks()[worker]
+    time.sleep(0.3)
+    assert state == "S" and _tasks()[worker] == ("S", ticks)
+    assert np.array_equal(region.run([x])[0], want)  # woken by the next run
+    del region
+    gc.collect()
+    assert worker not in _tasks()  # joined when the region was collected
+
+
+@pytest.mark.skipif(host_isa() == "plain", reason="the split kernels are the vector ones")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_with_a_worker_of_its_own():
+    mod = from_tflite(str(NETS / "mobilenet_v2_035_96.tflite"))
+    region = _pooled_region(mod)
+    x = np.random.default_rng(4).integers(-128, 128, (1, 96, 96, 3), dtype=np.int8)
+    want = P.interpret(mod, [x])[0]
+    assert np.array_equal(region.run([x])[0], want)  # the parent's worker exists
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's worker is not here
+        ok = all(np.array_equal(region.run([x])[0], want) for _ in range(5))
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert np.array_equal(region.run([x])[0], want)
+
+
+@pytest.mark.parametrize("isa", ["amx", "vnni", "avx2"])
+@pytest.mark.parametrize(
+    "kind, pixels, cin, cout",
+    [("dense", 1, 1280, 1000), ("dense", 1, 1024, 600), ("conv", 49, 160, 960),
+     ("conv", 49, 192, 72), ("conv", 33, 256, 80)],
+)
+def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
+    """A fully connected layer (one pixel), and on AMX a short row of pixels (MobileNet's 7 x 7
+    layers; VNNI splits its pixel tiles), split their output channel groups, the narrower tail
+    group included, over the two threads; the same bits as the interpreter on every run."""
+    from partita.backends.llvm.jit import amx_permitted, runs_isa
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.vplan import by_channels
+    from test_llvm_kernels import build_graph
+
+    if not (amx_permitted() if isa == "amx" else runs_isa(isa)):
+        pytest.skip(f"this CPU does not run {isa} code")
+    geo = ({"rows": pixels} if kind == "dense" else
+           {"hw": (1, pixels), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+            "padding": (0, 0, 0, 0)})
+    mod, _ = build_graph(kind, "int8", cin, cout, geo, 7, True, None, pre_clip=True)
+    plan = lower(P.InferType()(mod)["main"], isa, threads=2)
+    (mac,) = [k for k in plan.kernels if k.kind == "VCONV"]
+    assert mac.params.get("threads") == 2
+    assert by_channels("VCONV", mac.params) == (isa == "amx" or pixels == 1)
+    region = _pooled_region(mod, f"llvm -isa={isa} -threads=2")
+    shape = (pixels, cin) if kind == "dense" else (1, 1, pixels, cin)
+    rng = np.random.default_rng(2)
+    for _ in range(6):
+        x = rng.integers(-128, 128, shape, dtype=np.int8)
+        assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
+
+
+@pytest.mark.parametrize("isa", ["vnni", "avx2"])
+@pytest.mark.parametrize("size, dtype", [(4096, "int8"), (8197, "uint8"), (28 * 28 * 32, "int8")])
+def test_two_input_tables_split_their_vectors_over_two_threads(isa, size, dtype):
+    """LUT2 (a residual qnn.add) of 4096 elements and more gathers half of its vectors on the
+    worker; the scalar tail (sizes off the vector width) stays with the calling thread."""
+    from partita.backends.llvm.jit import runs_isa
+    from partita.backends.llvm.lower import lower
+
+    if not runs_isa(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    xs = [P.var(f"x{i}", (1, size), dtype) for i in range(2)]
+    zp = 3 if dtype == "int8" else 131
+    q = [P.const(np.float32(s)) for s in (0.05, 0.07, 0.09)]
+    y = P.get_op("qnn.add")(xs[0], xs[1], q[0], P.const(np.int32(zp)), q[1],
+                            P.const(np.int32(zp)), q[2], P.const(np.int32(zp)))
+    mod = P.IRModule.from_expr(P.Function(xs, y))
+    (lut,) = lower(P.InferType()(mod)["main"], isa, threads=2).kernels
+    assert lut.kind == "LUT2" and lut.params["threads"] == 2
+    region = _pooled_region(mod, f"llvm -isa={isa} -threads=2")
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    for _ in range(6):
+        data = [rng.integers(info.min, info.max, (1, size), dtype=dtype, endpoint=True)
+                for _ in range(2)]
+        assert np.array_equal(region.run(data)[0], P.interpret(mod, data)[0])
