@@ -7,7 +7,8 @@ to decline), for what the older ones refuse:
       semantics), over no axis, of empty data
     qnn.conv2d / qnn.dense of int16 data or weights,
       int64 accumulators, wide outputs (16x8), pair
-      saturation with weight zero points             WMAC (q16_lower.py)
+      saturation with weight zero points or that
+      the vector kernels refuse                      WMAC (q16_lower.py)
     qnn.leaky_relu of int16 ("tflite")               EWISE (qleaky_lower.py)
 """
 

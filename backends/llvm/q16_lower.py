@@ -16,20 +16,26 @@ bounds the clip op computes.
 
 Pair-saturating accumulation (accumulate="vpmaddubsw" / "vpmaddubsw_tap") stays with the 8-bit
 vector kernels where they take it; WMAC takes it with weight zero points (asymmetric int8
-weights), int64 accumulators or wide outputs: the exact sum plus, for each pair of products in
-the mode's order (``pair_slots``), sat16(pair) - pair over raw uint8 data (int8 + 128) and raw
-int8 weights, as qnn.conv2d / qnn.dense's references add x86_int8.pair_saturation.
+weights), int64 accumulators or wide outputs, and wherever lower.mac would refuse it for want of
+a vector kernel (``_vector_kernels_refuse``: -isa=plain, an output stage they lack such as
+"tflite_builtin" or a raw int32 accumulator, grouped convolutions that are not depthwise,
+depthwise ones of int8 data): the exact sum plus, for each pair of products in the mode's order
+(``pair_slots``), sat16(pair) - pair over raw uint8 data (int8 + 128) and raw int8 weights, as
+qnn.conv2d / qnn.dense's references add x86_int8.pair_saturation.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant
 
 from .errors import LLVMError
 from .float_lower import clip_bounds
 from .qint_lower import requantize_node, requantize_ok
+from .qlower import output_stage
+from .vplan import vector_kernel
 
 EIGHT_BIT = ("int8", "uint8")
 TORCH = ("fbgemm", "onednn")  # requantize semantics whose input zero point may be per channel
@@ -74,16 +80,61 @@ def _eight_bit_mac_takes(call, by: dict) -> bool:
     return rq.checked_type.dtype in EIGHT_BIT and not per_channel_zp
 
 
+def _vector_kernels_refuse(low, call, by: dict) -> bool:
+    """Whether lower.mac refuses pair-saturating ``call`` (symmetric weights, 8-bit MAC
+    dtypes) for want of a vector kernel, asked as _Lowering.mac asks, step by step:
+    _Lowering.mac_stage (qlower.output_stage, then _Lowering.pairs, which refuses grouped
+    convolutions other than depthwise "vpmaddubsw" ones), _Lowering.mac_geometry, the IM2COL
+    1x1 form of an odd channel count (_Lowering.im2col's shapes, without its copy kernel), then
+    vplan.vector_kernel itself: None there is mac's "int16 pair saturation" refusal. What mac
+    refuses for another reason (a layout, an output stage, rank-1 dense data) stays its own
+    refusal (False). ``by`` is mac's own chain: _chain fuses what mac_chain does."""
+    a, where = call.attrs, _where(call)
+    if a.accumulate == "exact" or (call.op.name == "qnn.conv2d" and a.data_layout != "NHWC"):
+        return False  # mac_chain names a layout the layout pass left
+    try:
+        params, arrays = output_stage(call, by, where)
+    except BackendError:
+        return False
+    try:
+        low.pairs(call, where)  # weight zero points never reach here (WMAC takes them)
+    except LLVMError:
+        return True
+    params.update(pairs=True, accumulate=a.accumulate)
+    x = call.args[0]
+    try:
+        kind = low.mac_geometry(call, params, arrays, where)
+        src = low.src(x)
+    except BackendError:
+        return False
+    in_shape, out_shape = x.checked_type.shape, call.checked_type.shape
+    overread = src >= len(low.fn.params)
+    if kind == "CONV" and in_shape[3] % 2 and a.accumulate == "vpmaddubsw":
+        o, kh, kw, c = arrays["weights"].shape  # _Lowering.im2col: a 1x1 convolution
+        in_shape, overread = (*out_shape[:3], kh * kw * c), True  # over its IM2COL scratch
+        arrays["weights"] = arrays["weights"].reshape(o, 1, 1, kh * kw * c)
+        params.update(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0])
+    if kind == "FC":  # lower._rows: leading axes are rows
+        in_shape, out_shape = (_rows(s) for s in (in_shape, out_shape))
+    return vector_kernel(kind, params, arrays, in_shape, out_shape, low.isa, overread) is None
+
+
+def _rows(shape) -> tuple:
+    return int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1])
+
+
 def lower_wide_mac(low, call) -> bool:
     """qnn.conv2d / qnn.dense as WMAC, or False for what lower.mac takes (not pair-saturating
-    accumulation with weight zero points) or what has weights or zero points computed at run
-    time (int_lower's dynamic quantization, or refused)."""
+    accumulation with weight zero points or that the vector kernels refuse) or what has
+    weights or zero points computed at run time (int_lower's dynamic quantization, or
+    refused)."""
     if not all(isinstance(a, Constant) for a in call.args[1:4]):
         return False
     by = _chain(low, call)
     a = call.attrs
     weight_zp = a.accumulate != "exact" and np.any(np.asarray(call.args[3].data))
-    if _eight_bit_mac_takes(call, by) and not weight_zp:
+    if (_eight_bit_mac_takes(call, by) and not weight_zp
+            and not _vector_kernels_refuse(low, call, by)):
         return False
     where = _where(call)
     dtypes = f"{call.args[0].checked_type.dtype} data, {call.args[1].checked_type.dtype} weights"

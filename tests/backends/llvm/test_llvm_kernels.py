@@ -143,7 +143,8 @@ def test_conv_dense_depthwise_kernels_equal_the_interpreter(isa, case):
 def test_pair_saturating_kernels_equal_the_interpreter(isa, case, tap):
     """accumulate="vpmaddubsw" (pairs in im2col order: an odd channel count goes through an
     IM2COL copy) and "vpmaddubsw_tap" (pairs within a tap), on inputs over the whole 8-bit
-    range, where pairs do saturate; the VNNI variant uses the AVX2 dot product for them."""
+    range, where pairs do saturate; the VNNI variant uses the AVX2 dot product for them, the
+    plain one the scalar WMAC kernel (q16_lower.py)."""
     kind, *rest = case
     if kind == "depthwise":
         kind = "conv"
@@ -151,10 +152,6 @@ def test_pair_saturating_kernels_equal_the_interpreter(isa, case, tap):
         pytest.skip(f"this CPU does not run {isa} code")
     accumulate = "vpmaddubsw_tap" if tap and kind == "conv" else "vpmaddubsw"
     mod, _ = build_graph(kind, *rest, accumulate=accumulate)
-    if isa == "plain":
-        with pytest.raises(P.PartitaError, match="int16 pair saturation.*needs the vector"):
-            P.build(mod, f"llvm -isa={isa}")
-        return
     assert_equals_interpreter(mod, isa, seed=2)
 
 
@@ -460,7 +457,7 @@ def test_convolutions_of_several_images(isa, case, batch, threads, pairs):
     if kind == "dense":
         return
     rest[3] = {**rest[3], "batch": batch}  # geo
-    accumulate = "vpmaddubsw" if pairs and isa != "plain" else "exact"
+    accumulate = "vpmaddubsw" if pairs else "exact"
     if accumulate != "exact":
         rest[0], rest[-1] = "uint8", "tflite"  # fbgemm's pairs: uint8 activations
     if isa == "plain":
@@ -481,12 +478,14 @@ def test_an_isa_the_cpu_lacks_is_refused(monkeypatch):
     assert resolve_isa({}) == "avx2"
 
 
-def test_pair_saturation_with_an_output_stage_the_vector_kernels_lack_says_so():
-    if not _isa_available("avx2"):
-        pytest.skip("this CPU does not run avx2 code")
+@pytest.mark.parametrize("isa", ["avx2", "plain"])
+def test_pair_saturation_with_an_output_stage_the_vector_kernels_lack(isa):
+    """The vector kernels have no 'tflite_builtin' output stage (and -isa=plain no vector
+    kernels): the scalar WMAC kernel takes the layer, bit for bit."""
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
     mod, _ = build_graph("dense", "uint8", 8, 16, {"rows": 4}, 0, False, None,
                          semantics="tflite_builtin", accumulate="vpmaddubsw")
-    with pytest.raises(P.PartitaError, match="do not take 'tflite_builtin' requantization"):
-        P.build(mod, "llvm -isa=avx2")
-    with pytest.raises(P.PartitaError, match="needs the vector kernels"):
-        P.build(mod, "llvm -isa=plain")
+    kinds = P.build(mod, f"llvm -isa={isa}").steps[0].region.kernels
+    assert [k.split()[0] for k in kinds] == ["WMAC"]
+    assert_equals_interpreter(mod, isa, seed=4)
