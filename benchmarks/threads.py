@@ -1,6 +1,8 @@
 """One thread against two, alone and on a busy machine: partita ``llvm`` and ``llvm -threads=2``
 on one model, run back to back in one process (blocks of 20 runs, interleaved), with ``--busy N``
 processes spinning on the cores meanwhile (issue 12: two cores must never be slower than one).
+Prints the ratio of the two medians over all runs and, paired, the median (and quartiles) of
+each round's ratio of block medians: a round's two blocks meet the same load.
 
     python benchmarks/threads.py [--model PATH.tflite|PATH.onnx] [--busy 0 1 2] [--rounds 10]
 """
@@ -34,18 +36,27 @@ def _load(path: Path):
     return from_tflite(path)
 
 
-def measure(exes: dict, x, rounds: int, block: int = 20) -> dict:
+def measure(exes: dict, x, rounds: int, block: int = 20) -> tuple[dict, list]:
+    """Medians over all runs (ms) per executable, and each round's ratio of the second
+    executable's block median to the first's (a paired measure: a round's two blocks meet
+    the same load)."""
     times = {name: [] for name in exes}
     for exe in exes.values():
         for _ in range(block):
             exe.run(x)
+    ratios = []
     for _ in range(rounds):
+        medians = []
         for name, exe in exes.items():
+            block_times = []
             for _ in range(block):
                 start = time.perf_counter()
                 exe.run(x)
-                times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t)) * 1e3 for name, t in times.items()}
+                block_times.append(time.perf_counter() - start)
+            times[name] += block_times
+            medians.append(np.median(block_times))
+        ratios.append(float(medians[1] / medians[0]))
+    return {name: float(np.median(t)) * 1e3 for name, t in times.items()}, ratios
 
 
 def main(argv=None) -> None:
@@ -67,7 +78,8 @@ def main(argv=None) -> None:
     else:
         x = rng.standard_normal(ty.shape).astype(ty.dtype)
     print(f"model: {args.model.name}")
-    print(f"{'busy processes':>15} {'1 thread ms':>12} {'2 threads ms':>13} {'2 / 1':>7}")
+    print(f"{'busy processes':>15} {'1 thread ms':>12} {'2 threads ms':>13} {'2 / 1':>7} "
+          f"{'per round: median':>18} {'quartiles':>14}")
     for busy in args.busy:
         stop = multiprocessing.Event()
         spinners = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
@@ -75,13 +87,15 @@ def main(argv=None) -> None:
         for s in spinners:
             s.start()
         try:
-            got = measure(exes, x, args.rounds)
+            got, ratios = measure(exes, x, args.rounds)
         finally:
             stop.set()
             for s in spinners:
                 s.join()
         one, two = got["llvm"], got["llvm -threads=2"]
-        print(f"{busy:>15} {one:>12.3f} {two:>13.3f} {two / one:>7.3f}")
+        q1, mid, q3 = np.percentile(ratios, [25, 50, 75])
+        print(f"{busy:>15} {one:>12.3f} {two:>13.3f} {two / one:>7.3f} {mid:>18.3f} "
+              f"{q1:>6.3f}-{q3:.3f}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from partita.backends.registry import Backend, Option, register_backend
 
 from partita.ir import TensorType
 
+from .codegen import DRIVER, TIMED, TSC
 from .jit import (
     Loaded,
     amx_permitted,
@@ -39,8 +40,6 @@ from .memory import plan_arena
 from .pool import ALONE, SHUTDOWN, TwoModes
 from .region_cache import fetch, keep, region_key
 from .vplan import ISAS
-
-DRIVER = "partita_run"
 
 
 class LLVMRegion(CompiledRegion):
@@ -82,6 +81,8 @@ class LLVMRegion(CompiledRegion):
         self._run = self._loaded.function(DRIVER, [ctypes.c_void_p])
         self._alone = (self._loaded.function(ALONE, [ctypes.c_void_p])
                        if self._loaded.engine.get_function_address(ALONE) else None)
+        self._timed = (self._loaded.function(TIMED, [ctypes.c_void_p, ctypes.c_void_p])
+                       if self._loaded.engine.get_function_address(TIMED) else None)
         if self._loaded.engine.get_function_address(SHUTDOWN):
             # the worker thread runs this engine's code: stopped before the engine goes
             weakref.finalize(self, _stop_worker, self._loaded.function(SHUTDOWN, []),
@@ -124,11 +125,31 @@ class LLVMRegion(CompiledRegion):
         return [by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs]
 
     def profile(self, inputs):
-        """Run kernel by kernel (each a native call, timed): one OpProfile per fused kernel."""
+        """One OpProfile per fused kernel: the driver's run with a time stamp after each kernel
+        (with the worker when the region splits kernels; the second of two runs), or in a
+        region saved before it had that driver, kernel by kernel (each a native call, timed)."""
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
         _, views, table = self._views()
         for i, a in zip(self.inputs, inputs):
             table[i] = a.ctypes.data
+        if self._timed is not None:
+            stamps = np.zeros(len(self.kernels) + 1, np.int64)
+            for _ in range(2):  # the second run's: the worker awake, the weights in cache
+                self._timed(ctypes.addressof(table), stamps.ctypes.data)
+            seconds = np.diff(stamps) / _tsc_hz(self._loaded)
+            mode = "two threads" if self._alone is not None else "one thread"
+            profile = [OpProfile(label.split(" ", 1)[1], "cpu kernel", float(t),
+                                 {"kernel": label.split(" ", 1)[0], "run": mode})
+                       for label, t in zip(self.kernels, seconds)]
+        else:
+            profile = self._profile_calls(table)
+        by_index = dict(zip(self.inputs, inputs))
+        outputs = [
+            by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs
+        ]
+        return outputs, profile
+
+    def _profile_calls(self, table) -> list:
         profile = []
         for label, (fn_name, args) in zip(self.kernels, self.calls):
             kind, name = label.split(" ", 1)
@@ -138,11 +159,7 @@ class LLVMRegion(CompiledRegion):
             fn(*pointers)
             elapsed = time.perf_counter() - start
             profile.append(OpProfile(name, "cpu kernel", elapsed, {"kernel": kind}))
-        by_index = dict(zip(self.inputs, inputs))
-        outputs = [
-            by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs
-        ]
-        return outputs, profile
+        return profile
 
     def summary(self) -> dict:
         return {"kernels": len(self.kernels), "object_bytes": len(self.obj), "cached": self.cached}
@@ -163,6 +180,21 @@ class LLVMRegion(CompiledRegion):
         ).encode()
         blob = b"".join(c.tobytes() for c in self.consts)
         return len(meta).to_bytes(4, "little") + meta + blob + self.obj
+
+
+_TSC_HZ: list = []  # the time stamp counter's ticks per second, once measured
+
+
+def _tsc_hz(loaded) -> float:
+    """Ticks per second of the counter the timed driver reads: ``loaded``'s partita_tsc
+    against perf_counter over 20 ms, once per process."""
+    if not _TSC_HZ:
+        tsc = loaded.function(TSC, [], ctypes.c_int64)
+        t0, c0 = time.perf_counter(), tsc()
+        time.sleep(0.02)
+        t1, c1 = time.perf_counter(), tsc()
+        _TSC_HZ.append((c1 - c0) / (t1 - t0))
+    return _TSC_HZ[0]
 
 
 def _stop_worker(shutdown, loaded) -> None:

@@ -23,6 +23,8 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 ELEM = {"int8": I8, "uint8": I8, "int32": I32, "float32": ir.FloatType()}
 DRIVER = "partita_run"
+TIMED = "partita_run_timed"  # the driver that stores a time stamp after each kernel
+TSC = "partita_tsc"  # the time stamp counter, to calibrate TIMED's stamps
 
 
 @contextlib.contextmanager

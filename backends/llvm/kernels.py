@@ -11,7 +11,7 @@ import json
 import numpy as np
 from llvmlite import ir
 
-from .codegen import DRIVER, I8, PTR, VOID, Emitter, c64, for_range
+from .codegen import DRIVER, I8, PTR, TIMED, TSC, VOID, Emitter, c64, for_range
 from .fconv_kernels import FloatConvKernels
 from .float_kernels import FloatKernels
 from .float_scalar_kernels import FloatScalarKernels
@@ -83,21 +83,43 @@ class KernelEmitter(
             return self.module
         split = any(k.params.get("threads", 1) > 1 for k in self.plan.kernels)
         # with split kernels: partita_run starts a worker for their second halves, and
-        # partita_run_alone (no worker: the kernels run both halves) is the busy machine's
-        for name, pooled in ((DRIVER, split), *(((ALONE, False),) if split else ())):
-            driver = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name=name)
+        # partita_run_alone (no worker: the kernels run both halves) is the busy machine's;
+        # partita_run_timed is partita_run that also stores the time stamp counter before the
+        # first kernel and after each (region.profile)
+        drivers = [(DRIVER, split, False), (TIMED, split, True)]
+        drivers += [(ALONE, False, False)] if split else []
+        for name, pooled, timed in drivers:
+            ty = ir.FunctionType(VOID, [PTR, PTR] if timed else [PTR])
+            driver = ir.Function(self.module, ty, name=name)
             b = ir.IRBuilder(driver.append_basic_block("entry"))
             table = driver.args[0]
             state = self.pool_start(b) if pooled else None
+            stamp = self.stamper(b, driver.args[1]) if timed else (lambda b, j: None)
+            stamp(b, 0)
             # without the worker: the split kernels' one-thread forms, the code a one-thread
             # build runs (so a busy machine's runs cost what one thread's do)
-            for fn, args in zip(fns if pooled else whole_fns, call_args(self.plan)):
+            for j, (fn, args) in enumerate(zip(fns if pooled else whole_fns,
+                                               call_args(self.plan))):
                 b.call(fn, [self.load_at(b, table, c64(i), PTR) for i in args])
+                stamp(b, j + 1)
             if state is not None:
                 self.pool_stop(b, state)
             b.ret_void()
+        tsc = ir.Function(self.module, ir.FunctionType(ir.IntType(64), []), name=TSC)
+        b = ir.IRBuilder(tsc.append_basic_block("entry"))
+        b.ret(b.call(self.module.globals["llvm.readcyclecounter"], []))
         self.pool_finish()
         return self.module
+
+    def stamper(self, b, stamps):
+        """``stamp(b, j)``: stamps[j] = the time stamp counter (llvm.readcyclecounter)."""
+        counter = self.module.globals.get("llvm.readcyclecounter") or ir.Function(
+            self.module, ir.FunctionType(ir.IntType(64), []), "llvm.readcyclecounter")
+
+        def stamp(b, j: int) -> None:
+            self.store_at(b, b.call(counter, []), stamps, c64(j), ir.IntType(64))
+
+        return stamp
 
     def whole_function(self, k: Kernel, args, define: bool) -> ir.Function:
         """A split kernel's one-thread form, ``{name}_whole``: defined here, or declared (another

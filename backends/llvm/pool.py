@@ -293,16 +293,17 @@ class TwoModes:
 
     def __init__(self):
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
+        self.medians: dict[str, float | None] = {"pool": None, "alone": None}  # full windows'
         self.runs = 0
         self.best = None
         self.interval, self.next_probe = PROBE, PROBE
 
     def choose(self) -> str:
         self.runs += 1
-        pool, alone = self.times["pool"], self.times["alone"]
-        if len(pool) < self.WINDOW or len(alone) < self.WINDOW:  # both measured first
-            return "pool" if len(pool) <= len(alone) else "alone"
-        best = "pool" if median(pool) < self.MARGIN * median(alone) else "alone"
+        pool, alone = self.medians["pool"], self.medians["alone"]
+        if pool is None or alone is None:  # both measured first
+            return "pool" if len(self.times["pool"]) <= len(self.times["alone"]) else "alone"
+        best = "pool" if pool < self.MARGIN * alone else "alone"
         if best != self.best:
             self.best, self.interval = best, PROBE
             self.next_probe = self.runs + PROBE
@@ -313,4 +314,7 @@ class TwoModes:
         return "alone" if best == "pool" else "pool"
 
     def record(self, mode: str, seconds: float) -> None:
-        self.times[mode].append(seconds)
+        window = self.times[mode]
+        window.append(seconds)
+        if len(window) == self.WINDOW:
+            self.medians[mode] = median(window)

@@ -187,16 +187,22 @@ def test_the_forced_variant_is_the_one_compiled():
     assert kinds["plain"][0].startswith("CONV ") and kinds["avx2"][0].startswith("VCONV ")
 
 
-def test_profile_times_every_fused_kernel_and_returns_the_same_outputs():
+@pytest.mark.parametrize("timed", [True, False])
+def test_profile_times_every_fused_kernel_and_returns_the_same_outputs(timed):
+    """The timed driver's stamps (``timed``), or for a region saved before it had one, each
+    kernel called on its own."""
     from common_graphs import int8_convnet
 
     mod = int8_convnet()
     region = P.build(mod, "llvm").steps[0].region
+    if not timed:
+        region._timed = None
     x = np.random.default_rng(3).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
     outputs, profile = region.profile([x])
     assert np.array_equal(outputs[0], P.interpret(mod, [x])[0])
     assert [p.name for p in profile] == [k.split(" ", 1)[1] for k in region.kernels]
     assert all(p.kind == "cpu kernel" and p.time_s > 0 for p in profile)
+    assert all((p.metrics.get("run") == "one thread") == timed for p in profile)
 
 
 def test_float_mean_exact_where_its_sum_is_exact():

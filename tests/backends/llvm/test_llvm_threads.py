@@ -36,7 +36,11 @@ def test_int8_network_with_two_threads_equals_one_thread_and_the_interpreter():
         assert np.array_equal(two.run([x])[0], want)
     assert all(len(t) >= 3 for t in two.modes.times.values())  # both drivers ran
     x = rng.integers(-128, 128, (1, 96, 96, 3), dtype=np.int8)
-    outputs, profile = two.profile([x])  # each kernel on its own: both halves in this thread
+    outputs, profile = two.profile([x])  # the timed driver, with the worker
+    assert np.array_equal(outputs[0], P.interpret(mod, [x])[0]) and len(profile) > 0
+    assert {p.metrics["run"] for p in profile} == {"two threads"}
+    two._timed = None  # as a region saved before the timed driver: kernel by kernel, alone
+    outputs, profile = two.profile([x])
     assert np.array_equal(outputs[0], P.interpret(mod, [x])[0]) and len(profile) > 0
 
 
