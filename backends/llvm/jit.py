@@ -2,7 +2,8 @@
 
 The cache key is a hash of the IR text, the llvmlite version, the host triple, CPU name and
 features; entries live in ``PARTITA_CACHE_DIR`` (default ``~/.cache/partita/llvm``), each with a
-SHA-256 of its bytes so a corrupt entry is detected and rebuilt. Loading object code does not run
+SHA-256 of its bytes so a corrupt entry is detected and rebuilt, the least recently used deleted
+past ``PARTITA_CACHE_SIZE`` (default 2 GiB). Loading object code does not run
 LLVM's optimizer. A fresh TargetMachine is made for every engine (STYLE.md: reusing one after its
 engine closed crashes the process).
 """
@@ -20,6 +21,10 @@ from pathlib import Path
 
 import llvmlite
 import llvmlite.binding as llvm
+
+from partita.limits import parse_bytes
+
+from .errors import LLVMError
 
 _LOCK = threading.Lock()
 _READY = False
@@ -134,6 +139,55 @@ def cache_dir() -> Path:
     return Path(os.environ.get("PARTITA_CACHE_DIR") or Path.home() / ".cache" / "partita" / "llvm")
 
 
+DEFAULT_CACHE_SIZE = 2 << 30
+
+
+def cache_size() -> int:
+    """The cache's size limit in bytes: $PARTITA_CACHE_SIZE (``2g``, ``500m``), else 2 GiB."""
+    text = os.environ.get("PARTITA_CACHE_SIZE")
+    if not text:
+        return DEFAULT_CACHE_SIZE
+    try:
+        return max(parse_bytes(text), 0)
+    except ValueError:
+        raise LLVMError(
+            f"PARTITA_CACHE_SIZE={text!r}: write a size such as 2g, 500m or 1048576"
+        ) from None
+
+
+def trim_cache(keep: Path | None = None) -> None:
+    """Over the size limit: delete the least recently used entries (an entry and its checksum
+    together; a hit touches both) until the cache holds 80% of the limit; ``keep`` (the entry
+    just written) stays."""
+    limit = cache_size()
+    groups: dict[str, list] = {}  # stem -> [last use, bytes, paths]
+    try:
+        for e in os.scandir(cache_dir()):
+            if e.is_file():
+                st = e.stat()
+                group = groups.setdefault(e.name.split(".", 1)[0], [0.0, 0, []])
+                group[0] = max(group[0], st.st_mtime)
+                group[1] += st.st_size
+                group[2].append(Path(e.path))
+    except OSError:
+        return
+    total = sum(g[1] for g in groups.values())
+    if total <= limit:
+        return
+    kept = keep.name.split(".", 1)[0] if keep is not None else None
+    for stem, (_, size, paths) in sorted(groups.items(), key=lambda item: item[1][0]):
+        if total <= 0.8 * limit:
+            break
+        if stem == kept:
+            continue
+        for path in paths:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        total -= size
+
+
 def key_path(material: bytes, cpu, features, suffix: str = ".o") -> Path:
     """The cache entry for ``material`` compiled for ``cpu`` and ``features`` on this host."""
     head = (host_key() + f"|{cpu}|{features}\n").encode()
@@ -145,6 +199,8 @@ def read_entry(path: Path) -> bytes | None:
     try:
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() == path.with_suffix(".sha256").read_text().strip():
+            for used in (path, path.with_suffix(".sha256")):  # trim_cache: least recent first
+                os.utime(used)
             return data
     except OSError:
         pass

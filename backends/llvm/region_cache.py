@@ -24,7 +24,7 @@ import numpy as np
 import partita.ir as ir
 from partita.ir import fingerprint
 
-from .jit import key_path, read_entry, write_entry
+from .jit import key_path, read_entry, trim_cache, write_entry
 
 
 @functools.cache
@@ -58,5 +58,8 @@ def fetch(path: Path | None) -> bytes | None:
 
 
 def keep(path: Path | None, data: bytes) -> None:
+    """Store the entry, then trim the cache to its size limit (regions carry their weights:
+    the entries that grow it)."""
     if path is not None:
         write_entry(path, data)
+        trim_cache(keep=path)

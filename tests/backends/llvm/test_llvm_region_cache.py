@@ -130,3 +130,34 @@ def test_the_cache_can_be_turned_off(monkeypatch):
     second = run_and_check(model())
     assert len(calls) == 2 and second.cached  # lowered again; the object code was cached
     assert not list(cache_dir().glob("*.region"))
+
+
+def test_the_cache_keeps_to_its_size_limit_least_recently_used_first(monkeypatch):
+    """Past PARTITA_CACHE_SIZE the least recently used entries go, each with its checksum, down
+    to 80% of the limit; the entry just written stays; a hit counts as a use."""
+    import os
+
+    from partita.backends.llvm.jit import read_entry, trim_cache, write_entry
+
+    paths = [cache_dir() / f"{name}.o" for name in "abcd"]
+    for age, path in enumerate(paths):  # a: the oldest
+        write_entry(path, bytes(1000))
+        for p in (path, path.with_suffix(".sha256")):
+            os.utime(p, (0, 1000 + 10 * age))
+    assert read_entry(paths[0]) is not None  # a used again: now the most recent
+    monkeypatch.setenv("PARTITA_CACHE_SIZE", "4000")  # 4 x (1000 + a 64-byte checksum)
+    trim_cache(keep=paths[1])
+    left = sorted(p.name for p in cache_dir().iterdir())
+    # 4256 bytes: over 4000, trimmed to 3200 at most; b, the oldest, is kept; c goes
+    assert left == ["a.o", "a.sha256", "b.o", "b.sha256", "d.o", "d.sha256"]
+
+
+def test_a_build_trims_the_cache_and_a_bad_size_is_refused(monkeypatch):
+    run_and_check(model(weight_value=1))
+    monkeypatch.setenv("PARTITA_CACHE_SIZE", "1k")
+    run_and_check(model(weight_value=2))  # only the region just written is left
+    assert [p.suffix for p in sorted(cache_dir().iterdir())] == [".region", ".sha256"]
+    assert run_and_check(model(weight_value=2)).cached
+    monkeypatch.setenv("PARTITA_CACHE_SIZE", "lots")
+    with pytest.raises(P.PartitaError, match="PARTITA_CACHE_SIZE='lots'"):
+        P.build(model(weight_value=3), "llvm")
