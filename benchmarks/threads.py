@@ -1,5 +1,6 @@
 """One thread against two, alone and on a busy machine: partita ``llvm`` and ``llvm -threads=2``
-on one model, run back to back in one process (blocks of 20 runs, interleaved), with ``--busy N``
+on one model, run back to back in one process (blocks of 20 runs, interleaved, which goes
+first alternating from round to round), with ``--busy N``
 processes spinning on the cores meanwhile (issue 12: two cores must never be slower than one).
 Prints the ratio of the two medians over all runs and, paired, the median (and quartiles) of
 each round's ratio of block medians: a round's two blocks meet the same load.
@@ -45,17 +46,18 @@ def measure(exes: dict, x, rounds: int, block: int = 20) -> tuple[dict, list]:
         for _ in range(block):
             exe.run(x)
     ratios = []
-    for _ in range(rounds):
-        medians = []
-        for name, exe in exes.items():
+    names = list(exes)
+    for round_ in range(rounds):
+        medians = {}
+        for name in names if round_ % 2 == 0 else names[::-1]:  # either goes first as often
             block_times = []
             for _ in range(block):
                 start = time.perf_counter()
-                exe.run(x)
+                exes[name].run(x)
                 block_times.append(time.perf_counter() - start)
             times[name] += block_times
-            medians.append(np.median(block_times))
-        ratios.append(float(medians[1] / medians[0]))
+            medians[name] = np.median(block_times)
+        ratios.append(float(medians[names[1]] / medians[names[0]]))
     return {name: float(np.median(t)) * 1e3 for name, t in times.items()}, ratios
 
 
