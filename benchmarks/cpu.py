@@ -86,6 +86,9 @@ def main(argv=None) -> None:
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--llvm-options", default="",
+                        help="options for partita's llvm target, e.g. -isa=vnni (no AMX: what "
+                             "a Zen 4 runs)")
     parser.add_argument("--block", type=int, default=20,
                         help="calls of each runtime in a row per round (the first call after "
                         "another runtime's pays for its leftover threads; all are timed)")
@@ -109,16 +112,17 @@ def run_model(args) -> None:
         mod = from_tflite(str(args.model))
     with tempfile.TemporaryDirectory() as cache:
         os.environ["PARTITA_CACHE_DIR"] = cache
+        target = f"llvm {args.llvm_options}".strip()
         start = time.perf_counter()
-        exe = P.build(mod, "llvm")
+        exe = P.build(mod, target)
         cold = time.perf_counter() - start
         again = []
         for _ in range(3):  # a second build, from the caches: the median of three
             start = time.perf_counter()
-            P.build(mod, "llvm")
+            P.build(mod, target)
             again.append(time.perf_counter() - start)
         cached = float(np.median(again))
-        threaded = {t: P.build(mod, f"llvm -threads={t}") for t in args.threads if t > 1}
+        threaded = {t: P.build(mod, f"{target} -threads={t}") for t in args.threads if t > 1}
     ty = exe.input_types[0]
     rng = np.random.default_rng(0)
     if ty.dtype == "float32":
@@ -126,8 +130,9 @@ def run_model(args) -> None:
     else:
         x = rng.integers(-128, 128, ty.shape, dtype=np.int8)
     same = agree(exe.run(x)[0], P.interpret(mod, [x])[0])
-    runs = [("partita llvm", 1, lambda: exe.run(x))]
-    runs += [(f"partita llvm -threads={t}", t, lambda e=e: e.run(x)) for t, e in threaded.items()]
+    runs = [(f"partita {target}", 1, lambda: exe.run(x))]
+    runs += [(f"partita {target} -threads={t}", t, lambda e=e: e.run(x))
+             for t, e in threaded.items()]
     if onnx:
         for threads in args.threads:
             runs.append(("ONNX Runtime", threads, onnxruntime(args.model, x, threads)))
