@@ -370,11 +370,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         stored at their pixels; ``corr``: the sums lack the channels' constant term; ``skip``
         (an i64): the first rows another tile has stored already."""
         oy, ox0, o0, rows, vecs = tile
-        count = c64(rows) if skip is None else b.sub(c64(rows), skip)
-        # channels outer: the per-channel constants and the tail test stay out of the pixel loop
-        with for_range(b, vecs, "ev") as v, for_range(b, count, "er") as r:
-            if skip is not None:
-                r = b.add(r, skip)
+
+        def stage(v, r):
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
             o = b.add(o0, b.mul(v, c64(16)))
             value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr)
@@ -384,6 +381,17 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                 row = b.add(b.udiv(pix, c64(width)), c64(top))
                 pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
             self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+
+        # channels outer: the per-channel constants and the tail test stay out of the pixel
+        # loop, which is unrolled where its count is known (no loop counter per 16 outputs)
+        with for_range(b, vecs, "ev") as v:
+            if skip is None:
+                for r in range(rows):
+                    stage(v, c64(r))
+            else:
+                count = c64(rows) if skip is None else b.sub(c64(rows), skip)
+                with for_range(b, count, "er") as r:
+                    stage(v, r if skip is None else b.add(r, skip))
 
     # -- AMX tiles ---------------------------------------------------------------------------
     # Tiles 0-3 accumulate a block of 32 pixels x 32 channels (tile 2 * a + v: A tile a, B tile
