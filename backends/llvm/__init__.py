@@ -126,16 +126,15 @@ class LLVMRegion(CompiledRegion):
 
     def profile(self, inputs):
         """One OpProfile per fused kernel: the driver's run with a time stamp after each kernel
-        (with the worker when the region splits kernels; the second of two runs), or in a
-        region saved before it had that driver, kernel by kernel (each a native call, timed)."""
+        (with the worker when the region splits kernels), or in a region saved before it had
+        that driver, kernel by kernel (each a native call, timed)."""
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
         _, views, table = self._views()
         for i, a in zip(self.inputs, inputs):
             table[i] = a.ctypes.data
         if self._timed is not None:
             stamps = np.zeros(len(self.kernels) + 1, np.int64)
-            for _ in range(2):  # the second run's: the worker awake, the weights in cache
-                self._timed(ctypes.addressof(table), stamps.ctypes.data)
+            self._timed(ctypes.addressof(table), stamps.ctypes.data)
             seconds = np.diff(stamps) / _tsc_hz(self._loaded)
             mode = "two threads" if self._alone is not None else "one thread"
             profile = [OpProfile(label.split(" ", 1)[1], "cpu kernel", float(t),
