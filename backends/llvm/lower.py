@@ -42,7 +42,14 @@ from .half_lower import lower_half, lower_tuple_item  # noqa: E402
 from .int_lower import lower_int_dense  # noqa: E402
 from .qlower import lower_qavgpool, lower_qbmm, lower_qsoftmax, mean_params, output_stage  # noqa: E402
 from .tables import const_array, lut2_table, lut_table
-from .vplan import FLOAT_STAGES, split_worthwhile, vector_kernel, write_into_halos
+from .vplan import (
+    FLOAT_STAGES,
+    as_rows,
+    im2col_as_1x1,
+    split_worthwhile,
+    vector_kernel,
+    write_into_halos,
+)
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
@@ -83,11 +90,6 @@ class Plan:
     kernels: list[Kernel]
     inputs: list[int]
     outputs: list[int]
-
-
-def _rows(shape) -> tuple:
-    """``shape`` as (rows, last axis)."""
-    return (int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1]))
 
 
 class _Lowering:
@@ -282,7 +284,7 @@ class _Lowering:
             inputs, in_shape = self.im2col(call, params, arrays, inputs[0])
         out_shape = call.checked_type.shape
         if kind == "FC":  # leading axes of a rank-3 (transformer) input are rows
-            in_shape, out_shape = _rows(in_shape), _rows(out_shape)
+            in_shape, out_shape = as_rows(in_shape), as_rows(out_shape)
         vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa,
                                overread=inputs[0] >= len(self.fn.params))
         if vector is None and params["pairs"]:
@@ -396,17 +398,14 @@ class _Lowering:
         """An odd channel count pairs products across kernel taps (im2col order): copy the
         windows into an (OH, OW, KH*KW*C) buffer (IM2COL, padding = the input zero point) and
         run the convolution as a 1x1 one over it, whose pairs are the same."""
-        n, oh, ow, _ = call.checked_type.shape
-        w = arrays["weights"]  # OHWI
-        o, kh, kw, c = w.shape
-        shape = (n, oh, ow, kh * kw * c)
+        n = call.checked_type.shape[0]
+        kh, kw = arrays["weights"].shape[1:3]  # OHWI
         p = {k: params[k] for k in ("strides", "dilation", "padding", "in_zp")}
         if n > 1:
             p["batch"] = int(n)
+        shape = im2col_as_1x1(call.checked_type.shape, params, arrays)
         out = self.scratch("IM2COL", [src], shape, call.args[0].checked_type.dtype,
                            {**p, "kernel": [kh, kw]})
-        arrays["weights"] = w.reshape(o, 1, 1, kh * kw * c)
-        params.update(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0])
         return [out], shape
 
     def mean(self, call: Call, where: str) -> None:

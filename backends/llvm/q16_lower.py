@@ -35,7 +35,7 @@ from .errors import LLVMError
 from .float_lower import clip_bounds
 from .qint_lower import requantize_node, requantize_ok
 from .qlower import output_stage
-from .vplan import vector_kernel
+from .vplan import as_rows, im2col_as_1x1, vector_kernel
 
 EIGHT_BIT = ("int8", "uint8")
 TORCH = ("fbgemm", "onednn")  # requantize semantics whose input zero point may be per channel
@@ -110,17 +110,11 @@ def _vector_kernels_refuse(low, call, by: dict) -> bool:
     in_shape, out_shape = x.checked_type.shape, call.checked_type.shape
     overread = src >= len(low.fn.params)
     if kind == "CONV" and in_shape[3] % 2 and a.accumulate == "vpmaddubsw":
-        o, kh, kw, c = arrays["weights"].shape  # _Lowering.im2col: a 1x1 convolution
-        in_shape, overread = (*out_shape[:3], kh * kw * c), True  # over its IM2COL scratch
-        arrays["weights"] = arrays["weights"].reshape(o, 1, 1, kh * kw * c)
-        params.update(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0])
-    if kind == "FC":  # lower._rows: leading axes are rows
-        in_shape, out_shape = (_rows(s) for s in (in_shape, out_shape))
+        # _Lowering.im2col: a 1x1 convolution over its IM2COL scratch
+        in_shape, overread = im2col_as_1x1(out_shape, params, arrays), True
+    if kind == "FC":
+        in_shape, out_shape = as_rows(in_shape), as_rows(out_shape)
     return vector_kernel(kind, params, arrays, in_shape, out_shape, low.isa, overread) is None
-
-
-def _rows(shape) -> tuple:
-    return int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1])
 
 
 def lower_wide_mac(low, call) -> bool:

@@ -296,7 +296,7 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         g_full, v_tail = divmod(nvec, p["V"])
         lo, hi = groups if groups is not None else (c64(0), c64(g_full + (v_tail > 0)))
         if g_full:
-            with for_range(b, b.sub(_min(b, hi, g_full), lo), "og") as og:
+            with for_range(b, b.sub(self.clamp(b, hi, 0, g_full), lo), "og") as og:
                 o0 = b.mul(b.add(og, lo), c64(16 * p["V"]))
                 self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
         if v_tail:
@@ -439,7 +439,7 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
             skip = b.sub(start, m0)  # rows the previous block stored (the last block only)
             if pairs:
-                with for_range(b, b.sub(_min(b, chi, pairs), clo), "nb") as j:
+                with for_range(b, b.sub(self.clamp(b, chi, 0, pairs), clo), "nb") as j:
                     nb = b.mul(b.add(j, clo), c64(2))
                     self.amx_block(b, src, y, g, p, out, (m0, skip), nb, 2)
             if odd:
@@ -474,8 +474,3 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                 self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
         self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
                            corr=True, skip=skip)
-
-
-def _min(b, value, bound: int):
-    """min(value, bound) for an i64 ``value`` (a loop bound given at run time)."""
-    return b.select(b.icmp_signed(">", value, c64(bound)), c64(bound), value)

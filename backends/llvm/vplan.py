@@ -354,6 +354,21 @@ def _panels(packed: np.ndarray, width: int) -> np.ndarray:
 THREAD_MACS = {"VCONV": 1 << 19, "VDW": 1 << 17}
 
 
+def as_rows(shape) -> tuple:
+    """``shape`` as (rows, last axis): a fully connected layer's leading axes are its rows."""
+    return (int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1]))
+
+
+def im2col_as_1x1(out_shape, params: dict, arrays: dict) -> tuple:
+    """A convolution over its IM2COL copy (an odd channel count's pair order): the weights as
+    1x1 ones over KH*KW*C channels, stride 1 and no padding; returns the copy's shape."""
+    w = arrays["weights"]  # OHWI
+    o, kh, kw, c = w.shape
+    arrays["weights"] = w.reshape(o, 1, 1, kh * kw * c)
+    params.update(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0])
+    return (*out_shape[:3], kh * kw * c)
+
+
 def split_worthwhile(kind: str, params: dict) -> bool:
     """Whether a vector kernel's work is large enough for ``-threads=2`` to split it (it needs
     two output rows, or two full pixel tiles of a pointwise convolution's single row, or two
