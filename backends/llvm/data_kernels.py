@@ -59,10 +59,32 @@ class DataKernels(SpatialKernels, IntKernels):
                 wv = b.sext(self.load_at(b, w, b.add(b.mul(n, c64(k_)), kk), I32), I64)
                 term = b.mul(b.sub(xv, zx), b.sub(wv, zwn))
                 b.store(b.add(b.load(cell, typ=I64), term), cell)
+            if p.get("pairs"):
+                self._idense_pair_saturation(b, k, x, w, m, n, cell)
             at = b.add(b.mul(m, c64(n_)), n)
             self.store_at(b, b.trunc(b.load(cell, typ=I64), I32), y, at, I32)
         b.ret_void()
         return fn
+
+    def _idense_pair_saturation(self, b, k, x, w, m, n, cell):
+        """Add to ``cell`` what VPMADDUBSW's int16 saturation takes off each pair of raw products
+        (x as uint8: int8 data + 128; an odd K's last product pairs with zero)."""
+        p = k.params
+        k_ = p["K"]
+        offset = c64(128 if p["x_dtype"] == "int8" else 0)
+        lo, hi = c64(-(1 << 15)), c64((1 << 15) - 1)
+
+        def product(kk):
+            xv = self.load_value(b, x, b.add(b.mul(m, c64(k_)), kk), p["x_dtype"])[1]
+            wv = b.sext(self.load_at(b, w, b.add(b.mul(n, c64(k_)), kk), I32), I64)
+            return b.mul(b.add(xv, offset), wv)
+
+        with for_range(b, k_ // 2, "j") as j:
+            pair = b.add(product(b.mul(j, c64(2))), product(b.add(b.mul(j, c64(2)), c64(1))))
+            sat = b.select(b.icmp_signed("<", pair, lo), lo, pair)
+            sat = b.select(b.icmp_signed(">", sat, hi), hi, sat)
+            b.store(b.add(b.load(cell, typ=I64), b.sub(sat, pair)), cell)
+        # an odd K's last product pairs with zero; one int8 x uint8 product is within int16
 
     def k_dynq(self, k):
         """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),

@@ -1,7 +1,9 @@
 """Integer products read as int32 (dynamic quantization's MatMulInteger): ``qnn.dense`` whose
 input zero point is computed at run time (a ``qnn.dynamic_quantize`` field) and whose int32
 accumulator is the result, not requantized. One IDENSE kernel: the exact sum of
-(x - zx) * (w - zw) over k, wrapped to int32 as the reference casts its int64 sum."""
+(x - zx) * (w - zw) over k, wrapped to int32 as the reference casts its int64 sum; with
+accumulate="vpmaddubsw" (ONNX Runtime's kernels on x86 CPUs without VNNI) plus what the int16
+saturation of each pair of raw u8 x s8 products takes off (x86_int8.pair_saturation)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ def lower_int_dense(low, call) -> bool:
     params = {
         "M": int(np.prod(x.checked_type.shape[:-1], dtype=np.int64)), "K": int(k), "N": int(n),
         "x_dtype": x.checked_type.dtype, "zx_dtype": zx.checked_type.dtype,
+        # a dense has one tap: "vpmaddubsw_tap" pairs as "vpmaddubsw" does
+        "pairs": call.attrs.accumulate != "exact",
     }  # fmt: skip
     arrays = {"w": weights.astype(np.int32), "zw": zw}
     low.emit("IDENSE", call, [low.src(x), low.src(zx)], params, arrays)

@@ -249,6 +249,31 @@ def test_float_bert_encoders_equal_onnx_runtime(name):
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("ort_cpu", ["avx2", "vnni"])
+@pytest.mark.parametrize("name", ["bert_tiny.dyn_int8.onnx", "bert_tiny.dyn_int8.ort_opt.onnx"])
+def test_dynamic_int8_encoders_equal_the_interpreter_under_each_ort_cpu(name, ort_cpu):
+    """Both of ONNX Runtime's x86 integer kernels, forced on any machine: the dynamic-int8
+    products saturate pairs of u8 x s8 products to int16 ("avx2") or sum exactly ("vnni"), and
+    the LLVM build computes the interpreter's bits under each (which differ: the pair term is
+    not zero on these weights)."""
+    from partita.frontends import from_onnx
+
+    path = MODELS / name
+    shapes = {"input_ids": (1, 16), "attention_mask": (1, 16)}
+    mod = from_onnx(str(path), input_shapes=shapes, ort_cpu=ort_cpu)
+    rng = np.random.default_rng(10)
+    ids = rng.integers(0, 100, (1, 16)).astype(np.int64)
+    mask = np.ones((1, 16), np.int64)
+    mask[0, 11:] = 0
+    got = P.build(mod, "llvm").run(ids, mask)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    ref = P.interpret(mod, [ids, mask])[0]
+    assert got.tobytes() == ref.tobytes()
+    other = "vnni" if ort_cpu == "avx2" else "avx2"
+    elsewhere = P.interpret(from_onnx(str(path), input_shapes=shapes, ort_cpu=other), [ids, mask])
+    assert elsewhere[0].tobytes() != ref.tobytes()
+
+
 def test_elementwise_chains_fuse_into_one_kernel():
     """GELU's five elementwise ops (and a dequantize feeding an add) become one EWISE kernel
     each, computing exactly what the separate kernels would (each step rounded to float32)."""
