@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conv_lower import VEC, const_value, epilogue
+from .conv_lower import VEC, const_value, epilogue, split_fconv
 from .errors import refuse
+from .float_lower import vector_registers
 from .sum_order import Unreproduced, gemm_tiles
 
 
@@ -48,7 +49,7 @@ def emit_mlas_gemm(low, call, k: int, n: int, tb: bool, weight) -> bool:
         refuse(call, str(e))
     mp = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
     params = {"images": 1, "size": rows, "G": 1, "M": n, "Kg": k, "lda": k, "Mp": mp, "O": n,
-              "bias": "none",  # rows are the tiles' m, columns their p
+              "bias": "none", "regs": vector_registers(low.isa),  # rows: tiles' m, columns: p
               "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(x) for x in t.blocks]] for t in tiles]}
     arrays, inputs = {}, [low.src(x)]
     if callable(weight):
@@ -62,7 +63,7 @@ def emit_mlas_gemm(low, call, k: int, n: int, tb: bool, weight) -> bool:
         last = call
     else:
         last = epilogue(low, call, n, params, arrays, True, mp)
-    low.emit("FCONV", last, inputs, params, arrays)
+    low.emit("FCONV", last, inputs, split_fconv(low, params), arrays)
     return True
 
 

@@ -20,9 +20,10 @@ import numpy as np
 
 from partita.ops.nn_common import layout_dims
 
-from .conv_lower import VEC, const_value, epilogue
+from .conv_lower import VEC, const_value, epilogue, split_fconv
 from .errors import refuse
 from .fdense_lower import emit_mlas_gemm
+from .float_lower import vector_registers
 from .int_products import emit_gconv
 from .sum_order import ConvShape, Unreproduced, conv_tiles, gemm_tiles
 
@@ -84,11 +85,11 @@ def _conv_tiles(low, call) -> bool:
             "kdims": [[cg, dense["I"]], [kh, dense["H"]], [kw, dense["W"]]]}
     packed = low.scratch("WPACK", [low.src(w)], (g, k, mp), F32, pack)
     params = {"images": n, "size": oh * ow, "G": g, "M": m, "Kg": k, "lda": k * g,
-              "Mp": mp, "O": o, "bias": "none",
+              "Mp": mp, "O": o, "bias": "none", "regs": vector_registers(low.isa),
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {}
     last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
-    low.emit("FCONV", last, [src, packed], params, arrays)
+    low.emit("FCONV", last, [src, packed], split_fconv(low, params), arrays)
     return True
 
 
@@ -135,8 +136,9 @@ def lower_mlas_bmm(low, call) -> bool:
                          {"G": bt, "M": n, "Mp": np_, "gstride": n * k, "mstride": k if tb else 1,
                           "kdims": [[k, 1 if tb else n]]})
     params = {"images": 1, "size": m, "G": bt, "M": n, "Kg": k, "lda": bt * k, "Mp": np_,
-              "O": bt * n, "bias": "none",
+              "O": bt * n, "bias": "none", "regs": vector_registers(low.isa),
               "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(b) for b in t.blocks]] for t in tiles]}
+    split_fconv(low, params)
     if bt == 1:  # (M, 1, N) is (1, M, N)
         low.emit("FCONV", call, [rows, packed], params)
         return True
