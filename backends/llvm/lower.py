@@ -288,7 +288,8 @@ class _Lowering:
         vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa,
                                overread=inputs[0] >= len(self.fn.params))
         if vector is None and params["pairs"]:
-            why = ("needs the vector kernels (-isa=vnni or avx2)" if self.isa == "plain" else
+            why = ("is x86's arithmetic: -isa=plain runs it only as the scalar WMAC kernel"
+                   if self.isa == "plain" else
                    f"runs on the vector kernels, which do not take {params['rounding']!r} "
                    "requantization")
             raise LLVMError(
@@ -298,7 +299,7 @@ class _Lowering:
         if vector is None and params["rounding"] in FLOAT_STAGES:
             raise LLVMError(
                 f"llvm: {where}: {params['rounding']!r} requantization needs the vector kernels "
-                f"(-isa=vnni or avx2) and int8 weights"
+                f"and int8 weights"
             )
         if vector is None:
             del arrays["fscale"]

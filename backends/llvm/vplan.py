@@ -257,9 +257,10 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     ``isa`` amx: VNNI, with AMX tiles where ``amx_fits``; ``overread``: the input lives in the
     segment's arena, whose slack lets a tile row read up to 63 bytes past its end."""
     amx, isa = isa == "amx", "vnni" if isa == "amx" else isa
-    if isa == "plain" or params["rounding"] not in ("tflite", "tflite_builtin", "tflite_double",
-                                                    *FLOAT_STAGES):
+    if params["rounding"] not in ("tflite", "tflite_builtin", "tflite_double", *FLOAT_STAGES):
         return None
+    if isa == "plain" and params.get("pairs"):
+        return None  # x86's pair saturation: WMAC's scalar loops (q16_lower)
     if kind not in ("CONV", "DWCONV", "FC") or (params["rounding"] == "onnx" and params["rq_zp"]):
         return None
     w = _effective_weights(arrays, params)
@@ -308,8 +309,10 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
     code_isa = "avx2" if params.get("pairs") else isa
     # exact sums without VNNI: int16 weights (packed wide here, not in the loop) and VPMADDWD
-    # into int32 pair accumulators, reduced once per tile
-    wide = code_isa == "avx2" and not params.get("pairs")
+    # into int32 pair accumulators, reduced once per tile; "plain" writes the same products as
+    # generic vector IR (sign-extended products, even + odd lanes), which LLVM selects for any
+    # target (VPMADDWD on x86, widening multiply-adds on Arm)
+    wide = code_isa in ("avx2", "plain") and not params.get("pairs")
     tiles = TILES["avx2_wide" if wide else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
