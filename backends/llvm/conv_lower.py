@@ -22,12 +22,14 @@ from partita.ir import Call, Constant, Function, Tuple
 
 from .errors import refuse
 from .float_lower import gemm_rows, panels
+from .registry import OP, lowers
 from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
 
 VEC = 16
 MAX_POOL_PIXELS = 1 << 12  # FGAP's add sequence is straight-line code
 
 
+@lowers("nn.conv2d", priority=OP)
 def lower_fconv(low, call) -> bool:
     """nn.conv2d as above on ``low`` (a lower._Lowering), or False to refuse it by name."""
     x, w = call.args
@@ -195,6 +197,7 @@ def _bias(low, call, n: int):
     return None
 
 
+@lowers("nn.global_avg_pool2d", priority=OP)
 def lower_fgap(low, call) -> bool:
     """nn.global_avg_pool2d of float32 (NHWC or NCHW) summing as MLAS or PyTorch does."""
     a, x = call.attrs, call.args[0]

@@ -16,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from .conv_lower import const_value
+from .registry import OP, lowers
 
 LAYOUTS = ("NCHW", "NHWC")
 INTEGER = ("int8", "uint8", "int32")  # data and output dtypes of the integer form
 
 
+@lowers("nn.conv2d_transpose", priority=OP)
 def lower_fconv_transpose(low, call) -> bool:
     """The FCONVT kernel for ``call`` on ``low`` (a lower._Lowering), or False to refuse it."""
     x, w = call.args

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import LLVMError
+from .registry import OP, lowers
 
 FRESH = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # labels for the ``...`` axes (subscripts are letters)
 
@@ -57,6 +58,7 @@ def einsum_plan(equation: str, shapes: list[tuple]) -> dict:
             "strides": [[per.get(label, 0) for label in [*out, *summed]] for per in strides]}
 
 
+@lowers("einsum", priority=OP)
 def lower_einsum(low, call) -> bool:
     """The EINSUM kernel for ``call`` (its data a Tuple of float32 tensors); float16 refused."""
     data = call.args[0]

@@ -1,5 +1,5 @@
-"""Lowerings tried ahead of lower.SPECIAL's own (``EXTRA``: op -> lowerings, each returns False
-to decline), for what the older ones refuse:
+"""Lowerings registered at registry.EDGE, ahead of the general ones, for what those refuse
+(each returns False to decline):
 
     nn.pad with a pad value computed at run time     GATHER, the value read as a second source
     qnn.add / subtract / mul, per-channel or int16   QBIN (qbinary_lower.py)
@@ -20,12 +20,10 @@ from partita.ir import Constant
 
 from .errors import LLVMError
 from .gather_lower import LIMIT, index_table
-from .q16_lower import lower_wide_mac
-from .qbinary_lower import OPS, lower_qbinary
-from .qleaky_lower import lower_qleaky16
-from .reduce_lower import lower_qmean_more
+from .registry import EDGE, lowers
 
 
+@lowers("nn.pad", priority=EDGE)
 def lower_pad_value(low, call) -> bool:
     """nn.pad whose pad value is not a constant: GATHER's index table (made by the op's own
     reference) sends each filled element to the pad value's one element, numbered after the
@@ -53,13 +51,4 @@ def lower_pad_value(low, call) -> bool:
     return True
 
 
-EXTRA = {
-    "nn.pad": (lower_pad_value,),
-    **{op: (lower_qbinary,) for op in OPS},
-    "qnn.mean": (lower_qmean_more,),
-    "qnn.conv2d": (lower_wide_mac,),
-    "qnn.dense": (lower_wide_mac,),
-    "qnn.leaky_relu": (lower_qleaky16,),
-}
-
-__all__ = ["EXTRA", "lower_pad_value"]
+__all__ = ["lower_pad_value"]

@@ -14,9 +14,11 @@ import numpy as np
 
 from .conv_lower import VEC, const_value, epilogue
 from .errors import refuse
+from .registry import OP, lowers
 from .sum_order import Unreproduced, gemm_tiles
 
 
+@lowers("nn.dense", "nn.gemm", priority=OP + 1)
 def lower_mlas_dense(low, call) -> bool:
     """nn.dense / nn.gemm with accumulate "mlas" or "mlas_packed" as FCONV on ``low``; False
     for exact ones (FDENSE's); an LLVMError names what it cannot reproduce."""

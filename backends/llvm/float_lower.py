@@ -22,9 +22,9 @@ from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
 from .errors import LLVMError
-from .qint_lower import READ, TYPES, lower_int_product, requantize_node, requantize_ok
+from .qint_lower import READ, TYPES, requantize_node, requantize_ok
 from .qlower import lower_qmean_builtin
-from .spatial_lower import lower_spatial
+from .registry import FLOAT, lowers
 
 # op -> the scalar function the kernel applies (see float_kernels.FloatKernels.scalar)
 EWISE_OPS = {
@@ -47,23 +47,42 @@ def strides_for(shape, out_shape) -> list[int]:
     return [0 if d == 1 and o != 1 else s for d, o, s in zip(shape, out_shape, dense)]
 
 
-def lower_float(low, call, name: str) -> bool:
-    """Emit the kernel for ``call`` on ``low`` (a lower._Lowering) if it is one of the above;
-    False if not (the caller then refuses it by name)."""
-    ty = call.checked_type
-    out = getattr(ty, "dtype", None)
+def _float_types(call) -> bool:
+    """Whether the call's result and operands are all of the float kernels' dtypes (TYPES)."""
+    out = getattr(call.checked_type, "dtype", None)
     types = [a.checked_type for a in call.args]
-    if name == "take" and out is not None:  # any data dtype: rows are copied as bytes
-        return _take(low, call)
-    if ewise_ok(call):
-        return _ewise(low, call, name)
-    if lower_spatial(low, call, name) or lower_int_product(low, call, name):
-        return True
-    if name == "qnn.mean" and call.attrs.semantics == "tflite_builtin":
-        return lower_qmean_builtin(low, call)
+    return out in TYPES and all(getattr(t, "dtype", None) in TYPES for t in types)
+
+
+@lowers("take", priority=FLOAT)
+def lower_take(low, call) -> bool:
+    """take of any data dtype (rows are copied as bytes): TAKE."""
+    if getattr(call.checked_type, "dtype", None) is None:
+        return False
+    return _take(low, call)
+
+
+@lowers(*EWISE_OPS, "qnn.dequantize", "qnn.requantize", priority=FLOAT + 1)
+def lower_ewise(low, call) -> bool:
+    """An elementwise op of ``ewise_ok``: a step of an EWISE kernel."""
+    return ewise_ok(call) and _ewise(low, call, call.op.name)
+
+
+@lowers("qnn.mean", priority=FLOAT + 4)
+def lower_qmean_tflite_builtin(low, call) -> bool:
+    """qnn.mean with TFLite's builtin kernel's arithmetic (qlower.lower_qmean_builtin)."""
+    return call.attrs.semantics == "tflite_builtin" and lower_qmean_builtin(low, call)
+
+
+@lowers("argmax", "max", "min", "sum", "mean", "nn.global_avg_pool2d", priority=FLOAT + 5)
+def lower_reduce(low, call) -> bool:
+    """Reductions (FREDUCE, ARGMAX): argmax, and max / min / sum of integers or bools, of any
+    dtype; sum of int32 / int64; sum / mean / max / min and an exact global average pool of
+    float32."""
+    name, out = call.op.name, getattr(call.checked_type, "dtype", None)
     if name == "argmax" or (name in ("max", "min", "sum") and out in (*INTS, "bool")):
         return _reduce(low, call, name)  # an integer sum wraps to its dtype, as the reference
-    if out not in TYPES or any(getattr(t, "dtype", None) not in TYPES for t in types):
+    if not _float_types(call):
         return False
     if name == "sum" and out in ("int32", "int64"):
         return _reduce(low, call, name)
@@ -74,13 +93,33 @@ def lower_float(low, call, name: str) -> bool:
     if name == "nn.global_avg_pool2d" and call.attrs.accumulate == "exact":
         axes = [1, 2] if call.attrs.layout == "NHWC" else [2, 3]
         return _reduce(low, call, "mean", axes)
-    if name in ("nn.dense", "nn.gemm") and types[0].dtype == types[1].dtype == "float32":
-        return _dense(low, call)
-    if name == "nn.batch_matmul" and types[0].dtype == types[1].dtype == "float32":
-        return _bmm(low, call)
-    if name in ("nn.softmax", "nn.layer_norm"):
-        return _normalize(low, call, name)
     return False
+
+
+@lowers("nn.dense", "nn.gemm", priority=FLOAT + 6)
+def lower_fdense(low, call) -> bool:
+    """nn.dense / nn.gemm of float32 data and weights: FDENSE."""
+    types = [a.checked_type for a in call.args]
+    if not _float_types(call) or call.checked_type.dtype != "float32":
+        return False
+    return types[0].dtype == types[1].dtype == "float32" and _dense(low, call)
+
+
+@lowers("nn.batch_matmul", priority=FLOAT + 7)
+def lower_fbmm(low, call) -> bool:
+    """nn.batch_matmul of float32: FBMM."""
+    types = [a.checked_type for a in call.args]
+    if not _float_types(call) or call.checked_type.dtype != "float32":
+        return False
+    return types[0].dtype == types[1].dtype == "float32" and _bmm(low, call)
+
+
+@lowers("nn.softmax", "nn.layer_norm", priority=FLOAT + 8)
+def lower_normalize(low, call) -> bool:
+    """nn.softmax, nn.layer_norm of float32: FSOFTMAX, FLAYERNORM."""
+    if not _float_types(call) or call.checked_type.dtype != "float32":
+        return False
+    return _normalize(low, call, call.op.name)
 
 
 def _operands(low, call):

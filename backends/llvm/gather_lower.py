@@ -23,12 +23,14 @@ from partita.ir import Call, Constant, Function, IRModule, TensorType, Tuple, Va
 from partita.ops import get_op
 
 from .errors import LLVMError
+from .registry import OP, lowers
 
 GATHER_OPS = ("nn.pad", "image.resize2d", "concatenate", "qnn.concatenate")
 LIMIT = 1 << 24  # elements of a table built at compile time
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
+@lowers(*GATHER_OPS, priority=OP)
 def lower_gather(low, call) -> bool:
     """``call`` as a GATHER kernel (after LUT rescaling for qnn.concatenate), or False."""
     name = call.op.name

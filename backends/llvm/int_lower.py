@@ -11,7 +11,10 @@ import numpy as np
 
 from partita.ir import Constant
 
+from .registry import OP, lowers
 
+
+@lowers("qnn.dense", priority=OP)
 def lower_int_dense(low, call) -> bool:
     x, w, zx, zw = call.args[:4]
     if (

@@ -21,6 +21,7 @@ from partita.ir import Constant
 
 from .conv_lower import const_value
 from .qint_lower import requantize_node, requantize_ok
+from .registry import OP, lowers
 
 INTS = ("int8", "uint8", "int16", "int32", "int64")
 
@@ -35,6 +36,7 @@ def weight_source(low, w) -> int:
     return low.src(w)
 
 
+@lowers("nn.conv2d", "nn.conv2d_transpose", priority=OP + 1)
 def lower_int_conv(low, call) -> bool:
     """nn.conv2d / nn.conv2d_transpose of integers as GCONV, or False for other dtypes."""
     x, w = call.args
@@ -67,6 +69,7 @@ def emit_gconv(low, call, weights: int) -> None:
     low.emit("GCONV", call, [low.src(x), weights], params)
 
 
+@lowers("nn.batch_matmul", priority=OP)
 def lower_int_bmm(low, call) -> bool:
     """nn.batch_matmul of integers (exact sums wrapped to out_dtype) as IBMM, or False."""
     x, y = call.args
@@ -76,6 +79,7 @@ def lower_int_bmm(low, call) -> bool:
     return True
 
 
+@lowers("qnn.batch_matmul", priority=OP + 1)
 def lower_qbmm_any(low, call) -> bool:
     """qnn.batch_matmul as IBMM: its requantize fused when it is the accumulator's only reader
     (with constant parameters), else the accumulator itself."""

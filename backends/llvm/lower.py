@@ -27,20 +27,31 @@ import numpy as np
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
 
-# imported last: float_lower reads nothing of this module at import time
-from . import int_products as ip  # noqa: E402  (GCONV, IBMM)
-from . import runtime_weights as rw  # noqa: E402  (WPACK)
-from .conv_lower import lower_fconv, lower_fgap, ungrouped, weight_only  # noqa: E402
-from .convt_lower import lower_fconv_transpose  # noqa: E402
-from .einsum_lower import lower_einsum  # noqa: E402
-from .errors import LLVMError  # noqa: E402
-from .extra_lower import EXTRA  # noqa: E402
-from .fdense_lower import lower_mlas_dense  # noqa: E402
-from .float_lower import lower_float, lower_view, strides_for  # noqa: E402
-from .gather_lower import GATHER_OPS, lower_gather  # noqa: E402
-from .half_lower import lower_half, lower_tuple_item  # noqa: E402
-from .int_lower import lower_int_dense  # noqa: E402
-from .qlower import lower_qavgpool, lower_qbmm, lower_qsoftmax, mean_params, output_stage  # noqa: E402
+from . import (  # noqa: F401  (importing a lowering module registers its lowerings: registry.py)
+    conv_lower,
+    convt_lower,
+    einsum_lower,
+    extra_lower,
+    fdense_lower,
+    float_lower,
+    gather_lower,
+    int_lower,
+    int_products,
+    q16_lower,
+    qbinary_lower,
+    qint_lower,
+    qleaky_lower,
+    qlower,
+    reduce_lower,
+    runtime_weights,
+    spatial_lower,
+)
+from .conv_lower import ungrouped, weight_only
+from .errors import LLVMError
+from .float_lower import lower_view, strides_for
+from .half_lower import lower_half, lower_tuple_item
+from .qlower import mean_params, output_stage
+from .registry import CORE, FLOAT, lowering_for, lowers
 from .tables import const_array, lut2_table, lut_table
 from .vplan import (
     FLOAT_STAGES,
@@ -53,22 +64,6 @@ from .vplan import (
 from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
-# op name -> lowerings tried before the generic ones, in order; each returns False to decline
-SPECIAL = {
-    "qnn.batch_matmul": (lower_qbmm, ip.lower_qbmm_any),
-    "nn.batch_matmul": (ip.lower_int_bmm, rw.lower_mlas_bmm),
-    "qnn.softmax": (lower_qsoftmax,),
-    "nn.conv2d": (lower_fconv, ip.lower_int_conv, rw.lower_runtime_conv),
-    "nn.conv2d_transpose": (lower_fconv_transpose, ip.lower_int_conv, rw.lower_runtime_conv),
-    "einsum": (lower_einsum,),
-    "nn.global_avg_pool2d": (lower_fgap,),
-    "nn.dense": (rw.lower_runtime_dense, lower_mlas_dense),
-    "nn.gemm": (rw.lower_runtime_dense, lower_mlas_dense),
-    "qnn.avg_pool2d": (lower_qavgpool,),
-    "qnn.dense": (lower_int_dense,),  # an int32 accumulator read as such (dynamic quantization)
-    **{op: (lower_gather,) for op in GATHER_OPS},
-}
-SPECIAL.update({op: (*EXTRA[op], *SPECIAL.get(op, ())) for op in EXTRA})  # extra_lower
 MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
 
 
@@ -175,83 +170,22 @@ class _Lowering:
         return self.ids[id(expr)]
 
     def lower(self, call: Call) -> None:
+        """Lower ``call``: three cross-cutting steps, then the op's registered lowerings in
+        their order (registry.lowering_for); an LLVMError names the op if none takes it."""
         name = call.op.name if not isinstance(call.op, Function) else "<function>"
-        where = f"{name}" + (f" ({call.span})" if call.span is not None else "")
         if weight_only(self, call):
             return None  # a constant expression folded into float convolutions' weights
         deferred = getattr(self, "deferred", {})
-        if any(id(a) in deferred for a in call.args) and lower_float(self, call, name):
+        if any(id(a) in deferred for a in call.args) and any(
+            fn(self, call) for fn in lowering_for(name, at_least=FLOAT)
+        ):
             return None  # an elementwise producer waits to be fused into this EWISE kernel
-        for special in (lower_half, *SPECIAL.get(name, ())):  # each returns False to decline
-            if special(self, call):
+        if lower_half(self, call):
+            return None  # float16 computed in float32 between casts
+        for fn in lowering_for(name):  # each returns False to decline
+            if fn(self, call):
                 return None
-        if name in ("qnn.conv2d", "qnn.dense"):
-            return self.mac(call, where)
-        data = [a for a in call.args if not isinstance(a, Constant)]
-        dtypes = [a.checked_type.dtype for a in data]
-        out = call.checked_type.dtype if hasattr(call.checked_type, "dtype") else None
-        if name == "strided_slice":
-            return lower_view(self, call, call)
-        if name in ("reshape", "squeeze", "expand_dims"):
-            return self.emit("COPY", call, [self.src(data[0])])
-        if name == "transpose":
-            return self.emit("TRANSPOSE", call, [self.src(data[0])], {"perm": _perm(call)})
-        if name == "qnn.mean" and call.attrs.semantics in ("tflite", "onnx", "tflite_legacy"):
-            return self.mean(call, where)
-        if name == "mean" and _exact_float_mean(call):
-            return self.emit("FMEAN", call, [self.src(data[0])])
-        if (name == "nn.max_pool2d" and dtypes[0] in (*EIGHT_BIT, "float32")
-                and call.attrs.layout == "NHWC"):
-            a = call.attrs
-            params = {
-                "pool": list(a.pool_size),
-                "strides": list(a.strides),
-                "padding": list(a.padding),
-                "dilation": list(a.dilation),
-            }
-            return self.emit("MAXPOOL", call, [self.src(data[0])], params)
-        consts_scalar = all(const_array(a).ndim == 0 for a in call.args if isinstance(a, Constant))
-        if (
-            len(data) == 1
-            and call.op.kind in ("elemwise", "broadcast")  # a table maps each element alone
-            and call.checked_type.shape == data[0].checked_type.shape
-            and dtypes[0] in EIGHT_BIT
-            and out in (*EIGHT_BIT, "float32")
-            and consts_scalar
-            and call.args[0] is data[0]
-        ):
-            return self.emit(
-                "LUT", call, [self.src(data[0])], {}, {"table": lut_table(call, dtypes[0], out)}
-            )
-        if (
-            name == "qnn.quantize"
-            and all(isinstance(a, Constant) for a in call.args[1:])
-            and dtypes[0] == "float32"
-            and out in (*EIGHT_BIT, "int16", "int32")
-            and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
-        ):
-            return self.emit("QUANT", call, [self.src(data[0])], *quant_params(call, out))
-        pair = call.args[:2]
-        if (
-            name in ("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference")
-            and all(const_array(a).ndim == 0 for a in call.args[2:])
-            and {a.checked_type.dtype for a in pair} <= set(EIGHT_BIT)
-            and out in EIGHT_BIT
-        ):
-            data, dtypes = list(pair), [a.checked_type.dtype for a in pair]
-            oshape = call.checked_type.shape
-            strides = [strides_for(d.checked_type.shape, oshape) for d in data]
-            params = {"out_shape": list(oshape), "strides": strides}
-            table = lut2_table(call, dtypes, out)
-            if self.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
-                # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
-                params.update(gather="vnni" if self.isa == "amx" else self.isa, **(
-                    {"threads": 2} if self.threads > 1 and np.prod(oshape) >= 4096 else {}))
-                table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])
-            return self.emit("LUT2", call, [self.src(d) for d in data], params, {"table": table})
-        if lower_float(self, call, name):
-            return None
-        raise LLVMError(f"llvm cannot compile {where} yet (build with the 'ref' host for it)")
+        raise LLVMError(f"llvm cannot compile {where(call)} yet (build with the 'ref' host for it)")
 
     def emit(self, kind, call, inputs, params=None, arrays=None) -> None:
         if kind == "MEAN":  # sums a row of channels at once in int32 where they fit
@@ -419,6 +353,144 @@ class _Lowering:
             axes = tuple(sorted(i % len(shape) for i in a.axis))
             raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")
         self.emit("MEAN", call, [self.src(x)], params)
+
+
+
+def where(call: Call) -> str:
+    """The op's name and span, as a refusal names them."""
+    name = call.op.name if not isinstance(call.op, Function) else "<function>"
+    return f"{name}" + (f" ({call.span})" if call.span is not None else "")
+
+
+def _data(call: Call) -> tuple[list, list, str | None]:
+    """The operands that are not constants, their dtypes, the result's dtype."""
+    data = [a for a in call.args if not isinstance(a, Constant)]
+    out = call.checked_type.dtype if hasattr(call.checked_type, "dtype") else None
+    return data, [a.checked_type.dtype for a in data], out
+
+
+@lowers("qnn.conv2d", "qnn.dense", priority=CORE)
+def lower_mac(low, call: Call) -> bool:
+    """qnn.conv2d / qnn.dense with its bias, requantize and clip: CONV, DWCONV or FC."""
+    low.mac(call, where(call))
+    return True
+
+
+@lowers("strided_slice", priority=CORE + 1)
+def lower_strided_slice(low, call: Call) -> bool:
+    """strided_slice: an EWISE copy at an affine index map (float_lower.lower_view)."""
+    lower_view(low, call, call)
+    return True
+
+
+@lowers("reshape", "squeeze", "expand_dims", priority=CORE + 2)
+def lower_copy(low, call: Call) -> bool:
+    """A view that keeps the element order: COPY."""
+    low.emit("COPY", call, [low.src(_data(call)[0][0])])
+    return True
+
+
+@lowers("transpose", priority=CORE + 3)
+def lower_transpose(low, call: Call) -> bool:
+    """transpose of any dtype: TRANSPOSE."""
+    low.emit("TRANSPOSE", call, [low.src(_data(call)[0][0])], {"perm": _perm(call)})
+    return True
+
+
+@lowers("qnn.mean", priority=CORE + 4)
+def lower_qmean(low, call: Call) -> bool:
+    """qnn.mean with TFLite's, ONNX's or TFLite's legacy arithmetic: MEAN."""
+    if call.attrs.semantics not in ("tflite", "onnx", "tflite_legacy"):
+        return False
+    low.mean(call, where(call))
+    return True
+
+
+@lowers("mean", priority=CORE + 5)
+def lower_fmean(low, call: Call) -> bool:
+    """A float32 mean over H, W of dequantized 8-bit data (``_exact_float_mean``): FMEAN."""
+    if not _exact_float_mean(call):
+        return False
+    low.emit("FMEAN", call, [low.src(_data(call)[0][0])])
+    return True
+
+
+@lowers("nn.max_pool2d", priority=CORE + 6)
+def lower_maxpool(low, call: Call) -> bool:
+    """nn.max_pool2d of 8-bit or float32 NHWC data: MAXPOOL."""
+    data, dtypes, _ = _data(call)
+    if not (dtypes[0] in (*EIGHT_BIT, "float32") and call.attrs.layout == "NHWC"):
+        return False
+    a = call.attrs
+    params = {
+        "pool": list(a.pool_size),
+        "strides": list(a.strides),
+        "padding": list(a.padding),
+        "dilation": list(a.dilation),
+    }
+    low.emit("MAXPOOL", call, [low.src(data[0])], params)
+    return True
+
+
+@lowers(kinds=("elemwise", "broadcast"), priority=CORE + 7)
+def lower_lut(low, call: Call) -> bool:
+    """Any function of one 8-bit value (scalar constants aside) to 8 bits or float32: LUT, a
+    256-entry table made with the op's own reference."""
+    data, dtypes, out = _data(call)
+    consts_scalar = all(const_array(a).ndim == 0 for a in call.args if isinstance(a, Constant))
+    if not (
+        len(data) == 1
+        and call.op.kind in ("elemwise", "broadcast")  # a table maps each element alone
+        and call.checked_type.shape == data[0].checked_type.shape
+        and dtypes[0] in EIGHT_BIT
+        and out in (*EIGHT_BIT, "float32")
+        and consts_scalar
+        and call.args[0] is data[0]
+    ):
+        return False
+    low.emit("LUT", call, [low.src(data[0])], {}, {"table": lut_table(call, dtypes[0], out)})
+    return True
+
+
+@lowers("qnn.quantize", priority=CORE + 8)
+def lower_quantize(low, call: Call) -> bool:
+    """qnn.quantize of float32 with constant parameters: QUANT."""
+    data, dtypes, out = _data(call)
+    if not (
+        all(isinstance(a, Constant) for a in call.args[1:])
+        and dtypes[0] == "float32"
+        and out in (*EIGHT_BIT, "int16", "int32")
+        and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
+    ):
+        return False
+    low.emit("QUANT", call, [low.src(data[0])], *quant_params(call, out))
+    return True
+
+
+@lowers("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference", priority=CORE + 9)
+def lower_lut2(low, call: Call) -> bool:
+    """A per-tensor binary op of two 8-bit tensors: LUT2, a 256 x 256 table made with the op's
+    own reference (vector gathers when the ISA has them and no operand broadcasts)."""
+    _, _, out = _data(call)
+    pair = call.args[:2]
+    if not (
+        all(const_array(a).ndim == 0 for a in call.args[2:])
+        and {a.checked_type.dtype for a in pair} <= set(EIGHT_BIT)
+        and out in EIGHT_BIT
+    ):
+        return False
+    data, dtypes = list(pair), [a.checked_type.dtype for a in pair]
+    oshape = call.checked_type.shape
+    strides = [strides_for(d.checked_type.shape, oshape) for d in data]
+    params = {"out_shape": list(oshape), "strides": strides}
+    table = lut2_table(call, dtypes, out)
+    if low.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
+        # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
+        params.update(gather="vnni" if low.isa == "amx" else low.isa, **(
+            {"threads": 2} if low.threads > 1 and np.prod(oshape) >= 4096 else {}))
+        table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])
+    low.emit("LUT2", call, [low.src(d) for d in data], params, {"table": table})
+    return True
 
 
 def _exact_float_mean(call: Call) -> bool:

@@ -35,6 +35,7 @@ from .errors import LLVMError
 from .float_lower import clip_bounds
 from .qint_lower import requantize_node, requantize_ok
 from .qlower import output_stage
+from .registry import EDGE, lowers
 from .vplan import as_rows, im2col_as_1x1, vector_kernel
 
 EIGHT_BIT = ("int8", "uint8")
@@ -117,6 +118,7 @@ def _vector_kernels_refuse(low, call, by: dict) -> bool:
     return vector_kernel(kind, params, arrays, in_shape, out_shape, low.isa, overread) is None
 
 
+@lowers("qnn.conv2d", "qnn.dense", priority=EDGE)
 def lower_wide_mac(low, call) -> bool:
     """qnn.conv2d / qnn.dense as WMAC, or False for what lower.mac takes (not pair-saturating
     accumulation with weight zero points or that the vector kernels refuse) or what has

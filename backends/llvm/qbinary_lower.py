@@ -26,6 +26,7 @@ from partita.ops.qnn_elemwise import fma32, ort_scalar_side, smaller_than_one
 
 from .errors import LLVMError
 from .float_lower import strides_for
+from .registry import EDGE, lowers
 from .tables import const_array
 
 OPS = ("qnn.add", "qnn.subtract", "qnn.mul")
@@ -34,6 +35,7 @@ MAX_PAIRS = 1 << 20  # per-pair parameter arrays larger than this are refused
 F32, F64 = np.float32, np.float64
 
 
+@lowers(*OPS, priority=EDGE)
 def lower_qbinary(low, call) -> bool:
     """``call`` as a QBIN kernel, or False: LUT2 takes it (scalar parameters, 8-bit data), or
     an operand is not what the kernel reads."""

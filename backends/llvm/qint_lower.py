@@ -20,6 +20,7 @@ from partita.ops.emulation.pytorch_x86 import onednn_inverse
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 from .errors import refuse
+from .registry import FLOAT, lowers
 
 TYPES = ("float32", "int32", "int64", "bool")
 READ = (*TYPES, "int8", "uint8", "int16", "float16")  # what EWISE kernels load
@@ -28,10 +29,9 @@ INT_DATA = ("int8", "uint8", "int16", "int32", "int64")
 F32 = np.float32
 
 
-def lower_int_product(low, call, name: str) -> bool:
+@lowers("nn.dense", priority=FLOAT + 3)
+def lower_int_product(low, call) -> bool:
     """nn.dense of integer data and weights ("exact" accumulation) as INTDENSE, or False."""
-    if name != "nn.dense":
-        return False
     x, w = call.args
     dtypes = (x.checked_type.dtype, w.checked_type.dtype, call.checked_type.dtype)
     if not all(d in INT_DATA for d in dtypes):

@@ -18,11 +18,13 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier
 
 from .errors import refuse
 from .float_lower import Tree, emit_ewise
+from .registry import EDGE, lowers
 from .tables import const_array
 
 F32 = np.float32
 
 
+@lowers("qnn.leaky_relu", priority=EDGE)
 def lower_qleaky16(low, call) -> bool:
     """int16 "tflite" qnn.leaky_relu with constant scalar parameters as one EWISE kernel, or
     False (8-bit data: the LUT; run-time parameters: refused by the caller)."""

@@ -20,6 +20,8 @@ from partita.ops.emulation.tflite_fixedpoint import (
 from partita.ops.nn_pool import pool_counts
 from partita.ops.qnn_pool import TFLITE_POOL_SCALE_TOLERANCE as SCALE_TOLERANCE
 
+from .registry import OP, lowers
+
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
@@ -27,6 +29,7 @@ def _scalar(e):  # 0-d: the kernels' parameters are read with int() / float()
     return isinstance(e, Constant) and np.asarray(e.data).ndim == 0
 
 
+@lowers("qnn.batch_matmul", priority=OP)
 def lower_qbmm(low, call) -> bool:
     """qnn.batch_matmul of two 8-bit tensors read by one tflite qnn.requantize (and a clip)."""
     x, y = call.args[:2]
@@ -65,6 +68,7 @@ def lower_qbmm(low, call) -> bool:
     return True
 
 
+@lowers("qnn.softmax", priority=OP)
 def lower_qsoftmax(low, call) -> bool:
     if call.attrs.semantics == "tflite_builtin":
         return _qsoftmax_builtin(low, call)
@@ -241,6 +245,7 @@ def lower_qmean_builtin(low, call) -> bool:
     return True
 
 
+@lowers("qnn.avg_pool2d", priority=OP)
 def lower_qavgpool(low, call) -> bool:
     """qnn.avg_pool2d of 8-bit data with scalar parameters: AVGPOOL (the window's integer sum
     for "tflite", float32 taps in row-major order for "onnx"), or MEAN for ONNX's global

@@ -33,6 +33,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier
 from partita.ops.tensor_reduce import reduce_axes
 
 from .qlower import legacy_mean, mean_params
+from .registry import EDGE, lowers
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -51,6 +52,7 @@ def numpy_sum_loops(shape, axes) -> tuple[list, list, int]:
     return kept, outer, run
 
 
+@lowers("qnn.mean", priority=EDGE)
 def lower_qmean_more(low, call) -> bool:
     """qnn.mean as QMEANX (the table above), or False: MEAN takes it, or nothing does."""
     x, a = call.args[0], call.attrs

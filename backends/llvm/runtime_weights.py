@@ -24,6 +24,7 @@ from .conv_lower import VEC, const_value, epilogue
 from .errors import refuse
 from .fdense_lower import emit_mlas_gemm
 from .int_products import emit_gconv
+from .registry import OP, lowers
 from .sum_order import ConvShape, Unreproduced, conv_tiles, gemm_tiles
 
 F32 = "float32"
@@ -41,6 +42,7 @@ def _runtime_bias(low, call) -> bool:
     return call.checked_type.dtype == F32 and const_value(low, call.args[2]) is None
 
 
+@lowers("nn.conv2d", "nn.conv2d_transpose", priority=OP + 2)
 def lower_runtime_conv(low, call) -> bool:
     """nn.conv2d (WPACK + FCONV) or nn.conv2d_transpose (GCONV) of float32 with run-time
     weights; False for other calls."""
@@ -92,6 +94,7 @@ def _conv_tiles(low, call) -> bool:
     return True
 
 
+@lowers("nn.dense", "nn.gemm", priority=OP)
 def lower_runtime_dense(low, call) -> bool:
     """nn.dense / nn.gemm in MLAS's order ("mlas", "mlas_packed") with run-time weights as
     fdense_lower.lower_mlas_dense computes constant ones; False for exact ones (FDENSE takes
@@ -114,6 +117,7 @@ def lower_runtime_dense(low, call) -> bool:
     return emit_mlas_gemm(low, call, k, n, tb, packed)
 
 
+@lowers("nn.batch_matmul", priority=OP + 1)
 def lower_mlas_bmm(low, call) -> bool:
     """nn.batch_matmul of float32 in MLAS's order (MlasGemmBatch: equal batches, no
     transpose_a, each product on its share of the threads) as FCONV with the batches as groups:

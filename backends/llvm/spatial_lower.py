@@ -21,6 +21,7 @@ from partita.ops.nn_image import _linear_taps, resize_coordinates
 from partita.ops.nn_pool import pool_counts, pool_out_dims
 
 from .errors import refuse
+from .registry import FLOAT, lowers
 
 SPATIAL_OPS = ("nn.avg_pool2d", "image.resize2d")
 
@@ -31,10 +32,12 @@ def where(call) -> str:
     return name + (f" ({call.span})" if call.span is not None else "")
 
 
-def lower_spatial(low, call, name: str) -> bool:
+@lowers("image.resize2d", "nn.avg_pool2d", "nn.max_pool2d", priority=FLOAT + 2)
+def lower_spatial(low, call) -> bool:
     """Emit FPOOL / FRESIZE for ``call`` on ``low`` (a lower._Lowering), False for ops that
     are not pooling or linear resizes; unsupported attribute combinations
     are refused with the reason."""
+    name = call.op.name
     if name == "image.resize2d" and call.attrs.method == "linear":
         return _resize(low, call)
     if name in ("nn.avg_pool2d", "nn.max_pool2d"):
