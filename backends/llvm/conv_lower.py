@@ -16,22 +16,27 @@ transposed by the layout pass): they are evaluated here with the ops' references
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from partita.ir import Call, Constant, Function, Tuple
+from partita.ir import Call, Constant, Function
 
 from .errors import refuse
 from .float_lower import gemm_rows, panels
 from .registry import OP, lowers
 from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 VEC = 16
 MAX_POOL_PIXELS = 1 << 12  # FGAP's add sequence is straight-line code
 
 
 @lowers("nn.conv2d", priority=OP)
-def lower_fconv(low, call) -> bool:
-    """nn.conv2d as above on ``low`` (a lower._Lowering), or False to refuse it by name."""
+def lower_fconv(low: LowerContext, call) -> bool:
+    """nn.conv2d as above on ``low`` (a lower.LowerContext), or False to refuse it by name."""
     x, w = call.args
     a = call.attrs
     weights = const_value(low, w)
@@ -49,7 +54,7 @@ def lower_fconv(low, call) -> bool:
     return _lower_ordered(low, call, weights)
 
 
-def _lower_gemm(low, call, weights) -> bool:
+def _lower_gemm(low: LowerContext, call, weights) -> bool:
     x, a = call.args[0], call.attrs
     kh, kw, c, o = weights.shape
     n = int(x.checked_type.shape[0])
@@ -88,7 +93,7 @@ def _lower_gemm(low, call, weights) -> bool:
     return True
 
 
-def _lower_ordered(low, call, weights) -> bool:
+def _lower_ordered(low: LowerContext, call, weights) -> bool:
     """Grouped or depthwise convolutions, and any in MLAS's or PyTorch's order."""
     x, a = call.args[0], call.attrs
     kh, kw, cg, o = weights.shape
@@ -107,7 +112,7 @@ def _lower_ordered(low, call, weights) -> bool:
     return _lower_tiles(low, call, weights, shape, tiles)
 
 
-def _lower_depthwise(low, call, weights, blocks) -> bool:
+def _lower_depthwise(low: LowerContext, call, weights, blocks) -> bool:
     x, a = call.args[0], call.attrs
     kh, kw, _, c = weights.shape
     n, h, w, _ = (int(d) for d in x.checked_type.shape)
@@ -125,7 +130,7 @@ def _lower_depthwise(low, call, weights, blocks) -> bool:
     return True
 
 
-def _lower_tiles(low, call, weights, s: ConvShape, tiles: list[Tile]) -> bool:
+def _lower_tiles(low: LowerContext, call, weights, s: ConvShape, tiles: list[Tile]) -> bool:
     x, a = call.args[0], call.attrs
     kh, kw, cg, o = weights.shape
     g, m = s.groups, s.m
@@ -151,8 +156,8 @@ def _lower_tiles(low, call, weights, s: ConvShape, tiles: list[Tile]) -> bool:
     return True
 
 
-def epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padded=None,
-              residual=False):
+def epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict, relu_ok: bool,
+             padded=None, residual=False):
     """Absorb a following bias add, (``residual``) an add of a same-shape float32 value
     already computed (ResNet's shortcut: params["residual_of"] names it) and a relu into the
     product; the last node it computes. ``padded``: the bias array's length (zeros after n:
@@ -169,7 +174,7 @@ def epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padde
     add = low.only_user(chain[-1], "add") if residual else None
     if add is not None:
         other = add.args[1] if add.args[0] is chain[-1] else add.args[0]
-        if (id(other) in low.ids and other is not chain[-1] and other.checked_type.dtype
+        if (low.has_buffer(other) and other is not chain[-1] and other.checked_type.dtype
                 == "float32" and tuple(other.checked_type.shape) == tuple(call.checked_type.shape)):
             chain.append(add)
             params["residual"], params["residual_of"] = True, other
@@ -178,11 +183,11 @@ def epilogue(low, call, n: int, params: dict, arrays: dict, relu_ok: bool, padde
         chain.append(relu)
         params["relu"] = True
     for node in chain[1:]:
-        low.absorbed.add(id(node))
+        low.absorb(node)
     return chain[-1]
 
 
-def _bias(low, call, n: int):
+def _bias(low: LowerContext, call, n: int):
     """The nn.bias_add (last axis) or add of a constant [n] vector that only reads ``call``."""
     for name in ("nn.bias_add", "add"):
         node = low.only_user(call, name)
@@ -198,7 +203,7 @@ def _bias(low, call, n: int):
 
 
 @lowers("nn.global_avg_pool2d", priority=OP)
-def lower_fgap(low, call) -> bool:
+def lower_fgap(low: LowerContext, call) -> bool:
     """nn.global_avg_pool2d of float32 (NHWC or NCHW) summing as MLAS or PyTorch does."""
     a, x = call.attrs, call.args[0]
     shape = x.checked_type.shape
@@ -229,29 +234,29 @@ def _constant_tree(expr, memo: dict | None = None) -> bool:
     return memo[id(expr)]
 
 
-def const_value(low, expr):
+def const_value(low: LowerContext, expr):
     """The value of a constant expression (a Constant, or calls of constants only: a dequantize
     or transpose of weights), computed with the ops' references; None if not constant."""
     if not _constant_tree(expr):
         return None
     if isinstance(expr, Constant):
         return np.asarray(expr.data)
-    memo = low.__dict__.setdefault("folded", {})
+    memo = low.memo("folded")
     if id(expr) not in memo:
         args = [const_value(low, a) for a in expr.args]
         memo[id(expr)] = np.asarray(expr.op.impl(*args, expr.attrs))
     return memo[id(expr)]
 
 
-def weight_only(low, call) -> bool:
+def weight_only(low: LowerContext, call) -> bool:
     """Whether ``call`` is a constant expression read only as float convolutions' weights
     (directly or through other such expressions): lower_fconv folds it, no kernel computes it."""
-    memo = low.__dict__.setdefault("constant_trees", {})
+    memo = low.memo("constant_trees")
     if not isinstance(call, Call) or isinstance(call.op, Function) or not _constant_tree(call,
                                                                                        memo):
         return False
-    outs = low.fn.body.fields if isinstance(low.fn.body, Tuple) else [low.fn.body]
-    users = low.users.get(id(call), [])
+    outs = low.outputs
+    users = low.users_of(call)
     if not users or any(call is o for o in outs):
         return False
     return all(_folds_weight(u, call) or weight_only(low, u) for u in users)

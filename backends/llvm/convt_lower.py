@@ -13,18 +13,23 @@ loops: no test model has one; correctness over speed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .conv_lower import const_value
 from .registry import OP, lowers
+
+if TYPE_CHECKING:
+    from .lower import LowerContext
 
 LAYOUTS = ("NCHW", "NHWC")
 INTEGER = ("int8", "uint8", "int32")  # data and output dtypes of the integer form
 
 
 @lowers("nn.conv2d_transpose", priority=OP)
-def lower_fconv_transpose(low, call) -> bool:
-    """The FCONVT kernel for ``call`` on ``low`` (a lower._Lowering), or False to refuse it."""
+def lower_fconv_transpose(low: LowerContext, call) -> bool:
+    """The FCONVT kernel for ``call`` on ``low`` (a lower.LowerContext), or False to refuse it."""
     x, w = call.args
     a = call.attrs
     weights = const_value(low, w)

@@ -10,10 +10,15 @@ float32; numpy sums in float32 in its own order, so results agree within float32
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .errors import LLVMError
 from .registry import OP, lowers
+
+if TYPE_CHECKING:
+    from .lower import LowerContext
 
 FRESH = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # labels for the ``...`` axes (subscripts are letters)
 
@@ -59,7 +64,7 @@ def einsum_plan(equation: str, shapes: list[tuple]) -> dict:
 
 
 @lowers("einsum", priority=OP)
-def lower_einsum(low, call) -> bool:
+def lower_einsum(low: LowerContext, call) -> bool:
     """The EINSUM kernel for ``call`` (its data a Tuple of float32 tensors); float16 refused."""
     data = call.args[0]
     fields = getattr(data, "fields", None)

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from partita.ir import Constant
@@ -22,9 +24,12 @@ from .errors import LLVMError
 from .gather_lower import LIMIT, index_table
 from .registry import EDGE, lowers
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 
 @lowers("nn.pad", priority=EDGE)
-def lower_pad_value(low, call) -> bool:
+def lower_pad_value(low: LowerContext, call) -> bool:
     """nn.pad whose pad value is not a constant: GATHER's index table (made by the op's own
     reference) sends each filled element to the pad value's one element, numbered after the
     data's; "edge" and "reflect" never read it."""

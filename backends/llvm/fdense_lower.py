@@ -10,6 +10,8 @@ MLAS's C (the sum starts from it, beta = 1); exact products stay with float_lowe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .conv_lower import VEC, const_value, epilogue
@@ -17,9 +19,12 @@ from .errors import refuse
 from .registry import OP, lowers
 from .sum_order import Unreproduced, gemm_tiles
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 
 @lowers("nn.dense", "nn.gemm", priority=OP + 1)
-def lower_mlas_dense(low, call) -> bool:
+def lower_mlas_dense(low: LowerContext, call) -> bool:
     """nn.dense / nn.gemm with accumulate "mlas" or "mlas_packed" as FCONV on ``low``; False
     for exact ones (FDENSE's); an LLVMError names what it cannot reproduce."""
     a = call.attrs
@@ -37,7 +42,7 @@ def lower_mlas_dense(low, call) -> bool:
     return emit_mlas_gemm(low, call, *b.shape, tb, b)
 
 
-def emit_mlas_gemm(low, call, k: int, n: int, tb: bool, weight) -> bool:
+def emit_mlas_gemm(low: LowerContext, call, k: int, n: int, tb: bool, weight) -> bool:
     """The FCONV of a K x N product in MLAS's order: ``weight`` the constant [K][N] array, or
     a function of the padded width Mp giving the buffer its run-time packing fills
     (runtime_weights); nn.gemm's bias is MLAS's C, else a bias add and relu after it fuse."""
@@ -68,7 +73,7 @@ def emit_mlas_gemm(low, call, k: int, n: int, tb: bool, weight) -> bool:
     return True
 
 
-def gemm_bias(low, call, n: int) -> np.ndarray:
+def gemm_bias(low: LowerContext, call, n: int) -> np.ndarray:
     """nn.gemm's bias as one value per column (MLAS's C), or refuse the op."""
     bias = const_value(low, call.args[2])
     if bias is None or bias.size not in (1, n) or (bias.size == n > 1 and bias.shape[-1] != n):

@@ -15,6 +15,8 @@ float32 math function (tanh, sigmoid's exp) rounds differently: a few ulps at mo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from partita.backends.registry import BackendError
 
@@ -25,6 +27,9 @@ from .errors import LLVMError
 from .qint_lower import READ, TYPES, requantize_node, requantize_ok
 from .qlower import lower_qmean_builtin
 from .registry import FLOAT, lowers
+
+if TYPE_CHECKING:
+    from .lower import LowerContext
 
 # op -> the scalar function the kernel applies (see float_kernels.FloatKernels.scalar)
 EWISE_OPS = {
@@ -55,7 +60,7 @@ def _float_types(call) -> bool:
 
 
 @lowers("take", priority=FLOAT)
-def lower_take(low, call) -> bool:
+def lower_take(low: LowerContext, call) -> bool:
     """take of any data dtype (rows are copied as bytes): TAKE."""
     if getattr(call.checked_type, "dtype", None) is None:
         return False
@@ -63,19 +68,19 @@ def lower_take(low, call) -> bool:
 
 
 @lowers(*EWISE_OPS, "qnn.dequantize", "qnn.requantize", priority=FLOAT + 1)
-def lower_ewise(low, call) -> bool:
+def lower_ewise(low: LowerContext, call) -> bool:
     """An elementwise op of ``ewise_ok``: a step of an EWISE kernel."""
     return ewise_ok(call) and _ewise(low, call, call.op.name)
 
 
 @lowers("qnn.mean", priority=FLOAT + 4)
-def lower_qmean_tflite_builtin(low, call) -> bool:
+def lower_qmean_tflite_builtin(low: LowerContext, call) -> bool:
     """qnn.mean with TFLite's builtin kernel's arithmetic (qlower.lower_qmean_builtin)."""
     return call.attrs.semantics == "tflite_builtin" and lower_qmean_builtin(low, call)
 
 
 @lowers("argmax", "max", "min", "sum", "mean", "nn.global_avg_pool2d", priority=FLOAT + 5)
-def lower_reduce(low, call) -> bool:
+def lower_reduce(low: LowerContext, call) -> bool:
     """Reductions (FREDUCE, ARGMAX): argmax, and max / min / sum of integers or bools, of any
     dtype; sum of int32 / int64; sum / mean / max / min and an exact global average pool of
     float32."""
@@ -97,7 +102,7 @@ def lower_reduce(low, call) -> bool:
 
 
 @lowers("nn.dense", "nn.gemm", priority=FLOAT + 6)
-def lower_fdense(low, call) -> bool:
+def lower_fdense(low: LowerContext, call) -> bool:
     """nn.dense / nn.gemm of float32 data and weights: FDENSE."""
     types = [a.checked_type for a in call.args]
     if not _float_types(call) or call.checked_type.dtype != "float32":
@@ -106,7 +111,7 @@ def lower_fdense(low, call) -> bool:
 
 
 @lowers("nn.batch_matmul", priority=FLOAT + 7)
-def lower_fbmm(low, call) -> bool:
+def lower_fbmm(low: LowerContext, call) -> bool:
     """nn.batch_matmul of float32: FBMM."""
     types = [a.checked_type for a in call.args]
     if not _float_types(call) or call.checked_type.dtype != "float32":
@@ -115,14 +120,14 @@ def lower_fbmm(low, call) -> bool:
 
 
 @lowers("nn.softmax", "nn.layer_norm", priority=FLOAT + 8)
-def lower_normalize(low, call) -> bool:
+def lower_normalize(low: LowerContext, call) -> bool:
     """nn.softmax, nn.layer_norm of float32: FSOFTMAX, FLAYERNORM."""
     if not _float_types(call) or call.checked_type.dtype != "float32":
         return False
     return _normalize(low, call, call.op.name)
 
 
-def _operands(low, call):
+def _operands(low: LowerContext, call):
     """(buffer inputs, arrays, per-operand source): ("buf", i) or ("const", name)."""
     inputs, arrays, sources = [], {}, []
     for k, a in enumerate(call.args):
@@ -202,7 +207,7 @@ class Tree:
             return ["op", "copy", [self.kid(call.args[0])], {}, call.checked_type.dtype]
         if name == "nn.bias_add":  # an add with the bias along ``axis``
             data, bias = call.args
-            inline = getattr(self.low, "deferred", {}).get(id(data))
+            inline = self.low.deferred(data)
             shape = [1] * len(self.out_shape)
             shape[call.attrs.axis % len(shape)] = self.out_shape[call.attrs.axis % len(shape)]
             kids = [self.node(inline) if inline is not None else self.leaf(data),
@@ -210,13 +215,13 @@ class Tree:
             return ["op", "add", kids, {}, call.checked_type.dtype]
         kids = []
         for a in call.args:
-            inline = getattr(self.low, "deferred", {}).get(id(a))
+            inline = self.low.deferred(a)
             kids.append(self.node(inline) if inline is not None else self.leaf(a))
         return ["op", name, kids, extra, call.checked_type.dtype]
 
     def kid(self, expr) -> list:
         """``expr`` inlined (a deferred EWISE producer) or read as a leaf."""
-        inline = getattr(self.low, "deferred", {}).get(id(expr))
+        inline = self.low.deferred(expr)
         return self.node(inline) if inline is not None else self.leaf(expr)
 
     def array_leaf(self, array, pshape) -> list:
@@ -239,7 +244,7 @@ class Tree:
         size = int(np.prod(pshape))
         sc = np.broadcast_to(np.asarray(scale.data, np.float64).ravel(), (size,)).copy()
         z = np.broadcast_to(np.asarray(zp.data, np.int64).ravel(), (size,)).copy()
-        inline = getattr(self.low, "deferred", {}).get(id(data))
+        inline = self.low.deferred(data)
         kids = [
             self.node(inline) if inline is not None else self.leaf(data),
             self.leaf(scale, strides_for(pshape, self.out_shape), sc),
@@ -258,20 +263,18 @@ def clip_bounds(call) -> dict:
     return {"ibounds": [int(v) for v in ends]}
 
 
-def _ewise(low, call, name: str) -> bool:
+def _ewise(low: LowerContext, call, name: str) -> bool:
     """One EWISE kernel, or none yet: a producer whose only reader is an EWISE op of the same
-    shape waits for it (``low.deferred``) and is inlined into its kernel."""
-    outs = low.fn.body.fields if type(low.fn.body).__name__ == "Tuple" else [low.fn.body]
-    users = low.users.get(id(call), [])
+    shape waits for it (``low.defer``) and is inlined into its kernel."""
+    outs = low.outputs
+    users = low.users_of(call)
     if (
         len(users) == 1
         and ewise_ok(users[0])
         and all(o is not call for o in outs)
         and tuple(users[0].checked_type.shape) == tuple(call.checked_type.shape)
     ):
-        if not hasattr(low, "deferred"):
-            low.deferred = {}
-        low.deferred[id(call)] = call
+        low.defer(call)
         return True
     out_shape = [int(d) for d in call.checked_type.shape]
     tree = Tree(low, out_shape)
@@ -279,7 +282,7 @@ def _ewise(low, call, name: str) -> bool:
     return True
 
 
-def emit_ewise(low, call, tree, root) -> None:
+def emit_ewise(low: LowerContext, call, tree, root) -> None:
     """The EWISE kernel computing ``root`` (a node of ``tree``, over call's output shape)."""
     out_shape = tree.out_shape
     params = {
@@ -289,12 +292,12 @@ def emit_ewise(low, call, tree, root) -> None:
         "dtypes": tree.dtypes,
         "strides": tree.strides,
     }
-    if getattr(low, "threads", 1) > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
+    if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
         params["threads"] = 2  # 128 K elements or more: worth a thread start
     low.emit("EWISE", call, tree.inputs, params, tree.arrays)
 
 
-def _dense(low, call) -> bool:
+def _dense(low: LowerContext, call) -> bool:
     """nn.dense, and nn.gemm (ONNX Gemm: weight [N, K] or [K, N], a bias broadcast to the
     product, added to the sum)."""
     x, w = call.args[:2]
@@ -345,7 +348,7 @@ def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts))
 
 
-def _bmm(low, call) -> bool:
+def _bmm(low: LowerContext, call) -> bool:
     """FBMM (float64 sums, or float_gemm's float32 FMA chains); a constant operand is read as
     data (a CONST copy), as a run-time one."""
     x, y = call.args
@@ -364,7 +367,7 @@ def _bmm(low, call) -> bool:
     return True
 
 
-def _normalize(low, call, name: str) -> bool:
+def _normalize(low: LowerContext, call, name: str) -> bool:
     data = call.args[0]
     shape = [int(d) for d in data.checked_type.shape]
     axis = call.attrs.axis % len(shape)
@@ -388,7 +391,7 @@ def _normalize(low, call, name: str) -> bool:
     return True
 
 
-def _take(low, call) -> bool:
+def _take(low: LowerContext, call) -> bool:
     data, indices = call.args
     shape = [int(d) for d in data.checked_type.shape]
     axis = call.attrs.axis % len(shape)
@@ -407,7 +410,7 @@ def _take(low, call) -> bool:
     return True
 
 
-def _reduce(low, call, name: str, axes=None) -> bool:
+def _reduce(low: LowerContext, call, name: str, axes=None) -> bool:
     """sum / mean / max / min of float32 over axes (float64 sums, rounded once; ``axes`` given
     for nn.global_avg_pool2d); sum of int32 / int64 (wrapping in the dtype, as the reference's
     int64 sum cast back), max / min of integers or bools; argmax (ARGMAX) of float32, integers
@@ -439,7 +442,7 @@ def _reduce(low, call, name: str, axes=None) -> bool:
     return True
 
 
-def lower_item(low, item) -> bool:
+def lower_item(low: LowerContext, item) -> bool:
     """A field of a tuple-valued op read by TupleGetItem: a view of one input (``split``), one
     of ``qnn.dynamic_quantize``'s (data, scale, zero point) or of ``nn.batch_norm``'s; False
     for other tuples (the caller refuses them)."""
@@ -457,7 +460,7 @@ def lower_item(low, item) -> bool:
     return True
 
 
-def lower_batch_norm_item(low, item, call) -> bool:
+def lower_batch_norm_item(low: LowerContext, item, call) -> bool:
     """``nn.batch_norm(...).0`` of float32 data: BNORM, the reference's float64 arithmetic per
     element ((x - mean) / sd * gamma + beta, sd = sqrt(var + eps), then one rounding), so the
     bits equal the interpreter's; each parameter a constant (float64 array) or a run-time
@@ -488,7 +491,7 @@ def lower_batch_norm_item(low, item, call) -> bool:
     return True
 
 
-def lower_view(low, node, call, field: int | None = None) -> None:
+def lower_view(low: LowerContext, node, call, field: int | None = None) -> None:
     """``node`` (a strided_slice, or field ``field`` of a split) as a copy of its input read at
     an affine index map: the op's own reference run on the flat indices of the input says which
     element each output takes. Affine (always, for these ops): one EWISE copy with a base

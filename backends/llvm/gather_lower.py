@@ -15,6 +15,7 @@ dtype.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,13 +26,16 @@ from partita.ops import get_op
 from .errors import LLVMError
 from .registry import OP, lowers
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 GATHER_OPS = ("nn.pad", "image.resize2d", "concatenate", "qnn.concatenate")
 LIMIT = 1 << 24  # elements of a table built at compile time
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
 @lowers(*GATHER_OPS, priority=OP)
-def lower_gather(low, call) -> bool:
+def lower_gather(low: LowerContext, call) -> bool:
     """``call`` as a GATHER kernel (after LUT rescaling for qnn.concatenate), or False."""
     name = call.op.name
     if name not in GATHER_OPS:
@@ -86,7 +90,7 @@ def index_table(call, fields, sizes) -> np.ndarray:
     return np.asarray(result).reshape(-1)
 
 
-def _rescaled(low, call, fields, sources) -> list[int]:
+def _rescaled(low: LowerContext, call, fields, sources) -> list[int]:
     """qnn.concatenate's inputs in the output's quantization: a LUT kernel per 8-bit input
     whose parameters differ (its table: the op itself on all 256 values of that input), a
     QRESCALE kernel per wider one."""
@@ -109,12 +113,12 @@ def _rescaled(low, call, fields, sources) -> list[int]:
         if dtype == out_dtype and np.array_equal(table, values):
             new.append(src)
             continue
-        new.append(low.scratch("LUT", [src], f.checked_type.shape, out_dtype, {}))
-        low.kernels[-1].arrays["table"] = table
+        new.append(low.scratch("LUT", [src], f.checked_type.shape, out_dtype, {},
+                               {"table": table}))
     return new
 
 
-def _direct(low, call, field, params, src) -> int:
+def _direct(low: LowerContext, call, field, params, src) -> int:
     """One input of wider data rescaled element by element (QRESCALE), with the constants
     qnn_elemwise._rescale computes in float32; the input itself when its parameters are the
     output's (the reference copies it)."""

@@ -35,6 +35,7 @@ refused, and a widened op whose float32 form is refused is refused with that rea
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 from partita.backends.registry import BackendError
@@ -46,6 +47,9 @@ from partita.ops import get_op
 from .conv_lower import const_value
 from .errors import LLVMError
 from .float_lower import lower_item
+
+if TYPE_CHECKING:
+    from .lower import LowerContext
 
 HALF, WIDE = "float16", "float32"
 
@@ -93,7 +97,7 @@ def _wide_attrs(attrs):
     return attrs
 
 
-def _wide_arg(low, expr):
+def _wide_arg(low: LowerContext, expr):
     """``expr`` as float32: a float16 constant (or constant expression not computed by any
     kernel: folded weights) converted now, a computed float16 tensor by an EWISE cast
     (once per tensor); other dtypes as they are."""
@@ -102,10 +106,10 @@ def _wide_arg(low, expr):
         return Tuple(fields).with_type(TupleType([f.checked_type for f in fields]))
     if expr.checked_type.dtype != HALF:
         return expr
-    memo = low.__dict__.setdefault("half_wide", {})
+    memo = low.memo("half_wide")
     if id(expr) in memo:
         return memo[id(expr)]
-    value = const_value(low, expr) if id(expr) not in low.ids else None
+    value = const_value(low, expr) if not low.has_buffer(expr) else None
     if value is not None:
         wide = Constant(np.ascontiguousarray(np.asarray(value, np.float32)))
         wide = wide.with_type(_wide_type(expr.checked_type))
@@ -121,11 +125,10 @@ def _cast(expr, dtype: str):
     return Call(get_op("cast"), [expr], {"dtype": dtype}).with_type(TensorType(ty.shape, dtype))
 
 
-def _finish(low, node, wide, lower_wide) -> None:
+def _finish(low: LowerContext, node, wide, lower_wide) -> None:
     """Lower ``wide`` (the float32 form of ``node``) with ``lower_wide``, round it back to
     float16 if ``node`` is float16, and let ``node`` name the result's buffer."""
-    keep = low.__dict__.setdefault("half_nodes", [])  # ids stay unique while the nodes live
-    keep.append(wide)
+    low.keep_alive(wide)
     what = node.op.name if isinstance(node, Call) else node.tuple_value.op.name
     where = what + (f" ({node.span})" if getattr(node, "span", None) is not None else "")
     try:
@@ -135,18 +138,18 @@ def _finish(low, node, wide, lower_wide) -> None:
             f"llvm cannot compile float16 {where}: it is computed in float32, and "
             f"the float32 form is refused: {e}"
         ) from e
-    if id(wide) not in low.ids:
+    if not low.has_buffer(wide):
         raise LLVMError(f"llvm cannot compile float16 {where}: its float32 form left no result")
     result = wide
     if node.checked_type.dtype == HALF:
         result = _cast(wide, HALF)
-        keep.append(result)
+        low.keep_alive(result)
         low.lower(result)
-    low.ids[id(node)] = low.ids[id(result)]
+    low.alias(node, result)
 
 
-def lower_half(low, call) -> bool:
-    """``call`` widened as above on ``low`` (a lower._Lowering), or False (not a float16 op
+def lower_half(low: LowerContext, call) -> bool:
+    """``call`` widened as above on ``low`` (a lower.LowerContext), or False (not a float16 op
     of ``WIDENED``)."""
     if not isinstance(call, Call) or not _takes(call):
         return False
@@ -157,7 +160,7 @@ def lower_half(low, call) -> bool:
     return True
 
 
-def lower_tuple_item(low, item) -> bool:
+def lower_tuple_item(low: LowerContext, item) -> bool:
     """A field of a tuple-valued op (float_lower.lower_item), ``nn.batch_norm(...).0`` of
     float16 data widened (fields 1 and 2 are copies of its inputs, any dtype)."""
     call = item.tuple_value

@@ -7,15 +7,20 @@ saturation of each pair of raw u8 x s8 products takes off (x86_int8.pair_saturat
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from partita.ir import Constant
 
 from .registry import OP, lowers
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 
 @lowers("qnn.dense", priority=OP)
-def lower_int_dense(low, call) -> bool:
+def lower_int_dense(low: LowerContext, call) -> bool:
     x, w, zx, zw = call.args[:4]
     if (
         isinstance(zx, Constant)

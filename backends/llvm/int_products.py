@@ -15,6 +15,8 @@ qint_lower.requantize_node, as for an EWISE step. Weights may be constant, const
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from partita.ir import Constant
@@ -23,13 +25,16 @@ from .conv_lower import const_value
 from .qint_lower import requantize_node, requantize_ok
 from .registry import OP, lowers
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 INTS = ("int8", "uint8", "int16", "int32", "int64")
 
 
-def weight_source(low, w) -> int:
+def weight_source(low: LowerContext, w) -> int:
     """The buffer holding weights ``w``; a constant expression folded for the convolutions
     (conv_lower.weight_only: no kernel computes it) is copied in by a CONST kernel."""
-    if id(w) not in low.ids and not isinstance(w, Constant):
+    if not low.has_buffer(w) and not isinstance(w, Constant):
         value = const_value(low, w)
         if value is not None:
             low.emit("CONST", w, [], {}, {"value": np.ascontiguousarray(value)})
@@ -37,7 +42,7 @@ def weight_source(low, w) -> int:
 
 
 @lowers("nn.conv2d", "nn.conv2d_transpose", priority=OP + 1)
-def lower_int_conv(low, call) -> bool:
+def lower_int_conv(low: LowerContext, call) -> bool:
     """nn.conv2d / nn.conv2d_transpose of integers as GCONV, or False for other dtypes."""
     x, w = call.args
     if not all(t.dtype in INTS for t in (x.checked_type, w.checked_type, call.checked_type)):
@@ -46,7 +51,7 @@ def lower_int_conv(low, call) -> bool:
     return True
 
 
-def emit_gconv(low, call, weights: int) -> None:
+def emit_gconv(low: LowerContext, call, weights: int) -> None:
     """GCONV for ``call`` (either convolution, either data layout, any kernel layout) reading
     its weights from buffer ``weights``."""
     x, w = call.args
@@ -70,7 +75,7 @@ def emit_gconv(low, call, weights: int) -> None:
 
 
 @lowers("nn.batch_matmul", priority=OP)
-def lower_int_bmm(low, call) -> bool:
+def lower_int_bmm(low: LowerContext, call) -> bool:
     """nn.batch_matmul of integers (exact sums wrapped to out_dtype) as IBMM, or False."""
     x, y = call.args
     if not all(t.dtype in INTS for t in (x.checked_type, y.checked_type, call.checked_type)):
@@ -80,7 +85,7 @@ def lower_int_bmm(low, call) -> bool:
 
 
 @lowers("qnn.batch_matmul", priority=OP + 1)
-def lower_qbmm_any(low, call) -> bool:
+def lower_qbmm_any(low: LowerContext, call) -> bool:
     """qnn.batch_matmul as IBMM: its requantize fused when it is the accumulator's only reader
     (with constant parameters), else the accumulator itself."""
     x, y = call.args[:2]
@@ -98,7 +103,7 @@ def lower_qbmm_any(low, call) -> bool:
     rq = low.only_user(call, "qnn.requantize")
     if rq is not None and rq.args[0] is call and requantize_ok(rq):
         params["rq"], arrays = _requantize_stage(rq, call.checked_type.dtype)
-        low.absorbed.add(id(rq))
+        low.absorb(rq)
         last = rq
     low.emit("IBMM", last, inputs, params, arrays)
     return True

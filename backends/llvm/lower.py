@@ -87,27 +87,93 @@ class Plan:
     outputs: list[int]
 
 
-class _Lowering:
+class LowerContext:
+    """The state of lowering one host function, and the API a lowering function uses:
+
+        low.src(expr)                   the buffer holding ``expr`` (a constant: a CONST copy)
+        low.emit(kind, call, inputs, params, arrays)   a kernel computing ``call``
+        low.scratch(kind, inputs, shape, dtype, params, arrays)   a kernel into a new buffer
+        low.absorb(node)                ``node`` is computed inside another kernel (fused)
+        low.defer(call)                 ``call`` waits to be inlined into its reader's EWISE
+        low.deferred(expr)              the call waiting to be inlined for ``expr``, or None
+        low.only_user(node, op)         ``node``'s single reader if it is ``op``, else None
+        low.users_of(node), low.outputs, low.is_input_buffer(i)
+        low.has_buffer(expr), low.alias(node, other)   buffers already computed / shared
+        low.lower(call)                 lower another call now (float16 widening's casts)
+        low.memo(name)                  a dict cached for this function (folded weights, ...)
+        low.isa, low.threads            the kernel family and the thread count asked for
+
+    Lowering functions (``@lowers`` in registry.py) receive it as ``low``.
+    """
+
     def __init__(self, fn: Function, isa: str = "plain", threads: int = 1):
         self.fn, self.isa, self.threads = fn, isa, threads
         self.buffers: list[tuple[tuple[int, ...], str]] = []
         self.ids: dict[int, int] = {}
         self.kernels: list[Kernel] = []
         self.users: dict[int, list] = {}
-        self.absorbed: set[int] = set()
+        self._absorbed: set[int] = set()
+        self._deferred: dict[int, Call] = {}
+        self._memos: dict[str, dict] = {}
+        self._alive: list = []  # nodes made while lowering: their ids stay unique while we run
 
     def buffer(self, expr) -> int:
+        """A new buffer for ``expr``'s value."""
         ty = expr.checked_type
         self.buffers.append((tuple(int(d) for d in ty.shape), ty.dtype))
         self.ids[id(expr)] = len(self.buffers) - 1
         return self.ids[id(expr)]
 
+    def absorb(self, node) -> None:
+        """``node`` is computed inside another op's kernel: it gets no kernel of its own."""
+        self._absorbed.add(id(node))
+
+    def absorbed(self, node) -> bool:
+        """Whether ``node`` was fused into another op's kernel (``absorb``)."""
+        return id(node) in self._absorbed
+
+    def defer(self, call: Call) -> None:
+        """``call`` gets no kernel now: its only reader's EWISE kernel inlines it."""
+        self._deferred[id(call)] = call
+
+    def deferred(self, expr) -> Call | None:
+        """The call ``expr`` waiting to be inlined (``defer``), or None."""
+        return self._deferred.get(id(expr))
+
+    def memo(self, name: str) -> dict:
+        """A dict named ``name`` that lives as long as this lowering (lowerings' caches)."""
+        return self._memos.setdefault(name, {})
+
+    def keep_alive(self, node) -> None:
+        """Hold ``node`` (made while lowering) so no later node reuses its ``id``."""
+        self._alive.append(node)
+
+    def has_buffer(self, expr) -> bool:
+        """Whether ``expr``'s value is already in a buffer (a parameter or a kernel's output)."""
+        return id(expr) in self.ids
+
+    def alias(self, node, other) -> None:
+        """``node``'s value is ``other``'s buffer."""
+        self.ids[id(node)] = self.ids[id(other)]
+
+    def is_input_buffer(self, index: int) -> bool:
+        """Whether buffer ``index`` is one of the function's parameters (memory we do not own)."""
+        return index < len(self.fn.params)
+
+    @property
+    def outputs(self) -> list:
+        """The function's results (the fields of a returned tuple)."""
+        return self.fn.body.fields if isinstance(self.fn.body, Tuple) else [self.fn.body]
+
+    def users_of(self, node) -> list:
+        """The calls that read ``node``."""
+        return self.users.get(id(node), [])
+
     def only_user(self, node, name):
         """The single reader of ``node`` if it is op ``name`` and ``node`` is not an output."""
-        outs = self.fn.body.fields if isinstance(self.fn.body, Tuple) else [self.fn.body]
-        if any(node is o for o in outs):
+        if any(node is o for o in self.outputs):
             return None
-        users = self.users.get(id(node), [])
+        users = self.users_of(node)
         if len(users) == 1 and getattr(users[0].op, "name", "") == name:
             return users[0]
         return None
@@ -131,7 +197,7 @@ class _Lowering:
         for node in order:
             if isinstance(node, Call) and isinstance(node.checked_type, TupleType):
                 continue  # tuple-valued: lowered through the TupleGetItems that read it
-            if isinstance(node, Call) and id(node) not in self.absorbed:
+            if isinstance(node, Call) and not self.absorbed(node):
                 self.lower(node)
             elif isinstance(node, TupleGetItem) and lower_tuple_item(self, node):
                 continue
@@ -162,6 +228,8 @@ class _Lowering:
         return bool(users) and set(users) <= {"concatenate", "qnn.concatenate", "einsum"}
 
     def src(self, expr) -> int:
+        """The buffer holding ``expr``'s value; a constant read as data is first copied into
+        one by a CONST kernel."""
         if id(expr) not in self.ids and isinstance(expr, Constant):
             # a constant tensor read as data: a CONST kernel copies it into a buffer
             self.emit("CONST", expr, [], {}, {"value": np.ascontiguousarray(const_array(expr))})
@@ -175,8 +243,7 @@ class _Lowering:
         name = call.op.name if not isinstance(call.op, Function) else "<function>"
         if weight_only(self, call):
             return None  # a constant expression folded into float convolutions' weights
-        deferred = getattr(self, "deferred", {})
-        if any(id(a) in deferred for a in call.args) and any(
+        if any(self.deferred(a) is not None for a in call.args) and any(
             fn(self, call) for fn in lowering_for(name, at_least=FLOAT)
         ):
             return None  # an elementwise producer waits to be fused into this EWISE kernel
@@ -188,18 +255,19 @@ class _Lowering:
         raise LLVMError(f"llvm cannot compile {where(call)} yet (build with the 'ref' host for it)")
 
     def emit(self, kind, call, inputs, params=None, arrays=None) -> None:
+        """A kernel of ``kind`` reading buffers ``inputs`` into a new buffer for ``call``."""
         if kind == "MEAN":  # sums a row of channels at once in int32 where they fit
             params["row_sums"] = params["inner"] <= MEAN_ROW and params["n"] < (1 << 23)
         out = self.buffer(call)
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))
 
-    def scratch(self, kind, inputs, shape, dtype: str, params) -> int:
+    def scratch(self, kind, inputs, shape, dtype: str, params, arrays=None) -> int:
         """A kernel writing an intermediate buffer no IR value names (IM2COL's windows)."""
         self.buffers.append((tuple(int(d) for d in shape), dtype))
         out = len(self.buffers) - 1
         name = f"{kind.lower()}_{len(self.kernels)}"
-        self.kernels.append(Kernel(kind, name, list(inputs), out, params, {}))
+        self.kernels.append(Kernel(kind, name, list(inputs), out, params, arrays or {}))
         return out
 
     def mac(self, call: Call, where: str) -> None:
@@ -210,7 +278,7 @@ class _Lowering:
         params, arrays = self.mac_stage(call, by, where)
         kind = self.mac_geometry(call, params, arrays, where)
         for c in chain[1:]:
-            self.absorbed.add(id(c))
+            self.absorb(c)
         x = call.args[0]
         inputs, in_shape = [self.src(x)], x.checked_type.shape
         if (params["pairs"] and kind == "CONV" and in_shape[3] % 2
@@ -220,7 +288,7 @@ class _Lowering:
         if kind == "FC":  # leading axes of a rank-3 (transformer) input are rows
             in_shape, out_shape = as_rows(in_shape), as_rows(out_shape)
         vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa,
-                               overread=inputs[0] >= len(self.fn.params))
+                               overread=not self.is_input_buffer(inputs[0]))
         if vector is None and params["pairs"]:
             why = ("needs the vector kernels (-isa=vnni or avx2)" if self.isa == "plain" else
                    f"runs on the vector kernels, which do not take {params['rounding']!r} "
@@ -370,35 +438,35 @@ def _data(call: Call) -> tuple[list, list, str | None]:
 
 
 @lowers("qnn.conv2d", "qnn.dense", priority=CORE)
-def lower_mac(low, call: Call) -> bool:
+def lower_mac(low: LowerContext, call: Call) -> bool:
     """qnn.conv2d / qnn.dense with its bias, requantize and clip: CONV, DWCONV or FC."""
     low.mac(call, where(call))
     return True
 
 
 @lowers("strided_slice", priority=CORE + 1)
-def lower_strided_slice(low, call: Call) -> bool:
+def lower_strided_slice(low: LowerContext, call: Call) -> bool:
     """strided_slice: an EWISE copy at an affine index map (float_lower.lower_view)."""
     lower_view(low, call, call)
     return True
 
 
 @lowers("reshape", "squeeze", "expand_dims", priority=CORE + 2)
-def lower_copy(low, call: Call) -> bool:
+def lower_copy(low: LowerContext, call: Call) -> bool:
     """A view that keeps the element order: COPY."""
     low.emit("COPY", call, [low.src(_data(call)[0][0])])
     return True
 
 
 @lowers("transpose", priority=CORE + 3)
-def lower_transpose(low, call: Call) -> bool:
+def lower_transpose(low: LowerContext, call: Call) -> bool:
     """transpose of any dtype: TRANSPOSE."""
     low.emit("TRANSPOSE", call, [low.src(_data(call)[0][0])], {"perm": _perm(call)})
     return True
 
 
 @lowers("qnn.mean", priority=CORE + 4)
-def lower_qmean(low, call: Call) -> bool:
+def lower_qmean(low: LowerContext, call: Call) -> bool:
     """qnn.mean with TFLite's, ONNX's or TFLite's legacy arithmetic: MEAN."""
     if call.attrs.semantics not in ("tflite", "onnx", "tflite_legacy"):
         return False
@@ -407,7 +475,7 @@ def lower_qmean(low, call: Call) -> bool:
 
 
 @lowers("mean", priority=CORE + 5)
-def lower_fmean(low, call: Call) -> bool:
+def lower_fmean(low: LowerContext, call: Call) -> bool:
     """A float32 mean over H, W of dequantized 8-bit data (``_exact_float_mean``): FMEAN."""
     if not _exact_float_mean(call):
         return False
@@ -416,7 +484,7 @@ def lower_fmean(low, call: Call) -> bool:
 
 
 @lowers("nn.max_pool2d", priority=CORE + 6)
-def lower_maxpool(low, call: Call) -> bool:
+def lower_maxpool(low: LowerContext, call: Call) -> bool:
     """nn.max_pool2d of 8-bit or float32 NHWC data: MAXPOOL."""
     data, dtypes, _ = _data(call)
     if not (dtypes[0] in (*EIGHT_BIT, "float32") and call.attrs.layout == "NHWC"):
@@ -433,7 +501,7 @@ def lower_maxpool(low, call: Call) -> bool:
 
 
 @lowers(kinds=("elemwise", "broadcast"), priority=CORE + 7)
-def lower_lut(low, call: Call) -> bool:
+def lower_lut(low: LowerContext, call: Call) -> bool:
     """Any function of one 8-bit value (scalar constants aside) to 8 bits or float32: LUT, a
     256-entry table made with the op's own reference."""
     data, dtypes, out = _data(call)
@@ -453,7 +521,7 @@ def lower_lut(low, call: Call) -> bool:
 
 
 @lowers("qnn.quantize", priority=CORE + 8)
-def lower_quantize(low, call: Call) -> bool:
+def lower_quantize(low: LowerContext, call: Call) -> bool:
     """qnn.quantize of float32 with constant parameters: QUANT."""
     data, dtypes, out = _data(call)
     if not (
@@ -468,7 +536,7 @@ def lower_quantize(low, call: Call) -> bool:
 
 
 @lowers("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference", priority=CORE + 9)
-def lower_lut2(low, call: Call) -> bool:
+def lower_lut2(low: LowerContext, call: Call) -> bool:
     """A per-tensor binary op of two 8-bit tensors: LUT2, a 256 x 256 table made with the op's
     own reference (vector gathers when the ISA has them and no operand broadcasts)."""
     _, _, out = _data(call)
@@ -564,7 +632,7 @@ def lower(fn: Function, isa: str = "plain", threads: int = 1) -> Plan:
     """The kernels of host function ``fn`` (an LLVMError names the first op it cannot take);
     ``isa`` picks the conv/dense kernels: vnni, avx2 (vector) or plain (scalar loops);
     ``threads`` 2 splits the large float matrix products over a second thread."""
-    return _Lowering(fn, isa, threads).run()
+    return LowerContext(fn, isa, threads).run()
 
 
-__all__ = ["EIGHT_BIT", "Kernel", "LLVMError", "Plan", "Var", "lower"]
+__all__ = ["EIGHT_BIT", "Kernel", "LLVMError", "LowerContext", "Plan", "Var", "lower", "where"]

@@ -26,6 +26,8 @@ qnn.conv2d / qnn.dense's references add x86_int8.pair_saturation.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from partita.backends.registry import BackendError
 
@@ -38,6 +40,9 @@ from .qlower import output_stage
 from .registry import EDGE, lowers
 from .vplan import as_rows, im2col_as_1x1, vector_kernel
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 EIGHT_BIT = ("int8", "uint8")
 TORCH = ("fbgemm", "onednn")  # requantize semantics whose input zero point may be per channel
 
@@ -46,7 +51,7 @@ def _where(call) -> str:
     return call.op.name + (f" ({call.span})" if call.span is not None else "")
 
 
-def _chain(low, call) -> dict:
+def _chain(low: LowerContext, call) -> dict:
     """The nodes lower.mac_chain would fuse after ``call``: "nn.bias_add" (or ONNX's plain add of
     an int32 vector), "qnn.requantize", "clip" (only after a requantize)."""
     by, node = {}, call
@@ -81,12 +86,12 @@ def _eight_bit_mac_takes(call, by: dict) -> bool:
     return rq.checked_type.dtype in EIGHT_BIT and not per_channel_zp
 
 
-def _vector_kernels_refuse(low, call, by: dict) -> bool:
+def _vector_kernels_refuse(low: LowerContext, call, by: dict) -> bool:
     """Whether lower.mac refuses pair-saturating ``call`` (symmetric weights, 8-bit MAC
-    dtypes) for want of a vector kernel, asked as _Lowering.mac asks, step by step:
-    _Lowering.mac_stage (qlower.output_stage, then _Lowering.pairs, which refuses grouped
-    convolutions other than depthwise "vpmaddubsw" ones), _Lowering.mac_geometry, the IM2COL
-    1x1 form of an odd channel count (_Lowering.im2col's shapes, without its copy kernel), then
+    dtypes) for want of a vector kernel, asked as LowerContext.mac asks, step by step:
+    LowerContext.mac_stage (qlower.output_stage, then LowerContext.pairs, which refuses grouped
+    convolutions other than depthwise "vpmaddubsw" ones), LowerContext.mac_geometry, the IM2COL
+    1x1 form of an odd channel count (LowerContext.im2col's shapes, without its copy kernel), then
     vplan.vector_kernel itself: None there is mac's "int16 pair saturation" refusal. What mac
     refuses for another reason (a layout, an output stage, rank-1 dense data) stays its own
     refusal (False). ``by`` is mac's own chain: _chain fuses what mac_chain does."""
@@ -109,9 +114,9 @@ def _vector_kernels_refuse(low, call, by: dict) -> bool:
     except BackendError:
         return False
     in_shape, out_shape = x.checked_type.shape, call.checked_type.shape
-    overread = src >= len(low.fn.params)
+    overread = not low.is_input_buffer(src)
     if kind == "CONV" and in_shape[3] % 2 and a.accumulate == "vpmaddubsw":
-        # _Lowering.im2col: a 1x1 convolution over its IM2COL scratch
+        # LowerContext.im2col: a 1x1 convolution over its IM2COL scratch
         in_shape, overread = im2col_as_1x1(out_shape, params, arrays), True
     if kind == "FC":
         in_shape, out_shape = as_rows(in_shape), as_rows(out_shape)
@@ -119,7 +124,7 @@ def _vector_kernels_refuse(low, call, by: dict) -> bool:
 
 
 @lowers("qnn.conv2d", "qnn.dense", priority=EDGE)
-def lower_wide_mac(low, call) -> bool:
+def lower_wide_mac(low: LowerContext, call) -> bool:
     """qnn.conv2d / qnn.dense as WMAC, or False for what lower.mac takes (not pair-saturating
     accumulation with weight zero points or that the vector kernels refuse) or what has
     weights or zero points computed at run time (int_lower's dynamic quantization, or
@@ -193,7 +198,7 @@ def pair_slots(op: str, accumulate: str, shape) -> np.ndarray:
     return np.asarray(rows, np.int32).reshape(-1, 3)
 
 
-def _fuse(low, call, by: dict, params: dict, arrays: dict):
+def _fuse(low: LowerContext, call, by: dict, params: dict, arrays: dict):
     """Fuse what of ``by`` the kernel takes into ``params`` / ``arrays`` (marking it absorbed);
     the last node fused (``call`` itself when nothing is)."""
     n_out = int(call.checked_type.shape[-1])
@@ -228,10 +233,10 @@ def _rq_fusable(rq: Call, last_axis: int) -> bool:
     return requantize_ok(rq) and (not per_channel or rq.attrs.axis % (last_axis + 1) == last_axis)
 
 
-def _absorb(low, call, last):
+def _absorb(low: LowerContext, call, last):
     node = last
     while node is not call:
-        low.absorbed.add(id(node))
+        low.absorb(node)
         node = node.args[0]
     return last
 

@@ -17,6 +17,8 @@ with the reference's own helpers, so the kernel only loads them: an output eleme
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from partita.errors import PartitaError
@@ -29,6 +31,9 @@ from .float_lower import strides_for
 from .registry import EDGE, lowers
 from .tables import const_array
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 OPS = ("qnn.add", "qnn.subtract", "qnn.mul")
 DTYPES = ("int8", "uint8", "int16")
 MAX_PAIRS = 1 << 20  # per-pair parameter arrays larger than this are refused
@@ -36,7 +41,7 @@ F32, F64 = np.float32, np.float64
 
 
 @lowers(*OPS, priority=EDGE)
-def lower_qbinary(low, call) -> bool:
+def lower_qbinary(low: LowerContext, call) -> bool:
     """``call`` as a QBIN kernel, or False: LUT2 takes it (scalar parameters, 8-bit data), or
     an operand is not what the kernel reads."""
     name = call.op.name

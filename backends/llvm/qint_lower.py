@@ -13,6 +13,8 @@ arithmetic per element is int_kernels.IntKernels.requantize_value.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from partita.ir import Constant
@@ -22,6 +24,9 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 from .errors import refuse
 from .registry import FLOAT, lowers
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 TYPES = ("float32", "int32", "int64", "bool")
 READ = (*TYPES, "int8", "uint8", "int16", "float16")  # what EWISE kernels load
 
@@ -30,7 +35,7 @@ F32 = np.float32
 
 
 @lowers("nn.dense", priority=FLOAT + 3)
-def lower_int_product(low, call) -> bool:
+def lower_int_product(low: LowerContext, call) -> bool:
     """nn.dense of integer data and weights ("exact" accumulation) as INTDENSE, or False."""
     x, w = call.args
     dtypes = (x.checked_type.dtype, w.checked_type.dtype, call.checked_type.dtype)

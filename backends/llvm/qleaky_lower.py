@@ -11,6 +11,8 @@ s_in * alpha / s_out, each through QuantizeMultiplier), so the bits are the inte
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from partita.ir import Constant
@@ -21,11 +23,14 @@ from .float_lower import Tree, emit_ewise
 from .registry import EDGE, lowers
 from .tables import const_array
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 F32 = np.float32
 
 
 @lowers("qnn.leaky_relu", priority=EDGE)
-def lower_qleaky16(low, call) -> bool:
+def lower_qleaky16(low: LowerContext, call) -> bool:
     """int16 "tflite" qnn.leaky_relu with constant scalar parameters as one EWISE kernel, or
     False (8-bit data: the LUT; run-time parameters: refused by the caller)."""
     data = call.args[0]

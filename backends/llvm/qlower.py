@@ -5,6 +5,7 @@ its per-difference tables computed here with the reference's own code)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from partita.backends.registry import BackendError
@@ -22,6 +23,9 @@ from partita.ops.qnn_pool import TFLITE_POOL_SCALE_TOLERANCE as SCALE_TOLERANCE
 
 from .registry import OP, lowers
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
@@ -30,7 +34,7 @@ def _scalar(e):  # 0-d: the kernels' parameters are read with int() / float()
 
 
 @lowers("qnn.batch_matmul", priority=OP)
-def lower_qbmm(low, call) -> bool:
+def lower_qbmm(low: LowerContext, call) -> bool:
     """qnn.batch_matmul of two 8-bit tensors read by one tflite qnn.requantize (and a clip)."""
     x, y = call.args[:2]
     if not all(_scalar(a) for a in call.args[2:]) or {
@@ -63,13 +67,13 @@ def lower_qbmm(low, call) -> bool:
     }  # fmt: skip
     last = clip if clip is not None else rq
     for node in (rq, *((clip,) if clip is not None else ())):
-        low.absorbed.add(id(node))
+        low.absorb(node)
     low.emit("QBMM", last, [low.src(x), low.src(y)], params)
     return True
 
 
 @lowers("qnn.softmax", priority=OP)
-def lower_qsoftmax(low, call) -> bool:
+def lower_qsoftmax(low: LowerContext, call) -> bool:
     if call.attrs.semantics == "tflite_builtin":
         return _qsoftmax_builtin(low, call)
     if call.attrs.semantics == "onnx":
@@ -110,7 +114,7 @@ def lower_qsoftmax(low, call) -> bool:
 __all__ = ["RANGE", "lower_qbmm", "lower_qsoftmax"]
 
 
-def _qsoftmax_ort(low, call) -> bool:
+def _qsoftmax_ort(low: LowerContext, call) -> bool:
     """ONNX Runtime's QLinearSoftmax (activation_kernels.ort_softmax) as QSOFTMAXO: the
     reference's own 256-entry float32 exp table indexed by q - max(row) + 255, the row's float32
     sum in order, then per element rint(float32(t * floor(1 / s_out)) / sum) saturated + zp.
@@ -136,7 +140,7 @@ def _qsoftmax_ort(low, call) -> bool:
     return True
 
 
-def _qsoftmax_builtin(low, call) -> bool:
+def _qsoftmax_builtin(low: LowerContext, call) -> bool:
     """TFLite's optimized float softmax of 8-bit data as QSOFTMAXF: expf(-s_in * beta * d)
     depends only on d = max(q) - q in [0, 255], a table made with the reference's own float32
     libm arithmetic; the kernel sums it in float32 in order and scales as the reference."""
@@ -213,7 +217,7 @@ def legacy_mean(four_d: bool, n: int, consts, out_dtype: str) -> dict:
     return {"legacy": "float", "fscale": float(scale), "fbias": float(bias)}
 
 
-def lower_qmean_builtin(low, call) -> bool:
+def lower_qmean_builtin(low: LowerContext, call) -> bool:
     """qnn.mean "tflite_builtin" as MEAN: TFLite's optimized kernel for a 4-D mean over H, W
     kept as dims (the sum, without the zero point, times QuantizeMultiplier(float32(s_in /
     (n * s_out))), plus a float32 bias; whole 16-channel blocks round upward), else "tflite"."""
@@ -246,7 +250,7 @@ def lower_qmean_builtin(low, call) -> bool:
 
 
 @lowers("qnn.avg_pool2d", priority=OP)
-def lower_qavgpool(low, call) -> bool:
+def lower_qavgpool(low: LowerContext, call) -> bool:
     """qnn.avg_pool2d of 8-bit data with scalar parameters: AVGPOOL (the window's integer sum
     for "tflite", float32 taps in row-major order for "onnx"), or MEAN for ONNX's global
     average (MLAS's formula is the MEAN kernel's)."""

@@ -25,6 +25,7 @@ in C order. The integer modes sum exactly (in any order).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from partita.ops.tensor_reduce import reduce_axes
 
 from .qlower import legacy_mean, mean_params
 from .registry import EDGE, lowers
+
+if TYPE_CHECKING:
+    from .lower import LowerContext
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -53,7 +57,7 @@ def numpy_sum_loops(shape, axes) -> tuple[list, list, int]:
 
 
 @lowers("qnn.mean", priority=EDGE)
-def lower_qmean_more(low, call) -> bool:
+def lower_qmean_more(low: LowerContext, call) -> bool:
     """qnn.mean as QMEANX (the table above), or False: MEAN takes it, or nothing does."""
     x, a = call.args[0], call.attrs
     shape = [int(d) for d in x.checked_type.shape]
@@ -97,7 +101,7 @@ def lower_qmean_more(low, call) -> bool:
     return True
 
 
-def _lower_empty(low, call, shape, dtype) -> bool:
+def _lower_empty(low: LowerContext, call, shape, dtype) -> bool:
     """qnn.mean of empty data as CONST: the reference's output reads no element (zeros, or
     "onnx"'s zero point from 0 / 0), so the op on empty data is the output."""
     params = [np.asarray(c.data) for c in call.args[1:]]
@@ -107,7 +111,7 @@ def _lower_empty(low, call, shape, dtype) -> bool:
     return True
 
 
-def _lower_legacy(low, call, shape, axes, consts) -> bool:
+def _lower_legacy(low: LowerContext, call, shape, axes, consts) -> bool:
     """qnn.mean "tflite_legacy" as QMEANX "legacy" (qnn_pool._mean_tflite_legacy), or False
     when MEAN (lower.py) computes the same path."""
     a, dtype = call.attrs, call.args[0].checked_type.dtype

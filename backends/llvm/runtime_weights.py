@@ -16,6 +16,8 @@ run-time weights are float_lower's FDENSE already.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from partita.ops.nn_common import layout_dims
@@ -27,23 +29,26 @@ from .int_products import emit_gconv
 from .registry import OP, lowers
 from .sum_order import ConvShape, Unreproduced, conv_tiles, gemm_tiles
 
+if TYPE_CHECKING:
+    from .lower import LowerContext
+
 F32 = "float32"
 
 
-def _runtime_float(low, call) -> bool:
+def _runtime_float(low: LowerContext, call) -> bool:
     """Whether ``call`` multiplies float32 data by float32 weights that are not constant."""
     x, w = call.args[:2]
     return (x.checked_type.dtype == w.checked_type.dtype == call.checked_type.dtype == F32
             and const_value(low, w) is None)
 
 
-def _runtime_bias(low, call) -> bool:
+def _runtime_bias(low: LowerContext, call) -> bool:
     """Whether float32 nn.gemm ``call``'s bias is computed at run time."""
     return call.checked_type.dtype == F32 and const_value(low, call.args[2]) is None
 
 
 @lowers("nn.conv2d", "nn.conv2d_transpose", priority=OP + 2)
-def lower_runtime_conv(low, call) -> bool:
+def lower_runtime_conv(low: LowerContext, call) -> bool:
     """nn.conv2d (WPACK + FCONV) or nn.conv2d_transpose (GCONV) of float32 with run-time
     weights; False for other calls."""
     if not _runtime_float(low, call):
@@ -56,7 +61,7 @@ def lower_runtime_conv(low, call) -> bool:
     return _conv_tiles(low, call)
 
 
-def _conv_tiles(low, call) -> bool:
+def _conv_tiles(low: LowerContext, call) -> bool:
     """conv_lower._lower_tiles with the weights packed at run time."""
     x, w = call.args
     a = call.attrs
@@ -95,7 +100,7 @@ def _conv_tiles(low, call) -> bool:
 
 
 @lowers("nn.dense", "nn.gemm", priority=OP)
-def lower_runtime_dense(low, call) -> bool:
+def lower_runtime_dense(low: LowerContext, call) -> bool:
     """nn.dense / nn.gemm in MLAS's order ("mlas", "mlas_packed") with run-time weights as
     fdense_lower.lower_mlas_dense computes constant ones; False for exact ones (FDENSE takes
     run-time weights) and constant weights."""
@@ -118,7 +123,7 @@ def lower_runtime_dense(low, call) -> bool:
 
 
 @lowers("nn.batch_matmul", priority=OP + 1)
-def lower_mlas_bmm(low, call) -> bool:
+def lower_mlas_bmm(low: LowerContext, call) -> bool:
     """nn.batch_matmul of float32 in MLAS's order (MlasGemmBatch: equal batches, no
     transpose_a, each product on its share of the threads) as FCONV with the batches as groups:
     WPACK lays x out as rows of [batch][K] and y as [batch][K][Np]; FCONV writes (M, B, N), a

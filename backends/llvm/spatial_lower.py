@@ -13,6 +13,8 @@ reference's float32 expression in its order, one float32 rounding per operation.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from partita.backends.registry import BackendError
 
@@ -22,6 +24,9 @@ from partita.ops.nn_pool import pool_counts, pool_out_dims
 
 from .errors import refuse
 from .registry import FLOAT, lowers
+
+if TYPE_CHECKING:
+    from .lower import LowerContext
 
 SPATIAL_OPS = ("nn.avg_pool2d", "image.resize2d")
 
@@ -33,8 +38,8 @@ def where(call) -> str:
 
 
 @lowers("image.resize2d", "nn.avg_pool2d", "nn.max_pool2d", priority=FLOAT + 2)
-def lower_spatial(low, call) -> bool:
-    """Emit FPOOL / FRESIZE for ``call`` on ``low`` (a lower._Lowering), False for ops that
+def lower_spatial(low: LowerContext, call) -> bool:
+    """Emit FPOOL / FRESIZE for ``call`` on ``low`` (a lower.LowerContext), False for ops that
     are not pooling or linear resizes; unsupported attribute combinations
     are refused with the reason."""
     name = call.op.name
@@ -51,7 +56,7 @@ def _float32_only(call) -> None:
         refuse(call, f"{data} -> {out} (the kernel reads and writes float32)")
 
 
-def _pool(low, call, name: str) -> bool:
+def _pool(low: LowerContext, call, name: str) -> bool:
     dtype = call.args[0].checked_type.dtype
     if name == "nn.avg_pool2d" or dtype not in ("int8", "uint8", "int16", "int32", "int64"):
         _float32_only(call)
@@ -72,7 +77,7 @@ def _pool(low, call, name: str) -> bool:
     return True
 
 
-def _resize(low, call) -> bool:
+def _resize(low: LowerContext, call) -> bool:
     _float32_only(call)
     a = call.attrs
     shape = [int(d) for d in call.args[0].checked_type.shape]
