@@ -24,6 +24,7 @@ from partita.ir import Call, Constant, Function
 
 from .errors import refuse
 from .float_lower import gemm_rows, panels
+from .kinds import Kind
 from .registry import OP, lowers
 from .sum_order import ConvShape, Tile, Unreproduced, conv_tiles, uniform_blocks
 
@@ -75,7 +76,7 @@ def _lower_gemm(low: LowerContext, call, weights) -> bool:
         h, w = (int(d) for d in x.checked_type.shape[1:3])
         hp, wp = h + top + bottom, w + left + right
         if any(a.padding):
-            src = low.scratch("FPAD", [src], (1, hp, wp, c), "float32",
+            src = low.scratch(Kind.FPAD, [src], (1, hp, wp, c), "float32",
                               {"padding": list(a.padding)})
         (dh, dw), taps = a.dilation, np.arange(c)
         koff = [(ky * dh * wp + kx * dw) * c + taps for ky in range(kh) for kx in range(kw)]
@@ -84,12 +85,12 @@ def _lower_gemm(low: LowerContext, call, weights) -> bool:
     elif not pointwise:
         im2col = {"strides": list(a.strides), "dilation": list(a.dilation),
                   "padding": list(a.padding), "kernel": [kh, kw], "in_zp": 0}
-        src = low.scratch("IM2COL", [src], (n, oh, ow, kh * kw * c), "float32", im2col)
+        src = low.scratch(Kind.IM2COL, [src], (n, oh, ow, kh * kw * c), "float32", im2col)
     if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= 1 << 22:
         params["threads"] = 2
     last = epilogue(low, call, o, params, arrays, params["vec"], residual=params["vec"])
     inputs = [src] + ([low.src(params.pop("residual_of"))] if "residual_of" in params else [])
-    low.emit("FDENSE", last, inputs, params, arrays)
+    low.emit(Kind.FDENSE, last, inputs, params, arrays)
     return True
 
 
@@ -118,7 +119,7 @@ def _lower_depthwise(low: LowerContext, call, weights, blocks) -> bool:
     n, h, w, _ = (int(d) for d in x.checked_type.shape)
     top, left, bottom, right = a.padding
     cp = -(-c // VEC) * VEC
-    pad = low.scratch("FPAD", [low.src(x)], (n, h + top + bottom, w + left + right, cp),
+    pad = low.scratch(Kind.FPAD, [low.src(x)], (n, h + top + bottom, w + left + right, cp),
                       "float32", {"padding": list(a.padding)})
     wt = np.zeros((kh * kw, cp), np.float32)
     wt[:, :c] = weights.reshape(kh * kw, c)
@@ -126,7 +127,7 @@ def _lower_depthwise(low: LowerContext, call, weights, blocks) -> bool:
               "blocks": [list(b) for b in blocks], "bias": "none"}
     arrays = {"wt": wt}
     last = epilogue(low, call, c, params, arrays, True, cp)
-    low.emit("FDW", last, [pad], params, arrays)
+    low.emit(Kind.FDW, last, [pad], params, arrays)
     return True
 
 
@@ -140,7 +141,7 @@ def _lower_tiles(low: LowerContext, call, weights, s: ConvShape, tiles: list[Til
         oh, ow = (int(d) for d in call.checked_type.shape[1:3])
         params = {"strides": list(a.strides), "dilation": list(a.dilation),
                   "padding": list(a.padding), "kernel": [kh, kw], "out": [oh, ow]}
-        src = low.scratch("FIM2COL", [src], (s.images, oh, ow, k * g), "float32", params)
+        src = low.scratch(Kind.FIM2COL, [src], (s.images, oh, ow, k * g), "float32", params)
     # weights per group as [k][m] in im2col's (channel, row, column) order, m padded so that
     # every tile's last vector reads inside
     mp = max(t.m0 + -(-(t.m1 - t.m0) // VEC) * VEC for t in tiles)
@@ -152,7 +153,7 @@ def _lower_tiles(low: LowerContext, call, weights, s: ConvShape, tiles: list[Til
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {"wt": wt}
     last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
-    low.emit("FCONV", last, [src], params, arrays)
+    low.emit(Kind.FCONV, last, [src], params, arrays)
     return True
 
 

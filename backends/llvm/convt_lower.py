@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .conv_lower import const_value
+from .kinds import Kind
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -56,6 +57,6 @@ def lower_fconv_transpose(low: LowerContext, call) -> bool:
     }
     if integer:  # exact int64 sums (the reference's), wrapped to the output's width
         params["integer"] = [dtype, out_dtype]
-    low.emit("FCONVT", call, [low.src(x)], params,
+    low.emit(Kind.FCONVT, call, [low.src(x)], params,
              {"weights": np.ascontiguousarray(iohw.astype(np.int64 if integer else np.float32))})
     return True

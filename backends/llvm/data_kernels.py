@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from .codegen import F32, I8, I32, I64, c64, for_range
 from .int_kernels import IntKernels
+from .kinds import Kind, emits
 from .spatial_kernels import SpatialKernels
 
 
@@ -43,6 +44,7 @@ class DataKernels(SpatialKernels, IntKernels):
         b.ret_void()
         return fn
 
+    @emits(Kind.IDENSE)
     def k_idense(self, k):
         """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar."""
         p = k.params
@@ -86,6 +88,7 @@ class DataKernels(SpatialKernels, IntKernels):
             b.store(b.add(b.load(cell, typ=I64), b.sub(sat, pair)), cell)
         # an odd K's last product pairs with zero; one int8 x uint8 product is within int16
 
+    @emits(Kind.DYNQ)
     def k_dynq(self, k):
         """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),
         max(x, 0)], scale = (hi - lo) / 255 (1 for an empty range), zero point = rint(clamp(0 -
@@ -125,6 +128,7 @@ class DataKernels(SpatialKernels, IntKernels):
         b.ret_void()
         return fn
 
+    @emits(Kind.CONST)
     def k_const(self, k):
         """The constant ``value`` copied into its buffer (a constant read as data)."""
         fn, b, (y,) = self.function(k, 0)
@@ -134,6 +138,7 @@ class DataKernels(SpatialKernels, IntKernels):
         b.ret_void()
         return fn
 
+    @emits(Kind.TAKE)
     def k_take(self, k):
         p = k.params
         n_in = sum(1 for s in p["sources"] if s[0] == "buf")
@@ -159,6 +164,7 @@ class DataKernels(SpatialKernels, IntKernels):
         b.ret_void()
         return fn
 
+    @emits(Kind.GATHER)
     def k_gather(self, k):
         """y[e] = source element map[e] (numbered across the sources, whose first elements
         are at ``offsets``), or the fill value where map[e] is -1; elements of any size."""
@@ -183,6 +189,7 @@ class DataKernels(SpatialKernels, IntKernels):
         b.ret_void()
         return fn
 
+    @emits(Kind.AVGPOOL)
     def k_avgpool(self, k):
         """qnn.avg_pool2d per output element (qlower.lower_qavgpool): "tflite" sums q - zp_in
         over the taps inside the input, rounds the division by the window's count half away

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import LLVMError
+from .kinds import Kind
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -78,5 +79,5 @@ def lower_einsum(low: LowerContext, call) -> bool:
     labels = [*plan["out"], *plan["summed"]]
     params = {"loops": [plan["sizes"][label] for label in labels], "n_out": len(plan["out"]),
               "strides": plan["strides"]}
-    low.emit("EINSUM", call, [low.src(f) for f in fields], params)
+    low.emit(Kind.EINSUM, call, [low.src(f) for f in fields], params)
     return True

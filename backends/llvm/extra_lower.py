@@ -22,6 +22,7 @@ from partita.ir import Constant
 
 from .errors import LLVMError
 from .gather_lower import LIMIT, index_table
+from .kinds import Kind
 from .registry import EDGE, lowers
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def lower_pad_value(low: LowerContext, call) -> bool:
               "offsets": [0, size][: len(sources)]}
     arrays = {"map": np.where(filled, size, table).astype(np.int32),
               "fill": np.zeros(int(np.dtype(dtype).itemsize), np.uint8)}
-    low.emit("GATHER", call, sources, params, arrays)
+    low.emit(Kind.GATHER, call, sources, params, arrays)
     return True
 
 

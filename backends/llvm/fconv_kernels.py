@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from .codegen import F32, c64, for_range
 from .float_gemm import V16F, VEC
+from .kinds import Kind, emits
 from .sum_order import ZERO, pool_program
 
 I32T = ir.IntType(32)
@@ -77,6 +78,7 @@ class FloatConvKernels:
         return c
 
     # -- FIM2COL -----------------------------------------------------------------------------
+    @emits(Kind.FIM2COL)
     def k_fim2col(self, k):
         """y[pixel, (c, ky, kx)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], 0 outside."""
         fn, b, (x, y) = self.function(k, 1)
@@ -109,6 +111,7 @@ class FloatConvKernels:
         return fn
 
     # -- FCONV -------------------------------------------------------------------------------
+    @emits(Kind.FCONV)
     def k_fconv(self, k):
         """Rows (img, pixel) x output channels of each group, tile by tile (sum_order.Tile)."""
         p = k.params
@@ -167,6 +170,7 @@ class FloatConvKernels:
                 self.vstore_lanes(b, value, y, at, lanes if v == nvec - 1 else VEC)
 
     # -- FPAD, FDW ---------------------------------------------------------------------------
+    @emits(Kind.FPAD)
     def k_fpad(self, k):
         """y = x zero-padded by (top, left, bottom, right), channels zero-padded to Cp."""
         fn, b, (x, y) = self.function(k, 1)
@@ -188,6 +192,7 @@ class FloatConvKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.FDW)
     def k_fdw(self, k):
         """Depthwise over the FPAD copy: per 16 channels, the taps' weights loaded once; output
         pixels PIX at a time (independent chains), each summed as the blocks say."""
@@ -244,6 +249,7 @@ class FloatConvKernels:
                         self.vstore_lanes(b, value, y, b.add(b.mul(pix, c64(c)), c0), lanes)
 
     # -- FGAP --------------------------------------------------------------------------------
+    @emits(Kind.FGAP)
     def k_fgap(self, k):
         """Global average pool of float32 (NHWC or NCHW; 16 channels per vector):
         sum_order.pool_program's adds, then / float32(H * W)."""

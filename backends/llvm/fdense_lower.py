@@ -16,6 +16,7 @@ import numpy as np
 
 from .conv_lower import VEC, const_value, epilogue
 from .errors import refuse
+from .kinds import Kind
 from .registry import OP, lowers
 from .sum_order import Unreproduced, gemm_tiles
 
@@ -69,7 +70,7 @@ def emit_mlas_gemm(low: LowerContext, call, k: int, n: int, tb: bool, weight) ->
         last = call
     else:
         last = epilogue(low, call, n, params, arrays, True, mp)
-    low.emit("FCONV", last, inputs, params, arrays)
+    low.emit(Kind.FCONV, last, inputs, params, arrays)
     return True
 
 

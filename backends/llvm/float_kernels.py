@@ -12,6 +12,7 @@ from llvmlite import ir
 from .codegen import F32, F64, I8, I16, I32, I64, c64, for_range
 from .data_kernels import DataKernels
 from .float_gemm import FloatGemm
+from .kinds import Kind, emits
 from .row_kernels import RowKernels
 
 # float16 is loaded to double and stored rounded to half (EWISE computes on it so); other ops
@@ -218,6 +219,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
         kind, where = k.params["sources"][j]
         return self.cargs[where] if kind == "const" else ins[where]
 
+    @emits(Kind.EWISE)
     def k_ewise(self, k):
         """The expression tree (float_lower.Tree) per output element; each step rounded to
         its dtype as a separate kernel would store it. ``threads`` 2: the range of the first
@@ -298,6 +300,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
             self.nest(b, shape, strides, body, axis + 1, inner, offs, restrict)
         return None
 
+    @emits(Kind.FDENSE)
     def k_fdense(self, k):
         p = k.params
         if p.get("vec"):
@@ -336,6 +339,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
         index = {"scalar": c64(0), "n": n, "mn": mn}[kind]
         return self.load_at(b, self.cargs["bias"], index, F32)
 
+    @emits(Kind.FBMM)
     def k_fbmm(self, k):
         p = k.params
         if p.get("vec"):
@@ -366,6 +370,7 @@ class FloatKernels(RowKernels, DataKernels, FloatGemm):
         b.ret_void()
         return fn
 
+    @emits(Kind.FREDUCE)
     def k_freduce(self, k):
         p = k.params
         if KIND[p.get("dtype", self.dtype(k.output))] == "i":

@@ -24,6 +24,7 @@ from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
 from .errors import LLVMError
+from .kinds import Kind
 from .qint_lower import READ, TYPES, requantize_node, requantize_ok
 from .qlower import lower_qmean_builtin
 from .registry import FLOAT, lowers
@@ -294,7 +295,7 @@ def emit_ewise(low: LowerContext, call, tree, root) -> None:
     }
     if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
         params["threads"] = 2  # 128 K elements or more: worth a thread start
-    low.emit("EWISE", call, tree.inputs, params, tree.arrays)
+    low.emit(Kind.EWISE, call, tree.inputs, params, tree.arrays)
 
 
 def _dense(low: LowerContext, call) -> bool:
@@ -326,9 +327,9 @@ def _dense(low: LowerContext, call) -> bool:
             (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
         ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
             params["threads"] = 2  # (a classifier's one row: each core half the panels)
-        low.emit("FDENSE", call, [low.src(x)], params, arrays)
+        low.emit(Kind.FDENSE, call, [low.src(x)], params, arrays)
     else:
-        low.emit("FDENSE", call, [low.src(x), low.src(w)], params, arrays)
+        low.emit(Kind.FDENSE, call, [low.src(x), low.src(w)], params, arrays)
     return True
 
 
@@ -363,7 +364,7 @@ def _bmm(low: LowerContext, call) -> bool:
         "vec": not a.transpose_b and n % 16 == 0,
         "dot": a.transpose_b and not a.transpose_a and k % 16 == 0, "rows": gemm_rows(low.isa),
     }  # fmt: skip
-    low.emit("FBMM", call, [low.src(x), low.src(y)], params)
+    low.emit(Kind.FBMM, call, [low.src(x), low.src(y)], params)
     return True
 
 
@@ -379,7 +380,7 @@ def _normalize(low: LowerContext, call, name: str) -> bool:
     if name == "nn.softmax":
         if isinstance(data, Constant):
             return False
-        low.emit("FSOFTMAX", call, [low.src(data)], params)
+        low.emit(Kind.FSOFTMAX, call, [low.src(data)], params)
         return True
     a = call.attrs
     params.update(eps=float(np.float32(a.epsilon)), scale=bool(a.scale), center=bool(a.center))
@@ -387,7 +388,7 @@ def _normalize(low: LowerContext, call, name: str) -> bool:
     if sources[0][0] != "buf":
         return False
     params["sources"] = sources
-    low.emit("FLAYERNORM", call, inputs, params, arrays)
+    low.emit(Kind.FLAYERNORM, call, inputs, params, arrays)
     return True
 
 
@@ -406,7 +407,7 @@ def _take(low: LowerContext, call) -> bool:
     }
     inputs, arrays, sources = _operands(low, call)
     params["sources"] = sources
-    low.emit("TAKE", call, inputs, params, arrays)
+    low.emit(Kind.TAKE, call, inputs, params, arrays)
     return True
 
 
@@ -436,9 +437,9 @@ def _reduce(low: LowerContext, call, name: str, axes=None) -> bool:
         params.setdefault("dtype", data.checked_type.dtype)
         if params["dtype"] not in (*INTS, "float32"):
             return False
-        low.emit("ARGMAX", call, [low.src(data)], params)
+        low.emit(Kind.ARGMAX, call, [low.src(data)], params)
         return True
-    low.emit("FREDUCE", call, [low.src(data)], params)
+    low.emit(Kind.FREDUCE, call, [low.src(data)], params)
     return True
 
 
@@ -452,7 +453,7 @@ def lower_item(low: LowerContext, item) -> bool:
         return lower_batch_norm_item(low, item, producer)
     if name == "qnn.dynamic_quantize":  # each field its own pass over the data
         src = producer.args[0]
-        low.emit("DYNQ", item, [low.src(src)], {"field": item.index})
+        low.emit(Kind.DYNQ, item, [low.src(src)], {"field": item.index})
         return True
     if name != "split":
         return False
@@ -467,7 +468,7 @@ def lower_batch_norm_item(low: LowerContext, item, call) -> bool:
     float32 buffer. Fields 1 and 2 (the moving mean and variance, passed through) are copies."""
     data = call.args[0]
     if item.index in (1, 2):
-        low.emit("COPY", item, [low.src(call.args[item.index + 2])], {})
+        low.emit(Kind.COPY, item, [low.src(call.args[item.index + 2])], {})
         return True
     if data.checked_type.dtype != "float32":
         raise LLVMError(f"llvm cannot compile {call.op.name}: {data.checked_type.dtype} data "
@@ -487,7 +488,7 @@ def lower_batch_norm_item(low: LowerContext, item, call) -> bool:
               "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
               "scale": bool(a.scale), "center": bool(a.center), "sources": sources,
               "eps": float(np.float32(a.epsilon))}
-    low.emit("BNORM", item, inputs, params, arrays)
+    low.emit(Kind.BNORM, item, inputs, params, arrays)
     return True
 
 
@@ -531,4 +532,4 @@ def lower_view(low: LowerContext, node, call, field: int | None = None) -> None:
         "strides": [strides],
         "bases": [base],
     }
-    low.emit("EWISE", node, [low.src(data)], params)
+    low.emit(Kind.EWISE, node, [low.src(data)], params)

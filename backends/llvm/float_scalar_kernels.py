@@ -10,10 +10,12 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import ELEM, F32, F64, I64, c64, for_range, layout_index
+from .kinds import Kind, emits
 from .lower import Kernel
 
 
 class FloatScalarKernels:
+    @emits(Kind.FCONVT)
     def k_fconvt(self, k: Kernel):
         """nn.conv2d_transpose (convt_lower.py): out[n, o, oy, ox] = float32(sum in float64 of
         x[n, c, iy, ix] * w[c, o - group's first, a, b] over the group's channels c and the
@@ -73,6 +75,7 @@ class FloatScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.EINSUM)
     def k_einsum(self, k: Kernel):
         """einsum (einsum_lower.py): loops over the output labels, then the summed ones; the
         products of the operands' elements added in float64, rounded to float32 once."""
@@ -109,6 +112,7 @@ class FloatScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.BNORM)
     def k_bnorm(self, k: Kernel):
         """nn.batch_norm's result (float_lower.lower_batch_norm_item): per element, in float64
         as the reference, ((x - mean[c]) / sqrt(var[c] + eps)) * gamma[c] + beta[c], rounded
@@ -139,6 +143,7 @@ class FloatScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.FMEAN)
     def k_fmean(self, k: Kernel):
         """out[c] = float32(sum over pixels of float64(x[p, c]) / n): the reference's float64
         sum, exact here (lower._exact_float_mean), divided and rounded once."""

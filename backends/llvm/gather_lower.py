@@ -24,6 +24,7 @@ from partita.ir import Call, Constant, Function, IRModule, TensorType, Tuple, Va
 from partita.ops import get_op
 
 from .errors import LLVMError
+from .kinds import Kind
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def lower_gather(low: LowerContext, call) -> bool:
         "offsets": [int(v) for v in np.cumsum([0, *sizes[:-1]])],
     }
     arrays = {"map": table.astype(np.int32), "fill": fill.view(np.uint8).copy()}
-    low.emit("GATHER", call, sources, params, arrays)
+    low.emit(Kind.GATHER, call, sources, params, arrays)
     return True
 
 
@@ -113,7 +114,7 @@ def _rescaled(low: LowerContext, call, fields, sources) -> list[int]:
         if dtype == out_dtype and np.array_equal(table, values):
             new.append(src)
             continue
-        new.append(low.scratch("LUT", [src], f.checked_type.shape, out_dtype, {},
+        new.append(low.scratch(Kind.LUT, [src], f.checked_type.shape, out_dtype, {},
                                {"table": table}))
     return new
 
@@ -136,4 +137,4 @@ def _direct(low: LowerContext, call, field, params, src) -> int:
             p.update(scale=float(scale), bias=float(f32(-zp) * scale))
     else:
         p.update(s=float(s), zp=zp, so=float(so))
-    return low.scratch("QRESCALE", [src], shape, dtype, p)
+    return low.scratch(Kind.QRESCALE, [src], shape, dtype, p)

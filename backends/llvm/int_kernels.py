@@ -10,6 +10,7 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import F32, F64, I32, I64, c64, for_range
+from .kinds import Kind, emits
 
 
 def _f32(v) -> ir.Constant:
@@ -17,6 +18,7 @@ def _f32(v) -> ir.Constant:
 
 
 class IntKernels:
+    @emits(Kind.INTDENSE)
     def k_intdense(self, k):
         """out[m, n] = sum_k x[m, k] * w[n, k] in i64 (wrapping as numpy's int64 sum),
         stored in the output dtype (wrapping); constant weights as compressed rows."""
@@ -51,6 +53,7 @@ class IntKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.ARGMAX)
     def k_argmax(self, k):
         """int32 row-major index (over the reduced axes together) of the largest element: the
         first (or with ``last`` the last) of equal ones; nan counts as the largest (numpy)."""

@@ -13,6 +13,7 @@ import numpy as np
 
 from partita.ir import Constant
 
+from .kinds import Kind
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -41,5 +42,5 @@ def lower_int_dense(low: LowerContext, call) -> bool:
         "pairs": call.attrs.accumulate != "exact",
     }  # fmt: skip
     arrays = {"w": weights.astype(np.int32), "zw": zw}
-    low.emit("IDENSE", call, [low.src(x), low.src(zx)], params, arrays)
+    low.emit(Kind.IDENSE, call, [low.src(x), low.src(zx)], params, arrays)
     return True

@@ -22,6 +22,7 @@ import numpy as np
 from partita.ir import Constant
 
 from .conv_lower import const_value
+from .kinds import Kind
 from .qint_lower import requantize_node, requantize_ok
 from .registry import OP, lowers
 
@@ -37,7 +38,7 @@ def weight_source(low: LowerContext, w) -> int:
     if not low.has_buffer(w) and not isinstance(w, Constant):
         value = const_value(low, w)
         if value is not None:
-            low.emit("CONST", w, [], {}, {"value": np.ascontiguousarray(value)})
+            low.emit(Kind.CONST, w, [], {}, {"value": np.ascontiguousarray(value)})
     return low.src(w)
 
 
@@ -71,7 +72,7 @@ def emit_gconv(low: LowerContext, call, weights: int) -> None:
         "dilation": [int(v) for v in a.dilation], "pad": [int(a.padding[0]), int(a.padding[1])],
         "dtypes": [x.checked_type.dtype, w.checked_type.dtype, call.checked_type.dtype],
     }  # fmt: skip
-    low.emit("GCONV", call, [low.src(x), weights], params)
+    low.emit(Kind.GCONV, call, [low.src(x), weights], params)
 
 
 @lowers("nn.batch_matmul", priority=OP)
@@ -80,7 +81,7 @@ def lower_int_bmm(low: LowerContext, call) -> bool:
     x, y = call.args
     if not all(t.dtype in INTS for t in (x.checked_type, y.checked_type, call.checked_type)):
         return False
-    low.emit("IBMM", call, [low.src(x), low.src(y)], _bmm_params(call, 0, 0))
+    low.emit(Kind.IBMM, call, [low.src(x), low.src(y)], _bmm_params(call, 0, 0))
     return True
 
 
@@ -105,7 +106,7 @@ def lower_qbmm_any(low: LowerContext, call) -> bool:
         params["rq"], arrays = _requantize_stage(rq, call.checked_type.dtype)
         low.absorb(rq)
         last = rq
-    low.emit("IBMM", last, inputs, params, arrays)
+    low.emit(Kind.IBMM, last, inputs, params, arrays)
     return True
 
 

@@ -15,6 +15,7 @@ from .codegen import DRIVER, I8, PTR, TIMED, TSC, VOID, Emitter, c64, for_range
 from .fconv_kernels import FloatConvKernels
 from .float_kernels import FloatKernels
 from .float_scalar_kernels import FloatScalarKernels
+from .kinds import Kind, emitter_for
 from .lower import Kernel
 from .pool import ALONE, ThreadPool
 from .product_kernels import ProductKernels
@@ -26,8 +27,9 @@ from .scalar_kernels import ScalarKernels
 from .vector import VectorKernels
 
 FLOAT_KINDS = (
-    "EWISE", "FDENSE", "FBMM", "FSOFTMAX", "FLAYERNORM", "FREDUCE", "TAKE", "CONST", "IDENSE",
-    "DYNQ", "GATHER", "FIM2COL", "FCONV", "FPAD", "FDW", "FGAP", "FCONVT",
+    Kind.EWISE, Kind.FDENSE, Kind.FBMM, Kind.FSOFTMAX, Kind.FLAYERNORM, Kind.FREDUCE,
+    Kind.TAKE, Kind.CONST, Kind.IDENSE, Kind.DYNQ, Kind.GATHER, Kind.FIM2COL, Kind.FCONV,
+    Kind.FPAD, Kind.FDW, Kind.FGAP, Kind.FCONVT,
 )  # fmt: skip
 
 
@@ -142,8 +144,8 @@ class KernelEmitter(
         batch = k.params.get("batch", 1)
         if batch == 1 or self.range_mode(k) == "body":
             name = k.name if batch == 1 else f"{k.name}_image"
-            return getattr(self, f"k_{k.kind.lower()}")(dataclasses.replace(k, name=name))
-        one = getattr(self, f"k_{k.kind.lower()}")(dataclasses.replace(k, name=f"{k.name}_image"))
+            return emitter_for(k.kind)(self, dataclasses.replace(k, name=name))
+        one = emitter_for(k.kind)(self, dataclasses.replace(k, name=f"{k.name}_image"))
         one.linkage = "internal"
         fn = ir.Function(self.module, one.function_type, name=k.name)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -191,7 +193,8 @@ def constants(k: Kernel) -> list[tuple[str, np.ndarray]]:
     for name, a in sorted(k.arrays.items()):
         if k.kind in FLOAT_KINDS:  # operands in their own dtype (bools as bytes)
             a = a.astype(np.uint8) if a.dtype == np.bool_ else a
-        elif k.kind in ("VCONV", "VDW"):  # int16 weights: the exact AVX2 kernel's, pre-widened
+        elif k.kind in (Kind.VCONV, Kind.VDW):  # int16 weights: the exact AVX2 kernel's,
+            # pre-widened
             keep = a.dtype.itemsize == 1 or a.dtype in (np.float32, np.float64, np.int16,
                                                         np.int64)
             a = a if keep else a.astype(np.int32)
@@ -230,9 +233,9 @@ def generate(plan) -> ir.Module:
 
 
 # rough relative LLVM time per kernel function, to balance the parts of a parallel compile
-SPLIT_BODIES = ("VCONV", "VDW")  # split kernels whose row-range function may live elsewhere
-COST = {"VCONV": 6, "VDW": 3, "FDENSE": 3, "FCONV": 3, "FDW": 2, "EWISE": 2, "QSOFTMAX": 3,
-        "QBMM": 3}
+SPLIT_BODIES = (Kind.VCONV, Kind.VDW)  # split kernels whose row-range function may live elsewhere
+COST = {Kind.VCONV: 6, Kind.VDW: 3, Kind.FDENSE: 3, Kind.FCONV: 3, Kind.FDW: 2, Kind.EWISE: 2,
+        Kind.QSOFTMAX: 3, Kind.QBMM: 3}
 
 
 def wants_unrolling(plan) -> bool:

@@ -50,6 +50,7 @@ from .conv_lower import ungrouped, weight_only
 from .errors import LLVMError
 from .float_lower import lower_view, strides_for
 from .half_lower import lower_half, lower_tuple_item
+from .kinds import Kind
 from .qlower import mean_params, output_stage
 from .registry import CORE, FLOAT, lowering_for, lowers
 from .tables import const_array, lut2_table, lut_table
@@ -69,7 +70,10 @@ MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row
 
 @dataclass
 class Kernel:
-    kind: str
+    """One kernel of a plan: its kind, function name, input and output buffers, parameters
+    (shapes, strides, modes: they shape the code) and constant arrays (passed by pointer)."""
+
+    kind: Kind
     name: str
     inputs: list[int]
     output: int
@@ -232,7 +236,7 @@ class LowerContext:
         one by a CONST kernel."""
         if id(expr) not in self.ids and isinstance(expr, Constant):
             # a constant tensor read as data: a CONST kernel copies it into a buffer
-            self.emit("CONST", expr, [], {}, {"value": np.ascontiguousarray(const_array(expr))})
+            self.emit(Kind.CONST, expr, [], {}, {"value": np.ascontiguousarray(const_array(expr))})
         if id(expr) not in self.ids:
             raise LLVMError(f"llvm: operand {expr.short()} is not computed by this segment")
         return self.ids[id(expr)]
@@ -256,14 +260,16 @@ class LowerContext:
 
     def emit(self, kind, call, inputs, params=None, arrays=None) -> None:
         """A kernel of ``kind`` reading buffers ``inputs`` into a new buffer for ``call``."""
-        if kind == "MEAN":  # sums a row of channels at once in int32 where they fit
+        if kind == Kind.MEAN:  # sums a row of channels at once in int32 where they fit
             params["row_sums"] = params["inner"] <= MEAN_ROW and params["n"] < (1 << 23)
+        kind = Kind(kind)
         out = self.buffer(call)
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))
 
     def scratch(self, kind, inputs, shape, dtype: str, params, arrays=None) -> int:
         """A kernel writing an intermediate buffer no IR value names (IM2COL's windows)."""
+        kind = Kind(kind)
         self.buffers.append((tuple(int(d) for d in shape), dtype))
         out = len(self.buffers) - 1
         name = f"{kind.lower()}_{len(self.kernels)}"
@@ -281,11 +287,11 @@ class LowerContext:
             self.absorb(c)
         x = call.args[0]
         inputs, in_shape = [self.src(x)], x.checked_type.shape
-        if (params["pairs"] and kind == "CONV" and in_shape[3] % 2
+        if (params["pairs"] and kind == Kind.CONV and in_shape[3] % 2
                 and call.attrs.accumulate == "vpmaddubsw"):
             inputs, in_shape = self.im2col(call, params, arrays, inputs[0])
         out_shape = call.checked_type.shape
-        if kind == "FC":  # leading axes of a rank-3 (transformer) input are rows
+        if kind == Kind.FC:  # leading axes of a rank-3 (transformer) input are rows
             in_shape, out_shape = as_rows(in_shape), as_rows(out_shape)
         vector = vector_kernel(kind, params, arrays, in_shape, out_shape, self.isa,
                                overread=not self.is_input_buffer(inputs[0]))
@@ -311,6 +317,7 @@ class LowerContext:
             if scratch:
                 self.buffers.append(((scratch,), "uint8"))
                 inputs.append(len(self.buffers) - 1)
+        kind = Kind(kind)
         out = self.buffer(chain[-1])
         name = f"{kind.lower()}_{len(self.kernels)}"
         batch = int(x.checked_type.shape[0]) if call.op.name == "qnn.conv2d" else 1
@@ -351,17 +358,17 @@ class LowerContext:
             if x.checked_type.ndim < 2:
                 raise LLVMError(f"llvm: {where}: dense on rank-{x.checked_type.ndim} data")
             arrays["weights"] = const_array(call.args[1])
-            return "FC"
+            return Kind.FC
         a = call.attrs
         w = np.transpose(const_array(call.args[1]), [a.kernel_layout.index(c) for c in "OHWI"])
         cin, n_out = x.checked_type.shape[3], call.checked_type.shape[-1]
         if a.groups == 1:
-            kind = "CONV"
+            kind = Kind.CONV
         elif a.groups == cin == n_out and w.shape[3] == 1:
-            kind = "DWCONV"
+            kind = Kind.DWCONV
         else:  # grouped: one convolution whose weights are w_zp (an effective 0) off-group
             w = ungrouped(w, a.groups, cin, arrays["w_zp"])
-            kind = "CONV"
+            kind = Kind.CONV
         arrays["weights"] = w
         params.update(strides=list(a.strides), dilation=list(a.dilation), padding=list(a.padding))
         return kind
@@ -406,7 +413,7 @@ class LowerContext:
         if n > 1:
             p["batch"] = int(n)
         shape = im2col_as_1x1(call.checked_type.shape, params, arrays)
-        out = self.scratch("IM2COL", [src], shape, call.args[0].checked_type.dtype,
+        out = self.scratch(Kind.IM2COL, [src], shape, call.args[0].checked_type.dtype,
                            {**p, "kernel": [kh, kw]})
         return [out], shape
 
@@ -420,7 +427,7 @@ class LowerContext:
         if params is None:
             axes = tuple(sorted(i % len(shape) for i in a.axis))
             raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")
-        self.emit("MEAN", call, [self.src(x)], params)
+        self.emit(Kind.MEAN, call, [self.src(x)], params)
 
 
 
@@ -454,14 +461,14 @@ def lower_strided_slice(low: LowerContext, call: Call) -> bool:
 @lowers("reshape", "squeeze", "expand_dims", priority=CORE + 2)
 def lower_copy(low: LowerContext, call: Call) -> bool:
     """A view that keeps the element order: COPY."""
-    low.emit("COPY", call, [low.src(_data(call)[0][0])])
+    low.emit(Kind.COPY, call, [low.src(_data(call)[0][0])])
     return True
 
 
 @lowers("transpose", priority=CORE + 3)
 def lower_transpose(low: LowerContext, call: Call) -> bool:
     """transpose of any dtype: TRANSPOSE."""
-    low.emit("TRANSPOSE", call, [low.src(_data(call)[0][0])], {"perm": _perm(call)})
+    low.emit(Kind.TRANSPOSE, call, [low.src(_data(call)[0][0])], {"perm": _perm(call)})
     return True
 
 
@@ -479,7 +486,7 @@ def lower_fmean(low: LowerContext, call: Call) -> bool:
     """A float32 mean over H, W of dequantized 8-bit data (``_exact_float_mean``): FMEAN."""
     if not _exact_float_mean(call):
         return False
-    low.emit("FMEAN", call, [low.src(_data(call)[0][0])])
+    low.emit(Kind.FMEAN, call, [low.src(_data(call)[0][0])])
     return True
 
 
@@ -496,7 +503,7 @@ def lower_maxpool(low: LowerContext, call: Call) -> bool:
         "padding": list(a.padding),
         "dilation": list(a.dilation),
     }
-    low.emit("MAXPOOL", call, [low.src(data[0])], params)
+    low.emit(Kind.MAXPOOL, call, [low.src(data[0])], params)
     return True
 
 
@@ -516,7 +523,7 @@ def lower_lut(low: LowerContext, call: Call) -> bool:
         and call.args[0] is data[0]
     ):
         return False
-    low.emit("LUT", call, [low.src(data[0])], {}, {"table": lut_table(call, dtypes[0], out)})
+    low.emit(Kind.LUT, call, [low.src(data[0])], {}, {"table": lut_table(call, dtypes[0], out)})
     return True
 
 
@@ -531,7 +538,7 @@ def lower_quantize(low: LowerContext, call: Call) -> bool:
         and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
     ):
         return False
-    low.emit("QUANT", call, [low.src(data[0])], *quant_params(call, out))
+    low.emit(Kind.QUANT, call, [low.src(data[0])], *quant_params(call, out))
     return True
 
 
@@ -557,7 +564,7 @@ def lower_lut2(low: LowerContext, call: Call) -> bool:
         params.update(gather="vnni" if low.isa == "amx" else low.isa, **(
             {"threads": 2} if low.threads > 1 and np.prod(oshape) >= 4096 else {}))
         table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])
-    low.emit("LUT2", call, [low.src(d) for d in data], params, {"table": table})
+    low.emit(Kind.LUT2, call, [low.src(d) for d in data], params, {"table": table})
     return True
 
 

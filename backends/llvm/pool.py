@@ -28,6 +28,7 @@ from statistics import median
 from llvmlite import ir
 
 from .codegen import I64, c64
+from .kinds import Kind
 
 I32 = ir.IntType(32)
 
@@ -273,7 +274,7 @@ def split_work(k) -> int:
     if all(key in p for key in ("M", "N", "K")):
         return int(p["M"]) * int(p["N"]) * int(p["K"])
     if "OC" in p:
-        depth = p.get("C", 1) if k.kind == "VCONV" else 1
+        depth = p.get("C", 1) if k.kind == Kind.VCONV else 1
         return int(p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth)
     return 0
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .codegen import F32, F64, I32, I64, c64, for_range, layout_index
+from .kinds import Kind, emits
 
 
 def exact_bmm(b, p, operands, zero_points, load, emit) -> None:
@@ -44,6 +45,7 @@ def exact_bmm(b, p, operands, zero_points, load, emit) -> None:
 
 class ProductKernels:
     # -- GCONV -----------------------------------------------------------------------------
+    @emits(Kind.GCONV)
     def k_gconv(self, k):
         """out[n, o, oy, ox] = sum over the group's channels c and taps (a, b) of
         x[n, c, iy, ix] * w[...]: a convolution reads iy = oy*sh + a*dh - top; a transposed one
@@ -110,6 +112,7 @@ class ProductKernels:
         return iy, ix, inside
 
     # -- IBMM ------------------------------------------------------------------------------
+    @emits(Kind.IBMM)
     def k_ibmm(self, k):
         """out[bt, m, n] = sum_k (x[bt, m, k] - zx) * (y[bt, k, n] - zy) (transposes and a batch
         of 1 broadcast as the op says) in i64, stored wrapped, or requantized (``rq``)."""
@@ -152,6 +155,7 @@ class ProductKernels:
         return self.requantize_value(b, vals, rq)
 
     # -- WPACK -----------------------------------------------------------------------------
+    @emits(Kind.WPACK)
     def k_wpack(self, k):
         """y[g][kk][mm] = w[g * gstride + sum(index * stride over kdims) + mm * mstride] for
         mm < M, +0 up to Mp; kk runs over the kdims' indices, the first outermost."""

@@ -20,12 +20,14 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import I32, I64, c64, for_range
+from .kinds import Kind, emits
 from .lower import Kernel
 
 TRUE = ir.Constant(ir.IntType(1), 1)
 
 
 class WideMacKernels:
+    @emits(Kind.WMAC)
     def k_wmac(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         p = k.params

@@ -35,6 +35,7 @@ from partita.ir import Call, Constant
 
 from .errors import LLVMError
 from .float_lower import clip_bounds
+from .kinds import Kind
 from .qint_lower import requantize_node, requantize_ok
 from .qlower import output_stage
 from .registry import EDGE, lowers
@@ -115,10 +116,10 @@ def _vector_kernels_refuse(low: LowerContext, call, by: dict) -> bool:
         return False
     in_shape, out_shape = x.checked_type.shape, call.checked_type.shape
     overread = not low.is_input_buffer(src)
-    if kind == "CONV" and in_shape[3] % 2 and a.accumulate == "vpmaddubsw":
+    if kind == Kind.CONV and in_shape[3] % 2 and a.accumulate == "vpmaddubsw":
         # LowerContext.im2col: a 1x1 convolution over its IM2COL scratch
         in_shape, overread = im2col_as_1x1(out_shape, params, arrays), True
-    if kind == "FC":
+    if kind == Kind.FC:
         in_shape, out_shape = as_rows(in_shape), as_rows(out_shape)
     return vector_kernel(kind, params, arrays, in_shape, out_shape, low.isa, overread) is None
 
@@ -146,7 +147,7 @@ def lower_wide_mac(low: LowerContext, call) -> bool:
         )
     params, arrays = _geometry(call)
     last = _fuse(low, call, by, params, arrays)
-    low.emit("WMAC", last, [low.src(call.args[0])], params, arrays)
+    low.emit(Kind.WMAC, last, [low.src(call.args[0])], params, arrays)
     return True
 
 

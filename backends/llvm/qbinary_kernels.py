@@ -9,9 +9,11 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import F32, F64, I32, I64, c64, for_range
+from .kinds import Kind, emits
 
 
 class QBinaryKernels:
+    @emits(Kind.QBIN)
     def k_qbin(self, k):
         """out[e] = the op on lhs[ia(e)], rhs[ib(e)] with pair pair(e)'s parameters, saturated
         to the output's dtype (the three offsets come from one loop nest over the output)."""
@@ -83,6 +85,7 @@ class QBinaryKernels:
         q = self.rint_i64(b, b.fdiv(v, ir.Constant(F32, p["os"])))
         return b.add(q, c64(p["oz"]))
 
+    @emits(Kind.QRESCALE)
     def k_qrescale(self, k):
         """qnn_elemwise._rescale of each element, saturated to the dtype: "tflite" in float32
         (x * scale + bias, rounded half away; a value no int64 holds becomes INT64_MIN, as

@@ -28,6 +28,7 @@ from partita.ops.qnn_elemwise import fma32, ort_scalar_side, smaller_than_one
 
 from .errors import LLVMError
 from .float_lower import strides_for
+from .kinds import Kind
 from .registry import EDGE, lowers
 from .tables import const_array
 
@@ -77,7 +78,7 @@ def lower_qbinary(low: LowerContext, call) -> bool:
     params.update(mode=mode, out_shape=oshape, strides=[*strides, pairs])
     arrays = {k: np.ascontiguousarray(np.broadcast_to(v, (cl, cr))).reshape(-1)
               for k, v in arrays.items()}
-    low.emit("QBIN", call, [low.src(lhs), low.src(rhs)], params, arrays)
+    low.emit(Kind.QBIN, call, [low.src(lhs), low.src(rhs)], params, arrays)
     return True
 
 

@@ -22,6 +22,7 @@ from partita.ops.emulation.pytorch_x86 import onednn_inverse
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 from .errors import refuse
+from .kinds import Kind
 from .registry import FLOAT, lowers
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def lower_int_product(low: LowerContext, call) -> bool:
     n, k = (int(d) for d in w.checked_type.shape)
     params = {"M": m, "K": k, "N": n, "x_dtype": dtypes[0], "w_dtype": dtypes[1]}
     if not isinstance(w, Constant):
-        low.emit("INTDENSE", call, [low.src(x), low.src(w)], params)
+        low.emit(Kind.INTDENSE, call, [low.src(x), low.src(w)], params)
         return True
     weights = np.asarray(w.data).astype(np.int64)
     rows, cols = np.nonzero(weights)  # row-major: each unit's columns in order
@@ -59,7 +60,7 @@ def lower_int_product(low: LowerContext, call) -> bool:
         "weights": np.ascontiguousarray(weights[rows, cols]).view(np.uint8),
     }
     params["sparse"] = True
-    low.emit("INTDENSE", call, [low.src(x)], params, arrays)
+    low.emit(Kind.INTDENSE, call, [low.src(x)], params, arrays)
     return True
 
 

@@ -21,6 +21,7 @@ from partita.ops.emulation.tflite_fixedpoint import (
 from partita.ops.nn_pool import pool_counts
 from partita.ops.qnn_pool import TFLITE_POOL_SCALE_TOLERANCE as SCALE_TOLERANCE
 
+from .kinds import Kind
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def lower_qbmm(low: LowerContext, call) -> bool:
     last = clip if clip is not None else rq
     for node in (rq, *((clip,) if clip is not None else ())):
         low.absorb(node)
-    low.emit("QBMM", last, [low.src(x), low.src(y)], params)
+    low.emit(Kind.QBMM, last, [low.src(x), low.src(y)], params)
     return True
 
 
@@ -107,7 +108,7 @@ def lower_qsoftmax(low: LowerContext, call) -> bool:
         "keep": keep.astype(np.int32),
         "contrib": contrib.astype(np.int32),
     }
-    low.emit("QSOFTMAX", call, [low.src(data)], params, arrays)
+    low.emit(Kind.QSOFTMAX, call, [low.src(data)], params, arrays)
     return True
 
 
@@ -136,7 +137,7 @@ def _qsoftmax_ort(low: LowerContext, call) -> bool:
         "y_scale": float(np.float32(np.floor(np.float32(1) / np.float32(s_out)))),
     }  # fmt: skip
     table = ort_softmax_table(s_in, shape[axis]).astype(np.float32)
-    low.emit("QSOFTMAXO", call, [low.src(data)], params, {"table": table})
+    low.emit(Kind.QSOFTMAXO, call, [low.src(data)], params, {"table": table})
     return True
 
 
@@ -162,7 +163,7 @@ def _qsoftmax_builtin(low: LowerContext, call) -> bool:
         "outer": math.prod(shape[:axis]), "n": shape[axis], "inner": math.prod(shape[axis + 1 :]),
         "dtype": dtype, "out_scale": float(f32(s_out)), "out_zp": int(zp_out),
     }  # fmt: skip
-    low.emit("QSOFTMAXF", call, [low.src(data)], params, {"exps": table.astype(np.float64)})
+    low.emit(Kind.QSOFTMAXF, call, [low.src(data)], params, {"exps": table.astype(np.float64)})
     return True
 
 
@@ -245,7 +246,7 @@ def lower_qmean_builtin(low: LowerContext, call) -> bool:
         params = mean_params(shape, a.axis, "tflite", a.exclude, consts, dtype)
     if params is None:
         return False
-    low.emit("MEAN", call, [low.src(x)], params)
+    low.emit(Kind.MEAN, call, [low.src(x)], params)
     return True
 
 
@@ -267,7 +268,7 @@ def lower_qavgpool(low: LowerContext, call) -> bool:
     if onnx and tuple(a.pool_size) == (h, w) and not any(a.padding) and tuple(a.dilation) == (1, 1):
         consts = [s_in, zp_in, s_out, zp_out]  # NCHW: a mean over axes 2, 3 (inner = 1)
         params = mean_params(shape, (1, 2) if nhwc else (2, 3), "onnx", False, consts, dtype)
-        low.emit("MEAN", call, [low.src(x)], params)
+        low.emit(Kind.MEAN, call, [low.src(x)], params)
         return True
     counts = pool_counts(shape, a, a.count_include_pad).astype(np.int32).reshape(-1)
     if onnx and a.count_include_pad:
@@ -282,7 +283,7 @@ def lower_qavgpool(low: LowerContext, call) -> bool:
         "zp_in": int(zp_in), "zp_out": int(zp_out), "s_in": float(f32(s_in)),
         "s_out": float(f32(s_out)), "same": bool(same), "multiplier": int(m), "shift": int(e),
     }  # fmt: skip
-    low.emit("AVGPOOL", call, [low.src(x)], params, {"counts": counts})
+    low.emit(Kind.AVGPOOL, call, [low.src(x)], params, {"counts": counts})
     return True
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .codegen import I32, I64, c64, for_range
+from .kinds import Kind, emits
 from .product_kernels import exact_bmm
 from .qlower import RANGE
 
@@ -63,6 +64,7 @@ class QTransformerKernels:
             x = self.wrap32(b, b.add(x, self.smul_pot(b, self.srdhm(b, x, one_minus), 2)))
         return self.smul_pot(b, x, 1)
 
+    @emits(Kind.QSOFTMAXO)
     def k_qsoftmaxo(self, k):
         """qlower._qsoftmax_ort: per row, the max, the float32 sum of the table's entries in
         order, then each output rint(float32(t * y_scale) / sum), saturated, + zp."""
@@ -110,6 +112,7 @@ class QTransformerKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.QSOFTMAX)
     def k_qsoftmax(self, k):
         p = k.params
         fn, b, (x, y) = self.function(k, 1)
@@ -161,6 +164,7 @@ class QTransformerKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.QBMM)
     def k_qbmm(self, k):
         p = k.params
         fn, b, (x, w, y) = self.function(k, 2)

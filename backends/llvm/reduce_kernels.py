@@ -12,6 +12,7 @@ from llvmlite import ir
 from .codegen import F32, I32, I64, PTR, c64, for_range
 from .fconv_kernels import I32T, POS0
 from .float_gemm import V16F, VEC
+from .kinds import Kind, emits
 
 ZERO32 = ir.Constant(F32, 0.0)
 
@@ -22,6 +23,7 @@ def _f32(v) -> ir.Constant:
 
 class ReduceKernels:
     # -- QMEANX ------------------------------------------------------------------------------
+    @emits(Kind.QMEANX)
     def k_qmeanx(self, k):
         """Each output (the kept axes in C order) sums its elements (reduce_lower's loops),
         then the mode's output stage ("legacy": ScalarKernels.mean_legacy), saturated."""
@@ -138,6 +140,7 @@ class ReduceKernels:
         return make(n)
 
     # -- FGAPL -------------------------------------------------------------------------------
+    @emits(Kind.FGAPL)
     def k_fgapl(self, k):
         """FGAP's adds (sum_order.pool_program) in loops: any number of pixels."""
         fn, b, (x, y) = self.function(k, 1)

@@ -33,6 +33,7 @@ from partita.ir import Constant
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier
 from partita.ops.tensor_reduce import reduce_axes
 
+from .kinds import Kind
 from .qlower import legacy_mean, mean_params
 from .registry import EDGE, lowers
 
@@ -70,7 +71,7 @@ def lower_qmean_more(low: LowerContext, call) -> bool:
     consts = [np.asarray(c.data).reshape(-1)[0] for c in call.args[1:]]
     sem = a.semantics
     if sem in ("tflite", "tflite_builtin") and not axes:
-        low.emit("COPY", call, [low.src(x)])  # ReduceIsCopy
+        low.emit(Kind.COPY, call, [low.src(x)])  # ReduceIsCopy
         return True
     if sem == "tflite_builtin" and not (a.keepdims and len(shape) == 4 and axes == (1, 2)):
         sem = "tflite"  # the reference's fallback
@@ -97,7 +98,7 @@ def lower_qmean_more(low: LowerContext, call) -> bool:
         m, e = quantize_multiplier(s_in / s_out)
         k = min(n.bit_length() - 1, 32, 31 + e)
         params.update(mode="tflite", multiplier=int((m << k) // n), shift=int(e - k))
-    low.emit("QMEANX", call, [low.src(x)], params)
+    low.emit(Kind.QMEANX, call, [low.src(x)], params)
     return True
 
 
@@ -107,7 +108,7 @@ def _lower_empty(low: LowerContext, call, shape, dtype) -> bool:
     params = [np.asarray(c.data) for c in call.args[1:]]
     with np.errstate(all="ignore"):
         value = call.op.impl(np.zeros(shape, dtype), *params, call.attrs)
-    low.emit("CONST", call, [], {}, {"value": np.ascontiguousarray(value)})
+    low.emit(Kind.CONST, call, [], {}, {"value": np.ascontiguousarray(value)})
     return True
 
 
@@ -127,7 +128,7 @@ def _lower_legacy(low: LowerContext, call, shape, axes, consts) -> bool:
     kept, outer, run = numpy_sum_loops(shape, axes)
     params = {"kept": kept, "outer": outer, "run": run, "n": n, "in_zp": int(consts[1]),
               "out_zp": int(consts[3]), "mode": "legacy", **legacy}
-    low.emit("QMEANX", call, [low.src(call.args[0])], params)
+    low.emit(Kind.QMEANX, call, [low.src(call.args[0])], params)
     return True
 
 

@@ -10,6 +10,7 @@ import math
 from llvmlite import ir
 
 from .codegen import F32, F64, I32, I64, c64, for_range
+from .kinds import Kind, emits
 
 
 def fconst(v) -> ir.Constant:
@@ -77,6 +78,7 @@ class RowKernels:
             total = b.fadd(total, b.extract_element(vec, ir.Constant(I32, lane)))
         return total
 
+    @emits(Kind.FSOFTMAX)
     def k_fsoftmax(self, k):
         p = k.params
         fn, b, (x, y) = self.function(k, 1)
@@ -150,6 +152,7 @@ class RowKernels:
         return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined),
                                 ir.Constant(ir.VectorType(I32, w), [0] * w))
 
+    @emits(Kind.QSOFTMAXF)
     def k_qsoftmaxf(self, k):
         """TFLite's optimized 8-bit softmax (qlower._qsoftmax_builtin) along each line: t =
         exps[max - q], S = the float32 sum in order, p = t * (1 / (S * s_out)) in float32;
@@ -210,6 +213,7 @@ class RowKernels:
             self.store_at(b, b.trunc(b.fptosi(v, I64), i8), y, at(j), i8)
         b.ret_void()
 
+    @emits(Kind.FLAYERNORM)
     def k_flayernorm(self, k):
         p = k.params
         n_in = sum(1 for s in p["sources"] if s[0] == "buf")

@@ -26,6 +26,7 @@ from .conv_lower import VEC, const_value, epilogue
 from .errors import refuse
 from .fdense_lower import emit_mlas_gemm
 from .int_products import emit_gconv
+from .kinds import Kind
 from .registry import OP, lowers
 from .sum_order import ConvShape, Unreproduced, conv_tiles, gemm_tiles
 
@@ -81,7 +82,7 @@ def _conv_tiles(low: LowerContext, call) -> bool:
     if not ((kh, kw) == (1, 1) and tuple(a.strides) == (1, 1) and not any(a.padding)):
         params = {"strides": list(a.strides), "dilation": list(a.dilation),
                   "padding": list(a.padding), "kernel": [kh, kw], "out": [oh, ow]}
-        src = low.scratch("FIM2COL", [src], (n, oh, ow, k * g), F32, params)
+        src = low.scratch(Kind.FIM2COL, [src], (n, oh, ow, k * g), F32, params)
     mp = max(t.m0 + -(-(t.m1 - t.m0) // VEC) * VEC for t in tiles)
     wshape = [int(d) for d in w.checked_type.shape]
     dense = {d: int(np.prod(wshape[i + 1 :], dtype=np.int64))
@@ -89,13 +90,13 @@ def _conv_tiles(low: LowerContext, call) -> bool:
     # k in im2col's (channel, kernel row, kernel column) order, as conv_lower packs it
     pack = {"G": g, "M": m, "Mp": mp, "gstride": m * dense["O"], "mstride": dense["O"],
             "kdims": [[cg, dense["I"]], [kh, dense["H"]], [kw, dense["W"]]]}
-    packed = low.scratch("WPACK", [low.src(w)], (g, k, mp), F32, pack)
+    packed = low.scratch(Kind.WPACK, [low.src(w)], (g, k, mp), F32, pack)
     params = {"images": n, "size": oh * ow, "G": g, "M": m, "Kg": k, "lda": k * g,
               "Mp": mp, "O": o, "bias": "none",
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {}
     last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
-    low.emit("FCONV", last, [src, packed], params, arrays)
+    low.emit(Kind.FCONV, last, [src, packed], params, arrays)
     return True
 
 
@@ -117,7 +118,7 @@ def lower_runtime_dense(low: LowerContext, call) -> bool:
     def packed(mp):  # [K][Mp]: B = weight.T when transpose_b (weight [N][K]), else the weight
         pack = {"G": 1, "M": n, "Mp": mp, "gstride": 0, "mstride": k if tb else 1,
                 "kdims": [[k, 1 if tb else n]]}
-        return low.scratch("WPACK", [low.src(w)], (1, k, mp), F32, pack)
+        return low.scratch(Kind.WPACK, [low.src(w)], (1, k, mp), F32, pack)
 
     return emit_mlas_gemm(low, call, k, n, tb, packed)
 
@@ -136,21 +137,21 @@ def lower_mlas_bmm(low: LowerContext, call) -> bool:
     n = int(call.checked_type.shape[2])
     tiles = gemm_tiles("mlas", m, n, k, a.threads, a.transpose_b, False, bt)
     np_ = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
-    rows = low.scratch("WPACK", [low.src(x)], (1, m * bt, k), F32,  # [m][b][k]
+    rows = low.scratch(Kind.WPACK, [low.src(x)], (1, m * bt, k), F32,  # [m][b][k]
                        {"G": 1, "M": k, "Mp": k, "gstride": 0, "mstride": 1,
                         "kdims": [[m, k], [bt, m * k]]})
     tb = a.transpose_b  # y [B][N][K] or [B][K][N]
-    packed = low.scratch("WPACK", [low.src(y)], (bt, k, np_), F32,
+    packed = low.scratch(Kind.WPACK, [low.src(y)], (bt, k, np_), F32,
                          {"G": bt, "M": n, "Mp": np_, "gstride": n * k, "mstride": k if tb else 1,
                           "kdims": [[k, 1 if tb else n]]})
     params = {"images": 1, "size": m, "G": bt, "M": n, "Kg": k, "lda": bt * k, "Mp": np_,
               "O": bt * n, "bias": "none",
               "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(b) for b in t.blocks]] for t in tiles]}
     if bt == 1:  # (M, 1, N) is (1, M, N)
-        low.emit("FCONV", call, [rows, packed], params)
+        low.emit(Kind.FCONV, call, [rows, packed], params)
         return True
-    out = low.scratch("FCONV", [rows, packed], (m, bt, n), F32, params)
-    low.emit("TRANSPOSE", call, [out], {"perm": [1, 0, 2]})
+    out = low.scratch(Kind.FCONV, [rows, packed], (m, bt, n), F32, params)
+    low.emit(Kind.TRANSPOSE, call, [out], {"perm": [1, 0, 2]})
     return True
 
 

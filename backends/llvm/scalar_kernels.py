@@ -10,6 +10,7 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import F32, F64, I8, I32, I64, c64, for_range
+from .kinds import Kind, emits
 from .lower import Kernel
 
 
@@ -21,9 +22,11 @@ class ScalarKernels:
 
 
     # -- MAC kernels -------------------------------------------------------------------------
+    @emits(Kind.CONV)
     def k_conv(self, k: Kernel):
         return self._conv(k, depthwise=False)
 
+    @emits(Kind.DWCONV)
     def k_dwconv(self, k: Kernel):
         return self._conv(k, depthwise=True)
 
@@ -68,6 +71,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.FC)
     def k_fc(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         g = self.globals_of(k)
@@ -92,6 +96,7 @@ class ScalarKernels:
         return fn
 
     # -- tables, copies, pooling -----------------------------------------------------------------
+    @emits(Kind.LUT)
     def k_lut(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         out = self.dtype(k.output)
@@ -104,6 +109,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.QUANT)
     def k_quant(self, k: Kernel):
         """float32 -> int8/uint8/int16/int32, per tensor or per channel (lower.quant_params):
         x / scale in float32, then round half away from zero (TFLite) or half to even (ONNX),
@@ -147,6 +153,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.LUT2)
     def k_lut2(self, k: Kernel):
         """out[e] = table[a[ia(e)], b[ib(e)]]: the flat index split by the output's dims, then
         recombined with each input's (broadcast) strides."""
@@ -188,6 +195,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.COPY)
     def k_copy(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         n = int(np.prod(self.shape(k.output))) * np.dtype(self.dtype(k.output)).itemsize
@@ -196,6 +204,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.TRANSPOSE)
     def k_transpose(self, k: Kernel):
         """out[i0, i1, ...] = x[...] with out axis j = input axis perm[j], element by element."""
         import contextlib
@@ -215,6 +224,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.IM2COL)
     def k_im2col(self, k: Kernel):
         """y[oy, ox, (ky, kx, c)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], the input
         zero point outside (8-bit data) or 0.0 (float32)."""
@@ -247,6 +257,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.MAXPOOL)
     def k_maxpool(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
         _, h, w, c = self.shape(k.inputs[0])
@@ -311,6 +322,7 @@ class ScalarKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.MEAN)
     def k_mean(self, k: Kernel):
         """out[o, c] over the reduced run of axes [outer][n][inner] (H and W of NHWC: n = H*W,
         inner = C; a transformer's last axis: inner = 1)."""

@@ -8,6 +8,7 @@ import numpy as np
 from llvmlite import ir
 
 from .codegen import F32, F64, I32, I64, c64, for_range
+from .kinds import Kind, emits
 
 
 class SpatialKernels:
@@ -41,6 +42,7 @@ class SpatialKernels:
                 step(inside, self.at4(b, p, n, cy, cx, ch, (h, w)))
             yield n, oy, ox, ch
 
+    @emits(Kind.FPOOL)
     def k_fpool(self, k):
         """ "avg" (float32): float32(the window's taps summed in float64, row-major, /
         count[oy, ox]), the sum starting at +0.0 as numpy's (-0.0 taps sum to +0.0), a tap
@@ -83,6 +85,7 @@ class SpatialKernels:
         b.ret_void()
         return fn
 
+    @emits(Kind.FRESIZE)
     def k_fresize(self, k):
         """y = v00*(1-dy)*(1-dx) + v10*dy*(1-dx) + v01*(1-dy)*dx + v11*dy*dx, left to right in
         float32 (nn_image's reference); rows, columns and weights are compile-time tables."""

@@ -23,6 +23,7 @@ from partita.ops.nn_image import _linear_taps, resize_coordinates
 from partita.ops.nn_pool import pool_counts, pool_out_dims
 
 from .errors import refuse
+from .kinds import Kind
 from .registry import FLOAT, lowers
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _pool(low: LowerContext, call, name: str) -> bool:
     }  # fmt: skip
     # the reference divides by max(count, 1): a window with no counted tap gives 0 / 1
     arrays = {"counts": np.maximum(counts, 1).astype(np.float64)} if params["mode"] == "avg" else {}
-    low.emit("FPOOL", call, [low.src(call.args[0])], params, arrays)
+    low.emit(Kind.FPOOL, call, [low.src(call.args[0])], params, arrays)
     return True
 
 
@@ -96,7 +97,7 @@ def _resize(low: LowerContext, call) -> bool:
         arrays[f"w{axis}0"] = (one - frac.astype(np.float32)).astype(np.float64)
         arrays[f"w{axis}1"] = frac.astype(np.float32).astype(np.float64)
     params = {"nhwc": a.layout == "NHWC", "N": n, "H": h, "W": w, "C": c, "OH": oh, "OW": ow}
-    low.emit("FRESIZE", call, [low.src(call.args[0])], params, arrays)
+    low.emit(Kind.FRESIZE, call, [low.src(call.args[0])], params, arrays)
     return True
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .codegen import I32, c64, for_range
+from .kinds import Kind, emits
 from .vplan import dw_row_pairs
 from .vtypes import B16, B64, V16, V32, kconst
 
@@ -14,6 +15,7 @@ DW_TILE = 8  # output pixels per step of the paired depthwise kernel
 
 
 class DepthwiseKernels:
+    @emits(Kind.VDW)
     def k_vdw(self, k):
         """Depthwise; with ``threads`` 2 the output rows split in two halves (split_run)."""
         p = k.params

@@ -9,6 +9,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .codegen import I8, I32, I64, c64, for_range
+from .kinds import Kind, emits
 from .vdw import DepthwiseKernels
 from .vplan import by_channels, channel_groups
 from .vstage import OutputStage
@@ -180,6 +181,7 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         return b.add(acc, _concat(b, _concat(b, q[0], q[1]), _concat(b, q[2], q[3])))
 
     # -- convolution / dense ----------------------------------------------------------------------
+    @emits(Kind.VCONV)
     def k_vconv(self, k):
         """The convolution; with ``threads`` 2 the output rows (a pointwise convolution's
         pixel tiles) split in two halves, the second on a POSIX thread (split_run)."""
@@ -269,7 +271,7 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         g_full, v_tail = divmod(nvec, p["V"])
         rows_split = p["OH"] > 1
         groups = None  # a channel split's [lo, hi) of channel groups (vplan.by_channels)
-        if bounds is not None and by_channels("VCONV", p):
+        if bounds is not None and by_channels(Kind.VCONV, p):
             groups, bounds = bounds, None
         lo, hi = bounds if bounds is not None else (c64(0), c64(p["OH"] if rows_split else r_full))
         oh0, ohn = (lo, b.sub(hi, lo)) if rows_split else (c64(0), c64(p["OH"]))
@@ -431,7 +433,7 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         pairs, odd = divmod(nvec, 2)
         lo, hi = bounds if bounds is not None else (c64(0), c64(blocks))
         clo, chi = c64(0), c64(pairs + odd)  # channel pairs (a last single vector if odd)
-        if bounds is not None and by_channels("VCONV", p):
+        if bounds is not None and by_channels(Kind.VCONV, p):
             (lo, hi), (clo, chi) = (c64(0), c64(blocks)), bounds
         self.amx_call(b, "ldtilecfg", b.bitcast(self.amx_config(), PTR8))
         with for_range(b, b.sub(hi, lo), "mb") as i:

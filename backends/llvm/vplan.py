@@ -20,6 +20,8 @@ import numpy as np
 
 from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 
+from .kinds import Kind
+
 ISAS = ("auto", "amx", "vnni", "avxvnni", "avx2", "plain")
 FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector kernels only)
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
@@ -184,7 +186,7 @@ def _code_params(params: dict, geo: dict) -> dict:
 
 
 def _geometry(kind: str, params: dict, in_shape, out_shape, wshape) -> dict:
-    if kind == "FC":
+    if kind == Kind.FC:
         rows, depth = in_shape
         return {
             "H": 1,
@@ -243,7 +245,9 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     amx, isa = isa == "amx", "vnni" if isa == "amx" else isa
     if isa == "plain" or params["rounding"] not in ("tflite", "tflite_double", *FLOAT_STAGES):
         return None
-    if kind not in ("CONV", "DWCONV", "FC") or (params["rounding"] == "onnx" and params["rq_zp"]):
+    if kind not in (Kind.CONV, Kind.DWCONV, Kind.FC) or (
+        params["rounding"] == "onnx" and params["rq_zp"]
+    ):
         return None
     w = _effective_weights(arrays, params)
     if w is None:
@@ -252,7 +256,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     geo = _geometry(kind, params, in_shape, out_shape, w.shape)
     zx = params["in_zp"]
     signed = params["in_dtype"] == "int8"
-    if kind == "DWCONV":
+    if kind == Kind.DWCONV:
         if params.get("pairs") and (signed or params.get("accumulate") != "vpmaddubsw"):
             return None  # tap pairs of raw uint8 activations (fbgemm's depthwise) only
         geo.update(_padded(geo, 16))
@@ -274,8 +278,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                 consts["corr"] = wrap_int32(
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
-        return "VDW", new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
-    if kind == "FC":
+        return Kind.VDW, new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
+    if kind == Kind.FC:
         w = w.reshape(w.shape[0], 1, 1, -1)
     if amx and amx_fits(geo, params, overread):
         return _amx_kernel(params, arrays, geo, w, zx, signed)
@@ -304,7 +308,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
-    return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
+    return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
 
 
 AMX_ROWS = 32  # pixels per AMX block: two 16-row A tiles against one or two B tiles
@@ -338,7 +342,7 @@ def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, s
     new.update(_stage_flags({**params, **new}, consts, wabs))
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
-    return "VCONV", new, {"weights": np.ascontiguousarray(packed), **consts}, 0
+    return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, 0
 
 
 def _panels(packed: np.ndarray, width: int) -> np.ndarray:
@@ -351,7 +355,7 @@ def _panels(packed: np.ndarray, width: int) -> np.ndarray:
 
 
 # a job for the driver's worker costs ~1-2 us once it runs: kernels of ~5 us and more split
-THREAD_MACS = {"VCONV": 1 << 19, "VDW": 1 << 17}
+THREAD_MACS = {Kind.VCONV: 1 << 19, Kind.VDW: 1 << 17}
 
 
 def as_rows(shape) -> tuple:
@@ -375,7 +379,7 @@ def split_worthwhile(kind: str, params: dict) -> bool:
     AMX pixel blocks, the last one maybe partial)."""
     if kind not in THREAD_MACS:
         return False
-    depth = params["C"] if kind == "VCONV" else 1
+    depth = params["C"] if kind == Kind.VCONV else 1
     macs = params["OH"] * params["OW"] * params["OC"] * params["KH"] * params["KW"] * depth
     if by_channels(kind, params):
         return macs >= THREAD_MACS[kind] and channel_groups(params) >= 2
@@ -392,7 +396,7 @@ def by_channels(kind: str, params: dict) -> bool:
     row of pixels that is at most AMX_SPLIT_BLOCKS AMX blocks (MobileNet's 7 x 7 layers) or
     less than two VNNI pixel tiles (a fully connected layer). Each thread then streams half of
     the weights once, instead of all of them from a cold cache."""
-    if kind != "VCONV" or params["OH"] != 1:
+    if kind != Kind.VCONV or params["OH"] != 1:
         return False
     if params.get("isa") == "amx":
         return -(-params["OW"] // params["R"]) <= AMX_SPLIT_BLOCKS
@@ -418,12 +422,12 @@ def write_into_halos(plan) -> None:
             readers[i] = readers.get(i, 0) + 1
     producer = {k.output: k for k in plan.kernels}
     for k in plan.kernels:
-        if k.kind != "VDW" or len(k.inputs) != 2 or k.params.get("prepadded"):
+        if k.kind != Kind.VDW or len(k.inputs) != 2 or k.params.get("prepadded"):
             continue
         x, padded = k.inputs
         conv = producer.get(x)
         p = k.params
-        if (conv is None or conv.kind != "VCONV" or x in plan.outputs or readers.get(x) != 1
+        if (conv is None or conv.kind != Kind.VCONV or x in plan.outputs or readers.get(x) != 1
                 or conv.params["OC"] != p["Cs"] or "out_pad" in conv.params
                 or "batch" in p or "batch" in conv.params):  # one padded image at a time
             continue

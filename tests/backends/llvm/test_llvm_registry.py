@@ -96,3 +96,17 @@ def test_two_lowerings_at_one_priority_are_refused():
                 return False
     finally:
         _BY_OP.pop("test.registry_op")
+
+
+def test_every_kernel_kind_has_one_emitter():
+    """The emitting registry (kinds.emits) covers every Kind, and kinds print as before."""
+    from partita.backends.llvm import kernels  # noqa: F401  (registers the emitters)
+    from partita.backends.llvm.kinds import Kind, emitter_for, emitters
+
+    assert set(emitters()) == set(Kind)
+    for kind in Kind:
+        fn = emitter_for(kind)
+        assert fn.__name__ == f"k_{kind.value.lower()}"
+        assert f"{kind}" == str(kind) == kind.value
+    with pytest.raises(ValueError, match="NOPE"):
+        emitter_for("NOPE")
