@@ -35,8 +35,9 @@ from .jit import (
 )
 from .kernels import call_args, constants, generate_parts, signature, wants_unrolling
 from .layout import LLVMConvertLayout
-from .lower import LLVMError, lower, plan_digest
+from .lower import LLVMError, lower
 from .memory import plan_arena
+from .plan import plan_digest
 from .pool import ALONE, SHUTDOWN, TwoModes
 from .region_cache import fetch, keep, region_key
 from .vplan import ISAS

@@ -14,7 +14,7 @@ import contextlib
 import numpy as np
 from llvmlite import ir
 
-from .lower import Kernel, Plan
+from .plan import Kernel, Plan
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F64 = ir.DoubleType()

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from .codegen import ELEM, F32, F64, I64, c64, for_range, layout_index
 from .kinds import Kind, emits
-from .lower import Kernel
+from .plan import Kernel
 
 
 class FloatScalarKernels:

@@ -16,7 +16,7 @@ from .fconv_kernels import FloatConvKernels
 from .float_kernels import FloatKernels
 from .float_scalar_kernels import FloatScalarKernels
 from .kinds import Kind, emitter_for
-from .lower import Kernel
+from .plan import Kernel
 from .pool import ALONE, ThreadPool
 from .product_kernels import ProductKernels
 from .q16_kernels import WideMacKernels

@@ -17,12 +17,6 @@ the op's name: the host part of the model then needs ``ref``.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import numpy as np
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
@@ -51,6 +45,7 @@ from .errors import LLVMError
 from .float_lower import lower_view, strides_for
 from .half_lower import lower_half, lower_tuple_item
 from .kinds import Kind
+from .plan import Kernel, Plan
 from .qlower import mean_params, output_stage
 from .registry import CORE, FLOAT, lowering_for, lowers
 from .tables import const_array, lut2_table, lut_table
@@ -66,29 +61,6 @@ from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
 MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
-
-
-@dataclass
-class Kernel:
-    """One kernel of a plan: its kind, function name, input and output buffers, parameters
-    (shapes, strides, modes: they shape the code) and constant arrays (passed by pointer)."""
-
-    kind: Kind
-    name: str
-    inputs: list[int]
-    output: int
-    params: dict = field(default_factory=dict)
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-@dataclass
-class Plan:
-    """Buffers (shape, dtype), kernels in order, the function's inputs and outputs."""
-
-    buffers: list[tuple[tuple[int, ...], str]]
-    kernels: list[Kernel]
-    inputs: list[int]
-    outputs: list[int]
 
 
 class LowerContext:
@@ -592,32 +564,6 @@ def _perm(call: Call) -> list[int]:
     rank = len(call.args[0].checked_type.shape)
     axes = call.attrs.axes
     return [a % rank for a in axes] if axes is not None else list(range(rank))[::-1]
-
-
-@functools.cache
-def _source_digest() -> bytes:
-    """The code generator's source, hashed once per process."""
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.read_bytes())
-    return h.digest()
-
-
-def plan_digest(plan: Plan) -> bytes:
-    """What a plan's object code is made from: the code generator's source, the buffers and every
-    kernel's kind, operands, parameters and constants' shapes (the cache key; no IR is built;
-    constants are passed by pointer, so models that differ only in weights share code)."""
-    h = hashlib.sha256(_source_digest())
-    h.update(json.dumps([plan.buffers, plan.inputs, plan.outputs], default=str).encode())
-    for k in plan.kernels:
-        h.update(
-            json.dumps(
-                [k.kind, k.name, k.inputs, k.output, k.params], sort_keys=True, default=str
-            ).encode()
-        )
-        for name, a in sorted(k.arrays.items()):  # values are data, not code: not hashed
-            h.update(f"{name}{a.dtype}{a.shape}".encode())
-    return h.digest()
 
 
 def quant_params(call: Call, out: str) -> tuple[dict, dict]:

@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from .codegen import I32, I64, c64, for_range
 from .kinds import Kind, emits
-from .lower import Kernel
+from .plan import Kernel
 
 TRUE = ir.Constant(ir.IntType(1), 1)
 

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from .codegen import F32, F64, I8, I32, I64, c64, for_range
 from .kinds import Kind, emits
-from .lower import Kernel
+from .plan import Kernel
 
 
 class ScalarKernels:

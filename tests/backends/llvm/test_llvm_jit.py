@@ -82,7 +82,8 @@ def test_the_unroller_runs_for_float_plans_only_and_keys_the_cache(tmp_path, mon
     """int8 plans (hand-unrolled vector kernels) compile without LLVM's loop unroller, float
     plans with it; the choice is part of the cache key, and both objects give the same bits."""
     from partita.backends.llvm.kernels import generate_parts, wants_unrolling
-    from partita.backends.llvm.lower import lower, plan_digest
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.plan import plan_digest
 
     mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
     plan = lower(mod["main"], "vnni" if jit.host_isa() == "vnni" else jit.host_isa())
