@@ -19,12 +19,19 @@ import weakref
 
 import numpy as np
 from partita.backends.compiled import CompiledRegion, OpProfile, region_types
-from partita.backends.registry import Backend, Option, register_backend
-
-from partita.ir import TensorType
-
-from .codegen import DRIVER, TIMED, TSC
-from .jit import (
+from partita.backends.llvm.emit.base import DRIVER, TIMED, TSC
+from partita.backends.llvm.emit.module import (
+    call_args,
+    constants,
+    generate_parts,
+    signature,
+    wants_unrolling,
+)
+from partita.backends.llvm.lower.context import LLVMError, lower
+from partita.backends.llvm.lower.vector_plan import ISAS
+from partita.backends.llvm.runtime.arena import plan_arena
+from partita.backends.llvm.runtime.cache import fetch, keep, region_key
+from partita.backends.llvm.runtime.jit import (
     Loaded,
     amx_permitted,
     best_isa,
@@ -33,14 +40,13 @@ from .jit import (
     isa_features,
     runs_isa,
 )
-from .kernels import call_args, constants, generate_parts, signature, wants_unrolling
+from partita.backends.llvm.runtime.threads import ALONE, SHUTDOWN, TwoModes
+from partita.backends.registry import Backend, Option, register_backend
+
+from partita.ir import TensorType
+
 from .layout import LLVMConvertLayout
-from .lower import LLVMError, lower
-from .memory import plan_arena
 from .plan import plan_digest
-from .pool import ALONE, SHUTDOWN, TwoModes
-from .region_cache import fetch, keep, region_key
-from .vplan import ISAS
 
 
 class LLVMRegion(CompiledRegion):
@@ -253,7 +259,7 @@ def resolve_isa(options: dict) -> str:
 
 
 def compile_region(function, options: dict) -> LLVMRegion:
-    """The region from the region cache (region_cache.py), else: lower, generate IR, compile
+    """The region from the region cache (cache.py), else: lower, generate IR, compile
     (or fetch the object code from its cache), load."""
     options = options or {}
     isa = resolve_isa(options)

@@ -19,7 +19,7 @@ from enum import Enum
 class Kind(str, Enum):
     """Every kernel a plan may hold; the comment says what it computes."""
 
-    # 8-bit quantized, scalar loops (scalar_kernels.py)
+    # 8-bit quantized, scalar loops (emit/int8/scalar.py)
     CONV = "CONV"  # qnn.conv2d + bias + requantize + clip, TFLite's output stage
     DWCONV = "DWCONV"  # its depthwise form
     FC = "FC"  # qnn.dense + bias + requantize + clip
@@ -31,10 +31,10 @@ class Kind(str, Enum):
     COPY = "COPY"  # reshape, squeeze, expand_dims: bytes copied
     TRANSPOSE = "TRANSPOSE"  # transpose of any dtype
     IM2COL = "IM2COL"  # the windows of an 8-bit convolution as rows (odd channel counts)
-    # 8-bit quantized, vector (vector.py, vdw.py: the ISA tiers)
+    # 8-bit quantized, vector (emit/int8/vconv.py, vdepthwise.py: the ISA tiers)
     VCONV = "VCONV"  # CONV / FC on int8 dot-product instructions (avx2, vnni, amx)
     VDW = "VDW"  # DWCONV on vector instructions
-    # quantized, other (q16_kernels.py, qbinary_kernels.py, reduce_kernels.py, qtransformer.py)
+    # quantized, other (emit/int8/wide_mac.py, qbinary.py, transformer.py; emit/reductions.py)
     WMAC = "WMAC"  # conv / dense of int16 data or weights, int64 accumulators, wide outputs
     QBIN = "QBIN"  # qnn.add / subtract / mul, per channel or int16
     QRESCALE = "QRESCALE"  # an int16 input of qnn.concatenate rescaled
@@ -44,13 +44,14 @@ class Kind(str, Enum):
     QSOFTMAXF = "QSOFTMAXF"  # qnn.softmax, TFLite's optimized (float32) kernel
     QSOFTMAXO = "QSOFTMAXO"  # qnn.softmax, ONNX Runtime's
     QBMM = "QBMM"  # qnn.batch_matmul with its requantize
-    # integer products (data_kernels.py, int_kernels.py, product_kernels.py)
-    IDENSE = "IDENSE"  # qnn.dense read as its int32 accumulator: (x - zx) * (w - zw) summed
-    INTDENSE = "INTDENSE"  # nn.dense of integer tensors: exact int64 sums, wrapped to out_dtype
+    # integer products (emit/data.py, emit/integer.py, emit/int_products.py)
+    # (IDENSE before): qnn.dense read as its int32 accumulator, sum of (x - zx) * (w - zw)
+    DYNQ_DENSE = "DYNQ_DENSE"
+    # (INTDENSE before): nn.dense of integer tensors, exact int64 sums wrapped to out_dtype
+    EXACT_INT_DENSE = "EXACT_INT_DENSE"
     GCONV = "GCONV"  # integer (transposed) convolution of any group count, int64 sums
     IBMM = "IBMM"  # integer batch_matmul, int64 sums, stored wrapped or requantized
-    # float and any-dtype kernels (float_kernels.py, fconv_kernels.py, float_scalar_kernels.py,
-    # row_kernels.py, spatial_kernels.py, reduce_kernels.py, data_kernels.py)
+    # float and any-dtype kernels (emit/float/*.py, emit/reductions.py, emit/data.py)
     EWISE = "EWISE"  # a fused tree of elementwise ops (each step rounded to its dtype)
     FDENSE = "FDENSE"  # float32 matrix product (nn.dense, nn.gemm, pointwise convolutions)
     FBMM = "FBMM"  # float32 batch_matmul

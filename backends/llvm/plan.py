@@ -1,6 +1,6 @@
 """What lowering hands to code generation: a ``Plan`` of buffers and ``Kernel``s, and its digest
-(the object-code cache key). Lowering (lower.py) makes plans; codegen, the kernel emitters, the
-JIT and the NPU's native engine read them, and need nothing of lowering to do so."""
+(the object-code cache key). Lowering (lower/) makes plans; the kernel emitters (emit/), the JIT
+and the NPU's native engine read them, and need nothing of lowering to do so."""
 
 from __future__ import annotations
 

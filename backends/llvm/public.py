@@ -17,13 +17,20 @@ llvm backend's inside can move without breaking its sibling.
 
 from __future__ import annotations
 
-from .float_lower import strides_for
-from .jit import Loaded, compile_parts, host_isa, isa_features
-from .kernels import call_args, constants, generate_parts, signature, wants_unrolling
+from partita.backends.llvm.emit.module import (
+    call_args,
+    constants,
+    generate_parts,
+    signature,
+    wants_unrolling,
+)
+from partita.backends.llvm.lower.float_ops import strides_for
+from partita.backends.llvm.lower.qmean import mean_params
+from partita.backends.llvm.lower.vector_plan import vector_kernel
+from partita.backends.llvm.runtime.jit import Loaded, compile_parts, host_isa, isa_features
+
 from .kinds import Kind
 from .plan import Kernel, Plan, plan_digest
-from .qlower import mean_params
-from .vplan import vector_kernel
 
 __all__ = [
     "Kernel",

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.jit import host_isa
-from partita.backends.llvm.lower import lower
+from partita.backends.llvm.lower.context import lower
+from partita.backends.llvm.runtime.jit import host_isa
 
 import partita as P
 from partita import relay
