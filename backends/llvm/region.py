@@ -24,6 +24,7 @@ class LLVMRegion(CompiledRegion):
     """A host segment as native code; ``run`` makes one call into the generated driver."""
 
     backend = "llvm"
+    fresh_outputs = True  # run and profile copy each output out of the arena
 
     def __init__(
         self,

@@ -1,7 +1,10 @@
 """LLVM IR for a lowered Plan, written with llvmlite (opaque pointers, loops through one
-``for_range`` helper, constants as module globals), and one driver per region:
+``for_range`` helper, constants as module globals). A region has three drivers (module.py):
 
-    void partita_run(ptr* buffers)      // buffers[i]: the i-th planned buffer, inputs first
+    void partita_run(ptr* buffers)              // buffers[i]: the i-th planned buffer, inputs
+                                                //   first; with split kernels, the worker helps
+    void partita_run_alone(ptr* buffers)        // split kernels only: the same, no worker
+    void partita_run_timed(ptr* buffers, ptr t) // partita_run storing a time stamp per kernel
 
 so an inference is a single native call. The output stage is TFLite's fixed-point arithmetic
 (SaturatingRoundingDoublingHighMul with its nudge, RoundingDivideByPOT), in 64-bit integers.

@@ -83,3 +83,21 @@ def test_npu_region_new_and_version_1_blobs_load():
     future = pack_region({**header, "version": 3}, payload=stream)
     with pytest.raises(P.PartitaError, match="version 3"):
         load_region(future)
+
+
+def test_outputs_are_copied_once_and_stay_the_callers():
+    """An llvm region's outputs are copies out of its arena (fresh_outputs): the executable
+    hands them out as they are; a later run never writes into arrays already returned."""
+    from unittest import mock
+
+    mod = int8_convnet()
+    exe = P.build(mod, "llvm")
+    x = np.random.default_rng(2).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
+    first = exe.run(x)
+    keep = [a.copy() for a in first]
+    with mock.patch.object(np, "array", wraps=np.array) as copies:
+        second = exe.run(x)
+    assert not any(c.kwargs.get("copy") for c in copies.call_args_list)
+    first[0][...] = 0
+    assert all(np.array_equal(a, b) for a, b in zip(second, keep))
+    assert all(np.array_equal(a, b) for a, b in zip(exe.run(x), keep))
