@@ -64,6 +64,9 @@ class CompiledRegion:
 
     backend: str = ""
     name: str = ""
+    # True: ``run`` / ``profile`` return new arrays no one else holds (not views of the inputs
+    # or of the region's own memory), so the executable hands them out without another copy
+    fresh_outputs: bool = False
     input_types: list[TensorType]
     output_types: list[TensorType]
 

@@ -1,4 +1,4 @@
-"""partita.frontends: models from other frameworks as IRModules (see ARCHITECTURE.md)."""
+"""partita.frontends: models from other frameworks as IRModules (see docs/architecture.md)."""
 
 from partita.frontends.onnx import from_onnx
 from partita.frontends.pytorch import from_pytorch

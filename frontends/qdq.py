@@ -115,9 +115,6 @@ def _copy_args(node: Expr, memo: dict, dq) -> Expr:
     return node
 
 
-# ---- pattern pieces ----------------------------------------------------------------------------
-
-
 # ---- rules that compute: conv, dense, binary, pooling, concatenate, LUT activations ------------
 
 

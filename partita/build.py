@@ -89,7 +89,7 @@ def build(
     mod = bind_params(mod, params)
     say("partition")
     start = time.perf_counter()
-    partitioned = partition_for(mod, target, **config)
+    partitioned = partition_for(mod, composite, **config)  # parsed once, above
     report = placement_report(partitioned)
     plan = plan_schedule(partitioned, host)
     log.info("partitioned in %.3f s: %s", time.perf_counter() - start, report.summary_line())

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 
+from partita.backends.blob import pack_region, parse_tensor_types, tensor_types, unpack_region
 from partita.backends.compiled import CompiledRegion, OpProfile, region_types
 from partita.backends.registry import Backend, Option, register_backend
 
@@ -81,15 +82,18 @@ class NPURegion(CompiledRegion):
         }
 
     def to_bytes(self) -> bytes:
-        header = "|".join([self.name, _types(self.input_types), _types(self.output_types)]).encode()
-        return len(header).to_bytes(4, "little") + header + self.stream
+        """The region blob (backends/blob.py): name and types in the header, the stream."""
+        header = {"format": "npu-region", "version": REGION_VERSION, "name": self.name,
+                  "inputs": tensor_types(self.input_types),
+                  "outputs": tensor_types(self.output_types)}
+        return pack_region(header, payload=self.stream)
 
 
-def _types(types) -> str:
-    return ";".join(f"{'x'.join(map(str, t.shape))}:{t.dtype}" for t in types)
+REGION_VERSION = 2  # 1: a "name|1x2x3:int8;...|..." text header before the stream
 
 
 def _parse_types(text: str):
+    """Version 1's types: ``1x2x3:int8;...``."""
     from partita.ir import TensorType
 
     out = []
@@ -105,10 +109,17 @@ def load_region(data: bytes) -> NPURegion:
 
     try:
         n = int.from_bytes(data[:4], "little")
-        name, ins, outs = data[4 : 4 + n].decode().split("|")
-        stream = data[4 + n :]
-        return NPURegion(stream, name, _parse_types(ins), _parse_types(outs))
-    except (ValueError, UnicodeDecodeError) as exc:
+        if data[4 : 5] != b"{":  # version 1 (saved before the shared blob format)
+            name, ins, outs = data[4 : 4 + n].decode().split("|")
+            return NPURegion(data[4 + n :], name, _parse_types(ins), _parse_types(outs))
+        header, _, stream = unpack_region(data)
+        if header.get("format") != "npu-region" or header.get("version") != REGION_VERSION:
+            raise ValueError(f"an NPU region of format {header.get('format')!r} version "
+                             f"{header.get('version')!r}; this partita reads version "
+                             f"{REGION_VERSION} (and 1)")
+        return NPURegion(stream, header["name"], parse_tensor_types(header["inputs"]),
+                         parse_tensor_types(header["outputs"]))
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise StreamError(f"corrupt NPU region header: {exc}") from None
 
 

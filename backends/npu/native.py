@@ -24,18 +24,23 @@ import ctypes
 import threading
 
 import numpy as np
-from partita.backends.llvm.float_lower import strides_for
-from partita.backends.llvm.jit import Loaded, compile_parts, host_isa, isa_features
-from partita.backends.llvm.kernels import (
+from partita.backends.llvm.public import (
+    Kernel,
+    Loaded,
+    Plan,
     call_args,
+    compile_parts,
     constants,
     generate_parts,
+    host_isa,
+    isa_features,
+    mean_params,
+    plan_digest,
     signature,
+    strides_for,
+    vector_kernel,
     wants_unrolling,
 )
-from partita.backends.llvm.lower import Kernel, Plan, plan_digest
-from partita.backends.llvm.qlower import mean_params
-from partita.backends.llvm.vplan import vector_kernel
 from partita.backends.registry import BackendError
 
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array

@@ -56,3 +56,19 @@ def typed(e: Expr, mod: IRModule | None = None) -> Expr:
     if e.type_or_none is None:
         infer_node_type(e, mod)
     return e
+
+
+class TypedScopedMutator(ScopedMutator):
+    """A ScopedMutator of module ``mod`` whose every rewritten node is typed (``typed``), with
+    inner functions rewritten by a mutator of the same class: what SimplifyExpr and
+    SimplifyInference share."""
+
+    def __init__(self, mod: IRModule):
+        super().__init__()
+        self.mod = mod
+
+    def scope(self):
+        return type(self)(self.mod)
+
+    def _rewrite(self, node: Expr) -> Expr:
+        return typed(super()._rewrite(node), self.mod)

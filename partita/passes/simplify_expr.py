@@ -20,7 +20,7 @@ from partita.ops.registry import Op, get_op
 
 from .infer_type import infer_type
 from .infra import module_pass
-from .rewrite_util import ScopedMutator, is_op, rewrite_module, typed
+from .rewrite_util import TypedScopedMutator, is_op, rewrite_module, typed
 
 # At most this many rules fire on one node; each strictly shrinks the graph, so this is a guard.
 MAX_REWRITES_PER_NODE = 16
@@ -39,17 +39,7 @@ def SimplifyExpr(mod: IRModule, ctx) -> IRModule:
     return rewrite_module(mod, _Simplifier)
 
 
-class _Simplifier(ScopedMutator):
-    def __init__(self, mod: IRModule):
-        super().__init__()
-        self.mod = mod
-
-    def scope(self):
-        return _Simplifier(self.mod)
-
-    def _rewrite(self, node: Expr) -> Expr:
-        return typed(super()._rewrite(node), self.mod)
-
+class _Simplifier(TypedScopedMutator):
     def rewrite_call(self, call, op, args):
         new = typed(super().rewrite_call(call, op, args), self.mod)
         for _ in range(MAX_REWRITES_PER_NODE):

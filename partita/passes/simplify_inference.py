@@ -27,7 +27,7 @@ from partita.ops.registry import get_op
 
 from .infer_type import infer_type
 from .infra import module_pass
-from .rewrite_util import ScopedMutator, is_op, rewrite_module, typed
+from .rewrite_util import TypedScopedMutator, is_op, rewrite_module, typed
 
 
 @module_pass("SimplifyInference", opt_level=0)
@@ -39,17 +39,7 @@ def SimplifyInference(mod: IRModule, ctx) -> IRModule:
     return rewrite_module(mod, _Simplifier)
 
 
-class _Simplifier(ScopedMutator):
-    def __init__(self, mod: IRModule):
-        super().__init__()
-        self.mod = mod
-
-    def scope(self):
-        return _Simplifier(self.mod)
-
-    def _rewrite(self, node: Expr) -> Expr:
-        return typed(super()._rewrite(node), self.mod)
-
+class _Simplifier(TypedScopedMutator):
     def rewrite_tuple_getitem(self, tgi: TupleGetItem, value: Expr) -> Expr:
         if tgi.index == 0 and is_op(value, "nn.batch_norm"):
             return self._typed_tree(batch_norm_inference(value))

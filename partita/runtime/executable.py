@@ -113,6 +113,7 @@ class Executable:
 
     def _execute(self, values: list[np.ndarray], profile: list | None) -> list[np.ndarray]:
         slots: list = [None] * self.n_slots
+        owned: set[int] = set()  # slots holding arrays a region made for this run alone
         for slot, array in self.constants.items():
             slots[slot] = array
         for port, array in zip(self.inputs, values):
@@ -128,9 +129,17 @@ class Executable:
                 profile.append(StepProfile(step.symbol, step.target, elapsed, ops))
             for i, array in zip(step.outputs, results):
                 slots[i] = array
+                (owned.add if getattr(step.region, "fresh_outputs", False) else owned.discard)(i)
             for i in step.release:
                 slots[i] = None
-        return [np.array(slots[p.slot], copy=True) for p in self.outputs]
+        outputs, given = [], set()
+        for p in self.outputs:  # each output its own array, copied unless a region's fresh one
+            if p.slot in owned and p.slot not in given:
+                given.add(p.slot)
+                outputs.append(slots[p.slot])
+            else:
+                outputs.append(np.array(slots[p.slot], copy=True))
+        return outputs
 
     def bind_inputs(self, arrays, by_name) -> list[np.ndarray]:
         """Inputs in port order, validated: names, count, shape and dtype (never cast)."""

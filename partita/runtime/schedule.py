@@ -5,8 +5,9 @@
 
 Accelerator partitions (calls of global functions with a ``Compiler`` attribute) are steps of
 their own; the host ops are grouped into as few host functions as the dependencies allow: every
-host op goes into the earliest host segment after the partitions it depends on (host segments
-take even stages, partitions odd ones). Values crossing a step boundary get a numbered slot; a
+host op goes into the latest host segment before its first reader (``delay_host_ops``: segments
+are then only where a partition needs host results, and at the end; host segments take even
+stages, partitions odd ones). Values crossing a step boundary get a numbered slot; a
 slot is released after its last reader, so a run holds only live arrays.
 """
 

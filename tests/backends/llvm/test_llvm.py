@@ -46,7 +46,7 @@ def test_whole_nets_on_llvm_and_npu_llvm_equal_the_interpreter(name, tmp_path):
 
 
 def test_a_second_compile_comes_from_the_cache_and_a_corrupt_entry_is_rebuilt():
-    from partita.backends.llvm.jit import cache_dir
+    from partita.backends.llvm.runtime.jit import cache_dir
 
     mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
     first = P.build(mod, "llvm").steps[0].region

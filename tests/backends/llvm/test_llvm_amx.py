@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm import jit
-from partita.backends.llvm.lower import lower
+from partita.backends.llvm.lower.context import lower
+from partita.backends.llvm.runtime import jit
 from test_llvm_kernels import build_graph
 
 import partita as P

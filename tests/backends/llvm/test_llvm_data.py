@@ -123,7 +123,7 @@ def test_quantized_concatenation_rescales_by_table(semantics, dtype):
 @pytest.mark.parametrize("groups, cin, cout", [(2, 4, 6), (4, 4, 8), (3, 6, 3)])
 @pytest.mark.parametrize("isa", ["vnni", "plain"])
 def test_grouped_convolutions_run_as_one_convolution(groups, cin, cout, isa, monkeypatch):
-    from partita.backends.llvm.jit import host_isa
+    from partita.backends.llvm.runtime.jit import host_isa
 
     if isa == "vnni" and host_isa() != "vnni":
         pytest.skip("no AVX-512 VNNI here")

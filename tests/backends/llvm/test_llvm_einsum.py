@@ -65,6 +65,14 @@ def test_random_two_operand_contractions(data):
 
 
 def test_float16_einsum_runs_as_a_float32_one():
-    """Widened between casts (half_lower.py; its tolerance tested in test_llvm_half.py)."""
-    kernels = P.build(_module("ij,jk", [(2, 3), (3, 2)], "float16"), "llvm").steps[0].region
-    assert "EINSUM" in {k.split()[0] for k in kernels.kernels}
+    """Widened between casts (lower/half.py; its tolerance tested in test_llvm_half.py): an
+    EINSUM kernel between casts, whose result on small integers (exact products and sums in
+    every precision) has the interpreter's bits."""
+    mod = _module("ij,jk", [(2, 3), (3, 2)], "float16")
+    exe = P.build(mod, "llvm")
+    assert "EINSUM" in {k.split()[0] for k in exe.steps[0].region.kernels}
+    rng = np.random.default_rng(4)
+    feeds = [rng.integers(-4, 5, s).astype(np.float16) for s in ((2, 3), (3, 2))]
+    got, want = exe.run(*feeds)[0], P.interpret(mod, feeds)[0]
+    assert got.dtype == want.dtype == np.float16
+    assert np.array_equal(got.view(np.uint16), want.view(np.uint16))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.jit import host_isa
-from partita.backends.llvm.lower import lower
+from partita.backends.llvm.lower.context import lower
+from partita.backends.llvm.runtime.jit import host_isa
 
 import partita as P
 from partita import relay
@@ -76,7 +76,7 @@ def test_every_register_tile_gives_the_same_bits(monkeypatch, tile, threads):
     forced on any machine (a tile is a choice of registers, not of instructions), with the
     weights packed in panels of its width: every output's FMA chain runs in k order, so all
     tiles give the same bits, with and without the second thread."""
-    from partita.backends.llvm import float_lower
+    from partita.backends.llvm.lower import float_ops as float_lower
 
     rng = np.random.default_rng(4)
     m, k, n = 50, 300, 1000

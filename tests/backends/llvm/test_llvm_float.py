@@ -1,4 +1,4 @@
-"""The LLVM backend's float / integer / bool kernels (backends/llvm/float_lower.py): each op
+"""The LLVM backend's float / integer / bool kernels (backends/llvm/lower/float_ops.py): each op
 built for "llvm" against the reference interpreter on random data, and the float BERT-style
 encoders against ONNX Runtime."""
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.half_lower import WIDENED
-from partita.backends.llvm.lower import LLVMError
+from partita.backends.llvm.lower.context import LLVMError
+from partita.backends.llvm.lower.half import WIDENED
 
 import partita as P
 from partita.ir import Constant, Function, IRModule, TensorType, Tuple, TupleGetItem, Var

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from partita.backends.llvm import jit
+from partita.backends.llvm.runtime import jit
 from partita.frontends import from_tflite
 from test_llvm_threads import NETS
 
@@ -81,8 +81,9 @@ def test_a_child_that_hangs_is_killed_and_compiled_here(tmp_path, monkeypatch):
 def test_the_unroller_runs_for_float_plans_only_and_keys_the_cache(tmp_path, monkeypatch):
     """int8 plans (hand-unrolled vector kernels) compile without LLVM's loop unroller, float
     plans with it; the choice is part of the cache key, and both objects give the same bits."""
-    from partita.backends.llvm.kernels import generate_parts, wants_unrolling
-    from partita.backends.llvm.lower import lower, plan_digest
+    from partita.backends.llvm.emit.module import generate_parts, wants_unrolling
+    from partita.backends.llvm.lower.context import lower
+    from partita.backends.llvm.plan import plan_digest
 
     mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
     plan = lower(mod["main"], "vnni" if jit.host_isa() == "vnni" else jit.host_isa())
@@ -104,8 +105,8 @@ def test_split_kernels_row_range_code_is_spread_over_the_parts(tmp_path, monkeyp
     """-threads=2: the split int8 kernels' wrappers stay with the drivers (they share the
     worker's state), their row-range functions (the heavy code) go to either part, and the
     build runs the same bits as one thread."""
-    from partita.backends.llvm.kernels import generate_parts
-    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.emit.module import generate_parts
+    from partita.backends.llvm.lower.context import lower
 
     mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
     plan = lower(mod["main"], "vnni" if jit.host_isa() == "vnni" else jit.host_isa(), 2)

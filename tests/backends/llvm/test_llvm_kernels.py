@@ -15,7 +15,7 @@ ISAS = ["vnni", "avxvnni", "avx2", "plain"]
 
 
 def _isa_available(isa: str) -> bool:
-    from partita.backends.llvm.jit import runs_isa
+    from partita.backends.llvm.runtime.jit import runs_isa
 
     return runs_isa(isa)
 
@@ -264,7 +264,7 @@ def test_output_stage_shortcuts_are_taken_only_where_exact():
     """The zero point folds into the rounding constant only when no int32 sum can wrap; the
     sign mask goes only when every channel shifts; the clamp becomes a saturating narrowing
     only for the type's whole range."""
-    from partita.backends.llvm.vplan import _stage_flags
+    from partita.backends.llvm.lower.vector_plan import _stage_flags
 
     def consts(corr, e):
         e = np.asarray(e, np.int32)
@@ -326,7 +326,7 @@ def test_a_convolution_writes_into_its_depthwise_readers_halo(
     as the interpreter either way, on one and two threads."""
     if not _isa_available(isa):
         pytest.skip(f"this CPU does not run {isa} code")
-    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower.context import lower
 
     rng = np.random.default_rng(seed)
     x = P.var("x", (1, *hw, cin), "int8")
@@ -419,7 +419,7 @@ def test_depthwise_rows_in_pairs_and_overlapping_tiles(
     dilations: the same bits as the interpreter."""
     if not _isa_available("vnni"):
         pytest.skip("this CPU does not run vnni code")
-    from partita.backends.llvm import vplan
+    from partita.backends.llvm.lower import vector_plan as vplan
 
     mp = pytest.MonkeyPatch()
     mp.setattr(vplan, "DW_QUADS", quads)
@@ -473,7 +473,8 @@ def test_convolutions_of_several_images(isa, case, batch, threads, pairs):
 def test_an_isa_the_cpu_lacks_is_refused(monkeypatch):
     """-isa=avxvnni where the CPU has no AVX-VNNI would build code that dies with SIGILL: it is
     refused with the host's best ISA named; auto never picks it there."""
-    from partita.backends.llvm import jit, resolve_isa
+    from partita.backends.llvm import resolve_isa
+    from partita.backends.llvm.runtime import jit
 
     monkeypatch.setattr(jit, "host_features", lambda: "+avx2,+fma,-avxvnni")
     mod, _ = build_graph("dense", "int8", 8, 16, {"rows": 4}, 0, False, None)

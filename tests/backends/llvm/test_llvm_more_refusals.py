@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.lower import LLVMError
+from partita.backends.llvm.lower.context import LLVMError
 from test_llvm_ops_more import assert_same_bits, run_llvm, sample
 
 import partita as P
@@ -25,7 +25,7 @@ ISAS = ("plain", "avx2", "vnni")
 
 
 def _isa(isa: str) -> str:
-    from partita.backends.llvm.jit import runs_isa
+    from partita.backends.llvm.runtime.jit import runs_isa
 
     return isa if runs_isa(isa) else "plain"
 
@@ -207,7 +207,7 @@ def test_global_average_pool_loops(h, w, c, accumulate, layout, n, seed):
     x = Var("x", TensorType(shape, "float32"))
     out = get_op("nn.global_avg_pool2d")(x, layout=layout, accumulate=accumulate)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(importlib.import_module("partita.backends.llvm.conv_lower"),
+        mp.setattr(importlib.import_module("partita.backends.llvm.lower.float_conv"),
                    "MAX_POOL_PIXELS", 0)
         mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
         check([x], out, {"FGAPL"}, seed)

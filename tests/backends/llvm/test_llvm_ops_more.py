@@ -1,5 +1,5 @@
 """Float average pooling and max pooling (FPOOL), linear resizing (FRESIZE), leaky relu, hardswish,
-broadcast_to, qnn.requantize of any integer data, integer dense products (INTDENSE), integer
+broadcast_to, qnn.requantize of any integer data, integer dense products (EXACT_INT_DENSE), integer
 clip and division on the LLVM backend: bit for bit against the reference interpreter under
 hypothesis, and the ONNX, PyTorch and TFLite test models that use them built whole."""
 
@@ -252,7 +252,7 @@ def test_integer_dense_products_are_exact(dtype, out_dtype, const, density, m, k
         w = Var("w", TensorType((units, k), dtype))
         params.append(w)
     out = get_op("nn.dense")(x, w, out_dtype=out_dtype)
-    assert_exact(params, out, {"INTDENSE"}, seed=seed)
+    assert_exact(params, out, {"EXACT_INT_DENSE"}, seed=seed)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64", "int8"])

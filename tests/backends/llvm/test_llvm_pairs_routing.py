@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from partita.backends.llvm import q16_lower
-from partita.backends.llvm.jit import runs_isa
-from partita.backends.llvm.lower import lower
+from partita.backends.llvm.lower import wide_mac as q16_lower
+from partita.backends.llvm.lower.context import lower
+from partita.backends.llvm.runtime.jit import runs_isa
 from test_llvm_kernels import build_graph
 
 import partita as P

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.q16_lower import pair_slots
+from partita.backends.llvm.lower.wide_mac import pair_slots
 from test_llvm_more_refusals import ISAS
 from test_llvm_q16 import SEMANTICS, VECTOR, _check_wmac, _ints, _stage
 
@@ -142,7 +142,7 @@ def _exact(mod):
 
 
 def _isa(isa):
-    from partita.backends.llvm.jit import runs_isa
+    from partita.backends.llvm.runtime.jit import runs_isa
 
     return isa if runs_isa(isa) else "plain"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.jit import host_isa
+from partita.backends.llvm.runtime.jit import host_isa
 from partita.frontends import from_pytorch
 
 import partita as P

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.lower import LLVMError
+from partita.backends.llvm.lower.context import LLVMError
 from test_llvm_more_refusals import ISAS, check
 
 import partita as P
@@ -160,7 +160,7 @@ def _check_wmac(params, out, seed, isa):
 
 
 def _run_isa(isa):
-    from partita.backends.llvm.jit import runs_isa
+    from partita.backends.llvm.runtime.jit import runs_isa
 
     return isa if runs_isa(isa) else "plain"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.lower import LLVMError
+from partita.backends.llvm.lower.context import LLVMError
 from test_llvm_ops_more import assert_exact
 
 import partita as P
@@ -40,7 +40,8 @@ def test_tflite_builtin_mean(h, w, c, axes, keep, dtype, s_out, zps, seed, colum
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         if columns:  # the module, not the function the package exports under its name
-            mp.setattr(importlib.import_module("partita.backends.llvm.lower"), "MEAN_ROW", 0)
+            context = importlib.import_module("partita.backends.llvm.lower.context")
+            mp.setattr(context, "MEAN_ROW", 0)
         mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
         assert_exact([x], out, {"MEAN"}, seed=seed)
 

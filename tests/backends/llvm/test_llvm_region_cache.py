@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import partita.backends.llvm as llvm_backend
 import pytest
-from partita.backends.llvm import region_cache
-from partita.backends.llvm.jit import cache_dir
+from partita.backends.llvm.runtime import cache as region_cache
+from partita.backends.llvm.runtime.jit import cache_dir
 
 import partita as P
 
@@ -102,7 +102,7 @@ def test_a_corrupt_entry_is_rebuilt(monkeypatch):
 
 
 def test_an_entry_whose_checksum_matches_but_does_not_load_is_rebuilt(monkeypatch):
-    from partita.backends.llvm.jit import write_entry
+    from partita.backends.llvm.runtime.jit import write_entry
 
     calls = lowerings(monkeypatch)
     run_and_check(model())
@@ -137,7 +137,7 @@ def test_the_cache_keeps_to_its_size_limit_least_recently_used_first(monkeypatch
     to 80% of the limit; the entry just written stays; a hit counts as a use."""
     import os
 
-    from partita.backends.llvm.jit import read_entry, trim_cache, write_entry
+    from partita.backends.llvm.runtime.jit import read_entry, trim_cache, write_entry
 
     paths = [cache_dir() / f"{name}.o" for name in "abcd"]
     for age, path in enumerate(paths):  # a: the oldest

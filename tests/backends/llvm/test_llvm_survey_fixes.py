@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.lower import LLVMError
+from partita.backends.llvm.lower.context import LLVMError
 from test_llvm_ops_more import run_llvm
 
 import partita as P

@@ -1,4 +1,4 @@
-"""``-threads=2`` for the int8 kernels (backends/llvm/pool.py): a worker thread kept across
+"""``-threads=2`` for the int8 kernels (backends/llvm/runtime/threads.py): a worker thread kept across
 driver calls takes the second halves it claims first, sleeps when idle, stops with its region,
 and a forked child gets its own; the driver without a worker; each kernel called on
 its own; and the choice between the two drivers by measured speed. Every way gives the same
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from partita.backends.llvm.jit import host_isa
-from partita.backends.llvm.pool import PROBE, TwoModes
+from partita.backends.llvm.runtime.jit import host_isa
+from partita.backends.llvm.runtime.threads import PROBE, TwoModes
 from partita.frontends import from_tflite
 
 import partita as P
@@ -140,9 +140,9 @@ def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
     """A fully connected layer (one pixel), and on AMX a short row of pixels (MobileNet's 7 x 7
     layers; VNNI splits its pixel tiles), split their output channel groups, the narrower tail
     group included, over the two threads; the same bits as the interpreter on every run."""
-    from partita.backends.llvm.jit import amx_permitted, runs_isa
-    from partita.backends.llvm.lower import lower
-    from partita.backends.llvm.vplan import by_channels
+    from partita.backends.llvm.lower.context import lower
+    from partita.backends.llvm.lower.vector_plan import by_channels
+    from partita.backends.llvm.runtime.jit import amx_permitted, runs_isa
     from test_llvm_kernels import build_graph
 
     if not (amx_permitted() if isa == "amx" else runs_isa(isa)):
@@ -168,8 +168,8 @@ def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
 def test_two_input_tables_split_their_vectors_over_two_threads(isa, size, dtype):
     """LUT2 (a residual qnn.add) of 4096 elements and more gathers half of its vectors on the
     worker; the scalar tail (sizes off the vector width) stays with the calling thread."""
-    from partita.backends.llvm.jit import runs_isa
-    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower.context import lower
+    from partita.backends.llvm.runtime.jit import runs_isa
 
     if not runs_isa(isa):
         pytest.skip(f"this CPU does not run {isa} code")

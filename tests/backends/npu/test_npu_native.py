@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partita.backends.llvm.jit import host_isa
+from partita.backends.llvm.runtime.jit import host_isa
 from partita.backends.npu.native import AUTO_MACS, NativeProgram, choose_engine, program_macs
 from partita.backends.npu.simulator import run_program
 from partita.backends.registry import BackendError

@@ -226,14 +226,92 @@ def test_mutation_fuzz_raises_only_partita_errors():
     assert worst < 512 << 20
 
 
-def test_mutation_fuzz_smoke():
-    """A few hundred mutants of the crafted model, in the fast suite."""
+_TFLITE_RUNNER = """
+import sys, numpy as np
+from pathlib import Path
+from ai_edge_litert.interpreter import Interpreter
+folder = Path(sys.argv[1])
+x = np.load(folder / "x.npy")
+for path in sorted(folder.glob("m*.tflite")):
+    out = folder / (path.stem + ".npy")
+    try:
+        it = Interpreter(model_path=str(path))
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        np.save(out, it.get_tensor(it.get_output_details()[0]["index"]))
+    except Exception:
+        out.with_suffix(".refused").write_text("")
+"""
+
+
+def _tflite_outputs(mutants: dict, x, folder: Path) -> dict:
+    """TFLite's output for each mutant (its own interpreter, in a child process: a corrupt
+    model may crash it), or None where TFLite refuses the model."""
+    import subprocess
+    import sys
+
+    np.save(folder / "x.npy", x)
+    for i, data in mutants.items():
+        (folder / f"m{i:04d}.tflite").write_bytes(data)
+    todo = dict(mutants)
+    while todo:
+        subprocess.run([sys.executable, "-c", _TFLITE_RUNNER, str(folder)], check=False,
+                       capture_output=True, timeout=600)
+        done = {i for i in todo if (folder / f"m{i:04d}.npy").exists()
+                or (folder / f"m{i:04d}.refused").exists()}
+        if not done:  # the first one left crashed TFLite: count it as refused
+            first = min(todo)
+            (folder / f"m{first:04d}.refused").write_text("crashed")
+            done = {first}
+        for i in done:
+            (folder / f"m{i:04d}.tflite").unlink()
+            todo.pop(i)
+    return {i: (np.load(folder / f"m{i:04d}.npy") if (folder / f"m{i:04d}.npy").exists()
+                else None) for i in mutants}
+
+
+def test_mutation_fuzz_smoke(tmp_path):
+    """A few hundred mutants of the crafted model, in the fast suite: each is refused with a
+    PartitaError, or accepted and then computes what TFLite's interpreter computes on the same
+    bytes (where TFLite runs it), within float32 rounding."""
+    import partita as P
+
+    t = [
+        T("x", (1, 5, 5, 2)),
+        T("filter", (3, 3, 3, 2),
+          data=np.linspace(-1, 1, 54, dtype=np.float32).reshape(3, 3, 3, 2)),
+        T("bias", (3,), data=np.array([0.5, -0.25, 0.125], np.float32)),
+        T("y", (1, 5, 5, 3)),
+    ]
+    ops = [Op("CONV_2D", [0, 1, 2], [3], ("Conv2DOptions", {"StrideW": 1, "StrideH": 1}))]
+    good = build(Model(t, ops, [0], [3]))  # with a bias: TFLite's CONV_2D wants one
     rng = np.random.default_rng(99)
-    for mutant in _mutants(GOOD, rng, 300):
+    x = np.random.default_rng(7).standard_normal((1, 5, 5, 2)).astype(np.float32)
+    accepted, ours = {}, {}
+    for i, mutant in enumerate(_mutants(good, rng, 300)):
         try:
-            from_tflite(mutant)
+            mod = from_tflite(mutant)
         except PartitaError:
-            pass
+            continue
+        accepted[i] = mutant
+        try:
+            ours[i] = np.asarray(P.interpret(mod, [x])[0])
+        except PartitaError:
+            ours[i] = None  # accepted by the frontend, refused when run: a clear error too
+    assert accepted  # weight flips keep a model valid: the comparison below is exercised
+    theirs = _tflite_outputs(accepted, x, tmp_path)
+    compared = 0
+    for i in accepted:
+        if theirs[i] is None or ours[i] is None:
+            continue
+        assert ours[i].shape == theirs[i].shape, i
+        want = theirs[i].astype(np.float64)
+        scale = np.nanmax(np.abs(want[np.isfinite(want)]), initial=1.0)
+        np.testing.assert_allclose(ours[i], theirs[i], rtol=1e-5, atol=1e-5 * scale,
+                                   equal_nan=True, err_msg=f"mutant {i}")
+        compared += 1
+    assert compared
 
 
 def test_every_unsupported_operator_is_counted_also_in_a_chain(tmp_path):

@@ -1,0 +1,268 @@
+"""Row kernels of float_ops.py: softmax and layer norm along one axis (float64 sums, libm's
+exp). Contiguous rows (the axis is the last) go 8 doubles at a time for the max, the sums and
+the scaling, with a scalar tail; other layouts walk each line element by element. Mixed into
+kernels.FloatKernels."""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+from partita.backends.llvm.emit.base import F32, F64, I32, I64, c64, for_range
+from partita.backends.llvm.kinds import Kind, emits
+
+
+def fconst(v) -> ir.Constant:
+    return ir.Constant(F64, float(v))
+
+
+class RowKernels:
+    def rows(self, b, p, body):
+        """For each (outer, inner) line along the normalized axis: ``body(at)``, where
+        ``at(j)`` is the flat index of element j of the line."""
+        n, inner = p["n"], p["inner"]
+        with for_range(b, p["outer"], "o") as o, for_range(b, inner, "in") as i:
+            base = b.add(b.mul(o, c64(n * inner)), i)
+            body(lambda j: b.add(base, b.mul(j, c64(inner))))
+
+    def reduce(self, b, cell, n, term, start=0.0, op="add"):
+        """A double accumulated in ``cell`` (an alloca of the entry block) over j < n
+        (``term(j)``): the sum, or the maximum."""
+        b.store(fconst(start), cell)
+        with for_range(b, n, "j") as j:
+            v, old = term(j), b.load(cell, typ=F64)
+            if op == "add":
+                new = b.fadd(old, v)
+            else:
+                new = b.select(b.fcmp_unordered(">", v, old), v, old)
+            b.store(new, cell)
+        return b.load(cell, typ=F64)
+
+    # -- row kernels: contiguous rows (inner == 1) in chunks of 8 doubles, then a scalar tail --
+    def chunks(self, b, n, body, width=8):
+        """``body(j, w)`` for j = 0, w, 2w... (w = width) then for the tail one at a time."""
+        if n // width:
+            with for_range(b, n // width, "c") as c:
+                body(b.mul(c, c64(width)), width)
+        if n % width:
+            with for_range(b, n % width, "t") as t:
+                body(b.add(t, c64(n // width * width)), 1)
+
+    def load_f64(self, b, ptr, index, w):
+        if w == 1:
+            return b.fpext(self.load_at(b, ptr, index, F32), F64)
+        vec = b.load(b.gep(ptr, [index], source_etype=F32), typ=ir.VectorType(F32, w), align=4)
+        return b.fpext(vec, ir.VectorType(F64, w))
+
+    def store_f32(self, b, value, ptr, index, w):
+        ty = F32 if w == 1 else ir.VectorType(F32, w)
+        b.store(b.fptrunc(value, ty), b.gep(ptr, [index], source_etype=F32), align=4)
+
+    def row_sum(self, b, cells, n, term):
+        """The float64 sum of term(j, w) over a row: 8 lanes, reduced in lane order, plus the
+        tail (the reference's numpy sum adds in its own order: a last-ulp difference at most)."""
+        vcell, scell = cells
+        b.store(ir.Constant(ir.VectorType(F64, 8), [0.0] * 8), vcell)
+        b.store(fconst(0), scell)
+
+        def add(j, w):
+            cell = vcell if w > 1 else scell
+            typ = ir.VectorType(F64, 8) if w > 1 else F64
+            b.store(b.fadd(b.load(cell, typ=typ), term(j, w)), cell)
+
+        self.chunks(b, n, add)
+        vec = b.load(vcell, typ=ir.VectorType(F64, 8))
+        total = b.load(scell, typ=F64)
+        for lane in range(8):
+            total = b.fadd(total, b.extract_element(vec, ir.Constant(I32, lane)))
+        return total
+
+    @emits(Kind.FSOFTMAX)
+    def k_fsoftmax(self, k):
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        n = p["n"]
+        exp = self.intrinsic("llvm.exp", F64)
+        cell = b.alloca(F64)
+        if p["inner"] == 1:
+            return self.softmax_rows(k, fn, b, x, y, exp, cell)
+
+        def line(at):
+            def get(j):
+                return b.fpext(self.load_at(b, x, at(j), F32), F64)
+
+            top = self.reduce(b, cell, n, get, -math.inf, "max")
+
+            def exp_kept(j):  # exp once per element: kept (as float32) in the output
+                e = b.call(exp, [b.fsub(get(j), top)])
+                self.store_at(b, b.fptrunc(e, F32), y, at(j), F32)
+                return e
+
+            total = self.reduce(b, cell, n, exp_kept)
+            with for_range(b, n, "j") as j:
+                e = b.fpext(self.load_at(b, y, at(j), F32), F64)
+                self.store_at(b, b.fptrunc(b.fdiv(e, total), F32), y, at(j), F32)
+
+        self.rows(b, p, line)
+        b.ret_void()
+        return fn
+
+    def softmax_rows(self, k, fn, b, x, y, exp, cell):
+        """Contiguous rows: the max and the final scaling 8 lanes at a time; exp (libm's, per
+        element) and its float64 sum in order."""
+        n = k.params["n"]
+        vcell = b.alloca(ir.VectorType(F64, 8))
+        with for_range(b, k.params["outer"], "o") as o:
+            base = b.mul(o, c64(n))
+            b.store(fconst(-math.inf), cell)
+            b.store(ir.Constant(ir.VectorType(F64, 8), [-math.inf] * 8), vcell)
+
+            def top_of(j, w):
+                c = vcell if w > 1 else cell
+                typ = ir.VectorType(F64, 8) if w > 1 else F64
+                v, old = self.load_f64(b, x, b.add(base, j), w), b.load(c, typ=typ)
+                b.store(b.select(b.fcmp_unordered(">", v, old), v, old), c)
+
+            self.chunks(b, n, top_of)
+            top, vec = b.load(cell, typ=F64), b.load(vcell, typ=ir.VectorType(F64, 8))
+            for lane in range(8):
+                v = b.extract_element(vec, ir.Constant(I32, lane))
+                top = b.select(b.fcmp_unordered(">", v, top), v, top)
+            b.store(fconst(0), cell)
+            with for_range(b, n, "j") as j:
+                at = b.add(base, j)
+                e = b.call(exp, [b.fsub(self.load_f64(b, x, at, 1), top)])
+                self.store_at(b, b.fptrunc(e, F32), y, at, F32)
+                b.store(b.fadd(b.load(cell, typ=F64), e), cell)
+            total = b.load(cell, typ=F64)
+
+            def scale(j, w):
+                at = b.add(base, j)
+                den = total if w == 1 else self.splat_d(b, total, w)
+                self.store_f32(b, b.fdiv(self.load_f64(b, y, at, w), den), y, at, w)
+
+            self.chunks(b, n, scale)
+        b.ret_void()
+        return fn
+
+    def splat_d(self, b, value, w):
+        ty = ir.VectorType(F64, w)
+        vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+        return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined),
+                                ir.Constant(ir.VectorType(I32, w), [0] * w))
+
+    @emits(Kind.QSOFTMAXF)
+    def k_qsoftmaxf(self, k):
+        """TFLite's optimized 8-bit softmax (qtransformer._qsoftmax_builtin) along each line: t =
+        exps[max - q], S = the float32 sum in order, p = t * (1 / (S * s_out)) in float32;
+        int8 rounds p half away from zero and adds the zero point, uint8 truncates p + 0.5.
+        A line is a noinline function: LLVM 22.1's loop vectorizer, folding the tail of a short
+        loop over lines into masked byte stores, wrote the masked-off lanes too."""
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        one = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [x.type] * 3 + [I64]),
+                          name=f"{k.name}_line")
+        one.linkage = "internal"
+        one.attributes.add("noinline")
+        self.softmax_line(k, one)
+        exps = self.cargs["exps"]
+        self.rows(b, p, lambda at: b.call(one, [x, y, exps, at(c64(0))]))
+        b.ret_void()
+        return fn
+
+    def softmax_line(self, k, fn):
+        p = k.params
+        x, y, exps, base = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        n, inner, dtype = p["n"], p["inner"], p["dtype"]
+        lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+        top, total = b.alloca(I64), b.alloca(F32)
+        i8 = ir.IntType(8)
+
+        def at(j):
+            return b.add(base, b.mul(j, c64(inner)))
+
+        def q(j):
+            return self.signed(b, self.load_at(b, x, at(j), i8), dtype)
+
+        def exp_of(j):
+            d = b.sub(b.load(top, typ=I64), q(j))
+            return b.fptrunc(self.load_at(b, exps, d, F64), F32)
+
+        b.store(c64(-1 << 20), top)
+        with for_range(b, n, "j") as j:
+            v, old = q(j), b.load(top, typ=I64)
+            b.store(b.select(b.icmp_signed(">", v, old), v, old), top)
+        b.store(ir.Constant(F32, 0.0), total)
+        with for_range(b, n, "j") as j:
+            b.store(b.fadd(b.load(total, typ=F32), exp_of(j)), total)
+        den = b.fmul(b.load(total, typ=F32), ir.Constant(F32, p["out_scale"]))
+        inv = b.fdiv(ir.Constant(F32, 1.0), den)
+        floor, fabs = self.intrinsic("llvm.floor", F64), self.intrinsic("llvm.fabs", F64)
+        with for_range(b, n, "j") as j:
+            prob = b.fmul(exp_of(j), inv)
+            if dtype == "uint8":  # int(p + 0.5f)
+                v = b.call(floor, [b.fpext(b.fadd(prob, ir.Constant(F32, 0.5)), F64)])
+            else:  # sign(p) * floor(|p| + 0.5) + zp
+                mag = b.call(floor, [b.fadd(b.call(fabs, [b.fpext(prob, F64)]), fconst(0.5))])
+                neg = b.fcmp_ordered("<", prob, ir.Constant(F32, 0.0))
+                v = b.fadd(b.select(neg, b.fneg(mag), mag), fconst(p["out_zp"]))
+            v = b.select(b.fcmp_ordered("<", v, fconst(lo)), fconst(lo), v)
+            v = b.select(b.fcmp_ordered(">", v, fconst(hi)), fconst(hi), v)
+            self.store_at(b, b.trunc(b.fptosi(v, I64), i8), y, at(j), i8)
+        b.ret_void()
+
+    @emits(Kind.FLAYERNORM)
+    def k_flayernorm(self, k):
+        p = k.params
+        n_in = sum(1 for s in p["sources"] if s[0] == "buf")
+        fn, b, args = self.function(k, n_in)
+        ins, y = args[:-1], args[-1]
+        x, gamma, beta = (self.operand(k, j, ins) for j in range(3))
+        n = p["n"]
+        sqrt = self.intrinsic("llvm.sqrt", F64)
+        cell = b.alloca(F64)
+        cells = (b.alloca(ir.VectorType(F64, 8)), b.alloca(F64))
+        rows = p["inner"] == 1
+
+        def line(at, base=None):
+            def get(j, w=1):
+                return self.load_f64(b, x, b.add(base, j) if rows else at(j), w)
+
+            if rows:
+                mean = b.fdiv(self.row_sum(b, cells, n, get), fconst(n))
+            else:
+                mean = b.fdiv(self.reduce(b, cell, n, get), fconst(n))
+
+            def sq(j, w=1):
+                d = b.fsub(get(j, w), mean if w == 1 else self.splat_d(b, mean, w))
+                return b.fmul(d, d)
+
+            total = self.row_sum(b, cells, n, sq) if rows else self.reduce(b, cell, n, sq)
+            den = b.call(sqrt, [b.fadd(b.fdiv(total, fconst(n)), fconst(p["eps"]))])
+
+            def out(j, w=1):
+                splat = (lambda v: v) if w == 1 else (lambda v: self.splat_d(b, v, w))
+                v = b.fdiv(b.fsub(get(j, w), splat(mean)), splat(den))
+                if p["scale"]:
+                    v = b.fmul(v, self.load_f64(b, gamma, j, w))
+                if p["center"]:
+                    v = b.fadd(v, self.load_f64(b, beta, j, w))
+                self.store_f32(b, v, y, b.add(base, j) if rows else at(j), w)
+
+            if rows:
+                self.chunks(b, n, out)
+            else:
+                with for_range(b, n, "j") as j:
+                    out(j)
+
+        if rows:
+            with for_range(b, p["outer"], "o") as o:
+                line(None, b.mul(o, c64(n)))
+        else:
+            self.rows(b, p, line)
+        b.ret_void()
+        return fn
+
+
+__all__ = ["RowKernels"]

@@ -1,0 +1,412 @@
+"""Kernels as plain loops over NHWC buffers: the scalar int8 convolution / dense (the "plain"
+instruction set), 8-bit tables (LUT, LUT2), quantize, copies, transposes, IM2COL, max pooling
+and the quantized mean (the float Relay ops' loops are scalar.py). Mixed into
+kernels.KernelEmitter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from partita.backends.llvm.emit.base import F32, F64, I8, I32, I64, c64, for_range
+from partita.backends.llvm.kinds import Kind, emits
+from partita.backends.llvm.plan import Kernel
+
+
+class ScalarKernels:
+    def weight(self, b, g, index, k: Kernel):
+        """A weight widened to i64 (stored as bytes, signed or not as the model's weights)."""
+        v = self.load_at(b, g["weights"], index, I8)
+        return b.sext(v, I64) if k.params["w_dtype"] == "int8" else b.zext(v, I64)
+
+
+    # -- MAC kernels -------------------------------------------------------------------------
+    @emits(Kind.CONV)
+    def k_conv(self, k: Kernel):
+        return self._conv(k, depthwise=False)
+
+    @emits(Kind.DWCONV)
+    def k_dwconv(self, k: Kernel):
+        return self._conv(k, depthwise=True)
+
+    def _conv(self, k: Kernel, depthwise: bool):
+        fn, b, (x, y) = self.function(k, 1)
+        g = self.globals_of(k)
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, oc = self.shape(k.output)
+        o_, kh, kw, ci = k.arrays["weights"].shape
+        p = k.params
+        (sh, sw), (dh, dw) = p["strides"], p["dilation"]
+        top, left = p["padding"][0], p["padding"][1]
+        in_dtype = p["in_dtype"]
+        acc_ptr = b.alloca(I64)  # allocas in the entry block
+        with (
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, oc, "oc") as o,
+        ):
+            b.store(c64(0), acc_ptr)
+            wzp = b.sext(self.load_at(b, g["w_zp"], o, I32), I64)
+            with for_range(b, kh, "ky") as ky, for_range(b, kw, "kx") as kx:
+                iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
+                                                     (top, left), (h, w))
+                with b.if_then(inside):
+                    base = b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c))
+                    wbase = b.mul(b.add(b.mul(b.add(b.mul(o, c64(kh)), ky), c64(kw)), kx), c64(ci))
+                    if depthwise:
+                        xv = self.signed(b, self.load_at(b, x, b.add(base, o), I8), in_dtype)
+                        wv = self.weight(b, g, wbase, k)
+                        term = b.mul(b.sub(xv, c64(p["in_zp"])), b.sub(wv, wzp))
+                        b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
+                    else:
+                        with for_range(b, ci, "ic") as ic:
+                            xv = self.signed(b, self.load_at(b, x, b.add(base, ic), I8), in_dtype)
+                            wv = self.weight(b, g, b.add(wbase, ic), k)
+                            term = b.mul(b.sub(xv, c64(p["in_zp"])), b.sub(wv, wzp))
+                            b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
+            value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, o)
+            index = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(oc)), o)
+            self.store_at(b, value, y, index, value.type)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.FC)
+    def k_fc(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        g = self.globals_of(k)
+        *lead, depth = self.shape(k.inputs[0])
+        rows = int(np.prod(lead, dtype=np.int64))
+        units = k.arrays["weights"].shape[0]
+        in_dtype = k.params["in_dtype"]
+        acc_ptr = b.alloca(I64)
+        with for_range(b, rows, "r") as r, for_range(b, units, "u") as u:
+            b.store(c64(0), acc_ptr)
+            wzp = b.sext(self.load_at(b, g["w_zp"], u, I32), I64)
+            with for_range(b, depth, "d") as d:
+                xv = self.signed(
+                    b, self.load_at(b, x, b.add(b.mul(r, c64(depth)), d), I8), in_dtype
+                )
+                wv = self.weight(b, g, b.add(b.mul(u, c64(depth)), d), k)
+                term = b.mul(b.sub(xv, c64(k.params["in_zp"])), b.sub(wv, wzp))
+                b.store(b.add(b.load(acc_ptr, typ=I64), term), acc_ptr)
+            value = self.output_stage(b, b.load(acc_ptr, typ=I64), k, g, u)
+            self.store_at(b, value, y, b.add(b.mul(r, c64(units)), u), value.type)
+        b.ret_void()
+        return fn
+
+    # -- tables, copies, pooling -----------------------------------------------------------------
+    @emits(Kind.LUT)
+    def k_lut(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        out = self.dtype(k.output)
+        table = self.cargs["table"]
+        ety = F32 if out == "float32" else I8
+        offset = 128 if self.dtype(k.inputs[0]) == "int8" else 0
+        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
+            v = self.signed(b, self.load_at(b, x, e, I8), self.dtype(k.inputs[0]))
+            self.store_at(b, self.load_at(b, table, b.add(v, c64(offset)), ety), y, e, ety)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.QUANT)
+    def k_quant(self, k: Kernel):
+        """float32 -> int8/uint8/int16/int32, per tensor or per channel (context.quant_params):
+        x / scale in float32, then round half away from zero (TFLite) or half to even (ONNX),
+        + zero point, saturated; "fbgemm" (PyTorch): one fused multiply-add by float32(1 /
+        scale) with the zero point, rounded half to even."""
+        fn, b, (x, y) = self.function(k, 1)
+        p = k.params
+        out_ty = {"int8": I8, "uint8": I8, "int16": ir.IntType(16), "int32": I32}[p["out_dtype"]]
+        info = np.iinfo(p["out_dtype"])
+        lo, hi = int(info.min), int(info.max)
+        floor = self.module.declare_intrinsic("llvm.floor", [F64])
+        fabs = self.module.declare_intrinsic("llvm.fabs", [F64])
+        rint = self.module.declare_intrinsic("llvm.rint", [F64])
+        fma = self.module.declare_intrinsic("llvm.fma", [F32], ir.FunctionType(F32, [F32] * 3))
+        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
+            c = b.urem(b.udiv(e, c64(p["inner"])), c64(p["C"])) if p["C"] > 1 else c64(0)
+            scale = b.fptrunc(self.load_at(b, self.cargs["scale"], c, F64), F32)
+            zp = b.sext(self.load_at(b, self.cargs["zp"], c, I32), I64)
+            v = self.load_at(b, x, e, F32)
+            q = b.fpext(b.fdiv(v, scale), F64)
+            if p["round"] == "fbgemm":  # fma(x, float32(1 / scale), zp), one rounding, even
+                inverse = b.fdiv(ir.Constant(F32, 1.0), scale)
+                q = b.fpext(b.call(fma, [v, inverse, b.sitofp(zp, F32)]), F64)
+                zp = c64(0)
+            if p["round"] == "tflite":
+                r = b.call(floor, [b.fadd(b.call(fabs, [q]), ir.Constant(F64, 0.5))])
+                r = b.select(b.fcmp_ordered("<", q, ir.Constant(F64, 0.0)), b.fneg(r), r)
+            else:
+                r = b.call(rint, [q])
+            r = b.select(b.fcmp_unordered("uno", r, r), ir.Constant(F64, 0.0), r)  # NaN -> 0
+            r = b.select(
+                b.fcmp_ordered("<", r, ir.Constant(F64, -(2.0**40))),
+                ir.Constant(F64, -(2.0**40)),
+                r,
+            )
+            r = b.select(
+                b.fcmp_ordered(">", r, ir.Constant(F64, 2.0**40)), ir.Constant(F64, 2.0**40), r
+            )
+            v = self.clamp(b, b.add(b.fptosi(r, I64), zp), lo, hi)
+            self.store_at(b, b.trunc(v, out_ty), y, e, out_ty)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.LUT2)
+    def k_lut2(self, k: Kernel):
+        """out[e] = table[a[ia(e)], b[ib(e)]]: the flat index split by the output's dims, then
+        recombined with each input's (broadcast) strides."""
+        fn, b, (x1, x2, y) = self.function(k, 2)
+        table = self.cargs["table"]
+        offs = [128 if self.dtype(i) == "int8" else 0 for i in k.inputs]
+        shape, strides = k.params["out_shape"], k.params["strides"]
+        dense = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
+        flat = all(shape[i] == 1 or s[i] == dense[i] for s in strides for i in range(len(shape)))
+        total, start, isa = int(np.prod(shape)), 0, k.params.get("gather")
+        if isa and k.params.get("threads", 1) > 1:  # the vectors in halves, one per thread
+            steps = total // (16 if isa == "vnni" else 8)
+            parts = [
+                self.part_function(k, f"p{j}", [x1, x2, y, table], lambda pb, ps, r=r: (
+                    self.lut2_gather(pb, ps[:2], ps[2], ps[3], total, offs, isa, r)))
+                for j, r in enumerate(((0, steps // 2), (steps // 2, steps)))
+            ]
+            self.split_run(k, b, [x1, x2, y, table], parts)
+            start = total - total % (16 if isa == "vnni" else 8)
+        elif isa:  # whole vectors by gathers (vector.py), the tail below
+            start = self.lut2_gather(b, (x1, x2), y, table, total, offs, isa)
+        with for_range(b, total - start, "e") as e:
+            e = b.add(e, c64(start))
+            rest, ia, ib = e, c64(0), c64(0)
+            if flat:  # no broadcasting: both inputs are read at the output's flat index
+                ia = ib = e
+            for axis in reversed(range(len(shape)) if not flat else ()):
+                coord = b.srem(rest, c64(shape[axis]))
+                rest = b.sdiv(rest, c64(shape[axis]))
+                ia = b.add(ia, b.mul(coord, c64(strides[0][axis])))
+                ib = b.add(ib, b.mul(coord, c64(strides[1][axis])))
+            va = b.add(
+                self.signed(b, self.load_at(b, x1, ia, I8), self.dtype(k.inputs[0])), c64(offs[0])
+            )
+            vb = b.add(
+                self.signed(b, self.load_at(b, x2, ib, I8), self.dtype(k.inputs[1])), c64(offs[1])
+            )
+            self.store_at(b, self.load_at(b, table, b.add(b.mul(va, c64(256)), vb), I8), y, e, I8)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.COPY)
+    def k_copy(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        n = int(np.prod(self.shape(k.output))) * np.dtype(self.dtype(k.output)).itemsize
+        with for_range(b, n, "e") as e:
+            self.store_at(b, self.load_at(b, x, e, I8), y, e, I8)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.TRANSPOSE)
+    def k_transpose(self, k: Kernel):
+        """out[i0, i1, ...] = x[...] with out axis j = input axis perm[j], element by element."""
+        import contextlib
+
+        fn, b, (x, y) = self.function(k, 1)
+        in_shape, out_shape = self.shape(k.inputs[0]), self.shape(k.output)
+        size = np.dtype(self.dtype(k.output)).itemsize
+        ty = {1: I8, 2: ir.IntType(16), 4: I32, 8: I64}[size]
+        in_strides = np.cumprod((list(in_shape) + [1])[:0:-1])[::-1].tolist() if in_shape else []
+        with contextlib.ExitStack() as stack:
+            idx = [stack.enter_context(for_range(b, n, f"t{j}")) for j, n in enumerate(out_shape)]
+            src, dst = c64(0), c64(0)
+            for j, i in enumerate(idx):
+                src = b.add(src, b.mul(i, c64(in_strides[k.params["perm"][j]])))
+                dst = b.add(b.mul(dst, c64(out_shape[j])), i)
+            self.store_at(b, self.load_at(b, x, src, ty), y, dst, ty)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.IM2COL)
+    def k_im2col(self, k: Kernel):
+        """y[oy, ox, (ky, kx, c)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], the input
+        zero point outside (8-bit data) or 0.0 (float32)."""
+        fn, b, (x, y) = self.function(k, 1)
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, kc = self.shape(k.output)
+        p = k.params
+        (sh, sw), (dh, dw), (kh, kw) = p["strides"], p["dilation"], p["kernel"]
+        top, left = p["padding"][0], p["padding"][1]
+        ety = F32 if self.dtype(k.inputs[0]) == "float32" else I8  # float conv: zeros outside
+        zp = ir.Constant(F32, 0.0) if ety is F32 else ir.Constant(I8, p["in_zp"] & 0xFF)
+        with (
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, kh, "ky") as ky,
+            for_range(b, kw, "kx") as kx,
+        ):
+            iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
+                                                 (top, left), (h, w))
+            base = b.mul(b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(kh)), ky), c64(kw))
+            dst = b.mul(b.add(base, kx), c64(c))
+            src = b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c))
+            with for_range(b, c, "ic") as ic:
+                with b.if_else(inside) as (then, otherwise):
+                    with then:
+                        v = self.load_at(b, x, b.add(src, ic), ety)
+                        self.store_at(b, v, y, b.add(dst, ic), ety)
+                    with otherwise:
+                        self.store_at(b, zp, y, b.add(dst, ic), ety)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.MAXPOOL)
+    def k_maxpool(self, k: Kernel):
+        fn, b, (x, y) = self.function(k, 1)
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, _ = self.shape(k.output)
+        p = k.params
+        (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
+        top, left = p["padding"][0], p["padding"][1]
+        dtype = self.dtype(k.inputs[0])
+        if dtype == "float32":
+            return self._fmaxpool(k, fn, b, x, y)
+        best = b.alloca(I64)
+        with (
+            for_range(b, self.shape(k.inputs[0])[0], "n") as nb,
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, c, "ch") as ch,
+        ):
+            xb, yb = b.mul(nb, c64(h * w * c)), b.mul(nb, c64(oh * ow * c))  # image nb
+            b.store(c64(-1 << 20), best)
+            with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
+                iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
+                                                     (top, left), (h, w))
+                with b.if_then(inside):
+                    idx = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
+                    v = self.signed(b, self.load_at(b, x, b.add(xb, idx), I8), dtype)
+                    cur = b.load(best, typ=I64)
+                    b.store(b.select(b.icmp_signed(">", v, cur), v, cur), best)
+            out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
+            self.store_at(b, b.trunc(b.load(best, typ=I64), I8), y, b.add(yb, out), I8)
+        b.ret_void()
+        return fn
+
+    def _fmaxpool(self, k: Kernel, fn, b, x, y):
+        """Float32 max pooling: padding is never read; the window's largest value (nan if a
+        tap is nan; of equal taps the later, so a zero's sign is numpy's max's)."""
+        _, h, w, c = self.shape(k.inputs[0])
+        _, oh, ow, _ = self.shape(k.output)
+        p = k.params
+        (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
+        top, left = p["padding"][0], p["padding"][1]
+        best = b.alloca(F32)
+        with (
+            for_range(b, self.shape(k.inputs[0])[0], "n") as nb,
+            for_range(b, oh, "oy") as oy,
+            for_range(b, ow, "ox") as ox,
+            for_range(b, c, "ch") as ch,
+        ):
+            xb, yb = b.mul(nb, c64(h * w * c)), b.mul(nb, c64(oh * ow * c))  # image nb
+            b.store(ir.Constant(F32, float("-inf")), best)
+            with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
+                iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
+                                                     (top, left), (h, w))
+                with b.if_then(inside):
+                    at = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
+                    v = self.load_at(b, x, b.add(xb, at), F32)
+                    cur = b.load(best, typ=F32)  # numpy's max: nan wins, equal taps the later
+                    take = b.or_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered(">=", v, cur))
+                    take = b.and_(take, b.fcmp_ordered("ord", cur, cur))
+                    b.store(b.select(take, v, cur), best)
+            out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
+            self.store_at(b, b.load(best, typ=F32), y, b.add(yb, out), F32)
+        b.ret_void()
+        return fn
+
+    @emits(Kind.MEAN)
+    def k_mean(self, k: Kernel):
+        """out[o, c] over the reduced run of axes [outer][n][inner] (H and W of NHWC: n = H*W,
+        inner = C; a transformer's last axis: inner = 1)."""
+        fn, b, (x, y) = self.function(k, 1)
+        p = k.params
+        n, c = p["n"], p["inner"]
+        dtype = self.dtype(k.inputs[0])
+        lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
+        rint32 = self.module.declare_intrinsic("llvm.roundeven", [F32])
+        # ``row_sums``: the sums of a row of channels, pixel by pixel (contiguous: LLVM vectorises
+        # the adds; lower.MEAN_ROW channels at most, and int32 holds any sum of fewer than 2^23
+        # 8-bit values); else each channel's column is summed on its own
+        sums = b.alloca(I32, c64(c)) if p.get("row_sums") else None
+        acc = b.alloca(I64)
+        with for_range(b, p["outer"], "o") as o:
+            base = b.mul(o, c64(n * c))
+            if sums is not None:
+                with for_range(b, c, "z") as ch:
+                    self.store_at(b, ir.Constant(I32, 0), sums, ch, I32)
+                with for_range(b, n, "e") as e, for_range(b, c, "ch") as ch:
+                    at = b.add(base, b.add(b.mul(e, c64(c)), ch))
+                    v = b.trunc(self.signed(b, self.load_at(b, x, at, I8), dtype), I32)
+                    self.store_at(b, b.add(self.load_at(b, sums, ch, I32), v), sums, ch, I32)
+            with for_range(b, c, "ch") as ch:
+                self.mean_out(b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi)
+        b.ret_void()
+        return fn
+
+    def mean_legacy(self, b, p, s32, lo, hi):
+        """TFLite <= 2.12's MEAN of the int32 sum ``s32`` (qmean.legacy_mean's modes)."""
+        n, mode = p["n"], p["legacy"]
+        if mode == "copy":  # C's division: toward zero
+            return b.sdiv(s32, c64(n))
+        if mode == "float":
+            fm = b.fdiv(b.sitofp(s32, F32), ir.Constant(F32, float(n)))
+            t = b.fadd(b.fmul(fm, ir.Constant(F32, p["fscale"])), ir.Constant(F32, p["fbias"]))
+            t64 = b.fpext(t, F64)  # round half away from zero, exact in float64
+            floor = self.module.declare_intrinsic("llvm.floor", [F64])
+            fabs = self.module.declare_intrinsic("llvm.fabs", [F64])
+            r = b.call(floor, [b.fadd(b.call(fabs, [t64]), ir.Constant(F64, 0.5))])
+            r = b.select(b.fcmp_ordered("<", t64, ir.Constant(F64, 0.0)), b.fneg(r), r)
+            r = b.fadd(b.fptrunc(r, F32), ir.Constant(F32, float(p["out_zp"])))
+            r = b.select(b.fcmp_ordered("<", r, ir.Constant(F32, float(lo))),
+                         ir.Constant(F32, float(lo)), r)
+            r = b.select(b.fcmp_ordered(">", r, ir.Constant(F32, float(hi))),
+                         ir.Constant(F32, float(hi)), r)
+            # nan (an infinite scale times 0): numpy's INT64_MIN, whose low byte is 0
+            r = b.select(b.fcmp_unordered("uno", r, r), ir.Constant(F32, 0.0), r)
+            return b.fptosi(r, I64)
+        if mode == "q4_int8":  # MBQM of the zero-point-free sum, then (x +- n/2) / n
+            d = b.sext(b.trunc(b.sub(s32, c64(p["in_zp"] * n)), I32), I64)
+            acc = self.mbqm(b, d, c64(p["multiplier"]), c64(p["shift"]))
+            half = b.select(b.icmp_signed("<", acc, c64(0)), c64(-(n // 2)), c64(n // 2))
+            v = b.add(b.sdiv(b.add(acc, half), c64(n)), c64(p["out_zp"]))
+        else:  # q4_uint8
+            v = b.add(self.mbqm(b, s32, c64(p["multiplier"]), c64(p["shift"])), c64(p["bias"]))
+        return self.clamp(b, v, lo, hi)
+
+    def mean_out(self, b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi):
+        """Channel ``ch`` of MEAN's output row ``o``: its sum (from ``sums``, or summed here
+        down the channel's column), requantized."""
+        p = k.params
+        n, c = p["n"], p["inner"]
+        if sums is not None:
+            total = b.sext(self.load_at(b, sums, ch, I32), I64)
+        else:
+            b.store(c64(0), acc)
+            with for_range(b, n, "e") as e:
+                at = b.add(base, b.add(b.mul(e, c64(c)), ch))
+                v = self.signed(b, self.load_at(b, x, at, I8), self.dtype(k.inputs[0]))
+                b.store(b.add(b.load(acc, typ=I64), v), acc)
+            total = b.load(acc, typ=I64)
+        if "legacy" in p:
+            v = self.mean_legacy(b, p, b.sext(b.trunc(total, I32), I64), lo, hi)
+            self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)
+            return
+        s = b.sub(total, c64(p["in_zp"] * p["n"]))
+        if "scale" in p:  # "onnx": float32(int32 sum) * float32 scale, half to even
+            f = b.fmul(b.sitofp(b.trunc(s, I32), F32), ir.Constant(F32, p["scale"]))
+            v = b.fptosi(b.call(rint32, [f]), I64)
+        else:
+            s32 = b.sext(b.trunc(s, I32), I64)
+            v = self.mbqm(b, s32, c64(p["multiplier"]), c64(p["shift"]))
+            if p.get("upward"):  # TFLite's optimized MEAN: NEON blocks of 16 round upward
+                up = self.mbqm_upward(b, s32, c64(p["multiplier"]), c64(p["shift"]))
+                v = b.select(b.icmp_signed("<", ch, c64(p["upward"])), up, v)
+        v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
+        self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)

@@ -1,0 +1,485 @@
+"""The vector kernels' IR (plans in vector_plan.py): a register tile of 16 x int32 accumulators per
+(pixel, 16 output channels), fed by ``vpdpbusd`` (VNNI), or without VNNI by ``vpmaddwd`` of
+int16 weights into int32 pair accumulators (exact) or ``vpmaddubsw`` (the int16 pair saturation
+ONNX Runtime and PyTorch have there); the output stage is vector_output_stage.py, depthwise
+vdepthwise.py, the vector types vector_types.py."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from partita.backends.llvm.emit.base import I8, I32, I64, c64, for_range
+from partita.backends.llvm.kinds import Kind, emits
+from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
+
+from .vdepthwise import DepthwiseKernels
+from .vector_output_stage import OutputStage
+from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, _concat, _part, kconst, vsplat
+
+
+class VectorKernels(OutputStage, DepthwiseKernels):
+    """Mixed into the kernel emitter: ``k_vconv`` (and, from its bases, the output stage and
+    ``k_vdw``)."""
+
+    def vglobals(self, k):
+        return self.cargs
+
+    def vload(self, b, ptr, byte_offset, ty):
+        return b.load(b.gep(ptr, [byte_offset], source_etype=I8), typ=ty, align=1)
+
+    # -- padding copy ---------------------------------------------------------------------------
+    def pack_input(self, b, x, dst, p, copy=True):
+        """dst[Hs][Ws][Cs] = x placed at (top, left), the rest filled with the zero point;
+        without ``copy`` only the border is filled (a producer wrote the inside)."""
+        memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
+        memcpy = self.module.declare_intrinsic(
+            "llvm.memcpy", [ir.PointerType(), ir.PointerType(), I64]
+        )
+        false = ir.Constant(ir.IntType(1), 0)
+        zp = b.trunc(b.load(self.cargs["izp"], typ=I32), I8)
+        hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
+        top, left = p["pad"][0], p["pad"][1]
+        if cs == c or not copy:  # whole rows: one copy per row, the zero point in the border
+            row, width = ws * cs, p["W"] * c
+            b.call(memset, [dst, zp, c64(top * row), false])
+            after = (top + p["H"]) * row
+            b.call(
+                memset,
+                [b.gep(dst, [c64(after)], source_etype=I8), zp, c64(hs * row - after), false],
+            )
+            with for_range(b, p["H"], "py") as y:
+                at = b.mul(b.add(y, c64(top)), c64(row))
+                b.call(memset, [b.gep(dst, [at], source_etype=I8), zp, c64(left * cs), false])
+                start = b.add(at, c64(left * cs))
+                if copy:
+                    src = b.gep(x, [b.mul(y, c64(width))], source_etype=I8)
+                    b.call(memcpy, [b.gep(dst, [start], source_etype=I8), src, c64(width),
+                                    false])
+                rest = b.gep(dst, [b.add(start, c64(width))], source_etype=I8)
+                b.call(memset, [rest, zp, c64(row - left * cs - width), false])
+            return
+        b.call(memset, [dst, zp, c64(hs * ws * cs), false])
+        if cs == 4 and p["W"] >= 16:  # 1-3 channels (an image): 16 pixels per shuffle
+            return self.pack_pixels(b, x, dst, p, zp)
+        with for_range(b, p["H"], "py") as y, for_range(b, p["W"], "px") as xx:
+            src = b.gep(x, [b.mul(b.add(b.mul(y, c64(p["W"])), xx), c64(c))], source_etype=I8)
+            at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(xx, c64(left))), c64(cs))
+            b.call(memcpy, [b.gep(dst, [at], source_etype=I8), src, c64(c), false])
+
+    def pack_pixels(self, b, x, dst, p, zp):
+        """pack_input for 4-channel slots of 1-3 channel pixels: 16 pixels (16 c bytes) at a
+        time widened to 64 bytes by one byte shuffle with the zero point (VPERMB where the CPU
+        has it), a row's last pixels by the same shuffle of its last 16; the border already
+        holds the zero point."""
+        c, ws, width = p["C"], p["Ws"], p["W"]
+        top, left = p["pad"][0], p["pad"][1]
+        src_ty = ir.VectorType(I8, 16 * c)
+        fill = vsplat(b, zp, src_ty)
+        picks = [j * c + k if k < c else 16 * c for j in range(16) for k in range(4)]
+        mask = ir.Constant(ir.VectorType(I32, 64), picks)
+
+        def move(y, px):  # pixels px .. px+15 of row y
+            pixels = self.vload(b, x, b.mul(b.add(b.mul(y, c64(width)), px), c64(c)), src_ty)
+            at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(px, c64(left))), c64(4))
+            b.store(b.shuffle_vector(pixels, fill, mask), b.gep(dst, [at], source_etype=I8),
+                    align=1)
+
+        with for_range(b, p["H"], "py") as y:
+            with for_range(b, width // 16, "pv") as v:
+                move(y, b.mul(v, c64(16)))
+            if width % 16:
+                move(y, c64(width - 16))
+
+    def vstore(self, b, value, y, index, o, oc):
+        """Store 16 bytes at y[index..]; only the lanes below ``oc - o`` at the channel tail
+        (a masked store: one VMOVDQU8 with AVX-512)."""
+        ptr = b.gep(y, [index], source_etype=I8)
+        if oc % 16 == 0:  # no tail: every vector is whole
+            b.store(value, ptr, align=1)
+            return
+        lanes = ir.Constant(ir.VectorType(I32, 16), list(range(16)))
+        mask = b.icmp_signed("<", lanes, vsplat(b, b.trunc(b.sub(c64(oc), o), I32),
+                                                ir.VectorType(I32, 16)))
+        fn = self._intrinsic("llvm.masked.store.v16i8.p0", ir.VoidType(),
+                             [value.type, PTR8, I32, mask.type])
+        b.call(fn, [value, ptr, ir.Constant(I32, 1), mask])
+
+    def prefetch_lines(self, b, ptr, size: int, locality: int = 3):
+        """Software prefetches of the ``size`` bytes at ``ptr``, one per 64-byte line, in order."""
+        prefetch = self.module.declare_intrinsic(
+            "llvm.prefetch.p0", (), ir.FunctionType(ir.VoidType(), [PTR8, I32, I32, I32]))
+        with for_range(b, -(-size // 64), "line") as line:
+            at = b.gep(ptr, [b.mul(line, c64(64))], source_etype=I8)
+            b.call(prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, locality),
+                              ir.Constant(I32, 1)])
+
+    # -- two-input tables ------------------------------------------------------------------
+    def lut2_gather(self, b, xs, y, table, total: int, offs, isa: str, steps=None) -> int:
+        """y[e] = table[a[e] * 256 + b[e]] for whole vectors of ``e`` (16 lanes with AVX-512, 8
+        with AVX2; ``steps``: only the vectors [lo, hi)): each lane gathers the 32-bit word at
+        its byte of the table (padded by 4 bytes) and keeps the low byte. Returns where the
+        scalar tail starts."""
+        lanes = 16 if isa == "vnni" else 8
+        vb, vi = ir.VectorType(I8, lanes), ir.VectorType(I32, lanes)
+        if isa == "vnni":
+            mask_ty = ir.VectorType(ir.IntType(1), 16)
+            gather = self._intrinsic("llvm.x86.avx512.mask.gather.dpi.512", vi,
+                                     [vi, PTR8, vi, mask_ty, I32])
+            extra = [kconst(mask_ty, 1), ir.Constant(I32, 1)]
+        else:
+            gather = self._intrinsic("llvm.x86.avx2.gather.d.d.256", vi, [vi, PTR8, vi, vi, I8])
+            extra = [kconst(vi, -1), ir.Constant(I8, 1)]
+        self.prefetch_lines(b, table, 65536)  # a cold table streams in sequentially
+        lo, hi = steps if steps is not None else (0, total // lanes)
+        with for_range(b, hi - lo, "v") as v:
+            at = b.mul(b.add(v, c64(lo)), c64(lanes))
+            a, c = (self.vload(b, x, at, vb) for x in xs)
+            # int8 bytes index the table from -128: flipping the top bit adds 128
+            a, c = (b.zext(b.xor(v, kconst(vb, -128)) if off else v, vi)
+                    for v, off in zip((a, c), offs))
+            index = b.or_(b.shl(a, kconst(vi, 8)), c)
+            words = b.call(gather, [kconst(vi, 0), table, index, *extra])
+            b.store(b.trunc(words, vb), b.gep(y, [at], source_etype=I8), align=1)
+        return hi * lanes
+
+    # -- dot products ------------------------------------------------------------------
+    def dot4(self, b, acc, a, w, isa, pairs=False):
+        """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane: VPDPBUSD (VNNI; two
+        256-bit ones with AVX-VNNI), or
+        with ``pairs`` adjacent products summed into an int16 with saturation first (VPMADDUBSW,
+        then VPMADDWD to widen). Exact sums without VNNI take ``madd_wide`` instead."""
+        if isa == "vnni" and not pairs:
+            fn = self.module.declare_intrinsic(
+                "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64])
+            )
+            return b.call(fn, [acc, b.bitcast(a, B64), b.bitcast(w, B64)])
+        if isa == "avxvnni" and not pairs:  # two VEX VPDPBUSDs (AVX-VNNI) on the halves
+            fn = self._intrinsic("llvm.x86.avx512.vpdpbusd.256", V8, [V8, Q32, Q32])
+            a, w = b.bitcast(a, B64), b.bitcast(w, B64)
+            halves = [b.call(fn, [_part(b, acc, i, 8), _part(b, a, i, 32), _part(b, w, i, 32)])
+                      for i in range(2)]
+            return _concat(b, halves[0], halves[1])
+        if not pairs:
+            raise ValueError("exact AVX2 dot products are madd_wide's (int16 weights)")
+        a, w = b.bitcast(a, B64), b.bitcast(w, B64)
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+        ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
+        ones = ir.Constant(H16, [1] * 16)
+        halves = [b.call(madd, [b.call(ubsw, [_part(b, a, i, 32), _part(b, w, i, 32)]), ones])
+                  for i in range(2)]
+        return b.add(acc, _concat(b, halves[0], halves[1]))
+
+    def widened_splat(self, b, a):
+        """The 4 activation bytes of a 32-bit scalar, zero-extended to int16, in every 64-bit
+        group of a <64 x i16> vector."""
+        four = b.zext(b.bitcast(a, ir.VectorType(I8, 4)), ir.VectorType(ir.IntType(16), 4))
+        return b.bitcast(vsplat(b, b.bitcast(four, I64), ir.VectorType(I64, 16)), W64)
+
+    def madd_wide(self, b, acc, a16, w16, isa="avx2"):
+        """acc (<32 x i32> pair sums) + VPMADDWD of int16 activations and weights; ``isa``
+        plain: the same sums as generic IR (products of adjacent lanes, added in int32)."""
+        if isa == "plain":
+            wide = ir.VectorType(I32, 64)
+            prod = b.mul(b.sext(a16, wide), b.sext(w16, wide))
+            even = b.shuffle_vector(prod, prod, ir.Constant(V32, list(range(0, 64, 2))))
+            odd = b.shuffle_vector(prod, prod, ir.Constant(V32, list(range(1, 64, 2))))
+            return b.add(acc, b.add(even, odd))
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+        q = [b.call(madd, [_part(b, a16, i, 16), _part(b, w16, i, 16)]) for i in range(4)]
+        return b.add(acc, _concat(b, _concat(b, q[0], q[1]), _concat(b, q[2], q[3])))
+
+    # -- convolution / dense ----------------------------------------------------------------------
+    @emits(Kind.VCONV)
+    def k_vconv(self, k):
+        """The convolution; with ``threads`` 2 the output rows (a pointwise convolution's
+        pixel tiles) split in two halves, the second on a POSIX thread (split_run)."""
+        p = k.params
+
+        def rows(rb, args, g):
+            if p["isa"] == "amx":
+                return self.amx_rows(rb, args[0], args[1], g, p, self.amx_cells(rb, p),
+                                     (args[-2], args[-1]))
+            self.conv_rows(rb, args[0], args[1], g, p, *self.conv_cells(rb, p),
+                           (args[-2], args[-1]))
+
+        if self.range_mode(k) == "body":  # the driver's module has the rest
+            return self.ranged(k, self.constant_names(k), rows)
+        fn, b, args = self.function(k, len(k.inputs))
+        x, y = args[0], args[-1]
+        amx = p["isa"] == "amx"
+        accs, out = (None, self.amx_cells(b, p)) if amx else self.conv_cells(b, p)
+        if p.get("prefetch") and not (p.get("threads", 1) > 1 and by_channels(k.kind, p)):
+            self.prefetch_lines(b, self.vglobals(k)["weights"], p["prefetch"])
+        src = x
+        if p["pack"]:
+            src = args[1]
+            self.pack_input(b, x, src, p)
+        if p.get("threads", 1) < 2:
+            if amx:
+                self.amx_rows(b, src, y, self.vglobals(k), p, out, None)
+            else:
+                self.conv_rows(b, src, y, self.vglobals(k), p, accs, out, None)
+            b.ret_void()
+            return fn
+        names = list(self.vglobals(k))
+        pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
+        # one function for any range of rows (pixel tiles, AMX blocks or channel groups),
+        # called by both halves' wrappers
+        ranged = self.ranged(k, names, rows)
+        if by_channels(k.kind, p):
+            total = channel_groups(p)
+        else:
+            total = (-(-p["OW"] // p["R"]) if amx else
+                     p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
+        halves = [(0, total // 2), (total // 2, total)]
+        parts = [
+            self.part_function(
+                k, f"half{i}", pointers,
+                lambda pb, ps, lo=lo, hi=hi: pb.call(ranged, [*ps, c64(lo), c64(hi)]),
+            )
+            for i, (lo, hi) in enumerate(halves)
+        ]
+        self.split_run(k, b, pointers, parts)
+        b.ret_void()
+        return fn
+
+    def ranged(self, k, names, build) -> ir.Function:
+        """``void {name}_range(src, y, constants..., lo, hi)``: a split kernel's code for any
+        range of rows, ``build(builder, args, constants by name)``; declared only when another
+        module defines it (kernels.range_mode), else defined (internal when it is all here)."""
+        ty = ir.FunctionType(ir.VoidType(), [PTR8] * (2 + len(names)) + [I64, I64])
+        fn = ir.Function(self.module, ty, f"{k.name}_range")
+        mode = self.range_mode(k)
+        if mode == "declare":
+            return fn
+        if mode == "full":
+            fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        for arg in fn.args[:-2]:  # as the kernel's own (kernels.function): disjoint buffers
+            arg.add_attribute("noalias")
+        rb = ir.IRBuilder(fn.append_basic_block("entry"))
+        args = list(fn.args)
+        build(rb, args, dict(zip(names, args[2:-2])))
+        rb.ret_void()
+        return fn
+
+    def conv_cells(self, b, p):
+        """The accumulator tile and the spill slots, allocated where ``b`` stands (a function's
+        entry block, so that LLVM keeps the tile in registers)."""
+        acc_type = V32 if p.get("wide") else V16
+        accs = [[b.alloca(acc_type) for _ in range(p["V"])] for _ in range(p["R"])]
+        return accs, b.alloca(V16, size=p["R"] * p["V"])
+
+    def conv_rows(self, b, src, y, g, p, accs, out, bounds=None):
+        """Every tile, or (``bounds`` (lo, hi), i64 values) the output rows [lo, hi), or for a
+        pointwise convolution's single row its full pixel tiles [lo, hi) and the tail tile with
+        the last of them."""
+        ow, nvec = p["OW"], -(-p["OC"] // 16)
+        r_full, r_tail = divmod(ow, p["R"])
+        g_full, v_tail = divmod(nvec, p["V"])
+        rows_split = p["OH"] > 1
+        groups = None  # a channel split's [lo, hi) of channel groups (vector_plan.by_channels)
+        if bounds is not None and by_channels(Kind.VCONV, p):
+            groups, bounds = bounds, None
+        lo, hi = bounds if bounds is not None else (c64(0), c64(p["OH"] if rows_split else r_full))
+        oh0, ohn = (lo, b.sub(hi, lo)) if rows_split else (c64(0), c64(p["OH"]))
+        t0, tn = (c64(0), c64(r_full)) if rows_split else (lo, b.sub(hi, lo))
+        with for_range(b, ohn, "oy") as i:
+            oy = b.add(i, oh0)
+            if r_full:
+                with for_range(b, tn, "ot") as t:
+                    ox0 = b.mul(b.add(t, t0), c64(p["R"]))
+                    self.conv_group(b, src, y, g, p, accs, out, (oy, ox0, p["R"]), groups)
+            if r_tail:  # the tail tile: in every row, or with the last of the pixel tiles
+                base = c64(r_full * p["R"])
+                if rows_split or groups is not None:
+                    self.conv_group(b, src, y, g, p, accs, out, (oy, base, r_tail), groups)
+                else:
+                    with b.if_then(b.icmp_signed("==", hi, c64(r_full))):
+                        self.conv_group(b, src, y, g, p, accs, out, (oy, base, r_tail))
+
+    def conv_group(self, b, src, y, g, p, accs, out, at, groups=None):
+        """The tiles of ``rows`` pixels at (oy, ox0) (``at``) over every output channel vector,
+        or over the channel groups [lo, hi) of ``groups`` (groups of V vectors, the last one
+        the narrower tail if there is one)."""
+        (oy, ox0, rows), nvec = at, -(-p["OC"] // 16)
+        g_full, v_tail = divmod(nvec, p["V"])
+        lo, hi = groups if groups is not None else (c64(0), c64(g_full + (v_tail > 0)))
+        if g_full:
+            with for_range(b, b.sub(self.clamp(b, hi, 0, g_full), lo), "og") as og:
+                o0 = b.mul(b.add(og, lo), c64(16 * p["V"]))
+                self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
+        if v_tail:
+            with b.if_then(b.icmp_signed(">", hi, c64(g_full))):
+                o0 = c64(16 * p["V"] * g_full)
+                self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, v_tail))
+
+    def conv_tile(self, b, src, y, g, p, accs, out, tile):
+        oy, ox0, o0, rows, vecs = tile
+        wide = p.get("wide", False)
+        # the accumulators start from the channels' constant term (corr), the wide pair sums
+        # from zero (corr is added after their reduction)
+        starts = ([ir.Constant(V32, None)] * vecs if wide else
+                  [self.vload(b, g["corr"], b.mul(b.add(o0, c64(16 * v)), c64(4)), V16)
+                   for v in range(vecs)])
+        for r in range(rows):
+            for v in range(vecs):
+                b.store(starts[v], accs[r][v])
+        c4, cs = p["Cs"] // 4, p["Cs"]
+        # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
+        # DAG combiner into a loop when it feeds vpdpbusd)
+        flip = ir.Constant(I32, 0x80808080 - (1 << 32)) if p["signed"] else None
+        with (
+            for_range(b, p["KH"], "ky") as ky,
+            for_range(b, p["KW"], "kx") as kx,
+            for_range(b, c4, "c4") as c,
+        ):
+            iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
+            ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
+            tap = b.add(b.mul(ky, c64(p["KW"])), kx)
+            size = 2 if wide else 1  # bytes per packed weight
+            # the panel of this tile's channel group (vector_plan._panels), then the k-step's row
+            panel = b.mul(b.udiv(o0, c64(16 * p["V"])),
+                          c64(p["KH"] * p["KW"] * c4 * p["V"] * 64 * size))
+            wrow = b.add(panel, b.mul(b.add(b.mul(tap, c64(c4)), c), c64(vecs * 64 * size)))
+            ws = [self.vload(b, g["weights"], b.add(wrow, c64(64 * size * v)),
+                             W64 if wide else V16)
+                  for v in range(vecs)]
+            row = b.mul(iy, c64(p["Ws"]))
+            for r in range(rows):
+                pix = b.add(row, b.add(ix0, c64(r * p["sw"])))
+                at = b.add(b.mul(pix, c64(cs)), b.mul(c, c64(4)))
+                a = self.vload(b, src, at, I32)
+                a = a if flip is None else b.xor(a, flip)
+                if wide:
+                    a = self.widened_splat(b, a)
+                    for v in range(vecs):
+                        b.store(self.madd_wide(b, b.load(accs[r][v], typ=V32), a, ws[v],
+                                               p["isa"]), accs[r][v])
+                    continue
+                a = vsplat(b, a)
+                for v in range(vecs):
+                    b.store(
+                        self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"],
+                                  p.get("pairs", False)),
+                        accs[r][v],
+                    )
+        for r in range(rows):
+            for v in range(vecs):
+                slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
+                acc = b.load(accs[r][v], typ=V32 if wide else V16)
+                if wide:  # the pair sums of each lane's 4 products, added once
+                    even = b.shuffle_vector(acc, acc, ir.Constant(V16, list(range(0, 32, 2))))
+                    odd = b.shuffle_vector(acc, acc, ir.Constant(V16, list(range(1, 32, 2))))
+                    acc = b.add(even, odd)
+                b.store(acc, slot)
+        self.conv_epilogue(b, y, g, p, out, (oy, ox0, o0, rows, vecs), corr=wide)
+
+    def conv_epilogue(self, b, y, g, p, out, tile, corr, skip=None):
+        """The output stage of a tile's sums, ``out[r][v]`` (16 x int32 each): requantized and
+        stored at their pixels; ``corr``: the sums lack the channels' constant term; ``skip``
+        (an i64): the first rows another tile has stored already."""
+        oy, ox0, o0, rows, vecs = tile
+
+        def stage(v, r):
+            slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
+            o = b.add(o0, b.mul(v, c64(16)))
+            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr)
+            pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, r))
+            if p.get("out_pad"):  # into a depthwise kernel's padded input (write_into_halos)
+                ws, cs, top, left, width = p["out_pad"]
+                row = b.add(b.udiv(pix, c64(width)), c64(top))
+                pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
+            self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+
+        # channels outer: the per-channel constants and the tail test stay out of the pixel
+        # loop, which is unrolled where its count is known (no loop counter per 16 outputs)
+        with for_range(b, vecs, "ev") as v:
+            if skip is None:
+                for r in range(rows):
+                    stage(v, c64(r))
+            else:
+                count = c64(rows) if skip is None else b.sub(c64(rows), skip)
+                with for_range(b, count, "er") as r:
+                    stage(v, r if skip is None else b.add(r, skip))
+
+    # -- AMX tiles ---------------------------------------------------------------------------
+    # Tiles 0-3 accumulate a block of 32 pixels x 32 channels (tile 2 * a + v: A tile a, B tile
+    # v), tiles 4-5 hold the block's two 16-pixel x 64-byte slices of input, 6-7 the two 1 KB
+    # weight slices (16 k-quads x 16 channels x 4); every tile is 16 rows of 64 bytes.
+    def amx_cells(self, b, p):
+        """The block's int32 sums as the output stage reads them, ``out[32][V]``."""
+        return b.alloca(V16, size=p["R"] * p["V"])
+
+    def amx_config(self):
+        """The 64-byte tile configuration (palette 1, eight tiles of 16 x 64 bytes)."""
+        name = "amx_tile_config"
+        if name in self.module.globals:
+            return self.module.globals[name]
+        cfg = [0] * 64
+        cfg[0] = 1
+        for t in range(8):
+            cfg[16 + 2 * t] = 64  # bytes per row (little-endian u16)
+            cfg[48 + t] = 16  # rows
+        ty = ir.ArrayType(I8, 64)
+        g = ir.GlobalVariable(self.module, ty, name)
+        g.initializer = ir.Constant(ty, cfg)
+        g.global_constant, g.linkage, g.align = True, "internal", 64
+        return g
+
+    def amx_call(self, b, name, *args):
+        types = [I8 if isinstance(a, int) else a.type for a in args]
+        fn = self._intrinsic(f"llvm.x86.{name}", ir.VoidType(), types)
+        return b.call(fn, [ir.Constant(I8, a) if isinstance(a, int) else a for a in args])
+
+    def amx_rows(self, b, src, y, g, p, out, bounds=None):
+        """Blocks of 32 pixels (``bounds``: block indices [lo, hi)); the last block ends at the
+        last pixel, overlapping its neighbour: the overlap's sums are computed twice, its
+        outputs stored once."""
+        m, nvec = p["OW"], -(-p["OC"] // 16)
+        blocks = -(-m // p["R"])
+        pairs, odd = divmod(nvec, 2)
+        lo, hi = bounds if bounds is not None else (c64(0), c64(blocks))
+        clo, chi = c64(0), c64(pairs + odd)  # channel pairs (a last single vector if odd)
+        if bounds is not None and by_channels(Kind.VCONV, p):
+            (lo, hi), (clo, chi) = (c64(0), c64(blocks)), bounds
+        self.amx_call(b, "ldtilecfg", b.bitcast(self.amx_config(), PTR8))
+        with for_range(b, b.sub(hi, lo), "mb") as i:
+            start = b.mul(b.add(i, lo), c64(p["R"]))
+            m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
+            skip = b.sub(start, m0)  # rows the previous block stored (the last block only)
+            if pairs:
+                with for_range(b, b.sub(self.clamp(b, chi, 0, pairs), clo), "nb") as j:
+                    nb = b.mul(b.add(j, clo), c64(2))
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), nb, 2)
+            if odd:
+                with b.if_then(b.icmp_signed(">", chi, c64(pairs))):
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
+        self.amx_call(b, "tilerelease")
+
+    def amx_block(self, b, src, y, g, p, out, rows, nb, vecs):
+        """32 pixels from m0 x ``vecs`` x 16 channels from 16 * nb: sums over the 64-deep
+        slices into tiles, stored to ``out``, then the output stage for the pixels from
+        m0 + skip (``rows`` = (m0, skip))."""
+        (m0, skip), c, kb_count = rows, p["C"], p["KB"]
+        dot = "tdpbssd" if p["signed"] else "tdpbusd"
+        for a in range(2):
+            for v in range(vecs):
+                self.amx_call(b, "tilezero", 2 * a + v)
+        with for_range(b, kb_count, "kb") as kb:
+            at = b.add(b.mul(m0, c64(c)), b.mul(kb, c64(64)))
+            for a in range(2):
+                ptr = b.gep(src, [b.add(at, c64(16 * c * a))], source_etype=I8)
+                self.amx_call(b, "tileloadd64", 4 + a, ptr, c64(c))
+            for v in range(vecs):
+                slab = b.add(b.mul(b.add(nb, c64(v)), c64(kb_count)), kb)
+                ptr = b.gep(g["weights"], [b.mul(slab, c64(1024))], source_etype=I8)
+                self.amx_call(b, "tileloadd64", 6 + v, ptr, c64(64))
+            for a in range(2):
+                for v in range(vecs):
+                    self.amx_call(b, dot, 2 * a + v, 4 + a, 6 + v)
+        for a in range(2):
+            for v in range(vecs):
+                ptr = b.gep(out, [c64((16 * a * vecs + v) * 64)], source_etype=I8)
+                self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
+        self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
+                           corr=True, skip=skip)

@@ -1,0 +1,190 @@
+"""The depthwise vector kernel (VDW): 16 channels per vector; with VNNI, input rows in byte
+quads or int16 pairs shared by two output rows (vector_plan.dw_row_pairs), else a tap loop (with
+fbgemm's int16 pair saturation where asked). Mixed into vector.VectorKernels."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from partita.backends.llvm.emit.base import I32, c64, for_range
+from partita.backends.llvm.kinds import Kind, emits
+from partita.backends.llvm.lower.vector_plan import dw_row_pairs
+
+from .vector_types import B16, B64, V16, V32, kconst
+
+DW_TILE = 8  # output pixels per step of the paired depthwise kernel
+
+
+class DepthwiseKernels:
+    @emits(Kind.VDW)
+    def k_vdw(self, k):
+        """Depthwise; with ``threads`` 2 the output rows split in two halves (split_run)."""
+        p = k.params
+
+        def rows(rb, args, g):
+            self.dw_rows(rb, args[0], args[1], g, p, args[-2], args[-1])
+
+        if self.range_mode(k) == "body":  # the driver's module has the rest
+            return self.ranged(k, self.constant_names(k), rows)
+        fn, b, (x, src, y) = self.function(k, 2)
+        self.pack_input(b, x, src, p, copy=not p.get("prepadded"))
+        if p.get("threads", 1) < 2:
+            self.dw_rows(b, src, y, self.vglobals(k), p, 0, p["OH"])
+            b.ret_void()
+            return fn
+        names = list(self.vglobals(k))
+        pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
+        ranged = self.ranged(k, names, rows)  # one body for both halves
+        mid = p["OH"] // 2
+        parts = [
+            self.part_function(
+                k, f"half{i}", pointers,
+                lambda pb, ps, lo=lo, hi=hi: pb.call(ranged, [*ps, c64(lo), c64(hi)]),
+            )
+            for i, (lo, hi) in enumerate(((0, mid), (mid, p["OH"])))
+        ]
+        self.split_run(k, b, pointers, parts)
+        b.ret_void()
+        return fn
+
+    def dw_rows(self, b, src, y, g, p, oy0, oy1):
+        """Output rows [oy0, oy1): 16 channels per vector, the taps' weights held in registers
+        across a row."""
+        if p.get("rowpairs"):
+            return self.dw_rows_paired(b, src, y, g, p, oy0, oy1)
+        cs, taps = p["Cs"], p["KH"] * p["KW"]
+        ext = b.sext if p["signed"] else b.zext
+        oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
+        with for_range(b, b.sub(oy1, oy0), "oy") as i, for_range(b, cs // 16, "cv") as cv:
+            oy = b.add(i, oy0)
+            o = b.mul(cv, c64(16))
+            ws = [
+                b.sext(self.vload(b, g["weights"], b.add(c64(t * cs), o), B16), V16)
+                for t in range(taps)
+            ]
+            corr = self.vload(b, g["corr"], b.mul(o, c64(4)), V16)
+            with for_range(b, p["OW"], "ox") as ox:
+                acc, pair = corr, None
+                for t in range(taps):
+                    ky, kx = divmod(t, p["KW"])
+                    iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
+                    ix = b.add(b.mul(ox, c64(p["sw"])), c64(kx * p["dw"]))
+                    at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
+                    product = b.mul(ext(self.vload(b, src, at, B16), V16), ws[t])
+                    if not p.get("pairs"):
+                        acc = b.add(acc, product)
+                    elif pair is None and t < taps - 1:
+                        pair = product
+                    else:  # fbgemm's AVX2 depthwise: tap pairs saturate to int16 (VPMADDUBSW)
+                        both = product if pair is None else b.add(pair, product)
+                        acc = b.add(acc, self.sat16(b, both))
+                        pair = None
+                value = self.vrequant(b, acc, g, o, p, corr=False)
+                pix = b.add(b.mul(oy, c64(p["OW"])), ox)
+                self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+
+    def dw_rows_paired(self, b, src, y, g, p, oy0, oy1):
+        """VNNI depthwise: input rows in groups (byte quads by VPDPBUSD, or int16 pairs by
+        VPDPWSSD; exact either way). Output rows go two at a time: both read each interleaved
+        group of input rows (vector_plan.dw_row_pairs), and
+        DW_TILE output pixels per step share each input column. An odd last row is computed
+        with the row before it again, a row's last pixels with the tile before them (the same
+        bytes written twice), so each kernel has one unrolled body."""
+        oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
+        if p["OH"] < 2:
+            with for_range(b, b.sub(oy1, oy0), "oy") as i:
+                self.dw_paired_rows(b, src, y, g, p, b.add(oy0, i), 1)
+            return
+        steps = b.ashr(b.add(b.sub(oy1, oy0), c64(1)), c64(1))
+        with for_range(b, steps, "oy2") as i:
+            oy = b.add(oy0, b.shl(i, c64(1)))
+            last = c64(p["OH"] - 2)
+            oy = b.select(b.icmp_signed(">", oy, last), last, oy)
+            self.dw_paired_rows(b, src, y, g, p, oy, 2)
+
+    def dw_paired_rows(self, b, src, y, g, p, oy, nrows):
+        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector. Each input
+        column of a row group becomes one vector: 16 channels x (4 bytes, read as x ^ 0x80
+        for int8, summed by VPDPBUSD) or x (2 int16, by VPDPWSSD)."""
+        cs, kh, kw, size = p["Cs"], p["KH"], p["KW"], p["rowpairs"]
+        groups, uses = dw_row_pairs(kh, p["sh"], p["dh"], nrows, size)
+        table = g["wpairs" if nrows == 1 else "wpairs2"]
+        ext = b.sext if p["signed"] else b.zext
+        h16 = ir.VectorType(ir.IntType(16), 16)
+        w32 = ir.VectorType(ir.IntType(16), 32)
+        if size == 2:
+            dot = self.module.declare_intrinsic(
+                "llvm.x86.avx512.vpdpwssd.512", (), ir.FunctionType(V16, [V16, w32, w32]))
+            wty, step = w32, 4
+        else:
+            dot = self.module.declare_intrinsic(
+                "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64]))
+            wty, step = B64, 4
+        zip_ = ir.Constant(V32, [i // 2 + (16 if i % 2 else 0) for i in range(32)])
+        quad = ir.Constant(ir.VectorType(I32, 64),
+                           [k * 16 + c for c in range(16) for k in range(4)])
+        cat = ir.Constant(V32, list(range(32)))
+        flip = kconst(B16, -128) if p["signed"] else None
+
+        def column(ix, rows):
+            """One input column of a row group, interleaved per channel."""
+            parts = []
+            for rel in rows:
+                if rel is None:
+                    parts.append(ir.Constant(B16, None) if size == 4 else ir.Constant(h16, None))
+                    continue
+                iy = b.add(b.mul(oy, c64(p["sh"])), c64(rel))
+                at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
+                v = self.vload(b, src, at, B16)
+                if size == 2:
+                    v = ext(v, h16)
+                elif flip is not None:
+                    v = b.xor(v, flip)
+                parts.append(v)
+            if size == 2:
+                return b.shuffle_vector(parts[0], parts[1], zip_)
+            low = b.shuffle_vector(parts[0], parts[1], cat)
+            high = b.shuffle_vector(parts[2], parts[3], cat)
+            return b.shuffle_vector(low, high, quad)
+
+        full, rest = divmod(p["OW"], DW_TILE)
+        with for_range(b, cs // 16, "cv") as cv:
+            o = b.mul(cv, c64(16))
+            ws = {(j, q, kx): self.vload(b, table, b.mul(b.add(
+                      c64((((j * len(groups)) + q) * kw + kx) * cs), o), c64(step)), wty)
+                  for j in range(nrows) for q in range(len(groups)) for kx in range(kw)
+                  if any(ky is not None for ky in uses[j][q])}  # fmt: skip
+            corr = self.vload(b, g["corr"], b.mul(o, c64(4)), V16)
+
+            def tile(ox0, count):
+                accs = [[corr] * count for _ in range(nrows)]
+                for q, rows in enumerate(groups):
+                    columns = {}
+                    for r in range(count):
+                        for kx in range(kw):
+                            col = r * p["sw"] + kx * p["dw"]
+                            if col not in columns:
+                                columns[col] = column(b.add(b.mul(ox0, c64(p["sw"])), c64(col)),
+                                                      rows)
+                            for j in range(nrows):
+                                if (j, q, kx) in ws:
+                                    accs[j][r] = b.call(dot, [accs[j][r], columns[col],
+                                                              ws[j, q, kx]])
+                for j in range(nrows):
+                    for r in range(count):
+                        value = self.vrequant(b, accs[j][r], g, o, p, corr=False)
+                        pix = b.add(b.mul(b.add(oy, c64(j)), c64(p["OW"])), b.add(ox0, c64(r)))
+                        self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o,
+                                    p["OC"])
+
+            if not full:  # a row narrower than a tile
+                tile(c64(0), rest)
+                return
+            with for_range(b, full + (1 if rest else 0), "ot") as t:
+                ox0 = b.mul(t, c64(DW_TILE))
+                last = c64(p["OW"] - DW_TILE)
+                tile(b.select(b.icmp_signed(">", ox0, last), last, ox0), DW_TILE)
+
+    def sat16(self, b, v):
+        lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)
+        v = b.select(b.icmp_signed("<", v, lo), lo, v)
+        return b.select(b.icmp_signed(">", v, hi), hi, v)

@@ -1,0 +1,178 @@
+"""The vector kernels' output stage: 16 int32 accumulators of 16 output channels to 16 bytes,
+in TFLite's exact fixed-point arithmetic (the unsigned high-multiply form, vplan's shortcuts),
+TFLite's reference FULLY_CONNECTED double rounding, or the float32 stages of ONNX Runtime,
+fbgemm and oneDNN. Mixed into vector.VectorKernels."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from partita.backends.llvm.emit.base import F32, F64, I64, c64
+
+from .vector_types import B16, V16, V16x64, kconst
+
+
+class OutputStage:
+    def vrequant(self, b, acc, g, o, p, corr=True):
+        """16 int32 accumulators of channels o.. o+15 -> 16 output bytes (TFLite's stage);
+        ``corr`` False: the accumulators started from the channels' constant term."""
+
+        def chan(name):
+            return self.vload(b, g[name], b.mul(o, c64(4)), V16)
+
+        a = b.add(acc, chan("corr")) if corr else acc  # int32 wrap-around, as TFLite's
+        if p["rounding"] in ("onnx", "fbgemm", "onednn"):
+            return self.vrequant_onnx(b, a, chan, o, g, p["rounding"])
+        if p["rounding"] == "tflite_double":
+            return self.vrequant_double(b, a, chan, o, g, p)
+        if p["rounding"] == "tflite_builtin":
+            return self.vrequant_upward(b, a, chan, p)
+        if p["rq_zp"]:
+            x = b.sub(b.sext(a, V16x64), kconst(V16x64, p["rq_zp"]))
+            if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
+                x = b.sext(b.trunc(b.shl(x, b.zext(chan("lshift"), V16x64)), V16), V16x64)
+            high = b.ashr(
+                b.add(b.mul(x, b.sext(chan("mult"), V16x64)), kconst(V16x64, 1 << 30)),
+                kconst(V16x64, 31),
+            )
+            high = b.trunc(high, V16)
+        else:
+            if p["left"]:
+                a = b.shl(a, chan("lshift"))  # int32 wrap-around
+            # SRDHM + rnd + RDBPOT's sign term in one (vector_plan._unsigned_high_mul)
+            if p.get("umul"):
+                t = self.vsrdhm_unsigned(b, a, chan)
+                negative = b.icmp_signed("<", a, kconst(V16, 0))
+                t = b.add(t, b.select(negative, chan("negc"), kconst(V16, 0)))
+                y = b.ashr(t, chan("rshift"))
+                return self.vfinish(b, y, chan, p)
+            high = self.vsrdhm(b, a, chan("mult"), chan("multo") if "multo" in g else None)
+        sign = b.ashr(high, kconst(V16, 31))
+        if not p.get("round_all"):
+            sign = b.and_(sign, chan("rmask"))
+        y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
+        return self.vfinish(b, y, chan, p)
+
+    def vrequant_upward(self, b, a, chan, p):
+        """TFLite's optimized kernels' stage ("tflite_builtin": ties upward twice): the high 32
+        bits of (x << bls) * M + addend, as 32 x 32 -> 64-bit products of the even and of the
+        odd lanes, shifted right by bsh (vplan._upward_constants); then zero point and clamp."""
+        if p["rq_zp"]:
+            a = b.sub(a, kconst(V16, p["rq_zp"]))  # int32 wrap-around: the shift wraps anyway
+        q = ir.VectorType(I64, 8)
+        xq = b.bitcast(b.shl(a, chan("bls")), q)
+        mq, c32 = b.bitcast(chan("mult"), q), kconst(q, 32)
+        even = b.mul(b.ashr(b.shl(xq, c32), c32), b.ashr(b.shl(mq, c32), c32))
+        odd = b.mul(b.ashr(xq, c32), b.ashr(mq, c32))
+        even = b.add(even, b.bitcast(chan("bhe"), q))
+        odd = b.add(odd, b.bitcast(chan("bho"), q))
+        lanes = ir.Constant(V16, [i + 1 if i % 2 == 0 else 16 + i for i in range(16)])
+        high = b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
+        return self.vfinish(b, b.ashr(high, chan("bsh")), chan, p)
+
+    def vfinish(self, b, y, chan, p):
+        """The shifted value + the output zero point (unless folded), clamped, narrowed."""
+        if not p.get("fold_zp"):  # else the zero point is in rnd (vector_plan._stage_flags)
+            y = b.add(y, chan("ozp"))
+        lo, hi = chan("lo"), chan("hi")
+        if p.get("saturate"):  # the type's range: a saturating narrowing (VPMOVSDB / VPMOVUSDB)
+            lo, hi = (kconst(V16, v) for v in {"int8": (-128, 127), "uint8": (0, 255)}[
+                p["saturate"]])
+        y = b.select(b.icmp_signed("<", y, lo), lo, y)
+        y = b.select(b.icmp_signed(">", y, hi), hi, y)
+        return b.trunc(y, B16)
+
+    def vsrdhm_unsigned(self, b, x, chan):
+        """high32(x_u * 2M + 2^31 + rnd * 2^32) per int32 lane, x_u the lane read as unsigned:
+        VPMULUDQ of the even lanes and of the odd lanes (shifted down) by 2M mod 2^32, the
+        64-bit addends of each channel, and the high halves interleaved back."""
+        q = ir.VectorType(I64, 8)
+        low = kconst(q, 0xFFFFFFFF)
+        xq = b.bitcast(x, q)
+        even = b.mul(b.and_(xq, low), b.and_(b.bitcast(chan("mult2"), q), low))
+        odd = b.mul(b.lshr(xq, kconst(q, 32)), b.and_(b.bitcast(chan("mult2o"), q), low))
+        even = b.add(even, b.bitcast(chan("heven"), q))
+        odd = b.add(odd, b.bitcast(chan("hodd"), q))
+        lanes = ir.Constant(V16, [i + 1 if i % 2 == 0 else 16 + i for i in range(16)])
+        return b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
+
+    def vsrdhm(self, b, x, m, m_odd=None):
+        """(x * m + 2^30) >> 31 per int32 lane (TFLite's SaturatingRoundingDoublingHighMul for
+        m > 0), with 32 x 32 -> 64-bit multiplies of the even lanes and of the odd lanes
+        (VPMULDQ: LLVM selects it for products of sign-extended-in-register operands) and the
+        results' 32-bit halves blended back; no 16 x int64 vector is ever formed. ``m_odd``: the
+        odd channels' multipliers already in the even positions (one shift less per vector)."""
+        q = ir.VectorType(I64, 8)
+        xq, mq, c32 = b.bitcast(x, q), b.bitcast(m, q), kconst(q, 32)
+        even = b.mul(b.ashr(b.shl(xq, c32), c32), b.ashr(b.shl(mq, c32), c32))
+        if m_odd is None:
+            m_odd = b.ashr(mq, c32)
+        else:
+            m_odd = b.bitcast(m_odd, q)
+            m_odd = b.ashr(b.shl(m_odd, c32), c32)
+        odd = b.mul(b.ashr(xq, c32), m_odd)
+        half = kconst(q, 1 << 30)
+        even = b.lshr(b.add(even, half), kconst(q, 31))  # the result in each low half
+        odd = b.shl(b.add(odd, half), kconst(q, 1))  # ... in each high half
+        lanes = ir.Constant(V16, [i if i % 2 == 0 else 16 + i for i in range(16)])
+        return b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
+
+    def vrequant_double(self, b, a, chan, o, g, p):
+        """TFLite's reference FULLY_CONNECTED: round half away from zero (llvm.round) of
+        double(acc - rq_zp) * the real scale (one double product), + zero point, saturated."""
+        d16 = ir.VectorType(F64, 16)
+        x = b.sitofp(a, d16)
+        if p["rq_zp"]:
+            x = b.fsub(x, ir.Constant(d16, [ir.Constant(F64, float(p["rq_zp"]))] * 16))
+        v = b.fmul(x, self.vload(b, g["dscale"], b.mul(o, c64(8)), d16))
+        name = "llvm.round.v16f64"
+        fn = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(d16, [d16]), name=name
+        )
+        v = b.call(fn, [v])
+        big = ir.Constant(d16, [ir.Constant(F64, 1e9)] * 16)
+        small = ir.Constant(d16, [ir.Constant(F64, -1e9)] * 16)
+        v = b.select(b.fcmp_ordered(">", v, big), big, v)
+        v = b.select(b.fcmp_ordered("<", v, small), small, v)
+        y = b.add(b.fptosi(v, V16), chan("ozp"))
+        lo, hi = chan("lo"), chan("hi")
+        y = b.select(b.icmp_signed("<", y, lo), lo, y)
+        y = b.select(b.icmp_signed(">", y, hi), hi, y)
+        return b.trunc(y, B16)
+
+    def vrequant_onnx(self, b, a, chan, o, g, rounding="onnx"):
+        """The float32 output stages, rounded half to even, saturated:
+        "onnx" (MLAS): float32(acc) * scale + zero point;
+        "fbgemm" (PyTorch's ReQuantizeOutput): (float32(acc) - fzp) * scale + zero point, fzp
+        the negated fractional bias (pytorch_x86.fbgemm_output);
+        "onednn": ((float32(acc) * scale - fzp) * finv + float32(zero point)), the zero point
+        added before the rounding (pytorch_x86.onednn_output)."""
+        f16 = ir.VectorType(F32, 16)
+
+        def fchan(name):
+            return self.vload(b, g[name], b.mul(o, c64(4)), f16)
+
+        v = b.sitofp(a, f16)
+        if rounding == "fbgemm":
+            v = b.fmul(b.fsub(v, fchan("fzp")), fchan("fscale"))
+        elif rounding == "onednn":
+            v = b.fsub(b.fmul(v, fchan("fscale")), fchan("fzp"))
+            v = b.fadd(b.fmul(v, fchan("finv")), b.sitofp(chan("ozp"), f16))
+        else:
+            v = b.fmul(v, fchan("fscale"))
+        name = "llvm.roundeven.v16f32"
+        fn = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(f16, [f16]), name=name
+        )
+        v = b.call(fn, [v])
+        big = ir.Constant(f16, [ir.Constant(F32, 1e9)] * 16)  # saturates either way
+        small = ir.Constant(f16, [ir.Constant(F32, -1e9)] * 16)
+        v = b.select(b.fcmp_ordered(">", v, big), big, v)
+        v = b.select(b.fcmp_ordered("<", v, small), small, v)
+        y = b.fptosi(v, V16)
+        if rounding != "onednn":
+            y = b.add(y, chan("ozp"))
+        lo, hi = chan("lo"), chan("hi")
+        y = b.select(b.icmp_signed("<", y, lo), lo, y)
+        y = b.select(b.icmp_signed(">", y, hi), hi, y)
+        return b.trunc(y, B16)
+

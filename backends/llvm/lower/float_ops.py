@@ -1,0 +1,543 @@
+"""Lowering of the float (and small integer/bool) ops transformers need: one kernel per op.
+
+    elementwise and broadcasting ops of float32/int32/int64/bool tensors   EWISE
+      (zeros / ones and *_like fills of float64 too: only stored)
+    nn.dense of float32 (weight constant or not)                            FDENSE
+    nn.batch_matmul of float32                                              FBMM
+    nn.softmax, nn.layer_norm of float32                                    FSOFTMAX, FLAYERNORM
+    take (any dtype, int32/int64 indices)                                   TAKE
+
+Each computes as the reference implementation does (float64 sums, libm's exp and erf), so
+results equal the interpreter's except where a float64 sum is taken in another order or a
+float32 math function (tanh, sigmoid's exp) rounds differently: a few ulps at most (tests check
+1e-6 relative). Constant operands are passed as arrays in their own dtype.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from partita.backends.llvm.errors import LLVMError
+from partita.backends.llvm.kinds import Kind
+from partita.backends.registry import BackendError
+
+from partita.ir import Call, Constant, TupleGetItem
+from partita.ir.types import TensorType
+
+from .integer import READ, TYPES, requantize_node, requantize_ok
+from .qmean import lower_qmean_builtin
+from .registry import FLOAT, lowers
+
+if TYPE_CHECKING:
+    from .context import LowerContext
+
+# op -> the scalar function the kernel applies (see kernels.FloatKernels.scalar)
+EWISE_OPS = {
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+    "negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
+    "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
+    "cast", "clip", "logical_not", "logical_and", "logical_or", "nn.relu", "nn.gelu",
+    "nn.bias_add", "nn.leaky_relu", "nn.hardswish", "broadcast_to",
+    "zeros", "ones", "zeros_like", "ones_like",
+}  # fmt: skip
+FILLS = {"zeros": 0, "ones": 1, "zeros_like": 0, "ones_like": 1}
+INTS = ("int8", "uint8", "int16", "int32", "int64")
+
+
+def strides_for(shape, out_shape) -> list[int]:
+    """Element strides of an operand of ``shape`` read at each index of ``out_shape``
+    (numpy broadcasting: 0 along broadcast axes)."""
+    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    dense = [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
+    return [0 if d == 1 and o != 1 else s for d, o, s in zip(shape, out_shape, dense)]
+
+
+def _float_types(call) -> bool:
+    """Whether the call's result and operands are all of the float kernels' dtypes (TYPES)."""
+    out = getattr(call.checked_type, "dtype", None)
+    types = [a.checked_type for a in call.args]
+    return out in TYPES and all(getattr(t, "dtype", None) in TYPES for t in types)
+
+
+@lowers("take", priority=FLOAT)
+def lower_take(low: LowerContext, call) -> bool:
+    """take of any data dtype (rows are copied as bytes): TAKE."""
+    if getattr(call.checked_type, "dtype", None) is None:
+        return False
+    return _take(low, call)
+
+
+@lowers(*EWISE_OPS, "qnn.dequantize", "qnn.requantize", priority=FLOAT + 1)
+def lower_ewise(low: LowerContext, call) -> bool:
+    """An elementwise op of ``ewise_ok``: a step of an EWISE kernel."""
+    return ewise_ok(call) and _ewise(low, call, call.op.name)
+
+
+@lowers("qnn.mean", priority=FLOAT + 4)
+def lower_qmean_tflite_builtin(low: LowerContext, call) -> bool:
+    """qnn.mean with TFLite's builtin kernel's arithmetic (qmean.lower_qmean_builtin)."""
+    return call.attrs.semantics == "tflite_builtin" and lower_qmean_builtin(low, call)
+
+
+@lowers("argmax", "max", "min", "sum", "mean", "nn.global_avg_pool2d", priority=FLOAT + 5)
+def lower_reduce(low: LowerContext, call) -> bool:
+    """Reductions (FREDUCE, ARGMAX): argmax, and max / min / sum of integers or bools, of any
+    dtype; sum of int32 / int64; sum / mean / max / min and an exact global average pool of
+    float32."""
+    name, out = call.op.name, getattr(call.checked_type, "dtype", None)
+    if name == "argmax" or (name in ("max", "min", "sum") and out in (*INTS, "bool")):
+        return _reduce(low, call, name)  # an integer sum wraps to its dtype, as the reference
+    if not _float_types(call):
+        return False
+    if name == "sum" and out in ("int32", "int64"):
+        return _reduce(low, call, name)
+    if out != "float32":
+        return False
+    if name in ("sum", "mean", "max", "min"):
+        return _reduce(low, call, name)
+    if name == "nn.global_avg_pool2d" and call.attrs.accumulate == "exact":
+        axes = [1, 2] if call.attrs.layout == "NHWC" else [2, 3]
+        return _reduce(low, call, "mean", axes)
+    return False
+
+
+@lowers("nn.dense", "nn.gemm", priority=FLOAT + 6)
+def lower_fdense(low: LowerContext, call) -> bool:
+    """nn.dense / nn.gemm of float32 data and weights: FDENSE."""
+    types = [a.checked_type for a in call.args]
+    if not _float_types(call) or call.checked_type.dtype != "float32":
+        return False
+    return types[0].dtype == types[1].dtype == "float32" and _dense(low, call)
+
+
+@lowers("nn.batch_matmul", priority=FLOAT + 7)
+def lower_fbmm(low: LowerContext, call) -> bool:
+    """nn.batch_matmul of float32: FBMM."""
+    types = [a.checked_type for a in call.args]
+    if not _float_types(call) or call.checked_type.dtype != "float32":
+        return False
+    return types[0].dtype == types[1].dtype == "float32" and _bmm(low, call)
+
+
+@lowers("nn.softmax", "nn.layer_norm", priority=FLOAT + 8)
+def lower_normalize(low: LowerContext, call) -> bool:
+    """nn.softmax, nn.layer_norm of float32: FSOFTMAX, FLAYERNORM."""
+    if not _float_types(call) or call.checked_type.dtype != "float32":
+        return False
+    return _normalize(low, call, call.op.name)
+
+
+def _operands(low: LowerContext, call):
+    """(buffer inputs, arrays, per-operand source): ("buf", i) or ("const", name)."""
+    inputs, arrays, sources = [], {}, []
+    for k, a in enumerate(call.args):
+        if isinstance(a, Constant):
+            name = f"c{k}"
+            arrays[name] = np.ascontiguousarray(np.asarray(a.data))
+            sources.append(["const", name])
+        else:
+            inputs.append(low.src(a))
+            sources.append(["buf", len(inputs) - 1])
+    return inputs, arrays, sources
+
+
+def ewise_ok(call) -> bool:
+    """Whether ``call`` lowers to (a step of) an EWISE kernel."""
+    name = getattr(call.op, "name", "")
+    types = [getattr(a.checked_type, "dtype", None) for a in call.args]
+    if name == "qnn.dequantize":
+        return types[0] in ("int8", "uint8", "int16", "int32") and all(
+            isinstance(a, Constant) for a in call.args[1:]
+        )
+    if name == "qnn.requantize":
+        return requantize_ok(call)
+    out = getattr(call.checked_type, "dtype", None)
+    if name in FILLS:  # the data (of *_like) is not read; float64 is only stored
+        return out in (*READ, "float64")
+    return name in EWISE_OPS and out in READ and all(t in READ for t in types)
+
+
+class Tree:
+    """An EWISE kernel's expression: its leaves (buffers or constants, read with broadcast
+    strides) and the ops over them; producers used only here, of the same shape, are inlined
+    (each step rounded to its own dtype, so the fused kernel computes what the separate ones
+    would)."""
+
+    def __init__(self, low, out_shape):
+        self.low, self.out_shape = low, out_shape
+        self.inputs, self.arrays, self.sources, self.dtypes, self.strides = [], {}, [], [], []
+        self.leaf_of: dict = {}
+
+    def leaf(self, expr, strides=None, array=None) -> list:
+        key = (id(expr), tuple(strides) if strides else None)
+        if key not in self.leaf_of:
+            if isinstance(expr, Constant) or array is not None:
+                name = f"c{len(self.arrays)}"
+                data = np.asarray(expr.data) if array is None else array
+                self.arrays[name] = np.ascontiguousarray(data)
+                self.sources.append(["const", name])
+                self.dtypes.append(str(self.arrays[name].dtype))
+            else:
+                self.inputs.append(self.low.src(expr))
+                self.sources.append(["buf", len(self.inputs) - 1])
+                self.dtypes.append(expr.checked_type.dtype)
+            self.strides.append(
+                strides or strides_for(expr.checked_type.shape, self.out_shape)
+            )
+            self.leaf_of[key] = ["leaf", len(self.sources) - 1]
+        return self.leaf_of[key]
+
+    def node(self, call) -> list:
+        name = call.op.name
+        extra = {}
+        if name == "clip":
+            extra["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
+            extra.update(clip_bounds(call))
+        if name == "nn.gelu":
+            extra["approximate"] = call.attrs.approximate
+        if name == "nn.leaky_relu":  # one multiply by alpha in the data's dtype
+            extra["alpha"] = float(np.dtype(call.checked_type.dtype).type(call.attrs.alpha))
+        if name == "qnn.dequantize":
+            return self.dequantize(call)
+        if name == "qnn.requantize":
+            return requantize_node(self, call, self.kid(call.args[0]))
+        if name in FILLS:  # the data (of *_like) is not read
+            return ["op", "fill", [], {"value": FILLS[name]}, call.checked_type.dtype]
+        if name == "broadcast_to":  # its leaf reads the input with broadcast strides
+            return ["op", "copy", [self.kid(call.args[0])], {}, call.checked_type.dtype]
+        if name == "nn.bias_add":  # an add with the bias along ``axis``
+            data, bias = call.args
+            inline = self.low.deferred(data)
+            shape = [1] * len(self.out_shape)
+            shape[call.attrs.axis % len(shape)] = self.out_shape[call.attrs.axis % len(shape)]
+            kids = [self.node(inline) if inline is not None else self.leaf(data),
+                    self.leaf(bias, strides_for(shape, self.out_shape))]
+            return ["op", "add", kids, {}, call.checked_type.dtype]
+        kids = []
+        for a in call.args:
+            inline = self.low.deferred(a)
+            kids.append(self.node(inline) if inline is not None else self.leaf(a))
+        return ["op", name, kids, extra, call.checked_type.dtype]
+
+    def kid(self, expr) -> list:
+        """``expr`` inlined (a deferred EWISE producer) or read as a leaf."""
+        inline = self.low.deferred(expr)
+        return self.node(inline) if inline is not None else self.leaf(expr)
+
+    def array_leaf(self, array, pshape) -> list:
+        """A leaf of a compile-time array of ``pshape`` (never shared with another leaf)."""
+        name = f"c{len(self.arrays)}"
+        self.arrays[name] = np.ascontiguousarray(array)
+        self.sources.append(["const", name])
+        self.dtypes.append(str(self.arrays[name].dtype))
+        self.strides.append(strides_for(pshape, self.out_shape))
+        return ["leaf", len(self.sources) - 1]
+
+    def dequantize(self, call) -> list:
+        data, scale, zp = call.args
+        shape = [int(d) for d in data.checked_type.shape]
+        axis = call.attrs.axis % len(shape) if shape else 0
+        pshape = [1] * len(shape)
+        per_channel = np.asarray(scale.data).size > 1 or np.asarray(zp.data).size > 1
+        if per_channel:
+            pshape[axis] = shape[axis]
+        size = int(np.prod(pshape))
+        sc = np.broadcast_to(np.asarray(scale.data, np.float64).ravel(), (size,)).copy()
+        z = np.broadcast_to(np.asarray(zp.data, np.int64).ravel(), (size,)).copy()
+        inline = self.low.deferred(data)
+        kids = [
+            self.node(inline) if inline is not None else self.leaf(data),
+            self.leaf(scale, strides_for(pshape, self.out_shape), sc),
+            self.leaf(zp, strides_for(pshape, self.out_shape), z),
+        ]
+        return ["op", "dequantize", kids, {}, "float32"]
+
+
+def clip_bounds(call) -> dict:
+    """An integer clip's bounds as the op computes them (it clips its dtype's extremes)."""
+    dtype = call.checked_type.dtype
+    if dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+        return {}
+    info = np.iinfo(dtype)
+    ends = call.op.impl(np.array([info.min, info.max], dtype), call.attrs)
+    return {"ibounds": [int(v) for v in ends]}
+
+
+def _ewise(low: LowerContext, call, name: str) -> bool:
+    """One EWISE kernel, or none yet: a producer whose only reader is an EWISE op of the same
+    shape waits for it (``low.defer``) and is inlined into its kernel."""
+    outs = low.outputs
+    users = low.users_of(call)
+    if (
+        len(users) == 1
+        and ewise_ok(users[0])
+        and all(o is not call for o in outs)
+        and tuple(users[0].checked_type.shape) == tuple(call.checked_type.shape)
+    ):
+        low.defer(call)
+        return True
+    out_shape = [int(d) for d in call.checked_type.shape]
+    tree = Tree(low, out_shape)
+    emit_ewise(low, call, tree, tree.node(call))
+    return True
+
+
+def emit_ewise(low: LowerContext, call, tree, root) -> None:
+    """The EWISE kernel computing ``root`` (a node of ``tree``, over call's output shape)."""
+    out_shape = tree.out_shape
+    params = {
+        "tree": root,
+        "out_shape": out_shape,
+        "sources": tree.sources,
+        "dtypes": tree.dtypes,
+        "strides": tree.strides,
+    }
+    if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
+        params["threads"] = 2  # 128 K elements or more: worth a thread start
+    low.emit(Kind.EWISE, call, tree.inputs, params, tree.arrays)
+
+
+def _dense(low: LowerContext, call) -> bool:
+    """nn.dense, and nn.gemm (ONNX Gemm: weight [N, K] or [K, N], a bias broadcast to the
+    product, added to the sum)."""
+    x, w = call.args[:2]
+    tb = call.attrs.transpose_b if call.op.name == "nn.gemm" else True
+    wshape = [int(d) for d in w.checked_type.shape]
+    k, n = (wshape[1], wshape[0]) if tb else wshape
+    m = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
+    params = {"M": m, "K": k, "N": n, "tb": tb, "bias": "none"}
+    arrays = {}
+    if call.op.name == "nn.gemm":
+        bias = call.args[2]
+        if not isinstance(bias, Constant):
+            return False
+        data = np.asarray(bias.data, np.float32)
+        params["bias"] = "scalar" if data.size == 1 else "n" if data.shape[-1:] == (n,) and (
+            data.size == n) else "mn"
+        arrays["bias"] = np.ascontiguousarray(np.broadcast_to(data, (m, n)) if params["bias"]
+                                              == "mn" else data.ravel())
+    if isinstance(w, Constant):  # packed [K][N]: the inner loop over N is contiguous
+        wdata = np.asarray(w.data, np.float32)
+        wt = np.ascontiguousarray(wdata.T if tb else wdata)
+        params["vec"] = n >= 16  # float_gemm's register tiles (a masked last vector)
+        params.update(gemm_tile(low.isa))
+        width = 16 * params["cols"]
+        arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16))), width) if params["vec"] else wt
+        if params["vec"] and low.threads > 1 and (
+            (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
+        ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
+            params["threads"] = 2  # (a classifier's one row: each core half the panels)
+        low.emit(Kind.FDENSE, call, [low.src(x)], params, arrays)
+    else:
+        low.emit(Kind.FDENSE, call, [low.src(x), low.src(w)], params, arrays)
+    return True
+
+
+def gemm_tile(isa: str) -> dict:
+    """float_gemm's register tile, rows x vectors of 16 floats: 6 x 4 takes 24 of AVX-512's 32
+    registers (6% faster than 4 x 4 on ResNet50 v2); with 16 registers, where a 16-float vector
+    is two, 6 x 1 (12 accumulators, MLAS's FMA3 tile). The weights' panels are as wide."""
+    return {"rows": 6, "cols": 4 if vector_registers(isa) >= 32 else 1}
+
+
+def vector_registers(isa: str) -> int:
+    """The vector registers float kernels may tile over: AVX-512's 32, else 16 (AVX2's ymm; a
+    16-float vector takes two)."""
+    return 32 if isa in ("vnni", "amx") else 16
+
+
+def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
+    """[K][N] weights as column panels, each [K][width] contiguous (then [K][vec] panels for
+    the columns past the last full panel): float_gemm's tiles stream one panel per k loop."""
+    k, n = wt.shape
+    full = n // width * width
+    parts = [wt[:, i : i + width].ravel() for i in range(0, full, width)]
+    parts += [wt[:, i : i + vec].ravel() for i in range(full, n, vec)]
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _bmm(low: LowerContext, call) -> bool:
+    """FBMM (float64 sums, or float_gemm's float32 FMA chains); a constant operand is read as
+    data (a CONST copy), as a run-time one."""
+    x, y = call.args
+    a = call.attrs
+    bx, by = int(x.checked_type.shape[0]), int(y.checked_type.shape[0])
+    m = int(x.checked_type.shape[2 if a.transpose_a else 1])
+    k = int(x.checked_type.shape[1 if a.transpose_a else 2])
+    n = int(y.checked_type.shape[1 if a.transpose_b else 2])
+    params = {
+        "B": max(bx, by), "M": m, "K": k, "N": n, "bx": bx, "by": by,
+        "ta": bool(a.transpose_a), "tb": bool(a.transpose_b),
+        "vec": not a.transpose_b and n % 16 == 0,
+        "dot": a.transpose_b and not a.transpose_a and k % 16 == 0, **gemm_tile(low.isa),
+    }  # fmt: skip
+    low.emit(Kind.FBMM, call, [low.src(x), low.src(y)], params)
+    return True
+
+
+def _normalize(low: LowerContext, call, name: str) -> bool:
+    data = call.args[0]
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = call.attrs.axis % len(shape)
+    params = {
+        "outer": int(np.prod(shape[:axis], dtype=np.int64)),
+        "n": shape[axis],
+        "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
+    }
+    if name == "nn.softmax":
+        if isinstance(data, Constant):
+            return False
+        low.emit(Kind.FSOFTMAX, call, [low.src(data)], params)
+        return True
+    a = call.attrs
+    params.update(eps=float(np.float32(a.epsilon)), scale=bool(a.scale), center=bool(a.center))
+    inputs, arrays, sources = _operands(low, call)
+    if sources[0][0] != "buf":
+        return False
+    params["sources"] = sources
+    low.emit(Kind.FLAYERNORM, call, inputs, params, arrays)
+    return True
+
+
+def _take(low: LowerContext, call) -> bool:
+    data, indices = call.args
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = call.attrs.axis % len(shape)
+    params = {
+        "outer": int(np.prod(shape[:axis], dtype=np.int64)),
+        "size": shape[axis],
+        "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
+        "count": int(np.prod(indices.checked_type.shape, dtype=np.int64)),
+        "mode": call.attrs.mode,
+        "itemsize": int(np.dtype(call.checked_type.dtype).itemsize),
+        "idx64": indices.checked_type.dtype == "int64",
+    }
+    inputs, arrays, sources = _operands(low, call)
+    params["sources"] = sources
+    low.emit(Kind.TAKE, call, inputs, params, arrays)
+    return True
+
+
+def _reduce(low: LowerContext, call, name: str, axes=None) -> bool:
+    """sum / mean / max / min of float32 over axes (float64 sums, rounded once; ``axes`` given
+    for nn.global_avg_pool2d); sum of int32 / int64 (wrapping in the dtype, as the reference's
+    int64 sum cast back), max / min of integers or bools; argmax (ARGMAX) of float32, integers
+    or bools."""
+    from partita.ops.tensor_reduce import reduce_axes
+
+    data = call.args[0]
+    shape = [int(d) for d in data.checked_type.shape]
+    axes = sorted(axes if axes is not None else reduce_axes(len(shape), call.attrs))
+    kept = [i for i in range(len(shape)) if i not in axes]
+    dense = [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
+    params = {
+        "op": name,
+        "kept": [shape[i] for i in kept],
+        "kept_strides": [dense[i] for i in kept],
+        "red": [shape[i] for i in axes],
+        "red_strides": [dense[i] for i in axes],
+    }
+    if data.checked_type.dtype == "bool":  # bytes 0 / 1: as uint8, the same order and bits
+        params["dtype"] = "uint8"
+    if name == "argmax":
+        params["last"] = bool(call.attrs.select_last_index)
+        params.setdefault("dtype", data.checked_type.dtype)
+        if params["dtype"] not in (*INTS, "float32"):
+            return False
+        low.emit(Kind.ARGMAX, call, [low.src(data)], params)
+        return True
+    low.emit(Kind.FREDUCE, call, [low.src(data)], params)
+    return True
+
+
+def lower_item(low: LowerContext, item) -> bool:
+    """A field of a tuple-valued op read by TupleGetItem: a view of one input (``split``), one
+    of ``qnn.dynamic_quantize``'s (data, scale, zero point) or of ``nn.batch_norm``'s; False
+    for other tuples (the caller refuses them)."""
+    producer = item.tuple_value
+    name = getattr(getattr(producer, "op", None), "name", "")
+    if name == "nn.batch_norm":
+        return lower_batch_norm_item(low, item, producer)
+    if name == "qnn.dynamic_quantize":  # each field its own pass over the data
+        src = producer.args[0]
+        low.emit(Kind.DYNQ, item, [low.src(src)], {"field": item.index})
+        return True
+    if name != "split":
+        return False
+    lower_view(low, item, producer, field=item.index)
+    return True
+
+
+def lower_batch_norm_item(low: LowerContext, item, call) -> bool:
+    """``nn.batch_norm(...).0`` of float32 data: BNORM, the reference's float64 arithmetic per
+    element ((x - mean) / sd * gamma + beta, sd = sqrt(var + eps), then one rounding), so the
+    bits equal the interpreter's; each parameter a constant (float64 array) or a run-time
+    float32 buffer. Fields 1 and 2 (the moving mean and variance, passed through) are copies."""
+    data = call.args[0]
+    if item.index in (1, 2):
+        low.emit(Kind.COPY, item, [low.src(call.args[item.index + 2])], {})
+        return True
+    if data.checked_type.dtype != "float32":
+        raise LLVMError(f"llvm cannot compile {call.op.name}: {data.checked_type.dtype} data "
+                        "(BNORM computes float32)")
+    inputs, arrays, sources = [low.src(data)], {}, {}
+    for name, e in zip(("gamma", "beta", "mean", "var"), call.args[1:]):
+        if isinstance(e, Constant):
+            arrays[name] = np.asarray(e.data, np.float64).reshape(-1)
+            sources[name] = ["const", name]
+        else:
+            inputs.append(low.src(e))
+            sources[name] = ["buf", len(inputs) - 1]
+    a = call.attrs
+    shape = [int(d) for d in data.checked_type.shape]
+    axis = a.axis % len(shape)
+    params = {"outer": int(np.prod(shape[:axis], dtype=np.int64)), "C": shape[axis],
+              "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
+              "scale": bool(a.scale), "center": bool(a.center), "sources": sources,
+              "eps": float(np.float32(a.epsilon))}
+    low.emit(Kind.BNORM, item, inputs, params, arrays)
+    return True
+
+
+def lower_view(low: LowerContext, node, call, field: int | None = None) -> None:
+    """``node`` (a strided_slice, or field ``field`` of a split) as a copy of its input read at
+    an affine index map: the op's own reference run on the flat indices of the input says which
+    element each output takes. Affine (always, for these ops): one EWISE copy with a base
+    offset and per-axis strides; otherwise a gather through an index table."""
+    from partita.interpreter import interpret
+    from partita.ir import Function, IRModule, Var
+
+    data = call.args[0]
+    shape = tuple(int(d) for d in data.checked_type.shape)
+    if int(np.prod(shape, dtype=np.int64)) > 1 << 24:  # the index map is built at compile time
+        raise BackendError(f"llvm: {call.op.name} of {shape}: more than 2**24 elements to slice")
+    src = Var("i", TensorType(shape, "int64"))
+    expr = Call(call.op, [src, *call.args[1:]], call.attrs)
+    if field is not None:
+        expr = TupleGetItem(expr, field)
+    flat = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    index = np.asarray(interpret(IRModule.from_expr(Function([src], expr)), [flat])[0])
+    out_shape = [int(d) for d in index.shape]
+    base = int(index.ravel()[0]) if index.size else 0
+    strides = []
+    for axis, n in enumerate(out_shape):
+        unit = [0] * len(out_shape)
+        if n > 1:
+            unit[axis] = 1
+            strides.append(int(index[tuple(unit)]) - base)
+        else:
+            strides.append(0)
+    grid = np.indices(out_shape).reshape(len(out_shape), -1) if out_shape else np.zeros((0, 1))
+    affine = base + (np.asarray(strides)[:, None] * grid).sum(axis=0) if out_shape else [base]
+    if not np.array_equal(np.asarray(affine).ravel(), index.ravel()):
+        raise AssertionError("a slice's index map is affine")
+    params = {
+        "tree": ["op", "copy", [["leaf", 0]], {}, node.checked_type.dtype],
+        "out_shape": out_shape,
+        "sources": [["buf", 0]],
+        "dtypes": [data.checked_type.dtype],
+        "strides": [strides],
+        "bases": [base],
+    }
+    low.emit(Kind.EWISE, node, [low.src(data)], params)

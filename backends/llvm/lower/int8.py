@@ -1,0 +1,170 @@
+"""The 8-bit kernels besides the MAC: tables, quantize, max pooling, means.
+
+    any int8/uint8 -> int8/uint8 (or float32) function of one value   LUT (256 entries, by the op)
+    qnn.add/subtract/mul/squared_difference, two 8-bit tensors         LUT2 (256 x 256, by the op)
+    qnn.quantize of float32                                            QUANT
+    nn.max_pool2d of 8-bit or float32 NHWC data                        MAXPOOL
+    qnn.mean over H, W ("tflite", "onnx", "tflite_legacy")             MEAN
+    float32 mean over H, W of dequantized 8-bit data                   FMEAN
+
+Tables are evaluated with the op's own reference implementation at compile time, so those
+kernels are exact by construction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from partita.backends.llvm.errors import LLVMError
+from partita.backends.llvm.kinds import Kind
+
+from partita.ir import Call, Constant
+
+from .context import EIGHT_BIT, LowerContext, data_operands, where
+from .float_ops import strides_for
+from .qmean import mean_params
+from .registry import CORE, lowers
+from .tables import const_array, lut2_table, lut_table
+
+
+@lowers("qnn.mean", priority=CORE + 4)
+def lower_qmean(low: LowerContext, call: Call) -> bool:
+    """qnn.mean with TFLite's, ONNX's or TFLite's legacy arithmetic: MEAN."""
+    if call.attrs.semantics not in ("tflite", "onnx", "tflite_legacy"):
+        return False
+    emit_mean(low, call, where(call))
+    return True
+
+
+@lowers("mean", priority=CORE + 5)
+def lower_fmean(low: LowerContext, call: Call) -> bool:
+    """A float32 mean over H, W of dequantized 8-bit data (``_exact_float_mean``): FMEAN."""
+    if not _exact_float_mean(call):
+        return False
+    low.emit(Kind.FMEAN, call, [low.src(data_operands(call)[0][0])])
+    return True
+
+
+@lowers("nn.max_pool2d", priority=CORE + 6)
+def lower_maxpool(low: LowerContext, call: Call) -> bool:
+    """nn.max_pool2d of 8-bit or float32 NHWC data: MAXPOOL."""
+    data, dtypes, _ = data_operands(call)
+    if not (dtypes[0] in (*EIGHT_BIT, "float32") and call.attrs.layout == "NHWC"):
+        return False
+    a = call.attrs
+    params = {
+        "pool": list(a.pool_size),
+        "strides": list(a.strides),
+        "padding": list(a.padding),
+        "dilation": list(a.dilation),
+    }
+    low.emit(Kind.MAXPOOL, call, [low.src(data[0])], params)
+    return True
+
+
+@lowers(kinds=("elemwise", "broadcast"), priority=CORE + 7)
+def lower_lut(low: LowerContext, call: Call) -> bool:
+    """Any function of one 8-bit value (scalar constants aside) to 8 bits or float32: LUT, a
+    256-entry table made with the op's own reference."""
+    data, dtypes, out = data_operands(call)
+    consts_scalar = all(const_array(a).ndim == 0 for a in call.args if isinstance(a, Constant))
+    if not (
+        len(data) == 1
+        and call.op.kind in ("elemwise", "broadcast")  # a table maps each element alone
+        and call.checked_type.shape == data[0].checked_type.shape
+        and dtypes[0] in EIGHT_BIT
+        and out in (*EIGHT_BIT, "float32")
+        and consts_scalar
+        and call.args[0] is data[0]
+    ):
+        return False
+    low.emit(Kind.LUT, call, [low.src(data[0])], {}, {"table": lut_table(call, dtypes[0], out)})
+    return True
+
+
+@lowers("qnn.quantize", priority=CORE + 8)
+def lower_quantize(low: LowerContext, call: Call) -> bool:
+    """qnn.quantize of float32 with constant parameters: QUANT."""
+    data, dtypes, out = data_operands(call)
+    if not (
+        all(isinstance(a, Constant) for a in call.args[1:])
+        and dtypes[0] == "float32"
+        and out in (*EIGHT_BIT, "int16", "int32")
+        and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
+    ):
+        return False
+    low.emit(Kind.QUANT, call, [low.src(data[0])], *quant_params(call, out))
+    return True
+
+
+@lowers("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference", priority=CORE + 9)
+def lower_lut2(low: LowerContext, call: Call) -> bool:
+    """A per-tensor binary op of two 8-bit tensors: LUT2, a 256 x 256 table made with the op's
+    own reference (vector gathers when the ISA has them and no operand broadcasts)."""
+    _, _, out = data_operands(call)
+    pair = call.args[:2]
+    if not (
+        all(const_array(a).ndim == 0 for a in call.args[2:])
+        and {a.checked_type.dtype for a in pair} <= set(EIGHT_BIT)
+        and out in EIGHT_BIT
+    ):
+        return False
+    data, dtypes = list(pair), [a.checked_type.dtype for a in pair]
+    oshape = call.checked_type.shape
+    strides = [strides_for(d.checked_type.shape, oshape) for d in data]
+    params = {"out_shape": list(oshape), "strides": strides}
+    table = lut2_table(call, dtypes, out)
+    if low.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
+        # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
+        params.update(gather="vnni" if low.isa == "amx" else low.isa, **(
+            {"threads": 2} if low.threads > 1 and np.prod(oshape) >= 4096 else {}))
+        table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])
+    low.emit(Kind.LUT2, call, [low.src(d) for d in data], params, {"table": table})
+    return True
+
+
+def emit_mean(low: LowerContext, call: Call, where: str) -> None:
+    x = call.args[0]
+    shape = [int(d) for d in x.checked_type.shape]
+    consts = [const_array(a).reshape(-1)[0] for a in call.args[1:]]
+    a = call.attrs
+    params = mean_params(shape, a.axis, a.semantics, a.exclude, consts,
+                         call.checked_type.dtype, keepdims=bool(a.keepdims))
+    if params is None:
+        axes = tuple(sorted(i % len(shape) for i in a.axis))
+        raise LLVMError(f"llvm: {where}: mean over axes {axes} of rank {len(shape)}")
+    low.emit(Kind.MEAN, call, [low.src(x)], params)
+
+
+def _exact_float_mean(call: Call) -> bool:
+    """A float32 mean over H and W of NHWC data dequantized from 8 bits (per-tensor): its values
+    span at most 8 binades of 24-bit mantissas, so their float64 sum is exact in any order and
+    the kernel's sequential sum equals the reference's (numpy's pairwise one)."""
+    x = call.args[0]
+    shape = x.checked_type.shape
+    axes = tuple(sorted(a % len(shape) for a in call.attrs.axis or ()))
+    if call.checked_type.dtype != "float32" or len(shape) != 4 or axes != (1, 2):
+        return False
+    if call.attrs.exclude or not call.attrs.keepdims or shape[1] * shape[2] > 1 << 20:
+        return False
+    dequantize = isinstance(x, Call) and getattr(x.op, "name", "") == "qnn.dequantize"
+    src = x.args[0] if dequantize else None
+    return (
+        src is not None
+        and src.checked_type.dtype in EIGHT_BIT
+        and all(isinstance(a, Constant) and const_array(a).size == 1 for a in x.args[1:])
+    )
+
+
+def quant_params(call: Call, out: str) -> tuple[dict, dict]:
+    """QUANT's parameters and per-channel arrays (one entry per tensor when per-tensor): the
+    channel of flat element e is (e // inner) % C along the op's axis."""
+    shape = [int(d) for d in call.args[0].checked_type.shape]
+    scale = np.asarray(const_array(call.args[1]), np.float32).reshape(-1)
+    zp = np.asarray(const_array(call.args[2]), np.int64).reshape(-1)
+    axis = call.attrs.axis % len(shape) if shape else 0
+    channels = max(scale.size, zp.size)
+    inner = int(np.prod(shape[axis + 1 :], dtype=np.int64)) if channels > 1 else 1
+    params = {"C": channels, "inner": inner, "round": call.attrs.semantics, "out_dtype": out}
+    arrays = {"scale": np.broadcast_to(scale, (channels,)).astype(np.float32),
+              "zp": np.broadcast_to(zp, (channels,)).astype(np.int32)}
+    return params, arrays

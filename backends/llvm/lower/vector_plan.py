@@ -1,0 +1,457 @@
+"""Plans for the vector kernels: weights pre-packed at compile time, per-channel requantization
+constants, register tiles per instruction set.
+
+    CONV/FC -> VCONV   weights [KH*KW][C/4][OCp][4] int8 for ``vpdpbusd`` (u8 x s8, 4-deep dots);
+                       int8 activations are read as ``x ^ 0x80`` (= x + 128, unsigned) and the
+                       constant part of the zero-point algebra goes into one int32 per channel:
+                       corr = bias - zx' * sum(w)   (zx' = zx + 128 for int8 input)
+    DWCONV  -> VDW     weights [KH*KW][Cp] int8, channels 16 to a vector
+
+Both read a padded copy of the input (``Hs x Ws x Cs``, the border filled with the input's zero
+point) when the convolution pads or its channels are not a multiple of the vector step. The
+output stage uses the exact identities of docs/performance.md:
+``SRDHM(x, M) = (x*M + 2^30) >> 31`` and
+``RDBPOT(x, e) = (x + ((1 << e) >> 1) + (e > 0 ? x >> 31 : 0)) >> e``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from partita.backends.llvm.kinds import Kind
+
+from partita.ops.emulation.tflite_fixedpoint import wrap_int32
+
+ISAS = ("auto", "amx", "vnni", "avxvnni", "avx2", "plain")
+FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector kernels only)
+# accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
+# vector is two of them)
+TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3},
+         "avxvnni": {1: 5, 2: 2}}
+# weights this large are software-prefetched into L2, in order, when their kernel starts: the
+# pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
+PREFETCH_BYTES = 1 << 16
+DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _effective_weights(arrays: dict, params: dict) -> np.ndarray | None:
+    """w - w_zp as int8 (OHWI or [units, depth]), or None when that does not fit."""
+    if arrays["weights"].dtype == np.int8 and not np.any(arrays["w_zp"]):
+        return arrays["weights"]  # symmetric int8 weights (TFLite's): as they are
+    w = arrays["weights"].astype(np.int32)
+    zp = arrays["w_zp"].reshape((-1,) + (1,) * (w.ndim - 1))
+    w = w - zp
+    if w.min(initial=0) < -128 or w.max(initial=0) > 127:
+        return None
+    return w.astype(np.int8)
+
+
+def _weight_sums(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per output channel (the first axis): sum(w) and sum(|w|), int64."""
+    flat = w.reshape(w.shape[0], -1).astype(np.int32)
+    return flat.sum(axis=1, dtype=np.int64), np.abs(flat).sum(axis=1, dtype=np.int64)
+
+
+def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, ocp: int) -> dict:
+    """Per-channel int32 constants of the epilogue, padded to ``ocp`` channels."""
+    shift = arrays["shift"].astype(np.int64)
+    e = np.maximum(-shift, 0)
+    consts = {
+        "corr": wrap_int32(arrays["bias"].astype(np.int64) - zx * colsum),
+        "mult": arrays["multiplier"].astype(np.int64),
+        "lshift": np.maximum(shift, 0),
+        "rshift": e,
+        "rnd": (np.int64(1) << e) >> 1,
+        "rmask": np.where(e > 0, -1, 0),
+        "ozp": np.full(shift.size, params["out_zp"]),
+        "lo": np.full(shift.size, params["lo"]),
+        "hi": np.full(shift.size, params["hi"]),
+    }
+    out = {}
+    for name, v in consts.items():
+        padded = np.zeros(ocp, np.int32)
+        padded[: v.size] = v
+        out[name] = padded
+    out["multo"] = np.zeros(ocp, np.int32)  # each odd channel's multiplier at the even lane
+    out["multo"][0::2] = out["mult"][1::2]
+    out["izp"] = np.array([params["in_zp"]], np.int32)  # the padding value
+    for name in ("fscale", "fzp", "finv"):  # the float32 stages' per-channel values
+        value = np.zeros(ocp, np.float32)
+        if name in arrays:
+            value[: arrays[name].size] = arrays[name]
+        out[name] = value
+    if params["rounding"] == "tflite_builtin":
+        out.update(_upward_constants(shift, ocp))
+    if params["rounding"] == "tflite_double":  # the real scale, float64 (reference FC)
+        dscale = np.zeros(ocp, np.float64)
+        dscale[: arrays["scale"].size] = arrays["scale"]
+        out["dscale"] = dscale
+    return out
+
+
+def _upward_constants(shift: np.ndarray, ocp: int) -> dict:
+    """The "tflite_builtin" stage's constants (TFLite's optimized kernels round ties upward
+    twice, int_kernels.mbqm_upward): with r = max(-shift, 1), the result is
+    ((x << (shift + r)) * M + 2^30 + 2^(30 + r)) >> (31 + r), i.e. the high 32 bits of that
+    64-bit sum shifted right by r - 1. ``bls`` = shift + r, ``bsh`` = r - 1, ``bhe`` / ``bho``
+    the 64-bit addends of the even / odd channels (vstage.vrequant_upward)."""
+    s = np.zeros(ocp, np.int64)
+    s[: shift.size] = shift
+    r = np.maximum(-s, 1)
+    addend = (np.int64(1) << 30) + (np.int64(1) << (30 + r))
+    return {"bls": (s + r).astype(np.int32), "bsh": (r - 1).astype(np.int32),
+            "bhe": addend[0::2].copy(), "bho": addend[1::2].copy()}
+
+
+def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
+    """Shortcuts the TFLite output stage's code may take for these constants (they change the
+    code, so they are code parameters):
+
+    - ``fold_zp``: the output zero point rides in the rounding constant, ``rnd + (zp << e)``:
+      adding a multiple of 2^e before the arithmetic shift right by e adds zp after it, exactly,
+      when no int32 sum can wrap (checked with the accumulator's bound |corr| + 255 * sum|w|);
+    - ``round_all``: every channel shifts right (e > 0), so the sign term needs no mask;
+    - ``saturate``: the clamp is the output type's whole range, so the clamp bounds are code
+      constants and the narrowing a saturating one."""
+    flags = {"fold_zp": False, "round_all": False, "saturate": False, "umul": False}
+    if params["rounding"] != "tflite":
+        return flags
+    n = wabs.size
+    e = consts["rshift"][:n].astype(np.int64)
+    flags["round_all"] = bool((e > 0).all())
+    flags["saturate"] = {(-128, 127): "int8", (0, 255): "uint8"}.get(
+        (params["lo"], params["hi"]), False)
+    if not params["rq_zp"] and not params["left"]:
+        bound = np.abs(consts["corr"][:n].astype(np.int64)) + 255 * wabs + 1
+        rnd = consts["rnd"][:n].astype(np.int64) + (np.int64(params["out_zp"]) << e)
+        if (bound + np.abs(rnd) < (1 << 31) - 1).all():
+            consts["rnd"][:n] = rnd
+            consts["ozp"][:] = 0
+            flags["fold_zp"] = True
+    if not params["rq_zp"]:
+        _unsigned_high_mul(consts)
+        flags["umul"] = True
+    return flags
+
+
+def _unsigned_high_mul(consts: dict) -> None:
+    """Constants of the output stage's unsigned form (vector.vsrdhm_unsigned): with x_u the
+    int32 accumulator read as unsigned, high32(x_u * 2M + 2^31 + rnd * 2^32) equals
+    SRDHM(x, M) + rnd + 2M [x < 0] (mod 2^32), since x_u = x + 2^32 for negative x; the masked
+    add of ``negc`` = -2M - [e > 0] removes the 2M and subtracts RDBPOT's sign term (taken from
+    x: where x < 0 but SRDHM(x, M) = 0, both give (rnd - 1) >> e = rnd >> e for e > 0).
+    ``mult2`` / ``mult2o``: 2M mod 2^32 of the even / odd channels in the even lanes;
+    ``heven`` / ``hodd``: the 64-bit addends 2^31 + rnd * 2^32 of the even / odd channels."""
+    m = consts["mult"].astype(np.int64)
+    two_m = (2 * m) & 0xFFFFFFFF
+    consts["mult2"] = two_m.astype(np.uint32).view(np.int32)
+    odd = np.zeros_like(consts["mult2"])
+    odd[0::2] = consts["mult2"][1::2]
+    consts["mult2o"] = odd
+    h = (np.int64(1) << 31) + (consts["rnd"].astype(np.int64) << 32)
+    consts["heven"], consts["hodd"] = h[0::2].copy(), h[1::2].copy()
+    e = consts["rshift"].astype(np.int64)
+    negc = (-2 * m - (e > 0)) & 0xFFFFFFFF
+    consts["negc"] = negc.astype(np.uint32).view(np.int32)
+
+
+def dw_row_pairs(kh: int, sh: int, dh: int, nrows: int, size: int = 2) -> tuple[list, list]:
+    """How ``nrows`` consecutive output rows of a depthwise convolution read input rows in
+    groups of ``size`` (2: int16 pairs for VPDPWSSD, 4: byte quads for VPDPBUSD): the groups
+    (input rows relative to the first output row's first, None past the end) and, per output
+    row and group, the kernel rows (ky or None) the group's rows meet. The output rows share
+    each group's loads and interleaving."""
+    rows = sorted({j * sh + ky * dh for j in range(nrows) for ky in range(kh)})
+    rows += [None] * (-len(rows) % size)
+    groups = [tuple(rows[i : i + size]) for i in range(0, len(rows), size)]
+
+    def ky_of(j, r):
+        if r is None or (r - j * sh) % dh or not 0 <= (r - j * sh) // dh < kh:
+            return None
+        return (r - j * sh) // dh
+
+    return groups, [[tuple(ky_of(j, r) for r in grp) for grp in groups] for j in range(nrows)]
+
+
+def dw_pair_weights(taps: np.ndarray, sh: int, dh: int, nrows: int, size: int = 2) -> np.ndarray:
+    """Weights [output row][group][kx][channel][size] for ``dw_row_pairs`` (int16 pairs or
+    int8 quads): the kernel rows each group meets, zero where it meets none."""
+    kh, kw, cs = taps.shape
+    groups, uses = dw_row_pairs(kh, sh, dh, nrows, size)
+    dtype = np.int16 if size == 2 else np.int8
+    out = np.zeros((nrows, len(groups), kw, cs, size), dtype)
+    for j, per in enumerate(uses):
+        for q, kys in enumerate(per):
+            for part, ky in enumerate(kys):
+                if ky is not None:
+                    out[j, q, :, :, part] = taps[ky]
+    return out
+
+
+def _code_params(params: dict, geo: dict) -> dict:
+    """Parameters the code depends on; zero points and clip bounds are data (constants)."""
+    new = {**params, **geo}
+    for key in ("in_zp", "out_zp", "lo", "hi"):
+        new.pop(key)
+    new["left"] = bool(params["left"])
+    return new
+
+
+def _geometry(kind: str, params: dict, in_shape, out_shape, wshape) -> dict:
+    if kind == Kind.FC:
+        rows, depth = in_shape
+        return {
+            "H": 1,
+            "W": rows,
+            "C": depth,
+            "OH": 1,
+            "OW": rows,
+            "OC": out_shape[1],
+            "KH": 1,
+            "KW": 1,
+            "sh": 1,
+            "sw": 1,
+            "dh": 1,
+            "dw": 1,
+            "pad": [0, 0, 0, 0],
+        }
+    _, h, w, c = in_shape
+    _, oh, ow, oc = out_shape
+    (sh, sw), (dh, dw) = params["strides"], params["dilation"]
+    pad = list(params["padding"])
+    geo = {
+        "H": h,
+        "W": w,
+        "C": c,
+        "OH": oh,
+        "OW": ow,
+        "OC": oc,
+        "KH": wshape[1],
+        "KW": wshape[2],
+        "sh": sh,
+        "sw": sw,
+        "dh": dh,
+        "dw": dw,
+        "pad": pad,
+    }
+    if geo["KH"] == geo["KW"] == sh == sw == 1 and not any(pad) and oh == h and ow == w:
+        geo.update(H=1, W=h * w, OH=1, OW=oh * ow)  # a pointwise conv is one long row
+    return geo
+
+
+def _padded(geo: dict, step: int) -> dict:
+    top, left, bottom, right = geo["pad"]
+    cs = _round_up(geo["C"], step)
+    # rows/columns the kernel window can reach (the stride may leave the last ones unread)
+    hs = max(geo["H"] + top + bottom, (geo["OH"] - 1) * geo["sh"] + (geo["KH"] - 1) * geo["dh"] + 1)
+    ws = max(geo["W"] + left + right, (geo["OW"] - 1) * geo["sw"] + (geo["KW"] - 1) * geo["dw"] + 1)
+    pack = cs != geo["C"] or any(geo["pad"])
+    return {"Cs": cs, "Hs": hs if pack else geo["H"], "Ws": ws if pack else geo["W"], "pack": pack}
+
+
+def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, isa: str,
+                  overread: bool = False):
+    """(kind, params, arrays, scratch bytes) of the vector kernel, or None to keep ``kind``.
+    ``isa`` amx: VNNI, with AMX tiles where ``amx_fits``; ``overread``: the input lives in the
+    segment's arena, whose slack lets a tile row read up to 63 bytes past its end."""
+    amx, isa = isa == "amx", "vnni" if isa == "amx" else isa
+    if params["rounding"] not in ("tflite", "tflite_builtin", "tflite_double", *FLOAT_STAGES):
+        return None
+    if isa == "plain" and params.get("pairs"):
+        return None  # x86's pair saturation: WMAC's scalar loops (q16_lower)
+    if kind not in (Kind.CONV, Kind.DWCONV, Kind.FC) or (
+        params["rounding"] == "onnx" and params["rq_zp"]
+    ):
+        return None
+    w = _effective_weights(arrays, params)
+    if w is None:
+        return None
+    params = {**params, "left": bool((arrays["shift"] > 0).any())}
+    geo = _geometry(kind, params, in_shape, out_shape, w.shape)
+    zx = params["in_zp"]
+    signed = params["in_dtype"] == "int8"
+    if kind == Kind.DWCONV:
+        if params.get("pairs") and (signed or params.get("accumulate") != "vpmaddubsw"):
+            return None  # tap pairs of raw uint8 activations (fbgemm's depthwise) only
+        geo.update(_padded(geo, 16))
+        geo["pack"] = True  # vector loads read 16 channels: always from the padded copy
+        cs = geo["Cs"]
+        packed = np.zeros((geo["KH"] * geo["KW"], cs), np.int8)
+        packed[:, : geo["C"]] = w[:, :, :, 0].transpose(1, 2, 0).reshape(-1, geo["C"])
+        colsum, wabs = _weight_sums(w)
+        consts = _output_constants(arrays, params, colsum, zx, cs)
+        new = {**_code_params(params, geo), "signed": signed}
+        new.update(_stage_flags({**params, **new}, consts, wabs))
+        if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of input rows
+            taps = packed.reshape(geo["KH"], geo["KW"], cs)
+            size = 4 if DW_QUADS else 2  # byte quads (VPDPBUSD) or int16 pairs (VPDPWSSD)
+            for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
+                consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows, size)
+            new["rowpairs"] = size
+            if size == 4 and signed:  # the bytes are read as x ^ 0x80 = x + 128
+                consts["corr"] = wrap_int32(
+                    consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
+                ).astype(np.int32)
+        return Kind.VDW, new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
+    if kind == Kind.FC:
+        w = w.reshape(w.shape[0], 1, 1, -1)
+    if amx and amx_fits(geo, params, overread):
+        return _amx_kernel(params, arrays, geo, w, zx, signed)
+    geo.update(_padded(geo, 4))
+    oc, kh, kw, c = w.shape
+    cs, ocp = geo["Cs"], _round_up(oc, 16)
+    wp = np.zeros((kh, kw, cs, ocp), np.int8)
+    wp[:, :, :c, :oc] = w.transpose(1, 2, 3, 0)
+    packed = wp.reshape(kh * kw, cs // 4, 4, ocp).transpose(0, 1, 3, 2)
+    colsum, wabs = _weight_sums(w)
+    consts = _output_constants(arrays, params, colsum, zx + (128 if signed else 0), ocp)
+    nvec = ocp // 16
+    # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
+    code_isa = "avx2" if params.get("pairs") else isa
+    # exact sums without VNNI: int16 weights (packed wide here, not in the loop) and VPMADDWD
+    # into int32 pair accumulators, reduced once per tile; "plain" writes the same products as
+    # generic vector IR (sign-extended products, even + odd lanes), which LLVM selects for any
+    # target (VPMADDWD on x86, widening multiply-adds on Arm)
+    wide = code_isa in ("avx2", "plain") and not params.get("pairs")
+    tiles = TILES["avx2_wide" if wide else isa]
+    v = min(max(tiles), nvec)
+    new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
+    new.update(_stage_flags({**params, **new}, consts, wabs))
+    new["R"] = min(tiles[v], geo["OW"])
+    packed = _panels(packed, 16 * v)
+    if wide:
+        packed = packed.astype(np.int16)
+    scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
+    if packed.nbytes >= PREFETCH_BYTES:
+        new["prefetch"] = int(packed.nbytes)
+    return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, scratch
+
+
+AMX_ROWS = 32  # pixels per AMX block: two 16-row A tiles against one or two B tiles
+AMX_SPLIT_BLOCKS = 3  # up to this many blocks in a row, two threads split the channels
+
+
+def amx_fits(geo: dict, params: dict, overread: bool) -> bool:
+    """AMX takes a pointwise convolution or dense layer (one long row of pixels, no padding)
+    with at least one full block of pixels and exact int32 sums; its A tiles read 64 channel
+    bytes per pixel, past the last channel when C is no multiple of 64 (those bytes meet zero
+    weights), so that needs the arena's slack unless C is a multiple of 64."""
+    return (geo["KH"] == geo["KW"] == 1 and geo["H"] == geo["OH"] == 1 and not any(geo["pad"])
+            and geo["OW"] >= AMX_ROWS and not params.get("pairs")
+            and (overread or geo["C"] % 64 == 0))
+
+
+def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, signed: bool):
+    """The AMX form of VCONV: weights [OCp/16][Kp/64][16][16][4], one 1 KB B tile per (16
+    output channels, 64-deep slice), zero beyond the C input channels; TDPBSSD (int8 input)
+    or TDPBUSD (uint8) sums the raw activations, so corr = bias - zx * sum(w)."""
+    oc, c = w.shape[0], geo["C"]
+    kp, ocp = _round_up(c, 64), _round_up(oc, 16)
+    wk = np.zeros((kp, ocp), np.int8)
+    wk[:c, :oc] = w.reshape(oc, c).T
+    packed = wk.reshape(kp // 64, 16, 4, ocp // 16, 16).transpose(3, 0, 1, 4, 2)
+    colsum, wabs = _weight_sums(w)
+    consts = _output_constants(arrays, params, colsum, zx, ocp)
+    geo.update(Cs=c, Hs=geo["H"], Ws=geo["W"], pack=False)
+    new = {**_code_params(params, geo), "signed": signed, "isa": "amx", "V": 2,
+           "R": AMX_ROWS, "KB": kp // 64, "wide": False}
+    new.update(_stage_flags({**params, **new}, consts, wabs))
+    if packed.nbytes >= PREFETCH_BYTES:
+        new["prefetch"] = int(packed.nbytes)
+    return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, 0
+
+
+def _panels(packed: np.ndarray, width: int) -> np.ndarray:
+    """[KK][C/4][OCp][4] weights as one panel per group of ``width`` output channels (the
+    kernel's register tile; the last group may be narrower), each panel [KK][C/4][width][4]:
+    a tile reads its weights as one sequential stream, which the hardware prefetchers follow
+    when the weights come from memory."""
+    ocp = packed.shape[2]
+    return np.concatenate([packed[:, :, g : g + width].ravel() for g in range(0, ocp, width)])
+
+
+# a job for the driver's worker costs ~1-2 us once it runs: kernels of ~5 us and more split
+THREAD_MACS = {Kind.VCONV: 1 << 19, Kind.VDW: 1 << 17}
+
+
+def as_rows(shape) -> tuple:
+    """``shape`` as (rows, last axis): a fully connected layer's leading axes are its rows."""
+    return (int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1]))
+
+
+def im2col_as_1x1(out_shape, params: dict, arrays: dict) -> tuple:
+    """A convolution over its IM2COL copy (an odd channel count's pair order): the weights as
+    1x1 ones over KH*KW*C channels, stride 1 and no padding; returns the copy's shape."""
+    w = arrays["weights"]  # OHWI
+    o, kh, kw, c = w.shape
+    arrays["weights"] = w.reshape(o, 1, 1, kh * kw * c)
+    params.update(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0])
+    return (*out_shape[:3], kh * kw * c)
+
+
+def split_worthwhile(kind: str, params: dict) -> bool:
+    """Whether a vector kernel's work is large enough for ``-threads=2`` to split it (it needs
+    two output rows, or two full pixel tiles of a pointwise convolution's single row, or two
+    AMX pixel blocks, the last one maybe partial)."""
+    if kind not in THREAD_MACS:
+        return False
+    depth = params["C"] if kind == Kind.VCONV else 1
+    macs = params["OH"] * params["OW"] * params["OC"] * params["KH"] * params["KW"] * depth
+    if by_channels(kind, params):
+        return macs >= THREAD_MACS[kind] and channel_groups(params) >= 2
+    tile = params.get("R", params["OW"])
+    if params.get("isa") == "amx":
+        rows = -(-params["OW"] // tile)
+    else:
+        rows = params["OH"] if params["OH"] > 1 else params["OW"] // tile
+    return macs >= THREAD_MACS[kind] and rows >= 2
+
+
+def by_channels(kind: str, params: dict) -> bool:
+    """Whether a split convolution halves its output channels rather than its rows: a single
+    row of pixels that is at most AMX_SPLIT_BLOCKS AMX blocks (MobileNet's 7 x 7 layers) or
+    less than two VNNI pixel tiles (a fully connected layer). Each thread then streams half of
+    the weights once, instead of all of them from a cold cache."""
+    if kind != Kind.VCONV or params["OH"] != 1:
+        return False
+    if params.get("isa") == "amx":
+        return -(-params["OW"] // params["R"]) <= AMX_SPLIT_BLOCKS
+    return params["OW"] // params["R"] < 2
+
+
+def channel_groups(params: dict) -> int:
+    """The units a channel split deals out: AMX's pairs of 16-channel vectors, or the VNNI
+    tile's groups of V vectors (the last one maybe narrower)."""
+    nvec = -(-params["OC"] // 16)
+    return -(-nvec // (2 if params.get("isa") == "amx" else params["V"]))
+
+
+def write_into_halos(plan) -> None:
+    """A convolution whose only reader is a depthwise convolution writes its output straight
+    into the depthwise kernel's zero-point-padded input buffer (``out_pad``: the padded row
+    width, channels, top and left border, the image's width); the depthwise kernel then only
+    refills the border (``prepadded``) instead of copying its whole input. Needs the channels
+    to be unpadded (a multiple of 16) and the value to be no output of the segment."""
+    readers: dict[int, int] = {}
+    for k in plan.kernels:
+        for i in set(k.inputs):
+            readers[i] = readers.get(i, 0) + 1
+    producer = {k.output: k for k in plan.kernels}
+    for k in plan.kernels:
+        if k.kind != Kind.VDW or len(k.inputs) != 2 or k.params.get("prepadded"):
+            continue
+        x, padded = k.inputs
+        conv = producer.get(x)
+        p = k.params
+        if (conv is None or conv.kind != Kind.VCONV or x in plan.outputs or readers.get(x) != 1
+                or conv.params["OC"] != p["Cs"] or "out_pad" in conv.params
+                or "batch" in p or "batch" in conv.params):  # one padded image at a time
+            continue
+        top, left = p["pad"][0], p["pad"][1]
+        conv.params["out_pad"] = [p["Ws"], p["Cs"], top, left, p["W"]]
+        conv.output = padded
+        k.inputs = [padded, padded]
+        k.params["prepadded"] = True

@@ -1,0 +1,2 @@
+"""Running generated code: the JIT and object-code cache (jit.py), the region cache (cache.py),
+the buffer arena (arena.py) and the worker thread with its two-mode driver choice (threads.py)."""

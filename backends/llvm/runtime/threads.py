@@ -1,0 +1,322 @@
+"""Two cores for one inference: a worker thread kept across driver calls, and halves of kernels
+claimed.
+
+The first driver call (``partita_run``) of a plan with a split kernel in a process starts one
+POSIX thread, the worker; it stays for later calls. A driver call owns the module's job slot
+for the call (another thread calling at the same time runs without the worker) and wakes the
+worker if it sleeps. A split kernel publishes its second half (a function and its pointer
+table) under a new job number, runs its first half, then claims the second with a
+compare-and-swap: if the worker took it first, the kernel waits for the worker's done number;
+otherwise (the worker is late: the other core is busy, it is still waking up, or no worker
+exists because the kernel was called on its own, by another thread, or thread creation failed)
+it runs the second half itself. So no kernel ever waits for a thread that has not started, and
+the results are the same bits either way (each half writes its own outputs). A long wait marks
+the run slow: its remaining kernels run both halves here. Between calls the worker spins for
+IDLE_SPINS pauses (back-to-back inferences find it awake), then sleeps on a futex until the next
+call wakes it. ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the
+region is collected, and at exit); a forked child starts a worker of its own. Whether a call
+uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``,
+whichever measured faster lately). Linux only (futex), as is the rest of the backend's
+threading.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from statistics import median
+
+from llvmlite import ir
+from partita.backends.llvm.emit.base import I64, c64
+from partita.backends.llvm.kinds import Kind
+
+I32 = ir.IntType(32)
+
+PTR = ir.PointerType()
+ALONE = "partita_run_alone"  # the driver without a worker
+PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
+# i64 globals; "pid": the process whose worker "tid" runs (0: none yet)
+SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", "pid", "tid")
+WORDS = ("epoch", "sleeping")  # i32 globals: the futex word the worker sleeps on, and its flag
+IDLE_SPINS = 1 << 11  # pauses the worker waits for the next call before it sleeps (~0.1 ms)
+SHUTDOWN = "partita_pool_shutdown"
+SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
+# pause instructions waited for the worker before the run counts as slow (its remaining kernels
+# then run both halves here): at least WAIT, or a kernel's multiply-adds >> WAIT_SHIFT (a float
+# product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
+WAIT, WAIT_SHIFT = 1 << 14, 12
+JOB = ("job_table",)  # ptr globals
+
+
+class ThreadPool:
+    """Mixed into the kernel emitter: ``pool_start`` / ``pool_stop`` around the driver's calls,
+    ``split_run`` for the kernels."""
+
+    def pool_global(self, name: str):
+        g = self.module.globals.get(f"partita_pool_{name}")
+        if g is None:
+            ty = PTR if name in JOB else I32 if name in WORDS else I64
+            g = ir.GlobalVariable(self.module, ty, f"partita_pool_{name}")
+            g.linkage = "internal"
+            g.initializer = ir.Constant(ty, None)
+        return g
+
+    def extern(self, name: str, ret, args) -> ir.Function:
+        fn = self.module.globals.get(name)
+        return fn if fn is not None else ir.Function(self.module, ir.FunctionType(ret, args), name)
+
+    def pause(self, b) -> None:
+        fn = self.module.globals.get("llvm.x86.sse2.pause") or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause"
+        )
+        b.call(fn, [])
+
+    def self_id(self, b):
+        return b.call(self.extern("pthread_self", I64, []), [])
+
+    def pid(self, b):
+        return b.sext(b.call(self.extern("getpid", I32, []), []), I64)
+
+    def futex(self, b, op: int, value) -> None:
+        """``syscall(SYS_futex, &epoch, op, value, NULL)``: wait while epoch == value, or wake
+        ``value`` waiters."""
+        fn = self.module.globals.get("syscall") or ir.Function(
+            self.module, ir.FunctionType(I64, [I64], var_arg=True), "syscall"
+        )
+        b.call(fn, [c64(SYS_FUTEX), self.pool_global("epoch"), c64(op), value,
+                    ir.Constant(PTR, None)])
+
+    def wake(self, b, g) -> None:
+        """A new epoch, and a futex wake if the worker sleeps (or is about to: see nap)."""
+        b.atomic_rmw("add", g["epoch"], ir.Constant(I32, 1), "seq_cst")
+        sleeping = b.load_atomic(g["sleeping"], "seq_cst", 4, typ=I32)
+        with b.if_then(b.icmp_signed("!=", sleeping, ir.Constant(I32, 0))):
+            self.futex(b, FUTEX_WAKE_PRIVATE, c64(1))
+
+    def worker(self) -> ir.Function:
+        """``ptr partita_pool_worker(ptr)``, declared here; ``pool_finish`` writes its body once
+        every split kernel has registered its second half."""
+        fn = self.module.globals.get("partita_pool_worker")
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR]), "partita_pool_worker")
+            fn.linkage = "internal"
+        return fn
+
+    def pool_finish(self) -> None:
+        """The worker: claim and run each new job (a switch over the registered second halves)
+        until quit, napping on the futex when no call has come for IDLE_SPINS pauses; and
+        ``partita_pool_shutdown``."""
+        parts = getattr(self, "pool_parts", [])
+        if not parts:
+            return
+        fn = self.worker()
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        g = {n: self.pool_global(n) for n in SLOTS + JOB + WORDS}
+        last, idle = b.alloca(I64), b.alloca(I64)
+        b.store(b.load_atomic(g["seq"], "acquire", 8, typ=I64), last)
+        b.store(c64(0), idle)
+        names = ("loop", "job", "idle", "spin", "nap", "end")
+        loop, job, wait, spin, nap, end = (fn.append_basic_block(n) for n in names)
+        b.branch(loop)
+        b.position_at_end(loop)
+        s = b.load_atomic(g["seq"], "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("!=", s, b.load(last, typ=I64)), job, wait)
+        b.position_at_end(job)
+        b.store(s, last)
+        b.store(c64(0), idle)
+        won = b.extract_value(b.cmpxchg(g["claimed"], b.sub(s, c64(1)), s, "acq_rel", "acquire"),
+                              1)
+        run, finished = fn.append_basic_block("run"), fn.append_basic_block("finished")
+        b.cbranch(won, run, loop)
+        b.position_at_end(run)
+        table = b.load(g["job_table"], typ=PTR)
+        switch = b.switch(b.load(g["job_id"], typ=I64), finished)
+        for i, part in enumerate(parts, 1):
+            case = fn.append_basic_block(f"part{i}")
+            switch.add_case(c64(i), case)
+            b.position_at_end(case)
+            b.call(part, [table])
+            b.branch(finished)
+        b.position_at_end(finished)
+        b.store_atomic(s, g["done"], "release", 8)
+        b.branch(loop)
+        b.position_at_end(wait)
+        quit_ = b.load_atomic(g["quit"], "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("!=", quit_, c64(0)), end, spin)
+        b.position_at_end(spin)
+        self.pause(b)
+        n = b.add(b.load(idle, typ=I64), c64(1))
+        b.store(n, idle)
+        b.cbranch(b.icmp_signed("<", n, c64(IDLE_SPINS)), loop, nap)
+        # nap: announce the sleep, then sleep only if no call is running, no job is new and the
+        # epoch is unchanged (a call's wake either sees the flag or changed the epoch first)
+        b.position_at_end(nap)
+        epoch = b.load_atomic(g["epoch"], "acquire", 4, typ=I32)
+        b.store_atomic(ir.Constant(I32, 1), g["sleeping"], "seq_cst", 4)
+        calm = b.and_(
+            b.icmp_signed("==", b.load_atomic(g["active"], "seq_cst", 8, typ=I64), c64(0)),
+            b.icmp_signed("==", b.load_atomic(g["seq"], "seq_cst", 8, typ=I64),
+                          b.load(last, typ=I64)),
+        )
+        calm = b.and_(calm, b.icmp_signed(
+            "==", b.load_atomic(g["quit"], "seq_cst", 8, typ=I64), c64(0)))
+        with b.if_then(calm):
+            self.futex(b, FUTEX_WAIT_PRIVATE, b.zext(epoch, I64))
+        b.store_atomic(ir.Constant(I32, 0), g["sleeping"], "release", 4)
+        b.store(c64(0), idle)
+        b.branch(loop)
+        b.position_at_end(end)
+        b.ret(ir.Constant(PTR, None))
+        self.pool_shutdown(g)
+
+    def pool_shutdown(self, g) -> None:
+        """``void partita_pool_shutdown(void)``: stop and join this process's worker, if any."""
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), []), SHUTDOWN)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ours = b.icmp_signed("==", b.load(g["pid"], typ=I64), self.pid(b))
+        with b.if_then(ours):
+            b.store_atomic(c64(1), g["quit"], "seq_cst", 8)
+            self.wake(b, g)
+            self.futex(b, FUTEX_WAKE_PRIVATE, c64(1))  # whatever the flag said
+            join = self.extern("pthread_join", I32, [I64, PTR])
+            b.call(join, [b.load(g["tid"], typ=I64), ir.Constant(PTR, None)])
+            b.store(c64(0), g["pid"])
+            b.store_atomic(c64(0), g["quit"], "release", 8)
+        b.ret_void()
+
+    def pool_start(self, b):
+        """In the driver: own the job slot (or leave the kernels to run both halves); start this
+        process's worker on its first call, wake it on later ones; returns what ``pool_stop``
+        needs."""
+        g = {n: self.pool_global(n) for n in SLOTS + WORDS}
+        mine = b.alloca(I64)
+        b.store(c64(0), mine)
+        owned = b.extract_value(b.cmpxchg(g["active"], c64(0), c64(1), "seq_cst", "seq_cst"), 1)
+        with b.if_then(owned):
+            b.store(c64(1), mine)
+            b.store_atomic(self.self_id(b), g["owner"], "release", 8)
+            pid = self.pid(b)
+            with b.if_else(b.icmp_signed("==", b.load(g["pid"], typ=I64), pid)) as (known, new):
+                with known:
+                    self.wake(b, g)
+                with new:  # the first call in this process (or in a forked child)
+                    for name in ("seq", "claimed", "done", "quit"):
+                        b.store_atomic(c64(0), g[name], "release", 8)
+                    create = self.extern("pthread_create", I32, [PTR, PTR, PTR, PTR])
+                    rc = b.call(create, [g["tid"], ir.Constant(PTR, None), self.worker(),
+                                         ir.Constant(PTR, None)])
+                    with b.if_then(b.icmp_signed("==", rc, ir.Constant(I32, 0))):
+                        b.store(pid, g["pid"])
+        return mine
+
+    def pool_stop(self, b, mine) -> None:
+        g = {n: self.pool_global(n) for n in SLOTS}
+        with b.if_then(b.icmp_signed("!=", b.load(mine, typ=I64), c64(0))):
+            b.store_atomic(c64(0), g["owner"], "release", 8)
+            # across runs, TwoModes (measured run times) decides whether the worker pays
+            b.store(c64(0), g["slow"])
+            b.store_atomic(c64(0), g["active"], "release", 8)
+
+    def split_run(self, k, b, pointers, parts) -> None:
+        """parts[0] here and parts[1] on the driver's worker if it claims it first (see the
+        module docstring), both on a table of ``pointers``."""
+        table = b.alloca(PTR, c64(len(pointers)))
+        for i, v in enumerate(pointers):
+            self.store_at(b, v, table, c64(i), PTR)
+        g = {n: self.pool_global(n) for n in SLOTS + JOB}
+        owner = b.load_atomic(g["owner"], "acquire", 8, typ=I64)
+        mine = b.and_(b.icmp_signed("==", owner, self.self_id(b)),
+                      b.icmp_signed("==", b.load(g["slow"], typ=I64), c64(0)))
+        with b.if_else(mine) as (pooled, alone):
+            with pooled:
+                if not hasattr(self, "pool_parts"):
+                    self.pool_parts = []
+                if parts[1] not in self.pool_parts:
+                    self.pool_parts.append(parts[1])
+                job = b.add(b.load(g["seq"], typ=I64), c64(1))
+                b.store(c64(self.pool_parts.index(parts[1]) + 1), g["job_id"])
+                b.store(table, g["job_table"])
+                b.store_atomic(job, g["seq"], "release", 8)
+                b.call(parts[0], [table])
+                pair = b.cmpxchg(g["claimed"], b.sub(job, c64(1)), job, "acq_rel", "acquire")
+                with b.if_else(b.extract_value(pair, 1)) as (late, taken):
+                    with late:  # the worker has not claimed it: run it here
+                        b.call(parts[1], [table])
+                    with taken:
+                        self.wait_done(b, g, job, max(WAIT, split_work(k) >> WAIT_SHIFT))
+            with alone:
+                b.call(parts[0], [table])
+                b.call(parts[1], [table])
+
+    def wait_done(self, b, g, job, limit: int = WAIT) -> None:
+        """Spin until the worker has finished ``job``; a wait of ``limit`` pauses (the worker
+        was descheduled: the machine is busy) marks the run slow, so its remaining kernels run
+        both halves here."""
+        fn = b.function
+        count = b.alloca(I64)
+        b.store(c64(0), count)
+        spin, out = fn.append_basic_block("wait"), fn.append_basic_block("waited")
+        b.branch(spin)
+        b.position_at_end(spin)
+        self.pause(b)
+        n = b.add(b.load(count, typ=I64), c64(1))
+        b.store(n, count)
+        with b.if_then(b.icmp_signed("==", n, c64(limit))):
+            b.store(c64(1), g["slow"])
+        value = b.load_atomic(g["done"], "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("==", value, job), out, spin)
+        b.position_at_end(out)
+
+
+def split_work(k) -> int:
+    """A split kernel's multiply-adds (or elements), for its wait limit."""
+    p = k.params
+    if all(key in p for key in ("M", "N", "K")):
+        return int(p["M"]) * int(p["N"]) * int(p["K"])
+    if k.kind == "FCONV":
+        return int(p["images"] * p["size"] * p["G"] * p["M"] * p["Kg"])
+    if "OC" in p:
+        depth = p.get("C", 1) if k.kind == Kind.VCONV else 1
+        return int(p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth)
+    return 0
+
+
+class TwoModes:
+    """Which driver a region calls: with the worker ("pool") or without ("alone"). The worker
+    is used when the median of its last WINDOW run times beats the median without it by
+    MARGIN (within that, the machine is busy enough that the worker buys nothing and only
+    adds risk); the other mode is tried every PROBE runs, an interval that doubles up to
+    MAX_PROBE each time a probe confirms the choice (and falls back to PROBE when it
+    changes), so a busy machine, where the worker only gets in the way, pays little for
+    the probes."""
+
+    WINDOW = 5
+    MARGIN = 0.97
+    MAX_PROBE = 256
+
+    def __init__(self):
+        self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
+        self.medians: dict[str, float | None] = {"pool": None, "alone": None}  # full windows'
+        self.runs = 0
+        self.best = None
+        self.interval, self.next_probe = PROBE, PROBE
+
+    def choose(self) -> str:
+        self.runs += 1
+        pool, alone = self.medians["pool"], self.medians["alone"]
+        if pool is None or alone is None:  # both measured first
+            return "pool" if len(self.times["pool"]) <= len(self.times["alone"]) else "alone"
+        best = "pool" if pool < self.MARGIN * alone else "alone"
+        if best != self.best:
+            self.best, self.interval = best, PROBE
+            self.next_probe = self.runs + PROBE
+        if self.runs < self.next_probe:
+            return best
+        self.interval = min(2 * self.interval, self.MAX_PROBE)
+        self.next_probe = self.runs + self.interval
+        return "alone" if best == "pool" else "pool"
+
+    def record(self, mode: str, seconds: float) -> None:
+        window = self.times[mode]
+        window.append(seconds)
+        if len(window) == self.WINDOW:
+            self.medians[mode] = median(window)

@@ -1,0 +1,103 @@
+"""The region blob (backends/blob.py) the llvm and npu regions share: the llvm layout is the one
+saved files already hold, an npu region of the old text-header format still loads, and bad
+blobs are refused with the backend's error."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from common_graphs import int8_convnet
+from partita.backends.blob import BlobError, pack_region, unpack_region
+
+import partita as P
+
+
+def test_pack_unpack_round_trip_and_layout():
+    arrays = [np.arange(6, dtype=np.int16).reshape(2, 3), np.array([1.5], np.float64)]
+    data = pack_region({"name": "r"}, arrays, b"\x01\x02")
+    header, back, payload = unpack_region(data)
+    assert header["name"] == "r" and header["consts"] == [["int16", [2, 3]], ["float64", [1]]]
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(arrays, back))
+    assert payload == b"\x01\x02"
+    # the layout llvm regions were saved in: u32 length, JSON, raw arrays, payload
+    meta = json.dumps(header).encode()
+    assert data == len(meta).to_bytes(4, "little") + meta + b"".join(
+        a.tobytes() for a in arrays) + b"\x01\x02"
+
+
+@pytest.mark.parametrize("bad", [b"", b"\x05\x00", b"\x04\x00\x00\x00nope", b"\x02\x00\x00\x00[]",
+                                 b"\x20\x00\x00\x00{}"])
+def test_bad_blobs_are_refused(bad):
+    with pytest.raises(BlobError):
+        unpack_region(bad)
+
+
+def test_truncated_constants_are_refused():
+    data = pack_region({}, [np.zeros(8, np.int32)])
+    with pytest.raises(BlobError, match="truncated constants"):
+        unpack_region(data[:-4])
+
+
+def test_llvm_region_round_trip_with_keywords():
+    from partita.backends.llvm import LLVMRegion, load_region
+
+    mod = int8_convnet()
+    exe = P.build(mod, "llvm")
+    region = exe.steps[0].region
+    assert isinstance(region, LLVMRegion)
+    again = load_region(region.to_bytes())
+    assert again.to_bytes() == region.to_bytes()
+    x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
+    assert all(np.array_equal(a, b) for a, b in zip(again.run([x]), region.run([x])))
+    with pytest.raises(TypeError):
+        LLVMRegion("name", b"")  # keyword construction only
+    with pytest.raises(P.PartitaError, match="corrupt llvm region"):
+        load_region(region.to_bytes()[:100])
+
+
+def test_npu_region_new_and_version_1_blobs_load():
+    from partita.backends.npu import NPURegion, load_region
+
+    mod = int8_convnet()
+    exe = P.build(mod, "npu, llvm")
+    regions = [s.region for s in exe.steps if isinstance(s.region, NPURegion)]
+    assert regions
+    region = regions[0]
+    data = region.to_bytes()
+    header, _, stream = unpack_region(data)
+    assert header["format"] == "npu-region" and header["version"] == 2
+    assert stream == region.stream
+    # version 1: "name|1x8x8x4:int8;...|..." before the stream
+    def spell(types):
+        return ";".join(f"{'x'.join(map(str, t.shape))}:{t.dtype}" for t in types)
+
+    text = "|".join([region.name, spell(region.input_types), spell(region.output_types)])
+    old = len(text.encode()).to_bytes(4, "little") + text.encode() + region.stream
+    for blob in (data, old):
+        back = load_region(blob)
+        assert back.name == region.name and back.stream == region.stream
+        assert back.input_types == region.input_types
+        assert back.output_types == region.output_types
+    future = pack_region({**header, "version": 3}, payload=stream)
+    with pytest.raises(P.PartitaError, match="version 3"):
+        load_region(future)
+
+
+def test_outputs_are_copied_once_and_stay_the_callers():
+    """An llvm region's outputs are copies out of its arena (fresh_outputs): the executable
+    hands them out as they are; a later run never writes into arrays already returned."""
+    from unittest import mock
+
+    mod = int8_convnet()
+    exe = P.build(mod, "llvm")
+    x = np.random.default_rng(2).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
+    first = exe.run(x)
+    keep = [a.copy() for a in first]
+    with mock.patch.object(np, "array", wraps=np.array) as copies:
+        second = exe.run(x)
+    assert not any(c.kwargs.get("copy") for c in copies.call_args_list)
+    first[0][...] = 0
+    assert all(np.array_equal(a, b) for a, b in zip(second, keep))
+    assert all(np.array_equal(a, b) for a, b in zip(exe.run(x), keep))
