@@ -1,6 +1,6 @@
-"""``-threads=2`` for the int8 kernels (backends/llvm/runtime/threads.py): a worker thread kept across
-driver calls takes the second halves it claims first, sleeps when idle, stops with its region,
-and a forked child gets its own; the driver without a worker; each kernel called on
+"""``-threads=2`` for the int8 kernels (backends/llvm/runtime/threads.py): a worker thread kept
+across driver calls takes the second halves it claims first, sleeps when idle, stops with its
+region, and a forked child gets its own; the driver without a worker; each kernel called on
 its own; and the choice between the two drivers by measured speed. Every way gives the same
 bits as one thread and as the interpreter."""
 
