@@ -220,9 +220,9 @@ def test_float_products_in_mlas_order_split_over_two_threads(isa, kind):
     """FCONV (float products summed in ONNX Runtime's order) splits each tile's rows, or a
     one-row tile's channels, over the two threads, in the register tile of the ISA (AVX-512's
     32 registers or 16): the same bits as one thread and the interpreter on every run."""
-    from partita.backends.llvm.runtime.jit import runs_isa
     from partita.backends.llvm.layout import LLVMConvertLayout
     from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.runtime.jit import runs_isa
 
     if isa != "plain" and not runs_isa(isa):
         pytest.skip(f"this CPU does not run {isa} code")
