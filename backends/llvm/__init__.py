@@ -23,6 +23,7 @@ from partita.backends.registry import Backend, Option, register_backend
 
 from partita.ir import TensorType
 
+from . import host_cpu
 from .codegen import DRIVER, TIMED, TSC
 from .jit import (
     Loaded,
@@ -77,13 +78,15 @@ class LLVMRegion(CompiledRegion):
         self.input_types = [TensorType(*self.buffers[i]) for i in self.inputs]
         self.output_types = [TensorType(*self.buffers[i]) for i in self.outputs]
         self.cached = cached
+        # code for a CPU this host is not (host_cpu.py): loaded, saved, never run here
+        self.refusal = host_cpu.why_not_here(self.needs)
         self._loaded = Loaded(obj)
         self._run = self._loaded.function(DRIVER, [ctypes.c_void_p])
         self._alone = (self._loaded.function(ALONE, [ctypes.c_void_p])
                        if self._loaded.engine.get_function_address(ALONE) else None)
         self._timed = (self._loaded.function(TIMED, [ctypes.c_void_p, ctypes.c_void_p])
                        if self._loaded.engine.get_function_address(TIMED) else None)
-        if self._loaded.engine.get_function_address(SHUTDOWN):
+        if self._loaded.engine.get_function_address(SHUTDOWN) and self.refusal is None:
             # the worker thread runs this engine's code: stopped before the engine goes
             weakref.finalize(self, _stop_worker, self._loaded.function(SHUTDOWN, []),
                              self._loaded)
@@ -109,7 +112,12 @@ class LLVMRegion(CompiledRegion):
             state = self._local.state = (arena, views, table)
         return state
 
+    def _check_host(self):
+        if self.refusal is not None:
+            raise LLVMError(f"llvm region {self.name!r}: {self.refusal}")
+
     def run(self, inputs):
+        self._check_host()
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
         _, views, table = self._views()
         for i, a in zip(self.inputs, inputs):
@@ -128,6 +136,7 @@ class LLVMRegion(CompiledRegion):
         """One OpProfile per fused kernel: the driver's run with a time stamp after each kernel
         (with the worker when the region splits kernels), or in a region saved before it had
         that driver, kernel by kernel (each a native call, timed)."""
+        self._check_host()
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
         _, views, table = self._views()
         for i, a in zip(self.inputs, inputs):
@@ -235,6 +244,7 @@ def load_region(data: bytes) -> LLVMRegion:
 def resolve_isa(options: dict) -> str:
     """The kernel family: option ``-isa=``, else $PARTITA_LLVM_ISA, else the host's best (plain
     when ``-mcpu`` names another CPU)."""
+    host_cpu.check_mcpu(options.get("mcpu"))
     isa = str(options.get("isa") or "auto")
     if isa == "auto":
         isa = os.environ.get("PARTITA_LLVM_ISA", "auto")
@@ -248,6 +258,7 @@ def resolve_isa(options: dict) -> str:
     if isa == "avxvnni" and not runs_isa(isa) and options.get("mcpu") in (None, "native"):
         raise LLVMError("llvm: -isa=avxvnni needs a CPU with AVX-VNNI; this host's best is "
                         f"-isa={host_isa()}")
+    host_cpu.check_isa_for_cpu(isa, options.get("mcpu"))
     return isa
 
 
@@ -275,6 +286,10 @@ def compile_region(function, options: dict) -> LLVMRegion:
 
 def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMRegion:
     plan = lower(function, isa, threads)
+    used = {k.params.get(p) for k in plan.kernels for p in ("isa", "gather")}
+    lacking = host_cpu.lacking(used) if mcpu in (None, "native") else []
+    if lacking:  # kernels this host cannot run: compiled for a CPU with them, refused at run
+        features = ",".join([isa_features(isa) if features is None else features, *lacking])
     obj, cached = compile_parts(
         generate_parts(plan), mcpu, features, plan_digest(plan), unroll=wants_unrolling(plan)
     )
@@ -289,6 +304,7 @@ def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMReg
     calls = list(zip(names, call_args(plan)))
     consts = [a for k in plan.kernels for _, a in constants(k)]
     needs = ["amx"] if any(k.params.get("isa") == "amx" for k in plan.kernels) else []
+    needs += lacking or host_cpu.needs_of(mcpu)
     return LLVMRegion(
         name, obj, plan.buffers, plan.inputs, plan.outputs, kernels, arena, calls, consts, cached,
         needs,
