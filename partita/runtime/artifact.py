@@ -36,7 +36,7 @@ class ArtifactError(ModelFileError):
     """A saved executable that cannot be loaded: not one, another version, tampered, truncated."""
 
 
-def load_executable(path) -> Executable:
+def load_executable(path, trust: bool = False) -> Executable:
     """Read an executable written by ``save``; an ArtifactError says what is wrong."""
     path = Path(path)
     if not path.is_file():
