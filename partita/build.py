@@ -117,6 +117,7 @@ def build(
                 tuple(step.outputs),
                 tuple(release),
                 step.host,
+                (step.function, dict(options.get(step.target) or {})),
             )
         )
     main = partitioned["main"]
