@@ -173,7 +173,7 @@ def _bomb(src: Path, dst: Path, size: int) -> None:
     manifest["members"] = {n: _sha(d) for n, d in members.items() if n in manifest["members"]}
     manifest["members"][victim] = h.hexdigest()
     data = json.dumps(manifest).encode()
-    with zipfile.ZipFile(dst, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(dst, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
         z.writestr(MANIFEST, data)
         for name, blob in members.items():
             z.writestr(name, blob)
@@ -199,7 +199,7 @@ def test_a_decompression_bomb_is_refused_with_little_memory(tmp_path):
     P.build(parse(DOUBLE), "ref").save(tmp_path / "small.partita")
     bomb = tmp_path / "bomb.partita"
     _bomb(tmp_path / "small.partita", bomb, 2 << 30)
-    assert bomb.stat().st_size < 8 << 20  # a few MB on disk, 2 GiB inflated
+    assert bomb.stat().st_size < 16 << 20  # a few MB on disk, 2 GiB inflated
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for extra_env, message in (({}, "decompression bomb"),
                                ({"PARTITA_MEMORY_BUDGET": "1g"}, "over the memory budget")):
