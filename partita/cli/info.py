@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# value-preserving ops a quantized input may pass through before a qnn op reads it
+# ops that keep a quantized tensor's scale and zero point (they move or clip its values)
 PASS_THROUGH = {"reshape", "transpose", "nn.pad", "layout_transform", "squeeze", "expand_dims",
-                "nn.batch_flatten", "copy"}
+                "nn.batch_flatten", "copy", "clip", "nn.max_pool2d", "strided_slice"}
 # an argument's name -> the names of its scale and zero point among the op's inputs
 ARG_QUANT = {
     "data": ("input_scale", "input_zero_point"),
