@@ -356,9 +356,12 @@ def info_cmd(args, out, progress: Progress) -> int:
     from partita.cli.info import executable_ports, model_ports, render
 
     if is_executable(args.model):
-        info = executable_ports(load_saved(args, progress))
+        exe = load_saved(args, progress)
+        info = executable_ports(exe)
         info["note"] = ("(a saved executable records no scales: 'partita info' on the model file "
                         "gives them)")
+        if args.json:
+            info["load"] = exe.load_report
     else:
         info = model_ports(_import(args, progress))
     out.write(json.dumps(info, indent=2) + "\n" if args.json else render(info) + "\n")

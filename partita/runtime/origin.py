@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import time
 from pathlib import Path
 
 ORIGIN = "origin.hmac"  # the zip member that holds the tag (not listed in the manifest)
@@ -53,8 +54,13 @@ def secret(create: bool) -> bytes | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # made by another process meanwhile (or unusable)
-        return _read_key(path)
+    except FileExistsError:  # made by another process meanwhile: wait for its 32 bytes
+        for _ in range(50):
+            key = _read_key(path)
+            if key is not None:
+                return key
+            time.sleep(0.01)
+        return None
     except OSError:
         return None
     with os.fdopen(fd, "wb") as f:
