@@ -23,6 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DIGITS = ROOT / "partita" / "data" / "digits_mobilenetv2.tflite"
 CONV = ROOT / "tests" / "models" / "tflite" / "ops" / "conv2d_same_s1_relu.tflite"
+ONNX = ROOT / "tests" / "models" / "onnx" / "ops" / "conv_1x1.qop_s8s8_pt.onnx"
 
 DRIVER = textwrap.dedent(
     """
@@ -108,6 +109,12 @@ def cases(tmp: Path) -> list[tuple[list[str], set[int] | int, dict]]:
         (["inspect", m, "-t", npu, "--cpu-op", "CONV_2D", "--strict"], 1, {"json": True}),
         (["inspect", m, "-t", npu, "--semantics", "tflite_builtin"], 0, {}),
     ]
+    for match in ("ort", "ort_disable_all"):
+        out.append((["inspect", str(ONNX), "-t", npu, "--match", match], 0, {}))
+    for ort_cpu in ("vnni", "avx2"):
+        out.append((["run", str(ONNX), "-t", npu, "--ort-cpu", ort_cpu, "--random"], 0, {}))
+    out.append((["eval", m, "--data", "digits", "--limit", "2", "--engine", "local",
+                 "--reference", "tflite" if _has("ai_edge_litert") else "interpreter"], 0, {}))
     for preset in ("u55-128", "u55-256", "u65-256", "u65-512"):
         out.append((["inspect", m, "-t", f"npu -config={preset}, llvm"], 0, {}))
     for sram in ("16k", "256k", "1m", "64m"):
