@@ -109,3 +109,24 @@ def test_eval_help_names_the_shipped_model(capsys):
     out = capsys.readouterr().out
     assert "digits_mobilenetv2.tflite" in out and "digits.tflite" not in out.replace(
         "mobilenetv2.tflite", "")
+
+
+def test_a_split_source_op_is_explained(capsys, tmp_path):
+    """A source op whose IR ops land on two targets is reported as ``a+b``; the text says what
+    that means."""
+    from partita.backends import Backend, register_backend, unregister_backend
+
+    model = tmp_path / "split.relay"
+    model.write_text(
+        "def @main(%x: Tensor[(2, 4), float32]) {\n"
+        "  %0 = add(%x, %x) /* span=FUSED:0:y */;\n"
+        "  tanh(%0) /* span=FUSED:0:y */\n"
+        "}\n"
+    )
+    register_backend(Backend("acc_split", ops=["add"]), override=True)
+    try:
+        status, out, _ = run(capsys, "inspect", model, "-t", "acc_split, ref")
+    finally:
+        unregister_backend("acc_split")
+    assert status == 0 and "acc_split+ref" in out
+    assert "(acc_split+ref: a source op that became several IR ops, some placed on acc_split" in out
