@@ -28,7 +28,8 @@ STATUS_HELP = (
     "exit status: 0 ok, 1 a check failed (--strict found ops left on the CPU; a sweep point "
     "failed; demo's outputs differ from TFLite's), 2 usage error (arguments, target, "
     "inputs, an output path, a missing optional package), 3 a model, executable or data file "
-    "that cannot be read, 4 a model partita does not support, 5 internal error (a bug)"
+    "that cannot be read, 4 a model partita does not support, 5 internal error (a bug); 130 "
+    "interrupted, 141 stdout closed before the output ended"
 )
 
 
