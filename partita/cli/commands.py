@@ -358,8 +358,6 @@ def info_cmd(args, out, progress: Progress) -> int:
     if is_executable(args.model):
         exe = load_saved(args, progress)
         info = executable_ports(exe)
-        info["note"] = ("(a saved executable records no scales: 'partita info' on the model file "
-                        "gives them)")
         if args.json:
             info["load"] = exe.load_report
     else:

@@ -228,7 +228,9 @@ def _build(manifest: dict, blobs: dict[str, bytes], where: str, why: str | None)
         return s
 
     def port(d: dict) -> Port:
-        return Port(str(d["name"]), TensorType(tuple(d["shape"]), d["dtype"]), slot(d["slot"]))
+        quant = (d["scale"], d["zero_point"]) if "scale" in d else None
+        return Port(str(d["name"]), TensorType(tuple(d["shape"]), d["dtype"]), slot(d["slot"]),
+                    quant)
 
     constants = {
         slot(c["slot"]): _load_array(blobs[c["member"]], c["member"], where)

@@ -53,6 +53,7 @@ class Port:
     name: str
     type: TensorType
     slot: int
+    quant: tuple | None = field(default=None, compare=False)  # (scale, zero point) when known
 
 
 class Executable:

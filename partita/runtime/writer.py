@@ -49,7 +49,10 @@ def _serialize(function) -> bytes:
 
 
 def _port(p: Port) -> dict:
-    return {"name": p.name, "shape": list(p.type.shape), "dtype": p.type.dtype, "slot": p.slot}
+    d = {"name": p.name, "shape": list(p.type.shape), "dtype": p.type.dtype, "slot": p.slot}
+    if p.quant is not None:
+        d["scale"], d["zero_point"] = p.quant
+    return d
 
 
 def save_executable(exe: Executable, path) -> None:

@@ -53,7 +53,7 @@ def test_info_matches_tflites_tensor_details(capsys, path):
                 assert "scale" not in g
 
 
-def test_info_text_and_a_saved_executable(capsys, tmp_path):
+def test_info_text_and_a_saved_executable_which_keeps_the_quantization(capsys, tmp_path):
     model = MODELS[0]
     assert cli.main(["info", str(model)]) == 0
     text = capsys.readouterr().out
@@ -63,4 +63,4 @@ def test_info_text_and_a_saved_executable(capsys, tmp_path):
     capsys.readouterr()
     assert cli.main(["info", str(exe)]) == 0
     out = capsys.readouterr().out
-    assert "(1, 32, 32, 3) int8" in out and "records no scales" in out
+    assert "(1, 32, 32, 3) int8  scale 0.00784314 zero point -1" in out
