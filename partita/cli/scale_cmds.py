@@ -86,6 +86,10 @@ def sweep_cmd(args, out, progress) -> int:
 
     _models(args.models, SWEEP_FORMATS)
     points = len(_targets(args.target)) * len(args.models)
+    if args.resume and not args.out:
+        raise UsageError("--resume continues the points recorded in --out DIR: give --out")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: that is a file; --out names a directory")
     plot_path = output_path(args.plot, "--plot")
     if plot_path is not None:
         require("matplotlib", "--plot", extra="plot")

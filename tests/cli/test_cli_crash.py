@@ -156,6 +156,8 @@ def cases(tmp: Path) -> list[tuple[list[str], set[int] | int, dict]]:
         (["sweep", m, "-t", "npu -config={u65-256, llvm"], 2, {"json": True}),
         (["sweep", m, "-t", "npu -config={u55-128,u66-256}, llvm"], 2, {}),
         (["inspect", m, "-t", "npu -config=u55-999, llvm"], 2, {}),
+        (["sweep", m, "-t", npu, "--resume"], 2, {}),
+        (["sweep", m, "-t", npu, "--out", str(tmp / "text.npy")], 2, {"json": True}),
         (["demo", "--limit", "-5"], 2, {"json": True}),
         (["profile", exe, "--repeat", "0"], 2, {}),
         (["eval", m, "--data", "digits", "--workers", "-1"], 2, {}),
