@@ -114,7 +114,7 @@ class LLVMRegion(CompiledRegion):
 
     def _check_host(self):
         if self.refusal is not None:
-            raise LLVMError(f"llvm region {self.name!r}: {self.refusal}")
+            raise host_cpu.HostCPUError(f"llvm region {self.name!r}: {self.refusal}")
 
     def run(self, inputs):
         self._check_host()

@@ -57,6 +57,11 @@ ISA_NEEDS = {
     "amx": {"+avx512f", "+avx512bw", "+avx512vnni", "+amx-int8", "+amx-tile"},
 }
 
+class HostCPUError(LLVMError):
+    """A CPU option (-mcpu, -isa) this host or the named CPU cannot honour, or code compiled
+    for a CPU this host is not, asked to run here."""
+
+
 _KNOWN: dict[str, bool] = {}
 _LOCK = threading.Lock()
 
@@ -115,7 +120,7 @@ def check_mcpu(mcpu) -> None:
     if is_native(mcpu):
         return
     if not isinstance(mcpu, str) or not mcpu.strip() or not recognized(mcpu):
-        raise LLVMError(
+        raise HostCPUError(
             f"llvm: -mcpu={mcpu} is not a CPU LLVM knows; use -mcpu=native (this host, "
             f"{host_cpu()}) or a name such as x86-64-v3, haswell, skylake-avx512, icelake-server, "
             "sapphirerapids, znver4"
@@ -138,7 +143,7 @@ def check_isa_for_cpu(isa: str, mcpu) -> None:
     have = target_features(mcpu)
     missing = sorted(ISA_NEEDS.get(isa, set()) - have) if have is not None else []
     if missing:
-        raise LLVMError(
+        raise HostCPUError(
             f"llvm: -isa={isa} needs {_names(missing)}, which -mcpu={mcpu} lacks; pick a CPU "
             f"that has them or leave -isa out (it then follows -mcpu)"
         )
@@ -183,6 +188,7 @@ def _names(features) -> str:
 
 __all__ = [
     "CPU_FEATURES",
+    "HostCPUError",
     "check_isa_for_cpu",
     "check_mcpu",
     "lacking",

@@ -69,6 +69,11 @@ def _table():
     from partita.scale.engines import EngineError
     from partita.text.serialize import DeserializeError
 
+    try:
+        from partita.backends.llvm.host_cpu import HostCPUError
+    except ImportError:  # no llvmlite: the LLVM backend cannot raise it
+        HostCPUError = ()  # noqa: N806
+
     return [
         (StrictPartitionError, EXIT_STRICT,
          "the report says why each op stayed on the CPU; without --strict they run there"),
@@ -78,6 +83,8 @@ def _table():
         (ConfigError, EXIT_USAGE,
          "'partita backends' lists the NPU presets (-config=) and the -sram sizes"),
         (EngineError, EXIT_USAGE, "see 'partita {command} --help' for --engine"),
+        (HostCPUError, EXIT_USAGE, "leave -mcpu and -isa out (or -mcpu=native, -isa=auto) to "
+         "compile for this CPU; code for another CPU can be compiled here and run there"),
         (BackendError, EXIT_USAGE,
          "'partita backends' lists every backend and its options"),
         (InputError, EXIT_USAGE,

@@ -9,6 +9,7 @@ import re
 import pytest
 from partita.backends import BackendError
 from partita.backends.llvm.errors import LLVMError
+from partita.backends.llvm.host_cpu import HostCPUError
 from partita.backends.npu.config import ConfigError
 from partita.partition import StrictPartitionError
 from partita.partition.target import TargetError
@@ -62,7 +63,8 @@ CASES = [
     (ConfigError("unknown NPU config 'u77'"), 2, "partita backends"),
     (EngineError("unknown engine 'foo'"), 2, "--engine"),
     (TargetError("unknown backend 'gpu9'"), 2, "partita backends"),
-    (LLVMError("llvm: -mcpu=foo is not a CPU LLVM knows"), 2, "partita backends"),
+    (HostCPUError("llvm: -mcpu=foo is not a CPU LLVM knows"), 2, "-mcpu=native, -isa=auto"),
+    (LLVMError("llvm cannot compile nn.foo"), 2, "partita backends"),
     (BackendError("backend npu has no option -x"), 2, "partita backends"),
     (InputError("input x: expected (1, 4) int8"), 2, "partita info"),
     (UsageError("give --input files or --random, not both"), 2, "--help"),
