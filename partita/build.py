@@ -21,6 +21,7 @@ from partita.ir import Constant, Function, IRModule, substitute
 from partita.partition import parse_target, partition_for, placement_report
 from partita.passes.infer_type import infer_type
 from partita.runtime.executable import Executable, Port, Step
+from partita.runtime.ports import quantization
 from partita.runtime.schedule import plan_schedule, release_points
 
 log = logging.getLogger("partita.build")
@@ -117,13 +118,20 @@ def build(
                 tuple(step.outputs),
                 tuple(release),
                 step.host,
+                (step.function, dict(options.get(step.target) or {})),
             )
         )
     main = partitioned["main"]
-    inputs = [Port(p.name_hint, p.checked_type, s) for p, s in zip(main.params, plan.input_slots)]
+    qin, qout = quantization(mod["main"])  # what an input file must hold (partita info)
+    qin = qin if len(qin) == len(main.params) else [None] * len(main.params)
+    inputs = [
+        Port(p.name_hint, p.checked_type, s, q)
+        for p, s, q in zip(main.params, plan.input_slots, qin)
+    ]
     out_types = flat_types(main.body.checked_type)
     names = list(mod.attrs.get("output_names") or ())
     if len(names) != len(out_types):
         names = [f"output_{i}" for i in range(len(out_types))]
-    outputs = [Port(n, t, s) for n, t, s in zip(names, out_types, plan.output_slots)]
+    qout = qout if len(qout) == len(out_types) else [None] * len(out_types)
+    outputs = [Port(n, t, s, q) for n, t, s, q in zip(names, out_types, plan.output_slots, qout)]
     return Executable(steps, plan.n_slots, inputs, outputs, plan.constants, str(composite), report)

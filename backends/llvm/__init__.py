@@ -32,6 +32,7 @@ from partita.backends.llvm.runtime.jit import (
 )
 from partita.backends.registry import Backend, Option, register_backend
 
+from . import host_cpu
 from .errors import LLVMError
 from .layout import LLVMConvertLayout
 from .plan import plan_digest
@@ -41,6 +42,7 @@ from .region import LLVMRegion, load_region
 def resolve_isa(options: dict) -> str:
     """The kernel family: option ``-isa=``, else $PARTITA_LLVM_ISA, else the host's best (plain
     when ``-mcpu`` names another CPU)."""
+    host_cpu.check_mcpu(options.get("mcpu"))
     isa = str(options.get("isa") or "auto")
     if isa == "auto":
         isa = os.environ.get("PARTITA_LLVM_ISA", "auto")
@@ -54,6 +56,7 @@ def resolve_isa(options: dict) -> str:
     if isa == "avxvnni" and not runs_isa(isa) and options.get("mcpu") in (None, "native"):
         raise LLVMError("llvm: -isa=avxvnni needs a CPU with AVX-VNNI; this host's best is "
                         f"-isa={host_isa()}")
+    host_cpu.check_isa_for_cpu(isa, options.get("mcpu"))
     return isa
 
 
@@ -81,6 +84,10 @@ def compile_region(function, options: dict) -> LLVMRegion:
 
 def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMRegion:
     plan = lower(function, isa, threads)
+    used = {k.params.get(p) for k in plan.kernels for p in ("isa", "gather")}
+    lacking = host_cpu.lacking(used) if mcpu in (None, "native") else []
+    if lacking:  # kernels this host cannot run: compiled for a CPU with them, refused at run
+        features = ",".join([isa_features(isa) if features is None else features, *lacking])
     obj, cached = compile_parts(
         generate_parts(plan), mcpu, features, plan_digest(plan), unroll=wants_unrolling(plan)
     )
@@ -93,6 +100,7 @@ def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMReg
     calls = list(zip(names, call_args(plan)))
     consts = [a for k in plan.kernels for _, a in constants(k)]
     needs = ["amx"] if any(k.params.get("isa") == "amx" for k in plan.kernels) else []
+    needs += lacking or host_cpu.needs_of(mcpu)
     return LLVMRegion(
         name=name, obj=obj, buffers=plan.buffers, inputs=plan.inputs, outputs=plan.outputs,
         kernels=kernels, arena=arena, calls=calls, consts=consts, cached=cached, needs=needs,

@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 from partita.backends.blob import pack_region, unpack_region
 from partita.backends.compiled import CompiledRegion, OpProfile
+from partita.backends.llvm import host_cpu
 from partita.backends.llvm.emit.base import DRIVER, TIMED, TSC
 from partita.backends.llvm.errors import LLVMError
 from partita.backends.llvm.runtime.jit import Loaded, amx_permitted
@@ -62,13 +63,15 @@ class LLVMRegion(CompiledRegion):
         self.input_types = [TensorType(*self.buffers[i]) for i in self.inputs]
         self.output_types = [TensorType(*self.buffers[i]) for i in self.outputs]
         self.cached = cached
+        # code for a CPU this host is not (host_cpu.py): loaded, saved, never run here
+        self.refusal = host_cpu.why_not_here(self.needs)
         self._loaded = Loaded(obj)
         self._run = self._loaded.function(DRIVER, [ctypes.c_void_p])
         self._alone = (self._loaded.function(ALONE, [ctypes.c_void_p])
                        if self._loaded.engine.get_function_address(ALONE) else None)
         self._timed = (self._loaded.function(TIMED, [ctypes.c_void_p, ctypes.c_void_p])
                        if self._loaded.engine.get_function_address(TIMED) else None)
-        if self._loaded.engine.get_function_address(SHUTDOWN):
+        if self._loaded.engine.get_function_address(SHUTDOWN) and self.refusal is None:
             # the worker thread runs this engine's code: stopped before the engine goes
             weakref.finalize(self, _stop_worker, self._loaded.function(SHUTDOWN, []),
                              self._loaded)
@@ -94,7 +97,12 @@ class LLVMRegion(CompiledRegion):
             state = self._local.state = (arena, views, table)
         return state
 
+    def _check_host(self):
+        if self.refusal is not None:
+            raise host_cpu.HostCPUError(f"llvm region {self.name!r}: {self.refusal}")
+
     def run(self, inputs):
+        self._check_host()
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
         _, views, table = self._views()
         for i, a in zip(self.inputs, inputs):
@@ -113,6 +121,7 @@ class LLVMRegion(CompiledRegion):
         """One OpProfile per fused kernel: the driver's run with a time stamp after each kernel
         (with the worker when the region splits kernels), or in a region saved before it had
         that driver, kernel by kernel (each a native call, timed)."""
+        self._check_host()
         inputs = [np.ascontiguousarray(a) for a in self.check_inputs(inputs)]
         _, views, table = self._views()
         for i, a in zip(self.inputs, inputs):

@@ -7,6 +7,7 @@ time, and — where ai-edge-litert is installed — that every output equals TFL
 
 from __future__ import annotations
 
+import json
 import time
 from importlib import resources
 
@@ -68,8 +69,10 @@ def tflite_outputs(model_path, images: np.ndarray) -> np.ndarray | None:
     return np.stack(results)
 
 
-def run_demo(out, target: str | None = None, limit: int | None = None, say=print) -> int:
-    """Compile, run, check; write the summary to ``out``. Returns the exit status."""
+def run_demo(out, target: str | None = None, limit: int | None = None, say=print,
+             as_json: bool = False) -> int:
+    """Compile, run, check; write the summary to ``out`` (text, or one JSON document).
+    Returns the exit status (1 when an output differs from TFLite's)."""
     from partita.build import build
     from partita.frontends import from_tflite
 
@@ -81,38 +84,67 @@ def run_demo(out, target: str | None = None, limit: int | None = None, say=print
         images, labels = z["images"], z["labels"]
     if limit:
         images, labels = images[:limit], labels[:limit]
+    text = _Lines(out, enabled=not as_json)
     start = time.perf_counter()
     exe = build(from_tflite(str(model)), target)
     compile_s = time.perf_counter() - start
-    out.write(f"model: {MODEL} (int8 MobileNetV2, {len(images)} held-out digits)\n")
-    out.write(f"target: {target!r}, compiled in {compile_s:.2f} s\n")
-    out.write(f"placement: {exe.report.summary_line()}\n")
+    result = {"model": MODEL, "images": len(images), "target": target, "compile_s": compile_s,
+              "placement": exe.report.summary()}
+    text(f"model: {MODEL} (int8 MobileNetV2, {len(images)} held-out digits)")
+    text(f"target: {target!r}, compiled in {compile_s:.2f} s")
+    text(f"placement: {exe.report.summary_line()}")
     start = time.perf_counter()
     logits = np.stack([exe.run(image[None])[0][0] for image in images])
     run_s = time.perf_counter() - start
     accuracy = float(np.mean(logits.argmax(-1) == labels))
-    out.write(f"accuracy: {100 * accuracy:.1f}% ({int(accuracy * len(labels))}/{len(labels)})\n")
+    correct = int(np.sum(logits.argmax(-1) == labels))
+    result.update(accuracy=accuracy, correct=correct, run_ms_per_image=1e3 * run_s / len(images))
+    text(f"accuracy: {100 * accuracy:.1f}% ({correct}/{len(labels)})")
     profile = exe.profile(images[:1], repeat=3)
+    result["per_target"] = {}
     for name, totals in profile.totals.items():
         cycles = totals.get("cycles")
+        result["per_target"][name] = {
+            "host_ms": 1e3 * totals["time_s"], "npu_cycles": cycles or None,
+            "ms_at_npu_clock": 1e3 * totals["time_at_clock_s"]
+            if totals.get("time_at_clock_s") else None,
+        }
         line = f"{name}: {1e3 * totals['time_s']:.3f} ms host time per image"
         if cycles:
             line += f", {cycles:,} NPU cycles"
             if totals.get("time_at_clock_s"):
                 line += f" ({1e3 * totals['time_at_clock_s']:.3f} ms at the NPU clock)"
-        out.write(line + "\n")
+        text(line)
     host = exe.report.host if exe.report is not None else ""
     if not any(step.host for step in exe.steps):
-        out.write(f"{host}: no ops (every op runs on the accelerator)\n")
-    out.write(f"run: {1e3 * run_s / len(images):.3f} ms per image\n")
+        text(f"{host}: no ops (every op runs on the accelerator)")
+    text(f"run: {1e3 * run_s / len(images):.3f} ms per image")
     expected = tflite_outputs(model, images)
+    status = 0
     if expected is None:
-        out.write("TFLite check skipped: ai-edge-litert is not installed\n")
-        return 0
-    equal = int(np.sum(np.all(expected == logits, axis=-1)))
-    diff = int(np.abs(expected.astype(np.int32) - logits.astype(np.int32)).max())
-    out.write(
-        f"TFLite (reference kernels): {equal}/{len(images)} outputs bit-exact"
-        f"{'' if equal == len(images) else f', max |diff| {diff}'}\n"
-    )
-    return 0 if equal == len(images) else 1
+        result["tflite"] = None
+        text("TFLite check skipped: ai-edge-litert is not installed")
+    else:
+        equal = int(np.sum(np.all(expected == logits, axis=-1)))
+        diff = int(np.abs(expected.astype(np.int32) - logits.astype(np.int32)).max())
+        result["tflite"] = {"bit_exact": equal, "of": len(images), "max_abs_diff": diff}
+        text(
+            f"TFLite (reference kernels): {equal}/{len(images)} outputs bit-exact"
+            f"{'' if equal == len(images) else f', max |diff| {diff}'}"
+        )
+        status = 0 if equal == len(images) else 1
+    if as_json:
+        out.write(json.dumps(result, indent=2) + "\n")
+    return status
+
+
+class _Lines:
+    """Text lines written as they come (nothing with --json)."""
+
+    def __init__(self, out, enabled: bool):
+        self.out, self.enabled = out, enabled
+
+    def __call__(self, line: str) -> None:
+        if self.enabled:
+            self.out.write(line + "\n")
+            self.out.flush()

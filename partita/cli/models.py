@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from partita.cli.errors import MissingPackageError, UsageError
 from partita.errors import ModelFileError, PartitaError, UnsupportedModelError
 
 # extension -> (module, function, what); frontends are imported only when a model needs them.
@@ -17,10 +18,6 @@ LOADERS = {
     ".relay": ("partita.text", "parse", "Relay text"),
 }
 EXECUTABLE = ".partita"
-
-
-class UsageError(PartitaError):
-    """A command-line argument that cannot be used (exit status 2)."""
 
 
 def parse_shapes(items) -> dict[str, tuple[int, ...]]:
@@ -57,6 +54,9 @@ def frontend_kwargs(
     if match:
         if ext not in (".onnx", ".pt2", ".pt"):
             raise UsageError("--match applies to ONNX and PyTorch models")
+        modes = ("ort", "ort_disable_all") if ext == ".onnx" else ("qnn", "pytorch_eager")
+        if match not in modes:
+            raise UsageError(f"--match {match!r}: for {ext} models one of {', '.join(modes)}")
         kwargs["match"] = match
     if ort_cpu:
         if ext != ".onnx":
@@ -90,8 +90,9 @@ def load_model(path, shapes=None, semantics=None, match=None, ort_cpu=None):
             raise UnsupportedModelError(
                 f"{what} models ({ext}) are not supported yet: this partita has no {what} frontend"
             ) from None
-        raise UnsupportedModelError(
-            f"the {what} frontend needs the {e.name!r} package (pip install {e.name})"
+        extra = {"torch": " (or pip install 'partita[torch]')"}.get(e.name, "")
+        raise MissingPackageError(
+            f"the {what} frontend needs the {e.name!r} package: pip install {e.name}{extra}"
         ) from None
     loader = getattr(module, func_name, None)
     if loader is None:

@@ -4,6 +4,51 @@ from __future__ import annotations
 
 import argparse
 
+from partita.cli.errors import STATUS_HELP, UsageError
+
+
+class CommandLineError(UsageError):
+    """An argument argparse refused; ``usage`` is the (sub)command's usage line."""
+
+    def __init__(self, message: str, usage: str, prog: str):
+        super().__init__(message)
+        self.usage, self.prog = usage, prog
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors raised (so that ``--json`` can report them as JSON) and unknown
+    arguments reported against the subcommand's usage rather than the top level's."""
+
+    commands: dict = {}
+
+    def error(self, message):
+        raise CommandLineError(message, self.format_usage(), self.prog)
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            sub = self.commands.get(getattr(parsed, "command", None), self)
+            sub.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+def _int_at_least(low: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+positive = _int_at_least(1, "a positive whole number")
+non_negative = _int_at_least(0, "zero or a positive whole number")
+
 TARGET_HELP = (
     "composite target, tvmc style: accelerators in priority order, then the host; e.g. "
     '"npu, llvm", "npu -config=u55-256, ref" (see: partita backends)'
@@ -37,8 +82,14 @@ EXAMPLES = {
   partita sweep m.tflite -t "npu -config={u55-128,u65-512}, llvm" --csv --plot pareto.svg
   partita sweep m.tflite -t "..." --engine ray --out runs/ --resume""",
     "eval": """examples:
-  partita eval digits.tflite --data digits --target "npu, llvm"
+  partita eval "$DIGITS" --data digits --target "npu, llvm"
+      (DIGITS: the model 'partita demo' runs, installed as partita/data/digits_mobilenetv2.tflite;
+       DIGITS=$(python -c "import partita, os; print(os.path.join(os.path.dirname(
+       partita.__file__), 'data', 'digits_mobilenetv2.tflite'))"))
   partita eval model.tflite --data val.npz -t "npu, llvm" --limit 500 --engine ray://head:10001""",
+    "info": """examples:
+  partita info model.tflite              (inputs and outputs: shape, dtype, scale, zero point)
+  partita info model.partita --json""",
     "backends": """examples:
   partita backends
   partita backends --json""",
@@ -94,7 +145,7 @@ def _model_options(parser, model_help: str, target_required: bool = False) -> No
     )
     parser.add_argument(
         "--min-region-size",
-        type=int,
+        type=positive,
         default=1,
         metavar="N",
         help="regions of fewer source ops go back to the CPU (default 1)",
@@ -118,6 +169,15 @@ def _model_options(parser, model_help: str, target_required: bool = False) -> No
     )
 
 
+def _trust_option(parser) -> None:
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="a saved executable: run the object code it carries even if it was not written on "
+        "this machine (default: such host regions are compiled again from the IR in the file)",
+    )
+
+
 def _input_options(parser) -> None:
     parser.add_argument(
         "--input",
@@ -132,7 +192,9 @@ def _input_options(parser) -> None:
         action="store_true",
         help="random inputs of the right shapes and dtypes (seeded)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for --random (default 0)")
+    parser.add_argument(
+        "--seed", type=non_negative, default=0, help="seed for --random (default 0)"
+    )
 
 
 def _engine_options(parser) -> None:
@@ -143,10 +205,12 @@ def _engine_options(parser) -> None:
         help="local (default: a process pool on every core), local:N, ray (a "
         "local Ray instance) or ray://HOST:PORT (a cluster)",
     )
-    parser.add_argument("--workers", type=int, metavar="N", help="worker processes (local)")
+    parser.add_argument(
+        "--workers", type=positive, metavar="N", help="worker processes (local)"
+    )
     parser.add_argument(
         "--retries",
-        type=int,
+        type=non_negative,
         default=1,
         metavar="N",
         help="retries of a failed task before it is reported (default 1)",
@@ -192,7 +256,7 @@ def _add_scale(commands) -> None:
         "labels/y) or 'digits' (the test set shipped with partita)",
     )
     p.add_argument("--target", "-t", default="npu, llvm", help=TARGET_HELP)
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N samples")
+    p.add_argument("--limit", type=positive, metavar="N", help="only the first N samples")
     p.add_argument(
         "--reference",
         choices=("auto", "interpreter", "tflite", "onnx"),
@@ -205,12 +269,11 @@ def _add_scale(commands) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from partita.version import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="partita",
         description="Partition quantized neural networks between an NPU and a CPU, compile "
         "and run them.",
-        epilog="exit status: 0 ok, 1 --strict found CPU ops, 2 usage error, 3 unreadable model "
-        "file, 4 unsupported model, 5 internal error",
+        epilog=STATUS_HELP,
     )
     parser.add_argument("--version", action="version", version=f"partita {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -240,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _model_options(p, "a saved executable (.partita) or a model file (then give --target)")
     _input_options(p)
+    _trust_option(p)
     p.add_argument("-o", "--output", metavar="FILE.npz", help="save the outputs by name")
 
     p = _command(
@@ -250,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         "its target, composite and partition, and for ops left on the CPU the reason.",
     )
     _model_options(p, "a model file, or a saved executable (its report)")
+    _trust_option(p)
     p.add_argument(
         "--svg",
         metavar="FILE",
@@ -267,8 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _model_options(p, "a saved executable (.partita) or a model file (then give --target)")
     _input_options(p)
+    _trust_option(p)
     p.add_argument(
-        "--repeat", type=int, default=5, metavar="N", help="runs to take the median of (default 5)"
+        "--repeat",
+        type=positive,
+        default=5,
+        metavar="N",
+        help="runs to take the median of (default 5)",
     )
 
     p = _command(
@@ -280,7 +350,22 @@ def build_parser() -> argparse.ArgumentParser:
         "CPU time and whether every output equals TFLite's.",
     )
     p.add_argument("--target", "-t", help=TARGET_HELP + ' (default "npu, llvm")')
-    p.add_argument("--limit", type=int, metavar="N", help="run only the first N test digits")
+    p.add_argument(
+        "--limit", type=positive, metavar="N", help="run only the first N test digits"
+    )
+
+    p = _command(
+        commands,
+        "info",
+        "show a model's inputs and outputs: shape, dtype, scale, zero point",
+        "Import MODEL (or load a saved executable) and list its inputs and outputs with "
+        "shape and dtype, and for quantized ports the scale and zero point (real = scale * "
+        "(q - zero_point)): what an --input .npy file must hold.",
+    )
+    p.add_argument("model", metavar="MODEL", help="a model file or a saved executable")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                   help="static shape of an input with dynamic dimensions; repeatable")
+    _trust_option(p)
 
     _add_scale(commands)
 
@@ -289,6 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
         "backends",
         "list the backends, their options and where they come from",
         "List every backend partita can find: built in, registered, or declared by an "
-        "installed package through the 'partita.backends' entry point group.",
+        "installed package through the 'partita.backends' entry point group, with the NPU's "
+        "presets and the -sram sizes it takes.",
     )
+    parser.commands = dict(commands.choices)
     return parser

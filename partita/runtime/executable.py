@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,6 +41,9 @@ class Step:
     outputs: tuple[int, ...]
     release: tuple[int, ...] = ()
     host: bool = False
+    # what the region was compiled from: (function, or its serialized bytes; backend options),
+    # saved with regions of native code so that a file from elsewhere can be compiled again
+    source: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,15 @@ class Port:
     name: str
     type: TensorType
     slot: int
+    quant: tuple | None = field(default=None, compare=False)  # (scale, zero point) when known
 
 
 class Executable:
     """Compiled regions run in a fixed order; immutable and re-entrant."""
+
+    # set by load: whose native code runs (artifact.py); empty for a build in memory
+    load_report: dict | None = None
+    load_note: str = ""
 
     def __init__(
         self,

@@ -15,10 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from partita.runtime.origin import ORIGIN, tag
 from partita.version import __version__
 
 if TYPE_CHECKING:
     from partita.runtime.executable import Executable, Port
+
+# backends whose saved regions hold native object code, which runs when the region is loaded:
+# their functions are saved too (as Relay text with .npy constants, partita.text.serialize),
+# so that a file from elsewhere is compiled again instead (artifact.py, origin.py)
+NATIVE_CODE = {"llvm"}
 
 FORMAT = "partita-executable"
 VERSION = 1
@@ -36,8 +42,17 @@ def _npy(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def _serialize(function) -> bytes:
+    from partita.text import serialize
+
+    return serialize(function)
+
+
 def _port(p: Port) -> dict:
-    return {"name": p.name, "shape": list(p.type.shape), "dtype": p.type.dtype, "slot": p.slot}
+    d = {"name": p.name, "shape": list(p.type.shape), "dtype": p.type.dtype, "slot": p.slot}
+    if p.quant is not None:
+        d["scale"], d["zero_point"] = p.quant
+    return d
 
 
 def save_executable(exe: Executable, path) -> None:
@@ -60,17 +75,23 @@ def executable_bytes(exe: Executable) -> bytes:
     for i, step in enumerate(exe.steps):
         name = f"regions/{i}_{step.symbol}.{step.target}.bin"
         members[name] = step.region.to_bytes()
-        steps.append(
-            {
-                "target": step.target,
-                "symbol": step.symbol,
-                "member": name,
-                "inputs": list(step.inputs),
-                "outputs": list(step.outputs),
-                "release": list(step.release),
-                "host": step.host,
-            }
-        )
+        entry = {
+            "target": step.target,
+            "symbol": step.symbol,
+            "member": name,
+            "inputs": list(step.inputs),
+            "outputs": list(step.outputs),
+            "release": list(step.release),
+            "host": step.host,
+        }
+        if step.target in NATIVE_CODE and step.source is not None:
+            function, options = step.source
+            ir = f"ir/{i}_{step.symbol}.{step.target}.npz"
+            members[ir] = function if isinstance(function, bytes) else _serialize(function)
+            entry["ir"] = ir
+            entry["options"] = {str(k): v if isinstance(v, (bool, int, float)) else str(v)
+                                for k, v in (options or {}).items()}
+        steps.append(entry)
     manifest = {
         "format": FORMAT,
         "version": VERSION,
@@ -86,9 +107,12 @@ def executable_bytes(exe: Executable) -> bytes:
     }
     manifest_bytes = json.dumps(manifest, indent=1).encode()
     buf = io.BytesIO()
+    origin = tag(manifest_bytes)
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(MANIFEST, manifest_bytes)
         for name, data in members.items():
             z.writestr(name, data)
+        if origin is not None:
+            z.writestr(ORIGIN, origin)
         z.comment = COMMENT + _sha(manifest_bytes).encode()
     return buf.getvalue()

@@ -58,7 +58,19 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _flat(record: dict) -> dict:
+    """Dict values (``npu_bytes``: bytes per memory) as one column per key (``npu_bytes.sram``)."""
+    out = {}
+    for k, v in record.items():
+        if isinstance(v, dict) and k != "options":
+            out.update({f"{k}.{sub}": value for sub, value in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
 def to_csv(records: list[dict]) -> str:
+    records = [_flat(r) for r in records]
     keys = list(COLUMNS) + sorted({k for r in records for k in r} - set(COLUMNS) - {"options"})
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore")

@@ -46,6 +46,14 @@ def _init() -> None:
             _READY = True
 
 
+def ensure_initialized() -> None:
+    """LLVM's native target, initialised once per process (what every compile here needs)."""
+    _init()
+
+
+LLVM_LOCK = _LLVM  # held around every use of LLVM (see above)
+
+
 def _machine(cpu: str | None = None, features: str | None = None):
     _init()
     target = llvm.Target.from_default_triple()
