@@ -15,6 +15,8 @@ Every stage is a valid module: it types, prints and interprets to the same bits.
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Callable
 
 from partita.ir.graph import dataflow_order, map_functions, map_inner_functions
@@ -24,7 +26,7 @@ from partita.ir.types import TupleType
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_type
 
-from .annotations import has_annotations, strip_annotations
+from .annotations import annotation_kind, has_annotations, strip_annotations
 from .units import (
     UNIT_TYPES,
     Region,
@@ -87,11 +89,56 @@ def map_open_functions(mod: IRModule, rewrite: Callable[[str, Function], Functio
     return map_functions(mod, one, skip=is_partition_function)
 
 
+# RegionBuilder.build's inline output -> the labelled flat graph it was built from. Flattening
+# that output gives the same graph and grouping back (every stage round-trips), so the next
+# region pass takes it from here instead of inlining every region again: at 100k units, half
+# of a pass. Weak keys: an entry lives as long as the built graph does.
+_BUILT_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def flatten(body: Expr, numbers: dict | None = None) -> tuple[Expr, dict[int, Region]]:
     """Inline every region call of ``body``; returns the plain graph and id(unit) -> Region.
     Units outside any region (an unannotated graph) have no entry. Relay's
     compiler_begin/compiler_end annotations are read too (partition/annotations.py; ``numbers``:
     the begins' numbers in the enclosing function)."""
+    flat, region_of, _order = flatten_ordered(body, numbers)
+    return flat, region_of
+
+
+def flatten_ordered(body: Expr, numbers: dict | None = None, order: list | None = None):
+    """``flatten`` and the flat graph's ``dataflow_order`` (``order``: ``body``'s, when the
+    caller has it)."""
+    known = _BUILT_FROM.get(body) if type(body) in UNIT_TYPES else None
+    if known is not None:
+        flat, labels, order = known
+        fresh: dict[int, Region] = {}  # what flatten reads off the functions' attributes
+        region_of = {
+            k: fresh.get(id(r)) or fresh.setdefault(id(r), Region(r.target, r.host, r.reason))
+            for k, r in labels.items()
+        }
+        return flat, region_of, order
+    order = dataflow_order(body) if order is None else order
+    if not any(is_region_call(n) or annotation_kind(n) for n in order):
+        return body, {}, order  # nothing to inline: flattening would copy nothing
+    flat, region_of = _flatten(body, numbers)
+    return flat, region_of, dataflow_order(flat)
+
+
+def has_inner_functions(order: list) -> bool:
+    """Whether a graph (its ``dataflow_order``) holds let-bound functions, the ones
+    ``map_inner_functions`` enters."""
+    return any(
+        type(n) is Function and "Composite" not in n.attrs and "Compiler" not in n.attrs
+        for n in order
+    )
+
+
+def built_by_regions(body: Expr) -> bool:
+    """Whether ``body`` is a RegionBuilder's output (so it holds no Relay annotations)."""
+    return type(body) in UNIT_TYPES and body in _BUILT_FROM
+
+
+def _flatten(body: Expr, numbers: dict | None) -> tuple[Expr, dict[int, Region]]:
     memo: dict[int, object] = {}
     region_of: dict[int, Region] = {}
     if has_annotations(body):
@@ -164,71 +211,94 @@ class RegionBuilder:
         return copy_node(node, new_kids)
 
     # ---- the walk ----------------------------------------------------------------------------
-    def build(self, root: Expr) -> Expr:
-        """The graph under ``root`` with every region built (lifted ones in ``functions``)."""
-        order = dataflow_order(root)
+    def build(self, root: Expr, order: list | None = None) -> Expr:
+        """The graph under ``root`` with every region built (lifted ones in ``functions``);
+        ``order``: ``dataflow_order(root)`` when the caller has it."""
+        order = dataflow_order(root) if order is None else order
         members, inputs, outputs = self.regions(order, root)
         outer: dict[int, Expr] = {}
+        region_of = self.region_of
         for item in self._emission_order(root, inputs):
             if type(item) is Region:
-                self._emit_region(
-                    item, members[id(item)], inputs[id(item)], outputs[id(item)], outer
-                )
+                key = id(item)
+                self._emit_region(item, members[key], inputs[key], outputs[key], outer)
             elif type(item) in UNIT_TYPES:
                 kids = [outer[id(k)] for k in value_children(item)]
-                outer[id(item)] = self.emit_plain(item, kids, self.region_of.get(id(item)))
+                outer[id(item)] = self.emit_plain(item, kids, region_of.get(id(item)))
             else:
                 outer[id(item)] = item
-        return outer[id(root)]
+        out = outer[id(root)]
+        inline_only = type(self).mode is RegionBuilder.mode
+        if inline_only and out is not root and type(out) in UNIT_TYPES:
+            _BUILT_FROM[out] = (root, region_of, order)
+        return out
 
-    def _grouped(self, node) -> Region | None:
-        region = self.region_of.get(id(node))
-        return region if region is not None and self.mode(region) != "plain" else None
+    def _grouping(self) -> dict[int, Region]:
+        """id(unit) -> its Region, for the units whose region is built (not "plain")."""
+        if type(self).mode is RegionBuilder.mode:  # every region inline
+            return self.region_of
+        modes: dict[int, bool] = {}
+        out = {}
+        for key, region in self.region_of.items():
+            grouped = modes.get(id(region))
+            if grouped is None:
+                grouped = modes[id(region)] = self.mode(region) != "plain"
+            if grouped:
+                out[key] = region
+        return out
 
     def regions(self, order: list, root: Expr):
         """Per grouped region (by id): its members in order, its inputs and its outputs. Inputs
         and outputs are numbered in the order a depth-first walk from ``root`` completes the
         edges that cross the region's boundary (where Relay's walk meets compiler_begin and
         compiler_end), so partitions take and return values in TVM's order."""
+        grouped = self._grouping().get
         members: dict[int, list] = {}
         inputs: dict[int, dict] = {}
         outputs: dict[int, dict] = {}
         for node in order:
-            region = self._grouped(node)
+            region = grouped(id(node))
             if region is not None:
-                members.setdefault(id(region), []).append(node)
-                inputs.setdefault(id(region), {})
-                outputs.setdefault(id(region), {})
+                key = id(region)
+                found = members.get(key)
+                if found is None:
+                    members[key] = [node]
+                    inputs[key], outputs[key] = {}, {}
+                else:
+                    found.append(node)
+        bind = self.bind_constants
         for node, kid in _edges_depth_first(root):
-            region, owner = self._grouped(node), self._grouped(kid)
+            region, owner = grouped(id(node)), grouped(id(kid))
             if owner is region:
                 continue
             if owner is not None:
                 outputs[id(owner)].setdefault(id(kid), kid)
-            if region is not None and (type(kid) is not Constant or not self.bind_constants):
+            if region is not None and (not bind or type(kid) is not Constant):
                 inputs[id(region)].setdefault(id(kid), kid)
-        owner = self._grouped(root)
+        owner = grouped(id(root))
         if owner is not None:
             outputs[id(owner)][id(root)] = root
         return members, {k: list(v.values()) for k, v in inputs.items()}, outputs
 
-    def _deps(self, item, inputs) -> list:
-        kids = inputs[id(item)] if type(item) is Region else value_children(item)
-        return [self._grouped(k) or k for k in kids]
-
     def _emission_order(self, root: Expr, inputs) -> list:
         """Items (regions and plain nodes) after their inputs; a cycle is a RegionError."""
+        grouped = self._grouping().get
+
+        def deps(item):
+            kids = inputs[id(item)] if type(item) is Region else value_children(item)
+            return iter([grouped(id(k)) or k for k in kids])
+
         order, state = [], {}
-        start = self._grouped(root) or root
-        stack = [(start, iter(self._deps(start, inputs)))]
+        start = grouped(id(root)) or root
+        stack = [(start, deps(start))]
         state[id(start)] = 1
         while stack:
-            item, deps = stack[-1]
-            for dep in deps:
+            item, pending = stack[-1]
+            for dep in pending:
                 s = state.get(id(dep))
                 if s is None:
                     state[id(dep)] = 1
-                    stack.append((dep, iter(self._deps(dep, inputs))))
+                    stack.append((dep, deps(dep)))
                     break
                 if s == 1:
                     raise RegionError(f"regions form a cycle through {_describe(dep)}")
@@ -243,14 +313,25 @@ class RegionBuilder:
         number = region.number if region.number is not None else number
         inner: dict[int, Expr] = {}
         params = []
+        prefix = f"{_identifier(region.target)}_{number}_i"
         for k, node in enumerate(ins):
-            param = Var(f"{_identifier(region.target)}_{number}_i{k}", node.type_or_none)
+            param = Var(f"{prefix}{k}", node.type_or_none)
             params.append(param)
             inner[id(node)] = param
+        get = inner.get
         for node in members:
-            inner[id(node)] = copy_node(node, [inner.get(id(k), k) for k in value_children(node)])
+            inner[id(node)] = copy_node(node, [get(id(k), k) for k in value_children(node)])
         results = [inner[k] for k in outs]
         mode = self.mode(region)
+        if mode != "global" and len(results) == 1:  # the common case: one value, no split
+            body = results[0]
+            fn = _typed(
+                Function(params, body, None, self.function_attrs(region, 1, None)),
+                body.type_or_none,
+            )
+            call = _typed(Call(fn, [outer[id(n)] for n in ins]), body.type_or_none)
+            outer[next(iter(outs))] = call
+            return
         # a partition returns flat values: a tuple-valued output (a split) leaves as its fields
         # and the host rebuilds the tuple, as Relay's PartitionGraph does
         # (Relay splits only Tuple nodes; ``flatten_calls`` False keeps a tuple-typed call whole)
@@ -259,9 +340,13 @@ class RegionBuilder:
             for r in results
         ]
         flat = [
-            f for r, w in zip(results, widths)
-            for f in ([_typed(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]
-                      if w else [r])
+            f
+            for r, w in zip(results, widths)
+            for f in (
+                [_typed(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]
+                if w
+                else [r]
+            )
         ]
         single = len(flat) == 1 and not widths[0]
         body = flat[0] if single else _typed(Tuple(flat), TupleType([r.type_or_none for r in flat]))
@@ -281,8 +366,10 @@ class RegionBuilder:
         start = 0
         for k, r, w in zip(outs, results, widths):
             if w:
-                fields = [_typed(TupleGetItem(call, start + j), r.type_or_none.fields[j])
-                          for j in range(w)]
+                fields = [
+                    _typed(TupleGetItem(call, start + j), r.type_or_none.fields[j])
+                    for j in range(w)
+                ]
                 outer[k] = _typed(Tuple(fields), r.type_or_none)
             else:
                 outer[k] = _typed(TupleGetItem(call, start), r.type_or_none)
@@ -312,6 +399,7 @@ def _edges_depth_first(root: Expr) -> list[tuple]:
     return edges
 
 
+@functools.lru_cache(maxsize=256)
 def _identifier(name: str) -> str:
     """``name`` with every non-word character as ``_`` (a hand-annotated target may be any
     string; parameter names print as identifiers)."""
@@ -372,6 +460,9 @@ __all__ = [
     "copy_node",
     "ensure_typed",
     "flatten",
+    "flatten_ordered",
+    "has_inner_functions",
+    "built_by_regions",
     "inline_body",
     "is_composite_call",
     "is_region_call",
