@@ -19,6 +19,7 @@ from partita.passes.infer_type import InferType
 from partita.passes.infra import Sequential
 
 from .annotate_target import AnnotateTarget
+from .cost_placement import CostPlacement
 from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition_graph import PartitionGraph
@@ -61,8 +62,25 @@ def _check_references(mod: IRModule, target) -> None:
                 )
 
 
-def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=None) -> Sequential:
-    """The passes ``partition_for`` runs for ``target`` (a tvmc-style string)."""
+PLACEMENTS = ("all", "cost")
+
+
+def partition_pipeline(
+    target="llvm",
+    *,
+    min_region_size: int = 1,
+    overrides=None,
+    placement: str = "all",
+    host_model=None,
+    npu_nodes=(),
+) -> Sequential:
+    """The passes ``partition_for`` runs for ``target`` (a tvmc-style string); ``placement``
+    "all" (everything the accelerators support, Vela's way) or "cost" (CostPlacement last:
+    partitions that the host runs faster, transfers included, go back to it)."""
+    if placement not in PLACEMENTS:
+        raise PartitaError(
+            f"placement must be one of {', '.join(map(repr, PLACEMENTS))}, got {placement!r}"
+        )
     composite = parse_target(target)
     backends = [(spec, spec.backend) for spec in composite.targets]
     table = [e for spec, b in backends for e in b.pattern_table(spec.options)]
@@ -78,6 +96,7 @@ def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=Non
             MergeCompilerRegions(),
             RegionPolicies(min_size=min_region_size, targets=composite.targets, host=host),
             PartitionGraph(host=host),
+            *([CostPlacement(target, host_model, npu_nodes)] if placement == "cost" else []),
         ],
         name="partition_for",
     )
@@ -91,12 +110,19 @@ def partition_for(
     cpu_ops=(),
     cpu_nodes=(),
     strict: bool = False,
+    placement: str = "all",
+    host_model=None,
+    npu_nodes=(),
 ) -> IRModule:
     """Partition ``mod`` for a composite target such as ``"npu -config=npu-256, llvm"``.
 
     ``cpu_ops`` (op types) and ``cpu_nodes`` (source op indices or names) are forced onto the
     CPU; regions under ``min_region_size`` source ops go back to it; ``strict`` raises
     StrictPartitionError, with the placement report, if any op is left on the CPU.
+    ``placement="cost"`` sends back to the host the partitions it runs faster (estimated with
+    ``host_model``: a declared core such as ``"cortex-a55:1.8GHz"``, or None for this machine's
+    measured LLVM kernels); ``npu_nodes`` (partition names, source op indices or names) stay
+    on the accelerator whatever the estimate (docs/placement.md).
     """
     if not isinstance(mod, IRModule):
         raise PartitaError(f"partition_for takes an IRModule, got {type(mod).__name__}")
@@ -109,7 +135,12 @@ def partition_for(
         )
     _check_references(mod, target)
     pipeline = partition_pipeline(
-        target, min_region_size=min_region_size, overrides=overrides or None
+        target,
+        min_region_size=min_region_size,
+        overrides=overrides or None,
+        placement=placement,
+        host_model=host_model,
+        npu_nodes=npu_nodes,
     )
     out = pipeline(mod)
     if strict:
