@@ -336,3 +336,48 @@ def measured(est: SystemEstimate, executable, profile) -> dict:
 
 def _host(est: SystemEstimate) -> str:
     return est.host_target
+
+
+def fallback_costs(partitioned: IRModule, report, host_model=None):
+    """Fill each host row of ``report`` with what its fallback costs: the host model's time
+    for its ops, and the bytes that cross between them and accelerator partitions (inputs
+    made by a partition, outputs a partition reads). Returns ``report``."""
+    host = host_model_of(host_model)
+    infer_type(partitioned["main"], partitioned)
+    values = _Values(partitioned["main"], partitioned)
+    users = values.graph.users
+    by_key = {}
+    for row in report.host_rows:
+        by_key.setdefault((row.index, row.op), row)
+        row.host_s, row.transfer_bytes = 0.0, 0
+    for node in values.graph.order:
+        if type(node) is not Call or values.partition_of(node) is not None:
+            continue
+        if type(node.op) is GlobalVar:
+            continue
+        for call in op_calls(node) if type(node.op) is Function else [node]:
+            span = call.span
+            key = (
+                (span.index, span.op_type or call.op.name)
+                if span is not None and span.index is not None
+                else None
+            )
+            row = by_key.get(key) if key else None
+            if row is None:
+                row = next(
+                    (r for r in report.host_rows if r.index is None and r.op == call.op.name),
+                    None,
+                )
+            if row is None:
+                continue
+            row.host_s += host.op_seconds(call)
+        moved = sum(
+            type_bytes(a.type_or_none) for a in node.args if values.partition_of(a) is not None
+        )
+        if any(values.partition_of(u) is not None for u in users.get(id(node), ())):
+            moved += type_bytes(node.type_or_none)
+        span = node.span
+        row = by_key.get((span.index, span.op_type or node.op_name)) if span is not None else None
+        if row is not None:
+            row.transfer_bytes += moved
+    return report
