@@ -29,7 +29,18 @@ def _config(args) -> dict:
         "cpu_ops": args.cpu_op,
         "cpu_nodes": args.cpu_node,
         "strict": args.strict,
+        **_placement_config(args),
     }
+
+
+def _placement_config(args) -> dict:
+    """--placement and --host-model (docs/placement.md)."""
+    out = {}
+    if getattr(args, "placement", "all") != "all":
+        out["placement"] = args.placement
+    if getattr(args, "host_model", None):
+        out["host_model"] = args.host_model
+    return out
 
 
 def executable_of(args, progress: Progress):
@@ -166,6 +177,10 @@ def inspect_cmd(args, out, progress: Progress) -> int:
             report, status = placement_report(partitioned), 0
         except StrictPartitionError as e:
             report, partitioned, status = e.report, None, 1
+    if partitioned is not None:
+        from partita.cli.placement import placement_extras
+
+        report = placement_extras(args, mod, partitioned, report, progress)
     out.write(report.to_json() + "\n" if args.json else str(report) + "\n")
     notes = []
     for fmt in ("svg", "dot"):
