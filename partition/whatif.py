@@ -137,9 +137,7 @@ def what_if(
     cache: dict = {}
     common = dict(options, placement=placement, host_model=host)
     before_mod = partition_for(mod, target, cpu_nodes=cpu_nodes, npu_nodes=npu_nodes, **common)
-    after_mod = partition_for(
-        mod, after_target, cpu_nodes=after_cpu, npu_nodes=after_npu, **common
-    )
+    after_mod = partition_for(mod, after_target, cpu_nodes=after_cpu, npu_nodes=after_npu, **common)
     same_target = after_target == target
     before = estimate(before_mod, target, host, cache)
     after = estimate(after_mod, after_target, host, cache if same_target else None)
