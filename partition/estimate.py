@@ -86,6 +86,11 @@ class SystemEstimate:
     def total_s(self) -> float:
         return self.totals()["total_s"]
 
+    def with_measured(self, executable, profile) -> SystemEstimate:
+        """This estimate with the measured column filled from a run (``measured``)."""
+        self.measured = measured(self, executable, profile)
+        return self
+
     def to_dict(self) -> dict:
         return {
             "host_model": self.host_model,

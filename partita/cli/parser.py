@@ -283,6 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the whole-system estimate (accelerator, host, transfers, SRAM, weights)",
     )
     p.add_argument(
+        "--measure",
+        action="store_true",
+        help="with --estimate: also build, run once on random inputs and fill the measured column",
+    )
+    p.add_argument(
         "--html",
         metavar="FILE",
         help="write one offline HTML report: picture, placement table, estimate, reasons",

@@ -39,6 +39,8 @@ def placement_extras(args, mod, partitioned, report, progress: Progress):
         host = host_model_of(getattr(args, "host_model", None))
         report = fallback_costs(partitioned, report, host)
         est = estimate(partitioned, args.target, host)
+    if getattr(args, "measure", False):
+        _measure(args, mod, est, progress)
     sections = []
     if getattr(args, "estimate", False) or getattr(args, "html", None):
         sections.append(("estimate", est.to_dict(), est.table()))
@@ -67,3 +69,14 @@ def placement_extras(args, mod, partitioned, report, progress: Progress):
         write_html(args.html, args.model, args.target, partitioned, report, est)
         progress.note(f"wrote {args.html} (HTML report)")
     return InspectReport(report, sections) if sections else report
+
+
+def _measure(args, mod, est, progress: Progress) -> None:
+    from partita import build
+    from partita.cli.commands import _config, read_inputs
+
+    with progress.step("build and run (measured column)"):
+        config = {k: v for k, v in _config(args).items() if k != "strict"}
+        exe = build(mod, args.target, config=config)
+        inputs = read_inputs(exe, [], True, 0)
+        est.with_measured(exe, exe.profile(*inputs, repeat=3))
