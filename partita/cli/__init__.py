@@ -20,7 +20,7 @@ import json
 import sys
 import traceback
 
-from partita.cli import commands, scale_cmds
+from partita.cli import commands, compare, scale_cmds
 from partita.cli.models import LOADERS, UsageError, load_model
 from partita.cli.parser import build_parser
 from partita.cli.progress import Progress
@@ -46,6 +46,7 @@ COMMANDS = {
     "demo": commands.demo_cmd,
     "sweep": scale_cmds.sweep_cmd,
     "eval": scale_cmds.eval_cmd,
+    "compare": compare.compare_cmd,
 }
 
 

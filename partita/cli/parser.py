@@ -319,6 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_scale(commands)
 
+    from partita.cli.compare import add_parser as add_compare
+
+    add_compare(commands)
+
     _command(
         commands,
         "backends",
