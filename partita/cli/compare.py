@@ -198,7 +198,7 @@ def compare(
             zip([i for i, *_x in layers], _run_partita(extended, against, inputs)[n_results:])
         )
     rows = []
-    for (index, op, tensor, node), mine in zip(layers, ours):
+    for (index, op, tensor, _node), mine in zip(layers, ours):
         ref = theirs.get(index)
         if ref is None:
             rows.append(LayerDiff(index, op, tensor, list(mine.shape), 0.0, 0, {}, "no reference"))
