@@ -257,8 +257,6 @@ def add_parser(commands) -> None:
     """The ``compare`` command's arguments."""
     import argparse
 
-    from partita.cli.parser import TARGET_HELP
-
     p = commands.add_parser(
         "compare",
         help="compare every intermediate tensor with a reference, layer by layer",
@@ -270,7 +268,9 @@ def add_parser(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL", help="a .tflite, .onnx or .pt2 model")
-    p.add_argument("--target", "-t", required=True, help=TARGET_HELP)
+    p.add_argument(
+        "--target", "-t", required=True, help='the composite target compiled, e.g. "npu, llvm"'
+    )
     p.add_argument(
         "--against",
         required=True,

@@ -72,11 +72,27 @@ def placement_extras(args, mod, partitioned, report, progress: Progress):
 
 
 def _measure(args, mod, est, progress: Progress) -> None:
+    import numpy as np
+
     from partita import build
-    from partita.cli.commands import _config, read_inputs
 
     with progress.step("build and run (measured column)"):
-        config = {k: v for k, v in _config(args).items() if k != "strict"}
+        config = {
+            "min_region_size": args.min_region_size,
+            "cpu_ops": args.cpu_op,
+            "cpu_nodes": args.cpu_node,
+            "placement": getattr(args, "placement", "all"),
+        }
+        if getattr(args, "host_model", None):
+            config["host_model"] = args.host_model
         exe = build(mod, args.target, config=config)
-        inputs = read_inputs(exe, [], True, 0)
+        rng = np.random.default_rng(0)
+        inputs = []
+        for port in exe.inputs:
+            t = port.type
+            if np.dtype(t.dtype).kind in "iu":
+                info = np.iinfo(t.dtype)
+                inputs.append(rng.integers(info.min, info.max + 1, t.shape, dtype=t.dtype))
+            else:
+                inputs.append(rng.standard_normal(t.shape).astype(t.dtype))
         est.with_measured(exe, exe.profile(*inputs, repeat=3))
