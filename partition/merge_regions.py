@@ -47,9 +47,15 @@ class MergeCompilerRegions(Pass):
         def merge(_name: str, fn: Function) -> Function:
             flat, region_of, order = flatten_ordered(fn.body)
             merged = merge_regions(order, region_of)
+            if _count(merged) == _count(region_of) and fn.body is not flat:
+                return fn  # nothing merged: building again would give the same graph
             return fn.with_body(RegionBuilder(merged).build(flat, order))
 
         return map_open_functions(mod, merge)
+
+
+def _count(region_of: dict) -> int:
+    return len({id(r) for r in region_of.values()})
 
 
 def merge_regions(

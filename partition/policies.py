@@ -134,6 +134,7 @@ class RegionPolicies(Pass):
         flat, region_of, order = flatten_ordered(fn.body)
         builder = RegionBuilder(region_of)
         members, inputs, outputs = builder.regions(order, flat)
+        refused = False
         for key, nodes in members.items():
             region = region_of[id(nodes[0])]
             why = (
@@ -145,6 +146,9 @@ class RegionPolicies(Pass):
             )
             for node in nodes if why else ():
                 region_of[id(node)] = Region(self.host, True, why)
+            refused = refused or bool(why)
+        if not refused and fn.body is not flat:
+            return fn  # every region kept: building again would give the same graph
         return fn.with_body(RegionBuilder(region_of).build(flat, order))
 
     def refusal(self, region: Region, stats: RegionStats) -> str | None:

@@ -215,6 +215,38 @@ class RegionBuilder:
         """The graph under ``root`` with every region built (lifted ones in ``functions``);
         ``order``: ``dataflow_order(root)`` when the caller has it."""
         order = dataflow_order(root) if order is None else order
+        region_of = self.region_of
+        inline_only = type(self).mode is RegionBuilder.mode
+        if inline_only and len({id(r) for r in region_of.values()}) == len(region_of):
+            out = self._build_units(root, order)  # every region one unit (AnnotateTarget's)
+        else:
+            out = self._build_regions(root, order)
+        if inline_only and out is not root and type(out) in UNIT_TYPES:
+            _BUILT_FROM[out] = (root, region_of, order)
+        return out
+
+    def _build_units(self, root: Expr, order: list) -> Expr:
+        """``build`` when no region holds two units: each labelled unit becomes a region call
+        in dataflow order (the order the general walk emits them in: a depth-first walk over
+        the same inputs), its inputs its distinct non-constant inputs."""
+        outer: dict[int, Expr] = {}
+        get = self.region_of.get
+        bind = self.bind_constants
+        for node in order:
+            region = get(id(node)) if type(node) in UNIT_TYPES else None
+            if region is not None:
+                ins = {
+                    id(k): k for k in value_children(node) if not bind or type(k) is not Constant
+                }
+                self._emit_region(region, [node], list(ins.values()), {id(node): node}, outer)
+            elif type(node) in UNIT_TYPES:
+                kids = [outer[id(k)] for k in value_children(node)]
+                outer[id(node)] = self.emit_plain(node, kids, None)
+            else:
+                outer[id(node)] = node
+        return outer[id(root)]
+
+    def _build_regions(self, root: Expr, order: list) -> Expr:
         members, inputs, outputs = self.regions(order, root)
         outer: dict[int, Expr] = {}
         region_of = self.region_of
@@ -227,11 +259,7 @@ class RegionBuilder:
                 outer[id(item)] = self.emit_plain(item, kids, region_of.get(id(item)))
             else:
                 outer[id(item)] = item
-        out = outer[id(root)]
-        inline_only = type(self).mode is RegionBuilder.mode
-        if inline_only and out is not root and type(out) in UNIT_TYPES:
-            _BUILT_FROM[out] = (root, region_of, order)
-        return out
+        return outer[id(root)]
 
     def _grouping(self) -> dict[int, Region]:
         """id(unit) -> its Region, for the units whose region is built (not "plain")."""
