@@ -124,25 +124,21 @@ def _crossings(values: _Values, calls: dict) -> list:
 
 def _total(steps: dict, side: dict, crossing: list) -> float:
     """The end-to-end estimate of one assignment (host ops in main are the same in every
-    assignment, so they are left out)."""
+    assignment, so they are left out); a crossing value moves at its partition's bandwidth."""
     total = 0.0
-    rate = None
-    latency = 0.0
     for name, where in side.items():
         s = steps[name]
-        if where == "acc":
-            total += s.seconds + s.call_overhead_s
-            if s.in_bytes + s.out_bytes and s.transfer_s:
-                n = max(1, s.in_bytes + s.out_bytes)
-                rate = rate or n / s.transfer_s
-        else:
-            total += s.host_seconds
-    if rate is None:
-        rate = 1e9
+        total += s.seconds + s.call_overhead_s if where == "acc" else s.host_seconds
     for producer, readers, nbytes, _t in crossing:
         p = "host" if producer is None else side[producer]
-        if any(("host" if r is None else side[r]) != p for r in readers):
-            total += nbytes / rate + latency
+        sides = ["host" if r is None else side[r] for r in readers]
+        if all(x == p for x in sides):
+            continue
+        # the accelerator end of the move: the producer, or the first reader on an accelerator
+        acc = producer if p == "acc" else next(r for r, x in zip(readers, sides) if x == "acc")
+        step = steps[acc]
+        if step.bytes_per_s:
+            total += nbytes / step.bytes_per_s + step.transfer_latency_s
     return total
 
 

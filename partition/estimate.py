@@ -43,6 +43,8 @@ class StepEstimate:
     weight_bytes: int = 0
     host_seconds: float = 0.0  # what the same ops would cost on the host
     ops: list = field(default_factory=list)
+    bytes_per_s: float = 0.0  # the accelerator's boundary bandwidth (0: none)
+    transfer_latency_s: float = 0.0  # per tensor moved
 
     @property
     def total_s(self) -> float:
@@ -57,13 +59,7 @@ class SystemEstimate:
     steps: list
     host_arena_bytes: int
     measured: dict | None = None
-
-    def _acc(self):
-        return [s for s in self.steps if s.cycles or s.target != self.host_target]
-
-    @property
-    def host_target(self) -> str:
-        return next((s.target for s in self.steps if s.name.startswith("%")), "host")
+    host_target: str = "llvm"  # the host backend's name
 
     def totals(self) -> dict:
         """The table's rows as numbers."""
@@ -200,7 +196,7 @@ def estimate(
                     ops=[_op_label(c) for c in ops],
                 )
             )
-    return SystemEstimate(host.describe(), steps, _host_arena(values))
+    return SystemEstimate(host.describe(), steps, _host_arena(values), None, composite.host.name)
 
 
 def _partition_step(call, mod, options, values: _Values, host: HostModel, cache) -> StepEstimate:
@@ -241,6 +237,8 @@ def _partition_step(call, mod, options, values: _Values, host: HostModel, cache)
         est.weight_bytes,
         host_s,
         [_op_label(c) for c in ops],
+        est.bytes_per_s,
+        est.transfer_latency_s,
     )
 
 
