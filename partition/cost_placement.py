@@ -37,13 +37,15 @@ class CostPlacement(Pass):
 
     name = "CostPlacement"
 
-    def __init__(self, target="npu, llvm", host_model=None, pinned=()):
+    def __init__(self, target="npu, llvm", host_model=None, pinned=(), cache=None):
+        """``cache``: estimates by partition, shared with other runs (the split search)."""
         self.target, self.host_model = target, host_model
         self.pinned = {str(p) for p in pinned}
+        self.cache = cache
 
     def transform(self, mod: IRModule, ctx) -> IRModule:
         host = host_model_of(self.host_model)
-        est = estimate(mod, self.target, host)
+        est = estimate(mod, self.target, host, self.cache)
         steps = {s.name: s for s in est.steps if not s.name.startswith("%")}
         if not steps:
             return mod

@@ -21,6 +21,7 @@ from partita.backends.cost import HostModel, estimate_region, parse_host, type_b
 from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Function, GlobalVar, TupleGetItem, Var
+from partita.ir.structural import fingerprint
 from partita.passes.infer_type import infer_type
 
 from .regions import op_calls
@@ -203,7 +204,7 @@ def _partition_step(call, mod, options, values: _Values, host: HostModel, cache)
     name = call.op.name_hint
     fn = mod[name]
     target = str(fn.attrs["Compiler"])
-    key = (name, id(fn))
+    key = _cache_key(fn, options.get(target))
     est = cache.get(key) if cache is not None else None
     if est is None:
         est = estimate_region(target, fn, options.get(target))
@@ -240,6 +241,15 @@ def _partition_step(call, mod, options, values: _Values, host: HostModel, cache)
         est.bytes_per_s,
         est.transfer_latency_s,
     )
+
+
+def _cache_key(fn, options) -> tuple:
+    """The same partition (structurally, names aside) with the same options estimates the same
+    (what-if and the split search re-partition the model and meet most partitions again)."""
+    try:
+        return (fingerprint(fn, names=False), repr(sorted((options or {}).items())))
+    except TypeError:  # an attribute the fingerprint cannot encode: this object only
+        return (id(fn), repr(sorted((options or {}).items())))
 
 
 def boundary(call, values: _Values) -> tuple[int, int, int, int]:

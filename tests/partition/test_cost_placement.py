@@ -125,3 +125,36 @@ def test_the_estimate_table_and_json():
     ):
         assert label in text
     assert '"estimated"' in est.to_json()
+
+
+def _conv_then_sigmoid():
+    """x -> CONV_2D (2.4 M MACs: the NPU's) -> LOGISTIC on 16k elements (a LUT: one element a
+    cycle on the NPU, a table lookup per byte on the host)."""
+    from partita.ir import Span
+
+    rng = np.random.default_rng(0)
+    op = P.get_op
+    x = P.var("x", (1, 32, 32, 16), "int8")
+    s0 = Span(0, "CONV_2D", "conv")
+    zero, scale = P.const(np.int32(0)), P.const(np.float32(0.05))
+    w = P.const(rng.integers(-8, 8, (3, 3, 16, 16), dtype=np.int8))
+    y = op("qnn.conv2d")(x, w, zero, zero, scale, P.const(np.float32(0.02)), padding=(1, 1),
+                         data_layout="NHWC", kernel_layout="HWIO", span=s0)
+    y = op("qnn.requantize")(y, P.const(np.float32(0.001)), zero, scale, zero,
+                             out_dtype="int8", span=s0)
+    y = op("qnn.sigmoid")(y, scale, zero, P.const(np.float32(1 / 256)),
+                          P.const(np.int32(-128)), span=Span(1, "LOGISTIC", "sigmoid"))
+    return P.IRModule.from_expr(y)
+
+
+def test_a_partition_is_split_where_only_part_of_it_pays():
+    mod = _conv_then_sigmoid()
+    all_on, cost, est_all, est_cost = _both(mod, "cortex-a55")
+    assert len(placement_report(all_on).partitions) == 1
+    assert est_cost.total_s < est_all.total_s
+    report = placement_report(cost)
+    conv = next(r for r in report.rows if r.name == "conv")
+    sigmoid = next(r for r in report.rows if r.name == "sigmoid")
+    assert conv.target == "npu" and sigmoid.target == "llvm"
+    assert sigmoid.reason.startswith("cost: split off the accelerator partition")
+    _same_bits(mod, cost, seed=3)
