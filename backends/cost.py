@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from partita.ir.nodes import Call, Expr
+from partita.ir.nodes import Call, Constant, Expr
 from partita.ir.types import TensorType, TupleType, Type
 from partita.ops.registry import Op
 
@@ -176,7 +176,7 @@ class HostModel:
 
 
 def _is_constant(e) -> bool:
-    return type(e).__name__ == "Constant"
+    return type(e) is Constant
 
 
 def _frequency(text: str) -> float:

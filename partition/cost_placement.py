@@ -21,7 +21,7 @@ from partita.backends.cost import type_bytes
 
 from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Function, GlobalVar, Tuple, TupleGetItem
+from partita.ir.nodes import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem
 from partita.ir.types import TupleType
 from partita.passes.infra import Pass
 
@@ -72,7 +72,7 @@ class CostPlacement(Pass):
         side = dict.fromkeys(calls, "acc")
         total = _total(steps, side, crossing)
         neighbours = {n: set() for n in calls}
-        for value_side, readers, _b, _t in crossing:
+        for value_side, readers, _bytes in crossing:
             for a in [value_side, *readers]:
                 for b in [value_side, *readers]:
                     if a in neighbours and b in neighbours and a != b:
@@ -94,8 +94,8 @@ class CostPlacement(Pass):
 
 
 def _crossings(values: _Values, calls: dict) -> list:
-    """(producer, readers, bytes, per-transfer latency) per value of main that a partition
-    makes or reads: producer and readers are partition names, or None for the host."""
+    """(producer, readers, bytes) per value of main that a partition makes or reads: producer
+    and readers are partition names, or None for the host."""
     out = []
     users = values.graph.users
     seen = set()
@@ -105,22 +105,20 @@ def _crossings(values: _Values, calls: dict) -> list:
         return call.op.name_hint if call is not None else None
 
     for node in values.graph.order:
-        if type(node) is Tuple or type(node) is Function or id(node) in seen:
+        if type(node) in (Tuple, Function, Constant) or id(node) in seen:
             continue
-        if type(node.type_or_none).__name__ == "TupleType":
+        if isinstance(node.type_or_none, TupleType):  # its items are the values that move
             continue
         readers = [r for r in users.get(id(node), ()) if type(r) is not TupleGetItem]
         reader_sides = [side_of(r) if type(r) is Call else None for r in readers]
         if node is values.result:
             reader_sides.append(None)
         producer = side_of(node) if type(node) in (Call, TupleGetItem) else None
-        if type(node).__name__ == "Constant":
-            continue
         touches = producer is not None or any(s is not None for s in reader_sides)
         if not touches:
             continue
         seen.add(id(node))
-        out.append((producer, reader_sides, type_bytes(node.type_or_none), 0.0))
+        out.append((producer, reader_sides, type_bytes(node.type_or_none)))
     return out
 
 
@@ -131,7 +129,7 @@ def _total(steps: dict, side: dict, crossing: list) -> float:
     for name, where in side.items():
         s = steps[name]
         total += s.seconds + s.call_overhead_s if where == "acc" else s.host_seconds
-    for producer, readers, nbytes, _t in crossing:
+    for producer, readers, nbytes in crossing:
         p = "host" if producer is None else side[producer]
         sides = ["host" if r is None else side[r] for r in readers]
         if all(x == p for x in sides):

@@ -22,6 +22,7 @@ from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Function, GlobalVar, TupleGetItem, Var
 from partita.ir.structural import fingerprint
+from partita.ir.types import TupleType
 from partita.passes.infer_type import infer_type
 
 from .regions import op_calls
@@ -268,7 +269,7 @@ def boundary(call, values: _Values) -> tuple[int, int, int, int]:
     users = values.graph.users
     outs = [call] + [u for u in users.get(id(call), ()) if type(u) is TupleGetItem]
     for value in outs:
-        if type(value) is TupleGetItem or type(value.type_or_none).__name__ != "TupleType":
+        if type(value) is TupleGetItem or not isinstance(value.type_or_none, TupleType):
             readers = users.get(id(value), ())
             to_host = value is values.result or any(
                 values.partition_of(r) is None and type(r) is not TupleGetItem for r in readers

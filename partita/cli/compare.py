@@ -63,12 +63,13 @@ def _bucket(d: np.ndarray) -> dict:
 def layer_outputs(mod) -> list:
     """(index, op type, tensor name, node) for each source op's output in ``main``: the last
     node, in dataflow order, with the op's span and its output tensor's name."""
+    from partita.ir import Call
     from partita.ir.graph import dataflow_order
 
     last: dict = {}
     for node in dataflow_order(mod["main"].body):
         span = getattr(node, "span", None)
-        if type(node).__name__ != "Call" or span is None or span.index is None:
+        if type(node) is not Call or span is None or span.index is None:
             continue
         t = node.type_or_none
         if getattr(t, "dtype", None) is None:
@@ -83,7 +84,7 @@ def _with_outputs(mod, nodes):
 
     main = mod["main"]
     body = main.body
-    results = list(body.fields) if type(body).__name__ == "Tuple" else [body]
+    results = list(body.fields) if type(body) is Tuple else [body]
     fn = main.with_body(Tuple(results + list(nodes)))
     out = IRModule({}, mod.attrs)
     for name, f in mod.items():
