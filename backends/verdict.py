@@ -17,6 +17,7 @@ and the line of a generated list of supported ops.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,6 +83,19 @@ def takes_match(check) -> bool:
     parameter, or one named ``match``) rather than ``check(root)``."""
     if isinstance(check, (Constraint, AllOf)):
         return True
+    try:
+        return _takes_match_cached(check)
+    except TypeError:  # an unhashable callable: ask each time
+        return _takes_match(check)
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes_match_cached(check) -> bool:
+    # inspect.signature costs tens of microseconds; MergeComposite asks once per match
+    return _takes_match(check)
+
+
+def _takes_match(check) -> bool:
     try:
         params = list(inspect.signature(check).parameters.values())
     except (TypeError, ValueError):

@@ -11,9 +11,10 @@ with the stage's input); every so often a stage runs an op the benchmark backend
 (qnn.sigmoid), which cuts the accelerator region, and its residual add reaches across the cut so
 that MergeCompilerRegions must refuse merges that would make a cycle. Columns: nodes, regions,
 total time, time per node in microseconds, the ratio of that to the smallest graph's (flat means
-linear), then the time of each pass. On the smallest graph the interpreter checks that the
-partitioned module computes the same bits. (Relay's PartitionGraph took 187 s on a 2,400-op chain
-with 80 regions.)
+linear), then the time of each pass and the process's CPU time (``cpu``: on a machine other
+processes share, wall time counts their turns too). On the smallest graph the interpreter
+checks that the partitioned module computes the same bits. (Relay's PartitionGraph took 187 s
+on a 2,400-op chain with 80 regions.)
 """
 
 from __future__ import annotations
@@ -126,11 +127,12 @@ def _time(mod, target: str):
     pipeline = partition_pipeline(target)
     timing = PassTimingInstrument()
     gc.collect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with PassContext(instruments=[timing]):
         out = pipeline(mod)
     total = time.perf_counter() - start
     passes = {name: t for depth, name, t in timing.timings if depth == 1}
+    passes["cpu"] = time.process_time() - cpu  # this process's CPU time: a busy machine's
     return out, total, passes
 
 

@@ -27,7 +27,15 @@ from partita.runtime.schedule import plan_schedule, release_points
 log = logging.getLogger("partita.build")
 
 # config keys passed through to partition_for
-PARTITION_OPTIONS = ("min_region_size", "cpu_ops", "cpu_nodes", "strict")
+PARTITION_OPTIONS = (
+    "min_region_size",
+    "cpu_ops",
+    "cpu_nodes",
+    "strict",
+    "placement",
+    "host_model",
+    "npu_nodes",
+)
 
 
 class BuildError(PartitaError):
@@ -62,15 +70,20 @@ def build(
     config: dict | None = None,
     *,
     progress: Callable[[str], None] | None = None,
+    placement: str | None = None,
 ) -> Executable:
     """Partition ``mod`` for ``target``, compile its regions and return an Executable.
 
     ``config`` takes partition_for's options (``min_region_size``, ``cpu_ops``, ``cpu_nodes``,
-    ``strict``); backend options go in the target string (``"npu -config=u55-256, llvm"``).
+    ``strict``, ``placement``, ``host_model``, ``npu_nodes``); backend options go in the target
+    string (``"npu -config=u55-256, llvm"``). ``placement="cost"`` is
+    ``config={"placement": "cost"}`` (docs/placement.md).
     """
     if not isinstance(mod, IRModule):
         raise BuildError(f"build takes an IRModule, got {type(mod).__name__}")
     config = dict(config or {})
+    if placement is not None:
+        config["placement"] = placement
     unknown = [k for k in config if k not in PARTITION_OPTIONS]
     if unknown:
         raise BuildError(

@@ -19,7 +19,7 @@ from partita.backends.verdict import run_check
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import Graph
+from partita.ir.graph import Graph, dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Function, Tuple, TupleGetItem
 from partita.ir.refs import REF_NODES
@@ -28,7 +28,14 @@ from partita.passes.infra import Pass
 
 from .reasons import Explainer
 from .record import record_of, with_record
-from .regions import Region, RegionBuilder, flatten, map_inner_functions, map_open_functions
+from .regions import (
+    Region,
+    RegionBuilder,
+    flatten_ordered,
+    has_inner_functions,
+    map_inner_functions,
+    map_open_functions,
+)
 
 
 class _Target:
@@ -82,11 +89,14 @@ class AnnotateTarget(Pass):
         names = [t.name for t in self.targets]
 
         def annotate(body):
-            flat, earlier = flatten(map_inner_functions(body, annotate))
-            graph = Graph(flat)
+            order = dataflow_order(body)
+            if has_inner_functions(order):
+                body, order = map_inner_functions(body, annotate), None
+            flat, earlier, order = flatten_ordered(body, order=order)
+            graph = Graph(flat, order)
             explainer = Explainer(graph, entries, names, record.refusals)
             region_of = self._annotate(graph, explainer, earlier)
-            return RegionBuilder(region_of).build(flat)
+            return RegionBuilder(region_of).build(flat, graph.order)
 
         out = map_open_functions(mod, lambda _name, fn: fn.with_body(annotate(fn.body)))
         return with_record(out, pattern_table=None, refusals={})

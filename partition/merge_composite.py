@@ -125,7 +125,12 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
             fn, inputs = group.to_function(counter[0])
             counter[0] += 1
             call = Call(fn, [memo[id(x)] for x in inputs], span=node.span)
-            infer_new_types(call, mod)  # its inputs are typed; its consumers copy their types
+            result = fn.body.type_or_none
+            if result is not None:  # the body's copies kept their types: so do fn and call
+                fn.with_type(result)
+                call.with_type(result)
+            else:
+                infer_new_types(call, mod)  # its inputs are typed; its consumers copy types
             memo[key] = call
         elif key in inside:
             continue

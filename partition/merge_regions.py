@@ -22,7 +22,6 @@ merge.
 from __future__ import annotations
 
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import Function
 from partita.passes.infra import Pass
@@ -32,7 +31,7 @@ from .regions import (
     Region,
     RegionBuilder,
     RegionError,
-    flatten,
+    flatten_ordered,
     map_open_functions,
     value_children,
 )
@@ -46,11 +45,17 @@ class MergeCompilerRegions(Pass):
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
         def merge(_name: str, fn: Function) -> Function:
-            flat, region_of = flatten(fn.body)
-            merged = merge_regions(dataflow_order(flat), region_of)
-            return fn.with_body(RegionBuilder(merged).build(flat))
+            flat, region_of, order = flatten_ordered(fn.body)
+            merged = merge_regions(order, region_of)
+            if _count(merged) == _count(region_of) and fn.body is not flat:
+                return fn  # nothing merged: building again would give the same graph
+            return fn.with_body(RegionBuilder(merged).build(flat, order))
 
         return map_open_functions(mod, merge)
+
+
+def _count(region_of: dict) -> int:
+    return len({id(r) for r in region_of.values()})
 
 
 def merge_regions(

@@ -28,9 +28,11 @@ from .record import Placement, with_record
 from .regions import (
     Region,
     RegionBuilder,
+    built_by_regions,
     copy_node,
     ensure_typed,
-    flatten,
+    flatten_ordered,
+    has_inner_functions,
     inline_body,
     is_composite_call,
     is_partition_function,
@@ -113,14 +115,18 @@ class PartitionGraph(Pass):
                 bodies[gname] = fn
                 continue
             ensure_typed(fn, mod)
-            numbers = begin_numbers(fn)  # Relay numbers regions across the whole function
+            # Relay numbers regions across the whole function (a region pass's output has none)
+            numbers = {} if built_by_regions(fn.body) else begin_numbers(fn)
 
             def lift(body, numbers=numbers):  # regions inside let-bound functions are lifted too
-                flat, region_of = flatten(map_inner_functions(body, lift), numbers)
+                flat, region_of, order = flatten_ordered(body, numbers)
+                if has_inner_functions(order):
+                    inner = map_inner_functions(body, lift)
+                    flat, region_of, order = flatten_ordered(inner, numbers)
                 lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
                 lifter.bind_constants = self.bind_constants
                 lifter.flatten_calls = not self.prefix  # TVM's PartitionGraph returns them whole
-                out = lifter.build(flat)
+                out = lifter.build(flat, order)
                 lifted.update(lifter.functions)
                 return out
 

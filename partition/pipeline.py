@@ -19,10 +19,12 @@ from partita.passes.infer_type import InferType
 from partita.passes.infra import Sequential
 
 from .annotate_target import AnnotateTarget
+from .cost_placement import CostPlacement
 from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition_graph import PartitionGraph
 from .policies import Overrides, RegionPolicies
+from .record import record_of
 from .report import PlacementReport, placement_report
 from .target import parse_target
 
@@ -61,8 +63,26 @@ def _check_references(mod: IRModule, target) -> None:
                 )
 
 
-def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=None) -> Sequential:
-    """The passes ``partition_for`` runs for ``target`` (a tvmc-style string)."""
+PLACEMENTS = ("all", "cost")
+
+
+def partition_pipeline(
+    target="llvm",
+    *,
+    min_region_size: int = 1,
+    overrides=None,
+    placement: str = "all",
+    host_model=None,
+    npu_nodes=(),
+    estimate_cache: dict | None = None,
+) -> Sequential:
+    """The passes ``partition_for`` runs for ``target`` (a tvmc-style string); ``placement``
+    "all" (everything the accelerators support, Vela's way) or "cost" (CostPlacement last:
+    partitions that the host runs faster, transfers included, go back to it)."""
+    if placement not in PLACEMENTS:
+        raise PartitaError(
+            f"placement must be one of {', '.join(map(repr, PLACEMENTS))}, got {placement!r}"
+        )
     composite = parse_target(target)
     backends = [(spec, spec.backend) for spec in composite.targets]
     table = [e for spec, b in backends for e in b.pattern_table(spec.options)]
@@ -78,6 +98,11 @@ def partition_pipeline(target="llvm", *, min_region_size: int = 1, overrides=Non
             MergeCompilerRegions(),
             RegionPolicies(min_size=min_region_size, targets=composite.targets, host=host),
             PartitionGraph(host=host),
+            *(
+                [CostPlacement(target, host_model, npu_nodes, estimate_cache)]
+                if placement == "cost"
+                else []
+            ),
         ],
         name="partition_for",
     )
@@ -91,12 +116,19 @@ def partition_for(
     cpu_ops=(),
     cpu_nodes=(),
     strict: bool = False,
+    placement: str = "all",
+    host_model=None,
+    npu_nodes=(),
 ) -> IRModule:
     """Partition ``mod`` for a composite target such as ``"npu -config=npu-256, llvm"``.
 
     ``cpu_ops`` (op types) and ``cpu_nodes`` (source op indices or names) are forced onto the
     CPU; regions under ``min_region_size`` source ops go back to it; ``strict`` raises
     StrictPartitionError, with the placement report, if any op is left on the CPU.
+    ``placement="cost"`` sends back to the host the partitions it runs faster (estimated with
+    ``host_model``: a declared core such as ``"cortex-a55:1.8GHz"``, or None for this machine's
+    measured LLVM kernels); ``npu_nodes`` (partition names, source op indices or names) stay
+    on the accelerator whatever the estimate (docs/placement.md).
     """
     if not isinstance(mod, IRModule):
         raise PartitaError(f"partition_for takes an IRModule, got {type(mod).__name__}")
@@ -109,11 +141,94 @@ def partition_for(
         )
     _check_references(mod, target)
     pipeline = partition_pipeline(
-        target, min_region_size=min_region_size, overrides=overrides or None
+        target,
+        min_region_size=min_region_size,
+        overrides=overrides or None,
+        placement=placement,
+        host_model=host_model,
+        npu_nodes=npu_nodes,
     )
     out = pipeline(mod)
+    if placement == "cost":
+        out = split_by_cost(
+            mod, target, out, host_model, npu_nodes, list(cpu_nodes), cpu_ops, min_region_size
+        )
     if strict:
         report = placement_report(out)
         if report.host_rows:
             raise StrictPartitionError(report)
     return out
+
+
+SPLIT_TRIALS = 16  # re-partitionings the split search may spend
+
+
+def split_by_cost(
+    mod, target, out, host_model, npu_nodes, cpu_nodes, cpu_ops, min_region_size
+) -> IRModule:
+    """Splits for placement="cost": try sending a partition's first or last source op to the
+    host (so the partition shrinks rather than goes whole) and keep a split while the
+    end-to-end estimate drops; at most SPLIT_TRIALS re-partitionings. A split op's reason says
+    what it saved."""
+    from .estimate import estimate, host_model_of
+
+    host = host_model_of(host_model)
+    cache: dict = {}
+    best = estimate(out, target, host, cache).total_s
+    tried: set = set()
+    budget = SPLIT_TRIALS
+    improved = True
+    while improved and budget > 0:
+        improved = False
+        pinned = {str(n) for n in npu_nodes}
+        for span in _partition_ends(out):
+            index = span.index
+            if index in tried or {str(index), span.tensor} & pinned or budget <= 0:
+                continue
+            tried.add(index)
+            budget -= 1
+            trial = partition_pipeline(
+                target,
+                min_region_size=min_region_size,
+                overrides=Overrides(cpu_ops, [*cpu_nodes, index]),
+                placement="cost",
+                host_model=host,
+                npu_nodes=npu_nodes,
+                estimate_cache=cache,
+            )(mod)
+            total = estimate(trial, target, host, cache).total_s
+            if total < best - 1e-12:
+                why = (
+                    f"cost: split off the accelerator partition, end to end "
+                    f"{best * 1e3:.3f} -> {total * 1e3:.3f} ms"
+                )
+                _relabel(trial, f"forced onto the CPU (source op #{index})", why)
+                out, best, improved = trial, total, True
+                cpu_nodes = [*cpu_nodes, index]
+                break
+    return out
+
+
+def _partition_ends(mod: IRModule) -> list:
+    """The spans of the source ops at the start and end of each partition (dataflow order)."""
+    out = []
+    for name, fn in mod.items():
+        if name == "main" or "Compiler" not in fn.attrs:
+            continue
+        spans = [
+            n.span
+            for n in post_order(fn.body)
+            if type(n) is Call and n.span is not None and n.span.index is not None
+        ]
+        if len({s.index for s in spans}) > 1:
+            out += [spans[0], spans[-1]]
+    return list(dict.fromkeys(out))
+
+
+def _relabel(mod: IRModule, old: str, new: str) -> None:
+    placement = record_of(mod).placement
+    if placement is None:
+        return
+    for key, (node, reason) in list(placement.reasons.items()):
+        if reason == old:
+            placement.reasons[key] = (node, new)

@@ -17,13 +17,12 @@ from partita.backends.registry import DEFAULT_HOST, find_backend
 
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Function
 from partita.ir.visitor import post_order
 from partita.passes.infra import Pass
 
-from .regions import Region, RegionBuilder, flatten, map_open_functions, op_calls, unit_ops
+from .regions import Region, RegionBuilder, flatten_ordered, map_open_functions, op_calls, unit_ops
 
 
 class Overrides:
@@ -132,9 +131,10 @@ class RegionPolicies(Pass):
         return map_open_functions(mod, self._apply)
 
     def _apply(self, _name: str, fn: Function) -> Function:
-        flat, region_of = flatten(fn.body)
+        flat, region_of, order = flatten_ordered(fn.body)
         builder = RegionBuilder(region_of)
-        members, inputs, outputs = builder.regions(dataflow_order(flat), flat)
+        members, inputs, outputs = builder.regions(order, flat)
+        refused = False
         for key, nodes in members.items():
             region = region_of[id(nodes[0])]
             why = (
@@ -146,7 +146,10 @@ class RegionPolicies(Pass):
             )
             for node in nodes if why else ():
                 region_of[id(node)] = Region(self.host, True, why)
-        return fn.with_body(RegionBuilder(region_of).build(flat))
+            refused = refused or bool(why)
+        if not refused and fn.body is not flat:
+            return fn  # every region kept: building again would give the same graph
+        return fn.with_body(RegionBuilder(region_of).build(flat, order))
 
     def refusal(self, region: Region, stats: RegionStats) -> str | None:
         """Why ``region`` goes back to the host, or None to keep it."""

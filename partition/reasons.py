@@ -9,9 +9,10 @@ the op, at the op or at one of its consumers (a conv is matched from the requant
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
-from partita.backends.verdict import run_check
+from partita.backends.verdict import requirements_of, run_check
 from partita.patterns import OpPattern, pattern_text
 from partita.patterns.claims import Claimer
 
@@ -66,10 +67,10 @@ class Explainer:
             parts.append(recorded[1])
         parts.extend(f"{t}: {r}" for t, r in single_op_refusals)
         if parts:
-            return "; ".join(dict.fromkeys(parts))
+            return nearest_variant("; ".join(dict.fromkeys(parts)))
         if not self.targets:
             return "no accelerator target was given"
-        return self.pattern_reason(node)
+        return nearest_variant(self.pattern_reason(node))
 
     def pattern_reason(self, node: Call) -> str:
         """What the pattern tables say about ``node``: a match that was refused, or the nearest
@@ -78,6 +79,9 @@ class Explainer:
         relevant = self.by_op.get(op, [])
         names = "/".join(self.targets)
         if not relevant:
+            quantized = self.quantized_variant(node, op)
+            if quantized:
+                return quantized
             return (
                 f"no pattern matched: no {names} pattern contains {op}, and no target "
                 f"supports it alone"
@@ -136,3 +140,78 @@ class Explainer:
             f"{describe(failed_e) if isinstance(failed_e, Expr) else failed_e}: {why})"
         )
         return (through, depth, text)
+
+    def quantized_variant(self, node: Call, op: str) -> str | None:
+        """For a float op whose quantized form a pattern takes: the dtype it has, the ones
+        the target runs, and the fix (quantize the model)."""
+        dtype = _dtype(node)
+        if dtype is None or not dtype.startswith(("float", "bfloat")):
+            return None
+        base = op.split(".", 1)[1] if op.startswith("nn.") else op
+        for name in (f"qnn.{base}", f"qnn.{op}"):
+            entries = self.by_op.get(name)
+            if not entries:
+                continue
+            entry = entries[0]
+            owner = entry.name.split(".", 1)[0] if "." in entry.name else "/".join(self.targets)
+            runs = _int_dtypes(entry.check) or self._table_dtypes()
+            return (
+                f"{dtype}: the {owner} runs quantized ops{' on ' + runs if runs else ''} "
+                f"({entry.name} takes {name}, not {op} on {dtype}); quantize the model "
+                f"(full-integer post-training quantization)"
+            )
+        if any(op.startswith("qnn.") for op in self.by_op):
+            runs = self._table_dtypes()
+            names = "/".join(self.targets)
+            return (
+                f"{dtype}: the {names} runs quantized ops{' on ' + runs if runs else ''}, and "
+                f"no {names} pattern contains {op}; quantize the model (in a quantized model "
+                f"most float ops become qnn ops or fold into their neighbours)"
+            )
+        return None
+
+    def _table_dtypes(self) -> str:
+        for entry in self.entries:
+            found = _int_dtypes(entry.check)
+            if found:
+                return found
+        return ""
+
+
+def _dtype(node: Call) -> str | None:
+    t = node.type_or_none
+    dtype = getattr(t, "dtype", None)
+    if dtype is None and node.args:
+        dtype = getattr(node.args[0].type_or_none, "dtype", None)
+    return dtype
+
+
+def _int_dtypes(check) -> str:
+    """``int8 and uint8``: the feature-map dtypes a check's requirements name."""
+    for text in requirements_of(check):
+        found = re.findall(r"\bu?int\d+\b", text)
+        if found and "must be" in text:
+            names = list(dict.fromkeys(found))
+            return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return ""
+
+
+_RANGE = re.compile(
+    r"(?P<what>[A-Z][a-z]+(?: [a-z]+)*?)(?: height and width)? must be in the range "
+    r"\[(?P<lo>\d+), (?P<hi>\d+)\][^(;]*\(got (?P<a>\d+)x(?P<b>\d+)\)"
+)
+
+
+def nearest_variant(reason: str) -> str:
+    """``reason`` with, for each range requirement it broke, the nearest values that run:
+    ``Stride ... [1, 3] (got 4x4)`` -> ``...; nearest that runs: stride 3x3``."""
+    hints = []
+    for m in _RANGE.finditer(reason):
+        lo, hi = int(m["lo"]), int(m["hi"])
+        a, b = (min(max(int(v), lo), hi) for v in (m["a"], m["b"]))
+        what = m["what"].lower()
+        hints.append(
+            f"{what} {m['a']}x{m['b']} where {lo}..{hi} is allowed; nearest that runs: "
+            f"{what} {a}x{b}"
+        )
+    return reason if not hints else f"{reason} -- {'; '.join(hints)}"

@@ -9,7 +9,8 @@ units left on the host say why:
 
 A region with several outputs returns a tuple (``Outputs=2``) that its users index (``%3.0``).
 ``flatten`` inlines every region into a plain dataflow graph and remembers each node's Region;
-``RegionBuilder`` turns a labelled graph back into region calls, or lifts them to global functions.
+``RegionBuilder`` (builder.py) turns a labelled graph back into region calls, or lifts them to
+global functions.
 Every stage is a valid module: it types, prints and interprets to the same bits.
 """
 
@@ -19,12 +20,12 @@ from collections.abc import Callable
 
 from partita.ir.graph import dataflow_order, map_functions, map_inner_functions
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from partita.ir.types import TupleType
+from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_type
 
-from .annotations import has_annotations, strip_annotations
+from .annotations import annotation_kind, has_annotations, strip_annotations
+from .builder import BUILT_FROM, RegionBuilder
 from .units import (
     UNIT_TYPES,
     Region,
@@ -92,6 +93,44 @@ def flatten(body: Expr, numbers: dict | None = None) -> tuple[Expr, dict[int, Re
     Units outside any region (an unannotated graph) have no entry. Relay's
     compiler_begin/compiler_end annotations are read too (partition/annotations.py; ``numbers``:
     the begins' numbers in the enclosing function)."""
+    flat, region_of, _order = flatten_ordered(body, numbers)
+    return flat, region_of
+
+
+def flatten_ordered(body: Expr, numbers: dict | None = None, order: list | None = None):
+    """``flatten`` and the flat graph's ``dataflow_order`` (``order``: ``body``'s, when the
+    caller has it)."""
+    known = BUILT_FROM.get(body) if type(body) in UNIT_TYPES else None
+    if known is not None:
+        flat, labels, order = known
+        fresh: dict[int, Region] = {}  # what flatten reads off the functions' attributes
+        region_of = {
+            k: fresh.get(id(r)) or fresh.setdefault(id(r), Region(r.target, r.host, r.reason))
+            for k, r in labels.items()
+        }
+        return flat, region_of, order
+    order = dataflow_order(body) if order is None else order
+    if not any(is_region_call(n) or annotation_kind(n) for n in order):
+        return body, {}, order  # nothing to inline: flattening would copy nothing
+    flat, region_of = _flatten(body, numbers)
+    return flat, region_of, dataflow_order(flat)
+
+
+def has_inner_functions(order: list) -> bool:
+    """Whether a graph (its ``dataflow_order``) holds let-bound functions, the ones
+    ``map_inner_functions`` enters."""
+    return any(
+        type(n) is Function and "Composite" not in n.attrs and "Compiler" not in n.attrs
+        for n in order
+    )
+
+
+def built_by_regions(body: Expr) -> bool:
+    """Whether ``body`` is a RegionBuilder's output (so it holds no Relay annotations)."""
+    return type(body) in UNIT_TYPES and body in BUILT_FROM
+
+
+def _flatten(body: Expr, numbers: dict | None) -> tuple[Expr, dict[int, Region]]:
     memo: dict[int, object] = {}
     region_of: dict[int, Region] = {}
     if has_annotations(body):
@@ -132,202 +171,6 @@ def _inline_region(call: Call, args: list, region_of: dict):
             )
         return inline_body(fn, args, list(fn.body.fields), label)
     return inline_body(fn, args, [fn.body], label)[0]
-
-
-class RegionBuilder:
-    """Turns a flat graph labelled with Regions into region calls (``mode`` "inline"), global
-    functions (``"global"``) or plain nodes (``"plain"``). Subclasses choose per region."""
-
-    bind_constants = True  # constants stay inside the region (False: they become inputs)
-    flatten_calls = True  # a lifted region returns a tuple-typed call (a split) as its fields
-
-    def __init__(self, region_of: dict[int, Region]):
-        self.region_of = region_of
-        self.functions: dict[str, Function] = {}
-        self._count = 0
-
-    # ---- hooks -------------------------------------------------------------------------------
-    def mode(self, region: Region) -> str:
-        """ "inline" (a region call), "global" (a lifted function) or "plain" (no wrapper)."""
-        return "inline"
-
-    def function_attrs(self, region: Region, outputs: int, symbol: str | None) -> dict:
-        """The attributes of the function built for ``region``."""
-        return region.attrs(outputs)
-
-    def symbol(self, region: Region) -> str:
-        """The global name of a lifted region."""
-        raise NotImplementedError
-
-    def emit_plain(self, node: Expr, new_kids: list, region: Region | None) -> Expr:
-        """The outer graph's version of a node that no region wraps."""
-        return copy_node(node, new_kids)
-
-    # ---- the walk ----------------------------------------------------------------------------
-    def build(self, root: Expr) -> Expr:
-        """The graph under ``root`` with every region built (lifted ones in ``functions``)."""
-        order = dataflow_order(root)
-        members, inputs, outputs = self.regions(order, root)
-        outer: dict[int, Expr] = {}
-        for item in self._emission_order(root, inputs):
-            if type(item) is Region:
-                self._emit_region(
-                    item, members[id(item)], inputs[id(item)], outputs[id(item)], outer
-                )
-            elif type(item) in UNIT_TYPES:
-                kids = [outer[id(k)] for k in value_children(item)]
-                outer[id(item)] = self.emit_plain(item, kids, self.region_of.get(id(item)))
-            else:
-                outer[id(item)] = item
-        return outer[id(root)]
-
-    def _grouped(self, node) -> Region | None:
-        region = self.region_of.get(id(node))
-        return region if region is not None and self.mode(region) != "plain" else None
-
-    def regions(self, order: list, root: Expr):
-        """Per grouped region (by id): its members in order, its inputs and its outputs. Inputs
-        and outputs are numbered in the order a depth-first walk from ``root`` completes the
-        edges that cross the region's boundary (where Relay's walk meets compiler_begin and
-        compiler_end), so partitions take and return values in TVM's order."""
-        members: dict[int, list] = {}
-        inputs: dict[int, dict] = {}
-        outputs: dict[int, dict] = {}
-        for node in order:
-            region = self._grouped(node)
-            if region is not None:
-                members.setdefault(id(region), []).append(node)
-                inputs.setdefault(id(region), {})
-                outputs.setdefault(id(region), {})
-        for node, kid in _edges_depth_first(root):
-            region, owner = self._grouped(node), self._grouped(kid)
-            if owner is region:
-                continue
-            if owner is not None:
-                outputs[id(owner)].setdefault(id(kid), kid)
-            if region is not None and (type(kid) is not Constant or not self.bind_constants):
-                inputs[id(region)].setdefault(id(kid), kid)
-        owner = self._grouped(root)
-        if owner is not None:
-            outputs[id(owner)][id(root)] = root
-        return members, {k: list(v.values()) for k, v in inputs.items()}, outputs
-
-    def _deps(self, item, inputs) -> list:
-        kids = inputs[id(item)] if type(item) is Region else value_children(item)
-        return [self._grouped(k) or k for k in kids]
-
-    def _emission_order(self, root: Expr, inputs) -> list:
-        """Items (regions and plain nodes) after their inputs; a cycle is a RegionError."""
-        order, state = [], {}
-        start = self._grouped(root) or root
-        stack = [(start, iter(self._deps(start, inputs)))]
-        state[id(start)] = 1
-        while stack:
-            item, deps = stack[-1]
-            for dep in deps:
-                s = state.get(id(dep))
-                if s is None:
-                    state[id(dep)] = 1
-                    stack.append((dep, iter(self._deps(dep, inputs))))
-                    break
-                if s == 1:
-                    raise RegionError(f"regions form a cycle through {_describe(dep)}")
-            else:
-                stack.pop()
-                state[id(item)] = 2
-                order.append(item)
-        return order
-
-    def _emit_region(self, region, members, ins, outs, outer) -> None:
-        number, self._count = self._count, self._count + 1
-        number = region.number if region.number is not None else number
-        inner: dict[int, Expr] = {}
-        params = []
-        for k, node in enumerate(ins):
-            param = Var(f"{_identifier(region.target)}_{number}_i{k}", node.type_or_none)
-            params.append(param)
-            inner[id(node)] = param
-        for node in members:
-            inner[id(node)] = copy_node(node, [inner.get(id(k), k) for k in value_children(node)])
-        results = [inner[k] for k in outs]
-        mode = self.mode(region)
-        # a partition returns flat values: a tuple-valued output (a split) leaves as its fields
-        # and the host rebuilds the tuple, as Relay's PartitionGraph does
-        # (Relay splits only Tuple nodes; ``flatten_calls`` False keeps a tuple-typed call whole)
-        widths = [
-            _tuple_width(r) if mode == "global" and (self.flatten_calls or type(r) is Tuple) else 0
-            for r in results
-        ]
-        flat = [
-            f for r, w in zip(results, widths)
-            for f in ([_typed(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]
-                      if w else [r])
-        ]
-        single = len(flat) == 1 and not widths[0]
-        body = flat[0] if single else _typed(Tuple(flat), TupleType([r.type_or_none for r in flat]))
-        symbol = self.symbol(region) if mode == "global" else None
-        fn = _typed(
-            Function(params, body, None, self.function_attrs(region, len(flat), symbol)),
-            body.type_or_none,
-        )
-        callee = fn
-        if symbol is not None:
-            self.functions[symbol] = fn
-            callee = _typed(GlobalVar(symbol), body.type_or_none)
-        call = _typed(Call(callee, [outer[id(n)] for n in ins]), body.type_or_none)
-        if single:
-            outer[next(iter(outs))] = call
-            return
-        start = 0
-        for k, r, w in zip(outs, results, widths):
-            if w:
-                fields = [_typed(TupleGetItem(call, start + j), r.type_or_none.fields[j])
-                          for j in range(w)]
-                outer[k] = _typed(Tuple(fields), r.type_or_none)
-            else:
-                outer[k] = _typed(TupleGetItem(call, start), r.type_or_none)
-            start += w or 1
-
-
-def _edges_depth_first(root: Expr) -> list[tuple]:
-    """(user, input) for every data edge under ``root``, in the order a depth-first walk
-    (inputs left to right) completes them: when the input's walk finishes, or at once when the
-    input was finished already."""
-    edges: list[tuple] = []
-    done: set[int] = set()
-    stack = [(root, iter(value_children(root)))]
-    while stack:
-        node, kids = stack[-1]
-        for kid in kids:
-            if id(kid) in done:
-                edges.append((node, kid))
-                continue
-            stack.append((kid, iter(value_children(kid))))
-            break
-        else:
-            stack.pop()
-            done.add(id(node))
-            if stack:
-                edges.append((stack[-1][0], node))
-    return edges
-
-
-def _identifier(name: str) -> str:
-    """``name`` with every non-word character as ``_`` (a hand-annotated target may be any
-    string; parameter names print as identifiers)."""
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-
-
-def _tuple_width(value: Expr) -> int:
-    """The field count of a tuple-typed value, else 0."""
-    t = value.type_or_none
-    return len(t.fields) if isinstance(t, TupleType) else 0
-
-
-def _describe(item) -> str:
-    if type(item) is Region:
-        return f"a {item.target} region"
-    return item.short()
 
 
 def units(order: list) -> list:
@@ -372,6 +215,9 @@ __all__ = [
     "copy_node",
     "ensure_typed",
     "flatten",
+    "flatten_ordered",
+    "has_inner_functions",
+    "built_by_regions",
     "inline_body",
     "is_composite_call",
     "is_region_call",

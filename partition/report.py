@@ -41,6 +41,10 @@ class PlacementRow:
     reason: str = ""
     macs: int = 0
     ir_ops: list = field(default_factory=list)
+    # what leaving it on the host costs (``partition.estimate.fallback_costs`` fills them):
+    # its estimated host time, and the bytes that cross between it and accelerator partitions
+    host_s: float | None = None
+    transfer_bytes: int | None = None
 
 
 class _RowBuilder:
@@ -120,7 +124,9 @@ class PlacementReport:
 
     def table(self, name_width: int = 32) -> str:
         """The rows as an aligned text table (long tensor names are shortened)."""
-        head = ("#", "op", "name", "target", "composite", "partition", "reason")
+        costs = any(r.host_s is not None for r in self.rows)
+        head = ("#", "op", "name", "target", "composite", "partition")
+        head += ("fallback cost", "reason") if costs else ("reason",)
         lines = [head] + [
             (
                 "" if r.index is None else str(r.index),
@@ -129,6 +135,7 @@ class PlacementReport:
                 r.target,
                 r.composite,
                 r.partition,
+                *([_cost(r)] if costs else []),
                 r.reason,
             )
             for r in self.rows
@@ -164,6 +171,13 @@ class PlacementReport:
 
     def __str__(self):
         return self.table() + self.summary_line()
+
+
+def _cost(row: PlacementRow) -> str:
+    if row.host_s is None:
+        return ""
+    moved = row.transfer_bytes or 0
+    return f"{row.host_s * 1e3:.3f} ms host, {moved} B moved"
 
 
 def _shorten(text: str, width: int) -> str:

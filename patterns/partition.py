@@ -142,7 +142,11 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
             stack.append((node, True))
             stack.extend((k, False) for k in reversed(_kids(node)) if id(k) not in done)
         else:
-            done[key] = _copy(node, done)
+            new = done[key] = _copy(node, done)
+            if new.type_or_none is None and node.type_or_none is not None:
+                # the same op on inputs of the same types: the original's type (so typing the
+                # new call walks only the call and its function, not the whole region again)
+                new.with_type(node.type_or_none)
             names.append(_name_part(node))
     attrs = {"PartitionedFromPattern": "".join(names), **rule.attrs}
     return Function(params, done[id(group.root)], None, attrs), inputs

@@ -52,7 +52,8 @@ def test_inspect_prints_the_report_and_the_summary(capsys, model):
     status, out, err = run(capsys, "inspect", model, "--target", "acc_cli, llvm")
     assert status == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].split() == ["#", "op", "name", "target", "composite", "partition", "reason"]
+    head = ["#", "op", "name", "target", "composite", "partition", "fallback", "cost", "reason"]
+    assert lines[0].split() == head  # the cost of each fallback (issue 26)
     assert lines[1].split()[:5] == ["0", "ADD", "sum", "acc_cli", "acc_cli_main_0"]
     assert "no pattern matched: no acc_cli pattern contains tanh" in lines[2]
     assert lines[-1] == ("3 source ops, 0 MACs: acc_cli 2 ops, llvm 1 op; 2 partitions")

@@ -25,7 +25,7 @@ import os
 import sys
 import traceback
 
-from partita.cli import commands, scale_cmds
+from partita.cli import commands, compare, scale_cmds
 from partita.cli.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -50,6 +50,7 @@ COMMANDS = {
     "demo": commands.demo_cmd,
     "sweep": scale_cmds.sweep_cmd,
     "eval": scale_cmds.eval_cmd,
+    "compare": compare.compare_cmd,
 }
 
 

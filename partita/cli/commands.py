@@ -74,6 +74,7 @@ def _config(args) -> dict:
         "cpu_ops": args.cpu_op,
         "cpu_nodes": args.cpu_node,
         "strict": args.strict,
+        **_placement_config(args),
     }
 
 
@@ -107,6 +108,16 @@ def load_saved(args, progress: Progress):
         if exe.report is not None and exe.report.host_rows:
             raise StrictPartitionError(exe.report)
     return exe
+
+
+def _placement_config(args) -> dict:
+    """--placement and --host-model (docs/placement.md)."""
+    out = {}
+    if getattr(args, "placement", "all") != "all":
+        out["placement"] = args.placement
+    if getattr(args, "host_model", None):
+        out["host_model"] = args.host_model
+    return out
 
 
 def executable_of(args, progress: Progress):
@@ -289,6 +300,10 @@ def inspect_cmd(args, out, progress: Progress) -> int:
             report, status = placement_report(partitioned), 0
         except StrictPartitionError as e:
             report, partitioned, status = e.report, None, 1
+    if partitioned is not None:
+        from partita.cli.placement import placement_extras
+
+        report = placement_extras(args, mod, partitioned, report, progress)
     notes = []
     for fmt, target in drawings.items():
         if target and partitioned is not None:

@@ -167,6 +167,19 @@ def _model_options(parser, model_help: str, target_required: bool = False) -> No
     parser.add_argument(
         "--strict", action="store_true", help="fail (exit status 1) if any op is left on the CPU"
     )
+    parser.add_argument(
+        "--placement",
+        choices=("all", "cost"),
+        default="all",
+        help="all: everything the accelerator supports (default); cost: partitions the host "
+        "runs faster, transfers included, go back to it (docs/placement.md)",
+    )
+    parser.add_argument(
+        "--host-model",
+        metavar="HOST",
+        help="the host the estimates assume: cortex-a55, cortex-a55:1.8GHz, "
+        "generic:2GHz:8 (clock, int8 MACs/cycle); default: this machine's measured LLVM kernels",
+    )
 
 
 def _trust_option(parser) -> None:
@@ -318,10 +331,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--svg",
         metavar="FILE",
-        help="draw the partitioned graph (needs Graphviz's "
-        "dot; without it, DOT is written next to FILE)",
+        help="draw the partitioned graph as SVG (pure Python: no Graphviz needed)",
     )
     p.add_argument("--dot", metavar="FILE", help="write the partitioned graph as Graphviz DOT")
+    p.add_argument(
+        "--what-if",
+        action="append",
+        default=[],
+        metavar="CHANGE",
+        help="predict the change in latency, SRAM and transfers without compiling: "
+        "cpu-node=NAME, npu-node=NAME or preset=NAME; repeatable",
+    )
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the whole-system estimate (accelerator, host, transfers, SRAM, weights)",
+    )
+    p.add_argument(
+        "--measure",
+        action="store_true",
+        help="with --estimate: also build, run once on random inputs and fill the measured column",
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write one offline HTML report: picture, placement table, estimate, reasons",
+    )
 
     p = _command(
         commands,
@@ -368,6 +403,10 @@ def build_parser() -> argparse.ArgumentParser:
     _trust_option(p)
 
     _add_scale(commands)
+
+    from partita.cli.compare import add_parser as add_compare
+
+    add_compare(commands)
 
     _command(
         commands,

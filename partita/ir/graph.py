@@ -111,9 +111,10 @@ def dataflow_order(root: Expr) -> list[Expr]:
 class Graph:
     """One function body: post-order, positions and (lazily) users of every node."""
 
-    def __init__(self, root: Expr):
+    def __init__(self, root: Expr, order: list[Expr] | None = None):
+        """``order``: ``dataflow_order(root)`` when the caller already has it."""
         self.root = root
-        self.order: list[Expr] = dataflow_order(root)
+        self.order: list[Expr] = dataflow_order(root) if order is None else order
         self._pos: dict[int, int] | None = None
         self._users: dict[int, list[Expr]] | None = None
 

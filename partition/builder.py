@@ -1,0 +1,289 @@
+"""RegionBuilder: a flat graph labelled with Regions back into region calls (inline
+functions), lifted global functions, or plain nodes — the one writer every region pass shares.
+
+``build`` remembers, for its inline output, the labelled flat graph it came from
+(``BUILT_FROM``): flattening that output gives the same graph back, so the next region pass
+(regions.flatten_ordered) takes it from there instead of inlining every region again.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+from partita.ir.graph import dataflow_order
+from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from partita.ir.types import TupleType
+
+from .units import UNIT_TYPES, Region, RegionError, _typed, copy_node, value_children
+
+# RegionBuilder.build's inline output -> the labelled flat graph it was built from. Flattening
+# that output gives the same graph and grouping back (every stage round-trips), so the next
+# region pass takes it from here instead of inlining every region again: at 100k units, half
+# of a pass. Weak keys: an entry lives as long as the built graph does.
+BUILT_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class RegionBuilder:
+    """Turns a flat graph labelled with Regions into region calls (``mode`` "inline"), global
+    functions (``"global"``) or plain nodes (``"plain"``). Subclasses choose per region."""
+
+    bind_constants = True  # constants stay inside the region (False: they become inputs)
+    flatten_calls = True  # a lifted region returns a tuple-typed call (a split) as its fields
+
+    def __init__(self, region_of: dict[int, Region]):
+        self.region_of = region_of
+        self.functions: dict[str, Function] = {}
+        self._count = 0
+
+    # ---- hooks -------------------------------------------------------------------------------
+    def mode(self, region: Region) -> str:
+        """ "inline" (a region call), "global" (a lifted function) or "plain" (no wrapper)."""
+        return "inline"
+
+    def function_attrs(self, region: Region, outputs: int, symbol: str | None) -> dict:
+        """The attributes of the function built for ``region``."""
+        return region.attrs(outputs)
+
+    def symbol(self, region: Region) -> str:
+        """The global name of a lifted region."""
+        raise NotImplementedError
+
+    def emit_plain(self, node: Expr, new_kids: list, region: Region | None) -> Expr:
+        """The outer graph's version of a node that no region wraps."""
+        return copy_node(node, new_kids)
+
+    # ---- the walk ----------------------------------------------------------------------------
+    def build(self, root: Expr, order: list | None = None) -> Expr:
+        """The graph under ``root`` with every region built (lifted ones in ``functions``);
+        ``order``: ``dataflow_order(root)`` when the caller has it."""
+        order = dataflow_order(root) if order is None else order
+        region_of = self.region_of
+        inline_only = type(self).mode is RegionBuilder.mode
+        if inline_only and len({id(r) for r in region_of.values()}) == len(region_of):
+            out = self._build_units(root, order)  # every region one unit (AnnotateTarget's)
+        else:
+            out = self._build_regions(root, order)
+        if inline_only and out is not root and type(out) in UNIT_TYPES:
+            BUILT_FROM[out] = (root, region_of, order)
+        return out
+
+    def _build_units(self, root: Expr, order: list) -> Expr:
+        """``build`` when no region holds two units: each labelled unit becomes a region call
+        in dataflow order (the order the general walk emits them in: a depth-first walk over
+        the same inputs), its inputs its distinct non-constant inputs."""
+        outer: dict[int, Expr] = {}
+        get = self.region_of.get
+        bind = self.bind_constants
+        for node in order:
+            region = get(id(node)) if type(node) in UNIT_TYPES else None
+            if region is not None:
+                ins = {
+                    id(k): k for k in value_children(node) if not bind or type(k) is not Constant
+                }
+                self._emit_region(region, [node], list(ins.values()), {id(node): node}, outer)
+            elif type(node) in UNIT_TYPES:
+                kids = [outer[id(k)] for k in value_children(node)]
+                outer[id(node)] = self.emit_plain(node, kids, None)
+            else:
+                outer[id(node)] = node
+        return outer[id(root)]
+
+    def _build_regions(self, root: Expr, order: list) -> Expr:
+        members, inputs, outputs = self.regions(order, root)
+        outer: dict[int, Expr] = {}
+        region_of = self.region_of
+        for item in self._emission_order(root, inputs):
+            if type(item) is Region:
+                key = id(item)
+                self._emit_region(item, members[key], inputs[key], outputs[key], outer)
+            elif type(item) in UNIT_TYPES:
+                kids = [outer[id(k)] for k in value_children(item)]
+                outer[id(item)] = self.emit_plain(item, kids, region_of.get(id(item)))
+            else:
+                outer[id(item)] = item
+        return outer[id(root)]
+
+    def _grouping(self) -> dict[int, Region]:
+        """id(unit) -> its Region, for the units whose region is built (not "plain")."""
+        if type(self).mode is RegionBuilder.mode:  # every region inline
+            return self.region_of
+        modes: dict[int, bool] = {}
+        out = {}
+        for key, region in self.region_of.items():
+            grouped = modes.get(id(region))
+            if grouped is None:
+                grouped = modes[id(region)] = self.mode(region) != "plain"
+            if grouped:
+                out[key] = region
+        return out
+
+    def regions(self, order: list, root: Expr):
+        """Per grouped region (by id): its members in order, its inputs and its outputs. Inputs
+        and outputs are numbered in the order a depth-first walk from ``root`` completes the
+        edges that cross the region's boundary (where Relay's walk meets compiler_begin and
+        compiler_end), so partitions take and return values in TVM's order."""
+        grouped = self._grouping().get
+        members: dict[int, list] = {}
+        inputs: dict[int, dict] = {}
+        outputs: dict[int, dict] = {}
+        for node in order:
+            region = grouped(id(node))
+            if region is not None:
+                key = id(region)
+                found = members.get(key)
+                if found is None:
+                    members[key] = [node]
+                    inputs[key], outputs[key] = {}, {}
+                else:
+                    found.append(node)
+        bind = self.bind_constants
+        for node, kid in _edges_depth_first(root):
+            region, owner = grouped(id(node)), grouped(id(kid))
+            if owner is region:
+                continue
+            if owner is not None:
+                outputs[id(owner)].setdefault(id(kid), kid)
+            if region is not None and (not bind or type(kid) is not Constant):
+                inputs[id(region)].setdefault(id(kid), kid)
+        owner = grouped(id(root))
+        if owner is not None:
+            outputs[id(owner)][id(root)] = root
+        return members, {k: list(v.values()) for k, v in inputs.items()}, outputs
+
+    def _emission_order(self, root: Expr, inputs) -> list:
+        """Items (regions and plain nodes) after their inputs; a cycle is a RegionError."""
+        grouped = self._grouping().get
+
+        def deps(item):
+            kids = inputs[id(item)] if type(item) is Region else value_children(item)
+            return iter([grouped(id(k)) or k for k in kids])
+
+        order, state = [], {}
+        start = grouped(id(root)) or root
+        stack = [(start, deps(start))]
+        state[id(start)] = 1
+        while stack:
+            item, pending = stack[-1]
+            for dep in pending:
+                s = state.get(id(dep))
+                if s is None:
+                    state[id(dep)] = 1
+                    stack.append((dep, deps(dep)))
+                    break
+                if s == 1:
+                    raise RegionError(f"regions form a cycle through {_describe(dep)}")
+            else:
+                stack.pop()
+                state[id(item)] = 2
+                order.append(item)
+        return order
+
+    def _emit_region(self, region, members, ins, outs, outer) -> None:
+        number, self._count = self._count, self._count + 1
+        number = region.number if region.number is not None else number
+        inner: dict[int, Expr] = {}
+        params = []
+        prefix = f"{_identifier(region.target)}_{number}_i"
+        for k, node in enumerate(ins):
+            param = Var(f"{prefix}{k}", node.type_or_none)
+            params.append(param)
+            inner[id(node)] = param
+        get = inner.get
+        for node in members:
+            inner[id(node)] = copy_node(node, [get(id(k), k) for k in value_children(node)])
+        results = [inner[k] for k in outs]
+        mode = self.mode(region)
+        if mode != "global" and len(results) == 1:  # the common case: one value, no split
+            body = results[0]
+            fn = _typed(
+                Function(params, body, None, self.function_attrs(region, 1, None)),
+                body.type_or_none,
+            )
+            call = _typed(Call(fn, [outer[id(n)] for n in ins]), body.type_or_none)
+            outer[next(iter(outs))] = call
+            return
+        # a partition returns flat values: a tuple-valued output (a split) leaves as its fields
+        # and the host rebuilds the tuple, as Relay's PartitionGraph does
+        # (Relay splits only Tuple nodes; ``flatten_calls`` False keeps a tuple-typed call whole)
+        widths = [
+            _tuple_width(r) if mode == "global" and (self.flatten_calls or type(r) is Tuple) else 0
+            for r in results
+        ]
+        flat = [
+            f
+            for r, w in zip(results, widths)
+            for f in (
+                [_typed(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]
+                if w
+                else [r]
+            )
+        ]
+        single = len(flat) == 1 and not widths[0]
+        body = flat[0] if single else _typed(Tuple(flat), TupleType([r.type_or_none for r in flat]))
+        symbol = self.symbol(region) if mode == "global" else None
+        fn = _typed(
+            Function(params, body, None, self.function_attrs(region, len(flat), symbol)),
+            body.type_or_none,
+        )
+        callee = fn
+        if symbol is not None:
+            self.functions[symbol] = fn
+            callee = _typed(GlobalVar(symbol), body.type_or_none)
+        call = _typed(Call(callee, [outer[id(n)] for n in ins]), body.type_or_none)
+        if single:
+            outer[next(iter(outs))] = call
+            return
+        start = 0
+        for k, r, w in zip(outs, results, widths):
+            if w:
+                fields = [
+                    _typed(TupleGetItem(call, start + j), r.type_or_none.fields[j])
+                    for j in range(w)
+                ]
+                outer[k] = _typed(Tuple(fields), r.type_or_none)
+            else:
+                outer[k] = _typed(TupleGetItem(call, start), r.type_or_none)
+            start += w or 1
+
+
+def _edges_depth_first(root: Expr) -> list[tuple]:
+    """(user, input) for every data edge under ``root``, in the order a depth-first walk
+    (inputs left to right) completes them: when the input's walk finishes, or at once when the
+    input was finished already."""
+    edges: list[tuple] = []
+    done: set[int] = set()
+    stack = [(root, iter(value_children(root)))]
+    while stack:
+        node, kids = stack[-1]
+        for kid in kids:
+            if id(kid) in done:
+                edges.append((node, kid))
+                continue
+            stack.append((kid, iter(value_children(kid))))
+            break
+        else:
+            stack.pop()
+            done.add(id(node))
+            if stack:
+                edges.append((stack[-1][0], node))
+    return edges
+
+
+@functools.lru_cache(maxsize=256)
+def _identifier(name: str) -> str:
+    """``name`` with every non-word character as ``_`` (a hand-annotated target may be any
+    string; parameter names print as identifiers)."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+def _tuple_width(value: Expr) -> int:
+    """The field count of a tuple-typed value, else 0."""
+    t = value.type_or_none
+    return len(t.fields) if isinstance(t, TupleType) else 0
+
+
+def _describe(item) -> str:
+    if type(item) is Region:
+        return f"a {item.target} region"
+    return item.short()
