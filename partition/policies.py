@@ -19,8 +19,8 @@ from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Function
-from partita.ir.visitor import post_order
+from partita.ir.nodes import Call, Constant, Function, Tuple, Var
+from partita.ir.visitor import post_order, substitute
 from partita.passes.infra import Pass
 
 from .regions import Region, RegionBuilder, flatten, map_open_functions, op_calls, unit_ops
@@ -112,7 +112,23 @@ def region_stats(region: Region, members: list, inputs: list, outputs) -> Region
         sum(count_macs(c) for c in calls),
         sum(type_bytes(i.type_or_none) for i in inputs),
         sum(type_bytes(o.type_or_none) for o in outputs),
+        _region_function(inputs, list(outputs)),
     )
+
+
+def _region_function(inputs: list, outputs: list) -> Function | None:
+    """The region as a function of its inputs (what PartitionGraph will make of it), for cost
+    hooks that need the whole region (the NPU plans its SRAM over it)."""
+    if not outputs:
+        return None
+    params, mapping = [], {}
+    for i, node in enumerate(inputs):
+        if type(node) is Constant or node.type_or_none is None:
+            continue
+        params.append(Var(f"i{i}", node.type_or_none))
+        mapping[node] = params[-1]
+    body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
+    return Function(params, substitute(body, mapping))
 
 
 class RegionPolicies(Pass):

@@ -14,8 +14,11 @@ import time
 
 from partita.backends.compiled import CompiledRegion, OpProfile, region_types
 from partita.backends.registry import Backend, Option, register_backend
+from partita.backends.verdict import Verdict
 
-from .compiler import compile_function
+from partita.passes.infer_type import infer_type
+
+from .compiler import SRAMError, compile_function
 from .config import DEFAULT, PRESETS, config_from_token, config_token, get_config
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
@@ -122,7 +125,28 @@ def compile_region(function, options: dict) -> NPURegion:
     return NPURegion(encode(program), name, ins, outs, options.get("sim") or "auto")
 
 
-backend = Backend(
+class NPUBackend(Backend):
+    """The NPU's region check: on a design without off-chip memory for feature maps, a region
+    whose maps the SRAM plan cannot hold at once (even cascaded) goes back to the CPU."""
+
+    def check_region(self, stats, options: dict | None = None) -> Verdict:
+        verdict = super().check_region(stats, options)
+        function = getattr(stats, "function", None)
+        if not verdict.ok or function is None:
+            return verdict
+        options = self.resolve_options(options)
+        config = get_config(options.get("config"), options.get("sram"))
+        if config.spill_memory != "none":
+            return verdict
+        try:
+            infer_type(function)
+            compile_function(function, config)
+        except SRAMError as exc:
+            return Verdict(False, str(exc).removeprefix("npu: "))
+        return verdict
+
+
+backend = NPUBackend(
     "npu",
     patterns=pattern_table,
     compile=compile_region,

@@ -4,9 +4,10 @@ partita.backends.npu.docgen``)."""
 
 from __future__ import annotations
 
+import numpy as np
 from partita.backends.verdict import Verdict, constraint, in_range
 
-from partita.ir import Call, Constant
+from partita.ir import Call, Constant, TensorType, Tuple
 
 ACT_DTYPES = ("int8", "uint8")
 KERNEL_RANGE = (1, 8)  # height and width, as the MAC array's sub-kernel
@@ -51,6 +52,8 @@ def batch(root) -> Verdict:
     shapes, x = [root.checked_type.shape], root
     while isinstance(x, Call) and x.args:  # down the data chain to the composite's input
         x = x.args[0]
+        if not isinstance(x.checked_type, TensorType):  # a tuple (concatenate's operands)
+            break
         shapes.append(x.checked_type.shape)
     sizes = sorted({s[0] for s in shapes if len(s) == 4})
     return Verdict(sizes in ([], [1]), f"got {', '.join(map(str, sizes))}")
@@ -113,8 +116,11 @@ def exact_sum(root) -> Verdict:
     "vpmaddubsw", CPUs without VNNI) is a CPU's, not the NPU's."""
     mac = down(root, "qnn.conv2d") or down(root, "qnn.dense")
     sums = mac.attrs.accumulate
-    return Verdict(sums == "exact", f"got accumulate={sums!r}: reproducing ONNX Runtime on a CPU "
-                   'without VNNI; from_onnx(ort_cpu="vnni") imports exact sums')
+    return Verdict(
+        sums == "exact",
+        f"got accumulate={sums!r}: reproducing ONNX Runtime on a CPU "
+        'without VNNI; from_onnx(ort_cpu="vnni") imports exact sums',
+    )
 
 
 @constraint("Fully connected input depth must be at most {}", FC_DEPTH_MAX)
@@ -177,6 +183,53 @@ def resize(root) -> Verdict:
 @constraint("Data movement ops (reshape, concatenate, pad) must move int8 or uint8 data")
 def movement(root) -> Verdict:
     return Verdict(root.checked_type.dtype in ACT_DTYPES, f"got {root.checked_type.dtype}")
+
+
+SPATIAL_OPS = ("qnn.conv2d", "qnn.dense", "nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
+
+
+def _map_bytes(expr) -> int:
+    ty = expr.checked_type
+    if not isinstance(ty, TensorType):
+        return 0
+    size = 1
+    for d in ty.shape:
+        size *= int(d)
+    return size * np.dtype(ty.dtype).itemsize
+
+
+def op_map_bytes(root) -> int:
+    """The bytes of the feature maps a composite reads (its main op's non-constant operands,
+    tuple fields included) and writes."""
+    main = next((c for c in map(lambda n: down(root, n), SPATIAL_OPS) if c is not None), root)
+    total = _map_bytes(root)
+    for arg in main.args:
+        fields = arg.fields if isinstance(arg, Tuple) else [arg]
+        total += sum(_map_bytes(f) for f in fields if not isinstance(f, Constant))
+    return total
+
+
+def sram_fit(config):
+    """The SRAM requirement of one NPU design: on a design without off-chip memory for feature
+    maps (the U55 presets), an operation's input and output maps must fit in SRAM together, or
+    the NPU cannot run it at all; the op stays on the CPU. (Maps larger than that in the middle
+    of a chain of NPU ops are what cascading is for, but whether the neighbours are NPU ops is
+    not known op by op; the compiler's plan cascades the maps of ops admitted here.)"""
+
+    @constraint(
+        "Feature maps an operation reads and writes must fit in SRAM together on an NPU without "
+        "off-chip memory for feature maps"
+    )
+    def sram(root) -> Verdict:
+        if config is None or config.spill_memory != "none":
+            return Verdict(True)
+        need = op_map_bytes(root)
+        return Verdict(
+            need <= config.sram_bytes,
+            f"got {need:,} bytes, the {config.name} SRAM holds {config.sram_bytes:,}",
+        )
+
+    return sram
 
 
 CONV = (

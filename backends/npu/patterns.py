@@ -19,6 +19,7 @@ from partita.backends.verdict import all_of
 from partita.patterns import constants, is_constant, is_op, is_tuple, wildcard
 
 from . import constraints as C
+from .config import get_config
 
 LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu")
 
@@ -52,7 +53,15 @@ def lut():
 
 
 def pattern_table(options=None):
-    """First match wins: fused convolutions and FC before the single ops."""
+    """First match wins: fused convolutions and FC before the single ops. Every row also checks
+    that the op's maps fit the design's SRAM (constraints.sram_fit)."""
+    options = options or {}
+    config = get_config(options.get("config"), options.get("sram"))
+    fits = C.sram_fit(config)
+    return [(name, pattern, all_of(check, fits)) for name, pattern, check in _rows()]
+
+
+def _rows():
     return [
         ("conv2d", conv2d(), all_of(*C.CONV)),
         ("dense", dense(), all_of(*C.DENSE)),

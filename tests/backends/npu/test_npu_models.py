@@ -57,6 +57,34 @@ def test_whole_nets_on_the_npu_equal_tflite(name, config, tmp_path):
         assert np.array_equal(loaded.run(x)[0], want)
 
 
+@pytest.mark.parametrize("name", INT8_NETS)
+@pytest.mark.parametrize("config", ["u55-128", "u65-512"])
+def test_whole_nets_build_and_equal_tflite_on_the_other_presets(name, config):
+    """Every int8 test net builds on every preset (SRAM never fails a build)."""
+    path = NETS / f"{name}.tflite"
+    exe = P.build(from_tflite(str(path)), f"npu -config={config}, ref")
+    x = random_input(exe.input_types[0], 7)
+    assert np.array_equal(exe.run(x)[0], tflite_reference(path, x))
+
+
+def test_a_map_larger_than_the_sram_spills_on_u65_and_goes_to_the_cpu_on_u55():
+    """big_map_288 (TFLite's converter) has a 288x288x64 map (5.3 MB): the U65 spills it to
+    DRAM and runs everything; the U55 (4 MiB, no off-chip memory for feature maps) puts the two
+    ops that touch it on the CPU, with the reason, and the rest on the NPU."""
+    path = NETS / "big_map_288.tflite"
+    u65 = P.build(from_tflite(str(path)), "npu -config=u65-256, ref")
+    assert u65.report.summary()["macs_by_target"].get("npu", 0) == u65.report.summary()["macs"]
+    u55 = P.build(from_tflite(str(path)), "npu -config=u55-256, ref")
+    host = u55.report.host_rows
+    assert [r.op for r in host] == ["CONV_2D", "DEPTHWISE_CONV_2D"]
+    assert all("must fit in SRAM together" in r.reason and "4,194,304" in r.reason for r in host)
+    assert u55.report.summary()["macs_by_target"].get("npu", 0) > 0
+    x = random_input(u55.input_types[0], 1)
+    want = tflite_reference(path, x)
+    assert np.array_equal(u55.run(x)[0], want)
+    assert np.array_equal(u65.run(x)[0], want)
+
+
 def test_float_io_model_keeps_quantize_and_dequantize_on_the_cpu_with_reasons():
     exe = P.build(from_tflite(str(NETS / "mobilenet_v2_035_96_float_io.tflite")), "npu, ref")
     rows = exe.report.host_rows

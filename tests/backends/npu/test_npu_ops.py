@@ -109,10 +109,18 @@ def test_u65_keeps_region_inputs_and_outputs_in_dram_and_charges_bursts():
     assert {t.memory for t in u55.program.tensors} == {"sram"}
 
 
-def test_u55_refuses_maps_larger_than_its_sram_with_the_size():
+def test_u55_puts_an_op_whose_maps_exceed_its_sram_on_the_cpu_with_the_reason():
+    """No off-chip memory for feature maps: the op goes back to the CPU, the build succeeds."""
     mod = conv_graph(64, 64, 16, 16, 1, 1, 1, 0, False, False)
-    with pytest.raises(P.PartitaError, match="does not fit the u55-256 SRAM"):
-        P.build(mod, "npu -sram=16k, ref")
+    exe = P.build(mod, "npu -sram=16k, ref")
+    assert [s.target for s in exe.steps] == ["ref"]
+    (row,) = [r for r in exe.report.host_rows if r.op == "qnn.conv2d"] or exe.report.host_rows[:1]
+    assert "must fit in SRAM" in row.reason and "131,072 bytes" in row.reason
+    assert "u55-256 SRAM holds 16,384" in row.reason
+    x = np.random.default_rng(0).integers(-128, 128, (1, 64, 64, 16), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+    # the U65 spills the same maps to DRAM and keeps the op
+    assert [s.target for s in P.build(mod, "npu -config=u65-256 -sram=16k, ref").steps] == ["npu"]
 
 
 @pytest.mark.parametrize(
