@@ -24,6 +24,7 @@ from .cycles import program_cycles
 from .layout import NPUConvertLayout
 from .native import ENGINES, NativeProgram, choose_engine
 from .patterns import pattern_table
+from .semantics import NPUIntegerSemantics, semantics_for
 from .simulator import run_program
 from .stream import decode, encode
 
@@ -151,7 +152,7 @@ backend = NPUBackend(
     patterns=pattern_table,
     compile=compile_region,
     load=load_region,
-    passes=lambda: [NPUConvertLayout()],
+    passes=lambda: [NPUIntegerSemantics(), NPUConvertLayout()],
     options={
         "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),
         "sram": Option(None, None, "SRAM size override, e.g. 512k"),
@@ -166,4 +167,4 @@ backend = NPUBackend(
 )
 register_backend(backend)
 
-__all__ = ["NPURegion", "backend", "compile_region", "load_region"]
+__all__ = ["NPURegion", "backend", "compile_region", "load_region", "semantics_for"]
