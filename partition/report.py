@@ -206,6 +206,8 @@ def semantics_notes(mod: IRModule) -> list[str]:
     for out in note["outputs"]:
         if out["equal"]:
             lines.append(f"{out['name']}: equals {note['runtime']}")
+        elif "detail" in out:
+            lines.append(f"{out['name']}: may differ from {note['runtime']}: {out['detail']}")
         else:
             lines.append(
                 f"{out['name']}: may differ from {note['runtime']}, which saturates int16 "
