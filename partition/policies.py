@@ -103,8 +103,11 @@ def source_ops(calls) -> int:
     return len(keys)
 
 
-def region_stats(region: Region, members: list, inputs: list, outputs) -> RegionStats:
-    """What the cost hook sees of a region: source ops, MACs and the bytes crossing it."""
+def region_stats(
+    region: Region, members: list, inputs: list, outputs, with_function: bool = False
+) -> RegionStats:
+    """What the cost hook sees of a region: source ops, MACs and the bytes crossing it (and,
+    ``with_function``, the region as a function, for backends that plan over it)."""
     calls = [c for m in members for c in unit_ops(m)]
     return RegionStats(
         region.target,
@@ -112,7 +115,7 @@ def region_stats(region: Region, members: list, inputs: list, outputs) -> Region
         sum(count_macs(c) for c in calls),
         sum(type_bytes(i.type_or_none) for i in inputs),
         sum(type_bytes(o.type_or_none) for o in outputs),
-        _region_function(inputs, list(outputs)),
+        _region_function(inputs, list(outputs)) if with_function else None,
     )
 
 
@@ -153,11 +156,14 @@ class RegionPolicies(Pass):
         members, inputs, outputs = builder.regions(dataflow_order(flat), flat)
         for key, nodes in members.items():
             region = region_of[id(nodes[0])]
+            backend = None if region.host else find_backend(region.target)
+            whole = bool(getattr(backend, "wants_region_function", False))
             why = (
                 None
                 if region.host
                 else self.refusal(
-                    region, region_stats(region, nodes, inputs[key], outputs[key].values())
+                    region,
+                    region_stats(region, nodes, inputs[key], outputs[key].values(), whole),
                 )
             )
             for node in nodes if why else ():

@@ -130,6 +130,8 @@ class NPUBackend(Backend):
     """The NPU's region check: on a design without off-chip memory for feature maps, a region
     whose maps the SRAM plan cannot hold at once (even cascaded) goes back to the CPU."""
 
+    wants_region_function = True  # RegionPolicies hands check_region the region's function
+
     def check_region(self, stats, options: dict | None = None) -> Verdict:
         verdict = super().check_region(stats, options)
         function = getattr(stats, "function", None)
