@@ -326,7 +326,15 @@ def _name(fn: Function, node: Call) -> str:
     return name
 
 
-LUT_NAMES = ("clip", "qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.requantize")
+LUT_NAMES = (
+    "clip",
+    "qnn.sigmoid",
+    "qnn.tanh",
+    "qnn.hardswish",
+    "qnn.leaky_relu",
+    "qnn.gelu",
+    "qnn.requantize",
+)
 
 
 def _as_composite(call: Call) -> Function:

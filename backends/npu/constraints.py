@@ -180,9 +180,48 @@ def resize(root) -> Verdict:
     return Verdict(ok, f"got {a.method} {ih}x{iw} -> {oh}x{ow}, {root.checked_type.dtype}")
 
 
-@constraint("Data movement ops (reshape, concatenate, pad) must move int8 or uint8 data")
+@constraint(
+    "Data movement ops (reshape, squeeze, expand_dims, concatenate, pad) must move int8 or "
+    "uint8 data"
+)
 def movement(root) -> Verdict:
     return Verdict(root.checked_type.dtype in ACT_DTYPES, f"got {root.checked_type.dtype}")
+
+
+@constraint("MAXIMUM and MINIMUM must compare int8 or uint8 operands of one type")
+def min_max(root) -> Verdict:
+    dtypes = {a.checked_type.dtype for a in root.args} | {root.checked_type.dtype}
+    return Verdict(len(dtypes) == 1 and dtypes <= set(ACT_DTYPES), f"got {sorted(dtypes)}")
+
+
+@constraint("Softmax must map int8/uint8 to the same type along the last axis")
+def softmax(root) -> Verdict:
+    ndim = root.args[0].checked_type.ndim
+    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
+    ok = a == b and a in ACT_DTYPES and root.attrs.axis % ndim == ndim - 1
+    return Verdict(ok, f"got {a} -> {b}, axis {root.attrs.axis}")
+
+
+@constraint(
+    "Strided slices must have positive strides, other than 1 only over H and W (Vela's), on "
+    "int8/uint8 data"
+)
+def strided_slice(root) -> Verdict:
+    strides = tuple(root.attrs.strides or ())
+    ndim = root.args[0].checked_type.ndim
+    spatial = (1, 2) if ndim == 4 else ()
+    ok = all(s >= 1 and (s == 1 or i in spatial) for i, s in enumerate(strides))
+    return Verdict(
+        ok and root.checked_type.dtype in ACT_DTYPES,
+        f"got strides {strides}, {root.checked_type.dtype}",
+    )
+
+
+@constraint("Transposes must permute a tensor of rank 8 or less holding int8/uint8 data")
+def transpose(root) -> Verdict:
+    ndim = root.checked_type.ndim
+    ok = ndim <= 8 and root.checked_type.dtype in ACT_DTYPES
+    return Verdict(ok, f"got rank {ndim}, {root.checked_type.dtype}")
 
 
 SPATIAL_OPS = ("qnn.conv2d", "qnn.dense", "nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
@@ -245,4 +284,16 @@ CONV = (
     exact_sum,
 )
 DENSE = (activation_dtype, fc_depth, rounding, exact_sum)
-ALL = CONV + (fc_depth, binary, pool, mean, lut, resize, movement)
+ALL = CONV + (
+    fc_depth,
+    binary,
+    pool,
+    mean,
+    lut,
+    resize,
+    movement,
+    min_max,
+    softmax,
+    strided_slice,
+    transpose,
+)

@@ -9,6 +9,8 @@
                     qnn.requantize of 8-bit data (any function of one int8/uint8 value)
     npu.concat      qnn.concatenate | concatenate;  npu.reshape  reshape;  npu.pad  nn.pad
     npu.resize      image.resize2d (nearest neighbour, 1x/2x/4x/8x)
+    npu.squared_difference, npu.maximum, npu.minimum, npu.softmax (the elementwise unit)
+    npu.strided_slice, npu.transpose, npu.squeeze, npu.expand_dims (data movement)
 
 A clip alone between two NPU ops is a LUT operation, so it never splits a partition.
 """
@@ -21,7 +23,7 @@ from partita.patterns import constants, is_constant, is_op, is_tuple, wildcard
 from . import constraints as C
 from .config import get_config
 
-LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu")
+LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.gelu")
 
 
 def _clip(p):
@@ -86,4 +88,12 @@ def _rows():
         ("resize", is_op("image.resize2d")(wildcard()), all_of(C.batch, C.resize)),
         ("reshape", is_op("reshape")(wildcard()), C.movement),
         ("pad", is_op("nn.pad")(wildcard(), is_constant()), C.movement),
+        ("squared_difference", binary("qnn.squared_difference"), C.binary),
+        ("maximum", _clip(is_op("maximum")(wildcard(), wildcard())), C.min_max),
+        ("minimum", _clip(is_op("minimum")(wildcard(), wildcard())), C.min_max),
+        ("softmax", is_op("qnn.softmax")(wildcard(), *constants(4)), C.softmax),
+        ("strided_slice", is_op("strided_slice")(wildcard()), C.strided_slice),
+        ("transpose", is_op("transpose")(wildcard()), C.transpose),
+        ("squeeze", is_op("squeeze")(wildcard()), C.movement),
+        ("expand_dims", is_op("expand_dims")(wildcard()), C.movement),
     ]
