@@ -10,12 +10,14 @@ from partita.backends.verdict import Verdict, constraint, in_range
 from partita.ir import Call, Constant, TensorType, Tuple
 
 ACT_DTYPES = ("int8", "uint8")
-KERNEL_RANGE = (1, 8)  # height and width, as the MAC array's sub-kernel
+KERNEL_RANGE = (1, 64)  # height and width (the compiler splits nothing; Vela 5.2 has no limit)
+WEIGHT_SUM_MAX = 8323072  # Vela's: the sum of |weights| per output channel
 STRIDE_RANGE = (1, 3)
 DILATION_RANGE = (1, 2)
 CHANNELS_MAX = 4096
 FC_DEPTH_MAX = 65536
-POOL_RANGE = (1, 8)
+POOL_RANGE = (1, 8)  # padded (SAME) pooling windows, Vela's
+POOL_VALID_AREA, POOL_VALID_HEIGHT = 256 * 256, 256  # unpadded (VALID) windows, Vela's
 RESIZE_FACTORS = (1, 2, 4, 8)  # Vela's upscaling factors
 ROUNDINGS = ("tflite", "tflite_builtin", "tflite_double", "onnx")
 BINARY_SEMANTICS = ("tflite", "onnx")
@@ -72,6 +74,17 @@ def conv_layout(root) -> Verdict:
 def kernel_size(root) -> Verdict:
     kh, kw = _layout_hw(down(root, "qnn.conv2d"))
     return Verdict(in_range(kh, *KERNEL_RANGE) and in_range(kw, *KERNEL_RANGE), f"got {kh}x{kw}")
+
+
+@constraint("The sum of absolute weights of an output channel must be at most {}", WEIGHT_SUM_MAX)
+def weight_sum(root) -> Verdict:
+    conv = down(root, "qnn.conv2d")
+    w = np.asarray(conv.args[1].data).astype(np.int64)
+    zp = np.asarray(conv.args[3].data).astype(np.int64)
+    o = conv.attrs.kernel_layout.index("O")
+    w = np.moveaxis(w, o, 0).reshape(w.shape[o], -1)
+    total = int(np.abs(w - zp.reshape(-1, 1) if zp.size > 1 else w - zp).sum(axis=1).max())
+    return Verdict(total <= WEIGHT_SUM_MAX, f"got {total}")
 
 
 @constraint("Stride height and width must be in the range [{}, {}]", *STRIDE_RANGE)
@@ -142,11 +155,21 @@ def binary(root) -> Verdict:
     return Verdict(sem in BINARY_SEMANTICS and dtypes <= set(ACT_DTYPES), f"got {sem}, {dtypes}")
 
 
-@constraint("Pooling windows must be in the range [{}, {}] and NHWC", *POOL_RANGE)
+@constraint(
+    "Pooling windows must be NHWC, at most {}x{} when padded, and of at most {} elements and "
+    "height {} when not (Vela's)",
+    POOL_RANGE[1],
+    POOL_RANGE[1],
+    POOL_VALID_AREA,
+    POOL_VALID_HEIGHT,
+)
 def pool(root) -> Verdict:
     call = down(root, "nn.max_pool2d") or down(root, "qnn.avg_pool2d")
     ph, pw = call.attrs.pool_size
-    ok = in_range(ph, *POOL_RANGE) and in_range(pw, *POOL_RANGE)
+    if any(call.attrs.padding):
+        ok = in_range(ph, *POOL_RANGE) and in_range(pw, *POOL_RANGE)
+    else:
+        ok = ph * pw <= POOL_VALID_AREA and ph <= POOL_VALID_HEIGHT
     ok = ok and getattr(call.attrs, "layout", "NHWC") == "NHWC"
     return Verdict(ok and root.checked_type.dtype in ACT_DTYPES, f"got {ph}x{pw}")
 
@@ -276,6 +299,7 @@ CONV = (
     batch,
     conv_layout,
     kernel_size,
+    weight_sum,
     stride,
     dilation,
     groups,

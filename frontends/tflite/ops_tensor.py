@@ -77,9 +77,13 @@ def _check_concat_params(ctx: OpContext, n: int, out) -> None:
         return
     for i in range(n):
         t = ctx.tensor(i)
-        same = t.quantized and out.quantized and (
-            np.float32(t.scale[0]) == np.float32(out.scale[0])
-            and int(t.zero_point[0]) == int(out.zero_point[0])
+        same = (
+            t.quantized
+            and out.quantized
+            and (
+                np.float32(t.scale[0]) == np.float32(out.scale[0])
+                and int(t.zero_point[0]) == int(out.zero_point[0])
+            )
         )
         if not same:
             ctx.fail(
@@ -190,3 +194,74 @@ def _items(ctx: OpContext, parts: Expr) -> list[Expr]:
     if n != len(ctx.op.outputs):
         ctx.fail(f"splits into {n} parts but has {len(ctx.op.outputs)} outputs")
     return [ctx.item(parts, i, ctx.out(i)) for i in range(n)]
+
+
+def slice_(ctx: OpContext) -> Expr:
+    """SLICE (data, begin, size); a size of -1 takes the rest of the axis."""
+    shape = ctx.shape(0)
+    begin, size = _ints(ctx, 1, "the begin"), _ints(ctx, 2, "the size")
+    if len(begin) != len(shape) or len(size) != len(shape):
+        ctx.fail(f"begin {begin} and size {size} must have one entry per axis of {shape}")
+    end = [d if n == -1 else b + n for b, n, d in zip(begin, size, shape)]
+    if any(not 0 <= b <= e <= d for b, e, d in zip(begin, end, shape)):
+        ctx.fail(f"begin {begin} and size {size} do not fit the shape {shape}")
+    return ctx.call(
+        "strided_slice", ctx.expr(0), begin=tuple(begin), end=tuple(end), strides=(1,) * len(end)
+    )
+
+
+def expand_dims(ctx: OpContext) -> Expr:
+    """EXPAND_DIMS: a reshape to the declared output shape (the data does not move)."""
+    return ctx.call("reshape", ctx.expr(0), newshape=tuple(ctx.out().shape))
+
+
+def _same_quantization(ctx: OpContext, tensors, out) -> None:
+    """PACK and UNPACK copy stored values: TFLite requires one quantization throughout."""
+    for t in tensors:
+        same = t.quantized == out.quantized and (
+            not t.quantized
+            or (
+                np.array_equal(np.asarray(t.scale), np.asarray(out.scale))
+                and np.array_equal(np.asarray(t.zero_point), np.asarray(out.zero_point))
+            )
+        )
+        if not same:
+            ctx.fail("inputs and outputs must share one scale and zero point")
+
+
+def pack(ctx: OpContext) -> Expr:
+    """PACK (stack) along the axis option: each input reshaped with a unit axis, then
+    concatenated."""
+    n, out = len(ctx.op.inputs), ctx.out()
+    axis = _axis(ctx, int(ctx.opt("Axis")), len(out.shape))
+    _same_quantization(ctx, [ctx.tensor(i) for i in range(n)], out)
+    parts = []
+    for i in range(n):
+        shape = list(ctx.shape(i))
+        shape.insert(axis, 1)
+        parts.append(ctx.call("reshape", ctx.expr(i), newshape=tuple(shape)))
+    return ctx.call("concatenate", ctx.tuple(parts), axis=axis)
+
+
+def unpack(ctx: OpContext) -> list[Expr]:
+    """UNPACK (unstack) along the axis option: one slice per output, the axis dropped."""
+    shape = ctx.shape(0)
+    axis = _axis(ctx, int(ctx.opt("Axis")), len(shape))
+    n = len(ctx.op.outputs)
+    if n != shape[axis]:
+        ctx.fail(f"unpacks {shape[axis]} slices but has {n} outputs")
+    _same_quantization(ctx, [ctx.out(i) for i in range(n)], ctx.tensor(0))
+    outs = []
+    for i in range(n):
+        begin = [0] * len(shape)
+        end = list(shape)
+        begin[axis], end[axis] = i, i + 1
+        part = ctx.call(
+            "strided_slice",
+            ctx.expr(0),
+            begin=tuple(begin),
+            end=tuple(end),
+            strides=(1,) * len(shape),
+        )
+        outs.append(ctx.call("reshape", part, newshape=tuple(ctx.out(i).shape)))
+    return outs

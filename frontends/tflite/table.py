@@ -16,6 +16,7 @@ CONVERTERS = {
     "CONV_2D": (ops_conv.conv2d, "Conv2DOptions"),
     "DEPTHWISE_CONV_2D": (ops_conv.depthwise_conv2d, "DepthwiseConv2DOptions"),
     "DEQUANTIZE": (ops_elemwise.dequantize, None),
+    "EXPAND_DIMS": (ops_tensor.expand_dims, None),
     "FULLY_CONNECTED": (ops_conv.fully_connected, "FullyConnectedOptions"),
     "HARD_SWISH": (ops_elemwise.unary, None),
     "LEAKY_RELU": (ops_elemwise.leaky_relu, "LeakyReluOptions"),
@@ -25,6 +26,7 @@ CONVERTERS = {
     "MEAN": (ops_pool.mean, "ReducerOptions"),
     "MINIMUM": (ops_elemwise.min_max, None),
     "MUL": (ops_elemwise.binary, "MulOptions"),
+    "PACK": (ops_tensor.pack, "PackOptions"),
     "PAD": (ops_tensor.pad, None),
     "PADV2": (ops_tensor.pad, None),
     "QUANTIZE": (ops_elemwise.quantize, None),
@@ -34,6 +36,7 @@ CONVERTERS = {
     "RESHAPE": (ops_tensor.reshape, "ReshapeOptions"),
     "RESIZE_BILINEAR": (ops_pool.resize_bilinear, "ResizeBilinearOptions"),
     "RESIZE_NEAREST_NEIGHBOR": (ops_pool.resize_nearest, "ResizeNearestNeighborOptions"),
+    "SLICE": (ops_tensor.slice_, None),
     "SOFTMAX": (ops_elemwise.softmax, "SoftmaxOptions"),
     "SPLIT": (ops_tensor.split, "SplitOptions"),
     "SPLIT_V": (ops_tensor.split_v, None),
@@ -43,5 +46,6 @@ CONVERTERS = {
     "SUM": (ops_pool.reduce_sum, "ReducerOptions"),
     "TANH": (ops_elemwise.unary, None),
     "TRANSPOSE": (ops_tensor.transpose, None),
+    "UNPACK": (ops_tensor.unpack, "UnpackOptions"),
 }
 CONVERTERS.update(ops_transformer.CONVERTERS)

@@ -32,9 +32,10 @@ def conv(
     hw=12,
     batch=1,
     accumulate="exact",
+    w=1,
 ):
     w_shape = (cout, k, k, cin // groups) if layout == "NHWC" else (cout, cin // groups, k, k)
-    weight = np.ones(w_shape, np.int8)
+    weight = np.full(w_shape, w, np.int8)
     shape = f"{batch}, {hw}, {hw}, {cin}" if layout == "NHWC" else f"{batch}, {cin}, {hw}, {hw}"
     kernel_layout = "OHWI" if layout == "NHWC" else "OIHW"
     axis = 3 if layout == "NHWC" else 1
@@ -74,7 +75,42 @@ CASES = [
     (C.conv_layout, lambda: conv(), True, ""),
     (C.conv_layout, lambda: conv(layout="NCHW"), False, "got NCHW"),
     (C.kernel_size, lambda: conv(k=8, hw=16), True, ""),
-    (C.kernel_size, lambda: conv(k=9, hw=16), False, "got 9x9"),
+    (C.kernel_size, lambda: conv(k=9, hw=16), True, ""),  # Vela 5.2 has no kernel limit
+    (C.kernel_size, lambda: conv(k=65, hw=70), False, "got 65x65"),
+    (C.weight_sum, lambda: conv(w=127, cin=7000), True, ""),
+    (C.weight_sum, lambda: conv(w=127, cin=8000), False, "got 9144000"),
+    (C.min_max, lambda: single("maximum(%x, %x)"), True, ""),
+    (C.min_max, lambda: single("minimum(%x, %x)", dtype="int16"), False, "got ['int16']"),
+    (C.softmax, lambda: single("qnn.softmax(%x, 0.5f, 0, 0.00390625f, -128)"), True, ""),
+    (
+        C.softmax,
+        lambda: single("qnn.softmax(%x, 0.5f, 0, 0.00390625f, -128, axis=1)"),
+        False,
+        "got int8 -> int8, axis 1",
+    ),
+    (
+        C.strided_slice,
+        lambda: single(
+            "strided_slice(%x, begin=[0, 0, 0, 0], end=[1, 8, 8, 4], strides=[1, 2, 1, 1])"
+        ),
+        True,
+        "",
+    ),
+    (
+        C.strided_slice,
+        lambda: single(
+            "strided_slice(%x, begin=[0, 0, 0, 0], end=[1, 8, 8, 4], strides=[1, 1, 1, 2])"
+        ),
+        False,
+        "got strides (1, 1, 1, 2), int8",
+    ),
+    (C.transpose, lambda: single("transpose(%x, axes=[0, 3, 1, 2])"), True, ""),
+    (
+        C.transpose,
+        lambda: single("transpose(%x, axes=[0, 3, 1, 2])", dtype="int16"),
+        False,
+        "got rank 4, int16",
+    ),
     (C.stride, lambda: conv(stride=3), True, ""),
     (C.stride, lambda: conv(stride=4), False, "got 4x4"),
     (C.dilation, lambda: conv(dilation=2), True, ""),
@@ -87,9 +123,13 @@ CASES = [
     (C.rounding, lambda: conv(semantics="onnx"), True, ""),
     (C.rounding, lambda: conv(semantics="fbgemm"), False, "got fbgemm"),
     (C.exact_sum, lambda: conv(), True, ""),
-    (C.exact_sum, lambda: conv(accumulate="vpmaddubsw"), False,
-     "got accumulate='vpmaddubsw': reproducing ONNX Runtime on a CPU without VNNI; "
-     'from_onnx(ort_cpu="vnni") imports exact sums'),
+    (
+        C.exact_sum,
+        lambda: conv(accumulate="vpmaddubsw"),
+        False,
+        "got accumulate='vpmaddubsw': reproducing ONNX Runtime on a CPU without VNNI; "
+        'from_onnx(ort_cpu="vnni") imports exact sums',
+    ),
     (C.exact_sum, lambda: dense(), True, ""),
     (C.fc_depth, lambda: dense(65536), True, ""),
     (C.fc_depth, lambda: dense(65537), False, "got depth 65537"),
@@ -97,9 +137,18 @@ CASES = [
     (C.binary, lambda: single(ADD.format(', semantics="onnx"')), True, ""),
     (C.binary, lambda: single(ADD.format(""), dtype="int16"), False, "got tflite, {'int16'}"),
     (C.pool, lambda: single('nn.max_pool2d(%x, pool_size=[8, 8], layout="NHWC")'), True, ""),
-    (
+    (  # unpadded windows up to 256x256 elements (Vela's)
         C.pool,
         lambda: single('nn.max_pool2d(%x, pool_size=[9, 9], layout="NHWC")', "1, 9, 9, 4"),
+        True,
+        "",
+    ),
+    (  # padded ones up to 8x8
+        C.pool,
+        lambda: single(
+            'nn.max_pool2d(%x, pool_size=[9, 9], padding=[4, 4, 4, 4], layout="NHWC")',
+            "1, 9, 9, 4",
+        ),
         False,
         "got 9x9",
     ),

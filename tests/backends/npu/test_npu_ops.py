@@ -280,3 +280,23 @@ def test_quantized_concatenation_runs_on_the_npu(name):
     rng = np.random.default_rng(0)
     inputs = [rng.integers(-128, 128, t.shape, dtype=t.dtype) for t in exe.input_types]
     assert np.array_equal(exe.run(*inputs)[0], P.interpret(mod, inputs)[0])
+
+
+@pytest.mark.parametrize("k, depthwise", [(9, False), (11, False), (15, True)])
+def test_kernels_beyond_8x8_run_on_the_npu_as_vela_takes_them(k, depthwise):
+    mod = conv_graph(20, 20, 8, 8, k, 1, 1, k // 2, depthwise, False)
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(k).integers(-128, 128, (1, 20, 20, 8), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_unpadded_pooling_windows_beyond_8_run_on_the_npu():
+    mod = P.parse("""
+def @main(%x: Tensor[(1, 16, 16, 8), int8]) {
+  nn.max_pool2d(%x, pool_size=[16, 16], strides=[1, 1], layout="NHWC")
+}""")
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(0).integers(-128, 128, (1, 16, 16, 8), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])

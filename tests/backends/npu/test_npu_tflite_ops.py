@@ -24,6 +24,9 @@ ON_THE_NPU = [
     "strided_slice_shrink",
     "transpose",
     "leaky_relu",
+    "slice",
+    "pack",
+    "unpack",
 ]
 
 
