@@ -237,3 +237,25 @@ def test_a_three_times_resize_stays_on_the_cpu_with_the_requirement():
     (row,) = P.placement_report(partition_for(mod, "npu, ref")).rows
     assert row.target == "ref"
     assert C.resize.requirement in row.reason and "4x4 -> 12x12" in row.reason
+
+
+def test_a_requantize_feeding_a_concatenation_feeding_a_conv_is_checked_without_crashing():
+    """The batch check walked from the conv down its first argument into the concatenation's
+    tuple, which has no shape (issue 30: QUANTIZE feeding CONCATENATION failed the build)."""
+    weight = np.ones((4, 3, 3, 8), np.int8)
+    mod = P.parse(
+        """
+def @main(%a: Tensor[(1, 6, 6, 4), int8], %b: Tensor[(1, 6, 6, 4), int8]) {
+  %0 = qnn.requantize(%a, 0.5f, 0, 0.25f, 0, out_dtype="int8");
+  %1 = concatenate((%0, %b), axis=3);
+  %2 = qnn.conv2d(%1, meta[relay.Constant][0], 0, 0, 0.25f, 0.01f, padding=[1, 1, 1, 1],
+       data_layout="NHWC", kernel_layout="OHWI", out_dtype="int32");
+  qnn.requantize(%2, 0.0025f, 0, 0.1f, 0, out_dtype="int8")
+}""",
+        [weight],
+    )
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-128, 128, (1, 6, 6, 4), dtype=np.int8) for _ in range(2))
+    assert np.array_equal(exe.run(a, b)[0], P.interpret(mod, [a, b])[0])
