@@ -260,10 +260,49 @@ def _map_bytes(expr) -> int:
     return size * np.dtype(ty.dtype).itemsize
 
 
-def op_map_bytes(root) -> int:
+STREAMING = ("qnn.conv2d", "nn.max_pool2d", "qnn.avg_pool2d")
+ELEMENTWISE = (
+    "qnn.add",
+    "qnn.subtract",
+    "qnn.mul",
+    "clip",
+    "qnn.requantize",
+    "maximum",
+    "minimum",
+    "qnn.squared_difference",
+) + ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.gelu")
+
+
+def _band_bytes(expr, rows: int) -> int:
+    """The bytes of ``rows`` rows of an NHWC map (the whole map when it has fewer, or is not
+    4-D)."""
+    ty = expr.checked_type
+    whole = _map_bytes(expr)
+    if not isinstance(ty, TensorType) or ty.ndim != 4 or int(ty.shape[1]) <= rows:
+        return whole
+    return whole // int(ty.shape[1]) * rows
+
+
+def op_map_bytes(root, streamed: bool = False) -> int:
     """The bytes of the feature maps a composite reads (its main op's non-constant operands,
-    tuple fields included) and writes."""
+    tuple fields included) and writes; ``streamed``: of the bands of rows a convolution,
+    pooling or elementwise op works on at once when its maps are cascaded (the rows one output
+    band reads, double-buffered, and two output rows)."""
     main = next((c for c in map(lambda n: down(root, n), SPATIAL_OPS) if c is not None), root)
+    name = getattr(main.op, "name", "")
+    if streamed and (name in STREAMING or name in ELEMENTWISE):
+        if name == "qnn.conv2d":
+            kh = _layout_hw(main)[0]
+            extent, stride = (kh - 1) * main.attrs.dilation[0] + 1, main.attrs.strides[0]
+        elif name in STREAMING:
+            extent, stride = main.attrs.pool_size[0], main.attrs.strides[0]
+        else:
+            extent, stride = 1, 1
+        total = _band_bytes(root, 2)
+        for arg in main.args:
+            if not isinstance(arg, Constant):
+                total += _band_bytes(arg, 2 * (extent + stride))
+        return total
     total = _map_bytes(root)
     for arg in main.args:
         fields = arg.fields if isinstance(arg, Tuple) else [arg]
@@ -273,19 +312,22 @@ def op_map_bytes(root) -> int:
 
 def sram_fit(config):
     """The SRAM requirement of one NPU design: on a design without off-chip memory for feature
-    maps (the U55 presets), an operation's input and output maps must fit in SRAM together, or
-    the NPU cannot run it at all; the op stays on the CPU. (Maps larger than that in the middle
-    of a chain of NPU ops are what cascading is for, but whether the neighbours are NPU ops is
-    not known op by op; the compiler's plan cascades the maps of ops admitted here.)"""
+    maps (the U55 presets), an operation must be able to run in SRAM: its input and output maps
+    together, or, for convolutions, pooling and elementwise ops, the bands of rows it works on
+    when its maps are cascaded into its neighbours (as Vela does). Whether the neighbours are
+    NPU ops is not known op by op: the region check (NPUBackend.check_region) runs the
+    compiler's SRAM plan over each region and sends it back to the CPU when the plan cannot
+    hold it."""
 
     @constraint(
-        "Feature maps an operation reads and writes must fit in SRAM together on an NPU without "
+        "Feature maps an operation reads and writes must fit in SRAM together (convolutions, "
+        "pooling and elementwise ops: the bands of rows they stream) on an NPU without "
         "off-chip memory for feature maps"
     )
     def sram(root) -> Verdict:
         if config is None or config.spill_memory != "none":
             return Verdict(True)
-        need = op_map_bytes(root)
+        need = op_map_bytes(root, streamed=True)
         return Verdict(
             need <= config.sram_bytes,
             f"got {need:,} bytes, the {config.name} SRAM holds {config.sram_bytes:,}",
