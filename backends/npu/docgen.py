@@ -97,8 +97,8 @@ VELA = [
         "wider (`npu.softmax`, TFLite's integer softmax on the "
         "elementwise unit; cycles are an estimate)",
     ),
-    ("SPLIT", "num_splits = outputs", "CPU: a tuple-valued op, no NPU pattern yet"),
-    ("SPLIT_V", "num_splits = outputs", "CPU: as SPLIT"),
+    ("SPLIT", "num_splits = outputs", "same (imported as slices: `npu.strided_slice`)"),
+    ("SPLIT_V", "num_splits = outputs", "same (as SPLIT)"),
     ("SQUARED_DIFFERENCE", "generic", "same (`npu.squared_difference`)"),
     ("SQUEEZE", "generic", "same (`npu.squeeze`)"),
     (

@@ -160,18 +160,17 @@ def strided_slice(ctx: OpContext) -> Expr:
 
 
 def split(ctx: OpContext) -> list[Expr]:
-    """SPLIT (axis, data) into num_splits equal parts."""
+    """SPLIT (axis, data) into num_splits equal parts, one strided slice per output (data
+    movement an NPU runs, like TFLite's copies)."""
     axis = _ints(ctx, 0, "the axis")
     if len(axis) != 1:
         ctx.fail("the axis must be a scalar")
-    ndim = len(ctx.shape(1))
-    parts = ctx.call(
-        "split",
-        ctx.expr(1),
-        indices_or_sections=int(ctx.opt("NumSplits")),
-        axis=_axis(ctx, axis[0], ndim),
-    )
-    return _items(ctx, parts)
+    shape = ctx.shape(1)
+    axis = _axis(ctx, axis[0], len(shape))
+    n = int(ctx.opt("NumSplits"))
+    if n < 1 or shape[axis] % n:
+        ctx.fail(f"{n} splits do not divide an axis of size {shape[axis]}")
+    return _slices(ctx, 1, axis, [shape[axis] // n] * n)
 
 
 def split_v(ctx: OpContext) -> list[Expr]:
@@ -185,15 +184,28 @@ def split_v(ctx: OpContext) -> list[Expr]:
         sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
     if sum(sizes) != shape[axis] or min(sizes) < 0:
         ctx.fail(f"sizes {sizes} do not split an axis of size {shape[axis]}")
-    indices = tuple(int(v) for v in np.cumsum(sizes)[:-1])
-    return _items(ctx, ctx.call("split", ctx.expr(0), indices_or_sections=indices, axis=axis))
+    return _slices(ctx, 0, axis, sizes)
 
 
-def _items(ctx: OpContext, parts: Expr) -> list[Expr]:
-    n = len(parts.checked_type.fields)
-    if n != len(ctx.op.outputs):
-        ctx.fail(f"splits into {n} parts but has {len(ctx.op.outputs)} outputs")
-    return [ctx.item(parts, i, ctx.out(i)) for i in range(n)]
+def _slices(ctx: OpContext, data: int, axis: int, sizes: list[int]) -> list[Expr]:
+    if len(sizes) != len(ctx.op.outputs):
+        ctx.fail(f"splits into {len(sizes)} parts but has {len(ctx.op.outputs)} outputs")
+    shape = ctx.shape(data)
+    outs, start = [], 0
+    for size in sizes:
+        begin, end = [0] * len(shape), list(shape)
+        begin[axis], end[axis] = start, start + size
+        start += size
+        outs.append(
+            ctx.call(
+                "strided_slice",
+                ctx.expr(data),
+                begin=tuple(begin),
+                end=tuple(end),
+                strides=(1,) * len(shape),
+            )
+        )
+    return outs
 
 
 def slice_(ctx: OpContext) -> Expr:

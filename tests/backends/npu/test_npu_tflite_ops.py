@@ -27,6 +27,8 @@ ON_THE_NPU = [
     "slice",
     "pack",
     "unpack",
+    "split",
+    "split_v",
 ]
 
 
