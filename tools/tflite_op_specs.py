@@ -414,6 +414,7 @@ OP_SPECS: list[Spec] = [
         unary(lambda x: tuple(tf.unstack(x, axis=3))),
         (want("UNPACK"),),
     ),
+    Spec("abs", "elementwise |x|, x in [-1, 1]", unary(tf.abs), (want("ABS"),)),
     Spec("maximum", "elementwise max(x, y)", binary(tf.maximum), (want("MAXIMUM"),)),
     Spec("minimum", "elementwise min(x, y)", binary(tf.minimum), (want("MINIMUM"),)),
     Spec(

@@ -117,17 +117,20 @@ def _fc(fn: Function, out_dtype: str):
 
 
 def _lut(fn: Function, in_dtype: str, out_dtype: str):
-    """Evaluate the function on all 256 input values: the table the unit indexes."""
-    (call,) = [c for c in post_order(fn.body) if isinstance(c, Call)]
+    """Evaluate the composite (one op, or a chain of elementwise ops of one value) on all 256
+    input values: the table the unit indexes."""
+    calls = [c for c in post_order(fn.body) if isinstance(c, Call)]
     lo, hi = INT_RANGE[in_dtype]
-    values = np.arange(lo, hi + 1, dtype=in_dtype)
-    args = [values] + [_const(a) for a in call.args[1:]]
-    table = np.asarray(call.op.impl(*args, call.attrs)).astype(out_dtype)
-    return (
-        "LUT",
-        {"op": call.op.name, "in_dtype": in_dtype, "out_dtype": out_dtype},
-        {"table": table},
-    )
+    values: dict[int, np.ndarray] = {id(fn.params[0]): np.arange(lo, hi + 1, dtype=in_dtype)}
+
+    def value(arg):
+        return np.asarray(arg.data) if isinstance(arg, Constant) else values[id(arg)]
+
+    for call in calls:
+        values[id(call)] = np.asarray(call.op.impl(*[value(a) for a in call.args], call.attrs))
+    table = values[id(fn.body)].astype(out_dtype)
+    name = "+".join(c.op.name for c in calls)
+    return "LUT", {"op": name, "in_dtype": in_dtype, "out_dtype": out_dtype}, {"table": table}
 
 
 def _unit(fn: Function, out_dtype: str):
@@ -207,7 +210,7 @@ def _lower(fn: Function, in_dtype: str, out_dtype: str):
         return _conv(fn, out_dtype)
     if name == "npu.dense":
         return _fc(fn, out_dtype)
-    if name == "npu.lut":
+    if name in ("npu.lut", "npu.lut_chain"):
         return _lut(fn, in_dtype, out_dtype)
     if name.startswith("npu."):
         return _unit(fn, out_dtype)

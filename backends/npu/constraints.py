@@ -190,6 +190,23 @@ def lut(root) -> Verdict:
 
 
 @constraint(
+    "Chains of elementwise ops of one value must map int8/uint8 to int8/uint8 with per-tensor "
+    "parameters"
+)
+def lut_chain(root) -> Verdict:
+    x = root
+    while isinstance(x, Call) and x.args:
+        x = x.args[0]
+        if isinstance(x, Call) and getattr(x.op, "name", "") == "cast":
+            x = x.args[0]
+            break
+    a, b = x.checked_type.dtype, root.checked_type.dtype
+    scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:] if isinstance(arg, Constant))
+    ok = a in ACT_DTYPES and b in ACT_DTYPES and scalar
+    return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
+
+
+@constraint(
     "Resize must be nearest-neighbour on NHWC int8/uint8 data, the output {}x the input "
     "(or a 1x1 input)",
     "/".join(map(str, RESIZE_FACTORS)),
@@ -356,6 +373,7 @@ ALL = CONV + (
     pool,
     mean,
     lut,
+    lut_chain,
     resize,
     movement,
     min_max,

@@ -23,7 +23,12 @@ reason in the placement report.
 # with partita's status: "same" (on the NPU under Vela's constraint), "wider"/"narrower" (on the
 # NPU, with the difference), or "CPU" (not on partita's NPU yet, and why).
 VELA = [
-    ("ABS", "int8/uint8/int16", "CPU: not imported by from_tflite yet"),
+    (
+        "ABS",
+        "int8/uint8/int16",
+        "same for 8-bit (`npu.lut_chain`: a table of the frontend's "
+        "cast -> subtract -> abs -> requantize)",
+    ),
     ("ADD", "generic", "same (`npu.add`); int16 not yet"),
     ("ARG_MAX", "along depth, depth <= 127", "CPU: not imported yet"),
     (

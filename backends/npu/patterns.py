@@ -54,6 +54,13 @@ def lut():
     return pattern
 
 
+def lut_chain():
+    """TFLite's quantized ABS as the frontend writes it: a function of one int8 value."""
+    v = is_op("cast")(wildcard())
+    v = is_op("abs")(is_op("subtract")(v, is_constant()))
+    return is_op("qnn.requantize")(v, *constants(4))
+
+
 def pattern_table(options=None):
     """First match wins: fused convolutions and FC before the single ops. Every row also checks
     that the op's maps fit the design's SRAM (constraints.sram_fit)."""
@@ -78,6 +85,7 @@ def _rows():
         ),
         ("mean", is_op("qnn.mean")(wildcard(), *constants(4)), all_of(C.batch, C.mean)),
         ("lut", lut(), C.lut),
+        ("lut_chain", lut_chain(), C.lut_chain),
         (
             "concat",
             # the tuple inside the composite, so that each field is a feature-map input

@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import ops_conv, ops_elemwise, ops_pool, ops_tensor, ops_transformer
 
 CONVERTERS = {
+    "ABS": (ops_elemwise.abs_, None),
     "ADD": (ops_elemwise.binary, "AddOptions"),
     "AVERAGE_POOL_2D": (ops_pool.avg_pool, "Pool2DOptions"),
     "BATCH_MATMUL": (ops_conv.batch_matmul, "BatchMatMulOptions"),

@@ -68,6 +68,10 @@ def single(body: str, shape="1, 8, 8, 4", dtype="int8", consts=()):
 
 
 ADD = "qnn.add(%x, %x, 0.5f, 0, 0.5f, 0, 0.5f, 0{})"
+ABS = (
+    'qnn.requantize(abs(subtract(cast(%x, dtype="int32"), 3)), 0.5f, 0, 1f, -128, '
+    'out_dtype="int8")'
+)
 
 CASES = [
     (C.activation_dtype, lambda: conv(), True, ""),
@@ -79,6 +83,8 @@ CASES = [
     (C.kernel_size, lambda: conv(k=65, hw=70), False, "got 65x65"),
     (C.weight_sum, lambda: conv(w=127, cin=7000), True, ""),
     (C.weight_sum, lambda: conv(w=127, cin=8000), False, "got 9144000"),
+    (C.lut_chain, lambda: single(ABS), True, ""),
+    (C.lut_chain, lambda: single(ABS, dtype="int16"), False, "got int16 -> int8"),
     (C.min_max, lambda: single("maximum(%x, %x)"), True, ""),
     (C.min_max, lambda: single("minimum(%x, %x)", dtype="int16"), False, "got ['int16']"),
     (C.softmax, lambda: single("qnn.softmax(%x, 0.5f, 0, 0.00390625f, -128)"), True, ""),

@@ -29,6 +29,7 @@ ON_THE_NPU = [
     "unpack",
     "split",
     "split_v",
+    "abs",
 ]
 
 
