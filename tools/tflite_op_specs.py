@@ -415,6 +415,12 @@ OP_SPECS: list[Spec] = [
         (want("UNPACK"),),
     ),
     Spec("abs", "elementwise |x|, x in [-1, 1]", unary(tf.abs), (want("ABS"),)),
+    Spec(
+        "mirror_pad",
+        "tf.pad REFLECT by (1, 2) rows and (2, 1) columns",
+        unary(lambda x: tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]], mode="REFLECT")),
+        (want("MIRROR_PAD"),),
+    ),
     Spec("maximum", "elementwise max(x, y)", binary(tf.maximum), (want("MAXIMUM"),)),
     Spec("minimum", "elementwise min(x, y)", binary(tf.minimum), (want("MINIMUM"),)),
     Spec(

@@ -66,7 +66,11 @@ VELA = [
         "narrower: H and W only (`npu.mean`)",
     ),
     ("MINIMUM", "as MAXIMUM", "wider, as MAXIMUM (`npu.minimum`)"),
-    ("MIRROR_PAD", "constant paddings", "CPU: not imported yet"),
+    (
+        "MIRROR_PAD",
+        "constant paddings",
+        'REFLECT mode: same (`npu.pad`, nn.pad "reflect"); SYMMETRIC: not imported yet',
+    ),
     ("MUL", "generic", "same (`npu.mul`)"),
     ("NEG", "generic", "CPU: no NPU pattern yet"),
     ("PACK", "generic", "same (imported as reshapes + concatenate: `npu.reshape`, `npu.concat`)"),

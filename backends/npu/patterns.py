@@ -31,7 +31,8 @@ def _clip(p):
 
 
 def conv2d():
-    data = is_op("nn.pad")(wildcard(), is_constant()) | wildcard()
+    pad = is_op("nn.pad")(wildcard(), is_constant()).has_attr({"pad_mode": "constant"})
+    data = pad | wildcard()
     conv = is_op("qnn.conv2d")(data, is_constant(), *constants(4))
     conv = conv.optional(lambda c: is_op("nn.bias_add")(c, is_constant()))
     return _clip(is_op("qnn.requantize")(conv, *constants(4)))

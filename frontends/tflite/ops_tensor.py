@@ -92,6 +92,28 @@ def _check_concat_params(ctx: OpContext, n: int, out) -> None:
             )
 
 
+def mirror_pad(ctx: OpContext) -> Expr:
+    """MIRROR_PAD in REFLECT mode (the edge not repeated): nn.pad "reflect" on the stored
+    values. SYMMETRIC mode is not supported yet."""
+    shape = ctx.shape(0)
+    widths = ctx.constant(1, "the paddings")
+    if widths.shape != (len(shape), 2) or widths.dtype.kind not in "iu":
+        ctx.fail(f"the paddings must be an integer ({len(shape)}, 2) tensor")
+    if int(ctx.opt("Mode")) != 0:
+        raise Unsupported("MIRROR_PAD in SYMMETRIC mode")
+    pad_width = tuple((int(a), int(b)) for a, b in widths)
+    if any(b >= d or a >= d for (a, b), d in zip(pad_width, shape)):
+        ctx.fail(f"reflect paddings {pad_width} must be smaller than the shape {shape}")
+    dtype = ctx.expr(0).checked_type.dtype
+    return ctx.call(
+        "nn.pad",
+        ctx.expr(0),
+        ctx.const(np.zeros((), dtype)),
+        pad_width=pad_width,
+        pad_mode="reflect",
+    )
+
+
 def pad(ctx: OpContext) -> Expr:
     """PAD and PADV2: constant padding with 0 (the output zero point when quantized), or with
     PADV2's constant value as stored."""

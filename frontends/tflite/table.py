@@ -26,6 +26,7 @@ CONVERTERS = {
     "MAXIMUM": (ops_elemwise.min_max, None),
     "MEAN": (ops_pool.mean, "ReducerOptions"),
     "MINIMUM": (ops_elemwise.min_max, None),
+    "MIRROR_PAD": (ops_tensor.mirror_pad, "MirrorPadOptions"),
     "MUL": (ops_elemwise.binary, "MulOptions"),
     "PACK": (ops_tensor.pack, "PackOptions"),
     "PAD": (ops_tensor.pad, None),

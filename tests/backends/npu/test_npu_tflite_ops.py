@@ -30,6 +30,7 @@ ON_THE_NPU = [
     "split",
     "split_v",
     "abs",
+    "mirror_pad",
 ]
 
 
@@ -68,3 +69,23 @@ def @main(%x: Tensor[(1, 4, 4, 8), int8]) {
     exe = P.build(mod, "npu, ref")
     (row,) = exe.report.host_rows
     assert "other than 1 only over H and W" in row.reason
+
+
+def test_a_reflect_pad_before_a_conv_is_not_fused_as_a_constant_pad():
+    """The conv's fused pad fills with one value; a reflect pad runs as its own op."""
+    weight = np.ones((4, 3, 3, 4), np.int8)
+    mod = P.parse(
+        """
+def @main(%x: Tensor[(1, 6, 6, 4), int8]) {
+  %0 = nn.pad(%x, 0i8, pad_width=[[0, 0], [1, 1], [1, 1], [0, 0]], pad_mode="reflect");
+  %1 = qnn.conv2d(%0, meta[relay.Constant][0], 0, 0, 0.25f, 0.01f, data_layout="NHWC",
+       kernel_layout="OHWI", out_dtype="int32");
+  qnn.requantize(%1, 0.0025f, 0, 0.1f, 0, out_dtype="int8")
+}""",
+        [weight],
+    )
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    assert len(exe.steps[0].region.program.ops) == 2
+    x = np.random.default_rng(0).integers(-128, 128, (1, 6, 6, 4), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
