@@ -353,6 +353,20 @@ def sram_fit(config):
     return sram
 
 
+@constraint(
+    "Float convolutions and matmuls do not run on the NPU: a QDQ group its runtime computes in "
+    "float (ONNX Runtime leaves a group unfused when its int8 input also feeds another op, e.g. "
+    "a residual add) is an integer op only in the frontend's integer semantics, which a build "
+    "for the NPU picks by default (backends/npu/semantics.py); an explicit ort_cpu= or "
+    "match= keeps the runtime's float arithmetic on the CPU"
+)
+def float_mac(root) -> Verdict:
+    mac = down(root, "nn.conv2d") or down(root, "nn.dense") or root
+    return Verdict(
+        False, f"got {mac.op.name} accumulate={getattr(mac.attrs, 'accumulate', None)!r}"
+    )
+
+
 CONV = (
     activation_dtype,
     batch,

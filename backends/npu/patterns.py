@@ -98,6 +98,12 @@ def _rows():
         ("reshape", is_op("reshape")(wildcard()), C.movement),
         ("pad", is_op("nn.pad")(wildcard(), is_constant()), C.movement),
         ("squared_difference", binary("qnn.squared_difference"), C.binary),
+        # never accepted: says why a runtime's float convolution stays on the CPU
+        (
+            "float_conv2d",
+            is_op("nn.conv2d")(wildcard(), wildcard()).has_attr({"accumulate": "mlas"}),
+            C.float_mac,
+        ),
         ("maximum", _clip(is_op("maximum")(wildcard(), wildcard())), C.min_max),
         ("minimum", _clip(is_op("minimum")(wildcard(), wildcard())), C.min_max),
         ("softmax", is_op("qnn.softmax")(wildcard(), *constants(4)), C.softmax),

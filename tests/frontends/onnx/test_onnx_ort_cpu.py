@@ -80,8 +80,9 @@ def test_the_npu_refuses_saturating_sums_and_llvm_compiles_them():
     path = models("ops", "conv.qop_u8s8_pc.onnx")[0]
     mod = from_onnx(path, ort_cpu="avx2")
     exe = P.build(mod, "npu, ref")
-    assert "npu" not in {s.target for s in exe.steps}
-    assert "sum exactly in int32" in exe.report.to_json()
+    (conv,) = [r for r in exe.report.rows if r.op == "QLinearConv"]
+    assert conv.target == "ref"  # the input's layout transpose may run on the NPU
+    assert "sum exactly in int32" in conv.reason
     feeds = feeds_for(mod, 0)
     want = P.interpret(mod, feeds)[0]
     assert P.build(mod, "llvm").run(*feeds.values())[0].tobytes() == want.tobytes()
