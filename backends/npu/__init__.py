@@ -143,10 +143,22 @@ class NPUBackend(Backend):
             return verdict
         try:
             infer_type(function)
+            if _all_maps_bytes(function) <= config.sram_bytes:
+                return verdict  # every map resident at once fits: no plan can fail
             compile_function(function, config)
         except SRAMError as exc:
             return Verdict(False, str(exc).removeprefix("npu: "))
         return verdict
+
+
+def _all_maps_bytes(function) -> int:
+    """The bytes of every feature map of a region (its inputs and every op's output)."""
+    from partita.backends.cost import type_bytes
+
+    from partita.ir import Call, post_order
+
+    nodes = [*function.params, *(c for c in post_order(function.body) if isinstance(c, Call))]
+    return sum(type_bytes(n.checked_type) for n in nodes)
 
 
 backend = NPUBackend(
