@@ -18,8 +18,8 @@ from partita.backends.registry import DEFAULT_HOST, find_backend
 from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Function
-from partita.ir.visitor import post_order
+from partita.ir.nodes import Call, Constant, Function, Tuple, Var
+from partita.ir.visitor import post_order, substitute
 from partita.passes.infra import Pass
 
 from .regions import Region, RegionBuilder, flatten_ordered, map_open_functions, op_calls, unit_ops
@@ -102,8 +102,11 @@ def source_ops(calls) -> int:
     return len(keys)
 
 
-def region_stats(region: Region, members: list, inputs: list, outputs) -> RegionStats:
-    """What the cost hook sees of a region: source ops, MACs and the bytes crossing it."""
+def region_stats(
+    region: Region, members: list, inputs: list, outputs, with_function: bool = False
+) -> RegionStats:
+    """What the cost hook sees of a region: source ops, MACs and the bytes crossing it (and,
+    ``with_function``, the region as a function, for backends that plan over it)."""
     calls = [c for m in members for c in unit_ops(m)]
     return RegionStats(
         region.target,
@@ -111,7 +114,23 @@ def region_stats(region: Region, members: list, inputs: list, outputs) -> Region
         sum(count_macs(c) for c in calls),
         sum(type_bytes(i.type_or_none) for i in inputs),
         sum(type_bytes(o.type_or_none) for o in outputs),
+        _region_function(inputs, list(outputs)) if with_function else None,
     )
+
+
+def _region_function(inputs: list, outputs: list) -> Function | None:
+    """The region as a function of its inputs (what PartitionGraph will make of it), for cost
+    hooks that need the whole region (the NPU plans its SRAM over it)."""
+    if not outputs:
+        return None
+    params, mapping = [], {}
+    for i, node in enumerate(inputs):
+        if type(node) is Constant or node.type_or_none is None:
+            continue
+        params.append(Var(f"i{i}", node.type_or_none))
+        mapping[node] = params[-1]
+    body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
+    return Function(params, substitute(body, mapping))
 
 
 class RegionPolicies(Pass):
@@ -137,11 +156,14 @@ class RegionPolicies(Pass):
         refused = False
         for key, nodes in members.items():
             region = region_of[id(nodes[0])]
+            backend = None if region.host else find_backend(region.target)
+            whole = bool(getattr(backend, "wants_region_function", False))
             why = (
                 None
                 if region.host
                 else self.refusal(
-                    region, region_stats(region, nodes, inputs[key], outputs[key].values())
+                    region,
+                    region_stats(region, nodes, inputs[key], outputs[key].values(), whole),
                 )
             )
             for node in nodes if why else ():

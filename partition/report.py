@@ -84,9 +84,11 @@ class PlacementReport:
         host: str,
         partitions: list[str],
         macs_by_target: dict[str, int],
+        notes: list[str] | None = None,
     ):
         self.rows, self.host, self.partitions = rows, host, partitions
         self.macs_by_target = macs_by_target
+        self.notes = list(notes or ())  # what the build computes differently from the source
 
     @property
     def host_rows(self) -> list[PlacementRow]:
@@ -156,6 +158,7 @@ class PlacementReport:
             "summary": self.summary(),
             "host": self.host,
             "partitions": list(self.partitions),
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -163,14 +166,15 @@ class PlacementReport:
         """The inverse of ``to_dict()`` (a saved executable keeps its report as data)."""
         rows = [PlacementRow(**row) for row in data["rows"]]
         macs = dict(data["summary"]["macs_by_target"])
-        return cls(rows, data["host"], list(data["partitions"]), macs)
+        return cls(rows, data["host"], list(data["partitions"]), macs, data.get("notes"))
 
     def to_json(self, indent: int | None = 2) -> str:
         """``to_dict()`` as JSON."""
         return json.dumps(self.to_dict(), indent=indent)
 
     def __str__(self):
-        return self.table() + self.summary_line()
+        notes = "".join(f"\nnote: {n}" for n in self.notes)
+        return self.table() + self.summary_line() + notes
 
 
 def _cost(row: PlacementRow) -> str:
@@ -203,7 +207,28 @@ def placement_report(mod: IRModule) -> PlacementReport:
     rows = [b.finish() for b in walk.rows.values()]
     # source order (dataflow order differs where branches join); ops without an index last
     rows.sort(key=lambda r: (r.index is None, r.index if r.index is not None else 0))
-    return PlacementReport(rows, host, walk.partitions, walk.macs)
+    return PlacementReport(rows, host, walk.partitions, walk.macs, semantics_notes(mod))
+
+
+def semantics_notes(mod: IRModule) -> list[str]:
+    """Per output, whether the module computes what its source runtime does on this CPU, from
+    the note a frontend leaves when a target picked its integer semantics (``semantics_note``)."""
+    note = mod.attrs.get("semantics_note") if mod.attrs.get("semantics") == "integer" else None
+    if not note:
+        return []
+    lines = [f"computes {note['semantics']}; {note['how']}"]
+    for out in note["outputs"]:
+        if out["equal"]:
+            lines.append(f"{out['name']}: equals {note['runtime']}")
+        elif "detail" in out:
+            lines.append(f"{out['name']}: may differ from {note['runtime']}: {out['detail']}")
+        else:
+            lines.append(
+                f"{out['name']}: may differ from {note['runtime']}, which saturates int16 "
+                f"pairs in {out['exact_sums']} of the convolutions / matmuls it depends on and "
+                f"runs {out['integer_groups']} of its QDQ groups in float"
+            )
+    return lines
 
 
 class _Walk:

@@ -55,6 +55,23 @@ def resnet_mini(size: int = 64):
     return _builder(make, size)
 
 
+def big_map(size: int = 288, filters: int = 64):
+    """A feature map larger than every preset's SRAM (288x288x64 int8 = 5.3 MB > 4 MiB): a full-
+    resolution stem, a stride-2 depthwise, a 1x1 projection, GAP and a classifier."""
+
+    def make(batch):
+        inp = Input(batch_shape=(batch, size, size, 3))
+        x = layers.Conv2D(filters, 3, 1, "same", use_bias=False)(inp)
+        x = layers.ReLU(6.0)(layers.BatchNormalization()(x))
+        x = layers.DepthwiseConv2D(3, 2, "same", use_bias=False)(x)
+        x = layers.ReLU(6.0)(layers.BatchNormalization()(x))
+        x = layers.BatchNormalization()(layers.Conv2D(16, 1, use_bias=False)(x))
+        x = layers.Dense(CLASSES)(layers.GlobalAveragePooling2D()(x))
+        return Model(inp, x, name="big_map")
+
+    return _builder(make, size)
+
+
 def _builder(make, size: int):
     """build(rng) -> (static-batch model, inputs, make); `make(None)` gives a dynamic-batch twin."""
 
@@ -203,6 +220,18 @@ NET_SPECS: list[Spec] = [
         "ResNet-style: stem + 4 basic blocks (16-64 ch), 64x64, 16 classes",
         resnet_mini(64),
         RESNET,
+        group="nets",
+    ),
+    Spec(
+        "big_map_288",
+        "a 288x288x64 feature map (5.3 MB, larger than every preset's SRAM), 16 classes",
+        big_map(288),
+        (
+            want("CONV_2D", act="RELU6"),
+            want("DEPTHWISE_CONV_2D", stride="2x2"),
+            want("MEAN"),
+            want("FULLY_CONNECTED"),
+        ),
         group="nets",
     ),
     Spec(

@@ -396,6 +396,31 @@ OP_SPECS: list[Spec] = [
         unary(lambda x: tuple(tf.split(x, [1, 3], axis=3))),
         (want("SPLIT_V"),),
     ),
+    Spec(
+        "slice",
+        "tf.slice(x, [0, 1, 2, 0], [1, 5, -1, 3])",
+        unary(lambda x: tf.slice(x, [0, 1, 2, 0], [1, 5, -1, 3])),
+        (want("SLICE"),),
+    ),
+    Spec(
+        "pack",
+        "tf.stack of the two channel halves along a new axis 1",
+        unary(lambda x: tf.stack([x[..., :2], x[..., 2:]], axis=1)),
+        (want("PACK"),),
+    ),
+    Spec(
+        "unpack",
+        "tf.unstack over the channel axis (four outputs)",
+        unary(lambda x: tuple(tf.unstack(x, axis=3))),
+        (want("UNPACK"),),
+    ),
+    Spec("abs", "elementwise |x|, x in [-1, 1]", unary(tf.abs), (want("ABS"),)),
+    Spec(
+        "mirror_pad",
+        "tf.pad REFLECT by (1, 2) rows and (2, 1) columns",
+        unary(lambda x: tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]], mode="REFLECT")),
+        (want("MIRROR_PAD"),),
+    ),
     Spec("maximum", "elementwise max(x, y)", binary(tf.maximum), (want("MAXIMUM"),)),
     Spec("minimum", "elementwise min(x, y)", binary(tf.minimum), (want("MINIMUM"),)),
     Spec(

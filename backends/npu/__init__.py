@@ -15,13 +15,17 @@ import time
 from partita.backends.blob import pack_region, parse_tensor_types, tensor_types, unpack_region
 from partita.backends.compiled import CompiledRegion, OpProfile, region_types
 from partita.backends.registry import Backend, Option, register_backend
+from partita.backends.verdict import Verdict
 
-from .compiler import compile_function
+from partita.passes.infer_type import infer_type
+
+from .compiler import SRAMError, compile_function
 from .config import DEFAULT, PRESETS, config_from_token, config_token, get_config
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
 from .native import ENGINES, NativeProgram, choose_engine
 from .patterns import pattern_table
+from .semantics import NPUIntegerSemantics, semantics_for
 from .simulator import run_program
 from .stream import decode, encode
 
@@ -133,12 +137,47 @@ def compile_region(function, options: dict) -> NPURegion:
     return NPURegion(encode(program), name, ins, outs, options.get("sim") or "auto")
 
 
-backend = Backend(
+class NPUBackend(Backend):
+    """The NPU's region check: on a design without off-chip memory for feature maps, a region
+    whose maps the SRAM plan cannot hold at once (even cascaded) goes back to the CPU."""
+
+    wants_region_function = True  # RegionPolicies hands check_region the region's function
+
+    def check_region(self, stats, options: dict | None = None) -> Verdict:
+        verdict = super().check_region(stats, options)
+        function = getattr(stats, "function", None)
+        if not verdict.ok or function is None:
+            return verdict
+        options = self.resolve_options(options)
+        config = get_config(options.get("config"), options.get("sram"))
+        if config.spill_memory != "none":
+            return verdict
+        try:
+            infer_type(function)
+            if _all_maps_bytes(function) <= config.sram_bytes:
+                return verdict  # every map resident at once fits: no plan can fail
+            compile_function(function, config)
+        except SRAMError as exc:
+            return Verdict(False, str(exc).removeprefix("npu: "))
+        return verdict
+
+
+def _all_maps_bytes(function) -> int:
+    """The bytes of every feature map of a region (its inputs and every op's output)."""
+    from partita.backends.cost import type_bytes
+
+    from partita.ir import Call, post_order
+
+    nodes = [*function.params, *(c for c in post_order(function.body) if isinstance(c, Call))]
+    return sum(type_bytes(n.checked_type) for n in nodes)
+
+
+backend = NPUBackend(
     "npu",
     patterns=pattern_table,
     compile=compile_region,
     load=load_region,
-    passes=lambda: [NPUConvertLayout()],
+    passes=lambda: [NPUIntegerSemantics(), NPUConvertLayout()],
     options={
         "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),
         "sram": Option(None, None, "SRAM size override, e.g. 512k"),
@@ -153,4 +192,4 @@ backend = Backend(
 )
 register_backend(backend)
 
-__all__ = ["NPURegion", "backend", "compile_region", "load_region"]
+__all__ = ["NPURegion", "backend", "compile_region", "load_region", "semantics_for"]

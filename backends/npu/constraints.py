@@ -4,17 +4,20 @@ partita.backends.npu.docgen``)."""
 
 from __future__ import annotations
 
+import numpy as np
 from partita.backends.verdict import Verdict, constraint, in_range
 
-from partita.ir import Call, Constant
+from partita.ir import Call, Constant, TensorType, Tuple
 
 ACT_DTYPES = ("int8", "uint8")
-KERNEL_RANGE = (1, 8)  # height and width, as the MAC array's sub-kernel
+KERNEL_RANGE = (1, 64)  # height and width (the compiler splits nothing; Vela 5.2 has no limit)
+WEIGHT_SUM_MAX = 8323072  # Vela's: the sum of |weights| per output channel
 STRIDE_RANGE = (1, 3)
 DILATION_RANGE = (1, 2)
 CHANNELS_MAX = 4096
 FC_DEPTH_MAX = 65536
-POOL_RANGE = (1, 8)
+POOL_RANGE = (1, 8)  # padded (SAME) pooling windows, Vela's
+POOL_VALID_AREA, POOL_VALID_HEIGHT = 256 * 256, 256  # unpadded (VALID) windows, Vela's
 RESIZE_FACTORS = (1, 2, 4, 8)  # Vela's upscaling factors
 ROUNDINGS = ("tflite", "tflite_builtin", "tflite_double", "onnx")
 BINARY_SEMANTICS = ("tflite", "onnx")
@@ -51,6 +54,8 @@ def batch(root) -> Verdict:
     shapes, x = [root.checked_type.shape], root
     while isinstance(x, Call) and x.args:  # down the data chain to the composite's input
         x = x.args[0]
+        if not isinstance(x.checked_type, TensorType):  # a tuple (concatenate's operands)
+            break
         shapes.append(x.checked_type.shape)
     sizes = sorted({s[0] for s in shapes if len(s) == 4})
     return Verdict(sizes in ([], [1]), f"got {', '.join(map(str, sizes))}")
@@ -69,6 +74,17 @@ def conv_layout(root) -> Verdict:
 def kernel_size(root) -> Verdict:
     kh, kw = _layout_hw(down(root, "qnn.conv2d"))
     return Verdict(in_range(kh, *KERNEL_RANGE) and in_range(kw, *KERNEL_RANGE), f"got {kh}x{kw}")
+
+
+@constraint("The sum of absolute weights of an output channel must be at most {}", WEIGHT_SUM_MAX)
+def weight_sum(root) -> Verdict:
+    conv = down(root, "qnn.conv2d")
+    w = np.asarray(conv.args[1].data).astype(np.int64)
+    zp = np.asarray(conv.args[3].data).astype(np.int64)
+    o = conv.attrs.kernel_layout.index("O")
+    w = np.moveaxis(w, o, 0).reshape(w.shape[o], -1)
+    total = int(np.abs(w - zp.reshape(-1, 1) if zp.size > 1 else w - zp).sum(axis=1).max())
+    return Verdict(total <= WEIGHT_SUM_MAX, f"got {total}")
 
 
 @constraint("Stride height and width must be in the range [{}, {}]", *STRIDE_RANGE)
@@ -113,8 +129,11 @@ def exact_sum(root) -> Verdict:
     "vpmaddubsw", CPUs without VNNI) is a CPU's, not the NPU's."""
     mac = down(root, "qnn.conv2d") or down(root, "qnn.dense")
     sums = mac.attrs.accumulate
-    return Verdict(sums == "exact", f"got accumulate={sums!r}: reproducing ONNX Runtime on a CPU "
-                   'without VNNI; from_onnx(ort_cpu="vnni") imports exact sums')
+    return Verdict(
+        sums == "exact",
+        f"got accumulate={sums!r}: reproducing ONNX Runtime on a CPU "
+        'without VNNI; from_onnx(ort_cpu="vnni") imports exact sums',
+    )
 
 
 @constraint("Fully connected input depth must be at most {}", FC_DEPTH_MAX)
@@ -136,11 +155,21 @@ def binary(root) -> Verdict:
     return Verdict(sem in BINARY_SEMANTICS and dtypes <= set(ACT_DTYPES), f"got {sem}, {dtypes}")
 
 
-@constraint("Pooling windows must be in the range [{}, {}] and NHWC", *POOL_RANGE)
+@constraint(
+    "Pooling windows must be NHWC, at most {}x{} when padded, and of at most {} elements and "
+    "height {} when not (Vela's)",
+    POOL_RANGE[1],
+    POOL_RANGE[1],
+    POOL_VALID_AREA,
+    POOL_VALID_HEIGHT,
+)
 def pool(root) -> Verdict:
     call = down(root, "nn.max_pool2d") or down(root, "qnn.avg_pool2d")
     ph, pw = call.attrs.pool_size
-    ok = in_range(ph, *POOL_RANGE) and in_range(pw, *POOL_RANGE)
+    if any(call.attrs.padding):
+        ok = in_range(ph, *POOL_RANGE) and in_range(pw, *POOL_RANGE)
+    else:
+        ok = ph * pw <= POOL_VALID_AREA and ph <= POOL_VALID_HEIGHT
     ok = ok and getattr(call.attrs, "layout", "NHWC") == "NHWC"
     return Verdict(ok and root.checked_type.dtype in ACT_DTYPES, f"got {ph}x{pw}")
 
@@ -161,6 +190,23 @@ def lut(root) -> Verdict:
 
 
 @constraint(
+    "Chains of elementwise ops of one value must map int8/uint8 to int8/uint8 with per-tensor "
+    "parameters"
+)
+def lut_chain(root) -> Verdict:
+    x = root
+    while isinstance(x, Call) and x.args:
+        x = x.args[0]
+        if isinstance(x, Call) and getattr(x.op, "name", "") == "cast":
+            x = x.args[0]
+            break
+    a, b = x.checked_type.dtype, root.checked_type.dtype
+    scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:] if isinstance(arg, Constant))
+    ok = a in ACT_DTYPES and b in ACT_DTYPES and scalar
+    return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
+
+
+@constraint(
     "Resize must be nearest-neighbour on NHWC int8/uint8 data, the output {}x the input "
     "(or a 1x1 input)",
     "/".join(map(str, RESIZE_FACTORS)),
@@ -174,9 +220,151 @@ def resize(root) -> Verdict:
     return Verdict(ok, f"got {a.method} {ih}x{iw} -> {oh}x{ow}, {root.checked_type.dtype}")
 
 
-@constraint("Data movement ops (reshape, concatenate, pad) must move int8 or uint8 data")
+@constraint(
+    "Data movement ops (reshape, squeeze, expand_dims, concatenate, pad) must move int8 or "
+    "uint8 data"
+)
 def movement(root) -> Verdict:
     return Verdict(root.checked_type.dtype in ACT_DTYPES, f"got {root.checked_type.dtype}")
+
+
+@constraint("MAXIMUM and MINIMUM must compare int8 or uint8 operands of one type")
+def min_max(root) -> Verdict:
+    dtypes = {a.checked_type.dtype for a in root.args} | {root.checked_type.dtype}
+    return Verdict(len(dtypes) == 1 and dtypes <= set(ACT_DTYPES), f"got {sorted(dtypes)}")
+
+
+@constraint("Softmax must map int8/uint8 to the same type along the last axis")
+def softmax(root) -> Verdict:
+    ndim = root.args[0].checked_type.ndim
+    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
+    ok = a == b and a in ACT_DTYPES and root.attrs.axis % ndim == ndim - 1
+    return Verdict(ok, f"got {a} -> {b}, axis {root.attrs.axis}")
+
+
+@constraint(
+    "Strided slices must have positive strides, other than 1 only over H and W (Vela's), on "
+    "int8/uint8 data"
+)
+def strided_slice(root) -> Verdict:
+    strides = tuple(root.attrs.strides or ())
+    ndim = root.args[0].checked_type.ndim
+    spatial = (1, 2) if ndim == 4 else ()
+    ok = all(s >= 1 and (s == 1 or i in spatial) for i, s in enumerate(strides))
+    return Verdict(
+        ok and root.checked_type.dtype in ACT_DTYPES,
+        f"got strides {strides}, {root.checked_type.dtype}",
+    )
+
+
+@constraint("Transposes must permute a tensor of rank 8 or less holding int8/uint8 data")
+def transpose(root) -> Verdict:
+    ndim = root.checked_type.ndim
+    ok = ndim <= 8 and root.checked_type.dtype in ACT_DTYPES
+    return Verdict(ok, f"got rank {ndim}, {root.checked_type.dtype}")
+
+
+SPATIAL_OPS = ("qnn.conv2d", "qnn.dense", "nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
+
+
+def _map_bytes(expr) -> int:
+    ty = expr.checked_type
+    if not isinstance(ty, TensorType):
+        return 0
+    size = 1
+    for d in ty.shape:
+        size *= int(d)
+    return size * np.dtype(ty.dtype).itemsize
+
+
+STREAMING = ("qnn.conv2d", "nn.max_pool2d", "qnn.avg_pool2d")
+ELEMENTWISE = (
+    "qnn.add",
+    "qnn.subtract",
+    "qnn.mul",
+    "clip",
+    "qnn.requantize",
+    "maximum",
+    "minimum",
+    "qnn.squared_difference",
+) + ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.gelu")
+
+
+def _band_bytes(expr, rows: int) -> int:
+    """The bytes of ``rows`` rows of an NHWC map (the whole map when it has fewer, or is not
+    4-D)."""
+    ty = expr.checked_type
+    whole = _map_bytes(expr)
+    if not isinstance(ty, TensorType) or ty.ndim != 4 or int(ty.shape[1]) <= rows:
+        return whole
+    return whole // int(ty.shape[1]) * rows
+
+
+def op_map_bytes(root, streamed: bool = False) -> int:
+    """The bytes of the feature maps a composite reads (its main op's non-constant operands,
+    tuple fields included) and writes; ``streamed``: of the bands of rows a convolution,
+    pooling or elementwise op works on at once when its maps are cascaded (the rows one output
+    band reads, double-buffered, and two output rows)."""
+    main = next((c for c in map(lambda n: down(root, n), SPATIAL_OPS) if c is not None), root)
+    name = getattr(main.op, "name", "")
+    if streamed and (name in STREAMING or name in ELEMENTWISE):
+        if name == "qnn.conv2d":
+            kh = _layout_hw(main)[0]
+            extent, stride = (kh - 1) * main.attrs.dilation[0] + 1, main.attrs.strides[0]
+        elif name in STREAMING:
+            extent, stride = main.attrs.pool_size[0], main.attrs.strides[0]
+        else:
+            extent, stride = 1, 1
+        total = _band_bytes(root, 2)
+        for arg in main.args:
+            if not isinstance(arg, Constant):
+                total += _band_bytes(arg, 2 * (extent + stride))
+        return total
+    total = _map_bytes(root)
+    for arg in main.args:
+        fields = arg.fields if isinstance(arg, Tuple) else [arg]
+        total += sum(_map_bytes(f) for f in fields if not isinstance(f, Constant))
+    return total
+
+
+def sram_fit(config):
+    """The SRAM requirement of one NPU design: on a design without off-chip memory for feature
+    maps (the U55 presets), an operation must be able to run in SRAM: its input and output maps
+    together, or, for convolutions, pooling and elementwise ops, the bands of rows it works on
+    when its maps are cascaded into its neighbours (as Vela does). Whether the neighbours are
+    NPU ops is not known op by op: the region check (NPUBackend.check_region) runs the
+    compiler's SRAM plan over each region and sends it back to the CPU when the plan cannot
+    hold it."""
+
+    @constraint(
+        "Feature maps an operation reads and writes must fit in SRAM together (convolutions, "
+        "pooling and elementwise ops: the bands of rows they stream) on an NPU without "
+        "off-chip memory for feature maps"
+    )
+    def sram(root) -> Verdict:
+        if config is None or config.spill_memory != "none":
+            return Verdict(True)
+        need = op_map_bytes(root, streamed=True)
+        return Verdict(
+            need <= config.sram_bytes,
+            f"got {need:,} bytes, the {config.name} SRAM holds {config.sram_bytes:,}",
+        )
+
+    return sram
+
+
+@constraint(
+    "Float convolutions and matmuls do not run on the NPU: a QDQ group its runtime computes in "
+    "float (ONNX Runtime leaves a group unfused when its int8 input also feeds another op, e.g. "
+    "a residual add) is an integer op only in the frontend's integer semantics, which a build "
+    "for the NPU picks by default (backends/npu/semantics.py); an explicit ort_cpu= or "
+    "match= keeps the runtime's float arithmetic on the CPU"
+)
+def float_mac(root) -> Verdict:
+    mac = down(root, "nn.conv2d") or down(root, "nn.dense") or root
+    return Verdict(
+        False, f"got {mac.op.name} accumulate={getattr(mac.attrs, 'accumulate', None)!r}"
+    )
 
 
 CONV = (
@@ -184,6 +372,7 @@ CONV = (
     batch,
     conv_layout,
     kernel_size,
+    weight_sum,
     stride,
     dilation,
     groups,
@@ -192,4 +381,17 @@ CONV = (
     exact_sum,
 )
 DENSE = (activation_dtype, fc_depth, rounding, exact_sum)
-ALL = CONV + (fc_depth, binary, pool, mean, lut, resize, movement)
+ALL = CONV + (
+    fc_depth,
+    binary,
+    pool,
+    mean,
+    lut,
+    lut_chain,
+    resize,
+    movement,
+    min_max,
+    softmax,
+    strided_slice,
+    transpose,
+)

@@ -33,6 +33,19 @@ def _bandwidth(config: NPUConfig, memory: str) -> float:
     return config.spill_bandwidth or config.weight_bandwidth
 
 
+DMA_OPS = (
+    "reshape",
+    "nn.pad",
+    "concatenate",
+    "qnn.concatenate",
+    "strided_slice",
+    "transpose",
+    "squeeze",
+    "expand_dims",
+)
+SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
+
+
 def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     """Cycles per output element of the elementwise/pooling unit (0 for pure data movement)."""
     if name in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
@@ -40,10 +53,12 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
         return window * config.pool_output_cycles
     if name == "image.resize2d":  # the pooling unit with the input upscaled (Vela's way)
         return config.pool_output_cycles
-    if name in ("reshape", "nn.pad", "concatenate", "qnn.concatenate"):
+    if name in DMA_OPS:
         return 0.0  # DMA only: its cost is the memory traffic
-    if name == "qnn.mul":
+    if name in ("qnn.mul", "qnn.squared_difference"):
         return config.mul_output_cycles
+    if name == "qnn.softmax":  # Vela lowers int8 softmax to a chain of ~20 elementwise ops
+        return SOFTMAX_PASSES * config.add_output_cycles
     return config.add_output_cycles
 
 

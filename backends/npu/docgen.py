@@ -19,13 +19,145 @@ reason in the placement report.
 """
 
 
+# Vela 5.2's U55/U65 TFLite operators (its `vela --supported-ops-report`, read as facts), each
+# with partita's status: "same" (on the NPU under Vela's constraint), "wider"/"narrower" (on the
+# NPU, with the difference), or "CPU" (not on partita's NPU yet, and why).
+VELA = [
+    (
+        "ABS",
+        "int8/uint8/int16",
+        "same for 8-bit (`npu.lut_chain`: a table of the frontend's "
+        "cast -> subtract -> abs -> requantize)",
+    ),
+    ("ADD", "generic", "same (`npu.add`); int16 not yet"),
+    ("ARG_MAX", "along depth, depth <= 127", "CPU: not imported yet"),
+    (
+        "AVERAGE_POOL_2D",
+        "VALID: window <= 256x256 elements, height <= 256; SAME: <= 8x8",
+        "same (`npu.avg_pool`)",
+    ),
+    ("BATCH_MATMUL", "int8", "CPU: no NPU pattern for qnn.batch_matmul yet"),
+    ("CONCATENATION", "generic", "same (`npu.concat`, requantizing too)"),
+    (
+        "CONV_2D",
+        "stride > 3 only VALID without dilation; |weights| sum <= 8323072",
+        "same weight-sum rule; strides 1-3 and dilation 1-2 (narrower); kernels up to 64x64 "
+        "(Vela: no limit)",
+    ),
+    ("DEPTHWISE_CONV_2D", "stride 1-3; |weights| sum", "same as CONV_2D (`npu.conv2d`)"),
+    ("ELU", "int8", "CPU: not imported yet"),
+    ("EXP", "int8/int16 LUT", "CPU: not imported yet"),
+    ("EXPAND_DIMS", "generic", "same (imported as a reshape: `npu.reshape`)"),
+    ("FULLY_CONNECTED", "weights O,1,..,1,I; bias int32/64", "same (`npu.dense`), depth <= 65536"),
+    ("GELU", "int8/uint8, shapes match", "same (`npu.lut`)"),
+    ("HARD_SWISH", "int8/uint8", "same (`npu.lut`)"),
+    ("LEAKY_RELU", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
+    ("LOG", "int8/int16", "CPU: not imported yet"),
+    ("LOGISTIC", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
+    (
+        "MAXIMUM",
+        "input and output quantization must match",
+        "wider (`npu.maximum`): TFLite compares stored values, so any quantization is exact",
+    ),
+    ("MAX_POOL_2D", "window <= 256x256 elements, height <= 256", "same (`npu.max_pool`)"),
+    (
+        "MEAN",
+        "batch 1; depth only if h, w or c == 1; <= 16777216 elements",
+        "narrower: H and W only (`npu.mean`)",
+    ),
+    ("MINIMUM", "as MAXIMUM", "wider, as MAXIMUM (`npu.minimum`)"),
+    (
+        "MIRROR_PAD",
+        "constant paddings",
+        'REFLECT mode: same (`npu.pad`, nn.pad "reflect"); SYMMETRIC: not imported yet',
+    ),
+    ("MUL", "generic", "same (`npu.mul`)"),
+    ("NEG", "generic", "CPU: no NPU pattern yet"),
+    ("PACK", "generic", "same (imported as reshapes + concatenate: `npu.reshape`, `npu.concat`)"),
+    ("PAD", "constant paddings", "same (`npu.pad`)"),
+    ("PADV2", "constant paddings", "same (`npu.pad`)"),
+    ("PRELU", "generic", "CPU: not imported yet"),
+    ("QUANTIZE", "8/16-bit in and out", "same for 8-bit (`npu.lut`: qnn.requantize)"),
+    ("REDUCE_MAX", "stride rules", "CPU: not imported yet"),
+    ("REDUCE_MIN", "stride rules", "CPU: not imported yet"),
+    ("RELU", "generic", "same (a clip: `npu.lut`, or fused into the producer)"),
+    ("RELU6", "generic", "same (as RELU)"),
+    ("RELU_0_TO_1", "generic", "CPU: not imported yet"),
+    ("RELU_N1_TO_1", "generic", "same (as RELU)"),
+    ("RESHAPE", "generic", "same (`npu.reshape`)"),
+    (
+        "RESIZE_BILINEAR",
+        "2x/4x/8x upscale or 1x1 input",
+        "CPU: TFLite's fixed-point bilinear "
+        "is a chain of ops after the frontend, no NPU pattern yet",
+    ),
+    ("RESIZE_NEAREST_NEIGHBOR", "2x/4x/8x upscale or 1x1 input", "same (`npu.resize`)"),
+    ("REVERSE_V2", "axis H, W or C", "CPU: not imported yet"),
+    (
+        "RSQRT",
+        "int8/int16",
+        "CPU: qnn.rsqrt raises on inputs below the zero point, so a "
+        "256-entry table cannot reproduce TFLite's error",
+    ),
+    ("SLICE", "constant parameters", "same (imported as a strided slice: `npu.strided_slice`)"),
+    (
+        "SOFTMAX",
+        "H x W < 65536",
+        "wider (`npu.softmax`, TFLite's integer softmax on the "
+        "elementwise unit; cycles are an estimate)",
+    ),
+    ("SPLIT", "num_splits = outputs", "same (imported as slices: `npu.strided_slice`)"),
+    ("SPLIT_V", "num_splits = outputs", "same (as SPLIT)"),
+    ("SQUARED_DIFFERENCE", "generic", "same (`npu.squared_difference`)"),
+    ("SQUEEZE", "generic", "same (`npu.squeeze`)"),
+    (
+        "STRIDED_SLICE",
+        "positive strides, other than 1 only over H and W",
+        "same (`npu.strided_slice`)",
+    ),
+    ("SUB", "generic", "same (`npu.sub`)"),
+    ("SUM", "stride rules", "CPU: no NPU pattern yet"),
+    ("TANH", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
+    ("TILE", "generic", "CPU: not imported yet"),
+    (
+        "TRANSPOSE",
+        "rank <= 8, shape products <= 2^16",
+        "same rank limit (`npu.transpose`); no shape-product limit (the simulator moves any shape)",
+    ),
+    ("TRANSPOSE_CONV", "strides 1x1/2x2, shape rules", "CPU: not imported yet"),
+    ("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8 / 16x8", "CPU: not imported yet"),
+    (
+        "UNPACK",
+        "generic",
+        "same (imported as slices + reshapes: `npu.strided_slice`, `npu.reshape`)",
+    ),
+]
+
+SIDE_BY_SIDE = """
+## Side by side with Vela 5.2 (Ethos-U55/U65)
+
+Vela's operator list and constraints as its `--supported-ops-report` states them (summarised);
+every row of Vela also needs 8- or 16-bit feature maps with per-tensor quantization outside the
+MAC ops. partita's NPU runs 8-bit activations only (16-bit: not yet). On a design without
+off-chip memory for feature maps (U55) every row also needs the op's maps to fit in SRAM
+together; Vela instead cascades such ops (docs/npu.md, "SRAM").
+
+| TFLite op | Vela 5.2 | partita's NPU |
+|---|---|---|
+"""
+
+
 def render() -> str:
     lines = [HEADER, "| composite | requirements |", "|---|---|"]
     for name, _pattern, check in pattern_table():
         reqs = requirements_of(check) if check is not None else []
         text = "<br>".join(reqs) or "none"
         lines.append(f"| `npu.{name}` | {text} |")
-    lines += ["", "Presets: " + ", ".join(f"`{p}`" for p in PRESETS) + " (docs/npu.md).", ""]
+    lines += ["", "Presets: " + ", ".join(f"`{p}`" for p in PRESETS) + " (docs/npu.md)."]
+    lines.append(SIDE_BY_SIDE.rstrip("\n"))
+    lines += [f"| {op} | {vela} | {ours} |" for op, vela, ours in VELA]
+    same = sum(not ours.startswith("CPU") for _, _, ours in VELA)
+    lines += ["", f"{same} of Vela's {len(VELA)} operator types run on partita's NPU.", ""]
     return "\n".join(lines)
 
 

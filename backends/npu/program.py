@@ -24,16 +24,23 @@ DTYPES = ("int8", "uint8", "int32", "int64", "float32", "float64")
 
 @dataclass
 class TensorDesc:
-    """A feature map: shape, dtype, where it lives and at which address."""
+    """A feature map: shape, dtype, where it lives and at which address. ``resident`` is the
+    bytes a cascaded map keeps in SRAM (the rows its consumer reads, double-buffered); 0 means
+    the whole map is resident."""
 
     shape: tuple[int, ...]
     dtype: str
     memory: str = "sram"
     address: int = 0
+    resident: int = 0
 
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    @property
+    def resident_bytes(self) -> int:
+        return self.resident or self.nbytes
 
 
 @dataclass

@@ -84,7 +84,10 @@ def encode(program: Program) -> bytes:
         )
     meta = {
         "config": program.config,
-        "tensors": [[list(t.shape), t.dtype, t.memory, t.address] for t in program.tensors],
+        "tensors": [
+            [list(t.shape), t.dtype, t.memory, t.address] + ([t.resident] if t.resident else [])
+            for t in program.tensors
+        ],
         "ops": ops,
         "inputs": program.inputs,
         "outputs": program.outputs,
@@ -143,13 +146,18 @@ def _list(value, what: str) -> list:
 
 
 def _tensor(t, i: int) -> TensorDesc:
-    _check(isinstance(t, list) and len(t) == 4, f"tensor {i} must be [shape, dtype, memory, addr]")
+    _check(
+        isinstance(t, list) and len(t) in (4, 5),
+        f"tensor {i} must be [shape, dtype, memory, addr] or [..., resident bytes]",
+    )
     shape = [_int(d, f"tensor {i} dimension", 1, 1 << 24) for d in _list(t[0], "shape")]
     _check(len(shape) <= 6, f"tensor {i} has rank {len(shape)}")
     _check(t[1] in DTYPES, f"tensor {i} dtype {t[1]!r}")
     _check(t[2] in MEMORIES, f"tensor {i} memory {t[2]!r}")
     desc = TensorDesc(tuple(shape), t[1], t[2], _int(t[3], f"tensor {i} address"))
     _check(desc.nbytes <= MAX_BYTES, f"tensor {i} of {desc.nbytes} bytes")
+    if len(t) == 5:
+        desc.resident = _int(t[4], f"tensor {i} resident bytes", 1, desc.nbytes)
     return desc
 
 

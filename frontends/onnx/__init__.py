@@ -16,7 +16,7 @@ from partita.frontends.errors import (
     ONNXUnsupportedOperatorError as UnsupportedOperatorError,
 )
 
-from .frontend import from_onnx
+from .frontend import compare_semantics, from_onnx
 from .table import CONVERTERS
 
 __all__ = [
@@ -25,5 +25,6 @@ __all__ = [
     "ONNXError",
     "ONNXFormatError",
     "UnsupportedOperatorError",
+    "compare_semantics",
     "from_onnx",
 ]

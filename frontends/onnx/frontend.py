@@ -86,8 +86,17 @@ def from_onnx(
     if ort_cpu is not None and ort_cpu not in ORT_CPUS:
         raise ONNXError(f"ort_cpu must be one of {ORT_CPUS} or None, got {ort_cpu!r}")
     mod = _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads)
-    if (ort_cpu or ort_int8_kernel()) == "avx2":
+    saturating = (ort_cpu or ort_int8_kernel()) == "avx2"
+    if saturating:
         mod = saturate_pairs(mod)
+    if ort_cpu is None and match == "ort" and qdq_to_qnn:
+        integer = _from_onnx(
+            path_or_model, input_shapes, qdq_to_qnn, match, ort_threads, integer=True
+        )
+        note = _integer_note(mod, integer, saturating)
+        if note:  # the two differ: offer the integer one to targets with an accelerator
+            integer.attrs["semantics_note"] = note
+            mod.attrs["integer_semantics"] = integer
     if freeze_params:
         return mod
     from partita.frontends.params import lift_params
@@ -95,7 +104,92 @@ def from_onnx(
     return lift_params(mod)
 
 
-def _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads) -> IRModule:
+def _integer_note(ort: IRModule, integer: IRModule, saturating: bool) -> dict:
+    """What the integer import computes differently from ONNX Runtime on this CPU, per output:
+    the convolutions / matmuls upstream of it that sum exactly where ORT saturates int16 pairs,
+    and the QDQ groups ORT runs in float (MLAS) that are integer ops here. Empty when the two
+    imports compute the same."""
+    from partita.ir import Call, Tuple
+    from partita.ir.visitor import post_order
+
+    def counts(root):
+        calls = [c for c in post_order(root) if isinstance(c, Call)]
+        paired = sum(getattr(c.attrs, "accumulate", "") == "vpmaddubsw" for c in calls)
+        mlas = sum(
+            getattr(c.op, "name", "") in ("nn.conv2d", "nn.dense", "nn.matmul", "nn.batch_matmul")
+            and getattr(c.attrs, "accumulate", None) == "mlas"
+            for c in calls
+        )
+        return paired, mlas
+
+    body = ort["main"].body
+    roots = list(body.fields) if isinstance(body, Tuple) else [body]
+    names = list(ort.attrs.get("output_names") or ())
+    if len(names) != len(roots):
+        names = [f"output_{i}" for i in range(len(roots))]
+    outputs = []
+    for name, root in zip(names, roots):
+        paired, mlas = counts(root)
+        outputs.append(
+            {
+                "name": name,
+                "exact_sums": paired,
+                "integer_groups": mlas,
+                "equal": paired == 0 and mlas == 0,
+            }
+        )
+    if all(o["equal"] for o in outputs):
+        return {}
+    cpu = "this CPU (x86-64 without VNNI)" if saturating else "this CPU"
+    return {
+        "runtime": f"ONNX Runtime on {cpu}",
+        "semantics": "integer semantics (exact int32 sums, every QDQ group an integer op), as "
+        "NPU toolchains compile it",
+        "outputs": outputs,
+        "how": "from_onnx(ort_cpu=...) reproduces ONNX Runtime bit for bit; "
+        "partita.frontends.onnx.compare_semantics(mod, inputs) measures the difference",
+    }
+
+
+def compare_semantics(mod: IRModule, inputs) -> list[dict]:
+    """Per output of ``mod``, how its integer-semantics variant (what a build for an NPU target
+    computes) differs from ``mod`` itself (ONNX Runtime on this CPU): ``equal``, the largest
+    difference (``max_abs``; ``max_lsb`` in steps of the output's quantization, for integer
+    outputs and outputs of a DequantizeLinear) and the fraction of values that differ."""
+    import numpy as np
+
+    from partita.interpreter import interpret
+    from partita.ir import Call, Constant, Tuple
+
+    variant = mod.attrs.get("integer_semantics")
+    want = interpret(mod, inputs)
+    got = interpret(variant, inputs) if isinstance(variant, IRModule) else want
+    body = mod["main"].body
+    roots = list(body.fields) if isinstance(body, Tuple) else [body]
+    out = []
+    for a, b, root in zip(got, want, roots):
+        a, b = np.asarray(a), np.asarray(b)
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        step = 1.0 if np.issubdtype(b.dtype, np.integer) else None
+        if isinstance(root, Call) and getattr(root.op, "name", "") == "qnn.dequantize":
+            scale = root.args[1]
+            if isinstance(scale, Constant) and np.asarray(scale.data).size == 1:
+                step = float(np.asarray(scale.data))
+        worst = float(diff.max()) if diff.size else 0.0
+        out.append(
+            {
+                "equal": bool(np.array_equal(a, b)),
+                "max_abs": worst,
+                "max_lsb": round(worst / step, 3) if step else None,
+                "differing": float(np.mean(diff > 0)) if diff.size else 0.0,
+            }
+        )
+    return out
+
+
+def _from_onnx(
+    path_or_model, input_shapes, qdq_to_qnn, match, ort_threads, integer: bool = False
+) -> IRModule:
     if match not in MATCHES:
         raise ONNXError(f"match must be one of {MATCHES}, got {match!r}")
     if ort_threads is not None and (not isinstance(ort_threads, int) or ort_threads < 1):
@@ -104,7 +198,7 @@ def _from_onnx(path_or_model, input_shapes, qdq_to_qnn, match, ort_threads) -> I
     threads, unfused = None, None
     if match == "ort_disable_all":
         threads = ort_threads or ort_default_threads()
-    elif qdq_to_qnn:
+    elif qdq_to_qnn and not integer:  # integer: every group fused, as NPU toolchains do
         unfused = ort_unfused_nodes(model.graph, model.initializers)
         threads = (ort_threads or ort_default_threads()) if unfused else None
     mod = _Graph(model, dict(input_shapes or {}), threads, unfused).convert()

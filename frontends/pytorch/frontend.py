@@ -63,6 +63,10 @@ def from_pytorch(
 
         mod = FxGraph(model, specs, {"torch_cpu": eager}).convert()
         infer_type(mod["main"])
+        if eager and convert_qdq:  # a target with the NPU runs the QDQ groups as qnn ops
+            qnn = FxGraph(model, specs, {"torch_cpu": False}).convert()
+            infer_type(qnn["main"])
+            _offer_integer(mod, _qdq_to_qnn(qnn), "PyTorch's float32 CPU execution")
         return _qdq_to_qnn(mod) if convert_qdq and not eager else mod
     from .ts_graph import TsGraph
 
@@ -79,7 +83,58 @@ def from_pytorch(
     )
     mod = graph.convert()
     infer_type(mod["main"])
+    if not eager and not float_bias:
+        integer = TsGraph(model, specs, False)
+        integer.options.update(graph.options, integer=True)
+        variant = integer.convert()
+        infer_type(variant["main"])
+        _offer_integer(mod, variant, f"PyTorch's {graph.options['engine']} quantized kernels")
     return mod
+
+
+def _offer_integer(mod: IRModule, variant: IRModule, runtime: str) -> None:
+    """Offer ``variant`` (integer semantics) to targets with an accelerator, with a note per
+    output of what it computes differently from ``runtime`` (backends/npu/semantics.py)."""
+    from partita.ir import Call, Tuple
+    from partita.ir.visitor import post_order
+
+    def departures(root) -> int:
+        return sum(
+            isinstance(c, Call)
+            and (
+                getattr(c.attrs, "semantics", "") in ("fbgemm", "onednn")
+                or getattr(c.attrs, "accumulate", "exact") not in ("exact", None)
+                or getattr(c.op, "name", "") in ("nn.conv2d", "nn.dense", "nn.matmul")
+            )
+            for c in post_order(root)
+        )
+
+    body = mod["main"].body
+    roots = list(body.fields) if isinstance(body, Tuple) else [body]
+    names = list(mod.attrs.get("output_names") or ())
+    if len(names) != len(roots):
+        names = [f"output_{i}" for i in range(len(roots))]
+    outputs = []
+    for name, root in zip(names, roots):
+        n = departures(root)
+        outputs.append(
+            {
+                "name": name,
+                "equal": n == 0,
+                "detail": f"{n} of the ops it depends on round, sum or run in float "
+                f"differently there and run as integer ops here",
+            }
+        )
+    if all(o["equal"] for o in outputs):
+        return
+    variant.attrs["semantics_note"] = {
+        "runtime": f"{runtime} on this CPU",
+        "semantics": "integer semantics (exact int32 sums, integer bias, fixed-point "
+        "requantization, every QDQ group an integer op), as NPU toolchains compile it",
+        "outputs": outputs,
+        "how": "build for a target without the NPU to reproduce PyTorch bit for bit",
+    }
+    mod.attrs["integer_semantics"] = variant
 
 
 ENGINES = ("x86", "fbgemm", "onednn")

@@ -110,6 +110,9 @@ def _output_stage(
 ) -> QValue:
     """int32 accumulator -> quantized output, fbgemm's ReQuantizeOutput.
 
+    ``kernel="integer"`` (integer semantics, what NPU toolchains compile): + the bias rounded
+    to int32, qnn.requantize "tflite" (fixed-point multiplier, no float bias fraction).
+
     QNN form (default, bit-exact with fbgemm while |acc + bias| < 2**24): + int32 bias,
     qnn.requantize "fbgemm" with input_scale s_aw and the bias's fraction as a float32 input
     zero point [, clip at the zero point]. ``float_bias`` form (float ops, also exact): cast to
@@ -117,7 +120,22 @@ def _output_stage(
     """
     out_scale, out_zp = ctx.number(2, "output_scale"), int(ctx.number(3, "output_zero_point"))
     s_aw = (np.float32(q.scale) * w_scale).astype(np.float32)
-    if kernel == "onednn":
+    if kernel == "integer":
+        if bias is not None:
+            k, _ = fbgemm_bias(bias.detach().numpy().astype(np.float32), s_aw)
+            acc = ctx.call("nn.bias_add", acc, k, axis=axis)
+        out = ctx.call(
+            "qnn.requantize",
+            acc,
+            s_aw,
+            np.int32(0),
+            f32(out_scale),
+            np.int32(out_zp),
+            axis=axis,
+            out_dtype=q.dtype,
+            semantics="tflite",
+        )
+    elif kernel == "onednn":
         out = _onednn_output_stage(ctx, acc, q, w_scale, bias, axis, out_scale, out_zp)
     elif ctx.options.get("float_bias"):
         out = _float_output_stage(ctx, acc, s_aw, bias, axis, out_scale, out_zp, q.dtype)
@@ -201,6 +219,8 @@ def conv2d(relu: bool):
         kernel = conv_kernel(ctx.options.get("engine", "x86"), groups, not np.any(wz), vnni)
         depthwise = groups > 1 and data.shape[1] == 1 and data.shape[0] == groups
         accumulate = pair_accumulate(kernel, depthwise, data.shape[1] % 2 == 0, vnni)
+        if ctx.options.get("integer"):  # exact sums, integer output stage (integer semantics)
+            kernel, accumulate = "integer", "exact"
         acc = ctx.call(
             "qnn.conv2d",
             q.expr,
@@ -242,10 +262,14 @@ def linear(relu: bool):
             f32(q.scale),
             ws,
             units=data.shape[0],
-            accumulate="exact" if ctx.options.get("avx512_vnni") else "vpmaddubsw",
+            accumulate="exact"
+            if ctx.options.get("avx512_vnni") or ctx.options.get("integer")
+            else "vpmaddubsw",
         )
         # quantized::linear_prepack picks oneDNN only on the "onednn" engine ("x86": fbgemm)
         kernel = "onednn" if ctx.options.get("engine") == "onednn" else "fbgemm"
+        if ctx.options.get("integer"):
+            kernel = "integer"
         return _output_stage(ctx, acc, q, ws, b, -1, relu, kernel)
 
     return convert

@@ -86,6 +86,30 @@ def _quantized_activation(ctx: OpContext, op: str, **attrs) -> Expr:
 RELU_RANGES = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
 
+def abs_(ctx: OpContext) -> Expr:
+    """ABS. Quantized (TFLite's AbsEvalQuantized): |q - zp_in| rescaled by the float32 quotient
+    s_in / s_out with TFLite's fixed-point multiplier (exactly 1 when the scales are equal, the
+    kernel's no-rescale case), + zp_out, clamped: cast -> subtract -> abs -> qnn.requantize."""
+    if not ctx.quantized():
+        return ctx.call("abs", ctx.expr(0))
+    x, out = ctx.tensor(0), ctx.out()
+    check_quantized_io(ctx, x, out)
+    (s_in, zp_in), (s_out, zp_out) = ctx.qparams(x), ctx.qparams(out)
+    ratio = np.float64(np.float32(s_in.data) / np.float32(s_out.data))
+    v = ctx.call("cast", ctx.expr(0), dtype="int32")
+    v = ctx.call("abs", ctx.call("subtract", v, ctx.const(int(zp_in.data))))
+    return ctx.call(
+        "qnn.requantize",
+        v,
+        ctx.const(ratio, "float64"),
+        ctx.const(0),
+        ctx.const(1.0),
+        zp_out,
+        out_dtype=out.dtype,
+        semantics="tflite",
+    )
+
+
 def relu(ctx: OpContext) -> Expr:
     """RELU, RELU6, RELU_N1_TO_1. Quantized (TFLite's QuantizedReluX): rescale by the float32
     quotient s_in / s_out (the requantize carries it as its input scale, with output scale 1),

@@ -77,15 +77,41 @@ def _check_concat_params(ctx: OpContext, n: int, out) -> None:
         return
     for i in range(n):
         t = ctx.tensor(i)
-        same = t.quantized and out.quantized and (
-            np.float32(t.scale[0]) == np.float32(out.scale[0])
-            and int(t.zero_point[0]) == int(out.zero_point[0])
+        same = (
+            t.quantized
+            and out.quantized
+            and (
+                np.float32(t.scale[0]) == np.float32(out.scale[0])
+                and int(t.zero_point[0]) == int(out.zero_point[0])
+            )
         )
         if not same:
             ctx.fail(
                 f"input {t.describe()} does not have the output's scale and zero point; TFLite's "
                 f"{out.dtype} concatenation requires them equal (the kernel fails to prepare)"
             )
+
+
+def mirror_pad(ctx: OpContext) -> Expr:
+    """MIRROR_PAD in REFLECT mode (the edge not repeated): nn.pad "reflect" on the stored
+    values. SYMMETRIC mode is not supported yet."""
+    shape = ctx.shape(0)
+    widths = ctx.constant(1, "the paddings")
+    if widths.shape != (len(shape), 2) or widths.dtype.kind not in "iu":
+        ctx.fail(f"the paddings must be an integer ({len(shape)}, 2) tensor")
+    if int(ctx.opt("Mode")) != 0:
+        raise Unsupported("MIRROR_PAD in SYMMETRIC mode")
+    pad_width = tuple((int(a), int(b)) for a, b in widths)
+    if any(b >= d or a >= d for (a, b), d in zip(pad_width, shape)):
+        ctx.fail(f"reflect paddings {pad_width} must be smaller than the shape {shape}")
+    dtype = ctx.expr(0).checked_type.dtype
+    return ctx.call(
+        "nn.pad",
+        ctx.expr(0),
+        ctx.const(np.zeros((), dtype)),
+        pad_width=pad_width,
+        pad_mode="reflect",
+    )
 
 
 def pad(ctx: OpContext) -> Expr:
@@ -156,18 +182,17 @@ def strided_slice(ctx: OpContext) -> Expr:
 
 
 def split(ctx: OpContext) -> list[Expr]:
-    """SPLIT (axis, data) into num_splits equal parts."""
+    """SPLIT (axis, data) into num_splits equal parts, one strided slice per output (data
+    movement an NPU runs, like TFLite's copies)."""
     axis = _ints(ctx, 0, "the axis")
     if len(axis) != 1:
         ctx.fail("the axis must be a scalar")
-    ndim = len(ctx.shape(1))
-    parts = ctx.call(
-        "split",
-        ctx.expr(1),
-        indices_or_sections=int(ctx.opt("NumSplits")),
-        axis=_axis(ctx, axis[0], ndim),
-    )
-    return _items(ctx, parts)
+    shape = ctx.shape(1)
+    axis = _axis(ctx, axis[0], len(shape))
+    n = int(ctx.opt("NumSplits"))
+    if n < 1 or shape[axis] % n:
+        ctx.fail(f"{n} splits do not divide an axis of size {shape[axis]}")
+    return _slices(ctx, 1, axis, [shape[axis] // n] * n)
 
 
 def split_v(ctx: OpContext) -> list[Expr]:
@@ -181,12 +206,96 @@ def split_v(ctx: OpContext) -> list[Expr]:
         sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
     if sum(sizes) != shape[axis] or min(sizes) < 0:
         ctx.fail(f"sizes {sizes} do not split an axis of size {shape[axis]}")
-    indices = tuple(int(v) for v in np.cumsum(sizes)[:-1])
-    return _items(ctx, ctx.call("split", ctx.expr(0), indices_or_sections=indices, axis=axis))
+    return _slices(ctx, 0, axis, sizes)
 
 
-def _items(ctx: OpContext, parts: Expr) -> list[Expr]:
-    n = len(parts.checked_type.fields)
-    if n != len(ctx.op.outputs):
-        ctx.fail(f"splits into {n} parts but has {len(ctx.op.outputs)} outputs")
-    return [ctx.item(parts, i, ctx.out(i)) for i in range(n)]
+def _slices(ctx: OpContext, data: int, axis: int, sizes: list[int]) -> list[Expr]:
+    if len(sizes) != len(ctx.op.outputs):
+        ctx.fail(f"splits into {len(sizes)} parts but has {len(ctx.op.outputs)} outputs")
+    shape = ctx.shape(data)
+    outs, start = [], 0
+    for size in sizes:
+        begin, end = [0] * len(shape), list(shape)
+        begin[axis], end[axis] = start, start + size
+        start += size
+        outs.append(
+            ctx.call(
+                "strided_slice",
+                ctx.expr(data),
+                begin=tuple(begin),
+                end=tuple(end),
+                strides=(1,) * len(shape),
+            )
+        )
+    return outs
+
+
+def slice_(ctx: OpContext) -> Expr:
+    """SLICE (data, begin, size); a size of -1 takes the rest of the axis."""
+    shape = ctx.shape(0)
+    begin, size = _ints(ctx, 1, "the begin"), _ints(ctx, 2, "the size")
+    if len(begin) != len(shape) or len(size) != len(shape):
+        ctx.fail(f"begin {begin} and size {size} must have one entry per axis of {shape}")
+    end = [d if n == -1 else b + n for b, n, d in zip(begin, size, shape)]
+    if any(not 0 <= b <= e <= d for b, e, d in zip(begin, end, shape)):
+        ctx.fail(f"begin {begin} and size {size} do not fit the shape {shape}")
+    return ctx.call(
+        "strided_slice", ctx.expr(0), begin=tuple(begin), end=tuple(end), strides=(1,) * len(end)
+    )
+
+
+def expand_dims(ctx: OpContext) -> Expr:
+    """EXPAND_DIMS: a reshape to the declared output shape (the data does not move)."""
+    return ctx.call("reshape", ctx.expr(0), newshape=tuple(ctx.out().shape))
+
+
+def _same_quantization(ctx: OpContext, tensors, out) -> None:
+    """PACK and UNPACK copy stored values: TFLite requires one quantization throughout."""
+    for t in tensors:
+        same = t.quantized == out.quantized and (
+            not t.quantized
+            or (
+                np.array_equal(np.asarray(t.scale), np.asarray(out.scale))
+                and np.array_equal(np.asarray(t.zero_point), np.asarray(out.zero_point))
+            )
+        )
+        if not same:
+            ctx.fail("inputs and outputs must share one scale and zero point")
+
+
+def pack(ctx: OpContext) -> Expr:
+    """PACK (stack) along the axis option: each input reshaped with a unit axis, then
+    concatenated."""
+    n, out = len(ctx.op.inputs), ctx.out()
+    axis = _axis(ctx, int(ctx.opt("Axis")), len(out.shape))
+    _same_quantization(ctx, [ctx.tensor(i) for i in range(n)], out)
+    parts = []
+    for i in range(n):
+        shape = list(ctx.shape(i))
+        shape.insert(axis, 1)
+        parts.append(ctx.call("reshape", ctx.expr(i), newshape=tuple(shape)))
+    return ctx.call("concatenate", ctx.tuple(parts), axis=axis)
+
+
+def unpack(ctx: OpContext) -> list[Expr]:
+    """UNPACK (unstack) along the axis option: one slice per output, the axis dropped."""
+    shape = ctx.shape(0)
+    axis = _axis(ctx, int(ctx.opt("Axis")), len(shape))
+    n = len(ctx.op.outputs)
+    if n != shape[axis]:
+        ctx.fail(f"unpacks {shape[axis]} slices but has {n} outputs")
+    _same_quantization(ctx, [ctx.out(i) for i in range(n)], ctx.tensor(0))
+    outs = []
+    for i in range(n):
+        begin = [0] * len(shape)
+        end = list(shape)
+        begin[axis], end[axis] = i, i + 1
+        part = ctx.call(
+            "strided_slice",
+            ctx.expr(0),
+            begin=tuple(begin),
+            end=tuple(end),
+            strides=(1,) * len(shape),
+        )
+        outs.append(ctx.call("reshape", part, newshape=tuple(ctx.out(i).shape)))
+    return outs

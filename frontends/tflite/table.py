@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import ops_conv, ops_elemwise, ops_pool, ops_tensor, ops_transformer
 
 CONVERTERS = {
+    "ABS": (ops_elemwise.abs_, None),
     "ADD": (ops_elemwise.binary, "AddOptions"),
     "AVERAGE_POOL_2D": (ops_pool.avg_pool, "Pool2DOptions"),
     "BATCH_MATMUL": (ops_conv.batch_matmul, "BatchMatMulOptions"),
@@ -16,6 +17,7 @@ CONVERTERS = {
     "CONV_2D": (ops_conv.conv2d, "Conv2DOptions"),
     "DEPTHWISE_CONV_2D": (ops_conv.depthwise_conv2d, "DepthwiseConv2DOptions"),
     "DEQUANTIZE": (ops_elemwise.dequantize, None),
+    "EXPAND_DIMS": (ops_tensor.expand_dims, None),
     "FULLY_CONNECTED": (ops_conv.fully_connected, "FullyConnectedOptions"),
     "HARD_SWISH": (ops_elemwise.unary, None),
     "LEAKY_RELU": (ops_elemwise.leaky_relu, "LeakyReluOptions"),
@@ -24,7 +26,9 @@ CONVERTERS = {
     "MAXIMUM": (ops_elemwise.min_max, None),
     "MEAN": (ops_pool.mean, "ReducerOptions"),
     "MINIMUM": (ops_elemwise.min_max, None),
+    "MIRROR_PAD": (ops_tensor.mirror_pad, "MirrorPadOptions"),
     "MUL": (ops_elemwise.binary, "MulOptions"),
+    "PACK": (ops_tensor.pack, "PackOptions"),
     "PAD": (ops_tensor.pad, None),
     "PADV2": (ops_tensor.pad, None),
     "QUANTIZE": (ops_elemwise.quantize, None),
@@ -34,6 +38,7 @@ CONVERTERS = {
     "RESHAPE": (ops_tensor.reshape, "ReshapeOptions"),
     "RESIZE_BILINEAR": (ops_pool.resize_bilinear, "ResizeBilinearOptions"),
     "RESIZE_NEAREST_NEIGHBOR": (ops_pool.resize_nearest, "ResizeNearestNeighborOptions"),
+    "SLICE": (ops_tensor.slice_, None),
     "SOFTMAX": (ops_elemwise.softmax, "SoftmaxOptions"),
     "SPLIT": (ops_tensor.split, "SplitOptions"),
     "SPLIT_V": (ops_tensor.split_v, None),
@@ -43,5 +48,6 @@ CONVERTERS = {
     "SUM": (ops_pool.reduce_sum, "ReducerOptions"),
     "TANH": (ops_elemwise.unary, None),
     "TRANSPOSE": (ops_tensor.transpose, None),
+    "UNPACK": (ops_tensor.unpack, "UnpackOptions"),
 }
 CONVERTERS.update(ops_transformer.CONVERTERS)

@@ -32,9 +32,10 @@ def conv(
     hw=12,
     batch=1,
     accumulate="exact",
+    w=1,
 ):
     w_shape = (cout, k, k, cin // groups) if layout == "NHWC" else (cout, cin // groups, k, k)
-    weight = np.ones(w_shape, np.int8)
+    weight = np.full(w_shape, w, np.int8)
     shape = f"{batch}, {hw}, {hw}, {cin}" if layout == "NHWC" else f"{batch}, {cin}, {hw}, {hw}"
     kernel_layout = "OHWI" if layout == "NHWC" else "OIHW"
     axis = 3 if layout == "NHWC" else 1
@@ -67,6 +68,10 @@ def single(body: str, shape="1, 8, 8, 4", dtype="int8", consts=()):
 
 
 ADD = "qnn.add(%x, %x, 0.5f, 0, 0.5f, 0, 0.5f, 0{})"
+ABS = (
+    'qnn.requantize(abs(subtract(cast(%x, dtype="int32"), 3)), 0.5f, 0, 1f, -128, '
+    'out_dtype="int8")'
+)
 
 CASES = [
     (C.activation_dtype, lambda: conv(), True, ""),
@@ -74,7 +79,44 @@ CASES = [
     (C.conv_layout, lambda: conv(), True, ""),
     (C.conv_layout, lambda: conv(layout="NCHW"), False, "got NCHW"),
     (C.kernel_size, lambda: conv(k=8, hw=16), True, ""),
-    (C.kernel_size, lambda: conv(k=9, hw=16), False, "got 9x9"),
+    (C.kernel_size, lambda: conv(k=9, hw=16), True, ""),  # Vela 5.2 has no kernel limit
+    (C.kernel_size, lambda: conv(k=65, hw=70), False, "got 65x65"),
+    (C.weight_sum, lambda: conv(w=127, cin=7000), True, ""),
+    (C.weight_sum, lambda: conv(w=127, cin=8000), False, "got 9144000"),
+    (C.lut_chain, lambda: single(ABS), True, ""),
+    (C.lut_chain, lambda: single(ABS, dtype="int16"), False, "got int16 -> int8"),
+    (C.min_max, lambda: single("maximum(%x, %x)"), True, ""),
+    (C.min_max, lambda: single("minimum(%x, %x)", dtype="int16"), False, "got ['int16']"),
+    (C.softmax, lambda: single("qnn.softmax(%x, 0.5f, 0, 0.00390625f, -128)"), True, ""),
+    (
+        C.softmax,
+        lambda: single("qnn.softmax(%x, 0.5f, 0, 0.00390625f, -128, axis=1)"),
+        False,
+        "got int8 -> int8, axis 1",
+    ),
+    (
+        C.strided_slice,
+        lambda: single(
+            "strided_slice(%x, begin=[0, 0, 0, 0], end=[1, 8, 8, 4], strides=[1, 2, 1, 1])"
+        ),
+        True,
+        "",
+    ),
+    (
+        C.strided_slice,
+        lambda: single(
+            "strided_slice(%x, begin=[0, 0, 0, 0], end=[1, 8, 8, 4], strides=[1, 1, 1, 2])"
+        ),
+        False,
+        "got strides (1, 1, 1, 2), int8",
+    ),
+    (C.transpose, lambda: single("transpose(%x, axes=[0, 3, 1, 2])"), True, ""),
+    (
+        C.transpose,
+        lambda: single("transpose(%x, axes=[0, 3, 1, 2])", dtype="int16"),
+        False,
+        "got rank 4, int16",
+    ),
     (C.stride, lambda: conv(stride=3), True, ""),
     (C.stride, lambda: conv(stride=4), False, "got 4x4"),
     (C.dilation, lambda: conv(dilation=2), True, ""),
@@ -87,9 +129,13 @@ CASES = [
     (C.rounding, lambda: conv(semantics="onnx"), True, ""),
     (C.rounding, lambda: conv(semantics="fbgemm"), False, "got fbgemm"),
     (C.exact_sum, lambda: conv(), True, ""),
-    (C.exact_sum, lambda: conv(accumulate="vpmaddubsw"), False,
-     "got accumulate='vpmaddubsw': reproducing ONNX Runtime on a CPU without VNNI; "
-     'from_onnx(ort_cpu="vnni") imports exact sums'),
+    (
+        C.exact_sum,
+        lambda: conv(accumulate="vpmaddubsw"),
+        False,
+        "got accumulate='vpmaddubsw': reproducing ONNX Runtime on a CPU without VNNI; "
+        'from_onnx(ort_cpu="vnni") imports exact sums',
+    ),
     (C.exact_sum, lambda: dense(), True, ""),
     (C.fc_depth, lambda: dense(65536), True, ""),
     (C.fc_depth, lambda: dense(65537), False, "got depth 65537"),
@@ -97,9 +143,18 @@ CASES = [
     (C.binary, lambda: single(ADD.format(', semantics="onnx"')), True, ""),
     (C.binary, lambda: single(ADD.format(""), dtype="int16"), False, "got tflite, {'int16'}"),
     (C.pool, lambda: single('nn.max_pool2d(%x, pool_size=[8, 8], layout="NHWC")'), True, ""),
-    (
+    (  # unpadded windows up to 256x256 elements (Vela's)
         C.pool,
         lambda: single('nn.max_pool2d(%x, pool_size=[9, 9], layout="NHWC")', "1, 9, 9, 4"),
+        True,
+        "",
+    ),
+    (  # padded ones up to 8x8
+        C.pool,
+        lambda: single(
+            'nn.max_pool2d(%x, pool_size=[9, 9], padding=[4, 4, 4, 4], layout="NHWC")',
+            "1, 9, 9, 4",
+        ),
         False,
         "got 9x9",
     ),
@@ -188,3 +243,25 @@ def test_a_three_times_resize_stays_on_the_cpu_with_the_requirement():
     (row,) = P.placement_report(partition_for(mod, "npu, ref")).rows
     assert row.target == "ref"
     assert C.resize.requirement in row.reason and "4x4 -> 12x12" in row.reason
+
+
+def test_a_requantize_feeding_a_concatenation_feeding_a_conv_is_checked_without_crashing():
+    """The batch check walked from the conv down its first argument into the concatenation's
+    tuple, which has no shape (issue 30: QUANTIZE feeding CONCATENATION failed the build)."""
+    weight = np.ones((4, 3, 3, 8), np.int8)
+    mod = P.parse(
+        """
+def @main(%a: Tensor[(1, 6, 6, 4), int8], %b: Tensor[(1, 6, 6, 4), int8]) {
+  %0 = qnn.requantize(%a, 0.5f, 0, 0.25f, 0, out_dtype="int8");
+  %1 = concatenate((%0, %b), axis=3);
+  %2 = qnn.conv2d(%1, meta[relay.Constant][0], 0, 0, 0.25f, 0.01f, padding=[1, 1, 1, 1],
+       data_layout="NHWC", kernel_layout="OHWI", out_dtype="int32");
+  qnn.requantize(%2, 0.0025f, 0, 0.1f, 0, out_dtype="int8")
+}""",
+        [weight],
+    )
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-128, 128, (1, 6, 6, 4), dtype=np.int8) for _ in range(2))
+    assert np.array_equal(exe.run(a, b)[0], P.interpret(mod, [a, b])[0])

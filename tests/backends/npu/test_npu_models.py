@@ -57,6 +57,37 @@ def test_whole_nets_on_the_npu_equal_tflite(name, config, tmp_path):
         assert np.array_equal(loaded.run(x)[0], want)
 
 
+@pytest.mark.parametrize("name", INT8_NETS)
+@pytest.mark.parametrize("config", ["u55-128", "u65-512"])
+def test_whole_nets_build_and_equal_tflite_on_the_other_presets(name, config):
+    """Every int8 test net builds on every preset (SRAM never fails a build)."""
+    path = NETS / f"{name}.tflite"
+    exe = P.build(from_tflite(str(path)), f"npu -config={config}, ref")
+    x = random_input(exe.input_types[0], 7)
+    assert np.array_equal(exe.run(x)[0], tflite_reference(path, x))
+
+
+@pytest.mark.parametrize("config", ["u55-128", "u55-256", "u65-256", "u65-512"])
+def test_a_map_larger_than_the_sram_is_cascaded_on_u55_and_spilled_on_u65(config):
+    """big_map_288 (TFLite's converter) has a 288x288x64 map (5.3 MB), larger than every
+    preset's SRAM. The U55 (no off-chip memory for feature maps) cascades it from the stem into
+    the depthwise conv, a band of rows at a time, as Vela does; the U65 spills it to DRAM.
+    Every MAC runs on the NPU, bit-exact with TFLite."""
+    path = NETS / "big_map_288.tflite"
+    exe = P.build(from_tflite(str(path)), f"npu -config={config}, ref")
+    summary = exe.report.summary()
+    assert summary["macs_by_target"].get("npu", 0) == summary["macs"]
+    program = exe.steps[0].region.program
+    big = [t for t in program.tensors if t.nbytes > 4 << 20]
+    if config.startswith("u55"):
+        assert big and all(0 < t.resident < 256 << 10 for t in big)
+        assert program.sram_peak <= 4 << 20
+    else:
+        assert all(t.memory == "dram" for t in big)
+    x = random_input(exe.input_types[0], 1)
+    assert np.array_equal(exe.run(x)[0], tflite_reference(path, x))
+
+
 def test_float_io_model_keeps_quantize_and_dequantize_on_the_cpu_with_reasons():
     exe = P.build(from_tflite(str(NETS / "mobilenet_v2_035_96_float_io.tflite")), "npu, ref")
     rows = exe.report.host_rows

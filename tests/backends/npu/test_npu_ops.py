@@ -109,10 +109,22 @@ def test_u65_keeps_region_inputs_and_outputs_in_dram_and_charges_bursts():
     assert {t.memory for t in u55.program.tensors} == {"sram"}
 
 
-def test_u55_refuses_maps_larger_than_its_sram_with_the_size():
+def test_u55_puts_a_region_whose_maps_exceed_its_sram_on_the_cpu_with_the_reason():
+    """No off-chip memory for feature maps: the region's input and output (64 KiB each) must be
+    resident; the region goes back to the CPU and the build succeeds."""
     mod = conv_graph(64, 64, 16, 16, 1, 1, 1, 0, False, False)
-    with pytest.raises(P.PartitaError, match="does not fit the u55-256 SRAM"):
-        P.build(mod, "npu -sram=16k, ref")
+    exe = P.build(mod, "npu -sram=16k, ref")
+    assert [s.target for s in exe.steps] == ["ref"]
+    reasons = {r.reason for r in exe.report.host_rows}
+    assert any(
+        "u55-256 SRAM (16,384 bytes) cannot hold the feature maps live at once" in r
+        and "131,072 bytes" in r
+        for r in reasons
+    ), reasons
+    x = np.random.default_rng(0).integers(-128, 128, (1, 64, 64, 16), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+    # the U65 spills the same maps to DRAM and keeps the op
+    assert [s.target for s in P.build(mod, "npu -config=u65-256 -sram=16k, ref").steps] == ["npu"]
 
 
 @pytest.mark.parametrize(
@@ -272,3 +284,23 @@ def test_quantized_concatenation_runs_on_the_npu(name):
     rng = np.random.default_rng(0)
     inputs = [rng.integers(-128, 128, t.shape, dtype=t.dtype) for t in exe.input_types]
     assert np.array_equal(exe.run(*inputs)[0], P.interpret(mod, inputs)[0])
+
+
+@pytest.mark.parametrize("k, depthwise", [(9, False), (11, False), (15, True)])
+def test_kernels_beyond_8x8_run_on_the_npu_as_vela_takes_them(k, depthwise):
+    mod = conv_graph(20, 20, 8, 8, k, 1, 1, k // 2, depthwise, False)
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(k).integers(-128, 128, (1, 20, 20, 8), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_unpadded_pooling_windows_beyond_8_run_on_the_npu():
+    mod = P.parse("""
+def @main(%x: Tensor[(1, 16, 16, 8), int8]) {
+  nn.max_pool2d(%x, pool_size=[16, 16], strides=[1, 1], layout="NHWC")
+}""")
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(0).integers(-128, 128, (1, 16, 16, 8), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])

@@ -80,11 +80,65 @@ def test_the_npu_refuses_saturating_sums_and_llvm_compiles_them():
     path = models("ops", "conv.qop_u8s8_pc.onnx")[0]
     mod = from_onnx(path, ort_cpu="avx2")
     exe = P.build(mod, "npu, ref")
-    assert "npu" not in {s.target for s in exe.steps}
-    assert "sum exactly in int32" in exe.report.to_json()
+    (conv,) = [r for r in exe.report.rows if r.op == "QLinearConv"]
+    assert conv.target == "ref"  # the input's layout transpose may run on the NPU
+    assert "sum exactly in int32" in conv.reason
     feeds = feeds_for(mod, 0)
     want = P.interpret(mod, feeds)[0]
     assert P.build(mod, "llvm").run(*feeds.values())[0].tobytes() == want.tobytes()
     plain = P.build(mod, "llvm -isa=plain")  # no vector kernels: the scalar WMAC kernel
     assert "WMAC" in {k.split()[0] for k in plain.steps[0].region.kernels}
     assert plain.run(*feeds.values())[0].tobytes() == want.tobytes()
+
+
+NETS_WITH_VARIANTS = [
+    "mobilenet_v2_035_96.qdq_s8s8_pc.onnx",
+    "mobilenet_v2_035_96.qdq_u8s8_pt.onnx",
+    "mobilenet_v2_035_96.qop_u8s8_pc.onnx",
+    "resnet_mini_64.qdq_s8s8_pc.onnx",
+    "torch_mobilenetv2_64.qdq_s8s8_pc.onnx",
+]
+
+
+@pytest.mark.parametrize("name", NETS_WITH_VARIANTS)
+def test_an_npu_target_runs_quantized_onnx_as_integer_networks_by_default(name):
+    """The default import reproduces this CPU's ONNX Runtime (for CPU-only builds) and offers
+    the integer-semantics import; a target with the NPU builds that one: >= 99% of the MACs on
+    the NPU on any host, bit-exact with the interpreter on the variant, and the report says per
+    output how it relates to ONNX Runtime here."""
+    from partita.backends.npu import semantics_for
+    from partita.frontends.onnx import compare_semantics
+
+    path = models("nets", name)[0]
+    mod = from_onnx(path)
+    exe = P.build(mod, "npu, ref")
+    summary = exe.report.summary()
+    assert summary["macs_by_target"].get("npu", 0) >= 0.99 * summary["macs"]
+    feeds = feeds_for(mod, 0)
+    variant = semantics_for(mod, "npu, ref")
+    assert variant is not mod
+    assert _accumulate(variant) <= {("qnn.conv2d", "exact"), ("qnn.dense", "exact")}
+    got = exe.run(*feeds.values())[0]
+    assert got.tobytes() == P.interpret(variant, feeds)[0].tobytes()
+    (cmp,) = compare_semantics(mod, feeds)
+    notes = exe.report.notes
+    assert notes and "integer semantics" in notes[0]
+    assert ("equals ONNX Runtime" in notes[1]) == cmp["equal"] or not cmp["equal"]
+    if not cmp["equal"]:
+        assert "may differ from ONNX Runtime" in notes[1]
+        assert cmp["max_lsb"] > 0
+    # CPU-only builds keep reproducing this machine's ONNX Runtime bit for bit
+    (want,) = ort_run(path, feeds, "enable_all")
+    cpu = P.build(mod, "ref")
+    assert cpu.run(*feeds.values())[0].tobytes() == want.tobytes()
+    assert not cpu.report.notes
+
+
+def test_an_explicit_ort_cpu_keeps_that_runtime_everywhere():
+    path = models("nets", "mobilenet_v2_035_96.qdq_s8s8_pc.onnx")[0]
+    mod = from_onnx(path, ort_cpu=ort_int8_kernel())
+    assert "integer_semantics" not in mod.attrs
+    exe = P.build(mod, "npu, ref")
+    feeds = feeds_for(mod, 0)
+    assert exe.run(*feeds.values())[0].tobytes() == P.interpret(mod, feeds)[0].tobytes()
+    assert not exe.report.notes

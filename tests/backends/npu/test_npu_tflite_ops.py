@@ -1,0 +1,91 @@
+"""One-op TFLite models (made by TFLite's converter, tests/models/tflite/ops) on the NPU, each
+bit-exact with TFLite's reference kernels (BUILTIN_REF)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from partita.frontends import from_tflite
+
+import partita as P
+
+OPS = Path(__file__).resolve().parents[2] / "models" / "tflite" / "ops"
+
+# the whole model on the NPU (the op between its input and output)
+ON_THE_NPU = [
+    "maximum",
+    "minimum",
+    "softmax",
+    "softmax_4d",
+    "squeeze",
+    "strided_slice",
+    "strided_slice_shrink",
+    "transpose",
+    "leaky_relu",
+    "slice",
+    "pack",
+    "unpack",
+    "split",
+    "split_v",
+    "abs",
+    "mirror_pad",
+]
+
+
+def reference(path, inputs):
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    it = litert.Interpreter(
+        model_path=str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
+    )
+    it.allocate_tensors()
+    for detail, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(detail["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+
+@pytest.mark.parametrize("name", ON_THE_NPU)
+def test_one_op_model_runs_on_the_npu_bit_exact_with_tflite(name):
+    path = OPS / f"{name}.tflite"
+    exe = P.build(from_tflite(str(path)), "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        inputs = [
+            rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max, t.shape, t.dtype, True)
+            for t in exe.input_types
+        ]
+        for got, want in zip(exe.run(*inputs), reference(path, inputs)):
+            assert np.array_equal(got, want)
+
+
+def test_a_strided_slice_with_a_stride_over_channels_stays_on_the_cpu_with_vela_s_reason():
+    mod = P.parse("""
+def @main(%x: Tensor[(1, 4, 4, 8), int8]) {
+  strided_slice(%x, begin=[0, 0, 0, 0], end=[1, 4, 4, 8], strides=[1, 1, 1, 2])
+}""")
+    exe = P.build(mod, "npu, ref")
+    (row,) = exe.report.host_rows
+    assert "other than 1 only over H and W" in row.reason
+
+
+def test_a_reflect_pad_before_a_conv_is_not_fused_as_a_constant_pad():
+    """The conv's fused pad fills with one value; a reflect pad runs as its own op."""
+    weight = np.ones((4, 3, 3, 4), np.int8)
+    mod = P.parse(
+        """
+def @main(%x: Tensor[(1, 6, 6, 4), int8]) {
+  %0 = nn.pad(%x, 0i8, pad_width=[[0, 0], [1, 1], [1, 1], [0, 0]], pad_mode="reflect");
+  %1 = qnn.conv2d(%0, meta[relay.Constant][0], 0, 0, 0.25f, 0.01f, data_layout="NHWC",
+       kernel_layout="OHWI", out_dtype="int32");
+  qnn.requantize(%1, 0.0025f, 0, 0.1f, 0, out_dtype="int8")
+}""",
+        [weight],
+    )
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    assert len(exe.steps[0].region.program.ops) == 2
+    x = np.random.default_rng(0).integers(-128, 128, (1, 6, 6, 4), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
