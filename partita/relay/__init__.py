@@ -39,13 +39,14 @@ from partita.ir import const as _const
 from partita.ir import structural_equal as _structural_equal
 from partita.text import astext, parse
 
-from . import _ops, build_module, dataflow_pattern, expr, expr_functor, op, transform
+from . import _ops, analysis, build_module, dataflow_pattern, expr, expr_functor, op, transform
+from ._ops import TupleWrapper
 from .expr_functor import ExprMutator, ExprVisitor
 from .op_attr import register_op_attr, register_pattern_table, target_name
 from .registry import get_global_func, register_func
 
-nn = _ops.namespace("nn", "partita.relay.nn")
-image = _ops.namespace("image", "partita.relay.image")
+nn = op.nn  # relay.nn.conv2d is relay.op.nn.conv2d
+image = op.image
 qnn = _ops.namespace("qnn", "partita.relay.qnn")
 qnn.op = qnn  # relay.qnn.op.requantize
 annotation = op.annotation  # relay.annotation.compiler_begin
@@ -84,6 +85,8 @@ def from_text(text: str) -> IRModule:
 
 
 __all__ = [
+    "TupleWrapper",
+    "analysis",
     "annotation",
     "Call",
     "Constant",

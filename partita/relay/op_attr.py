@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from partita.backends import Backend, register_backend
+from partita.backends import get_pattern_table as _get_pattern_table
 from partita.backends import register_pattern_table as _register_pattern_table
 from partita.backends.registry import find_backend
 from partita.errors import PartitaError
@@ -43,8 +44,25 @@ def register_pattern_table(name: str, table=None):
     becomes the pattern table of backend ``target_name(name)``."""
     if table is None:
         return lambda fn: register_pattern_table(name, fn)
+    _TABLES[target_name(name)] = table
     _register_pattern_table(target_name(name))(lambda: sanitise_table(table()))
     return table
+
+
+_TABLES: dict = {}  # backend name -> the table function registered under TVM's name
+
+
+def get_pattern_table(name: str):
+    """TVM's ``get_pattern_table("cmsis-nn")``: the table registered for that target as its
+    function returns it (TVM's composite names), partita's own for a partita backend, or None
+    (TVM's answer for a target without a table)."""
+    backend = target_name(name)
+    if backend in _TABLES:
+        return _TABLES[backend]()
+    try:
+        return _get_pattern_table(backend)
+    except PartitaError:
+        return None
 
 
 def sanitise_table(table) -> list:

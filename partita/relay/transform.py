@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from partita.backends.registry import DEFAULT_HOST
-from partita.ir import Call, Function, IRModule
+from partita.errors import PartitaError
+from partita.ir import Call, Function, GlobalVar, IRModule
 from partita.ir.graph import dataflow_order
+from partita.ir.visitor import post_order
 from partita.partition import AnnotateTarget as _AnnotateTarget
 from partita.partition import MergeComposite as _MergeComposite
 from partita.partition import PartitionGraph as _PartitionGraph
@@ -126,7 +128,95 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "PassContext",
+    "RemoveUnusedFunctions",
+    "InferTypeLocal",
     "Sequential",
+    "function_pass",
+    "module_pass",
     "SimplifyExpr",
     "SimplifyInference",
 ]
+
+
+class _PythonPass(Pass):
+    """A pass written in Python the way TVM's decorators take it: ``run(mod, ctx) -> mod``."""
+
+    def __init__(self, run, name: str, opt_level: int):
+        self._run, self.name, self.opt_level = run, name, opt_level
+
+    def transform(self, mod: IRModule, ctx) -> IRModule:
+        out = self._run(mod, ctx)
+        if not isinstance(out, IRModule):
+            raise PartitaError(f"pass {self.name} returned {type(out).__name__}, not an IRModule")
+        return out
+
+
+def _per_function(fn, mod: IRModule, ctx) -> IRModule:
+    """``fn(func, mod, ctx)`` on each function of ``mod`` except partitions (``Compiler``) and
+    those marked ``SkipOptimization``, as TVM's FunctionPass skips them; then InferType."""
+    out = mod
+    for name, func in list(mod.items()):
+        if "Compiler" in func.attrs or func.attrs.get("SkipOptimization"):
+            continue
+        out = out.with_function(name, fn(func, mod, ctx))
+    return InferType()(out)
+
+
+def _pass_decorator(kind: str, pass_func, opt_level, name):
+    def make(target):
+        pass_name = name or target.__name__
+        if isinstance(target, type):  # a class: each instance is a pass
+            method = "transform_function" if kind == "function" else "transform_module"
+
+            def init(self, *args, **kwargs):
+                inst = target(*args, **kwargs)
+                run = getattr(inst, method)
+                if kind == "function":
+                    _PythonPass.__init__(
+                        self, lambda m, c: _per_function(run, m, c), pass_name, opt_level or 0
+                    )
+                else:
+                    _PythonPass.__init__(self, run, pass_name, opt_level or 0)
+
+            doc = target.__doc__
+            return type(target.__name__, (_PythonPass,), {"__init__": init, "__doc__": doc})
+        if kind == "function":
+            return _PythonPass(lambda m, c: _per_function(target, m, c), pass_name, opt_level or 0)
+        return _PythonPass(target, pass_name, opt_level or 0)
+
+    return make if pass_func is None else make(pass_func)
+
+
+def function_pass(pass_func=None, opt_level=None, name=None, required=None):
+    """TVM's ``@function_pass(opt_level=0)`` on ``fn(func, mod, ctx) -> func`` or on a class
+    with ``transform_function(func, mod, ctx)`` (its instances are passes): the function runs on
+    every function of the module but partitions; InferType follows, as in TVM."""
+    return _pass_decorator("function", pass_func, opt_level, name)
+
+
+def module_pass(pass_func=None, opt_level=None, name=None, required=None):
+    """TVM's ``@module_pass(opt_level=0)`` on ``fn(mod, ctx) -> mod`` or on a class with
+    ``transform_module(mod, ctx)``."""
+    return _pass_decorator("module", pass_func, opt_level, name)
+
+
+def RemoveUnusedFunctions(entry_functions=None):  # noqa: N802 (TVM's name)
+    """TVM's ``RemoveUnusedFunctions(["main"])``: drop the global functions no entry reaches."""
+
+    def run(mod: IRModule, ctx) -> IRModule:
+        keep, todo = set(), list(entry_functions or ["main"])
+        while todo:
+            name = todo.pop()
+            if name in keep or name not in mod:
+                continue
+            keep.add(name)
+            todo.extend(n.name_hint for n in post_order(mod[name]) if isinstance(n, GlobalVar))
+        return IRModule({n: f for n, f in mod.items() if n in keep}, mod.attrs)
+
+    return _PythonPass(run, "RemoveUnusedFunctions", 1)
+
+
+def InferTypeLocal(expr):  # noqa: N802 (TVM's name)
+    """TVM's ``InferTypeLocal(expr)``: the type of ``expr`` (its free variables annotated)."""
+    main = InferType()(IRModule.from_expr(expr))["main"]
+    return main.checked_type if isinstance(expr, Function) else main.body.checked_type
