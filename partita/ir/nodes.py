@@ -279,6 +279,8 @@ class Call(Expr):
     __slots__ = ("op", "args", "attrs")
 
     def __init__(self, op, args, attrs=None, span: Span | None = None):
+        if isinstance(span, (list, tuple)) and not span:  # Relay's Call(op, args, attrs, [])
+            span = None
         self._init(span)
         args = tuple(args)
         for i, a in enumerate(args):
@@ -301,6 +303,11 @@ class Call(Expr):
     @property
     def op_name(self) -> str:
         return _op_name(self.op)
+
+    @property
+    def type_args(self) -> tuple:
+        """Relay's type arguments of a call: always none (partita's ops are not polymorphic)."""
+        return ()
 
     def short(self):
         return f"{self.op_name}" + (f" ({self.span})" if self.span is not None else "")

@@ -9,6 +9,7 @@ from partita.ir.op import get_op, has_op, list_ops, register_op
 
 from . import (  # noqa: F401  (importing the definition modules registers their ops)
     annotation,
+    layout,
     nn,
     nn_conv,
     nn_image,

@@ -68,15 +68,39 @@ def const(value, dtype: str | None = None) -> Constant:
     return _const(value, dtype)
 
 
+# TVM's structural equality takes float attributes within 1e-9 as equal (SEqualReducer)
+_FLOAT_ATOL = 1e-9
+
+
+def _is_node(x) -> bool:
+    return isinstance(x, (Expr, IRModule))
+
+
+def _values_equal(lhs, rhs) -> bool:
+    """TVM compares shapes, arrays of values and scalars (non-nodes) by value."""
+    if isinstance(lhs, (list, tuple)) and isinstance(rhs, (list, tuple)):
+        return len(lhs) == len(rhs) and all(map(structural_equal, lhs, rhs))
+    if isinstance(lhs, float) or isinstance(rhs, float):
+        return abs(lhs - rhs) <= _FLOAT_ATOL
+    return lhs == rhs
+
+
 def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
     """TVM's ``tvm.ir.structural_equal``; partita always maps free variables by position, so
-    ``map_free_vars`` is accepted for compatibility only."""
-    return _structural_equal(lhs, rhs)
+    ``map_free_vars`` is accepted for compatibility only. Shapes and other plain values compare
+    by value; float attributes within 1e-9, as in TVM."""
+    if not (_is_node(lhs) and _is_node(rhs)):
+        return _values_equal(lhs, rhs)
+    return _structural_equal(lhs, rhs, _FLOAT_ATOL)
 
 
 def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
     """TVM's ``tvm.ir.assert_structural_equal`` (free variables mapped, as above)."""
-    _assert_structural_equal(lhs, rhs)
+    if not (_is_node(lhs) and _is_node(rhs)):
+        if not _values_equal(lhs, rhs):
+            raise AssertionError(f"{lhs!r} != {rhs!r}")
+        return
+    _assert_structural_equal(lhs, rhs, _FLOAT_ATOL)
 
 
 def from_text(text: str) -> IRModule:

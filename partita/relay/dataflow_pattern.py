@@ -29,7 +29,6 @@ from partita.patterns import (
     is_op,
     is_tuple,
     is_tuple_get_item,
-    is_var,
     rewrite,
     wildcard,
 )
@@ -37,6 +36,13 @@ from partita.patterns import partition as _partition
 
 DFPattern = Pattern
 AltPattern = AltPattern
+
+
+def is_var(name: str = "") -> VarPattern:
+    """``is_var("x")``: a Var named ``x`` (any Var without a name); ``.name`` is ``"x"``, as in
+    TVM (partita's own ``is_var`` keeps ``.name`` for capture names and says ``.var_name``)."""
+    pattern = VarPattern(name or None)
+    return pattern.named(name) if name else pattern
 
 
 def has_attr(attrs: dict, pattern: Pattern | None = None) -> AttrPattern:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from partita.backends.registry import DEFAULT_HOST
 from partita.errors import PartitaError
-from partita.ir import Call, Function, GlobalVar, IRModule
+from partita.ir import Call, Function, GlobalVar, IRModule, Var
 from partita.ir.graph import dataflow_order
-from partita.ir.visitor import post_order
+from partita.ir.visitor import post_order, substitute
 from partita.partition import AnnotateTarget as _AnnotateTarget
 from partita.partition import MergeComposite as _MergeComposite
 from partita.partition import PartitionGraph as _PartitionGraph
@@ -19,7 +19,6 @@ from partita.passes import (
     DeadCodeElimination,
     EliminateCommonSubexpr,
     FoldConstant,
-    InferType,
     Inline,
     PassContext,
     Sequential,
@@ -27,10 +26,62 @@ from partita.passes import (
     SimplifyInference,
 )
 from partita.passes import FuseOps as _FuseOps
+from partita.passes import InferType as _InferType
+from partita.passes.infer_type import infer_type
 from partita.passes.infra import Pass
 
 from .op_attr import sanitise_table, target_name, tvm_name
 from .registry import get_global_func
+
+
+def _type_called_params(fn: Function, mod: IRModule) -> None:
+    """Give the unannotated parameters of a called function literal (a composite written
+    without types) the types of its arguments, as Relay's inference unifies them; the
+    parameters keep no annotation (Relay prints them bare too)."""
+    progress = True
+    while progress:
+        progress = False
+        for node in post_order(fn):
+            if type(node) is not Call or type(node.op) is not Function:
+                continue
+            params = node.op.params
+            if all(p.type_or_none is not None for p in params):
+                continue
+            try:
+                types = [infer_type(a, mod) for a in node.args]
+            except PartitaError:
+                continue  # an argument waits for an outer parameter: the next round
+            for p, t in zip(params, types):
+                if p.type_or_none is None:
+                    p.with_type(t)
+                    progress = True
+
+
+def _annotate_params(_name: str, fn: Function) -> Function:
+    """The function literals in ``fn`` with their typed, unannotated parameters annotated (TVM's
+    InferType writes the types it inferred into missing annotations)."""
+    mapping: dict = {}
+    for node in post_order(fn.body):
+        if type(node) is Function and any(
+            p.type_annotation is None and p.type_or_none is not None for p in node.params
+        ):
+            for p in node.params:
+                if p.type_annotation is None and p.type_or_none is not None:
+                    mapping[p] = Var(p.name_hint, p.type_or_none, p.span)
+    return fn.with_body(substitute(fn.body, mapping)) if mapping else fn
+
+
+def InferType():  # noqa: N802 (TVM's name)
+    """TVM's ``InferType()``: partita's, and a called function literal's parameters without a
+    type annotation take their arguments' types and keep them as annotations, as TVM's does
+    (partita's own InferType asks for annotations)."""
+
+    def run(mod: IRModule, ctx) -> IRModule:
+        for fn in mod.functions.values():
+            _type_called_params(fn, mod)
+        return _InferType().transform(map_open_functions(mod, _annotate_params), ctx)
+
+    return _PythonPass(run, "InferType", 0)
 
 
 def FuseOps(fuse_opt_level: int = -1):  # noqa: N802 (TVM's name)
