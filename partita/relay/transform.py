@@ -6,11 +6,12 @@ from partita.backends.registry import DEFAULT_HOST
 from partita.errors import PartitaError
 from partita.ir import Call, Function, GlobalVar, IRModule, Var
 from partita.ir.graph import dataflow_order
+from partita.ir.visitor import ExprMutator as _CoreMutator
 from partita.ir.visitor import post_order, substitute
 from partita.partition import AnnotateTarget as _AnnotateTarget
 from partita.partition import MergeComposite as _MergeComposite
 from partita.partition import PartitionGraph as _PartitionGraph
-from partita.partition.annotations import annotate_regions
+from partita.partition.annotations import DEFAULT, annotate_regions, annotation_kind
 from partita.partition.merge_regions import merge_regions
 from partita.partition.regions import Region, flatten, map_inner_functions, map_open_functions
 from partita.passes import (
@@ -143,6 +144,21 @@ def PartitionGraph(mod_name: str = "default", bind_constants: bool = True):  # n
     return _WithOptimizeHooks(_PartitionGraph(mod_name=mod_name, bind_constants=bind_constants))
 
 
+def _without_default_annotations(fn: Function) -> Function:
+    """``fn`` without the ``"default"`` compiler_begin/compiler_end (TVM's
+    RemoveDefaultAnnotations, which PartitionGraph runs first): what they held stays in main,
+    and only the targets' begins count when regions are numbered."""
+
+    class _Remove(_CoreMutator):
+        def rewrite_call(self, call, op, args):
+            if annotation_kind(call) and call.attrs.compiler == DEFAULT:
+                return args[0]
+            return super().rewrite_call(call, op, args)
+
+    body = _Remove().visit(fn.body)
+    return fn if body is fn.body else fn.with_body(body)
+
+
 class _WithOptimizeHooks(Pass):
     """PartitionGraph, then TVM's ``relay.ext.<target>.optimize`` hook (registered with
     ``relay.register_func``) on each partition of that target: the hook gets a module whose
@@ -152,6 +168,7 @@ class _WithOptimizeHooks(Pass):
         self.inner, self.name = inner, inner.name
 
     def transform(self, mod: IRModule, ctx) -> IRModule:
+        mod = map_open_functions(mod, lambda _name, fn: _without_default_annotations(fn))
         out = self.inner.transform(mod, ctx)
         for name, fn in list(out.items()):
             hook = get_global_func(f"relay.ext.{fn.attrs.get('Compiler')}.optimize", True)
