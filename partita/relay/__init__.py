@@ -14,6 +14,7 @@ that remain, and why, are in docs/migrating-from-tvm.md.
 
 from __future__ import annotations
 
+from partita.errors import TypeInferenceError
 from partita.interpreter import interpret
 from partita.ir import (
     Call,
@@ -37,7 +38,8 @@ from partita.ir import (
 from partita.ir import assert_structural_equal as _assert_structural_equal
 from partita.ir import const as _const
 from partita.ir import structural_equal as _structural_equal
-from partita.text import astext, parse
+from partita.text import astext
+from partita.text import parse as _parse
 
 from . import _ops, analysis, build_module, dataflow_pattern, expr, expr_functor, op, transform
 from ._ops import TupleWrapper
@@ -103,6 +105,17 @@ def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
     _assert_structural_equal(lhs, rhs, _FLOAT_ATOL)
 
 
+def parse(text: str, *args, **kwargs) -> IRModule:
+    """Parse Relay text (``tvm.relay.parse`` / ``tvm.parser.parse``) and type it, as TVM's
+    parser does (function literals' unannotated parameters get their types, see
+    ``relay.transform.InferType``). A module whose free inputs carry no types stays untyped."""
+    mod = _parse(text, *args, **kwargs)
+    try:
+        return transform.InferType()(mod)
+    except TypeInferenceError:
+        return mod
+
+
 def from_text(text: str) -> IRModule:
     """Parse Relay text (``tvm.relay.fromtext`` / ``tvm.parser.parse``)."""
     return parse(text)
@@ -143,6 +156,7 @@ __all__ = [
     "interpret",
     "nn",
     "op",
+    "parse",
     "qnn",
     "get_global_func",
     "register_func",

@@ -55,8 +55,8 @@ TUPLE_RESULTS = {"nn.batch_norm": lambda call: 3, "split": _split_size}
 def _arg(a):
     if isinstance(a, Expr):
         return a
-    if isinstance(a, TupleWrapper):  # Relay code passes tw.astuple(); the wrapper means the same
-        return a.astuple()
+    if isinstance(a, TupleWrapper):  # relay.concatenate(tw, 0): TVM lists its items
+        return Tuple([a[i] for i in range(len(a))])
     if isinstance(a, (list, tuple)) and all(isinstance(x, Expr) for x in a):
         return Tuple(list(a))
     return const(a)
