@@ -48,6 +48,7 @@ from .op_attr import register_op_attr, register_pattern_table, target_name
 from .registry import get_global_func, register_func
 
 nn = op.nn  # relay.nn.conv2d is relay.op.nn.conv2d
+bind = expr.bind
 image = op.image
 qnn = _ops.namespace("qnn", "partita.relay.qnn")
 qnn.op = qnn  # relay.qnn.op.requantize
@@ -125,6 +126,7 @@ __all__ = [
     "TupleWrapper",
     "analysis",
     "annotation",
+    "bind",
     "Call",
     "Constant",
     "Expr",

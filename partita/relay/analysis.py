@@ -7,6 +7,8 @@ variables), ``all_vars(e)`` (both, in post-order of first appearance) and
 
 from __future__ import annotations
 
+import sys
+
 from partita.ir import Expr, Function, Let, Var
 from partita.ir.visitor import free_vars as _free_vars
 from partita.ir.visitor import post_order
@@ -53,5 +55,8 @@ def free_type_vars(expr) -> list:
     """Relay's free type variables: none, since partita's types are concrete tensor types."""
     return []
 
+
+# TVM's relay.analysis is a package whose functions live in relay.analysis.analysis
+analysis = sys.modules[__name__]
 
 __all__ = ["all_vars", "bound_vars", "free_type_vars", "free_vars"]

@@ -11,6 +11,7 @@ finds it.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from partita.backends import Backend, register_backend
@@ -18,7 +19,9 @@ from partita.backends import get_pattern_table as _get_pattern_table
 from partita.backends import register_pattern_table as _register_pattern_table
 from partita.backends.registry import find_backend
 from partita.errors import PartitaError
-from partita.ops import get_op
+from partita.ops import has_op
+
+log = logging.getLogger(__name__)
 
 _TVM_NAMES: dict[str, str] = {}  # backend name -> the TVM target name it was declared as
 
@@ -84,7 +87,9 @@ def register_op_attr(op_name: str, attr_key: str, value=None, level: int = 10):
         raise PartitaError(
             f"register_op_attr: only 'target.<name>' keys are supported, got {attr_key!r}"
         )
-    get_op(op_name)  # an unknown op fails here, not by never matching
+    if not has_op(op_name):  # TVM registers the attribute of any op name; none of partita's
+        log.info("register_op_attr(%r): partita has no such op, nothing to place", op_name)
+        return None
     target = target_name(attr_key[len("target.") :])
     backend = find_backend(target)
     if backend is None:
