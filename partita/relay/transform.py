@@ -91,9 +91,44 @@ def FuseOps(fuse_opt_level: int = -1):  # noqa: N802 (TVM's name)
 
 
 def MergeComposite(pattern_table):  # noqa: N802 (TVM's name)
-    """TVM's ``MergeComposite(table)``; composite names get the sanitised target prefix
-    (``"ethos-n.qnn_conv2d"`` -> ``"ethos_n.qnn_conv2d"``)."""
-    return _MergeComposite(sanitise_table(pattern_table))
+    """TVM's ``MergeComposite(table)``: composites named as the table names them
+    (``"ethos-n.qnn_conv2d"``). partita's backends are identifiers, so the pass runs with the
+    sanitised names (``"ethos_n.qnn_conv2d"``) and gives the composites TVM's back."""
+    inner = _MergeComposite(sanitise_table(pattern_table))
+
+    def run(mod: IRModule, ctx) -> IRModule:
+        return _rename_composites(inner.transform(mod, ctx), _tvm_composite)
+
+    return _PythonPass(run, inner.name, inner.opt_level)
+
+
+def _tvm_composite(name: str) -> str:
+    head, dot, tail = name.partition(".")
+    return tvm_name(head) + dot + tail if dot else name
+
+
+def _partita_composite(name: str) -> str:
+    head, dot, tail = name.partition(".")
+    return target_name(head) + dot + tail if dot else name
+
+
+def _rename_composites(mod: IRModule, rename) -> IRModule:
+    """``mod`` with every composite's name passed through ``rename``."""
+
+    class _Rename(_CoreMutator):
+        def rewrite_function(self, fn, params, body):
+            out = super().rewrite_function(fn, params, body)
+            name = fn.attrs.get("Composite")
+            if name is None or rename(name) == name:
+                return out
+            attrs = {**out.attrs, "Composite": rename(name)}
+            return Function(out.params, out.body, out.ret_type, attrs, out.span)
+
+    def fix(_name, fn):
+        body = _Rename().visit(fn.body)
+        return fn if body is fn.body else fn.with_body(body)
+
+    return map_open_functions(mod, fix)
 
 
 class _InAnnotations(Pass):
@@ -105,8 +140,9 @@ class _InAnnotations(Pass):
         self.name = inner.name if inner is not None else "MergeCompilerRegions"
 
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        if self.inner is not None:
-            mod = self.inner.transform(mod, ctx)
+        if self.inner is not None:  # partita's AnnotateTarget knows composites by backend name
+            mod = self.inner.transform(_rename_composites(mod, _partita_composite), ctx)
+            mod = _rename_composites(mod, _tvm_composite)
 
         def write(body):
             flat, region_of = flatten(map_inner_functions(body, write))

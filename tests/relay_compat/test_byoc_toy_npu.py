@@ -61,7 +61,7 @@ def test_toy_npu_module_partitions_and_keeps_the_bits(toy_npu, nn):
     assert list(lifted) == ["tvmgen_default_toy_npu_main_0"]
     assert lifted["tvmgen_default_toy_npu_main_0"].attrs["Compiler"] == "toy-npu"
     text = str(out)
-    assert "toy_npu.qnn_conv2d" in text and "toy_npu.max_pool2d" in text
+    assert "toy-npu.qnn_conv2d" in text and "toy-npu.max_pool2d" in text
     assert "tanh" in str(out["main"])  # the host op stays in main
     rng = np.random.default_rng(1)
     data = rng.integers(-128, 128, (1, 6, 6, 3), dtype="int8")
@@ -72,8 +72,8 @@ def test_toy_npu_checks_refuse_by_attributes_and_constants(toy_npu):
     for kwargs in ({"kernel_zp": 3}, {"stride": 3}):
         mod, params = _graph(relay.op.nn, **kwargs)
         out = partition_for_toy_npu(mod, params)
-        assert "toy_npu.qnn_conv2d" not in str(out)
-        assert "toy_npu.max_pool2d" in str(out)  # the pool still goes
+        assert "toy-npu.qnn_conv2d" not in str(out)
+        assert "toy-npu.max_pool2d" in str(out)  # the pool still goes
 
 
 def test_toy_npu_spellings_build_the_same_graph():
