@@ -41,7 +41,17 @@ from partita.ir import structural_equal as _structural_equal
 from partita.text import astext
 from partita.text import parse as _parse
 
-from . import _ops, analysis, build_module, dataflow_pattern, expr, expr_functor, op, transform
+from . import (
+    _ops,
+    analysis,
+    build_module,
+    dataflow_pattern,
+    expr,
+    expr_functor,
+    frontend,
+    op,
+    transform,
+)
 from ._ops import TupleWrapper
 from .expr_functor import ExprMutator, ExprVisitor
 from .op_attr import register_op_attr, register_pattern_table, target_name
@@ -154,6 +164,7 @@ __all__ = [
     "expr",
     "expr_functor",
     "from_text",
+    "frontend",
     "image",
     "interpret",
     "nn",
