@@ -203,3 +203,35 @@ def test_get_pattern_table_by_tvm_name():
         from partita.backends import unregister_backend
 
         unregister_backend("toy_table")
+
+
+def test_byoc_module_names():
+    x = _v("x", (1, 4, 4, 2))
+    resize = relay.image.resize2d(x, size=(8, 8), roi=(0, 0, 0, 0), layout="NHWC")
+    assert resize.attrs.roi == (0.0, 0.0, 0.0, 0.0)
+    with pytest.raises(Exception, match="roi must be four zeros"):
+        relay.image.resize2d(x, size=(8, 8), roi=(0, 0, 1, 1), layout="NHWC")
+    assert relay.expr.const(2, "int8").data.dtype == np.int8
+    y = relay.var("y", shape=(1, 4, 4, 2))
+    fn = relay.Function([x, y], relay.add(x, y))
+    bound = relay.bind(fn, {y: relay.const(np.ones((1, 4, 4, 2), "float32"))})
+    assert [p.name_hint for p in bound.params] == ["x"]
+    assert analysis.analysis.free_vars is analysis.free_vars  # relay.analysis.analysis
+    mod = relay.IRModule.from_expr(fn)
+    assert [g.name_hint for g in mod.get_global_vars()] == ["main"]
+    # TVM registers an attribute of any op name: one partita lacks is nothing to place
+    assert relay.register_op_attr("nn.conv3d", "target.toy_names", lambda e: True) is None
+
+
+def test_composites_keep_tvms_names(targets):
+    targets("name-check", [])
+
+    x = _v("x")
+    table = [("name-check.relu", is_op("nn.relu")(wildcard()))]
+    mod = transform.InferType()(relay.IRModule.from_expr(relay.nn.relu(x)))
+    merged = transform.MergeComposite(table)(mod)
+    assert merged["main"].body.op.attrs["Composite"] == "name-check.relu"
+    out = transform.PartitionGraph()(transform.AnnotateTarget("name-check")(merged))
+    part = out["tvmgen_default_name_check_main_0"]
+    assert part.attrs["Compiler"] == "name-check"
+    assert part.body.op.attrs["Composite"] == "name-check.relu"
