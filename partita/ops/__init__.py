@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (importing the definition modules registers their
     tensor_reduce,
     tensor_transform,
     transformer,
+    tvm_extra,
 )
 
 __all__ = ["Attrs", "NoAttrs", "Op", "choice", "get_op", "has_op", "list_ops", "register_op"]
