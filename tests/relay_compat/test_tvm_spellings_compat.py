@@ -235,3 +235,16 @@ def test_composites_keep_tvms_names(targets):
     part = out["tvmgen_default_name_check_main_0"]
     assert part.attrs["Compiler"] == "name-check"
     assert part.body.op.attrs["Composite"] == "name-check.relu"
+
+
+def test_bind_params_by_name_binds_as_tvm_does():
+    from partita.relay.build_module import bind_params_by_name
+
+    x, w = relay.var("x", shape=(2,)), relay.var("w")  # w untyped, as in TVM's tests
+    fn = relay.Function([x, w], relay.add(x, w))
+    out = bind_params_by_name(fn, {"w": np.ones(2, "float32"), "not_a_param": np.ones(1)})
+    assert [p.name_hint for p in out.params] == ["x"]
+    np.testing.assert_array_equal(out.body.args[1].data, np.ones(2, "float32"))
+    twice = relay.Function([x, relay.var("x", shape=(2,))], x)
+    with pytest.raises(Exception, match="two parameters are named 'x'"):
+        bind_params_by_name(twice, {"x": np.ones(2, "float32")})
