@@ -1,6 +1,6 @@
 """Ops Relay BYOC pattern tables name (issue 27): ``left_shift`` / ``right_shift`` (integer
-shifts, Relay's broadcasting) and ``nn.depth_to_space`` (Relay's DCR and CRD modes, NCHW or
-NHWC)."""
+shifts, Relay's broadcasting), ``fixed_point_multiply`` (Relay's int32 Q31 multiply) and
+``nn.depth_to_space`` (Relay's DCR and CRD modes, NCHW or NHWC)."""
 
 from __future__ import annotations
 
@@ -83,3 +83,52 @@ def depth_to_space(data, attrs):
         y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
     y = y.reshape(n, c // (b * b), h * b, w * b)
     return np.ascontiguousarray(y if attrs.layout == "NCHW" else np.transpose(y, (0, 2, 3, 1)))
+
+
+@dataclass(frozen=True)
+class FixedPointMultiplyAttrs(Attrs):
+    """``x * multiplier * 2^(shift - 31)``: ``multiplier`` a Q31 number in int32."""
+
+    multiplier: int
+    shift: int
+
+    def validate(self):
+        if not -(2**31) <= self.multiplier < 2**31:
+            raise ValueError(f"multiplier must fit int32, got {self.multiplier}")
+        if not -31 <= self.shift <= 31:
+            raise ValueError(f"shift must be in [-31, 31], got {self.shift}")
+
+
+def _fixed_point_multiply_rel(types, attrs) -> TensorType:
+    data = tensor(types[0], "data")
+    if data.dtype != "int32":
+        fail(f"data must be int32, got {data.dtype}")
+    return data
+
+
+@register_op(
+    "fixed_point_multiply",
+    inputs=("data",),
+    attrs=FixedPointMultiplyAttrs,
+    type_rel=_fixed_point_multiply_rel,
+    kind="elemwise",
+)
+def fixed_point_multiply(data, attrs):
+    """Relay's lowering, step for step. multiplier == 2^30 (0.5) is a plain shift by
+    ``shift - 1`` in int32 (a right shift rounds half up). Otherwise in int64: shift left by
+    ``shift`` when positive, multiply, add 2^(30 + r) and shift right by 31 + r (r = -shift
+    when negative), then wrap to int32."""
+    x = data.astype(np.int64)
+    if attrs.multiplier == 1 << 30:
+        e = attrs.shift - 1
+        if e > 0:
+            return (x << e).astype(np.int32)
+        e = -e
+        if e == 0:
+            return data.copy()
+        wrapped = (x + (1 << (e - 1))).astype(np.int32)  # int32 arithmetic wraps
+        return wrapped >> e
+    left, right = max(attrs.shift, 0), max(-attrs.shift, 0)
+    total = right + 31
+    x = (x << left) * np.int64(attrs.multiplier)
+    return ((x + (np.int64(1) << (total - 1))) >> total).astype(np.int32)

@@ -45,3 +45,39 @@ def test_depth_to_space_type_and_errors():
     assert t == TensorType((1, 8, 8, 2), "int8")
     with type_error("do not divide into blocks of 2x2"):
         type_of("nn.depth_to_space", ((1, 6, 4, 4), "int8"), block_size=2)
+
+
+def _fpm_reference(v: int, multiplier: int, shift: int) -> int:
+    """Python integers (unbounded): round(v * multiplier * 2^(shift - 31)) half up, then
+    wrapped to int32, computed as the formula reads."""
+    left, right = max(shift, 0), max(-shift, 0)
+    prod = (v << left) * multiplier
+    out = (prod + (1 << (30 + right))) >> (31 + right)
+    return (out + 2**31) % 2**32 - 2**31
+
+
+@pytest.mark.parametrize(
+    "multiplier,shift",
+    [(1518500250, -3), (2**31 - 1, 0), (1073741825, 2), (-1518500250, -1), (1288490189, 5)],
+)
+def test_fixed_point_multiply_rounds_half_up(multiplier, shift):
+    rng = np.random.default_rng(0)
+    x = rng.integers(-(2**20), 2**20, 64, dtype=np.int32)
+    x[:4] = [0, 1, -1, 2**20 - 1]
+    out = run("fixed_point_multiply", x, multiplier=multiplier, shift=shift)
+    assert out.dtype == np.int32
+    assert out.tolist() == [_fpm_reference(int(v), multiplier, shift) for v in x]
+
+
+@pytest.mark.parametrize("shift", [-2, 0, 1, 3])
+def test_fixed_point_multiply_by_a_half_is_a_shift(shift):
+    x = np.array([-7, -6, -5, -1, 0, 1, 5, 6, 7, 1000], np.int32)
+    out = run("fixed_point_multiply", x, multiplier=1 << 30, shift=shift)
+    e = shift - 1
+    expected = x << e if e > 0 else ((x + (1 << (-e - 1))) >> -e if e < 0 else x)
+    assert out.tolist() == expected.tolist()
+
+
+def test_fixed_point_multiply_takes_int32_only():
+    with type_error("data must be int32"):
+        type_of("fixed_point_multiply", ((2,), "int8"), multiplier=1 << 30, shift=0)
