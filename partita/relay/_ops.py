@@ -141,3 +141,24 @@ def namespace(prefix: str, module_name: str) -> types.ModuleType:
 def top_level_ops() -> dict:
     """Builders for the ops without a namespace (``add``, ``clip``, ``concatenate``, ...)."""
     return {n: make_op_fn(n) for n in _names() if "." not in n}
+
+
+def relay_pad(build):
+    """``nn.pad`` as Relay's Python API takes it: ``pad(data, pad_width, pad_value=0.0,
+    pad_mode="constant")`` (partita's op has ``pad_value`` as its second input, which
+    ``pad(data, pad_value_expr, pad_width=...)`` still spells)."""
+
+    def pad(data, *args, **attrs):
+        if args and isinstance(args[0], Expr):  # partita's order: (data, pad_value, pad_width=)
+            return build(data, *args, **attrs)
+        names = ("pad_width", "pad_value", "pad_mode")
+        if len(args) > len(names):
+            raise ArityError("nn.pad takes (data, pad_width, pad_value, pad_mode)")
+        given = {**dict(zip(names, args)), **attrs}
+        if "pad_width" not in given:
+            raise ArityError("nn.pad needs pad_width")
+        value = _arg(given.pop("pad_value", 0.0))
+        return build(data, value, **given)
+
+    pad.__name__, pad.__qualname__, pad.__doc__ = "pad", "nn.pad", relay_pad.__doc__
+    return pad

@@ -248,3 +248,13 @@ def test_bind_params_by_name_binds_as_tvm_does():
     twice = relay.Function([x, relay.var("x", shape=(2,))], x)
     with pytest.raises(Exception, match="two parameters are named 'x'"):
         bind_params_by_name(twice, {"x": np.ones(2, "float32")})
+
+
+def test_nn_pad_takes_tvms_arguments():
+    x = _v("x", (1, 2), "int8")
+    tvm_style = relay.nn.pad(x, ((0, 0), (1, 1)), 0)
+    own_style = relay.nn.pad(x, relay.const(0), pad_width=((0, 0), (1, 1)))
+    assert relay.structural_equal(tvm_style, own_style)
+    data = np.array([[3, -4]], "int8")
+    out = relay.interpret(relay.IRModule.from_expr(relay.nn.pad(x, ((0, 0), (1, 2)))), [data])
+    np.testing.assert_array_equal(out[0], [[0, 3, -4, 0, 0]])

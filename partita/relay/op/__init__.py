@@ -16,6 +16,7 @@ from . import annotation, contrib, op
 from .op import Op, get
 
 nn = _ops.namespace("nn", "partita.relay.op.nn")
+nn.pad = _ops.relay_pad(nn.pad)  # TVM's nn.pad(data, pad_width, pad_value=0.0, pad_mode=...)
 image = _ops.namespace("image", "partita.relay.op.image")
 _make = _ops.namespace("", "partita.relay.op._make")
 for _name, _mod in (("nn", nn), ("image", image), ("_make", _make)):
