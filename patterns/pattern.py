@@ -145,13 +145,16 @@ class WildcardPattern(Pattern):
 
 
 class OpPattern(Pattern):
-    """Matches one registered op (the ``op`` of a call). Built by ``is_op``."""
+    """Matches one registered op (the ``op`` of a call). Built by ``is_op``. ``checked=False``
+    (TVM's behaviour, for partita.relay): a call pattern or has_attr that does not fit the op
+    is built anyway and simply never matches."""
 
-    __slots__ = ("op",)
+    __slots__ = ("op", "checked")
 
-    def __init__(self, op: Op):
+    def __init__(self, op: Op, checked: bool = True):
         self._init()
         object.__setattr__(self, "op", op)
+        object.__setattr__(self, "checked", checked)
 
     def root_keys(self):
         return frozenset((self.op.name,))
@@ -209,7 +212,7 @@ class CallPattern(Pattern):
             args = tuple(_as_pattern(a, f"argument {i}") for i, a in enumerate(args))
         object.__setattr__(self, "op", _as_pattern(op, "op"))
         object.__setattr__(self, "args", args)
-        for op_obj in _ops_of(self.op) if args is not None else ():
+        for op_obj in _ops_of(self.op, checked_only=True) if args is not None else ():
             if op_obj.num_inputs != len(args):
                 raise PatternError(
                     f"{op_obj.name} takes {op_obj.num_inputs} arguments "
@@ -477,12 +480,13 @@ def _as_pattern(p, what: str) -> Pattern:
     raise PatternError(f"{what} must be a pattern, got {p!r}")
 
 
-def _ops_of(p: Pattern) -> list[Op]:
-    """The ops an op pattern can match, if it is an is_op or an alternation of them."""
+def _ops_of(p: Pattern, checked_only: bool = False) -> list[Op]:
+    """The ops an op pattern can match, if it is an is_op or an alternation of them
+    (``checked_only``: leaving out those built with ``checked=False``)."""
     if isinstance(p, OpPattern):
-        return [p.op]
+        return [p.op] if p.checked or not checked_only else []
     if isinstance(p, AltPattern):
-        left, right = _ops_of(p.left), _ops_of(p.right)
+        left, right = _ops_of(p.left, checked_only), _ops_of(p.right, checked_only)
         return left + right if left and right else []
     return []
 
@@ -490,6 +494,6 @@ def _ops_of(p: Pattern) -> list[Op]:
 def _check_attr_names(inner: Pattern, attrs: dict) -> None:
     """For ``is_op(...)(...).has_attr`` fail now on an attribute the op does not have."""
     if isinstance(inner, CallPattern):
-        check_attr_names(_ops_of(inner.op), attrs, op_level=False)
+        check_attr_names(_ops_of(inner.op, checked_only=True), attrs, op_level=False)
     elif isinstance(inner, (OpPattern, AltPattern)):
-        check_attr_names(_ops_of(inner), attrs, op_level=True)
+        check_attr_names(_ops_of(inner, checked_only=True), attrs, op_level=True)

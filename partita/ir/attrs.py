@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,18 @@ class Attrs:
 
     def validate(self) -> None:
         pass
+
+    # Relay reads attributes like a dict too: attrs["padding"], attrs.keys(), dict(attrs)
+    def keys(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self)]
+
+    def __getitem__(self, key: str):
+        if key not in self.keys():
+            raise KeyError(f"{type(self).__name__} has no attribute {key!r}")
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default) if key in self.keys() else default
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,15 @@ class IRModule:
     def items(self):
         return self.functions.items()
 
+    def get_global_vars(self) -> list[GlobalVar]:
+        """The module's functions as GlobalVars (Relay's ``mod.get_global_vars()``)."""
+        return [GlobalVar(name) for name in self.functions]
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        if name not in self.functions:
+            self[name]  # the error naming the functions there are
+        return GlobalVar(name)
+
     @property
     def main(self) -> Function:
         return self["main"]

@@ -87,6 +87,23 @@ class Expr:
     def __truediv__(self, other):
         return _binary("divide", self, other)
 
+    # Relay's ExprWithOp: comparisons build ``less`` / ``greater`` calls (identity stays ``is``;
+    # ``==`` is not overloaded, as in Relay), and a Python number on the left works too.
+    def __lt__(self, other):
+        return _binary("less", self, other)
+
+    def __gt__(self, other):
+        return _binary("greater", self, other)
+
+    def __neg__(self):
+        return Call(Op.table["negative"], [self])
+
+    def __radd__(self, other):
+        return _binary("add", self, other)
+
+    def __rmul__(self, other):
+        return _binary("multiply", self, other)
+
 
 class Op:
     """A registered operator. Call it to build a Call node: ``get_op("nn.relu")(x)``."""
@@ -200,6 +217,20 @@ def var(name: str, shape=None, dtype="float32", span: Span | None = None) -> Var
     return Var(name, TensorType(shape, dtype) if shape is not None else None, span)
 
 
+class TensorData(np.ndarray):
+    """A Constant's array: numpy, plus TVM's NDArray spellings ``.numpy()`` / ``.asnumpy()``
+    (Relay code reads ``const.data.numpy()``). Arithmetic on it gives plain numpy arrays."""
+
+    def numpy(self) -> np.ndarray:
+        return self.view(np.ndarray)
+
+    asnumpy = numpy
+
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
+        out = np.asarray(obj).view(np.ndarray) if isinstance(obj, np.ndarray) else obj
+        return out[()] if return_scalar and isinstance(out, np.ndarray) else out
+
+
 class Constant(Expr):
     """A constant tensor (weights, scales, zero points). The array is made read-only."""
 
@@ -212,7 +243,7 @@ class Constant(Expr):
         if arr.flags.writeable:
             arr = arr.copy()
             arr.flags.writeable = False
-        object.__setattr__(self, "data", arr)
+        object.__setattr__(self, "data", arr.view(TensorData))
         self.with_type(TensorType(arr.shape, arr.dtype.name))
 
     def short(self):
@@ -248,6 +279,8 @@ class Call(Expr):
     __slots__ = ("op", "args", "attrs")
 
     def __init__(self, op, args, attrs=None, span: Span | None = None):
+        if isinstance(span, (list, tuple)) and not span:  # Relay's Call(op, args, attrs, [])
+            span = None
         self._init(span)
         args = tuple(args)
         for i, a in enumerate(args):
@@ -270,6 +303,11 @@ class Call(Expr):
     @property
     def op_name(self) -> str:
         return _op_name(self.op)
+
+    @property
+    def type_args(self) -> tuple:
+        """Relay's type arguments of a call: always none (partita's ops are not polymorphic)."""
+        return ()
 
     def short(self):
         return f"{self.op_name}" + (f" ({self.span})" if self.span is not None else "")
@@ -294,9 +332,19 @@ class Tuple(Expr):
         self._init(span)
         fields = tuple(fields)
         for i, f in enumerate(fields):
-            if not isinstance(f, Expr):
+            if not isinstance(f, (Expr, Op)):  # an Op is a value in Relay: (%x, add)
                 raise PartitaError(f"tuple field {i} is not an expression: {f!r}")
         object.__setattr__(self, "fields", fields)
+
+    def __len__(self):
+        return len(self.fields)
+
+    def __bool__(self):  # a node is always true, the empty tuple too
+        return True
+
+    def __getitem__(self, index):
+        """``tup[i]``: the field itself (Relay's Tuple indexing; TupleGetItem is the node)."""
+        return self.fields[index]
 
 
 class TupleGetItem(Expr):

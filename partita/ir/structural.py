@@ -37,34 +37,36 @@ class StructuralMismatch(PartitaError, AssertionError):
     """Raised by assert_structural_equal: the path to the first difference and both sides."""
 
 
-def structural_equal(lhs, rhs) -> bool:
-    """True when two expressions or modules have the same structure, attributes and constants."""
-    return _first_difference(lhs, rhs) is None
+def structural_equal(lhs, rhs, float_atol: float = 0.0) -> bool:
+    """True when two expressions or modules have the same structure, attributes and constants
+    (float attributes within ``float_atol`` of each other count as equal: TVM's 1e-9)."""
+    return _first_difference(lhs, rhs, float_atol) is None
 
 
-def assert_structural_equal(lhs, rhs) -> None:
+def assert_structural_equal(lhs, rhs, float_atol: float = 0.0) -> None:
     """Raise StructuralMismatch describing the first difference, if any."""
-    diff = _first_difference(lhs, rhs)
+    diff = _first_difference(lhs, rhs, float_atol)
     if diff is not None:
         raise StructuralMismatch(diff)
 
 
-def _first_difference(lhs, rhs) -> str | None:
+def _first_difference(lhs, rhs, float_atol: float = 0.0) -> str | None:
     if isinstance(lhs, IRModule) or isinstance(rhs, IRModule):
         if not (isinstance(lhs, IRModule) and isinstance(rhs, IRModule)):
             return f"cannot compare {type(lhs).__name__} with {type(rhs).__name__}"
         if sorted(lhs.functions) != sorted(rhs.functions):
             return f"functions differ: {sorted(lhs.functions)} vs {sorted(rhs.functions)}"
         for name in sorted(lhs.functions):
-            diff = _Comparer().run(lhs[name], rhs[name], f"@{name}")
+            diff = _Comparer(float_atol).run(lhs[name], rhs[name], f"@{name}")
             if diff:
                 return diff
         return None
-    return _Comparer().run(lhs, rhs, "expr")
+    return _Comparer(float_atol).run(lhs, rhs, "expr")
 
 
 class _Comparer:
-    def __init__(self):
+    def __init__(self, float_atol: float = 0.0):
+        self.float_atol = float_atol
         self.lmap: dict[int, Expr] = {}
         self.rmap: dict[int, Expr] = {}
         self.free: dict[str, str] = {}
@@ -104,7 +106,7 @@ class _Comparer:
         if isinstance(x, Constant):
             return _constant_diff(x.data, y.data)
         if isinstance(x, Call):
-            return _call_diff(x, y)
+            return _call_diff(x, y, self.float_atol)
         if isinstance(x, Tuple) and len(x.fields) != len(y.fields):
             return f"tuple size differs: {len(x.fields)} vs {len(y.fields)}"
         if isinstance(x, TupleGetItem) and x.index != y.index:
@@ -160,7 +162,7 @@ def _paired_children(x, y):
             yield f".inputs[{k}]", a, b
 
 
-def _call_diff(x: Call, y: Call) -> str | None:
+def _call_diff(x: Call, y: Call, float_atol: float = 0.0) -> str | None:
     callees = (Function, GlobalVar, Var)
     if isinstance(x.op, callees) or isinstance(y.op, callees):
         if type(x.op) is not type(y.op):
@@ -169,9 +171,20 @@ def _call_diff(x: Call, y: Call) -> str | None:
         return f"op differs: {x.op_name} vs {y.op_name}"
     if len(x.args) != len(y.args):
         return f"{x.op_name}: number of arguments differs: {len(x.args)} vs {len(y.args)}"
-    if x.attrs != y.attrs:
+    if x.attrs != y.attrs and not (float_atol and _close_attrs(x.attrs, y.attrs, float_atol)):
         return f"{x.op_name}: attributes differ: {_attrs_delta(x.attrs, y.attrs)}"
     return None
+
+
+def _close_attrs(a, b, atol: float) -> bool:
+    """Same attributes but floats that differ by at most ``atol``."""
+    if type(a) is not type(b) or not dataclasses.is_dataclass(a):
+        return False
+    for f in dataclasses.fields(a):
+        u, v = getattr(a, f.name), getattr(b, f.name)
+        if u != v and not (isinstance(u, float) and isinstance(v, float) and abs(u - v) <= atol):
+            return False
+    return True
 
 
 def _attrs_delta(a, b) -> str:

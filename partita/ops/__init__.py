@@ -9,12 +9,16 @@ from partita.ir.op import get_op, has_op, list_ops, register_op
 
 from . import (  # noqa: F401  (importing the definition modules registers their ops)
     annotation,
+    layout,
     nn,
     nn_conv,
     nn_image,
+    nn_nd,
     nn_norm,
     nn_pool,
+    nn_pool3d,
     qnn,
+    qnn_conv_transpose,
     qnn_elemwise,
     qnn_lut,
     qnn_pool,
@@ -24,6 +28,7 @@ from . import (  # noqa: F401  (importing the definition modules registers their
     tensor_reduce,
     tensor_transform,
     transformer,
+    tvm_extra,
 )
 
 __all__ = ["Attrs", "NoAttrs", "Op", "choice", "get_op", "has_op", "list_ops", "register_op"]

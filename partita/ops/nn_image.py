@@ -21,7 +21,7 @@ _F32 = np.float32
 
 @dataclass(frozen=True)
 class Resize2DAttrs(Attrs):
-    """Relay's Resize2DAttrs (without roi, cubic and extrapolation settings)."""
+    """Relay's Resize2DAttrs (roi only all zeros; without cubic and extrapolation settings)."""
 
     size: tuple[int, int]
     layout: str = choice("NCHW", "NCHW", "NHWC")
@@ -38,10 +38,15 @@ class Resize2DAttrs(Attrs):
         "round", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"
     )
     out_dtype: str = choice("", *OUT_DTYPES)
+    # Relay's region of interest (start_h, start_w, end_h, end_w), read only by its
+    # tf_crop_and_resize mode, which partita does not have: all zeros
+    roi: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
 
     def validate(self):
         if len(self.size) != 2 or min(self.size) < 1:
             raise ValueError(f"size must be two positive ints (height, width), got {self.size}")
+        if len(self.roi) != 4 or any(self.roi):
+            raise ValueError(f"roi must be four zeros (no tf_crop_and_resize), got {self.roi}")
 
 
 def resize_coordinates(out_size: int, in_size: int, mode: str) -> np.ndarray:

@@ -70,10 +70,10 @@ def _sum_rel(types, attrs) -> TensorType:
 
 def _mean_rel(types, attrs) -> TensorType:
     data = tensor(types[0], "data")
-    if data.dtype not in ("float16", "float32"):
+    if data.dtype not in ("float16", "float32", "int32", "int64"):
         fail(
-            f"mean needs float16 or float32 data, got {data.dtype} (for quantized data "
-            f"use qnn.mean, or cast first)"
+            f"mean needs float16, float32, int32 or int64 data, got {data.dtype} (for quantized "
+            f"data use qnn.mean, or cast to int32 first, as Relay's TFLite MEAN does)"
         )
     return _reduce_type(data, attrs)
 
@@ -100,10 +100,18 @@ def sum_(data, attrs):
 
 @register_op("mean", inputs=("data",), attrs=ReduceAttrs, type_rel=_mean_rel, kind="reduce")
 def mean(data, attrs):
-    """Arithmetic mean over the reduced axes (as in sum), float16/float32 only (integer data
-    fails the type relation): accumulated in float64, rounded once. The mean of nothing is nan."""
+    """Arithmetic mean over the reduced axes (as in sum). float16/float32: accumulated in
+    float64, rounded once; the mean of nothing is nan. int32/int64 (Relay's integer mean, what
+    TVM's TFLite frontend builds MEAN from): the sum in the data's dtype (wrapping, as sum),
+    divided by the count truncating toward zero (C's ``/``); the mean of nothing is 0."""
     axes = reduce_axes(data.ndim, attrs)
     count = math.prod(data.shape[a] for a in axes)
+    if data.dtype.kind == "i":
+        total = np.asarray(sum_(data, attrs)).astype(np.int64)
+        if count == 0:
+            return np.zeros_like(total, data.dtype)
+        quotient = np.abs(total) // count * np.sign(total)
+        return quotient.astype(data.dtype)
     total = np.sum(data, axis=axes, dtype=np.float64, keepdims=attrs.keepdims)
     with np.errstate(invalid="ignore"):
         return np.asarray(total / np.float64(count)).astype(data.dtype)

@@ -11,13 +11,17 @@ finds it.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from partita.backends import Backend, register_backend
+from partita.backends import get_pattern_table as _get_pattern_table
 from partita.backends import register_pattern_table as _register_pattern_table
 from partita.backends.registry import find_backend
 from partita.errors import PartitaError
-from partita.ops import get_op
+from partita.ops import has_op
+
+log = logging.getLogger(__name__)
 
 _TVM_NAMES: dict[str, str] = {}  # backend name -> the TVM target name it was declared as
 
@@ -43,8 +47,25 @@ def register_pattern_table(name: str, table=None):
     becomes the pattern table of backend ``target_name(name)``."""
     if table is None:
         return lambda fn: register_pattern_table(name, fn)
+    _TABLES[target_name(name)] = table
     _register_pattern_table(target_name(name))(lambda: sanitise_table(table()))
     return table
+
+
+_TABLES: dict = {}  # backend name -> the table function registered under TVM's name
+
+
+def get_pattern_table(name: str):
+    """TVM's ``get_pattern_table("cmsis-nn")``: the table registered for that target as its
+    function returns it (TVM's composite names), partita's own for a partita backend, or None
+    (TVM's answer for a target without a table)."""
+    backend = target_name(name)
+    if backend in _TABLES:
+        return _TABLES[backend]()
+    try:
+        return _get_pattern_table(backend)
+    except PartitaError:
+        return None
 
 
 def sanitise_table(table) -> list:
@@ -66,7 +87,9 @@ def register_op_attr(op_name: str, attr_key: str, value=None, level: int = 10):
         raise PartitaError(
             f"register_op_attr: only 'target.<name>' keys are supported, got {attr_key!r}"
         )
-    get_op(op_name)  # an unknown op fails here, not by never matching
+    if not has_op(op_name):  # TVM registers the attribute of any op name; none of partita's
+        log.info("register_op_attr(%r): partita has no such op, nothing to place", op_name)
+        return None
     target = target_name(attr_key[len("target.") :])
     backend = find_backend(target)
     if backend is None:

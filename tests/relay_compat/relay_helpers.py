@@ -25,8 +25,12 @@ class AllowedListAnnotator(relay.ExprMutator):
 
 def set_func_attr(fn, compiler, symbol):
     """The attributes TVM's PartitionGraph gives a partition."""
-    for key, value in (("Primitive", 1), ("Inline", 1), ("Compiler", compiler),
-                       ("global_symbol", symbol)):
+    for key, value in (
+        ("Primitive", 1),
+        ("Inline", 1),
+        ("Compiler", compiler),
+        ("global_symbol", symbol),
+    ):
         fn = fn.with_attr(key, value)
     return fn
 

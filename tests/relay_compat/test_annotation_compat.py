@@ -18,8 +18,6 @@ from partita.relay.op.annotation import compiler_begin, compiler_end
 cb, ce = compiler_begin, compiler_end
 
 
-
-
 def _mod(body, params=None):
     fn = relay.Function(params, body) if params is not None else body
     return relay.IRModule.from_expr(fn)
@@ -207,12 +205,18 @@ def test_example_graph():
 
 def test_multiple_outputs():
     """A hand-annotated region with three outputs (relu and two of batch_norm's results)."""
-    shapes = {"data": (1, 3, 224, 224), "weight": (16, 3, 3, 3), "bn_gamma": (16,),
-              "bn_beta": (16,), "bn_mean": (16,), "bn_var": (16,)}
+    shapes = {
+        "data": (1, 3, 224, 224),
+        "weight": (16, 3, 3, 3),
+        "bn_gamma": (16,),
+        "bn_beta": (16,),
+        "bn_mean": (16,),
+        "bn_var": (16,),
+    }
 
     def conv_bn(args):
         conv = relay.nn.conv2d(args[0], args[1], padding=(1, 1))
-        bn = relay.nn.batch_norm(conv, *args[2:])
+        bn = relay.nn.batch_norm(conv, *args[2:]).astuple()
         return relay.nn.relu(relay.TupleGetItem(bn, 0)), bn
 
     params = [_v(n, s) for n, s in shapes.items()]
@@ -342,8 +346,9 @@ def test_an_unsupported_call_without_inputs_feeds_a_region_bare(targets):
     before = _mod(relay.add(x, relay.zeros(shape=(10, 10), dtype="float32")), [x])
     x = _v("x")
     z = relay.zeros(shape=(10, 10), dtype="float32")
-    after = _mod(ce(relay.add(cb(x, "test_zeros_feed"), cb(z, "test_zeros_feed")),
-                    "test_zeros_feed"), [x])
+    after = _mod(
+        ce(relay.add(cb(x, "test_zeros_feed"), cb(z, "test_zeros_feed")), "test_zeros_feed"), [x]
+    )
     result = transform.AnnotateTarget("test_zeros_feed")(before)
     relay.assert_structural_equal(result, _typed(after))
     out = transform.PartitionGraph()(result)
@@ -354,6 +359,7 @@ def test_an_unsupported_call_without_inputs_feeds_a_region_bare(targets):
 def test_extern_opt():
     """TVM's relay.ext.<target>.optimize hook runs on each partition of its target: here
     FoldConstant folds the partition's add of two bound constants into one constant."""
+
     def optimize(mod):
         return transform.FoldConstant()(mod)
 

@@ -67,7 +67,7 @@ def test_tuple_get_item_merge():
         return [_v("x", (1, 8))] + [_v(n, (8,)) for n in ("gamma", "beta", "mean", "var")]
 
     def bn_relu(args):
-        return relay.nn.relu(relay.TupleGetItem(relay.nn.batch_norm(*args), 0))
+        return relay.nn.relu(relay.TupleGetItem(relay.nn.batch_norm(*args).astuple(), 0))
 
     params = inputs()
     before = relay.IRModule.from_expr(relay.Function(params, bn_relu(params)))
@@ -91,8 +91,9 @@ def test_einsum_reshape_pattern():
     table = [("einsum_reshape", is_op("reshape")(z) | z)]
 
     def body(a, b):
-        return relay.einsum([relay.reshape(a, [20, 5]), relay.reshape(b, [20, 5])],
-                            "...ab,...cb->...ac")
+        return relay.einsum(
+            [relay.reshape(a, [20, 5]), relay.reshape(b, [20, 5])], "...ab,...cb->...ac"
+        )
 
     a, b = _v("a", (10, 10)), _v("b", (10, 10))
     before = relay.IRModule.from_expr(relay.Function([a, b], body(a, b)))
@@ -290,9 +291,14 @@ def test_not_bind_constant(targets, bind):
     x = _v("x", (1, 2, 6, 6))
     w = relay.const(np.random.default_rng(0).standard_normal((4, 2, 3, 3)).astype(np.float32))
     mod = relay.IRModule.from_expr(relay.Function([x], relay.nn.relu(relay.nn.conv2d(x, w))))
-    seq = transform.Sequential([transform.InferType(), transform.AnnotateTarget("acc_nb"),
-                                transform.MergeCompilerRegions(),
-                                transform.PartitionGraph(bind_constants=bind)])
+    seq = transform.Sequential(
+        [
+            transform.InferType(),
+            transform.AnnotateTarget("acc_nb"),
+            transform.MergeCompilerRegions(),
+            transform.PartitionGraph(bind_constants=bind),
+        ]
+    )
     out = seq(mod)
     (part,) = [f for f in out.functions.values() if "Compiler" in f.attrs]
     assert len(part.params) == (1 if bind else 2)
@@ -378,20 +384,23 @@ def test_duplicate_merge_and_tuplegetitem(targets):
     targets("acc_bn", ["nn.batch_norm", "nn.relu"])
     data = _v("data", (10, 10))
     params = [_v(n, (10,)) for n in ("bn_gamma", "bn_beta", "bn_mean", "bn_var")]
-    bn = relay.nn.batch_norm(data, *params)
+    bn = relay.nn.batch_norm(data, *params).astuple()
     mean = relay.TupleGetItem(bn, 1)
-    body = relay.Tuple([relay.nn.relu(relay.TupleGetItem(bn, 0)), relay.tanh(mean),
-                        relay.log(mean)])
+    body = relay.Tuple(
+        [relay.nn.relu(relay.TupleGetItem(bn, 0)), relay.tanh(mean), relay.log(mean)]
+    )
     mod = relay.IRModule.from_expr(relay.Function([data, *params], body))
     out = _partition(mod, ["acc_bn"])
     assert _partition_ops(out) == [("nn.batch_norm", "nn.relu")]
     assert _region_outputs(out) == [2]
     rng = np.random.default_rng(1)
-    feed = {"data": rng.standard_normal((10, 10)).astype("float32"),
-            "bn_gamma": rng.uniform(0.5, 1.5, 10).astype("float32"),
-            "bn_beta": rng.standard_normal(10).astype("float32"),
-            "bn_mean": rng.uniform(0.5, 1.5, 10).astype("float32"),
-            "bn_var": rng.uniform(0.5, 1.5, 10).astype("float32")}
+    feed = {
+        "data": rng.standard_normal((10, 10)).astype("float32"),
+        "bn_gamma": rng.uniform(0.5, 1.5, 10).astype("float32"),
+        "bn_beta": rng.standard_normal(10).astype("float32"),
+        "bn_mean": rng.uniform(0.5, 1.5, 10).astype("float32"),
+        "bn_var": rng.uniform(0.5, 1.5, 10).astype("float32"),
+    }
     for got, want in zip(_run(out, **feed), _run(mod, **feed)):
         np.testing.assert_array_equal(got, want)
 
@@ -402,7 +411,7 @@ def test_flatten_tuple_output(targets):
     the TupleWrapper's items, so the graph is written with them.)"""
     targets("acc_flat", ["split", "abs"])
     a = relay.var("a", shape=(10, 10), dtype="float32")
-    parts = relay.split(a, indices_or_sections=2)
+    parts = relay.split(a, indices_or_sections=2).astuple()
     first = relay.abs(relay.TupleGetItem(parts, 0))
     items = [relay.TupleGetItem(parts, k) for k in range(2)]
     body = relay.Tuple([relay.concatenate(items, axis=0), relay.nn.relu(first)])
@@ -422,8 +431,12 @@ def test_constant_tuples(targets):
     b = relay.var("b", shape=(10, 10), dtype="uint8")
     one, zero = relay.const(np.int32(1)), relay.const(np.float32(0.5))
     con = relay.qnn.concatenate(
-        relay.Tuple([relay.abs(a), b]), relay.Tuple([zero, zero]), relay.Tuple([one, one]),
-        zero, one, axis=1,
+        relay.Tuple([relay.abs(a), b]),
+        relay.Tuple([zero, zero]),
+        relay.Tuple([one, one]),
+        zero,
+        one,
+        axis=1,
     )
     mod = relay.IRModule.from_expr(relay.Function([a, b], con))
     out = _partition(mod, ["const_tuples"])

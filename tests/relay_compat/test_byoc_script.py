@@ -25,7 +25,7 @@ def test_ethosn_style_script_partitions_and_keeps_the_bits(ethosn):
     lifted = [fn for fn in out.functions.values() if "Compiler" in fn.attrs]
     assert [fn.attrs["Compiler"] for fn in lifted] == ["ethos-n"]  # TVM's name, kept
     assert "tvmgen_default_ethos_n_main_0" in out.functions  # TVM's (sanitised) symbol
-    assert str(out).count('Composite="ethos_n.qnn_conv2d"') == 2
+    assert str(out).count('Composite="ethos-n.qnn_conv2d"') == 2
     data = rng.integers(-128, 128, (1, 3, 4, 4), dtype="int8")
     np.testing.assert_array_equal(relay.interpret(out, [data]), relay.interpret(mod, [data]))
 

@@ -25,8 +25,6 @@ from partita.relay.op.annotation import compiler_end as ce
 K_BROADCAST = 1
 
 
-
-
 def _v(name, shape=(), dtype="float32"):
     return relay.var(name, shape=shape, dtype=dtype)
 

@@ -221,7 +221,7 @@ class _Batchnorm(DFPatternCallback):
             get(self.mean),
             get(self.var),
             epsilon=eps,
-        )
+        ).astuple()
         return relay.TupleGetItem(bn, 0)
 
 
@@ -243,7 +243,7 @@ def _bn_expr(x, var, mean, beta, gamma, sub=False):
 def test_fuse_batchnorm():
     x, var, mean, beta, gamma = _bn_vars()
     out = rewrite(_Batchnorm(), _bn_expr(x, var, mean, beta, gamma))
-    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=float(np.float32(1e-5)))
+    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=float(np.float32(1e-5))).astuple()
     assert relay.structural_equal(out, relay.TupleGetItem(bn, 0))
     import partita
 
@@ -260,8 +260,8 @@ def test_fuse_double_batchnorm():
     x, var, mean, beta, gamma = _bn_vars()
     twice = _bn_expr(_bn_expr(x, var, mean, beta, gamma), var, mean, beta, gamma)
     eps = float(np.float32(1e-5))
-    bn = relay.TupleGetItem(relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=eps), 0)
-    bn2 = relay.TupleGetItem(relay.nn.batch_norm(bn, gamma, beta, mean, var, epsilon=eps), 0)
+    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=eps)[0]
+    bn2 = relay.nn.batch_norm(bn, gamma, beta, mean, var, epsilon=eps)[0]
     assert relay.structural_equal(rewrite(_Batchnorm(), twice), bn2)
 
 
@@ -270,7 +270,7 @@ def test_partial_fuse_double_batchnorm():
     fake = _bn_expr(x, var, mean, beta, gamma, sub=True)
     out = rewrite(_Batchnorm(), _bn_expr(fake, var, mean, beta, gamma))
     eps = float(np.float32(1e-5))
-    bn2 = relay.TupleGetItem(relay.nn.batch_norm(fake, gamma, beta, mean, var, epsilon=eps), 0)
+    bn2 = relay.nn.batch_norm(fake, gamma, beta, mean, var, epsilon=eps)[0]
     assert relay.structural_equal(out, bn2)
 
 
@@ -373,7 +373,7 @@ def test_partition_option():
 def test_overlappting_partitions():  # TVM's spelling
     """Two items of one batch_norm tuple: the matches overlap, so nothing is wrapped."""
     x, var, mean, beta, gamma = _bn_vars()
-    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=1e-5)
+    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=1e-5).astuple()
     add = relay.add(relay.TupleGetItem(bn, 0), relay.TupleGetItem(bn, 0))
     bn_node = is_op("nn.batch_norm")(*(wildcard() for _ in range(5)))
     assert is_tuple_get_item(bn_node, 0).partition(add) is add
@@ -392,7 +392,7 @@ def test_fuse_batchnorm_commutation():
         relay.add(relay.multiply(relay.divide(d, s), gamma), beta),
     ]
     eps_value = float(np.float32(1e-5))
-    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=eps_value)
+    bn = relay.nn.batch_norm(x, gamma, beta, mean, var, epsilon=eps_value).astuple()
     for form in forms:
         assert relay.structural_equal(rewrite(_Batchnorm(), form), relay.TupleGetItem(bn, 0))
 
@@ -437,12 +437,16 @@ def test_matched_outside_but_dominated():
     out = pattern.partition(expr)
     assert out.op.attrs["PartitionedFromPattern"] == "nn.conv2d_add_multiply_"
     assert [a.short() if not isinstance(a, relay.Var) else a.name_hint for a in out.args][:3] == [
-        "data", "weight", "bias"
+        "data",
+        "weight",
+        "bias",
     ]
     assert out.args[3].op.name == "sigmoid"
     rng = np.random.default_rng(0)
-    feed = {n: rng.standard_normal(v.type_annotation.shape).astype("float32")
-            for n, v in (("data", data), ("weight", weight), ("bias", bias))}
+    feed = {
+        n: rng.standard_normal(v.type_annotation.shape).astype("float32")
+        for n, v in (("data", data), ("weight", weight), ("bias", bias))
+    }
     got = relay.interpret(relay.IRModule.from_expr(out), feed)[0]
     np.testing.assert_array_equal(got, relay.interpret(relay.IRModule.from_expr(expr), feed)[0])
     # an outside user that reaches the output on its own still refuses the match

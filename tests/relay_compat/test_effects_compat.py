@@ -49,8 +49,13 @@ def test_partitioned_references_keep_their_order(targets):
     mod = relay.IRModule.from_expr(
         relay.Function([x], relay.Tuple([relay.expr.RefRead(ref), write, relay.expr.RefRead(ref)]))
     )
-    out = transform.Sequential([transform.AnnotateTarget("acc_ref"),
-                                transform.MergeCompilerRegions(), transform.PartitionGraph()])(mod)
+    out = transform.Sequential(
+        [
+            transform.AnnotateTarget("acc_ref"),
+            transform.MergeCompilerRegions(),
+            transform.PartitionGraph(),
+        ]
+    )(mod)
     (part,) = [f for f in out.functions.values() if "Compiler" in f.attrs]
     assert [c.op.name for c in iter_calls(part)] == ["negative", "nn.relu"]
     feed = {"x": np.array([1.0, -2.0, 3.0, -4.0], "float32")}

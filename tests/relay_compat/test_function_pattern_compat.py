@@ -94,9 +94,9 @@ def test_partition_fuzzy_function_args():
         out = pattern.partition(relay.add(call, b))
         fresh = [_v(f"q{i}") for i in range(n + 1)]
         label = ("add_" if n == 3 else "") + "add_FunctionCall_add_"
-        expected = relay.Function(
-            fresh, relay.add(relay.Call(f, fresh[:-1]), fresh[-1])
-        ).with_attr("PartitionedFromPattern", label)
+        expected = relay.Function(fresh, relay.add(relay.Call(f, fresh[:-1]), fresh[-1])).with_attr(
+            "PartitionedFromPattern", label
+        )
         assert relay.structural_equal(out, relay.Call(expected, [x, y, z][:n] + [b]), True)
 
 

@@ -21,20 +21,23 @@ def _bn_params(suffix=""):
 
 
 def _conv(data, weight):
-    return relay.nn.conv2d(data=data, weight=weight, kernel_size=(3, 3), channels=16,
-                           padding=(1, 1))
+    return relay.nn.conv2d(
+        data=data, weight=weight, kernel_size=(3, 3), channels=16, padding=(1, 1)
+    )
 
 
 def _conv_bn(size):
     data, weight = _v("data", (1, 3, size, size)), _v("weight", (16, 3, 3, 3))
     bn = _bn_params()
-    out = relay.nn.batch_norm(_conv(data, weight), *bn)
+    out = relay.nn.batch_norm(_conv(data, weight), *bn).astuple()
     return relay.IRModule.from_expr(relay.Function([data, weight, *bn], out))
 
 
 def _bn_only(size):
     data, bn = _v("data", (1, 16, size, size)), _bn_params()
-    return relay.IRModule.from_expr(relay.Function([data, *bn], relay.nn.batch_norm(data, *bn)))
+    return relay.IRModule.from_expr(
+        relay.Function([data, *bn], relay.nn.batch_norm(data, *bn).astuple())
+    )
 
 
 def _annotated(mod):
@@ -44,16 +47,23 @@ def _annotated(mod):
 
 
 def _lift(mod, inline=False):
-    passes = [transform.InferType(), transform.PartitionGraph(), transform.SimplifyInference(),
-              transform.FoldConstant(), transform.AlterOpLayout()]
+    passes = [
+        transform.InferType(),
+        transform.PartitionGraph(),
+        transform.SimplifyInference(),
+        transform.FoldConstant(),
+        transform.AlterOpLayout(),
+    ]
     with transform.PassContext(opt_level=3):
         return transform.Sequential(passes + ([transform.Inline()] if inline else []))(mod)
 
 
 def _feed(mod, seed):
     rng = np.random.default_rng(seed)
-    feed = {p.name_hint: rng.uniform(0.5, 2.0, p.type_annotation.shape).astype("float32")
-            for p in mod["main"].params}
+    feed = {
+        p.name_hint: rng.uniform(0.5, 2.0, p.type_annotation.shape).astype("float32")
+        for p in mod["main"].params
+    }
     return feed
 
 
@@ -71,7 +81,7 @@ def test_function_lifting():
 
     data0 = _v("data0", (1, 16, 224, 224))
     bn = _bn_params("1")
-    fn_bn = relay.Function([data0, *bn], relay.nn.batch_norm(data0, *bn))
+    fn_bn = relay.Function([data0, *bn], relay.nn.batch_norm(data0, *bn).astuple())
     fn_bn = set_func_attr(fn_bn, "test_compiler", "tvmgen_default_test_compiler_main_2")
     data1, weight1 = _v("data1", (1, 3, 224, 224)), _v("weight1", (16, 3, 3, 3))
     fn_conv = relay.Function([data1, weight1], _conv(data1, weight1))
@@ -81,8 +91,13 @@ def test_function_lifting():
     conv = relay.GlobalVar("tvmgen_default_test_compiler_main_0")(data, weight)
     out = relay.GlobalVar("tvmgen_default_test_compiler_main_2")(conv, *bn0)
     main = relay.Function([data, weight, *bn0], out)
-    expected = module({"main": main, "tvmgen_default_test_compiler_main_2": fn_bn,
-                       "tvmgen_default_test_compiler_main_0": fn_conv})
+    expected = module(
+        {
+            "main": main,
+            "tvmgen_default_test_compiler_main_2": fn_bn,
+            "tvmgen_default_test_compiler_main_0": fn_conv,
+        }
+    )
     relay.assert_structural_equal(lifted, expected)
 
     small = _conv_bn(8)
@@ -95,7 +110,7 @@ def test_function_lifting_inline():
     lifted = _lift(_annotated(_bn_only(224)), inline=True)
 
     data0, bn = _v("data0", (1, 16, 224, 224)), _bn_params("1")
-    fn = relay.Function([data0, *bn], relay.nn.batch_norm(data0, *bn))
+    fn = relay.Function([data0, *bn], relay.nn.batch_norm(data0, *bn).astuple())
     fn = set_func_attr(fn, "test_compiler", "tvmgen_default_test_compiler_main_0")
     data, bn0 = _v("data", (1, 16, 224, 224)), _bn_params()
     expected = module({"main": relay.Function([data, *bn0], fn(data, *bn0))})
@@ -113,9 +128,13 @@ def test_extern_compiler_sanitized_ops():
     x, y = _v("x", (8, 8)), _v("y", (8, 8))
     add = relay.add(x, y)
     concat = relay.concatenate([relay.log(add), relay.exp(add)], axis=0)
-    mod = module({"main": AllowedListAnnotator(["add", "subtract", "multiply"],
-                                               "unsanitary-name++").visit(
-        relay.Function([x, y], concat))})
+    mod = module(
+        {
+            "main": AllowedListAnnotator(
+                ["add", "subtract", "multiply"], "unsanitary-name++"
+            ).visit(relay.Function([x, y], concat))
+        }
+    )
     fused = transform.FuseOps(2)(transform.PartitionGraph()(mod))
 
     name = "tvmgen_default_unsanitary_name___main_0"

@@ -17,8 +17,12 @@ T = "test_while_let"
 
 
 def _vars():
-    return (relay.var("var1", shape=(2,)), relay.var("var2", shape=(), dtype="int32"),
-            relay.var("var3", shape=(2,)), relay.var("while_loop"))
+    return (
+        relay.var("var1", shape=(2,)),
+        relay.var("var2", shape=(), dtype="int32"),
+        relay.var("var3", shape=(2,)),
+        relay.var("while_loop"),
+    )
 
 
 def _int(v):
@@ -29,8 +33,9 @@ def _before():
     """let %while_loop = fn (%var2, %var3) { if (%var2 < 10) { %while_loop(%var2 + 1,
     %var3 + %var1) } else { %var3 } }; %while_loop(0, zeros_like(%var1))"""
     var1, var2, var3, loop = _vars()
-    body = relay.If(relay.less(var2, _int(10)),
-                    loop(relay.add(var2, _int(1)), relay.add(var3, var1)), var3)
+    body = relay.If(
+        relay.less(var2, _int(10)), loop(relay.add(var2, _int(1)), relay.add(var3, var1)), var3
+    )
     call = loop(_int(0), relay.zeros_like(var1))  # a Var is called as in Relay
     ret = relay.Let(loop, relay.Function([var2, var3], body), call)
     return relay.IRModule.from_expr(relay.Function([var1], ret))
@@ -71,13 +76,17 @@ def test_while_let_runs_and_partitions(targets):
     feed = {"var1": np.array([1.5, -2.0], "float32")}
     (want,) = relay.interpret(mod, feed)
     np.testing.assert_array_equal(want, feed["var1"] * 10)  # ten turns of the loop
-    out = transform.Sequential([transform.AnnotateTarget(T), transform.MergeCompilerRegions(),
-                                transform.PartitionGraph()])(mod)
+    out = transform.Sequential(
+        [transform.AnnotateTarget(T), transform.MergeCompilerRegions(), transform.PartitionGraph()]
+    )(mod)
     lifted = [f for f in out.functions.values() if "Compiler" in f.attrs]
     assert sorted(f.body.op.name for f in lifted) == ["add", "add", "less", "zeros_like"]
     # numbered across the whole function, as Relay numbers regions: the loop body's first
-    number = {f.body.op.name: int(n.rsplit("_", 1)[1]) for n, f in out.functions.items()
-              if "Compiler" in f.attrs}
+    number = {
+        f.body.op.name: int(n.rsplit("_", 1)[1])
+        for n, f in out.functions.items()
+        if "Compiler" in f.attrs
+    }
     assert number["zeros_like"] > max(number["less"], number["add"])
     np.testing.assert_array_equal(relay.interpret(out, feed)[0], want)
     relay.assert_structural_equal(relay.from_text(str(out)), out)  # the text form round-trips

@@ -1,0 +1,256 @@
+"""Run TVM v0.16's BYOC pattern-table modules through partita.relay (issue 27).
+
+    python tools/relay_compat_byoc.py FOLDER [--module cmsisnn] [--model PATH.tflite ...]
+
+FOLDER holds the shim's ``tvm/`` package (/work/shared/relay-compat) and, in FOLDER/contrib/,
+TVM v0.16.0's python/tvm/relay/op/contrib/<name>.py files, byte for byte (TVM's code: never
+commit them). Each
+module is loaded as ``tvm.relay.op.contrib.<name>`` (so its relative imports resolve to
+partita.relay), with stand-ins (below) only for TVM's C++ and driver machinery; its
+``partition_for_<target>`` runs on int8 TFLite models imported by partita, and the script prints
+the share of ops placed on the accelerator and whether the partitioned graph gives the same bits
+as the unpartitioned one in partita's reference interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import types
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = [
+    "tests/models/tflite/nets/mobilenet_v1_025_128.tflite",
+    "tests/models/tflite/nets/mobilenet_v2_035_96.tflite",
+    "tests/models/tflite/nets/resnet_mini_64.tflite",
+]
+
+
+# ---- stand-ins for TVM's C++ and driver machinery ---------------------------------------------
+
+
+def _identity_pass(name):
+    from partita.relay.transform import module_pass
+
+    return lambda *a, **k: module_pass(lambda mod, ctx: mod, opt_level=0, name=name)
+
+
+def _effective_conv2d_padding(conv2d, pad):
+    """CMSIS-NN's C++ GetEffectiveConv2DPadding: the pad's H/W widths plus the conv's padding."""
+    layout = conv2d.attrs.data_layout
+    h, w = layout.index("H"), layout.index("W")
+    widths = pad.attrs.pad_width
+    top, left, bottom, right = conv2d.attrs.padding
+    return (
+        widths[h][0] + top,
+        widths[w][0] + left,
+        widths[h][1] + bottom,
+        widths[w][1] + right,
+    )
+
+
+def _install_standins(folder: str) -> None:
+    sys.path.insert(0, folder)
+    sys.path.insert(0, REPO)
+    import tvm  # the shim
+
+    ffi = types.ModuleType("tvm._ffi")
+
+    def init_api(namespace, target_module_name):
+        mod = sys.modules[target_module_name]
+        if namespace == "relay.ext.cmsisnn.transform":  # C++ passes run on the partitions
+            for name in (
+                "GenerateCMSISNNConstants",
+                "CMSISNNFusePads",
+                "ScalarToTensorConstants",
+                "ExtractConstantsFromPartitionedFunction",
+            ):
+                setattr(mod, name, _identity_pass(name))
+            mod.GetEffectiveConv2DPadding = _effective_conv2d_padding
+
+    ffi._init_api = init_api
+    ffi.register_func = tvm.register_func
+    sys.modules["tvm._ffi"] = tvm._ffi = ffi
+    target = types.ModuleType("tvm.target")
+
+    class Target:
+        """TVM's target object: only the kinds TVM was built with matter here."""
+
+        @staticmethod
+        def list_kinds():
+            return ["llvm", "c", "cmsis-nn", "ethos-n", "ethos-u"]
+
+        def __init__(self, spec, host=None):
+            self.kind = types.SimpleNamespace(name=str(spec).split()[0])
+            self.attrs = {}
+
+    target.Target = Target
+    sys.modules["tvm.target"] = tvm.target = target
+    _ethosn_standins(tvm)
+    # tvm.ir.Op: the shim has no alias for it; partita's is partita.relay.op.Op
+    tvm.ir.__dict__.setdefault("Op", sys.modules["tvm.relay"].op.Op)
+    _ethosu_standins(tvm, folder)
+    # DNNL's C++ layout queries (only its AlterOpLayout hooks call them)
+    sys.modules["tvm.relay"].__dict__.setdefault("_ffi_api", _Unavailable("tvm.relay._ffi_api"))
+
+
+class _Unavailable(types.ModuleType):
+    """C++ functions no partitioning step calls: importable, raising if called."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def absent(*args, **kwargs):
+            raise NotImplementedError(f"{self.__name__}.{name} is TVM's C++ (a stand-in here)")
+
+        return absent
+
+
+class _EthosNSupport(types.ModuleType):
+    """The Ethos-N driver's support checks (C++ over the driver library): every check says
+    supported, so the pattern table's own Python checks decide; the driver's post-partition
+    passes are identities."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in ("ConvertEquivalents", "InlineNonComputeIntensivePartitions"):
+            return _identity_pass(name)
+        return lambda *args: True
+
+
+def _ethosn_standins(tvm) -> None:
+    support = _EthosNSupport("tvm.relay.op.contrib._ethosn")
+    sys.modules[support.__name__] = support
+    contrib = sys.modules["tvm.relay.op.contrib"]
+    contrib.__dict__["_ethosn"] = support
+    tvm.register_func("relay.ethos-n.query", lambda: False, override=True)  # no hardware
+    tvm.register_func("relay.ethos-n.api.version", lambda: "3.2.0", override=True)
+    tvm.register_func("relay.ext.ethos-n.get_compiler_attrs", lambda: None, override=True)
+
+
+def _ethosu_standins(tvm, folder: str) -> None:
+    """tvm.relay.backend.contrib.ethosu: TVM's own util.py (FOLDER/backend/ethosu_util.py, byte
+    for byte) over stand-ins for its C++ (_ffi_api, runtime.Object); ``preprocess_ext_io`` (C++)
+    and ``codegen.replicate_pads`` (a graph rewrite before the codegen; the models here have no
+    pad read by two convolutions) are identities."""
+    path = os.path.join(folder, "backend", "ethosu_util.py")
+    if not os.path.exists(path):
+        return
+    pkg = "tvm.relay.backend.contrib.ethosu"
+    for name in ("tvm.relay.backend.contrib", pkg):
+        m = types.ModuleType(name)
+        m.__path__ = []
+        sys.modules[name] = m
+    sys.modules[pkg + "._ffi_api"] = _Unavailable(pkg + "._ffi_api")
+    sys.modules[pkg]._ffi_api = sys.modules[pkg + "._ffi_api"]
+    tvm._ffi.register_object = lambda *a, **k: a[0] if a and callable(a[0]) else (lambda c: c)
+    tvm.runtime.__dict__["Object"] = object
+    spec = importlib.util.spec_from_file_location(pkg + ".util", path)
+    util = importlib.util.module_from_spec(spec)
+    sys.modules[pkg + ".util"] = util
+    spec.loader.exec_module(util)
+    pre = types.ModuleType(pkg + ".preprocess")
+    pre.preprocess_ext_io = _identity_pass("PreprocessExternalIO")
+    codegen = types.ModuleType(pkg + ".codegen")
+    codegen.replicate_pads = lambda mod: mod
+    for m in (util, pre, codegen):
+        sys.modules[m.__name__] = m
+        setattr(sys.modules[pkg], m.__name__.rsplit(".", 1)[1], m)
+
+
+def load_module(folder: str, name: str):
+    """TVM's contrib module ``name`` as ``tvm.relay.op.contrib.<name>``."""
+    full = f"tvm.relay.op.contrib.{name}"
+    spec = importlib.util.spec_from_file_location(
+        full, os.path.join(folder, "contrib", f"{name}.py")
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[full] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+
+
+def op_fraction(mod) -> tuple[int, int]:
+    """(ops inside partitions, all ops) counting every op call of the partitioned module."""
+    from partita.ir import Call, Function, Op
+    from partita.ir.visitor import post_order
+
+    on, total = 0, 0
+    for fn in mod.functions.values():
+        n = sum(1 for x in post_order(fn) if type(x) is Call and isinstance(x.op, Op))
+        total += n
+        if "Compiler" in fn.attrs:
+            on += n
+        assert isinstance(fn, Function)
+    return on, total
+
+
+def composites(mod) -> dict:
+    from partita.ir import Function
+    from partita.ir.visitor import post_order
+
+    out: dict = {}
+    for fn in mod.functions.values():
+        for x in post_order(fn):
+            if type(x) is Function and "Composite" in x.attrs:
+                out[x.attrs["Composite"]] = out.get(x.attrs["Composite"], 0) + 1
+    return out
+
+
+def run(folder: str, module: str, models: list[str]) -> None:
+
+    from partita import relay
+
+    contrib = load_module(folder, module)
+    partition = next(getattr(contrib, n) for n in dir(contrib) if n.startswith("partition_for_"))
+    for path in models:
+        # the graph TVM's TFLite frontend gives (relay.frontend.tvm_graph: exact rewrites)
+        mod, _ = relay.frontend.from_tflite(os.path.join(REPO, path))
+        ref = relay.IRModule(dict(mod.functions), mod.attrs)
+        try:
+            out = partition(relay.IRModule(dict(mod.functions), mod.attrs))
+        except Exception as e:  # report and go on: one model's failure is a result too
+            cause = e.__cause__ or e
+            print(
+                f"{module:8s} {os.path.basename(path):32s} FAILED: {type(cause).__name__}: "
+                f"{str(cause).splitlines()[0][:300]}"
+            )
+            continue
+        on, total = op_fraction(out)
+        rng = np.random.default_rng(0)
+        t = mod["main"].params[0].checked_type
+        data = rng.integers(-128, 128, t.shape, dtype=t.dtype)
+        same = all(
+            np.array_equal(a, b)
+            for a, b in zip(relay.interpret(out, [data]), relay.interpret(ref, [data]))
+        )
+        print(
+            f"{module:8s} {os.path.basename(path):32s} on accelerator {on}/{total} "
+            f"({100 * on / max(total, 1):.1f}%) bit-exact={same} composites={composites(out)}"
+        )
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder")
+    ap.add_argument("--module", action="append", default=None)
+    ap.add_argument("--model", action="append", default=None)
+    args = ap.parse_args(argv)
+    folder = os.path.abspath(args.folder)
+    _install_standins(folder)
+    for module in args.module or ["cmsisnn"]:
+        run(folder, module, args.model or MODELS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
