@@ -5,8 +5,9 @@
 
 Each case takes a seed model (the committed test models), applies a few structure-aware edits
 (tools/fuzz_mutate.py: shapes, scales, zero points, dilations, pads, strides, indices, node
-outputs, opsets, ... and byte flips), then imports it, builds it for ``"npu, ref"`` and, when its
-inputs are small, runs it once. A case ends in one of:
+outputs, opsets, ... and byte flips), then imports it, builds it for ``--target`` (default
+``"npu, ref"``; ``"npu, llvm"`` also compiles the host regions to native code and runs that) and,
+when its inputs are small, runs it once. A case ends in one of:
 
   ok        the model imported, built and ran
   refused   a PartitaError subclass (the only acceptable failure)
@@ -45,6 +46,7 @@ import fuzz_mutate as fm  # noqa: E402
 MODELS = ROOT / "tests" / "models"
 SUFFIX = {"tflite": ".tflite", "onnx": ".onnx"}
 SEED_LIMIT = 1 << 20  # seed models up to 1 MB: small enough to mutate and run thousands of times
+TARGET = "npu, ref"  # what each case builds for (--target; workers are forked after it is set)
 
 
 class Hang(BaseException):
@@ -98,7 +100,7 @@ def check(fmt: str, data: bytes) -> tuple[str, str, str]:
 
     try:
         mod = from_tflite(data) if fmt == "tflite" else from_onnx(data)
-        exe = build(mod, "npu, ref")
+        exe = build(mod, TARGET)
         if sum(int(np.prod(t.shape)) for t in exe.input_types) <= 1 << 18:
             exe.run(*[_random(t) for t in exe.input_types])
         return "ok", "", ""
@@ -359,6 +361,7 @@ def _summary(tally: Tally, elapsed: float, args) -> dict:
 
 
 def main(argv=None) -> int:
+    global TARGET
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, help="number of cases (default: until --seconds)")
     parser.add_argument("--seconds", type=float, help="stop starting cases after this long")
@@ -372,6 +375,8 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--budget", default="256m", help="PARTITA_MEMORY_BUDGET in the workers (default 256m)"
     )
+    parser.add_argument("--target", default="npu, ref",
+                        help='what each case builds for (default "npu, ref"; e.g. "npu, llvm")')
     parser.add_argument("--out", help="folder for reproducers and summary.json")
     parser.add_argument("--progress", type=int, default=1000, help="print every N cases (0: no)")
     args = parser.parse_args(argv)
@@ -379,6 +384,7 @@ def main(argv=None) -> int:
     if args.cases is None and args.seconds is None:
         parser.error("give --cases N or --seconds T")
     os.environ["PARTITA_MEMORY_BUDGET"] = args.budget  # the workers inherit it
+    TARGET = args.target
     summary = campaign(args)
     print(json.dumps({k: v for k, v in summary.items() if k != "refusal_classes"}, indent=1))
     return 1 if summary["findings"] else 0
