@@ -89,3 +89,26 @@ def test_a_tvm_style_qnn_conv2d_transpose_pattern_matches():
         output_padding=1,
     ).numpy()
     np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+def test_the_new_ops_print_and_parse_back():
+    x = relay.var("x", shape=(1, 2, 4, 4, 4), dtype="float32")
+    w = relay.var("w", shape=(3, 2, 1, 1, 1), dtype="float32")
+    d = relay.var("d", shape=(1, 2, 4, 4), dtype="int8")
+    k = relay.var("k", shape=(2, 2, 3, 3), dtype="int8")
+    conv = relay.nn.conv3d(x, w, padding=(1, 0, 0, 0, 1, 1))
+    pool = relay.nn.avg_pool3d(conv, pool_size=2, count_include_pad=True, ceil_mode=True)
+    qd = relay.qnn.op.conv2d_transpose(
+        d,
+        k,
+        relay.const(1, "int32"),
+        relay.const(0, "int32"),
+        relay.const(0.5),
+        relay.const(0.25),
+        strides=(2, 2),
+        output_padding=(1, 1),
+    )
+    fn = relay.Function([x, w, d, k], relay.Tuple([pool, qd]))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(fn))
+    again = relay.transform.InferType()(relay.parse(str(mod)))
+    assert relay.structural_equal(again["main"], mod["main"])
