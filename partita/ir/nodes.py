@@ -354,6 +354,8 @@ class TupleGetItem(Expr):
 
     def __init__(self, tuple_value: Expr, index: int, span: Span | None = None):
         self._init(span)
+        if not isinstance(tuple_value, Expr) and hasattr(tuple_value, "astuple"):
+            tuple_value = tuple_value.astuple()  # partita.relay's TupleWrapper: its call
         if not isinstance(tuple_value, Expr):
             raise PartitaError(f"TupleGetItem of a non-expression {tuple_value!r}")
         object.__setattr__(self, "tuple_value", tuple_value)
