@@ -18,6 +18,7 @@ from partita.backends.llvm.emit.module import (
     signature,
     wants_unrolling,
 )
+from partita.backends.llvm.lower import lower
 from partita.backends.llvm.lower.vector_plan import ISAS
 from partita.backends.llvm.runtime.arena import plan_arena
 from partita.backends.llvm.runtime.cache import fetch, keep, region_key
@@ -33,7 +34,6 @@ from partita.backends.registry import Backend, Option, register_backend
 
 from .errors import LLVMError
 from .layout import LLVMConvertLayout
-from .lower import lower
 from .plan import plan_digest
 from .region import LLVMRegion, load_region
 
