@@ -22,7 +22,9 @@ from partita.backends.llvm.errors import LLVMError
 from partita.backends.llvm.kinds import Kind
 from partita.backends.llvm.plan import Kernel, Plan
 
-from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
+from partita.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem, TupleType, Var
+from partita.ir.graph import dataflow_order
+from partita.ir.refs import REF_NODES
 
 from .float_conv import weight_only
 from .half import lower_half, lower_tuple_item
@@ -31,7 +33,6 @@ from .tables import const_array
 from .vector_plan import (
     write_into_halos,
 )
-from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
 MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
@@ -139,7 +140,8 @@ class LowerContext:
             self.fn = Function(self.fn.params, body, self.fn.ret_type, self.fn.attrs)
         for p in self.fn.params:
             self.buffer(p)
-        order = value_order(self.fn.body)
+        # inputs first; control flow (If, Let, references) is a leaf: refused where it is read
+        order = dataflow_order(self.fn.body, leaves=(If, Let, *REF_NODES))
         for node in order:
             if isinstance(node, Call):
                 for a in node.args:
