@@ -44,6 +44,7 @@ class LowerContext:
         low.src(expr)                   the buffer holding ``expr`` (a constant: a CONST copy)
         low.emit(kind, call, inputs, params, arrays)   a kernel computing ``call``
         low.scratch(kind, inputs, shape, dtype, params, arrays)   a kernel into a new buffer
+        low.workspace(size)             a scratch buffer of bytes for a kernel's own use
         low.absorb(node)                ``node`` is computed inside another kernel (fused)
         low.defer(call)                 ``call`` waits to be inlined into its reader's EWISE
         low.deferred(expr)              the call waiting to be inlined for ``expr``, or None
@@ -214,6 +215,12 @@ class LowerContext:
         out = self.buffer(call)
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))
+
+    def workspace(self, size: int) -> int:
+        """A uint8 buffer of ``size`` bytes no IR value names, that a kernel uses as scratch
+        memory (the vector convolutions' padded input)."""
+        self.buffers.append(((int(size),), "uint8"))
+        return len(self.buffers) - 1
 
     def scratch(self, kind, inputs, shape, dtype: str, params, arrays=None) -> int:
         """A kernel writing an intermediate buffer no IR value names (IM2COL's windows)."""
