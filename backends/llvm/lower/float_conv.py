@@ -31,7 +31,7 @@ from partita.backends.llvm.numerics.sum_order import (
 
 from partita.ir import Call, Constant, Function
 
-from .float_ops import gemm_rows, panels
+from .float_ops import gemm_tile, panels, vector_registers
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -72,12 +72,12 @@ def _lower_gemm(low: LowerContext, call, weights) -> bool:
     src = low.src(x)
     m = n * oh * ow
     params = {"M": m, "K": kh * kw * c, "N": o, "tb": False, "bias": "none", "vec": o % 16 == 0,
-              "rows": gemm_rows(low.isa)}
+              **gemm_tile(low.isa)}
     wt = np.ascontiguousarray(weights.reshape(kh * kw * c, o).astype(np.float32))
-    arrays = {"wt": panels(wt) if params["vec"] else wt}
+    arrays = {"wt": panels(wt, 16 * params["cols"]) if params["vec"] else wt}
     if not pointwise and params["vec"]:
         # no im2col copy: the product reads each tap from the (zero-padded) image in place,
-        # row m at pixel (m // OW * sh, m % OW * sw) plus the tap's offset (float_gemm)
+        # row m at pixel (m // OW * sh, m % OW * sw) plus the tap's offset (emit/float/gemm.py)
         top, left, bottom, right = a.padding
         h, w = (int(d) for d in x.checked_type.shape[1:3])
         hp, wp = h + top + bottom, w + left + right
@@ -92,7 +92,7 @@ def _lower_gemm(low: LowerContext, call, weights) -> bool:
         im2col = {"strides": list(a.strides), "dilation": list(a.dilation),
                   "padding": list(a.padding), "kernel": [kh, kw], "in_zp": 0}
         src = low.scratch(Kind.IM2COL, [src], (n, oh, ow, kh * kw * c), "float32", im2col)
-    if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= 1 << 22:
+    if params["vec"] and low.threads > 1 and m >= 16 and m * o * kh * kw * c >= SPLIT_MACS:
         params["threads"] = 2
     last = epilogue(low, call, o, params, arrays, params["vec"], residual=params["vec"])
     inputs = [src] + ([low.src(params.pop("residual_of"))] if "residual_of" in params else [])
@@ -155,12 +155,24 @@ def _lower_tiles(low: LowerContext, call, weights, s: ConvShape, tiles: list[Til
     wt = np.zeros((g, k, mp), np.float32)
     wt[:, :, :m] = per
     params = {"images": s.images, "size": s.size, "G": g, "M": m, "Kg": k, "lda": k * g,
-              "Mp": mp, "O": o, "bias": "none",
+              "Mp": mp, "O": o, "bias": "none", "regs": vector_registers(low.isa),
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {"wt": wt}
     last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
-    low.emit(Kind.FCONV, last, [src], params, arrays)
+    low.emit(Kind.FCONV, last, [src], split_fconv(low, params), arrays)
     return True
+
+
+SPLIT_MACS = 1 << 22  # a float product this large (multiply-adds) is split over two threads
+
+
+def split_fconv(low: LowerContext, params: dict) -> dict:
+    """``params`` of an FCONV, with ``threads`` 2 where the region has two threads and the
+    product is worth a hand-off (emit/float/conv.py's k_fconv splits each tile's rows)."""
+    macs = params["images"] * params["size"] * params["G"] * params["M"] * params["Kg"]
+    if low.threads > 1 and macs >= SPLIT_MACS:
+        params["threads"] = 2
+    return params
 
 
 def epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict, relu_ok: bool,

@@ -17,7 +17,8 @@ from partita.backends.llvm.errors import refuse
 from partita.backends.llvm.kinds import Kind
 from partita.backends.llvm.numerics.sum_order import Unreproduced, gemm_tiles
 
-from .float_conv import VEC, const_value, epilogue
+from .float_conv import VEC, const_value, epilogue, split_fconv
+from .float_ops import vector_registers
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def emit_mlas_gemm(low: LowerContext, call, k: int, n: int, tb: bool, weight) ->
         refuse(call, str(e))
     mp = max(t.p0 + -(-(t.p1 - t.p0) // VEC) * VEC for t in tiles)
     params = {"images": 1, "size": rows, "G": 1, "M": n, "Kg": k, "lda": k, "Mp": mp, "O": n,
-              "bias": "none",  # rows are the tiles' m, columns their p
+              "bias": "none", "regs": vector_registers(low.isa),  # rows: tiles' m, columns: p
               "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(x) for x in t.blocks]] for t in tiles]}
     arrays, inputs = {}, [low.src(x)]
     if callable(weight):
@@ -70,7 +71,7 @@ def emit_mlas_gemm(low: LowerContext, call, k: int, n: int, tb: bool, weight) ->
         last = call
     else:
         last = epilogue(low, call, n, params, arrays, True, mp)
-    low.emit(Kind.FCONV, last, inputs, params, arrays)
+    low.emit(Kind.FCONV, last, inputs, split_fconv(low, params), arrays)
     return True
 
 

@@ -320,9 +320,10 @@ def _dense(low: LowerContext, call) -> bool:
     if isinstance(w, Constant):  # packed [K][N]: the inner loop over N is contiguous
         wdata = np.asarray(w.data, np.float32)
         wt = np.ascontiguousarray(wdata.T if tb else wdata)
-        params["vec"] = n >= 16  # float_gemm's register tiles (a masked last vector)
-        params["rows"] = gemm_rows(low.isa)
-        arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16)))) if params["vec"] else wt
+        params["vec"] = n >= 16  # gemm.py's register tiles (a masked last vector)
+        params.update(gemm_tile(low.isa))
+        width = 16 * params["cols"]
+        arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16))), width) if params["vec"] else wt
         if params["vec"] and low.threads > 1 and (
             (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
         ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
@@ -333,15 +334,22 @@ def _dense(low: LowerContext, call) -> bool:
     return True
 
 
-def gemm_rows(isa: str) -> int:
-    """float_gemm's register tile rows: 6 x 4 vectors takes 24 of AVX-512's 32 registers (6%
-    faster than 4 x 4 on ResNet50 v2); without AVX-512 a 16-float vector is two registers."""
-    return 6 if isa in ("vnni", "amx") else 4
+def gemm_tile(isa: str) -> dict:
+    """gemm.py's register tile, rows x vectors of 16 floats: 6 x 4 takes 24 of AVX-512's 32
+    registers (6% faster than 4 x 4 on ResNet50 v2); with 16 registers, where a 16-float vector
+    is two, 6 x 1 (12 accumulators, MLAS's FMA3 tile). The weights' panels are as wide."""
+    return {"rows": 6, "cols": 4 if vector_registers(isa) >= 32 else 1}
+
+
+def vector_registers(isa: str) -> int:
+    """The vector registers float kernels may tile over: AVX-512's 32, else 16 (AVX2's ymm; a
+    16-float vector takes two)."""
+    return 32 if isa in ("vnni", "amx") else 16
 
 
 def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
     """[K][N] weights as column panels, each [K][width] contiguous (then [K][vec] panels for
-    the columns past the last full panel): float_gemm's tiles stream one panel per k loop."""
+    the columns past the last full panel): gemm.py's tiles stream one panel per k loop."""
     k, n = wt.shape
     full = n // width * width
     parts = [wt[:, i : i + width].ravel() for i in range(0, full, width)]
@@ -350,7 +358,7 @@ def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
 
 
 def _bmm(low: LowerContext, call) -> bool:
-    """FBMM (float64 sums, or float_gemm's float32 FMA chains); a constant operand is read as
+    """FBMM (float64 sums, or gemm.py's float32 FMA chains); a constant operand is read as
     data (a CONST copy), as a run-time one."""
     x, y = call.args
     a = call.attrs
@@ -362,7 +370,7 @@ def _bmm(low: LowerContext, call) -> bool:
         "B": max(bx, by), "M": m, "K": k, "N": n, "bx": bx, "by": by,
         "ta": bool(a.transpose_a), "tb": bool(a.transpose_b),
         "vec": not a.transpose_b and n % 16 == 0,
-        "dot": a.transpose_b and not a.transpose_a and k % 16 == 0, "rows": gemm_rows(low.isa),
+        "dot": a.transpose_b and not a.transpose_a and k % 16 == 0, **gemm_tile(low.isa),
     }  # fmt: skip
     low.emit(Kind.FBMM, call, [low.src(x), low.src(y)], params)
     return True

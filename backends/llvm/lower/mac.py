@@ -52,7 +52,8 @@ def emit_mac(low: LowerContext, call: Call, where: str) -> None:
     vector = vector_kernel(kind, params, arrays, in_shape, out_shape, low.isa,
                            overread=not low.is_input_buffer(inputs[0]))
     if vector is None and params["pairs"]:
-        why = ("needs the vector kernels (-isa=vnni or avx2)" if low.isa == "plain" else
+        why = ("is x86's arithmetic: -isa=plain runs it only as the scalar WMAC kernel"
+               if low.isa == "plain" else
                f"runs on the vector kernels, which do not take {params['rounding']!r} "
                "requantization")
         raise LLVMError(
@@ -62,7 +63,7 @@ def emit_mac(low: LowerContext, call: Call, where: str) -> None:
     if vector is None and params["rounding"] in FLOAT_STAGES:
         raise LLVMError(
             f"llvm: {where}: {params['rounding']!r} requantization needs the vector kernels "
-            f"(-isa=vnni or avx2) and int8 weights"
+            f"and int8 weights"
         )
     if vector is None:
         del arrays["fscale"]

@@ -25,8 +25,9 @@ from partita.backends.llvm.numerics.sum_order import ConvShape, Unreproduced, co
 
 from partita.ops.nn_common import layout_dims
 
-from .float_conv import VEC, const_value, epilogue
+from .float_conv import VEC, const_value, epilogue, split_fconv
 from .float_dense import emit_mlas_gemm
+from .float_ops import vector_registers
 from .int_products import emit_gconv
 from .registry import OP, lowers
 
@@ -92,11 +93,11 @@ def _conv_tiles(low: LowerContext, call) -> bool:
             "kdims": [[cg, dense["I"]], [kh, dense["H"]], [kw, dense["W"]]]}
     packed = low.scratch(Kind.WPACK, [low.src(w)], (g, k, mp), F32, pack)
     params = {"images": n, "size": oh * ow, "G": g, "M": m, "Kg": k, "lda": k * g,
-              "Mp": mp, "O": o, "bias": "none",
+              "Mp": mp, "O": o, "bias": "none", "regs": vector_registers(low.isa),
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {}
     last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
-    low.emit(Kind.FCONV, last, [src, packed], params, arrays)
+    low.emit(Kind.FCONV, last, [src, packed], split_fconv(low, params), arrays)
     return True
 
 
@@ -145,8 +146,9 @@ def lower_mlas_bmm(low: LowerContext, call) -> bool:
                          {"G": bt, "M": n, "Mp": np_, "gstride": n * k, "mstride": k if tb else 1,
                           "kdims": [[k, 1 if tb else n]]})
     params = {"images": 1, "size": m, "G": bt, "M": n, "Kg": k, "lda": bt * k, "Mp": np_,
-              "O": bt * n, "bias": "none",
+              "O": bt * n, "bias": "none", "regs": vector_registers(low.isa),
               "tiles": [[t.m0, t.m1, t.p0, t.p1, [list(b) for b in t.blocks]] for t in tiles]}
+    split_fconv(low, params)
     if bt == 1:  # (M, 1, N) is (1, M, N)
         low.emit(Kind.FCONV, call, [rows, packed], params)
         return True

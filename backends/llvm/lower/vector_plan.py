@@ -83,11 +83,27 @@ def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, o
         if name in arrays:
             value[: arrays[name].size] = arrays[name]
         out[name] = value
+    if params["rounding"] == "tflite_builtin":
+        out.update(_upward_constants(shift, ocp))
     if params["rounding"] == "tflite_double":  # the real scale, float64 (reference FC)
         dscale = np.zeros(ocp, np.float64)
         dscale[: arrays["scale"].size] = arrays["scale"]
         out["dscale"] = dscale
     return out
+
+
+def _upward_constants(shift: np.ndarray, ocp: int) -> dict:
+    """The "tflite_builtin" stage's constants (TFLite's optimized kernels round ties upward
+    twice, int_kernels.mbqm_upward): with r = max(-shift, 1), the result is
+    ((x << (shift + r)) * M + 2^30 + 2^(30 + r)) >> (31 + r), i.e. the high 32 bits of that
+    64-bit sum shifted right by r - 1. ``bls`` = shift + r, ``bsh`` = r - 1, ``bhe`` / ``bho``
+    the 64-bit addends of the even / odd channels (vector_output_stage.vrequant_upward)."""
+    s = np.zeros(ocp, np.int64)
+    s[: shift.size] = shift
+    r = np.maximum(-s, 1)
+    addend = (np.int64(1) << 30) + (np.int64(1) << (30 + r))
+    return {"bls": (s + r).astype(np.int32), "bsh": (r - 1).astype(np.int32),
+            "bhe": addend[0::2].copy(), "bho": addend[1::2].copy()}
 
 
 def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
@@ -242,8 +258,10 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     ``isa`` amx: VNNI, with AMX tiles where ``amx_fits``; ``overread``: the input lives in the
     segment's arena, whose slack lets a tile row read up to 63 bytes past its end."""
     amx, isa = isa == "amx", "vnni" if isa == "amx" else isa
-    if isa == "plain" or params["rounding"] not in ("tflite", "tflite_double", *FLOAT_STAGES):
+    if params["rounding"] not in ("tflite", "tflite_builtin", "tflite_double", *FLOAT_STAGES):
         return None
+    if isa == "plain" and params.get("pairs"):
+        return None  # x86's pair saturation: WMAC's scalar loops (wide_mac)
     if kind not in (Kind.CONV, Kind.DWCONV, Kind.FC) or (
         params["rounding"] == "onnx" and params["rq_zp"]
     ):
@@ -294,8 +312,10 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
     code_isa = "avx2" if params.get("pairs") else isa
     # exact sums without VNNI: int16 weights (packed wide here, not in the loop) and VPMADDWD
-    # into int32 pair accumulators, reduced once per tile
-    wide = code_isa == "avx2" and not params.get("pairs")
+    # into int32 pair accumulators, reduced once per tile; "plain" writes the same products as
+    # generic vector IR (sign-extended products, even + odd lanes), which LLVM selects for any
+    # target (VPMADDWD on x86, widening multiply-adds on Arm)
+    wide = code_isa in ("avx2", "plain") and not params.get("pairs")
     tiles = TILES["avx2_wide" if wide else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}

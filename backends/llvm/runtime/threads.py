@@ -272,6 +272,8 @@ def split_work(k) -> int:
     p = k.params
     if all(key in p for key in ("M", "N", "K")):
         return int(p["M"]) * int(p["N"]) * int(p["K"])
+    if k.kind == Kind.FCONV:
+        return int(p["images"] * p["size"] * p["G"] * p["M"] * p["Kg"])
     if "OC" in p:
         depth = p.get("C", 1) if k.kind == Kind.VCONV else 1
         return int(p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth)

@@ -66,3 +66,31 @@ def test_a_classifier_row_splits_its_weight_panels_over_two_threads(m, n):
     assert np.array_equal(two, P.build(mod, "llvm").run(a)[0])
     want = P.interpret(mod, [a])[0]
     assert float(np.abs(two - want).max()) <= 1e-5 * float(np.abs(want).max())
+
+
+@pytest.mark.parametrize("tile", [{"rows": 6, "cols": 4}, {"rows": 6, "cols": 1},
+                                  {"rows": 4, "cols": 4}])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_register_tile_gives_the_same_bits(monkeypatch, tile, threads):
+    """AVX-512's 6 x 4 tile and the 6 x 1 tile of 16-register ISAs (lower/float_ops.gemm_tile), each
+    forced on any machine (a tile is a choice of registers, not of instructions), with the
+    weights packed in panels of its width: every output's FMA chain runs in k order, so all
+    tiles give the same bits, with and without the second thread."""
+    from partita.backends.llvm.lower import float_ops as float_lower
+
+    rng = np.random.default_rng(4)
+    m, k, n = 50, 300, 1000
+    x = relay.var("x", shape=(m, k))
+    w = relay.const(rng.standard_normal((n, k)).astype(np.float32))
+    b = relay.const(rng.standard_normal((n,)).astype(np.float32))
+    mod = relay.transform.InferType()(
+        relay.IRModule.from_expr(relay.Function([x], relay.nn.relu(relay.nn.gemm(x, w, b)))))
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    want = P.build(mod, "llvm").run(a)[0]
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
+    monkeypatch.setattr(float_lower, "gemm_tile", lambda isa: dict(tile))
+    exe = P.build(mod, f"llvm -threads={threads}")
+    (fdense,) = [kk for kk in lower(P.InferType()(mod)["main"], host_isa()).kernels
+                 if kk.kind == "FDENSE"]
+    assert (fdense.params["rows"], fdense.params["cols"]) == (tile["rows"], tile["cols"])
+    assert exe.run(a)[0].tobytes() == want.tobytes()

@@ -188,3 +188,55 @@ def test_two_input_tables_split_their_vectors_over_two_threads(isa, size, dtype)
         data = [rng.integers(info.min, info.max, (1, size), dtype=dtype, endpoint=True)
                 for _ in range(2)]
         assert np.array_equal(region.run(data)[0], P.interpret(mod, data)[0])
+
+
+def _onnx_float_model(kind: str):
+    """A float ONNX Conv (3x3, 32 -> 64 channels on 28 x 28), Gemm of 32 rows or of one row
+    (MLAS's M=1 kernel: tiles of one row split their channels), imported in MLAS's order."""
+    from onnx import TensorProto, helper, numpy_helper
+    from partita.frontends import from_onnx
+
+    rng = np.random.default_rng(7)
+    if kind == "conv":
+        w = rng.standard_normal((64, 32, 3, 3)).astype(np.float32)
+        node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+        shapes = ([1, 32, 28, 28], [1, 64, 28, 28])
+    else:
+        rows, k, n = (32, 1024, 640) if kind == "gemm" else (1, 2048, 2048)  # >= SPLIT_MACS
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        node = helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)
+        shapes = ([rows, k], [rows, n])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shapes[0])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shapes[1])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return from_onnx(model, match="ort_disable_all"), shapes[0]
+
+
+@pytest.mark.parametrize("isa", ["vnni", "avx2", "plain"])
+@pytest.mark.parametrize("kind", ["conv", "gemm", "gemm_one_row"])
+def test_float_products_in_mlas_order_split_over_two_threads(isa, kind):
+    """FCONV (float products summed in ONNX Runtime's order) splits each tile's rows, or a
+    one-row tile's channels, over the two threads, in the register tile of the ISA (AVX-512's
+    32 registers or 16): the same bits as one thread and the interpreter on every run."""
+    from partita.backends.llvm.layout import LLVMConvertLayout
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.runtime.jit import runs_isa
+
+    if isa != "plain" and not runs_isa(isa):
+        pytest.skip(f"this CPU does not run {isa} code")
+    mod, shape = _onnx_float_model(kind)
+    nhwc = LLVMConvertLayout()(P.InferType()(mod))  # as the llvm host's pass gives it
+    (conv,) = [k for k in lower(P.InferType()(nhwc)["main"], isa, threads=2).kernels
+               if k.kind == "FCONV"]
+    assert conv.params["threads"] == 2
+    assert conv.params["regs"] == (32 if isa == "vnni" else 16)
+    region = _pooled_region(mod, f"llvm -isa={isa} -threads=2")
+    one = P.build(mod, f"llvm -isa={isa}").steps[0].region
+    rng = np.random.default_rng(9)
+    for _ in range(4):
+        x = rng.standard_normal(shape).astype(np.float32)
+        want = P.interpret(mod, [x])[0]
+        assert region.run([x])[0].tobytes() == want.tobytes()
+        assert one.run([x])[0].tobytes() == want.tobytes()

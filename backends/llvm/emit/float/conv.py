@@ -113,34 +113,64 @@ class FloatConvKernels:
     # -- FCONV -------------------------------------------------------------------------------
     @emits(Kind.FCONV)
     def k_fconv(self, k):
-        """Rows (img, pixel) x output channels of each group, tile by tile (sum_order.Tile)."""
+        """Rows (img, pixel) x output channels of each group, tile by tile (sum_order.Tile);
+        with ``threads`` 2, each tile's rows in two halves, the second for the driver's worker
+        (pool.py): every output keeps its own chain, so the bits do not depend on the split."""
         p = k.params
         fn, b, args = self.function(k, len(k.inputs))
         (a_ptr, y), bias = (args[0], args[-1]), self.cargs.get("bias")
         wt = self.cargs["wt"] if "wt" in self.cargs else args[1]  # packed at run time: WPACK
+        if p.get("threads", 1) < 2:
+            self._fconv_rows(b, p, (a_ptr, wt, bias, y))
+            b.ret_void()
+            return fn
+        null = ir.Constant(ir.PointerType(), None)
+        pointers = [a_ptr, wt, null if bias is None else bias, y]
+
+        def half(i):
+            def emit(pb, ps):
+                self._fconv_rows(pb, p, (ps[0], ps[1], None if bias is None else ps[2], ps[3]), i)
+
+            return self.part_function(k, f"h{i}", pointers, emit)
+
+        self.split_run(k, b, pointers, [half(0), half(1)])
+        b.ret_void()
+        return fn
+
+    def _fconv_rows(self, b, p, ptrs, half=None):
+        """Every tile of every image and group; ``half`` 0 or 1: that half of each tile's rows
+        (of its channels where a tile has one row)."""
         cells = [b.alloca(V16F) for _ in range(VEC)]
         if any(blk[2].startswith("lanes") for t in p["tiles"] for blk in t[4]):
             cells += [b.alloca(V16F) for _ in range(8 * 4)]  # 8 lanes x up to 4 vectors
         with for_range(b, p["images"], "img") as img, for_range(b, p["G"], "g") as g:
             for p0, p1, m0, m1, blocks in p["tiles"]:
-                self._fconv_tile(b, p, (a_ptr, wt, bias, y), cells, img, g, (p0, p1, m0, m1),
-                                 [tuple(x) for x in blocks])
-        b.ret_void()
-        return fn
+                box = _half_box((p0, p1, m0, m1), half)
+                if box is not None:
+                    self._fconv_tile(b, p, ptrs, cells, img, g, box, [tuple(x) for x in blocks])
 
     def _fconv_tile(self, b, p, ptrs, cells, img, g, box, blocks):
         p0, p1, m0, m1 = box
         full, tail = divmod(m1 - m0, VEC)
+        # the register tile (each lane an output with its own chain: any tile, the same bits):
+        # AVX-512's 32 registers hold 4 rows x 4 vectors or 8 x 1; where a 16-float vector is
+        # two of 16 registers (AVX2), 3 x 2 or 6 x 1 (12 accumulators, as MLAS's FMA3 kernel)
+        wide = 4 if p.get("regs", 32) >= 32 else 2
         steps = []  # (vectors per step, steps, first vector, lanes of the last vector)
-        if full // 4:
-            steps.append((4, full // 4, 0, VEC))
-        if full % 4:
-            steps.append((1, full % 4, full // 4 * 4, VEC))
+        if full // wide:
+            steps.append((wide, full // wide, 0, VEC))
+        if full % wide:
+            steps.append((1, full % wide, full // wide * wide, VEC))
         if tail:
             steps.append((1, 1, full, tail))
         lanes_kind = any(blk[2].startswith("lanes") for blk in blocks)
         for nvec, count, v0, lanes in steps:
-            rows = 1 if lanes_kind else max(1, min(8, VEC // nvec))
+            if lanes_kind:
+                rows = 1
+            elif wide == 4:
+                rows = max(1, min(8, VEC // nvec))
+            else:
+                rows = 6 // nvec
             prow = p1 - p0
             parts = ((rows, prow // rows, 0), (1, prow % rows, prow // rows * rows))
             for nrows, rcount, r0 in parts:
@@ -312,6 +342,21 @@ def _reduce_lanes(b, x, kind: str):
         return b.fadd(left, b.fadd(b.fadd(x[1], x[3]), b.fadd(x[5], x[7])))
     left = b.fadd(b.fadd(x[0], x[1]), b.fadd(x[2], x[3]))  # vhaddps
     return b.fadd(left, b.fadd(b.fadd(x[4], x[5]), b.fadd(x[6], x[7])))
+
+
+def _half_box(box, half):
+    """Half ``half`` (0, 1; None: all) of a tile's rows, or of its channels (whole vectors)
+    where it has one row; None where that half is empty."""
+    p0, p1, m0, m1 = box
+    if half is None:
+        return box
+    if p1 - p0 >= 2:
+        mid = (p0 + p1) // 2
+        return (p0, mid, m0, m1) if half == 0 else (mid, p1, m0, m1)
+    mid = m0 + (m1 - m0) // VEC // 2 * VEC
+    if mid == m0:  # one vector: all of it in the first half
+        return box if half == 0 else None
+    return (p0, p1, m0, mid) if half == 0 else (p0, p1, mid, m1)
 
 
 class _Step:

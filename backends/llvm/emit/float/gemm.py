@@ -13,8 +13,8 @@ from partita.backends.llvm.emit.base import F32, c64, for_range
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
 I32T = ir.IntType(32)
-# the register tile: rows of A x vectors of B (params["rows"], float_ops.gemm_rows: 6 rows with
-# AVX-512, else ROWS)
+# the register tile: rows of A x vectors of B (params "rows" and "cols", float_ops.gemm_tile:
+# 6 x 4 with AVX-512, 6 x 1 with 16 registers; these defaults: a plan made without them)
 ROWS, COLS = 4, 4
 KBLOCK = 128  # k steps of a block: 128 x 64 floats of a weight panel is 32 KB, in L1
 PF_LOCALITY = 2  # the next block's prefetches: prefetcht1, into L2 (L1 holds this block)
@@ -69,14 +69,15 @@ class FloatGemm:
         """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
         ``cols``-vector column block at n0, for n in steps of 16 (the last n_count % 16
         columns: one vector, masked: its weight panel is zero-padded to 16).
-        ``cells``: rows x COLS allocas of <16 x float> from the entry block (SROA turns
-        them into registers)."""
+        ``cells``: rows x cols allocas of <16 x float> from the entry block (SROA turns
+        them into registers); the weights' full panels are cols vectors wide."""
         nv, tail = divmod(n_count, VEC)
+        wide = len(cells[0])
         tr = len(cells)  # the tile's rows; the rows past the last full tile are one more tile
         full, rem = divmod(m_count, tr)
         row_tiles = [t for t in ((tr, 0, full), (rem, full * tr, 1 if rem else 0)) if t[2]]
-        for cols, vstart, vcount, mask in ((COLS, 0, nv // COLS, None),
-                                           (1, (nv // COLS) * COLS, nv % COLS, None),
+        for cols, vstart, vcount, mask in ((wide, 0, nv // wide, None),
+                                           (1, (nv // wide) * wide, nv % wide, None),
                                            (1, nv, 1 if tail else 0, tail)):
             if vcount == 0:
                 continue
@@ -176,8 +177,10 @@ class FloatGemm:
                     value = b.select(le, zero, value)
                 self.vstore_f(b, value, y, at, mask)
 
-    def gemm_cells(self, b, rows: int = ROWS):
-        return [[b.alloca(V16F) for _ in range(COLS)] for _ in range(rows)]
+    def gemm_cells(self, b, p):
+        """The register tile's accumulators: params "rows" x "cols" allocas."""
+        return [[b.alloca(V16F) for _ in range(p.get("cols", COLS))]
+                for _ in range(p.get("rows", ROWS))]
 
     def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None,
                    m_first: int = 0) -> ir.Function:
@@ -196,11 +199,12 @@ class FloatGemm:
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         x, w, y, src, koff, res = fn.args
         k_, n_ = p["K"], p["N"]
-        cells = self.gemm_cells(b, p.get("rows", ROWS))
+        cells = self.gemm_cells(b, p)
+        wide = len(cells[0])
 
-        def w_at(kk, n0, v, cols):  # float_ops.panels: [N/64][K][64], then [K][16] panels
-            if cols == COLS:
-                return b.add(b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(COLS * VEC))), c64(v * VEC))
+        def w_at(kk, n0, v, cols):  # float_ops.panels: [N/wide*16][K][wide*16], [K][16]
+            if cols == wide:
+                return b.add(b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(wide * VEC))), c64(v * VEC))
             return b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(VEC)))
 
         bias = None
@@ -249,12 +253,13 @@ class FloatGemm:
             b.ret_void()
             return fn
         nv = n_ // VEC
-        panels = nv // COLS
+        wide = p.get("cols", COLS)
+        panels = nv // wide
         tr = p.get("rows", ROWS)
         if panels >= 2 and (m_ < 2 * tr or (m_ // tr) * n_ + m_ > panels * m_ + n_):
             # the weights outweigh the rows (gemm's panels-outer case): each half takes half
             # the panels, so the two cores stream disjoint weights
-            n_mid = panels // 2 * COLS * VEC
+            n_mid = panels // 2 * wide * VEC
             part_a = self.dense_rows(k, m_, "a", n_mid)
             part_b = self.dense_rows(k, m_, "b", n_ - n_mid)
             offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0, 0,
@@ -300,7 +305,7 @@ class FloatGemm:
         p = k.params
         fn, b, (x, w, y) = self.function(k, 2)
         m_, k_, n_ = p["M"], p["K"], p["N"]
-        cells = self.gemm_cells(b, p.get("rows", ROWS))
+        cells = self.gemm_cells(b, p)
         with for_range(b, p["B"], "bt") as bt:
             xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
             wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))

@@ -174,8 +174,15 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         four = b.zext(b.bitcast(a, ir.VectorType(I8, 4)), ir.VectorType(ir.IntType(16), 4))
         return b.bitcast(vsplat(b, b.bitcast(four, I64), ir.VectorType(I64, 16)), W64)
 
-    def madd_wide(self, b, acc, a16, w16):
-        """acc (<32 x i32> pair sums) + VPMADDWD of int16 activations and weights."""
+    def madd_wide(self, b, acc, a16, w16, isa="avx2"):
+        """acc (<32 x i32> pair sums) + VPMADDWD of int16 activations and weights; ``isa``
+        plain: the same sums as generic IR (products of adjacent lanes, added in int32)."""
+        if isa == "plain":
+            wide = ir.VectorType(I32, 64)
+            prod = b.mul(b.sext(a16, wide), b.sext(w16, wide))
+            even = b.shuffle_vector(prod, prod, ir.Constant(V32, list(range(0, 64, 2))))
+            odd = b.shuffle_vector(prod, prod, ir.Constant(V32, list(range(1, 64, 2))))
+            return b.add(acc, b.add(even, odd))
         madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
         q = [b.call(madd, [vpart(b, a16, i, 16), vpart(b, w16, i, 16)]) for i in range(4)]
         return b.add(acc, vconcat(b, vconcat(b, q[0], q[1]), vconcat(b, q[2], q[3])))
@@ -346,8 +353,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                 if wide:
                     a = self.widened_splat(b, a)
                     for v in range(vecs):
-                        b.store(self.madd_wide(b, b.load(accs[r][v], typ=V32), a, ws[v]),
-                                accs[r][v])
+                        b.store(self.madd_wide(b, b.load(accs[r][v], typ=V32), a, ws[v],
+                                               p["isa"]), accs[r][v])
                     continue
                 a = vsplat(b, a)
                 for v in range(vecs):

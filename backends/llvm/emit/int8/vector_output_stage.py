@@ -1,5 +1,5 @@
 """The vector kernels' output stage: 16 int32 accumulators of 16 output channels to 16 bytes,
-in TFLite's exact fixed-point arithmetic (the unsigned high-multiply form, vplan's shortcuts),
+in TFLite's exact fixed-point arithmetic (the unsigned high-multiply form, vector_plan's shortcuts),
 TFLite's reference FULLY_CONNECTED double rounding, or the float32 stages of ONNX Runtime,
 fbgemm and oneDNN. Mixed into vector.VectorKernels."""
 
@@ -24,6 +24,8 @@ class OutputStage:
             return self.vrequant_onnx(b, a, chan, o, g, p["rounding"])
         if p["rounding"] == "tflite_double":
             return self.vrequant_double(b, a, chan, o, g, p)
+        if p["rounding"] == "tflite_builtin":
+            return self.vrequant_upward(b, a, chan, p)
         if p["rq_zp"]:
             x = b.sub(b.sext(a, V16x64), kconst(V16x64, p["rq_zp"]))
             if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
@@ -49,6 +51,24 @@ class OutputStage:
             sign = b.and_(sign, chan("rmask"))
         y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
         return self.vfinish(b, y, chan, p)
+
+    def vrequant_upward(self, b, a, chan, p):
+        """TFLite's optimized kernels' stage ("tflite_builtin": ties upward twice): the high 32
+        bits of (x << bls) * M + addend, as 32 x 32 -> 64-bit products of the even and of the
+        odd lanes, shifted right by bsh (vector_plan._upward_constants); then zero point and
+        clamp."""
+        if p["rq_zp"]:
+            a = b.sub(a, kconst(V16, p["rq_zp"]))  # int32 wrap-around: the shift wraps anyway
+        q = ir.VectorType(I64, 8)
+        xq = b.bitcast(b.shl(a, chan("bls")), q)
+        mq, c32 = b.bitcast(chan("mult"), q), kconst(q, 32)
+        even = b.mul(b.ashr(b.shl(xq, c32), c32), b.ashr(b.shl(mq, c32), c32))
+        odd = b.mul(b.ashr(xq, c32), b.ashr(mq, c32))
+        even = b.add(even, b.bitcast(chan("bhe"), q))
+        odd = b.add(odd, b.bitcast(chan("bho"), q))
+        lanes = ir.Constant(V16, [i + 1 if i % 2 == 0 else 16 + i for i in range(16)])
+        high = b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
+        return self.vfinish(b, b.ashr(high, chan("bsh")), chan, p)
 
     def vfinish(self, b, y, chan, p):
         """The shifted value + the output zero point (unless folded), clamped, narrowed."""
