@@ -84,9 +84,11 @@ def map_inner_functions(body: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:
     return memo[id(body)]
 
 
-def dataflow_order(root: Expr) -> list[Expr]:
+def dataflow_order(root: Expr, leaves: tuple[type, ...] = ()) -> list[Expr]:
     """Every node under ``root`` once, each after its inputs, without entering called functions
-    (a Function ``root`` contributes its params and body)."""
+    (a Function ``root`` contributes its params and body); nodes of the types in ``leaves``
+    are taken as leaves (their inputs not visited: the llvm backend's walk, which lowers
+    dataflow and refuses control flow where it meets it)."""
     order: list[Expr] = []
     state: dict[int, bool] = {}
     stack = [root]
@@ -97,7 +99,8 @@ def dataflow_order(root: Expr) -> list[Expr]:
         if done is None:
             state[key] = False
             kids = (*node.params, node.body) if node is root and type(node) is Function else None
-            pending = [k for k in (kids or value_inputs(node)) if id(k) not in state]
+            ins = () if type(node) in leaves else value_inputs(node)
+            pending = [k for k in (kids or ins) if id(k) not in state]
             if pending:
                 stack.extend(reversed(pending))
                 continue

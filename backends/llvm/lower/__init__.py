@@ -27,7 +27,7 @@ imports them all, so the table is complete:
     half.py            float16 computed in float32 between casts (a cross-cutting step)
 
 Helpers: tables.py (LUT tables from the op's reference), vector_plan.py (the vector kernels'
-weights and geometry), walk.py (the lowering order).
+weights and geometry). The lowering order is the graph API's ``dataflow_order``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ from partita.backends.llvm.errors import LLVMError
 from partita.backends.llvm.kinds import Kind
 from partita.backends.llvm.plan import Kernel, Plan
 
-from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, TupleType, Var
+from partita.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem, TupleType, Var
+from partita.ir.graph import dataflow_order
+from partita.ir.refs import REF_NODES
 
 from .float_conv import weight_only
 from .half import lower_half, lower_tuple_item
@@ -31,7 +33,6 @@ from .tables import const_array
 from .vector_plan import (
     write_into_halos,
 )
-from .walk import value_order
 
 EIGHT_BIT = ("int8", "uint8")
 MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
@@ -43,6 +44,7 @@ class LowerContext:
         low.src(expr)                   the buffer holding ``expr`` (a constant: a CONST copy)
         low.emit(kind, call, inputs, params, arrays)   a kernel computing ``call``
         low.scratch(kind, inputs, shape, dtype, params, arrays)   a kernel into a new buffer
+        low.workspace(size)             a scratch buffer of bytes for a kernel's own use
         low.absorb(node)                ``node`` is computed inside another kernel (fused)
         low.defer(call)                 ``call`` waits to be inlined into its reader's EWISE
         low.deferred(expr)              the call waiting to be inlined for ``expr``, or None
@@ -139,7 +141,8 @@ class LowerContext:
             self.fn = Function(self.fn.params, body, self.fn.ret_type, self.fn.attrs)
         for p in self.fn.params:
             self.buffer(p)
-        order = value_order(self.fn.body)
+        # inputs first; control flow (If, Let, references) is a leaf: refused where it is read
+        order = dataflow_order(self.fn.body, leaves=(If, Let, *REF_NODES))
         for node in order:
             if isinstance(node, Call):
                 for a in node.args:
@@ -212,6 +215,12 @@ class LowerContext:
         out = self.buffer(call)
         name = f"{kind.lower()}_{len(self.kernels)}"
         self.kernels.append(Kernel(kind, name, inputs, out, params or {}, arrays or {}))
+
+    def workspace(self, size: int) -> int:
+        """A uint8 buffer of ``size`` bytes no IR value names, that a kernel uses as scratch
+        memory (the vector convolutions' padded input)."""
+        self.buffers.append(((int(size),), "uint8"))
+        return len(self.buffers) - 1
 
     def scratch(self, kind, inputs, shape, dtype: str, params, arrays=None) -> int:
         """A kernel writing an intermediate buffer no IR value names (IM2COL's windows)."""

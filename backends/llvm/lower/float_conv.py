@@ -77,7 +77,7 @@ def _lower_gemm(low: LowerContext, call, weights) -> bool:
     arrays = {"wt": panels(wt, 16 * params["cols"]) if params["vec"] else wt}
     if not pointwise and params["vec"]:
         # no im2col copy: the product reads each tap from the (zero-padded) image in place,
-        # row m at pixel (m // OW * sh, m % OW * sw) plus the tap's offset (float_gemm)
+        # row m at pixel (m // OW * sh, m % OW * sw) plus the tap's offset (emit/float/gemm.py)
         top, left, bottom, right = a.padding
         h, w = (int(d) for d in x.checked_type.shape[1:3])
         hp, wp = h + top + bottom, w + left + right

@@ -320,7 +320,7 @@ def _dense(low: LowerContext, call) -> bool:
     if isinstance(w, Constant):  # packed [K][N]: the inner loop over N is contiguous
         wdata = np.asarray(w.data, np.float32)
         wt = np.ascontiguousarray(wdata.T if tb else wdata)
-        params["vec"] = n >= 16  # float_gemm's register tiles (a masked last vector)
+        params["vec"] = n >= 16  # gemm.py's register tiles (a masked last vector)
         params.update(gemm_tile(low.isa))
         width = 16 * params["cols"]
         arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16))), width) if params["vec"] else wt
@@ -335,7 +335,7 @@ def _dense(low: LowerContext, call) -> bool:
 
 
 def gemm_tile(isa: str) -> dict:
-    """float_gemm's register tile, rows x vectors of 16 floats: 6 x 4 takes 24 of AVX-512's 32
+    """gemm.py's register tile, rows x vectors of 16 floats: 6 x 4 takes 24 of AVX-512's 32
     registers (6% faster than 4 x 4 on ResNet50 v2); with 16 registers, where a 16-float vector
     is two, 6 x 1 (12 accumulators, MLAS's FMA3 tile). The weights' panels are as wide."""
     return {"rows": 6, "cols": 4 if vector_registers(isa) >= 32 else 1}
@@ -349,7 +349,7 @@ def vector_registers(isa: str) -> int:
 
 def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
     """[K][N] weights as column panels, each [K][width] contiguous (then [K][vec] panels for
-    the columns past the last full panel): float_gemm's tiles stream one panel per k loop."""
+    the columns past the last full panel): gemm.py's tiles stream one panel per k loop."""
     k, n = wt.shape
     full = n // width * width
     parts = [wt[:, i : i + width].ravel() for i in range(0, full, width)]
@@ -358,7 +358,7 @@ def panels(wt: np.ndarray, width: int = 64, vec: int = 16) -> np.ndarray:
 
 
 def _bmm(low: LowerContext, call) -> bool:
-    """FBMM (float64 sums, or float_gemm's float32 FMA chains); a constant operand is read as
+    """FBMM (float64 sums, or gemm.py's float32 FMA chains); a constant operand is read as
     data (a CONST copy), as a run-time one."""
     x, y = call.args
     a = call.attrs

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from partita.backends.llvm.errors import LLVMError
 from partita.backends.llvm.kinds import Kind
-from partita.backends.llvm.plan import Kernel
 
 from partita.ir import Call, Constant
 
@@ -73,15 +72,12 @@ def emit_mac(low: LowerContext, call: Call, where: str) -> None:
         if low.threads > 1 and split_worthwhile(kind, params):
             params["threads"] = 2
         if scratch:
-            low.buffers.append(((scratch,), "uint8"))
-            inputs.append(len(low.buffers) - 1)
-    kind = Kind(kind)
-    out = low.buffer(chain[-1])
-    name = f"{kind.lower()}_{len(low.kernels)}"
+            inputs.append(low.workspace(scratch))
     batch = int(x.checked_type.shape[0]) if call.op.name == "qnn.conv2d" else 1
     if batch > 1:  # the kernel computes one image; kernel_function loops over them
         params = {**params, "batch": batch}
-    low.kernels.append(Kernel(kind, name, inputs, out, params, arrays))
+    low.emit(kind, chain[-1], inputs, params, arrays)  # the chain's last op names the result
+
 
 def mac_chain(low: LowerContext, call: Call, where: str) -> list:
     """The accumulator and the ops fused after it: [bias add], requantize, [clip]; or

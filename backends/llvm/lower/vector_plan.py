@@ -97,7 +97,7 @@ def _upward_constants(shift: np.ndarray, ocp: int) -> dict:
     twice, int_kernels.mbqm_upward): with r = max(-shift, 1), the result is
     ((x << (shift + r)) * M + 2^30 + 2^(30 + r)) >> (31 + r), i.e. the high 32 bits of that
     64-bit sum shifted right by r - 1. ``bls`` = shift + r, ``bsh`` = r - 1, ``bhe`` / ``bho``
-    the 64-bit addends of the even / odd channels (vstage.vrequant_upward)."""
+    the 64-bit addends of the even / odd channels (vector_output_stage.vrequant_upward)."""
     s = np.zeros(ocp, np.int64)
     s[: shift.size] = shift
     r = np.maximum(-s, 1)
@@ -261,7 +261,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     if params["rounding"] not in ("tflite", "tflite_builtin", "tflite_double", *FLOAT_STAGES):
         return None
     if isa == "plain" and params.get("pairs"):
-        return None  # x86's pair saturation: WMAC's scalar loops (q16_lower)
+        return None  # x86's pair saturation: WMAC's scalar loops (wide_mac)
     if kind not in (Kind.CONV, Kind.DWCONV, Kind.FC) or (
         params["rounding"] == "onnx" and params["rq_zp"]
     ):

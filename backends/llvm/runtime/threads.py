@@ -272,7 +272,7 @@ def split_work(k) -> int:
     p = k.params
     if all(key in p for key in ("M", "N", "K")):
         return int(p["M"]) * int(p["N"]) * int(p["K"])
-    if k.kind == "FCONV":
+    if k.kind == Kind.FCONV:
         return int(p["images"] * p["size"] * p["G"] * p["M"] * p["Kg"])
     if "OC" in p:
         depth = p.get("C", 1) if k.kind == Kind.VCONV else 1

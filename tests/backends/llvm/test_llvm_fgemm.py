@@ -72,7 +72,7 @@ def test_a_classifier_row_splits_its_weight_panels_over_two_threads(m, n):
                                   {"rows": 4, "cols": 4}])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_every_register_tile_gives_the_same_bits(monkeypatch, tile, threads):
-    """AVX-512's 6 x 4 tile and the 6 x 1 tile of 16-register ISAs (float_lower.gemm_tile), each
+    """AVX-512's 6 x 4 tile and the 6 x 1 tile of 16-register ISAs (lower/float_ops.gemm_tile), each
     forced on any machine (a tile is a choice of registers, not of instructions), with the
     weights packed in panels of its width: every output's FMA chain runs in k order, so all
     tiles give the same bits, with and without the second thread."""

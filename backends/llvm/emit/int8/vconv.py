@@ -13,7 +13,7 @@ from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
 
 from .vdepthwise import DepthwiseKernels
 from .vector_output_stage import OutputStage
-from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, _concat, _part, kconst, vsplat
+from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconcat, vpart, vsplat
 
 
 class VectorKernels(OutputStage, DepthwiseKernels):
@@ -155,18 +155,18 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         if isa == "avxvnni" and not pairs:  # two VEX VPDPBUSDs (AVX-VNNI) on the halves
             fn = self._intrinsic("llvm.x86.avx512.vpdpbusd.256", V8, [V8, Q32, Q32])
             a, w = b.bitcast(a, B64), b.bitcast(w, B64)
-            halves = [b.call(fn, [_part(b, acc, i, 8), _part(b, a, i, 32), _part(b, w, i, 32)])
+            halves = [b.call(fn, [vpart(b, acc, i, 8), vpart(b, a, i, 32), vpart(b, w, i, 32)])
                       for i in range(2)]
-            return _concat(b, halves[0], halves[1])
+            return vconcat(b, halves[0], halves[1])
         if not pairs:
             raise ValueError("exact AVX2 dot products are madd_wide's (int16 weights)")
         a, w = b.bitcast(a, B64), b.bitcast(w, B64)
         madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
         ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
         ones = ir.Constant(H16, [1] * 16)
-        halves = [b.call(madd, [b.call(ubsw, [_part(b, a, i, 32), _part(b, w, i, 32)]), ones])
+        halves = [b.call(madd, [b.call(ubsw, [vpart(b, a, i, 32), vpart(b, w, i, 32)]), ones])
                   for i in range(2)]
-        return b.add(acc, _concat(b, halves[0], halves[1]))
+        return b.add(acc, vconcat(b, halves[0], halves[1]))
 
     def widened_splat(self, b, a):
         """The 4 activation bytes of a 32-bit scalar, zero-extended to int16, in every 64-bit
@@ -184,8 +184,8 @@ class VectorKernels(OutputStage, DepthwiseKernels):
             odd = b.shuffle_vector(prod, prod, ir.Constant(V32, list(range(1, 64, 2))))
             return b.add(acc, b.add(even, odd))
         madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
-        q = [b.call(madd, [_part(b, a16, i, 16), _part(b, w16, i, 16)]) for i in range(4)]
-        return b.add(acc, _concat(b, _concat(b, q[0], q[1]), _concat(b, q[2], q[3])))
+        q = [b.call(madd, [vpart(b, a16, i, 16), vpart(b, w16, i, 16)]) for i in range(4)]
+        return b.add(acc, vconcat(b, vconcat(b, q[0], q[1]), vconcat(b, q[2], q[3])))
 
     # -- convolution / dense ----------------------------------------------------------------------
     @emits(Kind.VCONV)

@@ -1,5 +1,5 @@
 """The vector kernels' output stage: 16 int32 accumulators of 16 output channels to 16 bytes,
-in TFLite's exact fixed-point arithmetic (the unsigned high-multiply form, vplan's shortcuts),
+in TFLite's exact fixed-point arithmetic (the unsigned high-multiply form, vector_plan's shortcuts),
 TFLite's reference FULLY_CONNECTED double rounding, or the float32 stages of ONNX Runtime,
 fbgemm and oneDNN. Mixed into vector.VectorKernels."""
 
@@ -55,7 +55,8 @@ class OutputStage:
     def vrequant_upward(self, b, a, chan, p):
         """TFLite's optimized kernels' stage ("tflite_builtin": ties upward twice): the high 32
         bits of (x << bls) * M + addend, as 32 x 32 -> 64-bit products of the even and of the
-        odd lanes, shifted right by bsh (vplan._upward_constants); then zero point and clamp."""
+        odd lanes, shifted right by bsh (vector_plan._upward_constants); then zero point and
+        clamp."""
         if p["rq_zp"]:
             a = b.sub(a, kconst(V16, p["rq_zp"]))  # int32 wrap-around: the shift wraps anyway
         q = ir.VectorType(I64, 8)

@@ -18,13 +18,13 @@ V32 = ir.VectorType(I32, 32)  # int32 pair sums of 16 output channels
 W64 = ir.VectorType(ir.IntType(16), 64)  # 16 channels x 4 int16 weights
 
 
-def _part(b, vec, index: int, size: int):
+def vpart(b, vec, index: int, size: int):
     """Elements index*size .. (index+1)*size - 1 of ``vec``."""
     return b.shuffle_vector(vec, vec, ir.Constant(ir.VectorType(I32, size),
                                                   list(range(index * size, (index + 1) * size))))
 
 
-def _concat(b, x, y):
+def vconcat(b, x, y):
     n = x.type.count
     return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n))))
 
