@@ -27,7 +27,7 @@ from partita.ir.nodes import Call, Expr, Var
 from partita.ir.visitor import post_order
 from partita.ops.registry import Op, get_op
 
-from .units import UNIT_TYPES, Region, RegionError, _typed, copy_node, value_children
+from .units import UNIT_TYPES, Region, RegionError, copy_node, typed_copy, value_children
 
 BEGIN, END = "annotation.compiler_begin", "annotation.compiler_end"
 DEFAULT = "default"  # TVM's name for the host in annotations
@@ -151,7 +151,7 @@ def annotate_regions(
         return DEFAULT if region.host else names(region.target) if names else region.target
 
     def mark(op, value: Expr, name: str) -> Expr:
-        return _typed(Call(op, [value], {"compiler": name}), value.type_or_none)
+        return typed_copy(Call(op, [value], {"compiler": name}), value.type_or_none)
 
     memo: dict[int, Expr] = {}
     for node in dataflow_order(body):

@@ -15,7 +15,7 @@ from partita.ir.graph import dataflow_order
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TupleType
 
-from .units import UNIT_TYPES, Region, RegionError, _typed, copy_node, value_children
+from .units import UNIT_TYPES, Region, RegionError, copy_node, typed_copy, value_children
 
 # RegionBuilder.build's inline output -> the labelled flat graph it was built from. Flattening
 # that output gives the same graph and grouping back (every stage round-trips), so the next
@@ -196,11 +196,11 @@ class RegionBuilder:
         mode = self.mode(region)
         if mode != "global" and len(results) == 1:  # the common case: one value, no split
             body = results[0]
-            fn = _typed(
+            fn = typed_copy(
                 Function(params, body, None, self.function_attrs(region, 1, None)),
                 body.type_or_none,
             )
-            call = _typed(Call(fn, [outer[id(n)] for n in ins]), body.type_or_none)
+            call = typed_copy(Call(fn, [outer[id(n)] for n in ins]), body.type_or_none)
             outer[next(iter(outs))] = call
             return
         # a partition returns flat values: a tuple-valued output (a split) leaves as its fields
@@ -214,23 +214,24 @@ class RegionBuilder:
             f
             for r, w in zip(results, widths)
             for f in (
-                [_typed(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]
+                [typed_copy(TupleGetItem(r, j), r.type_or_none.fields[j]) for j in range(w)]
                 if w
                 else [r]
             )
         ]
         single = len(flat) == 1 and not widths[0]
-        body = flat[0] if single else _typed(Tuple(flat), TupleType([r.type_or_none for r in flat]))
+        body = flat[0] if single else typed_copy(
+            Tuple(flat), TupleType([r.type_or_none for r in flat]))
         symbol = self.symbol(region) if mode == "global" else None
-        fn = _typed(
+        fn = typed_copy(
             Function(params, body, None, self.function_attrs(region, len(flat), symbol)),
             body.type_or_none,
         )
         callee = fn
         if symbol is not None:
             self.functions[symbol] = fn
-            callee = _typed(GlobalVar(symbol), body.type_or_none)
-        call = _typed(Call(callee, [outer[id(n)] for n in ins]), body.type_or_none)
+            callee = typed_copy(GlobalVar(symbol), body.type_or_none)
+        call = typed_copy(Call(callee, [outer[id(n)] for n in ins]), body.type_or_none)
         if single:
             outer[next(iter(outs))] = call
             return
@@ -238,12 +239,12 @@ class RegionBuilder:
         for k, r, w in zip(outs, results, widths):
             if w:
                 fields = [
-                    _typed(TupleGetItem(call, start + j), r.type_or_none.fields[j])
+                    typed_copy(TupleGetItem(call, start + j), r.type_or_none.fields[j])
                     for j in range(w)
                 ]
-                outer[k] = _typed(Tuple(fields), r.type_or_none)
+                outer[k] = typed_copy(Tuple(fields), r.type_or_none)
             else:
-                outer[k] = _typed(TupleGetItem(call, start), r.type_or_none)
+                outer[k] = typed_copy(TupleGetItem(call, start), r.type_or_none)
             start += w or 1
 
 

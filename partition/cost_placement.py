@@ -25,7 +25,7 @@ from partita.ir.nodes import Call, Constant, Function, GlobalVar, Tuple, TupleGe
 from partita.ir.types import TupleType
 from partita.passes.infra import Pass
 
-from .estimate import _Values, estimate, host_model_of
+from .estimate import EstimateValues, estimate, host_model_of
 from .record import Placement, record_of, with_record
 from .regions import copy_node, inline_body, is_composite_call, value_children
 
@@ -49,7 +49,7 @@ class CostPlacement(Pass):
         steps = {s.name: s for s in est.steps if not s.name.startswith("%")}
         if not steps:
             return mod
-        values = _Values(mod["main"], mod)
+        values = EstimateValues(mod["main"], mod)
         calls = {c.op.name_hint: c for c in values.graph.order if values.partition_of(c) is c}
         crossing = _crossings(values, calls)
         on_host = self._choose(steps, calls, crossing, mod)
@@ -93,7 +93,7 @@ class CostPlacement(Pass):
         return {n for n, s in side.items() if s == "host"}
 
 
-def _crossings(values: _Values, calls: dict) -> list:
+def _crossings(values: EstimateValues, calls: dict) -> list:
     """(producer, readers, bytes) per value of main that a partition makes or reads: producer
     and readers are partition names, or None for the host."""
     out = []

@@ -144,7 +144,7 @@ def host_model_of(host_model) -> HostModel:
     return host_model if isinstance(host_model, HostModel) else parse_host(host_model)
 
 
-class _Values:
+class EstimateValues:
     """Which side produces each value of main, and who reads it."""
 
     def __init__(self, main: Function, mod: IRModule):
@@ -165,7 +165,7 @@ class _Values:
 
 def partition_calls(mod: IRModule) -> list:
     """The calls of accelerator partitions in main, in dataflow order."""
-    values = _Values(mod["main"], mod)
+    values = EstimateValues(mod["main"], mod)
     return [n for n in values.graph.order if values.partition_of(n) is n]
 
 
@@ -178,7 +178,7 @@ def estimate(
     composite = parse_target(target)
     options = {spec.name: spec.options for spec in composite.targets}
     infer_type(partitioned["main"], partitioned)
-    values = _Values(partitioned["main"], partitioned)
+    values = EstimateValues(partitioned["main"], partitioned)
     steps = []
     for node in values.graph.order:
         if type(node) is not Call:
@@ -201,7 +201,9 @@ def estimate(
     return SystemEstimate(host.describe(), steps, _host_arena(values), None, composite.host.name)
 
 
-def _partition_step(call, mod, options, values: _Values, host: HostModel, cache) -> StepEstimate:
+def _partition_step(
+    call, mod, options, values: EstimateValues, host: HostModel, cache
+) -> StepEstimate:
     name = call.op.name_hint
     fn = mod[name]
     target = str(fn.attrs["Compiler"])
@@ -253,7 +255,7 @@ def _cache_key(fn, options) -> tuple:
         return (id(fn), repr(sorted((options or {}).items())))
 
 
-def boundary(call, values: _Values) -> tuple[int, int, int, int]:
+def boundary(call, values: EstimateValues) -> tuple[int, int, int, int]:
     """Bytes (and tensors) a partition call takes from the host and gives back to it: inputs
     made by host ops or given by the caller; outputs read by host ops or returned."""
     in_bytes = n_in = 0
@@ -280,7 +282,7 @@ def boundary(call, values: _Values) -> tuple[int, int, int, int]:
     return in_bytes, out_bytes, n_in, n_out
 
 
-def _host_arena(values: _Values) -> int:
+def _host_arena(values: EstimateValues) -> int:
     """The peak bytes of host-made values alive at once, walking main in order (a value lives
     from its op to its last reader; the executable's arena plan packs at least this much)."""
     order = values.graph.order
@@ -358,7 +360,7 @@ def fallback_costs(partitioned: IRModule, report, host_model=None):
     made by a partition, outputs a partition reads). Returns ``report``."""
     host = host_model_of(host_model)
     infer_type(partitioned["main"], partitioned)
-    values = _Values(partitioned["main"], partitioned)
+    values = EstimateValues(partitioned["main"], partitioned)
     users = values.graph.users
     by_key = {}
     for row in report.host_rows:

@@ -97,6 +97,9 @@ class Explainer:
                     return found
                 if found is not None and (best is None or found[:2] > best[:2]):
                     best = found
+        quantized = self.quantized_variant(node, op)  # a float op no pattern took: quantize
+        if quantized:
+            return quantized
         if best is None:
             return f"no pattern matched: no {names} pattern can have {op} where it is"
         return f"no pattern matched; nearest: {best[2]}"

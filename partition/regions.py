@@ -30,10 +30,10 @@ from .units import (
     UNIT_TYPES,
     Region,
     RegionError,
-    _typed,
     copy_node,
     is_composite_call,
     is_region_call,
+    typed_copy,
     value_children,
 )
 
@@ -139,7 +139,7 @@ def _flatten(body: Expr, numbers: dict | None) -> tuple[Expr, dict[int, Region]]
     def value(e):
         v = memo[id(e)]
         if type(v) is list:  # a multi-output region used as a whole: rebuild the tuple
-            v = memo[id(e)] = _typed(Tuple(v), e.type_or_none)
+            v = memo[id(e)] = typed_copy(Tuple(v), e.type_or_none)
         return v
 
     for node in dataflow_order(body):

@@ -82,7 +82,7 @@ def value_children(node: Expr) -> tuple:
     return ()
 
 
-def _typed(node: Expr, ty) -> Expr:
+def typed_copy(node: Expr, ty) -> Expr:
     if node.type_or_none is None and ty is not None:
         node.with_type(ty)  # the write-once type cache; a copy has its original's type
     return node
@@ -92,4 +92,4 @@ def copy_node(node: Expr, new_kids: list) -> Expr:
     """``node`` with new data inputs (itself when none changed), keeping span and type."""
     callee = [node.op] if type(node) is Call and type(node.op) is Function else []
     new = with_inputs(node, callee + list(new_kids))
-    return new if new is node else _typed(new, node.type_or_none)
+    return new if new is node else typed_copy(new, node.type_or_none)

@@ -155,8 +155,6 @@ KNOWN_PRIVATE_IMPORTS = {
     "patterns/matcher.py: pattern._PostCheck",
     "patterns/control.py: pattern._as_pattern",
     "patterns/group.py: pattern._PostCheck",
-    "partition/regions.py: units._typed",
-    "partition/annotations.py: units._typed",
     "backends/llvm/lower/qtransformer.py: partita.ops.emulation.activation_kernels._exp_or_inf",
     "backends/llvm/lower/float_spatial.py: partita.ops.nn_image._linear_taps",
     *(f"frontends/qdq.py: qdq_parts.{n}" for n in (

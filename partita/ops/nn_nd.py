@@ -151,7 +151,7 @@ class Conv3DTransposeAttrs(_ConvNDAttrs):
 # ---- convolution -----------------------------------------------------------------------------
 
 
-def _canonical(shape, layout: str, letters: str) -> tuple[int, ...]:
+def canonical_axes(shape, layout: str, letters: str) -> tuple[int, ...]:
     return tuple(shape[layout.index(a)] for a in letters)
 
 
@@ -175,8 +175,8 @@ def conv_nd_out_shape(data_shape, weight_shape, attrs) -> tuple[int, ...]:
         fail(f"data must be {len(dl)}-D ({dl}), got shape {tuple(data_shape)}")
     if len(weight_shape) != len(kl):
         fail(f"kernel must be {len(kl)}-D ({kl}), got shape {tuple(weight_shape)}")
-    n, c, *size = _canonical(data_shape, dl, "NC" + sp)
-    o, i, *k = _canonical(weight_shape, kl, "OI" + sp)
+    n, c, *size = canonical_axes(data_shape, dl, "NC" + sp)
+    o, i, *k = canonical_axes(weight_shape, kl, "OI" + sp)
     if c % g or o % g:
         fail(f"data {data} and kernel {kernel}: channels {c} and {o} must divide by groups={g}")
     if i != c // g:
@@ -207,7 +207,7 @@ def conv_nd_out_shape(data_shape, weight_shape, attrs) -> tuple[int, ...]:
     return tuple(dims[a] for a in dl)
 
 
-def _tap_slices(tap, strides, dilation, out_sizes):
+def tap_slices(tap, strides, dilation, out_sizes):
     return tuple(
         slice(t * d, t * d + (o - 1) * s + 1, s)
         for t, s, d, o in zip(tap, strides, dilation, out_sizes)
@@ -230,7 +230,7 @@ def conv_nd_reference(x, w, strides, padding, dilation, groups, pad_value=0, acc
     xg = x.reshape(n, groups, cg, *size)
     wg = w.reshape(groups, o // groups, cg, *k)
     for tap in np.ndindex(*k):
-        xs = xg[(slice(None),) * 3 + _tap_slices(tap, strides, dilation, out_sizes)]
+        xs = xg[(slice(None),) * 3 + tap_slices(tap, strides, dilation, out_sizes)]
         cols = np.moveaxis(xs, 2, -1).transpose(1, 0, *range(2, nsp + 3))
         cols = cols.reshape(groups, n * m, cg)  # (G, N*out, Cg)
         out += exact_matmul(cols, wg[(Ellipsis, *tap)].transpose(0, 2, 1), acc)
@@ -293,8 +293,8 @@ def conv_nd_transpose_out_shape(data_shape, weight_shape, attrs) -> tuple[int, .
         fail(f"data must be {len(dl)}-D ({dl}), got shape {tuple(data_shape)}")
     if len(weight_shape) != len(kl):
         fail(f"kernel must be {len(kl)}-D ({kl}), got shape {tuple(weight_shape)}")
-    n, c, *size = _canonical(data_shape, dl, "NC" + sp)
-    i, og, *k = _canonical(weight_shape, kl, "IO" + sp)
+    n, c, *size = canonical_axes(data_shape, dl, "NC" + sp)
+    i, og, *k = canonical_axes(weight_shape, kl, "IO" + sp)
     if c % g:
         fail(f"data {data} has {c} channels, not divisible by groups={g}")
     if i != c:
@@ -341,7 +341,7 @@ def conv_nd_transpose_reference(x, w, attrs, acc_dtype=None):
     for tap in np.ndindex(*k):
         part = exact_matmul(rows, wg[(Ellipsis, *tap)], acc)  # (G, N*M, Og)
         part = part.reshape(g, n, *size, og).transpose(1, 0, nsp + 2, *range(2, nsp + 2))
-        out[(slice(None),) * 3 + _tap_slices(tap, s, d, size)] += part
+        out[(slice(None),) * 3 + tap_slices(tap, s, d, size)] += part
     crop = tuple(slice(pads[j], full[j] - pads[nsp + j]) for j in range(nsp))
     return out.reshape(n, g * og, *full)[(slice(None), slice(None), *crop)]
 

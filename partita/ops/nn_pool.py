@@ -87,7 +87,7 @@ class GlobalPool2DAttrs(Attrs):
     accumulate: str = choice("exact", *mlas.ACCUMULATE, *torch_cpu.ACCUMULATE)
 
 
-def _pool_dim(size, k, stride, dilation, before, after, ceil_mode, what) -> int:
+def pool_dim(size, k, stride, dilation, before, after, ceil_mode, what) -> int:
     extent, padded = dilation * (k - 1) + 1, size + before + after
     if before >= extent or after >= extent:
         fail(
@@ -113,8 +113,8 @@ def pool_out_dims(h: int, w: int, attrs) -> tuple[int, int]:
     (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
     top, left, bottom, right = attrs.padding
     return (
-        _pool_dim(h, kh, sh, dh, top, bottom, attrs.ceil_mode, "height"),
-        _pool_dim(w, kw, sw, dw, left, right, attrs.ceil_mode, "width"),
+        pool_dim(h, kh, sh, dh, top, bottom, attrs.ceil_mode, "height"),
+        pool_dim(w, kw, sw, dw, left, right, attrs.ceil_mode, "width"),
     )
 
 

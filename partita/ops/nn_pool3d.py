@@ -20,8 +20,8 @@ from .nn_common import (
     set_fields,
     to_layout,
 )
-from .nn_nd import _canonical, _tap_slices, expand_nd, expand_padding_nd
-from .nn_pool import _pool_dim
+from .nn_nd import canonical_axes, expand_nd, expand_padding_nd, tap_slices
+from .nn_pool import pool_dim
 from .registry import Attrs, choice, register_op
 from .relations import fail, float_only, tensor
 
@@ -69,7 +69,7 @@ def pool3d_out_shape(data_shape, attrs) -> tuple[int, ...]:
     end padding)."""
     if len(data_shape) != 5:
         fail(f"data must be 5-D ({attrs.layout}), got shape {tuple(data_shape)}")
-    n, c, *size = _canonical(data_shape, attrs.layout, "NCDHW")
+    n, c, *size = canonical_axes(data_shape, attrs.layout, "NCDHW")
     out = _pool3d_dims(size, attrs)
     padded = [s + attrs.padding[j] + attrs.padding[3 + j] for j, s in enumerate(size)]
     check_shape([n, c, *padded], 8, f"its padded input {tuple(data_shape)}")
@@ -80,7 +80,7 @@ def pool3d_out_shape(data_shape, attrs) -> tuple[int, ...]:
 def _pool3d_dims(size, attrs) -> list[int]:
     p = attrs.padding
     return [
-        _pool_dim(
+        pool_dim(
             size[j],
             attrs.pool_size[j],
             attrs.strides[j],
@@ -105,7 +105,7 @@ def _pool3d_taps(x, attrs, pad_value):
         widths.append((p[j], max(p[3 + j], need - size[j] - p[j])))
     x = np.pad(x, widths, constant_values=np.asarray(pad_value, x.dtype))
     views = [
-        x[(slice(None), slice(None), *_tap_slices(tap, attrs.strides, attrs.dilation, out))]
+        x[(slice(None), slice(None), *tap_slices(tap, attrs.strides, attrs.dilation, out))]
         for tap in np.ndindex(*attrs.pool_size)
     ]
     return views
@@ -178,7 +178,7 @@ def _count_taps(padded_mask, attrs, size):
     mask = np.pad(padded_mask, extra)
     return np.add.reduce(
         [
-            mask[(slice(None), slice(None), *_tap_slices(tap, attrs.strides, attrs.dilation, out))]
+            mask[(slice(None), slice(None), *tap_slices(tap, attrs.strides, attrs.dilation, out))]
             for tap in np.ndindex(*attrs.pool_size)
         ]
     )

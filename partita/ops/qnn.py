@@ -280,7 +280,7 @@ def round_half_even_to_int(v: np.ndarray) -> np.ndarray:
 # ---- conv2d, dense, batch_matmul ---------------------------------------------------------------
 
 
-def _offset(x: np.ndarray, zero_point: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+def offset_by_zero_point(x: np.ndarray, zero_point: np.ndarray, ndim: int, axis: int) -> np.ndarray:
     """``x - zero_point`` exactly, in int64 (per-channel zero points along ``axis``)."""
     return x.astype(np.int64) - _broadcast_param(zero_point.astype(np.int64), ndim, axis)
 
@@ -352,8 +352,8 @@ def qnn_conv2d(data, weight, input_zero_point, kernel_zero_point, input_scale, k
     with the input zero point (padded taps add 0), summed exactly and wrapped to out_dtype. The
     scales only type the result: the result's scale is input_scale * kernel_scale. int8/uint8
     data take out_dtype int32; int16 data take int64, like TFLite's 16x8 kernels."""
-    x = _offset(data, input_zero_point, data.ndim, 0)
-    w = _offset(weight, kernel_zero_point, 4, attrs.kernel_layout.index("O"))
+    x = offset_by_zero_point(data, input_zero_point, data.ndim, 0)
+    w = offset_by_zero_point(weight, kernel_zero_point, 4, attrs.kernel_layout.index("O"))
     out = conv2d_reference(x, w, attrs, pad_value=0)
     if attrs.accumulate != "exact":
         out = out + _conv_pair_saturation(data, weight, int(_scalar(input_zero_point)), attrs)
@@ -437,8 +437,8 @@ def qnn_dense(data, weight, input_zero_point, kernel_zero_point, input_scale, ke
     """Quantized dense, weight (units, in): ``out[..., u] = sum_k (data[..., k] - zp_in) *
     (weight[u, k] - zp_w[u])`` summed exactly and wrapped to out_dtype (zp_w scalar or one per
     unit); the result's scale is input_scale * kernel_scale."""
-    x = _offset(data, input_zero_point, data.ndim, 0)
-    w = _offset(weight, kernel_zero_point, 2, 0)
+    x = offset_by_zero_point(data, input_zero_point, data.ndim, 0)
+    w = offset_by_zero_point(weight, kernel_zero_point, 2, 0)
     out = exact_matmul(x, w.T)
     if attrs.accumulate != "exact":  # "vpmaddubsw_tap" is "vpmaddubsw": a dense has one tap
         out = out + x86_int8.pair_saturation(_as_uint8(data, 0)[0], weight.T)
@@ -483,8 +483,8 @@ def qnn_batch_matmul(x, y, x_zero_point, y_zero_point, x_scale, y_scale, attrs):
     """Quantized batch matmul: ``out[b] = (x[b] - zp_x) @ (y[b] - zp_y)`` with x (B, M, K) (or
     (B, K, M) if transpose_a) and y (B, K, N) (or (B, N, K) if transpose_b, the default), a batch
     of 1 broadcast; summed exactly and wrapped to out_dtype."""
-    a = _offset(x, x_zero_point, 3, 0)
-    b = _offset(y, y_zero_point, 3, 0)
+    a = offset_by_zero_point(x, x_zero_point, 3, 0)
+    b = offset_by_zero_point(y, y_zero_point, 3, 0)
     if attrs.transpose_a:
         a = a.transpose(0, 2, 1)
     if attrs.transpose_b:

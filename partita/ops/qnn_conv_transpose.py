@@ -12,7 +12,7 @@ from partita.ir.types import TensorType
 
 from .nn_common import layout_dims, to_layout
 from .nn_conv import Conv2DTransposeAttrs, conv2d_transpose_out_shape, conv2d_transpose_reference
-from .qnn import _offset, channel_param, quantized, scalar_param
+from .qnn import channel_param, offset_by_zero_point, quantized, scalar_param
 from .registry import choice, register_op
 
 
@@ -61,7 +61,7 @@ def qnn_conv2d_transpose(
     weight - zp_w)`` summed exactly and wrapped to out_dtype, zp_w scalar or one per output
     channel (output channel g*Og + o reads kernel column o of group g). The scales only type the
     result: its scale is input_scale * kernel_scale."""
-    x = _offset(data, input_zero_point, data.ndim, 0)
+    x = offset_by_zero_point(data, input_zero_point, data.ndim, 0)
     w = to_layout(weight, attrs.kernel_layout, "IOHW").astype(np.int64)
     c, og, kh, kw = w.shape
     g = attrs.groups
