@@ -119,7 +119,7 @@ class _Translation:
             kind, params, arrays, size = vector
             scratch = self.buffer((size,), "uint8") if size else None
         elif p["rounding"] == "onnx":
-            return False  # the plain kernels have no float32 output stage
+            return False  # the scalar kernels have no float32 output stage
         else:
             del arrays["fscale"]
         table = a.get("table")
