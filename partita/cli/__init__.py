@@ -19,6 +19,7 @@ With --json, stdout holds exactly one JSON document: the result, or {"error": ..
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -108,7 +109,19 @@ def _main(argv: list[str], as_json: bool) -> int:
     from partita.passes.infra import PassTimingInstrument
 
     try:
-        args = build_parser().parse_args(argv)
+        if as_json:  # --help / --version print text and exit 0: one JSON document instead
+            text, args = io.StringIO(), None
+            with contextlib.redirect_stdout(text):
+                try:
+                    args = build_parser().parse_args(argv)
+                except SystemExit as done:
+                    if done.code not in (0, None):
+                        raise
+            if args is None:
+                sys.stdout.write(json.dumps({"text": text.getvalue()}, indent=2) + "\n")
+                return 0
+        else:
+            args = build_parser().parse_args(argv)
     except CommandLineError as error:
         return _report_error(error, _command_of(argv), as_json, False)
     progress = Progress(verbose=args.verbose)

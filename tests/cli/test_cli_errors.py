@@ -129,3 +129,12 @@ def test_a_missing_package_names_the_pip_extra():
     with pytest.raises(MissingPackageError, match=r"pip install 'partita\[plot\]'"):
         require("a_module_that_is_not_installed", "--plot", extra="plot")
     require("json", "anything")  # present: no error
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["compile", "--help"], ["--version"],
+                                  ["inspect", "-h"]])
+def test_help_and_version_with_json_are_one_json_document(capsys, argv):
+    """--help and --version print text and exit 0; with --json that text is one document."""
+    assert cli.main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"text"} and data["text"].startswith(("usage: partita", "partita "))
