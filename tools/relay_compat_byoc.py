@@ -100,6 +100,8 @@ def _install_standins(folder: str) -> None:
     _ethosu_standins(tvm, folder)
     # DNNL's C++ layout queries (only its AlterOpLayout hooks call them)
     sys.modules["tvm.relay"].__dict__.setdefault("_ffi_api", _Unavailable("tvm.relay._ffi_api"))
+    # tvm.tir.op.Op (dnnl.py's IsComputeIntensiveGraph): TVM re-exports tvm.ir.Op there
+    tvm.tir.__dict__.setdefault("op", types.SimpleNamespace(Op=tvm.ir.Op))
 
 
 class _Unavailable(types.ModuleType):
@@ -155,6 +157,8 @@ def _ethosu_standins(tvm, folder: str) -> None:
     sys.modules[pkg]._ffi_api = sys.modules[pkg + "._ffi_api"]
     tvm._ffi.register_object = lambda *a, **k: a[0] if a and callable(a[0]) else (lambda c: c)
     tvm.runtime.__dict__["Object"] = object
+    # TVM's runtime NDArray (C++): partita's Constant holds a numpy array
+    tvm.nd.__dict__["array"] = lambda data, *args, **kwargs: np.asarray(data)
     spec = importlib.util.spec_from_file_location(pkg + ".util", path)
     util = importlib.util.module_from_spec(spec)
     sys.modules[pkg + ".util"] = util
@@ -178,6 +182,41 @@ def load_module(folder: str, name: str):
     sys.modules[full] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def _dnnl_partitioner(contrib):
+    """DNNL has no ``partition_for_dnnl`` in v0.16's dnnl.py: TVM users call the sequence TVM's
+    own tests/python/contrib/test_dnnl.py spells out. This is that sequence as partita.relay runs
+    it: dnnl.py's own rewrites (layer norm, dense+gelu, ``legalize_qnn_for_dnnl``), then
+    MergeComposite(dnnl.pattern_table()), AnnotateTarget("dnnl"), MergeCompilerRegions,
+    PartitionGraph and dnnl.py's ``prune_dnnl_subgraphs``. The test's float pre-passes
+    (CanonicalizeOps, SimplifyInference, FoldScaleAxis, SimplifyExpr, Legalize, AlterOpLayout with
+    DNNL's layout hooks) are left out: they rewrite float convolutions, batch norms and bias adds,
+    and the int8 graphs here have none of the first two; see docs/migrating-from-tvm.md for what
+    CanonicalizeOps' bias_add -> add would change (nothing measured here).
+    Returns (partition, last) where last["unpruned"] holds the module before pruning."""
+    from partita.relay import transform
+
+    last: dict = {}
+
+    def partition(mod):
+        mod = contrib.rewrite_layer_norm(mod)
+        mod = contrib.rewrite_dense_bias_gelu_reshape_last(mod)
+        mod = contrib.legalize_qnn_for_dnnl(mod)
+        seq = transform.Sequential(
+            [
+                transform.MergeComposite(contrib.pattern_table()),
+                transform.AnnotateTarget("dnnl"),
+                transform.MergeCompilerRegions(),
+                transform.PartitionGraph(),
+            ]
+        )
+        with transform.PassContext(opt_level=3):
+            mod = seq(mod)
+        last["unpruned"] = mod
+        return contrib.prune_dnnl_subgraphs(mod)
+
+    return partition, last
 
 
 # ---- measuring ---------------------------------------------------------------------------------
@@ -215,7 +254,12 @@ def run(folder: str, module: str, models: list[str], mean: str = "tvm") -> None:
     from partita import relay
 
     contrib = load_module(folder, module)
-    partition = next(getattr(contrib, n) for n in dir(contrib) if n.startswith("partition_for_"))
+    names = [n for n in dir(contrib) if n.startswith("partition_for_")]
+    last: dict = {}
+    if names:
+        partition = getattr(contrib, names[0])
+    else:  # dnnl
+        partition, last = _dnnl_partitioner(contrib)
     for path in models:
         # the graph TVM's TFLite frontend gives (relay.frontend.tvm_graph: exact rewrites)
         mod, _ = relay.frontend.from_tflite(os.path.join(REPO, path), mean=mean)
@@ -237,10 +281,15 @@ def run(folder: str, module: str, models: list[str], mean: str = "tvm") -> None:
         got = relay.interpret(out, [data])
         same = all(np.array_equal(a, b) for a, b in zip(got, relay.interpret(ref, [data])))
         tflite = all(np.array_equal(a, b) for a, b in zip(got, relay.interpret(own, [data])))
+        extra = ""
+        if "unpruned" in last:
+            a, b = op_fraction(last.pop("unpruned"))
+            extra = f" (before pruning {a}/{b})"
         print(
             f"{module:8s} {os.path.basename(path):32s} on accelerator {on}/{total} "
-            f"({100 * on / max(total, 1):.1f}%) bit-exact={same} tflite-exact={tflite} "
-            f"composites={composites(out)}"
+            f"({100 * on / max(total, 1):.1f}%){extra} bit-exact={same} tflite-exact={tflite} "
+            f"composites={composites(out)} numpy={np.__version__}",
+            flush=True,
         )
 
 

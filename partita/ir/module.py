@@ -55,6 +55,11 @@ class IRModule:
         """The module's functions as GlobalVars (Relay's ``mod.get_global_vars()``)."""
         return [GlobalVar(name) for name in self.functions]
 
+    @property
+    def type_definitions(self) -> dict:
+        """Relay's ADT definitions: partita has no ADTs, so always empty."""
+        return {}
+
     def get_global_var(self, name: str) -> GlobalVar:
         if name not in self.functions:
             self[name]  # the error naming the functions there are
