@@ -187,19 +187,30 @@ def load_module(folder: str, name: str):
 def _dnnl_partitioner(contrib):
     """DNNL has no ``partition_for_dnnl`` in v0.16's dnnl.py: TVM users call the sequence TVM's
     own tests/python/contrib/test_dnnl.py spells out. This is that sequence as partita.relay runs
-    it: dnnl.py's own rewrites (layer norm, dense+gelu, ``legalize_qnn_for_dnnl``), then
+    it, at opt_level 3: CanonicalizeOps, InferType, SimplifyInference, FoldConstant, SimplifyExpr,
+    FoldConstant; dnnl.py's own rewrites (layer norm, dense+gelu, ``legalize_qnn_for_dnnl``);
     MergeComposite(dnnl.pattern_table()), AnnotateTarget("dnnl"), MergeCompilerRegions,
-    PartitionGraph and dnnl.py's ``prune_dnnl_subgraphs``. The test's float pre-passes
-    (CanonicalizeOps, SimplifyInference, FoldScaleAxis, SimplifyExpr, Legalize, AlterOpLayout with
-    DNNL's layout hooks) are left out: they rewrite float convolutions, batch norms and bias adds,
-    and the int8 graphs here have none of the first two; see docs/migrating-from-tvm.md for what
-    CanonicalizeOps' bias_add -> add would change (nothing measured here).
-    Returns (partition, last) where last["unpruned"] holds the module before pruning."""
+    PartitionGraph; dnnl.py's ``prune_dnnl_subgraphs``. Left out, as partita has no such pass:
+    FoldScaleAxis (float convolutions only), Legalize with dnnl.py's group-convolution hook and
+    AlterOpLayout with its layout hooks (both on ``nn.conv*``, which these int8 graphs lack).
+    Returns (partition, last): last["unpruned"] is the module before pruning."""
     from partita.relay import transform
 
     last: dict = {}
 
     def partition(mod):
+        pre = transform.Sequential(
+            [
+                transform.CanonicalizeOps(),
+                transform.InferType(),
+                transform.SimplifyInference(),
+                transform.FoldConstant(),
+                transform.SimplifyExpr(),
+                transform.FoldConstant(),
+            ]
+        )
+        with transform.PassContext(opt_level=3):
+            mod = pre(mod)
         mod = contrib.rewrite_layer_norm(mod)
         mod = contrib.rewrite_dense_bias_gelu_reshape_last(mod)
         mod = contrib.legalize_qnn_for_dnnl(mod)

@@ -239,6 +239,7 @@ __all__ = [
     "module_pass",
     "SimplifyExpr",
     "SimplifyInference",
+    "CanonicalizeOps",
 ]
 
 
@@ -318,6 +319,34 @@ def RemoveUnusedFunctions(entry_functions=None):  # noqa: N802 (TVM's name)
         return IRModule({n: f for n, f in mod.items() if n in keep}, mod.attrs)
 
     return _PythonPass(run, "RemoveUnusedFunctions", 1)
+
+
+def CanonicalizeOps():  # noqa: N802 (TVM's name)
+    """TVM's ``CanonicalizeOps()``: ``nn.bias_add(x, b, axis)`` becomes ``add(x, b')`` with
+    ``b'`` given trailing unit axes (``expand_dims``) so it broadcasts along ``axis``, as TVM's
+    does (no expand_dims when ``axis`` is the last). Exact: the same sums."""
+    from partita.ir.op import get_op
+
+    bias_add, add, expand = get_op("nn.bias_add"), get_op("add"), get_op("expand_dims")
+
+    class _Canon(_CoreMutator):
+        def rewrite_call(self, call, op, args):
+            if op is not bias_add:
+                return super().rewrite_call(call, op, args)
+            ndim = len(call.args[0].checked_type.shape)
+            axis = call.attrs.axis + ndim if call.attrs.axis < 0 else call.attrs.axis
+            bias = args[1]
+            if ndim - axis - 1 > 0:
+                bias = expand(bias, axis=1, num_newaxis=ndim - axis - 1)
+            return add(args[0], bias, span=call.span)
+
+    def one(_name: str, fn: Function) -> Function:
+        return _Canon().visit(fn)
+
+    def run(mod: IRModule, ctx) -> IRModule:
+        return InferType()(map_open_functions(mod, one))
+
+    return _PythonPass(run, "CanonicalizeOps", 3)
 
 
 def InferTypeLocal(expr):  # noqa: N802 (TVM's name)

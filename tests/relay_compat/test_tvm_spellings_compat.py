@@ -259,3 +259,27 @@ def test_nn_pad_takes_tvms_arguments():
     data = np.array([[3, -4]], "int8")
     out = relay.interpret(relay.IRModule.from_expr(relay.nn.pad(x, ((0, 0), (1, 2)))), [data])
     np.testing.assert_array_equal(out[0], [[0, 3, -4, 0, 0]])
+
+
+@pytest.mark.parametrize("layout,axis", [("NCHW", 1), ("NHWC", 3), ("NHWC", -1)])
+def test_canonicalize_ops_turns_bias_add_into_add(layout, axis):
+    shape = (1, 3, 4, 5) if layout == "NCHW" else (1, 4, 5, 3)
+    x = relay.var("x", shape=shape, dtype="int32")
+    b = relay.const(np.array([7, -2, 100], "int32"))
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.nn.bias_add(x, b, axis=axis)))
+    with transform.PassContext(opt_level=3):
+        out = transform.CanonicalizeOps()(mod)
+    text = str(out["main"])
+    assert "nn.bias_add" not in text and "add(" in text
+    assert ("expand_dims" in text) == (layout == "NCHW")
+    data = np.arange(60, dtype="int32").reshape(shape)
+    np.testing.assert_array_equal(relay.interpret(out, [data])[0], relay.interpret(mod, [data])[0])
+    # at TVM's default opt_level 2 the pass (opt_level 3) does not run
+    assert "nn.bias_add" in str(transform.CanonicalizeOps()(mod)["main"])
+
+
+def test_module_type_definitions_are_empty():
+    mod = relay.IRModule.from_expr(relay.Function([], relay.const(1)))
+    assert mod.type_definitions == {}
+    again = relay.IRModule(mod.functions, mod.type_definitions)  # as TVM code rebuilds modules
+    assert list(again.functions) == ["main"]
