@@ -103,6 +103,10 @@ class NodeMap(dict):
                 f"taken, or a pattern from another rule)"
             ) from None
 
+    def get(self, key, default=None):
+        """TVM's ``node_map.get(pattern, default=...)`` (a keyword, as TVM's Map takes it)."""
+        return self[key] if key in self or key in self.captures else default
+
 
 @dataclass(frozen=True)
 class TraceEntry:

@@ -184,7 +184,7 @@ def load_module(folder: str, name: str):
     return mod
 
 
-def _dnnl_partitioner(contrib):
+def _dnnl_partitioner(contrib, form: bool = False, prune: bool = True):
     """DNNL has no ``partition_for_dnnl`` in v0.16's dnnl.py: TVM users call the sequence TVM's
     own tests/python/contrib/test_dnnl.py spells out. This is that sequence as partita.relay runs
     it, at opt_level 3: CanonicalizeOps, InferType, SimplifyInference, FoldConstant, SimplifyExpr,
@@ -193,7 +193,10 @@ def _dnnl_partitioner(contrib):
     PartitionGraph; dnnl.py's ``prune_dnnl_subgraphs``. Left out, as partita has no such pass:
     FoldScaleAxis (float convolutions only), Legalize with dnnl.py's group-convolution hook and
     AlterOpLayout with its layout hooks (both on ``nn.conv*``, which these int8 graphs lack).
-    Returns (partition, last): last["unpruned"] is the module before pruning."""
+    With ``form``, ``requantize_clip_cast`` runs before dnnl.py's rewrites; ``prune=False`` is
+    test_dnnl's ``partition_for_dnnl(..., prune_subgraphs=False)``.
+    Returns (partition, last): last["unpruned"] is the module before pruning, last["legalized"]
+    the one MergeComposite starts from."""
     from partita.relay import transform
 
     last: dict = {}
@@ -211,9 +214,12 @@ def _dnnl_partitioner(contrib):
         )
         with transform.PassContext(opt_level=3):
             mod = pre(mod)
+        if form:
+            mod = requantize_clip_cast(mod)
         mod = contrib.rewrite_layer_norm(mod)
         mod = contrib.rewrite_dense_bias_gelu_reshape_last(mod)
         mod = contrib.legalize_qnn_for_dnnl(mod)
+        last["legalized"] = mod
         seq = transform.Sequential(
             [
                 transform.MergeComposite(contrib.pattern_table()),
@@ -225,9 +231,60 @@ def _dnnl_partitioner(contrib):
         with transform.PassContext(opt_level=3):
             mod = seq(mod)
         last["unpruned"] = mod
-        return contrib.prune_dnnl_subgraphs(mod)
+        return contrib.prune_dnnl_subgraphs(mod) if prune else mod
 
     return partition, last
+
+
+def requantize_clip_cast(mod):
+    """The graph TVM's PyTorch frontend gives a quantized convolution (``qnn.requantize ->
+    clip -> cast``), the form dnnl.py's ``legalize_qnn_for_dnnl`` matches, made from TVM's
+    TFLite graph by identities: after each ``qnn.requantize`` of a ``qnn.conv2d`` /
+    ``qnn.dense`` (bias ``add`` between or not) a ``clip`` to its dtype's range where no fused
+    activation clips, then ``cast`` to the same dtype. The requantize's float64 input scale
+    (partita keeps TFLite's double-precision product input scale x weight scale) becomes float32,
+    as TVM's TFLite frontend writes it (dnnl.py divides it by the float32 output scale). An
+    experiment (``--dnnl-form``), not what TVM's TFLite frontend gives: its int8 graph has no
+    such cast."""
+    from partita.ir import Call, Constant
+    from partita.ir.op import get_op
+    from partita.ir.visitor import ExprMutator, post_order
+
+    rq, clip, cast = get_op("qnn.requantize"), get_op("clip"), get_op("cast")
+    roots = {"qnn.conv2d", "qnn.dense"}
+
+    def of_root(x):
+        if type(x) is not Call or x.op is not rq:
+            return False
+        a = x.args[0]
+        if type(a) is Call and a.op.name == "add":
+            a = a.args[0]
+        return type(a) is Call and getattr(a.op, "name", "") in roots
+
+    class _Rewrite(ExprMutator):
+        def __init__(self, clipped):
+            super().__init__()
+            self.clipped = clipped
+
+        def rewrite_call(self, call, op, args):
+            if op is rq and type(args[1]) is Constant and args[1].data.dtype == np.float64:
+                args = [args[0], Constant(args[1].data.astype(np.float32)), *args[2:]]
+            new = super().rewrite_call(call, op, args)
+            dtype = call.checked_type.dtype
+            if op is clip and of_root(call.args[0]):
+                return cast(new, dtype=dtype)
+            if of_root(call) and id(call) not in self.clipped:
+                info = np.iinfo(dtype)
+                return cast(clip(new, a_min=float(info.min), a_max=float(info.max)), dtype=dtype)
+            return new
+
+    from partita.relay import IRModule, transform
+
+    fn = mod["main"]
+    clipped = {id(x.args[0]) for x in post_order(fn) if type(x) is Call and x.op is clip}
+    out = IRModule(dict(mod.functions), mod.attrs)
+    out["main"] = _Rewrite(clipped).visit(fn)
+    return transform.InferType()(out)
 
 
 # ---- measuring ---------------------------------------------------------------------------------
@@ -260,7 +317,18 @@ def composites(mod) -> dict:
     return out
 
 
-def run(folder: str, module: str, models: list[str], mean: str = "tvm") -> None:
+def _max_lsb(a, b) -> int:
+    return max(int(np.max(np.abs(x.astype(np.int64) - y.astype(np.int64)))) for x, y in zip(a, b))
+
+
+def run(
+    folder: str,
+    module: str,
+    models: list[str],
+    mean: str = "tvm",
+    dnnl_form: bool = False,
+    dnnl_prune: bool = True,
+) -> None:
 
     from partita import relay
 
@@ -270,7 +338,7 @@ def run(folder: str, module: str, models: list[str], mean: str = "tvm") -> None:
     if names:
         partition = getattr(contrib, names[0])
     else:  # dnnl
-        partition, last = _dnnl_partitioner(contrib)
+        partition, last = _dnnl_partitioner(contrib, dnnl_form, dnnl_prune)
     for path in models:
         # the graph TVM's TFLite frontend gives (relay.frontend.tvm_graph: exact rewrites)
         mod, _ = relay.frontend.from_tflite(os.path.join(REPO, path), mean=mean)
@@ -290,12 +358,19 @@ def run(folder: str, module: str, models: list[str], mean: str = "tvm") -> None:
         t = mod["main"].params[0].checked_type
         data = rng.integers(-128, 128, t.shape, dtype=t.dtype)
         got = relay.interpret(out, [data])
-        same = all(np.array_equal(a, b) for a, b in zip(got, relay.interpret(ref, [data])))
+        want = relay.interpret(ref, [data])
+        same = all(np.array_equal(a, b) for a, b in zip(got, want))
         tflite = all(np.array_equal(a, b) for a, b in zip(got, relay.interpret(own, [data])))
         extra = ""
         if "unpruned" in last:
             a, b = op_fraction(last.pop("unpruned"))
             extra = f" (before pruning {a}/{b})"
+        if "legalized" in last:  # dnnl: its legalization is arithmetic of its own
+            legal = relay.interpret(last.pop("legalized"), [data])
+            exact = all(np.array_equal(a, b) for a, b in zip(got, legal))
+            extra += f" partition-exact(vs legalized)={exact}"
+            if not same:
+                extra += f" max-diff-vs-unpartitioned={_max_lsb(got, want)}LSB"
         print(
             f"{module:8s} {os.path.basename(path):32s} on accelerator {on}/{total} "
             f"({100 * on / max(total, 1):.1f}%){extra} bit-exact={same} tflite-exact={tflite} "
@@ -315,11 +390,29 @@ def main(argv=None) -> int:
         default="tvm",
         help="relay.frontend.from_tflite's mean= (TFLite MEAN in TVM's form)",
     )
+    ap.add_argument(
+        "--dnnl-form",
+        action="store_true",
+        help="dnnl: first give each quantized convolution the requantize->clip->cast form "
+        "legalize_qnn_for_dnnl matches (TVM's PyTorch frontend's; an experiment)",
+    )
+    ap.add_argument(
+        "--dnnl-no-prune",
+        action="store_true",
+        help="dnnl: partition_for_dnnl's prune_subgraphs=False (keep every DNNL partition)",
+    )
     args = ap.parse_args(argv)
     folder = os.path.abspath(args.folder)
     _install_standins(folder)
     for module in args.module or ["cmsisnn"]:
-        run(folder, module, args.model or MODELS, args.mean)
+        run(
+            folder,
+            module,
+            args.model or MODELS,
+            args.mean,
+            args.dnnl_form,
+            not args.dnnl_no_prune,
+        )
     return 0
 
 

@@ -278,9 +278,10 @@ class Call(Expr):
 
     __slots__ = ("op", "args", "attrs")
 
-    def __init__(self, op, args, attrs=None, span: Span | None = None):
-        if isinstance(span, (list, tuple)) and not span:  # Relay's Call(op, args, attrs, [])
-            span = None
+    def __init__(self, op, args, attrs=None, span: Span | None = None, relay_span=None):
+        if isinstance(span, (list, tuple)) and not span:
+            # Relay's Call(op, args, attrs, type_args[, span]): type_args are always empty here
+            span = relay_span
         self._init(span)
         args = tuple(args)
         for i, a in enumerate(args):

@@ -46,6 +46,11 @@ class TensorType(Type):
         return len(self.shape)
 
     @property
+    def concrete_shape(self) -> tuple[int, ...]:
+        """Relay's ``TensorType.concrete_shape``: every shape here is static."""
+        return self.shape
+
+    @property
     def size(self) -> int:
         n = 1
         for d in self.shape:

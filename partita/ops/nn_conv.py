@@ -61,6 +61,11 @@ class ConvAttrsBase(Attrs):
         if self.kernel_size is not None:
             set_fields(self, kernel_size=expand_2d(self.kernel_size, "kernel_size"))
 
+    @property
+    def out_layout(self) -> str:
+        """Relay's ``out_layout``: "" (the output is in ``data_layout``; partita has no other)."""
+        return ""
+
     def validate(self):
         check_positive(self.strides, "strides")
         check_positive(self.dilation, "dilation")

@@ -283,3 +283,35 @@ def test_module_type_definitions_are_empty():
     assert mod.type_definitions == {}
     again = relay.IRModule(mod.functions, mod.type_definitions)  # as TVM code rebuilds modules
     assert list(again.functions) == ["main"]
+
+
+def test_names_dnnl_py_reads():
+    """dnnl.py's legalize_qnn_for_dnnl: node_map.get(p, default=...), Call with TVM's
+    (op, args, attrs, type_args, span), qnn.conv2d's attrs.out_layout, concrete_shape."""
+    x = _v("x", shape=(1, 4, 4, 3), dtype="int8")
+    w = relay.const(np.ones((1, 1, 3, 2), "int8"))
+    conv = relay.qnn.op.conv2d(
+        x, w, relay.const(0), relay.const(0), relay.const(1.0), relay.const(1.0),
+        kernel_size=(1, 1), channels=2, data_layout="NHWC", kernel_layout="HWIO",
+    )  # fmt: skip
+    assert conv.attrs.out_layout == "" and conv.type_args == ()
+    again = relay.Call(conv.op, list(conv.args), conv.attrs, conv.type_args, conv.span)
+    assert again.op is conv.op and again.attrs == conv.attrs
+    assert transform.InferTypeLocal(conv).concrete_shape == (1, 4, 4, 2)
+    seen = {}
+
+    class Grab(relay.dataflow_pattern.DFPatternCallback):
+        def __init__(self):
+            super().__init__()
+            self.other = wildcard()
+            self.pattern = is_op("qnn.conv2d")(
+                wildcard(), wildcard(), wildcard(), wildcard(), wildcard(), wildcard()
+            )
+
+        def callback(self, pre, post, node_map):
+            seen["default"] = node_map.get(self.other, default=["absent"])[0]
+            seen["root"] = node_map.get(self.pattern)[0]
+            return post
+
+    relay.dataflow_pattern.rewrite(Grab(), conv)
+    assert seen["default"] == "absent" and seen["root"].op.name == "qnn.conv2d"
