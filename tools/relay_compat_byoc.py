@@ -257,7 +257,7 @@ def requantize_clip_cast(mod):
         if type(x) is not Call or x.op is not rq:
             return False
         a = x.args[0]
-        if type(a) is Call and a.op.name == "add":
+        if type(a) is Call and getattr(a.op, "name", "") in ("add", "nn.bias_add"):
             a = a.args[0]
         return type(a) is Call and getattr(a.op, "name", "") in roots
 
@@ -280,6 +280,7 @@ def requantize_clip_cast(mod):
 
     from partita.relay import IRModule, transform
 
+    mod = transform.InferType()(mod)
     fn = mod["main"]
     clipped = {id(x.args[0]) for x in post_order(fn) if type(x) is Call and x.op is clip}
     out = IRModule(dict(mod.functions), mod.attrs)
@@ -303,6 +304,20 @@ def op_fraction(mod) -> tuple[int, int]:
             on += n
         assert isinstance(fn, Function)
     return on, total
+
+
+def host_ops(mod) -> dict:
+    """op name -> count of the op calls left outside every partition."""
+    from partita.ir import Call, Op
+    from partita.ir.visitor import post_order
+
+    out: dict = {}
+    for fn in mod.functions.values():
+        if "Compiler" not in fn.attrs:
+            for x in post_order(fn):
+                if type(x) is Call and isinstance(x.op, Op):
+                    out[x.op.name] = out.get(x.op.name, 0) + 1
+    return out
 
 
 def composites(mod) -> dict:
@@ -374,7 +389,7 @@ def run(
         print(
             f"{module:8s} {os.path.basename(path):32s} on accelerator {on}/{total} "
             f"({100 * on / max(total, 1):.1f}%){extra} bit-exact={same} tflite-exact={tflite} "
-            f"composites={composites(out)} numpy={np.__version__}",
+            f"composites={composites(out)} host={host_ops(out)} numpy={np.__version__}",
             flush=True,
         )
 
