@@ -1,7 +1,7 @@
 """Run TVM v0.16's BYOC pattern-table modules through partita.relay (issue 27).
 
-    python tools/relay_compat_byoc.py FOLDER [--module cmsisnn] [--model PATH.tflite ...]
-        [--mean tvm|tvm_always|qnn]
+    python tools/relay_compat_byoc.py FOLDER [--module cmsisnn ...] [--model PATH.tflite ...]
+        [--mean tvm|tvm_always|qnn] [--resnet50 PATH] [--dnnl-form] [--dnnl-no-prune]
 
 FOLDER holds the shim's ``tvm/`` package (/work/shared/relay-compat) and, in FOLDER/contrib/,
 TVM v0.16.0's python/tvm/relay/op/contrib/<name>.py files, byte for byte (TVM's code: never
@@ -13,7 +13,14 @@ the share of ops placed on the accelerator, whether the partitioned graph gives 
 as the unpartitioned one in partita's reference interpreter ("bit-exact"), and whether it gives
 the bits of partita's own import, which TFLite's reference kernels give ("tflite-exact": differs
 only when ``--mean tvm_always`` writes a MEAN in TVM's inexact form; see
-partita/relay/frontend.py).
+partita/relay/frontend.py), the composites and the ops left on the host, and the numpy it ran
+under. dnnl.py has no ``partition_for_dnnl``: TVM's test_dnnl.py sequence runs instead (see
+``_dnnl_partitioner``). ethosu.py needs numpy 1.x (TVM 0.16's); run it from a venv with
+numpy<2 (docs/migrating-from-tvm.md says how). docs/migrating-from-tvm.md's BYOC tables are
+
+    python tools/relay_compat_byoc.py FOLDER --module cmsisnn --module ethosn --module ethosu \
+        --module dnnl [--mean tvm_always]
+    python tools/relay_compat_byoc.py FOLDER --module dnnl --dnnl-form [--dnnl-no-prune]
 """
 
 from __future__ import annotations
@@ -29,9 +36,13 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = [
     "tests/models/tflite/nets/mobilenet_v1_025_128.tflite",
+    "tests/models/tflite/large/mobilenet_v1_100_224.tflite",
     "tests/models/tflite/nets/mobilenet_v2_035_96.tflite",
+    "tests/models/tflite/large/mobilenet_v2_100_224.tflite",
     "tests/models/tflite/nets/resnet_mini_64.tflite",
 ]
+# made by tools/gen_resnet50_int8.py (26 MB, not committed); measured when present
+RESNET50 = "/work/relaycompat-run/models/resnet50_int8.tflite"
 
 
 # ---- stand-ins for TVM's C++ and driver machinery ---------------------------------------------
@@ -363,9 +374,12 @@ def run(
             out = partition(relay.IRModule(dict(mod.functions), mod.attrs))
         except Exception as e:  # report and go on: one model's failure is a result too
             cause = e.__cause__ or e
+            hint = ""
+            if module == "ethosu" and "NumPy dtype" in str(cause):
+                hint = " (ethosu.py's np.dtype(TensorParams) needs numpy 1.x, as TVM 0.16 had)"
             print(
                 f"{module:8s} {os.path.basename(path):32s} FAILED: {type(cause).__name__}: "
-                f"{str(cause).splitlines()[0][:300]}"
+                f"{str(cause).splitlines()[0][:300]}{hint} numpy={np.__version__}"
             )
             continue
         on, total = op_fraction(out)
@@ -416,14 +430,21 @@ def main(argv=None) -> int:
         action="store_true",
         help="dnnl: partition_for_dnnl's prune_subgraphs=False (keep every DNNL partition)",
     )
+    ap.add_argument(
+        "--resnet50",
+        default=RESNET50,
+        help="the int8 ResNet-50 tools/gen_resnet50_int8.py writes, added to the default "
+        "models when the file exists (default %(default)s)",
+    )
     args = ap.parse_args(argv)
+    models = args.model or MODELS + ([args.resnet50] if os.path.exists(args.resnet50) else [])
     folder = os.path.abspath(args.folder)
     _install_standins(folder)
     for module in args.module or ["cmsisnn"]:
         run(
             folder,
             module,
-            args.model or MODELS,
+            models,
             args.mean,
             args.dnnl_form,
             not args.dnnl_no_prune,
