@@ -39,6 +39,7 @@ UBSW_MAX_FIX = 0.5
 # which exact AVX2 kernel: "auto" (ubsw where UBSW_MAX_FIX allows, else nibbles), or one forced:
 # "ubsw" (ubsw_split), "nibbles" (nibble_split), "wide" (int16 weights, VPMADDWD)
 EXACT_AVX2 = "auto"
+DW_TAP_PAIRS = True  # exact depthwise without VNNI: two taps per VPMADDWD, else one VPMULLD
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
 
 
@@ -304,6 +305,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                 consts["corr"] = wrap_int32(
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
+        if isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_TAP_PAIRS:
+            new["tap_pairs"] = True  # VPMADDWD on interleaved pairs of taps (vdepthwise)
         return Kind.VDW, new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
     if kind == Kind.FC:
         w = w.reshape(w.shape[0], 1, 1, -1)

@@ -182,7 +182,10 @@ def test_the_forced_variant_is_the_one_compiled():
     for isa in ("plain", "avx2"):  # plain: the same kernel as generic vector IR (any target)
         assert P.build(mod, f"llvm -isa={isa}").steps[0].region.kernels[0].startswith("VCONV ")
         (conv,) = lower(P.InferType()(mod)["main"], isa).kernels
-        assert conv.kind == "VCONV" and conv.params["isa"] == isa and conv.params["wide"]
+        assert conv.kind == "VCONV" and conv.params["isa"] == isa
+        # plain: int16 weights; avx2: VPMADDUBSW (the sparse second product, or nibbles)
+        assert conv.params["wide"] == (isa == "plain")
+        assert isa == "plain" or conv.params.get("ubsw") or conv.params.get("nibbles")
 
 
 @pytest.mark.parametrize("timed", [True, False])
@@ -499,20 +502,22 @@ def test_pair_saturation_with_the_tflite_builtin_output_stage(isa, kernel):
 
 @pytest.mark.parametrize("mode", ["ubsw", "nibbles", "wide"])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=convs(), wmax=st.sampled_from([127, 64, 127]))
-def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax):
+@given(case=convs(), wmax=st.sampled_from([127, 64, 127]), tap_pairs=st.booleans())
+def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, tap_pairs):
     """Each exact AVX2 convolution/dense kernel, forced (vector_plan.EXACT_AVX2): VPMADDUBSW
     on weights whose unsafe pairs (same-sign pairs summing past 128 in magnitude, which would
     saturate int16) keep a safe half, the rest in a sparse second product ("ubsw"); VPMADDUBSW
     on the weights' two nibbles with int16 sums widened every few k-steps ("nibbles"); int16
     weights into VPMADDWD ("wide"). Weights over -127..127 make about a quarter of the pairs
-    unsafe; ``wmax`` 64 none (no second product)."""
+    unsafe; ``wmax`` 64 none (no second product). Depthwise layers: two taps per VPMADDWD
+    (``tap_pairs``) or one VPMULLD per tap."""
     if not _isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.lower import vector_plan as vplan
 
     mp = pytest.MonkeyPatch()
     mp.setattr(vplan, "EXACT_AVX2", mode)
+    mp.setattr(vplan, "DW_TAP_PAIRS", tap_pairs)
     mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
     try:
         mod, _ = build_graph(*case, wmax=wmax)
