@@ -27,6 +27,9 @@ FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector 
 # vector is two of them)
 TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3},
          "avx2_nibbles": {1: 2},
+         # the ubsw kernel's panels of 16 channels: fewer (panel, k-step)s with an unsafe pair
+         # than 32 (per-channel int8 weights of Laplace-like spread, 576 x 96: 16% vs 29%)
+         "avx2_ubsw": {1: 4},
          "avxvnni": {1: 5, 2: 2}}
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
@@ -332,7 +335,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     exact_avx2 = code_isa == "avx2" and not params.get("pairs")
     fix, nibbles = None, exact_avx2 and EXACT_AVX2 in ("auto", "nibbles")
     if exact_avx2 and EXACT_AVX2 in ("auto", "ubsw"):
-        v = min(max(TILES["avx2"]), nvec)
+        v = min(max(TILES["avx2_ubsw"]), nvec)
         main, fix = ubsw_split(packed, 16 * v)
         if fix["density"] <= UBSW_MAX_FIX or EXACT_AVX2 == "ubsw":
             packed, nibbles = main, False
@@ -340,7 +343,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
             fix = None
     wide = (code_isa in ("avx2", "plain") and not params.get("pairs") and fix is None
             and not nibbles)
-    tiles = TILES["avx2_wide" if wide else "avx2_nibbles" if nibbles else isa]
+    tiles = TILES["avx2_wide" if wide else "avx2_nibbles" if nibbles else
+                  "avx2_ubsw" if fix is not None else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(_stage_flags({**params, **new}, consts, wabs))

@@ -502,15 +502,16 @@ def test_pair_saturation_with_the_tflite_builtin_output_stage(isa, kernel):
 
 @pytest.mark.parametrize("mode", ["ubsw", "nibbles", "wide"])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=convs(), wmax=st.sampled_from([127, 64, 127]), tap_pairs=st.booleans())
-def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, tap_pairs):
+@given(case=convs(), wmax=st.sampled_from([127, 64, 127]), tap_pairs=st.booleans(),
+       threads=st.sampled_from(["", " -threads=2"]))
+def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, tap_pairs, threads):
     """Each exact AVX2 convolution/dense kernel, forced (vector_plan.EXACT_AVX2): VPMADDUBSW
     on weights whose unsafe pairs (same-sign pairs summing past 128 in magnitude, which would
     saturate int16) keep a safe half, the rest in a sparse second product ("ubsw"); VPMADDUBSW
     on the weights' two nibbles with int16 sums widened every few k-steps ("nibbles"); int16
     weights into VPMADDWD ("wide"). Weights over -127..127 make about a quarter of the pairs
     unsafe; ``wmax`` 64 none (no second product). Depthwise layers: two taps per VPMADDWD
-    (``tap_pairs``) or one VPMULLD per tap."""
+    (``tap_pairs``) or one VPMULLD per tap; one thread or two (rows or channel panels split)."""
     if not _isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.lower import vector_plan as vplan
@@ -521,7 +522,7 @@ def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, tap_pairs):
     mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
     try:
         mod, _ = build_graph(*case, wmax=wmax)
-        assert_equals_interpreter(mod, "avx2", seed=2)
+        assert_equals_interpreter(mod, "avx2", seed=2, threads=threads)
     finally:
         mp.undo()
 
@@ -563,3 +564,31 @@ def test_ubsw_and_nibble_splits_are_safe_and_sum_to_the_weights(seed, scale, sha
     pairs = hl.reshape(*hl.shape[:-1], 2, 2)
     assert steps * 255 * np.clip(pairs, 0, None).sum(-1).max() <= 32767
     assert steps * 255 * np.clip(pairs, None, 0).sum(-1).min() >= -32768
+
+
+@pytest.mark.parametrize("mode", ["ubsw", "nibbles"])
+@pytest.mark.parametrize("kind", ["conv", "dense"])
+def test_exact_avx2_products_split_over_two_threads(mode, kind):
+    """The VPMADDUBSW kernels large enough for -threads=2 to split them (a pointwise
+    convolution's pixel tiles; a dense layer's channel panels, whose second products are
+    listed per panel): the same bits as the interpreter, unsafe pairs included."""
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "EXACT_AVX2", mode)
+    mp.setenv("PARTITA_REGION_CACHE", "0")
+    try:
+        if kind == "conv":
+            geo = {"hw": (16, 16), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+                   "padding": (0, 0, 0, 0)}
+            mod, _ = build_graph("conv", "int8", 64, 96, geo, 5, True, None)
+        else:
+            mod, _ = build_graph("dense", "uint8", 512, 520, {"rows": 3}, 6, True, None)
+        (k,) = lower(P.InferType()(mod)["main"], "avx2", 2).kernels
+        assert k.params.get("threads") == 2 and k.params.get(mode)
+        assert_equals_interpreter(mod, "avx2", seed=3, threads=" -threads=2")
+    finally:
+        mp.undo()
