@@ -309,7 +309,9 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
         if isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_TAP_PAIRS:
-            new["tap_pairs"] = True  # VPMADDWD on interleaved pairs of taps (vdepthwise)
+            # VPMADDWD on interleaved pairs of taps (vdepthwise); "isa" names what the code
+            # needs of the CPU (host_cpu.lacking)
+            new.update(tap_pairs=True, isa=isa)
         return Kind.VDW, new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
     if kind == Kind.FC:
         w = w.reshape(w.shape[0], 1, 1, -1)
