@@ -2,13 +2,16 @@
 XNNPACK (its default) and with its builtin kernels, ONNX Runtime for an .onnx model, and OpenVINO
 (either file format) when the ``openvino`` package is installed.
 
-    python benchmarks/cpu.py [--model PATH.tflite|PATH.onnx|resnet50] [--threads 1 2] [--repeat 20]
+    python benchmarks/cpu.py [--model PATH.tflite|PATH.onnx|resnet50|qdq|NAME] [--threads 1 2]
+                             [--repeat 20]
 
 A .tflite model runs against TFLite (XNNPACK and builtin kernels); a quantized .onnx model
 (e.g. tests/models/onnx/large/mobilenet_v2_100_224.qop_u8s8_pc.onnx) against ONNX Runtime at
 its default optimization level, whose output partita must equal bit for bit. ``--model resnet50``
 generates the float ResNet50 v2 of tools/gen_resnet50_v2.py (the TVM tutorial's geometry, random
 weights) into a temporary directory; float outputs are compared within float32 rounding.
+``--model qdq`` is the QDQ s8s8 per-channel MobileNetV2 (``NAME`` any benchmarks/models.py name,
+e.g. ``onnx/mobilenet_v1_100_224.qdq_s8s8_pc``), made into its cache folder on first use.
 
 Medians of ``--repeat`` rounds after a warm-up; each round calls every runtime ``--block``
 times in a row (20 by default), so load from other processes falls on all of them alike while
@@ -36,6 +39,7 @@ import partita as P
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"
+QDQ = "onnx/mobilenet_v2_100_224.qdq_s8s8_pc"  # --model qdq (benchmarks/models.py makes it)
 
 
 def tflite(model: Path, x, threads: int, resolver=None):
@@ -93,6 +97,13 @@ def main(argv=None) -> None:
                         help="calls of each runtime in a row per round (the first call after "
                         "another runtime's pays for its leftover threads; all are timed)")
     args = parser.parse_args(argv)
+    if str(args.model) == "qdq":
+        args.model = Path(QDQ)
+    if str(args.model) != "resnet50" and not args.model.exists():  # a benchmark model's name
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from models import get_model
+
+        args.model = get_model(str(args.model))
     with tempfile.TemporaryDirectory() as tmp:
         if str(args.model) == "resnet50":
             sys.path.insert(0, str(ROOT / "tools"))

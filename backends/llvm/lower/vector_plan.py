@@ -26,10 +26,23 @@ FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector 
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
 # vector is two of them)
 TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": {1: 3},
+         "avx2_nibbles": {1: 2},
+         # the ubsw kernel's panels of 16 channels: fewer (panel, k-step)s with an unsafe pair
+         # than 32 (per-channel int8 weights of Laplace-like spread, 576 x 96: 16% vs 29%)
+         "avx2_ubsw": {1: 4},
          "avxvnni": {1: 5, 2: 2}}
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
 PREFETCH_BYTES = 1 << 16
+# exact AVX2 products by VPMADDUBSW (ubsw_split) where at most this fraction of the
+# (panel, k-step)s needs the second product for unsafe weight pairs; MobileNetV2 on Zen 3, one
+# process, interleaved: the ubsw kernel without any second product 0.68x the int16-weight
+# kernel's time, with one at every k-step 1.10-1.18x, the nibbles kernel 0.95-0.99x
+UBSW_MAX_FIX = 0.5
+# which exact AVX2 kernel: "auto" (ubsw where UBSW_MAX_FIX allows, else nibbles), or one forced:
+# "ubsw" (ubsw_split), "nibbles" (nibble_split), "wide" (int16 weights, VPMADDWD)
+EXACT_AVX2 = "auto"
+DW_TAP_PAIRS = True  # exact depthwise without VNNI: two taps per VPMADDWD, else one VPMULLD
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
 
 
@@ -295,6 +308,10 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                 consts["corr"] = wrap_int32(
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
+        if isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_TAP_PAIRS:
+            # VPMADDWD on interleaved pairs of taps (vdepthwise); "isa" names what the code
+            # needs of the CPU (host_cpu.lacking)
+            new.update(tap_pairs=True, isa=isa)
         return Kind.VDW, new, {"weights": packed, **consts}, geo["Hs"] * geo["Ws"] * cs
     if kind == Kind.FC:
         w = w.reshape(w.shape[0], 1, 1, -1)
@@ -311,19 +328,38 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     nvec = ocp // 16
     # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
     code_isa = "avx2" if params.get("pairs") else isa
-    # exact sums without VNNI: int16 weights (packed wide here, not in the loop) and VPMADDWD
-    # into int32 pair accumulators, reduced once per tile; "plain" writes the same products as
-    # generic vector IR (sign-extended products, even + odd lanes), which LLVM selects for any
-    # target (VPMADDWD on x86, widening multiply-adds on Arm)
-    wide = code_isa in ("avx2", "plain") and not params.get("pairs")
-    tiles = TILES["avx2_wide" if wide else isa]
+    # exact sums without VNNI: VPMADDUBSW where every weight pair is safe (ubsw_split: the
+    # unsafe pairs' remainders in a sparse second product), else int16 weights (packed wide
+    # here, not in the loop) and VPMADDWD into int32 pair accumulators, reduced once per tile;
+    # "plain" writes the same products as generic vector IR (sign-extended products, even +
+    # odd lanes), which LLVM selects for any target (VPMADDWD on x86, widening multiply-adds
+    # on Arm)
+    exact_avx2 = code_isa == "avx2" and not params.get("pairs")
+    fix, nibbles = None, exact_avx2 and EXACT_AVX2 in ("auto", "nibbles")
+    if exact_avx2 and EXACT_AVX2 in ("auto", "ubsw"):
+        v = min(max(TILES["avx2_ubsw"]), nvec)
+        main, fix = ubsw_split(packed, 16 * v)
+        if fix["density"] <= UBSW_MAX_FIX or EXACT_AVX2 == "ubsw":
+            packed, nibbles = main, False
+        else:
+            fix = None
+    wide = (code_isa in ("avx2", "plain") and not params.get("pairs") and fix is None
+            and not nibbles)
+    tiles = TILES["avx2_wide" if wide else "avx2_nibbles" if nibbles else
+                  "avx2_ubsw" if fix is not None else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(_stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
-    packed = _panels(packed, 16 * v)
+    if nibbles:
+        packed, new["nibbles"] = nibble_split(packed)
+    packed = _panels(packed, v if nibbles else 16 * v)
     if wide:
         packed = packed.astype(np.int16)
+    if fix is not None:
+        new["ubsw"], new["fix"] = True, bool(fix["k"].size)
+        if fix["k"].size:
+            consts.update(fixk=fix["k"], fixoff=fix["off"], fixw=fix["w"])
     scratch = geo["Hs"] * geo["Ws"] * cs if geo["pack"] else 0
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
@@ -362,6 +398,63 @@ def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, s
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
     return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, 0
+
+
+def pair_safe(w: np.ndarray) -> np.ndarray:
+    """Per weight pair (the last axis, 2): whether VPMADDUBSW sums it without saturating for
+    every unsigned activation pair (0..255): the positive weights' sum at most 128 and the
+    negative ones' at least -128 (255 * 128 = 32640 fits in int16; 255 * 129 does not)."""
+    w = w.astype(np.int32)
+    return (np.clip(w, 0, None).sum(-1) <= 128) & (np.clip(w, None, 0).sum(-1) >= -128)
+
+
+def ubsw_split(packed: np.ndarray, width: int) -> tuple[np.ndarray, dict]:
+    """[KK][C/4][OCp][4] int8 weights as a main part whose every byte pair is safe for
+    VPMADDUBSW (pair_safe) and the remainder: an unsafe pair (w1, w2) keeps trunc(w / 2)
+    and leaves w - trunc(w / 2) (both halves at most 64 in magnitude: safe). The remainder is
+    kept sparse, per panel of ``width`` channels (_panels) and k-step (one 4-deep slice of
+    one tap): ``k`` the k-steps with any nonzero remainder (int32, panel by panel), ``off``
+    each panel's first entry (int32, panels + 1), ``w`` each entry's remainders
+    [width][4] int8 (a narrower last panel padded with zeros), ``density`` the fraction of
+    (panel, k-step)s with an entry."""
+    kk, c4, ocp, _ = packed.shape
+    pairs = packed.reshape(kk, c4, ocp, 2, 2)
+    safe = pair_safe(pairs)[..., None]
+    main = np.where(safe, pairs, np.fix(pairs / 2).astype(np.int8)).astype(np.int8)
+    rest = (pairs.astype(np.int16) - main).astype(np.int8).reshape(kk * c4, ocp, 4)
+    main = main.reshape(packed.shape)
+    ks, offs, ws = [], [0], []
+    for g in range(0, ocp, width):
+        part = rest[:, g : g + width]
+        used = np.flatnonzero(part.any(axis=(1, 2)))
+        entry = np.zeros((used.size, width, 4), np.int8)
+        entry[:, : part.shape[1]] = part[used]
+        ks.append(used.astype(np.int32))
+        ws.append(entry.reshape(-1))
+        offs.append(offs[-1] + used.size)
+    total = kk * c4 * len(ks)
+    return main, {"k": np.concatenate(ks), "off": np.array(offs, np.int32),
+                  "w": np.concatenate(ws), "density": offs[-1] / max(total, 1)}
+
+
+def nibble_split(packed: np.ndarray) -> tuple[np.ndarray, int]:
+    """[KK][C/4][OCp][4] int8 weights w as w = 16 h + l with h = (w + 8) >> 4 in -8..8 and
+    l in -8..7, packed [KK][C/4][OCp/16][2][16][4] (per 16-channel vector, h's 64 bytes then
+    l's; _panels of that takes vectors): VPMADDUBSW sums a pair of either exactly (at most
+    255 * 16 = 4080 in magnitude), and int16 accumulators take that many k-steps' pair sums
+    before they can overflow; returns the packing and that many steps (at least 8; more
+    where the layer's largest pair sums allow), after which the kernel widens them (VPMADDWD
+    by 16 and 1)."""
+    w = packed.astype(np.int16)
+    h = (w + 8) >> 4
+    kk, c4, ocp, _ = packed.shape
+    parts = np.stack([h, w - 16 * h], axis=2).astype(np.int8)  # [KK][C/4][2][OCp][4]
+    pairs = parts.reshape(kk, c4, 2, ocp, 2, 2).astype(np.int32)
+    pos = int(np.clip(pairs, 0, None).sum(-1).max(initial=0))
+    neg = int(-np.clip(pairs, None, 0).sum(-1).min(initial=0))
+    steps = min(32767 // (255 * max(pos, 1)), 32768 // (255 * max(neg, 1)), 64)
+    parts = parts.reshape(kk, c4, 2, ocp // 16, 64).transpose(0, 1, 3, 2, 4)
+    return parts.reshape(kk, c4, ocp // 16, 128), steps
 
 
 def _panels(packed: np.ndarray, width: int) -> np.ndarray:

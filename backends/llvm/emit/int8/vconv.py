@@ -1,6 +1,9 @@
 """The vector kernels' IR (plans in vector_plan.py): a register tile of 16 x int32 accumulators per
-(pixel, 16 output channels), fed by ``vpdpbusd`` (VNNI), or without VNNI by ``vpmaddwd`` of
-int16 weights into int32 pair accumulators (exact) or ``vpmaddubsw`` (the int16 pair saturation
+(pixel, 16 output channels), fed by ``vpdpbusd`` (VNNI), or without VNNI exactly by
+``vpmaddubsw`` on weights whose every pair is safe plus a sparse second product for the rest
+(vector_plan.ubsw_split), by ``vpmaddubsw`` on the weights' two nibbles into int16 sums widened
+every few k-steps (nibble_split), or by ``vpmaddwd`` of int16 weights into int32 pair
+accumulators; or by ``vpmaddubsw`` alone where it is the semantics (the int16 pair saturation
 ONNX Runtime and PyTorch have there); the output stage is vector_output_stage.py, depthwise
 vdepthwise.py, the vector types vector_types.py."""
 
@@ -146,7 +149,9 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         """acc + sum over 4 byte pairs of u8(a) * s8(w), per 32-bit lane: VPDPBUSD (VNNI; two
         256-bit ones with AVX-VNNI), or
         with ``pairs`` adjacent products summed into an int16 with saturation first (VPMADDUBSW,
-        then VPMADDWD to widen). Exact sums without VNNI take ``madd_wide`` instead."""
+        then VPMADDWD to widen): the semantics, or exact where no weight pair can saturate
+        (vector_plan.ubsw_split). Other exact sums without VNNI take ``madd_wide`` or
+        ``nibble_steps``."""
         if isa == "vnni" and not pairs:
             fn = self.module.declare_intrinsic(
                 "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64])
@@ -324,45 +329,20 @@ class VectorKernels(OutputStage, DepthwiseKernels):
         for r in range(rows):
             for v in range(vecs):
                 b.store(starts[v], accs[r][v])
-        c4, cs = p["Cs"] // 4, p["Cs"]
+        c4 = p["Cs"] // 4
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
         flip = ir.Constant(I32, 0x80808080 - (1 << 32)) if p["signed"] else None
-        with (
-            for_range(b, p["KH"], "ky") as ky,
-            for_range(b, p["KW"], "kx") as kx,
-            for_range(b, c4, "c4") as c,
-        ):
-            iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
-            ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
-            tap = b.add(b.mul(ky, c64(p["KW"])), kx)
-            size = 2 if wide else 1  # bytes per packed weight
-            # the panel of this tile's channel group (vector_plan._panels), then the k-step's row
-            panel = b.mul(b.udiv(o0, c64(16 * p["V"])),
-                          c64(p["KH"] * p["KW"] * c4 * p["V"] * 64 * size))
-            wrow = b.add(panel, b.mul(b.add(b.mul(tap, c64(c4)), c), c64(vecs * 64 * size)))
-            ws = [self.vload(b, g["weights"], b.add(wrow, c64(64 * size * v)),
-                             W64 if wide else V16)
-                  for v in range(vecs)]
-            row = b.mul(iy, c64(p["Ws"]))
-            for r in range(rows):
-                pix = b.add(row, b.add(ix0, c64(r * p["sw"])))
-                at = b.add(b.mul(pix, c64(cs)), b.mul(c, c64(4)))
-                a = self.vload(b, src, at, I32)
-                a = a if flip is None else b.xor(a, flip)
-                if wide:
-                    a = self.widened_splat(b, a)
-                    for v in range(vecs):
-                        b.store(self.madd_wide(b, b.load(accs[r][v], typ=V32), a, ws[v],
-                                               p["isa"]), accs[r][v])
-                    continue
-                a = vsplat(b, a)
-                for v in range(vecs):
-                    b.store(
-                        self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"],
-                                  p.get("pairs", False)),
-                        accs[r][v],
-                    )
+        size = 2 if wide or p.get("nibbles") else 1  # bytes per packed weight
+        # the panel of this tile's channel group (vector_plan._panels)
+        panel = b.udiv(o0, c64(16 * p["V"]))
+        start = b.mul(panel, c64(p["KH"] * p["KW"] * c4 * p["V"] * 64 * size))
+        if p.get("nibbles"):
+            self.nibble_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
+        else:
+            self.main_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
+        if p.get("fix"):  # the unsafe pairs' remainders (vector_plan.ubsw_split)
+            self.fix_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), panel, flip)
         for r in range(rows):
             for v in range(vecs):
                 slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
@@ -373,6 +353,129 @@ class VectorKernels(OutputStage, DepthwiseKernels):
                     acc = b.add(even, odd)
                 b.store(acc, slot)
         self.conv_epilogue(b, y, g, p, out, (oy, ox0, o0, rows, vecs), corr=wide)
+
+    def main_steps(self, b, src, g, p, accs, tile, start, flip):
+        """Every k-step of a tile (taps, then channel quads) against its packed weights."""
+        vecs, c4, wide = tile[3], p["Cs"] // 4, p.get("wide", False)
+        size = 2 if wide else 1
+        with (
+            for_range(b, p["KH"], "ky") as ky,
+            for_range(b, p["KW"], "kx") as kx,
+            for_range(b, c4, "c4") as c,
+        ):
+            tap = b.add(b.mul(ky, c64(p["KW"])), kx)
+            wrow = b.add(start, b.mul(b.add(b.mul(tap, c64(c4)), c), c64(vecs * 64 * size)))
+            ws = [self.vload(b, g["weights"], b.add(wrow, c64(64 * size * v)),
+                             W64 if wide else V16)
+                  for v in range(vecs)]
+            self.mac_step(b, src, p, accs, tile, (ky, kx, c), ws, flip)
+
+    def mac_step(self, b, src, p, accs, tile, step, ws, flip):
+        """One k-step of a tile: the 4 input bytes at (ky, kx, channel quad c) of each of the
+        tile's pixels against the step's weight vectors ``ws``."""
+        (oy, ox0, rows, vecs), (ky, kx, c) = tile, step
+        wide = p.get("wide", False)
+        pairs = p.get("pairs", False) or p.get("ubsw", False)
+        iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
+        ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
+        row = b.mul(iy, c64(p["Ws"]))
+        for r in range(rows):
+            pix = b.add(row, b.add(ix0, c64(r * p["sw"])))
+            at = b.add(b.mul(pix, c64(p["Cs"])), b.mul(c, c64(4)))
+            a = self.vload(b, src, at, I32)
+            a = a if flip is None else b.xor(a, flip)
+            if wide:
+                a = self.widened_splat(b, a)
+                for v in range(vecs):
+                    b.store(self.madd_wide(b, b.load(accs[r][v], typ=V32), a, ws[v],
+                                           p["isa"]), accs[r][v])
+                continue
+            a = vsplat(b, a)
+            for v in range(vecs):
+                b.store(self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"], pairs),
+                        accs[r][v])
+
+    def nibble_steps(self, b, src, g, p, accs, tile, start, flip):
+        """The exact VPMADDUBSW kernel for any weights (vector_plan.nibble_split): per k-step
+        the input quad times the weights' high nibbles h and low nibbles l, pair sums added in
+        int16 (no int16 sum can overflow within ``nibbles`` k-steps); after each block of
+        them widened into the int32 sums as 16 * VPMADDWD(h sums, 1) + VPMADDWD(l sums, 1)."""
+        oy, ox0, rows, vecs = tile
+        c4, taps = p["Cs"] // 4, p["KH"] * p["KW"]
+        total, blk = taps * c4, min(p["nibbles"], taps * c4)
+        h32 = ir.VectorType(ir.IntType(16), 32)
+        entry = ir.IRBuilder(b.function.entry_basic_block)
+        entry.position_at_start(b.function.entry_basic_block)
+        sums = [[(entry.alloca(h32), entry.alloca(h32)) for _ in range(vecs)]
+                for _ in range(rows)]
+        ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+        ones, sixteens = ir.Constant(H16, [1] * 16), ir.Constant(H16, [16] * 16)
+
+        def block(first, count):
+            for r in range(rows):
+                for v in range(vecs):
+                    for acc in sums[r][v]:
+                        b.store(ir.Constant(h32, None), acc)
+            with for_range(b, count, "nb") as j:
+                t = b.add(first, j)
+                if taps == 1:
+                    ky, kx, c = c64(0), c64(0), t
+                else:
+                    tap, c = b.udiv(t, c64(c4)), b.urem(t, c64(c4))
+                    ky, kx = b.udiv(tap, c64(p["KW"])), b.urem(tap, c64(p["KW"]))
+                wrow = b.add(start, b.mul(t, c64(vecs * 128)))
+                ws = [[b.bitcast(self.vload(b, g["weights"], b.add(wrow, c64(128 * v + 64 * i)),
+                                            V16), B64) for i in range(2)] for v in range(vecs)]
+                iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
+                ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
+                row = b.mul(iy, c64(p["Ws"]))
+                for r in range(rows):
+                    pix = b.add(row, b.add(ix0, c64(r * p["sw"])))
+                    a = self.vload(b, src, b.add(b.mul(pix, c64(p["Cs"])), b.mul(c, c64(4))),
+                                   I32)
+                    a = a if flip is None else b.xor(a, flip)
+                    a = b.bitcast(vsplat(b, a), B64)
+                    halves = [vpart(b, a, i, 32) for i in range(2)]
+                    for v in range(vecs):
+                        for part, acc in zip(ws[v], sums[r][v]):
+                            prod = [b.call(ubsw, [halves[i], vpart(b, part, i, 32)])
+                                    for i in range(2)]
+                            b.store(b.add(b.load(acc, typ=h32), vconcat(b, *prod)), acc)
+            for r in range(rows):
+                for v in range(vecs):
+                    (hi, lo), wide = sums[r][v], []
+                    for i in range(2):
+                        hs, ls = (vpart(b, b.load(x, typ=h32), i, 16) for x in (hi, lo))
+                        wide.append(b.add(b.call(madd, [hs, sixteens]),
+                                          b.call(madd, [ls, ones])))
+                    acc = accs[r][v]
+                    b.store(b.add(b.load(acc, typ=V16), vconcat(b, *wide)), acc)
+
+        full, rest = divmod(total, blk)
+        with for_range(b, full, "nblk") as n:
+            block(b.mul(n, c64(blk)), c64(blk))
+        if rest:
+            block(c64(full * blk), c64(rest))
+
+    def fix_steps(self, b, src, g, p, accs, tile, panel, flip):
+        """The second, sparse product of the exact VPMADDUBSW kernel: for each of the panel's
+        k-steps with unsafe weight pairs (fixk[fixoff[panel] .. fixoff[panel + 1]]), the same
+        input bytes against the pairs' remainders (fixw, V x 64 bytes per entry)."""
+        vecs, c4 = tile[3], p["Cs"] // 4
+        lo = b.sext(b.load(b.gep(g["fixoff"], [b.mul(panel, c64(4))], source_etype=I8),
+                           typ=I32), I64)
+        hi = b.sext(b.load(b.gep(g["fixoff"], [b.mul(b.add(panel, c64(1)), c64(4))],
+                                 source_etype=I8), typ=I32), I64)
+        with for_range(b, b.sub(hi, lo), "fx") as n:
+            e = b.add(n, lo)
+            step = b.sext(b.load(b.gep(g["fixk"], [b.mul(e, c64(4))], source_etype=I8),
+                                 typ=I32), I64)
+            tap, c = b.udiv(step, c64(c4)), b.urem(step, c64(c4))
+            ky, kx = b.udiv(tap, c64(p["KW"])), b.urem(tap, c64(p["KW"]))
+            ws = [self.vload(b, g["fixw"], b.add(b.mul(e, c64(64 * p["V"])), c64(64 * v)), V16)
+                  for v in range(vecs)]
+            self.mac_step(b, src, p, accs, tile, (ky, kx, c), ws, flip)
 
     def conv_epilogue(self, b, y, g, p, out, tile, corr, skip=None):
         """The output stage of a tile's sums, ``out[r][v]`` (16 x int32 each): requantized and

@@ -9,7 +9,7 @@ from partita.backends.llvm.emit.base import I32, c64, for_range
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import dw_row_pairs
 
-from .vector_types import B16, B64, V16, V32, kconst
+from .vector_types import B16, B64, H16, V8, V16, V32, kconst, vconcat, vpart
 
 DW_TILE = 8  # output pixels per step of the paired depthwise kernel
 
@@ -51,6 +51,8 @@ class DepthwiseKernels:
         across a row."""
         if p.get("rowpairs"):
             return self.dw_rows_paired(b, src, y, g, p, oy0, oy1)
+        if p.get("tap_pairs"):
+            return self.dw_rows_tap_pairs(b, src, y, g, p, oy0, oy1)
         cs, taps = p["Cs"], p["KH"] * p["KW"]
         ext = b.sext if p["signed"] else b.zext
         oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
@@ -78,6 +80,46 @@ class DepthwiseKernels:
                         both = product if pair is None else b.add(pair, product)
                         acc = b.add(acc, self.sat16(b, both))
                         pair = None
+                value = self.vrequant(b, acc, g, o, p, corr=False)
+                pix = b.add(b.mul(oy, c64(p["OW"])), ox)
+                self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+
+    def dw_rows_tap_pairs(self, b, src, y, g, p, oy0, oy1):
+        """Exact depthwise without VNNI: two taps' inputs and weights widened to int16 and
+        interleaved per channel, one VPMADDWD per 8 channels summing both taps' products in
+        int32 (an odd last tap paired with a zero weight)."""
+        cs, taps = p["Cs"], p["KH"] * p["KW"]
+        ext = b.sext if p["signed"] else b.zext
+        weave = ir.Constant(ir.VectorType(I32, 32), [i // 2 + (i % 2) * 16 for i in range(32)])
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+        groups = [(t, t + 1 if t + 1 < taps else None) for t in range(0, taps, 2)]
+        oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
+        with for_range(b, b.sub(oy1, oy0), "oy") as i, for_range(b, cs // 16, "cv") as cv:
+            oy = b.add(i, oy0)
+            o = b.mul(cv, c64(16))
+            w16 = [b.sext(self.vload(b, g["weights"], b.add(c64(t * cs), o), B16), H16)
+                   for t in range(taps)]
+            zero = ir.Constant(H16, None)
+            ws = [b.shuffle_vector(w16[t0], zero if t1 is None else w16[t1], weave)
+                  for t0, t1 in groups]
+            ws = [[vpart(b, w, half, 16) for half in range(2)] for w in ws]
+            corr = self.vload(b, g["corr"], b.mul(o, c64(4)), V16)
+            with for_range(b, p["OW"], "ox") as ox:
+                acc = corr
+
+                def tap_input(t):
+                    ky, kx = divmod(t, p["KW"])
+                    iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
+                    ix = b.add(b.mul(ox, c64(p["sw"])), c64(kx * p["dw"]))
+                    at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
+                    return ext(self.vload(b, src, at, B16), H16)
+
+                for (t0, t1), (w_lo, w_hi) in zip(groups, ws):
+                    x0 = tap_input(t0)
+                    x = b.shuffle_vector(x0, x0 if t1 is None else tap_input(t1), weave)
+                    lo = b.call(madd, [vpart(b, x, 0, 16), w_lo])
+                    hi = b.call(madd, [vpart(b, x, 1, 16), w_hi])
+                    acc = b.add(acc, vconcat(b, lo, hi))
                 value = self.vrequant(b, acc, g, o, p, corr=False)
                 pix = b.add(b.mul(oy, c64(p["OW"])), ox)
                 self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
