@@ -16,8 +16,27 @@ I32T = ir.IntType(32)
 # the register tile: rows of A x vectors of B (params "rows" and "cols", float_ops.gemm_tile:
 # 6 x 4 with AVX-512, 6 x 1 with 16 registers; these defaults: a plan made without them)
 ROWS, COLS = 4, 4
-KBLOCK = 128  # k steps of a block: 128 x 64 floats of a weight panel is 32 KB, in L1
-PF_LOCALITY = 2  # the next block's prefetches: prefetcht1, into L2 (L1 holds this block)
+# cache blocking (gemm): a weight panel's k block, at most PANEL_FLOATS (16 KB: in L1 with
+# the row tile's x), and about ROW_BLOCK_FLOATS of x per row block (L2 holds it while each
+# panel's block passes); k up to 1.5 blocks is not split
+PANEL_FLOATS = 4096
+ROW_BLOCK_FLOATS = 16384
+PF_LOCALITY = 2  # prefetches ahead in a panel: prefetcht1, into L2
+
+
+def k_blocks(k_count: int, cols: int) -> tuple[int, int, int]:
+    """(blocks, steps per block, steps of the last) for a k loop of a ``cols``-vector panel."""
+    most = max(64, PANEL_FLOATS // (cols * VEC))
+    if k_count <= most * 3 // 2:
+        return 1, k_count, k_count
+    count = -(-k_count // most)
+    size = -(-k_count // count)
+    return count, size, k_count - (count - 1) * size
+
+
+def row_block(kc: int, rows: int) -> int:
+    """Full row tiles per row block (x's rows of one k block: about ROW_BLOCK_FLOATS)."""
+    return max(1, ROW_BLOCK_FLOATS // (kc * rows))
 
 
 MASK16 = ir.VectorType(ir.IntType(1), VEC)
@@ -70,72 +89,101 @@ class FloatGemm:
         ``cols``-vector column block at n0, for n in steps of 16 (the last n_count % 16
         columns: one vector, masked: its weight panel is zero-padded to 16).
         ``cells``: rows x cols allocas of <16 x float> from the entry block (SROA turns
-        them into registers); the weights' full panels are cols vectors wide."""
+        them into registers); the weights' full panels are cols vectors wide.
+
+        Blocked for the caches (blocking): blocks of rows (row_block: about ROW_BLOCK_FLOATS
+        of x per k block, in L2) x blocks of k (k_blocks: a weight panel's block in L1),
+        each row block's panels in turn, every row tile of the block against one panel's
+        block while it is in L1. Between k blocks the sums wait in y (float32, as in the
+        registers), so each output is still one FMA chain in k order: the same bits as
+        any other blocking or tile."""
         nv, tail = divmod(n_count, VEC)
         wide = len(cells[0])
         tr = len(cells)  # the tile's rows; the rows past the last full tile are one more tile
         full, rem = divmod(m_count, tr)
-        row_tiles = [t for t in ((tr, 0, full), (rem, full * tr, 1 if rem else 0)) if t[2]]
-        for cols, vstart, vcount, mask in ((wide, 0, nv // wide, None),
-                                           (1, (nv // wide) * wide, nv % wide, None),
-                                           (1, nv, 1 if tail else 0, tail)):
-            if vcount == 0:
-                continue
-            # loop order by traffic: rows outer streams every weight panel once per row
-            # tile, panels outer streams the rows once per panel (ResNet50's 7 x 7 layers:
-            # 9.4 MB of weights for each 4-row tile against 0.9 MB of rows per panel); the
-            # last, shorter row tile runs inside the panel loop, while its panel is in cache
-            row_count = full + (1 if rem else 0)
-            panels_outer = (row_count * k_count * n_count + m_count * k_count
-                            > vcount * m_count * k_count + k_count * n_count)
+        shorts = [(rem, full * tr)] if rem else []  # the short tiles after the full ones
+        if 0 < rem < tr // 2 and full:  # a full tile and a tile of 1 or 2 rows: two halves
+            full -= 1                   # (a tile of one row keeps 2 of the FMA units busy)
+            half = (tr + rem + 1) // 2
+            shorts = [(half, full * tr), (tr + rem - half, full * tr + half)]
+        groups = [g for g in ((wide, 0, nv // wide, None),
+                              (1, (nv // wide) * wide, nv % wide, None),
+                              (1, nv, 1 if tail else 0, tail)) if g[2]]
+        nkb, kc, klast = k_blocks(k_count, wide)
+        per = row_block(kc, tr)  # full row tiles per row block
 
-            def tile(rows, start, mt, nt, k0=None, kc=k_count, more=False, last=True,
-                     ahead=0, cols=cols, vstart=vstart, mask=mask):
-                k0 = c64(0) if k0 is None else k0
-                m0 = b.add(c64(start), b.mul(mt, c64(tr)))
-                n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
-                self.gemm_tile(b, cells[:rows], cols, (k0, kc, more), m0, n0, a_at, w_at, y_at,
-                               x, w, y, bias if last else None, relu and last, ahead, mask)
+        def tile(rows, m0, nt, span, last, group, fetch=None):
+            cols, vstart, _, mask = group
+            n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
+            ahead = None
+            if fetch == "panel":  # the next panel's block (same k): the next pass's
+                nxt = b.add(n0, c64(cols * VEC))
 
-            if not panels_outer:
-                for rows, start, count in row_tiles:
-                    with for_range(b, count, "mt") as mt, for_range(b, vcount, "nt") as nt:
-                        tile(rows, start, mt, nt)
-                continue
-            with for_range(b, vcount, "nt") as nt:
-                if k_count < 2 * KBLOCK:
-                    for rows, start, count in row_tiles:
-                        with for_range(b, count, "mt") as mt:
-                            tile(rows, start, mt, nt)
-                    continue
-                # few rows, long sums: KBLOCK steps of k at a time over all the row tiles, so
-                # the panel's block (32 KB) is read from L1 by every tile; the sums wait in y
-                # (float32, as in the registers: the same bits) and the epilogue runs last
-                # (one loop over the blocks: the first starts from zero, the others from y);
-                # one tile a block prefetches the next block into L2: the shorter last row
-                # tile, run first, or else the first full tile
-                blocks, tail = divmod(k_count, KBLOCK)
-                order = row_tiles[::-1]
-                with for_range(b, blocks, "kb") as kb:
-                    k0 = b.mul(kb, c64(KBLOCK))
-                    more = b.icmp_unsigned("!=", kb, c64(0))
-                    for j, (rows, start, count) in enumerate(order):
-                        if j == 0 and count > 1:  # the first full tile prefetches
-                            tile(rows, start, c64(0), nt, k0, KBLOCK, more, False, KBLOCK)
-                            start, count = start + rows, count - 1
-                        with for_range(b, count, "mt") as mt:
-                            tile(rows, start, mt, nt, k0, KBLOCK, more, False,
-                                 KBLOCK if j == 0 else 0)
-                for rows, start, count in row_tiles:
-                    with for_range(b, count, "mt") as mt:
-                        tile(rows, start, mt, nt, c64(blocks * KBLOCK), tail, True, True)
+                def ahead(kk, v):
+                    return w_at(kk, nxt, v, cols)
+            elif fetch == "k":  # this panel's next k block
+
+                def ahead(kk, v):
+                    return w_at(b.add(kk, c64(kc)), n0, v, cols)
+
+            self.gemm_tile(b, cells[:rows], cols, span, m0, n0, a_at, w_at, y_at,
+                           x, w, y, bias if last else None, relu and last, ahead, mask)
+
+        def tiles_pass(t0, tiles, with_rem, nt, span, last, group, fetch):
+            """The row tiles t0 .. t0 + tiles (and the short last tile) against one panel's
+            k block; the first of them prefetches (``fetch``) the block read next."""
+            if with_rem:
+                for i, (rows, start) in enumerate(shorts):
+                    tile(rows, c64(start), nt, span, last, group, None if i else fetch)
+            if tiles:
+                first = 0
+                if not with_rem:
+                    tile(tr, b.mul(t0, c64(tr)), nt, span, last, group, fetch)
+                    first = 1
+                with for_range(b, tiles - first, "mt") as mt:
+                    tile(tr, b.mul(b.add(b.add(t0, c64(first)), mt), c64(tr)), nt, span,
+                         last, group)
+
+        def k_loop(body):
+            """body(first k, steps, more, last) for each k block in order."""
+            if nkb > 1:
+                with for_range(b, nkb - 1, "kb") as kb:
+                    body(b.mul(kb, c64(kc)), kc, b.icmp_unsigned("!=", kb, c64(0)), False)
+            body(c64((nkb - 1) * kc), klast, nkb > 1, True)
+
+        def block(t0, tiles: int, with_rem: bool):
+            """Row tiles t0 .. t0 + tiles (and the short last tile) over every k block: k
+            blocks outer (each panel's block read from memory once per row block); with
+            a single row block, the panels outer, each read in k order once (one stream
+            the prefetches stay ahead of)."""
+            if full // per == 0:
+                for group in groups:
+                    with for_range(b, group[2], "nt") as nt:
+                        k_loop(lambda k0, kn, more, last, nt=nt, group=group: tiles_pass(
+                            t0, tiles, with_rem, nt, (k0, kn, more), last, group, "k"))
+                return
+
+            def step(k0, kn, more, last):
+                for group in groups:
+                    with for_range(b, group[2], "nt") as nt:
+                        tiles_pass(t0, tiles, with_rem, nt, (k0, kn, more), last, group,
+                                   "panel")
+
+            k_loop(step)
+
+        if full // per:
+            with for_range(b, full // per, "mb") as mb:
+                block(b.mul(mb, c64(per)), per, False)
+        if full % per or shorts:
+            block(c64(full // per * per), full % per, bool(shorts))
 
     def gemm_tile(self, b, cells, cols, span, m0, n0, a_at, w_at, y_at, x, w, y, bias, relu,
-                  ahead=0, mask=None):
+                  ahead=None, mask=None):
         """One register tile: len(cells) rows from m0 x ``cols`` vectors from n0, summed over
         ``span`` = (first k, steps, more: continue the sums stored in y) in k order, then the
         bias and a fused relu (``bias`` None and ``relu`` False: the sums so far), stored;
-        ``mask``: only the first ``mask`` columns of the (single) vector are read and stored."""
+        ``mask``: only the first ``mask`` columns of the (single) vector are read and stored;
+        ``ahead(k, v)``: a weight index prefetched into L2 at step k (the next panel's)."""
         rows = len(cells)
         k0, kc, more = span
         zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
@@ -153,9 +201,9 @@ class FloatGemm:
         with for_range(b, kc, "k") as ki:
             kk = b.add(k0, ki)
             ws = [self.vload_f(b, w, w_at(kk, n0, v, cols)) for v in range(cols)]
-            if ahead:  # the panel's next block, from memory while this one is summed
+            if ahead is not None:  # the next panel's block, from memory while this one is summed
                 for v in range(cols):
-                    at = b.gep(w, [w_at(b.add(kk, c64(ahead)), n0, v, cols)], source_etype=F32)
+                    at = b.gep(w, [ahead(kk, v)], source_etype=F32)
                     prefetch = self._intrinsic("llvm.prefetch.p0", ir.VoidType(),
                                                [ir.PointerType(), I32T, I32T, I32T])
                     b.call(prefetch, [at, c32(0), c32(PF_LOCALITY), c32(1)])
