@@ -8,7 +8,7 @@ products whose B is read across rows (transpose_b), use float_kernels' double-pr
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, c64, for_range
+from partita.backends.llvm.emit.base import F32, I64, c64, for_range
 
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
@@ -232,20 +232,21 @@ class FloatGemm:
 
     def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None,
                    m_first: int = 0) -> ir.Function:
-        """``void name(ptr x, ptr w, ptr y, ptr bias, ptr koff, ptr res)``: rows [0, m_count)
+        """``void name(ptr x, ptr w, ptr y, ptr bias, ptr koff, ptr res, i64 first)``: rows
+        [0, m_count)
         of the product, x, y, a residual added after the bias (``residual``: float_conv's
         epilogue) and a per-element bias already offset to the first row; with
         ``n_count`` the first n_count columns (w, y and the bias offset to the first column: a
         whole 64-column panel, so the panel layout holds from there). An ``implicit``
-        convolution's x is the (padded) image itself, its rows from ``m_first``: row m,
+        convolution's x is the (padded) image itself, its rows from ``m_first`` + first: row m,
         column k reads the pixel (m // OW * sh, m % OW * sw) plus the tap offset koff[k]
         (float_conv.lower_fconv)."""
         p = k.params
-        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 6)
+        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 6 + [I64])
         fn = ir.Function(self.module, fty, name=f"{k.name}_{suffix}")
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        x, w, y, src, koff, res = fn.args
+        x, w, y, src, koff, res, m_run = fn.args
         k_, n_ = p["K"], p["N"]
         cells = self.gemm_cells(b, p)
         wide = len(cells[0])
@@ -272,7 +273,7 @@ class FloatGemm:
             if "implicit" not in p:
                 return b.add(b.mul(m, c64(k_)), kk)
             wp, c, (sh, sw), ow = p["implicit"]
-            m = b.add(m, c64(m_first))
+            m = b.add(b.add(m, c64(m_first)), m_run)
             oy, ox = b.udiv(m, c64(ow)), b.urem(m, c64(ow))
             base = b.mul(b.add(b.mul(oy, c64(sh * wp)), b.mul(ox, c64(sw))), c64(c))
             return b.add(base, b.sext(self.load_at(b, koff, kk, I32T), c64(0).type))
@@ -287,54 +288,81 @@ class FloatGemm:
         return fn
 
     def k_fdense_vec(self, k):
-        """The rows in one call, or (``threads`` 2) in two halves, the second for the driver's
-        worker thread (pool.py: claimed by whichever core gets to it first)."""
+        """The rows in one call, or (``threads`` 2) in chunks (dense_chunks) that this thread
+        and the driver's worker claim one at a time (runtime/threads.py): a worker the OS
+        deschedules holds up at most the chunk it is in; each output is computed by one
+        chunk, the same bits as one thread."""
         p = k.params
         fn, b, args = self.function(k, len(k.inputs))
         x, y, w = args[0], args[-1], self.cargs["wt"]
         null = ir.Constant(ir.PointerType(), None)
         bias, koff = self.cargs.get("bias", null), self.cargs.get("koff", null)
         res = args[1] if p.get("residual") else null
-        m_, k_, n_ = p["M"], p["K"], p["N"]
+        m_ = p["M"]
         if p.get("threads", 1) < 2:
-            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff, res])
+            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff, res, c64(0)])
             b.ret_void()
             return fn
-        nv = n_ // VEC
-        wide = p.get("cols", COLS)
-        panels = nv // wide
-        tr = p.get("rows", ROWS)
-        if panels >= 2 and (m_ < 2 * tr or (m_ // tr) * n_ + m_ > panels * m_ + n_):
-            # the weights outweigh the rows (gemm's panels-outer case): each half takes half
-            # the panels, so the two cores stream disjoint weights
-            n_mid = panels // 2 * wide * VEC
-            part_a = self.dense_rows(k, m_, "a", n_mid)
-            part_b = self.dense_rows(k, m_, "b", n_ - n_mid)
-            offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0, 0,
-                       n_mid if p.get("residual") else 0)
-        else:  # halves of the rows
-            first = (m_ // 2 // tr) * tr or m_ // 2
-            part_a = self.dense_rows(k, first, "a")
-            if "implicit" in p:  # the image is read whole, from row ``first``
-                part_b = self.dense_rows(k, m_ - first, "b", m_first=first)
-            else:
-                part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
-            offsets = (0 if "implicit" in p else first * k_, 0, first * n_,
-                       first * n_ if p.get("bias") == "mn" else 0, 0,
-                       first * n_ if p.get("residual") else 0)
-        # the second half's x, w, y, bias, koff and residual: the first's, advanced by
-        # ``offsets`` floats
-        first_half = (x, w, y, bias, koff, res)
-        second = [b.gep(v, [c64(o)], source_etype=F32) if o else v
-                  for v, o in zip(first_half, offsets)]
-        pointers = [*first_half, *second]
-        halves = [
-            self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:6])),
-            self.part_function(k, "hb", pointers, lambda pb, ps: pb.call(part_b, ps[6:])),
-        ]
-        self.split_run(k, b, pointers, halves)
+        pointers = [x, w, y, bias, koff, res]
+        counter = self.chunk_counter(k)
+        b.store_atomic(c64(0), counter, "release", 8)
+        part = self.part_function(k, "chunks", pointers,
+                                  lambda pb, ps: self.dense_chunks(k, pb, ps, counter))
+        self.split_run(k, b, pointers, [part, part])
         b.ret_void()
         return fn
+
+    def chunk_counter(self, k) -> ir.GlobalVariable:
+        """The kernel's next unclaimed chunk (an i64 global, 0 before each run)."""
+        g = ir.GlobalVariable(self.module, I64, f"{k.name}_next_chunk")
+        g.linkage = "internal"
+        g.initializer = c64(0)
+        return g
+
+    def dense_chunks(self, k, b, ptrs, counter) -> None:
+        """Claim chunks (atomic add on ``counter``) and run each until none is left: blocks of
+        rows, or of column panels where the weights outweigh the rows (chunk_plan)."""
+        p = k.params
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        mode, size, count = chunk_plan(p)
+        whole = self.dense_rows(k, size, "chunk") if mode == "rows" else None
+        if mode == "rows":
+            last = self.dense_rows(k, m_ - (count - 1) * size, "chunk_last")
+        else:
+            whole = self.dense_rows(k, m_, "chunk", size)
+            last = self.dense_rows(k, m_, "chunk_last", n_ - (count - 1) * size)
+        fn = b.function
+        loop, work, done = (fn.append_basic_block(n) for n in ("claim", "chunk", "no_chunk"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        c = b.atomic_rmw("add", counter, c64(1), "acq_rel")
+        b.cbranch(b.icmp_signed("<", c, c64(count)), work, done)
+        b.position_at_end(work)
+        x, w, y, bias, koff, res = ptrs
+        if mode == "rows":  # rows c * size ..: x, y, a per-element bias and the residual move
+            m0 = b.mul(c, c64(size))
+            implicit = "implicit" in p
+            xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
+            yo = b.mul(m0, c64(n_))
+            args = [xo, w, b.gep(y, [yo], source_etype=F32),
+                    b.gep(bias, [yo], source_etype=F32) if p.get("bias") == "mn" else bias,
+                    koff, b.gep(res, [yo], source_etype=F32) if p.get("residual") else res,
+                    m0 if implicit else c64(0)]
+        else:  # columns c * size ..: w (whole panels), y, the bias and the residual move
+            n0 = b.mul(c, c64(size))
+            args = [x, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
+                    b.gep(y, [n0], source_etype=F32),
+                    b.gep(bias, [n0], source_etype=F32) if p.get("bias") in ("n", "mn")
+                    else bias,
+                    koff, b.gep(res, [n0], source_etype=F32) if p.get("residual") else res,
+                    c64(0)]
+        with b.if_else(b.icmp_signed("==", c, c64(count - 1))) as (is_last, other):
+            with is_last:
+                b.call(last, args)
+            with other:
+                b.call(whole, args)
+        b.branch(loop)
+        b.position_at_end(done)
 
     def part_function(self, k, suffix: str, pointers, emit) -> ir.Function:
         """``void name(ptr* table)``: ``emit(builder, pointers)`` with the kernel's pointers
@@ -404,4 +432,24 @@ class FloatGemm:
         return fn
 
 
-__all__ = ["FloatGemm", "VEC"]
+CHUNK_MACS = 1 << 21  # a chunk's multiply-adds, at least (tens of microseconds: the claim's
+MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks a product
+
+
+def chunk_plan(p: dict) -> tuple[str, int, int]:
+    """("rows" or "panels", rows or columns per chunk, chunks) of a split FDENSE: columns in
+    whole panels where the weights outweigh the rows (few rows: each thread then streams its
+    own panels), else rows in whole tiles."""
+    m_, k_, n_ = p["M"], p["K"], p["N"]
+    tr, width = p.get("rows", ROWS), p.get("cols", COLS) * VEC
+    want = max(2, min(MAX_CHUNKS, m_ * k_ * n_ // CHUNK_MACS))
+    panels = n_ // width
+    tiles = -(-m_ // tr)
+    if panels >= 2 and (tiles < 2 * want or m_ < 4 * tr) and panels >= tiles:
+        size = -(-panels // min(want, panels)) * width
+        return "panels", size, -(-n_ // size)
+    size = -(-tiles // min(want, tiles)) * tr
+    return "rows", size, -(-m_ // size)
+
+
+__all__ = ["FloatGemm", "VEC", "chunk_plan"]
