@@ -21,6 +21,7 @@ ROWS, COLS = 4, 4
 # panel's block passes); k up to 1.5 blocks is not split
 PANEL_FLOATS = 4096
 ROW_BLOCK_FLOATS = 16384
+BIG_WEIGHTS = 1 << 18  # floats (1 MB): more than L2 holds beside x
 PF_LOCALITY = 2  # prefetches ahead in a panel: prefetcht1, into L2
 
 
@@ -111,6 +112,10 @@ class FloatGemm:
                               (1, nv, 1 if tail else 0, tail)) if g[2]]
         nkb, kc, klast = k_blocks(k_count, wide)
         per = row_block(kc, tr)  # full row tiles per row block
+        if k_count * n_count > BIG_WEIGHTS:  # weights read from memory once per row block:
+            per *= 4                          # fewer, larger blocks (x from L2)
+        count = max(1, -(-full // per))  # row blocks of equal size, the short tiles in the last
+        per = -(-full // count) if full else 0
 
         def tile(rows, m0, nt, span, last, group, fetch=None):
             cols, vstart, _, mask = group
@@ -156,7 +161,7 @@ class FloatGemm:
             blocks outer (each panel's block read from memory once per row block); with
             a single row block, the panels outer, each read in k order once (one stream
             the prefetches stay ahead of)."""
-            if full // per == 0:
+            if count == 1:
                 for group in groups:
                     with for_range(b, group[2], "nt") as nt:
                         k_loop(lambda k0, kn, more, last, nt=nt, group=group: tiles_pass(
@@ -171,11 +176,10 @@ class FloatGemm:
 
             k_loop(step)
 
-        if full // per:
-            with for_range(b, full // per, "mb") as mb:
+        if count > 1:
+            with for_range(b, count - 1, "mb") as mb:
                 block(b.mul(mb, c64(per)), per, False)
-        if full % per or shorts:
-            block(c64(full // per * per), full % per, bool(shorts))
+        block(c64((count - 1) * per), full - (count - 1) * per, bool(shorts))
 
     def gemm_tile(self, b, cells, cols, span, m0, n0, a_at, w_at, y_at, x, w, y, bias, relu,
                   ahead=None, mask=None):
