@@ -250,7 +250,8 @@ class ThreadPool:
     def wait_done(self, b, g, job, limit: int = WAIT) -> None:
         """Spin until the worker has finished ``job``; a wait of ``limit`` pauses (the worker
         was descheduled: the machine is busy) marks the run slow, so its remaining kernels run
-        both halves here."""
+        both halves here; past it, each spin yields the core (sched_yield), which the worker may
+        be waiting for."""
         fn = b.function
         count = b.alloca(I64)
         b.store(c64(0), count)
@@ -262,6 +263,8 @@ class ThreadPool:
         b.store(n, count)
         with b.if_then(b.icmp_signed("==", n, c64(limit))):
             b.store(c64(1), g["slow"])
+        with b.if_then(b.icmp_signed(">", n, c64(limit))):  # the worker was descheduled:
+            b.call(self.extern("sched_yield", I32, []), [])  # give it this core
         value = b.load_atomic(g["done"], "acquire", 8, typ=I64)
         b.cbranch(b.icmp_signed("==", value, job), out, spin)
         b.position_at_end(out)

@@ -8,7 +8,7 @@ products whose B is read across rows (transpose_b), use float_kernels' double-pr
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, c64, for_range
+from partita.backends.llvm.emit.base import F32, I64, c64, for_range
 
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
@@ -16,8 +16,28 @@ I32T = ir.IntType(32)
 # the register tile: rows of A x vectors of B (params "rows" and "cols", float_ops.gemm_tile:
 # 6 x 4 with AVX-512, 6 x 1 with 16 registers; these defaults: a plan made without them)
 ROWS, COLS = 4, 4
-KBLOCK = 128  # k steps of a block: 128 x 64 floats of a weight panel is 32 KB, in L1
-PF_LOCALITY = 2  # the next block's prefetches: prefetcht1, into L2 (L1 holds this block)
+# cache blocking (gemm): a weight panel's k block, at most PANEL_FLOATS (16 KB: in L1 with
+# the row tile's x), and about ROW_BLOCK_FLOATS of x per row block (L2 holds it while each
+# panel's block passes); k up to 1.5 blocks is not split
+PANEL_FLOATS = 4096
+ROW_BLOCK_FLOATS = 16384
+BIG_WEIGHTS = 1 << 18  # floats (1 MB): more than L2 holds beside x
+PF_LOCALITY = 2  # prefetches ahead in a panel: prefetcht1, into L2
+
+
+def k_blocks(k_count: int, cols: int) -> tuple[int, int, int]:
+    """(blocks, steps per block, steps of the last) for a k loop of a ``cols``-vector panel."""
+    most = max(64, PANEL_FLOATS // (cols * VEC))
+    if k_count <= most * 3 // 2:
+        return 1, k_count, k_count
+    count = -(-k_count // most)
+    size = -(-k_count // count)
+    return count, size, k_count - (count - 1) * size
+
+
+def row_block(kc: int, rows: int) -> int:
+    """Full row tiles per row block (x's rows of one k block: about ROW_BLOCK_FLOATS)."""
+    return max(1, ROW_BLOCK_FLOATS // (kc * rows))
 
 
 MASK16 = ir.VectorType(ir.IntType(1), VEC)
@@ -70,72 +90,104 @@ class FloatGemm:
         ``cols``-vector column block at n0, for n in steps of 16 (the last n_count % 16
         columns: one vector, masked: its weight panel is zero-padded to 16).
         ``cells``: rows x cols allocas of <16 x float> from the entry block (SROA turns
-        them into registers); the weights' full panels are cols vectors wide."""
+        them into registers); the weights' full panels are cols vectors wide.
+
+        Blocked for the caches (blocking): blocks of rows (row_block: about ROW_BLOCK_FLOATS
+        of x per k block, in L2) x blocks of k (k_blocks: a weight panel's block in L1),
+        each row block's panels in turn, every row tile of the block against one panel's
+        block while it is in L1. Between k blocks the sums wait in y (float32, as in the
+        registers), so each output is still one FMA chain in k order: the same bits as
+        any other blocking or tile."""
         nv, tail = divmod(n_count, VEC)
         wide = len(cells[0])
         tr = len(cells)  # the tile's rows; the rows past the last full tile are one more tile
         full, rem = divmod(m_count, tr)
-        row_tiles = [t for t in ((tr, 0, full), (rem, full * tr, 1 if rem else 0)) if t[2]]
-        for cols, vstart, vcount, mask in ((wide, 0, nv // wide, None),
-                                           (1, (nv // wide) * wide, nv % wide, None),
-                                           (1, nv, 1 if tail else 0, tail)):
-            if vcount == 0:
-                continue
-            # loop order by traffic: rows outer streams every weight panel once per row
-            # tile, panels outer streams the rows once per panel (ResNet50's 7 x 7 layers:
-            # 9.4 MB of weights for each 4-row tile against 0.9 MB of rows per panel); the
-            # last, shorter row tile runs inside the panel loop, while its panel is in cache
-            row_count = full + (1 if rem else 0)
-            panels_outer = (row_count * k_count * n_count + m_count * k_count
-                            > vcount * m_count * k_count + k_count * n_count)
+        shorts = [(rem, full * tr)] if rem else []  # the short tiles after the full ones
+        if 0 < rem < tr // 2 and full:  # a full tile and a tile of 1 or 2 rows: two halves
+            full -= 1                   # (a tile of one row keeps 2 of the FMA units busy)
+            half = (tr + rem + 1) // 2
+            shorts = [(half, full * tr), (tr + rem - half, full * tr + half)]
+        groups = [g for g in ((wide, 0, nv // wide, None),
+                              (1, (nv // wide) * wide, nv % wide, None),
+                              (1, nv, 1 if tail else 0, tail)) if g[2]]
+        nkb, kc, klast = k_blocks(k_count, wide)
+        per = row_block(kc, tr)  # full row tiles per row block
+        if k_count * n_count > BIG_WEIGHTS:  # weights read from memory once per row block:
+            per *= 4                          # fewer, larger blocks (x from L2)
+        count = max(1, -(-full // per))  # row blocks of equal size, the short tiles in the last
+        per = -(-full // count) if full else 0
 
-            def tile(rows, start, mt, nt, k0=None, kc=k_count, more=False, last=True,
-                     ahead=0, cols=cols, vstart=vstart, mask=mask):
-                k0 = c64(0) if k0 is None else k0
-                m0 = b.add(c64(start), b.mul(mt, c64(tr)))
-                n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
-                self.gemm_tile(b, cells[:rows], cols, (k0, kc, more), m0, n0, a_at, w_at, y_at,
-                               x, w, y, bias if last else None, relu and last, ahead, mask)
+        def tile(rows, m0, nt, span, last, group, fetch=None):
+            cols, vstart, _, mask = group
+            n0 = b.mul(b.add(c64(vstart), b.mul(nt, c64(cols))), c64(VEC))
+            ahead = None
+            if fetch == "panel":  # the next panel's block (same k): the next pass's
+                nxt = b.add(n0, c64(cols * VEC))
 
-            if not panels_outer:
-                for rows, start, count in row_tiles:
-                    with for_range(b, count, "mt") as mt, for_range(b, vcount, "nt") as nt:
-                        tile(rows, start, mt, nt)
-                continue
-            with for_range(b, vcount, "nt") as nt:
-                if k_count < 2 * KBLOCK:
-                    for rows, start, count in row_tiles:
-                        with for_range(b, count, "mt") as mt:
-                            tile(rows, start, mt, nt)
-                    continue
-                # few rows, long sums: KBLOCK steps of k at a time over all the row tiles, so
-                # the panel's block (32 KB) is read from L1 by every tile; the sums wait in y
-                # (float32, as in the registers: the same bits) and the epilogue runs last
-                # (one loop over the blocks: the first starts from zero, the others from y);
-                # one tile a block prefetches the next block into L2: the shorter last row
-                # tile, run first, or else the first full tile
-                blocks, tail = divmod(k_count, KBLOCK)
-                order = row_tiles[::-1]
-                with for_range(b, blocks, "kb") as kb:
-                    k0 = b.mul(kb, c64(KBLOCK))
-                    more = b.icmp_unsigned("!=", kb, c64(0))
-                    for j, (rows, start, count) in enumerate(order):
-                        if j == 0 and count > 1:  # the first full tile prefetches
-                            tile(rows, start, c64(0), nt, k0, KBLOCK, more, False, KBLOCK)
-                            start, count = start + rows, count - 1
-                        with for_range(b, count, "mt") as mt:
-                            tile(rows, start, mt, nt, k0, KBLOCK, more, False,
-                                 KBLOCK if j == 0 else 0)
-                for rows, start, count in row_tiles:
-                    with for_range(b, count, "mt") as mt:
-                        tile(rows, start, mt, nt, c64(blocks * KBLOCK), tail, True, True)
+                def ahead(kk, v):
+                    return w_at(kk, nxt, v, cols)
+            elif fetch == "k":  # this panel's next k block
+
+                def ahead(kk, v):
+                    return w_at(b.add(kk, c64(kc)), n0, v, cols)
+
+            self.gemm_tile(b, cells[:rows], cols, span, m0, n0, a_at, w_at, y_at,
+                           x, w, y, bias if last else None, relu and last, ahead, mask)
+
+        def tiles_pass(t0, tiles, with_rem, nt, span, last, group, fetch):
+            """The row tiles t0 .. t0 + tiles (and the short last tile) against one panel's
+            k block; the first of them prefetches (``fetch``) the block read next."""
+            if with_rem:
+                for i, (rows, start) in enumerate(shorts):
+                    tile(rows, c64(start), nt, span, last, group, None if i else fetch)
+            if tiles:
+                first = 0
+                if not with_rem:
+                    tile(tr, b.mul(t0, c64(tr)), nt, span, last, group, fetch)
+                    first = 1
+                with for_range(b, tiles - first, "mt") as mt:
+                    tile(tr, b.mul(b.add(b.add(t0, c64(first)), mt), c64(tr)), nt, span,
+                         last, group)
+
+        def k_loop(body):
+            """body(first k, steps, more, last) for each k block in order."""
+            if nkb > 1:
+                with for_range(b, nkb - 1, "kb") as kb:
+                    body(b.mul(kb, c64(kc)), kc, b.icmp_unsigned("!=", kb, c64(0)), False)
+            body(c64((nkb - 1) * kc), klast, nkb > 1, True)
+
+        def block(t0, tiles: int, with_rem: bool):
+            """Row tiles t0 .. t0 + tiles (and the short last tile) over every k block: k
+            blocks outer (each panel's block read from memory once per row block); with
+            a single row block, the panels outer, each read in k order once (one stream
+            the prefetches stay ahead of)."""
+            if count == 1:
+                for group in groups:
+                    with for_range(b, group[2], "nt") as nt:
+                        k_loop(lambda k0, kn, more, last, nt=nt, group=group: tiles_pass(
+                            t0, tiles, with_rem, nt, (k0, kn, more), last, group, "k"))
+                return
+
+            def step(k0, kn, more, last):
+                for group in groups:
+                    with for_range(b, group[2], "nt") as nt:
+                        tiles_pass(t0, tiles, with_rem, nt, (k0, kn, more), last, group,
+                                   "panel")
+
+            k_loop(step)
+
+        if count > 1:
+            with for_range(b, count - 1, "mb") as mb:
+                block(b.mul(mb, c64(per)), per, False)
+        block(c64((count - 1) * per), full - (count - 1) * per, bool(shorts))
 
     def gemm_tile(self, b, cells, cols, span, m0, n0, a_at, w_at, y_at, x, w, y, bias, relu,
-                  ahead=0, mask=None):
+                  ahead=None, mask=None):
         """One register tile: len(cells) rows from m0 x ``cols`` vectors from n0, summed over
         ``span`` = (first k, steps, more: continue the sums stored in y) in k order, then the
         bias and a fused relu (``bias`` None and ``relu`` False: the sums so far), stored;
-        ``mask``: only the first ``mask`` columns of the (single) vector are read and stored."""
+        ``mask``: only the first ``mask`` columns of the (single) vector are read and stored;
+        ``ahead(k, v)``: a weight index prefetched into L2 at step k (the next panel's)."""
         rows = len(cells)
         k0, kc, more = span
         zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
@@ -153,9 +205,9 @@ class FloatGemm:
         with for_range(b, kc, "k") as ki:
             kk = b.add(k0, ki)
             ws = [self.vload_f(b, w, w_at(kk, n0, v, cols)) for v in range(cols)]
-            if ahead:  # the panel's next block, from memory while this one is summed
+            if ahead is not None:  # the next panel's block, from memory while this one is summed
                 for v in range(cols):
-                    at = b.gep(w, [w_at(b.add(kk, c64(ahead)), n0, v, cols)], source_etype=F32)
+                    at = b.gep(w, [ahead(kk, v)], source_etype=F32)
                     prefetch = self._intrinsic("llvm.prefetch.p0", ir.VoidType(),
                                                [ir.PointerType(), I32T, I32T, I32T])
                     b.call(prefetch, [at, c32(0), c32(PF_LOCALITY), c32(1)])
@@ -184,20 +236,21 @@ class FloatGemm:
 
     def dense_rows(self, k, m_count: int, suffix: str, n_count: int | None = None,
                    m_first: int = 0) -> ir.Function:
-        """``void name(ptr x, ptr w, ptr y, ptr bias, ptr koff, ptr res)``: rows [0, m_count)
+        """``void name(ptr x, ptr w, ptr y, ptr bias, ptr koff, ptr res, i64 first)``: rows
+        [0, m_count)
         of the product, x, y, a residual added after the bias (``residual``: float_conv's
         epilogue) and a per-element bias already offset to the first row; with
         ``n_count`` the first n_count columns (w, y and the bias offset to the first column: a
         whole 64-column panel, so the panel layout holds from there). An ``implicit``
-        convolution's x is the (padded) image itself, its rows from ``m_first``: row m,
+        convolution's x is the (padded) image itself, its rows from ``m_first`` + first: row m,
         column k reads the pixel (m // OW * sh, m % OW * sw) plus the tap offset koff[k]
         (float_conv.lower_fconv)."""
         p = k.params
-        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 6)
+        fty = ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 6 + [I64])
         fn = ir.Function(self.module, fty, name=f"{k.name}_{suffix}")
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        x, w, y, src, koff, res = fn.args
+        x, w, y, src, koff, res, m_run = fn.args
         k_, n_ = p["K"], p["N"]
         cells = self.gemm_cells(b, p)
         wide = len(cells[0])
@@ -224,7 +277,7 @@ class FloatGemm:
             if "implicit" not in p:
                 return b.add(b.mul(m, c64(k_)), kk)
             wp, c, (sh, sw), ow = p["implicit"]
-            m = b.add(m, c64(m_first))
+            m = b.add(b.add(m, c64(m_first)), m_run)
             oy, ox = b.udiv(m, c64(ow)), b.urem(m, c64(ow))
             base = b.mul(b.add(b.mul(oy, c64(sh * wp)), b.mul(ox, c64(sw))), c64(c))
             return b.add(base, b.sext(self.load_at(b, koff, kk, I32T), c64(0).type))
@@ -239,54 +292,81 @@ class FloatGemm:
         return fn
 
     def k_fdense_vec(self, k):
-        """The rows in one call, or (``threads`` 2) in two halves, the second for the driver's
-        worker thread (pool.py: claimed by whichever core gets to it first)."""
+        """The rows in one call, or (``threads`` 2) in chunks (dense_chunks) that this thread
+        and the driver's worker claim one at a time (runtime/threads.py): a worker the OS
+        deschedules holds up at most the chunk it is in; each output is computed by one
+        chunk, the same bits as one thread."""
         p = k.params
         fn, b, args = self.function(k, len(k.inputs))
         x, y, w = args[0], args[-1], self.cargs["wt"]
         null = ir.Constant(ir.PointerType(), None)
         bias, koff = self.cargs.get("bias", null), self.cargs.get("koff", null)
         res = args[1] if p.get("residual") else null
-        m_, k_, n_ = p["M"], p["K"], p["N"]
+        m_ = p["M"]
         if p.get("threads", 1) < 2:
-            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff, res])
+            b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff, res, c64(0)])
             b.ret_void()
             return fn
-        nv = n_ // VEC
-        wide = p.get("cols", COLS)
-        panels = nv // wide
-        tr = p.get("rows", ROWS)
-        if panels >= 2 and (m_ < 2 * tr or (m_ // tr) * n_ + m_ > panels * m_ + n_):
-            # the weights outweigh the rows (gemm's panels-outer case): each half takes half
-            # the panels, so the two cores stream disjoint weights
-            n_mid = panels // 2 * wide * VEC
-            part_a = self.dense_rows(k, m_, "a", n_mid)
-            part_b = self.dense_rows(k, m_, "b", n_ - n_mid)
-            offsets = (0, n_mid * k_, n_mid, n_mid if p.get("bias") in ("n", "mn") else 0, 0,
-                       n_mid if p.get("residual") else 0)
-        else:  # halves of the rows
-            first = (m_ // 2 // tr) * tr or m_ // 2
-            part_a = self.dense_rows(k, first, "a")
-            if "implicit" in p:  # the image is read whole, from row ``first``
-                part_b = self.dense_rows(k, m_ - first, "b", m_first=first)
-            else:
-                part_b = self.dense_rows(k, m_ - first, "b") if m_ - first != first else part_a
-            offsets = (0 if "implicit" in p else first * k_, 0, first * n_,
-                       first * n_ if p.get("bias") == "mn" else 0, 0,
-                       first * n_ if p.get("residual") else 0)
-        # the second half's x, w, y, bias, koff and residual: the first's, advanced by
-        # ``offsets`` floats
-        first_half = (x, w, y, bias, koff, res)
-        second = [b.gep(v, [c64(o)], source_etype=F32) if o else v
-                  for v, o in zip(first_half, offsets)]
-        pointers = [*first_half, *second]
-        halves = [
-            self.part_function(k, "ha", pointers, lambda pb, ps: pb.call(part_a, ps[:6])),
-            self.part_function(k, "hb", pointers, lambda pb, ps: pb.call(part_b, ps[6:])),
-        ]
-        self.split_run(k, b, pointers, halves)
+        pointers = [x, w, y, bias, koff, res]
+        counter = self.chunk_counter(k)
+        b.store_atomic(c64(0), counter, "release", 8)
+        part = self.part_function(k, "chunks", pointers,
+                                  lambda pb, ps: self.dense_chunks(k, pb, ps, counter))
+        self.split_run(k, b, pointers, [part, part])
         b.ret_void()
         return fn
+
+    def chunk_counter(self, k) -> ir.GlobalVariable:
+        """The kernel's next unclaimed chunk (an i64 global, 0 before each run)."""
+        g = ir.GlobalVariable(self.module, I64, f"{k.name}_next_chunk")
+        g.linkage = "internal"
+        g.initializer = c64(0)
+        return g
+
+    def dense_chunks(self, k, b, ptrs, counter) -> None:
+        """Claim chunks (atomic add on ``counter``) and run each until none is left: blocks of
+        rows, or of column panels where the weights outweigh the rows (chunk_plan)."""
+        p = k.params
+        m_, k_, n_ = p["M"], p["K"], p["N"]
+        mode, size, count = chunk_plan(p)
+        whole = self.dense_rows(k, size, "chunk") if mode == "rows" else None
+        if mode == "rows":
+            last = self.dense_rows(k, m_ - (count - 1) * size, "chunk_last")
+        else:
+            whole = self.dense_rows(k, m_, "chunk", size)
+            last = self.dense_rows(k, m_, "chunk_last", n_ - (count - 1) * size)
+        fn = b.function
+        loop, work, done = (fn.append_basic_block(n) for n in ("claim", "chunk", "no_chunk"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        c = b.atomic_rmw("add", counter, c64(1), "acq_rel")
+        b.cbranch(b.icmp_signed("<", c, c64(count)), work, done)
+        b.position_at_end(work)
+        x, w, y, bias, koff, res = ptrs
+        if mode == "rows":  # rows c * size ..: x, y, a per-element bias and the residual move
+            m0 = b.mul(c, c64(size))
+            implicit = "implicit" in p
+            xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
+            yo = b.mul(m0, c64(n_))
+            args = [xo, w, b.gep(y, [yo], source_etype=F32),
+                    b.gep(bias, [yo], source_etype=F32) if p.get("bias") == "mn" else bias,
+                    koff, b.gep(res, [yo], source_etype=F32) if p.get("residual") else res,
+                    m0 if implicit else c64(0)]
+        else:  # columns c * size ..: w (whole panels), y, the bias and the residual move
+            n0 = b.mul(c, c64(size))
+            args = [x, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
+                    b.gep(y, [n0], source_etype=F32),
+                    b.gep(bias, [n0], source_etype=F32) if p.get("bias") in ("n", "mn")
+                    else bias,
+                    koff, b.gep(res, [n0], source_etype=F32) if p.get("residual") else res,
+                    c64(0)]
+        with b.if_else(b.icmp_signed("==", c, c64(count - 1))) as (is_last, other):
+            with is_last:
+                b.call(last, args)
+            with other:
+                b.call(whole, args)
+        b.branch(loop)
+        b.position_at_end(done)
 
     def part_function(self, k, suffix: str, pointers, emit) -> ir.Function:
         """``void name(ptr* table)``: ``emit(builder, pointers)`` with the kernel's pointers
@@ -356,4 +436,24 @@ class FloatGemm:
         return fn
 
 
-__all__ = ["FloatGemm", "VEC"]
+CHUNK_MACS = 1 << 21  # a chunk's multiply-adds, at least (tens of microseconds: the claim's
+MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks a product
+
+
+def chunk_plan(p: dict) -> tuple[str, int, int]:
+    """("rows" or "panels", rows or columns per chunk, chunks) of a split FDENSE: columns in
+    whole panels where the weights outweigh the rows (few rows: each thread then streams its
+    own panels), else rows in whole tiles."""
+    m_, k_, n_ = p["M"], p["K"], p["N"]
+    tr, width = p.get("rows", ROWS), p.get("cols", COLS) * VEC
+    want = max(2, min(MAX_CHUNKS, m_ * k_ * n_ // CHUNK_MACS))
+    panels = n_ // width
+    tiles = -(-m_ // tr)
+    if panels >= 2 and (tiles < 2 * want or m_ < 4 * tr) and panels >= tiles:
+        size = -(-panels // min(want, panels)) * width
+        return "panels", size, -(-n_ // size)
+    size = -(-tiles // min(want, tiles)) * tr
+    return "rows", size, -(-m_ // size)
+
+
+__all__ = ["FloatGemm", "VEC", "chunk_plan"]

@@ -1,0 +1,101 @@
+"""The float GEMM's cache blocking and its chunks over two threads (emit/float/gemm.py): row
+blocks x k blocks (sums kept in y between k blocks), a short last row tile split in two, and
+two threads claiming chunks of rows or of column panels one at a time. Every output stays one
+FMA chain in k order, so each form gives the bits of the unblocked one-thread product, within
+float32 rounding of the interpreter's exact sums."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from partita.backends.llvm.emit.float import gemm
+from partita.backends.llvm.lower.context import lower
+from partita.backends.llvm.runtime.jit import host_isa
+
+import partita as P
+from partita import relay
+
+
+def _module(expr, x):
+    return relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x], expr)))
+
+
+def _conv(rng, h, cin, cout, k, residual):
+    """An NHWC convolution (k x k, same padding) + bias + residual add + relu."""
+    x = relay.var("x", shape=(1, h, h, cin))
+    w = relay.const((rng.standard_normal((k, k, cin, cout)) / np.sqrt(cin * k)).astype(np.float32))
+    y = relay.nn.conv2d(x, w, padding=[k // 2] * 4, data_layout="NHWC", kernel_layout="HWIO")
+    y = relay.nn.bias_add(y, relay.const(rng.standard_normal(cout).astype(np.float32)), axis=3)
+    if residual:
+        short = relay.nn.conv2d(x, relay.const(rng.standard_normal((1, 1, cin, cout)).astype(
+            np.float32)), data_layout="NHWC", kernel_layout="HWIO")
+        y = relay.add(y, short)
+    return _module(relay.nn.relu(y), x), (1, h, h, cin)
+
+
+def _gemm(rng, m, k, n, bias):
+    x = relay.var("x", shape=(m, k))
+    w = relay.const(rng.standard_normal((n, k)).astype(np.float32))
+    shape = {"n": (n,), "mn": (m, n)}[bias]
+    out = relay.nn.gemm(x, w, relay.const(rng.standard_normal(shape).astype(np.float32)))
+    return _module(out, x), (m, k)
+
+
+def _fdense(mod, threads):
+    return [kk for kk in lower(P.InferType()(mod)["main"], host_isa(), threads=threads).kernels
+            if kk.kind == "FDENSE"]
+
+
+CASES = {
+    # implicit 3x3 convolution (x read in place from the padded image, rows from a run-time
+    # first row), k blocked (576 > 384), a residual in the epilogue: row chunks
+    "conv3x3_rows": lambda rng: _conv(rng, 28, 64, 64, 3, True),
+    # 49 rows: 7 full tiles and two short ones (7 = 4 + 3), k blocked, panel chunks
+    "few_rows_panels": lambda rng: _gemm(rng, 49, 1000, 512, "n"),
+    # a per-element bias moves with the rows; 1000 columns: a masked last vector
+    "rows_mn_bias": lambda rng: _gemm(rng, 300, 200, 1000, "mn"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, case):
+    rng = np.random.default_rng(len(case))
+    mod, shape = CASES[case](rng)
+    a = rng.standard_normal(shape).astype(np.float32)
+    one = P.build(mod, "llvm").run(a)[0]
+    want = P.interpret(mod, [a])[0]
+    scale = float(np.abs(want).max())
+    assert float(np.abs(one - want).max()) <= 1e-5 * scale
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
+    monkeypatch.setattr(gemm, "CHUNK_MACS", 1 << 16)  # many chunks, a shorter last one
+    split = [kk for kk in _fdense(mod, 2) if kk.params.get("threads") == 2]
+    assert split, "no FDENSE was split over two threads"
+    mode, size, count = gemm.chunk_plan(split[0].params)
+    assert count > 2 and mode == ("panels" if "panels" in case else "rows")
+    exe = P.build(mod, "llvm -threads=2")
+    for _ in range(3):  # with and without the worker (TwoModes tries both)
+        assert exe.run(a)[0].tobytes() == one.tobytes()
+
+
+def test_blocking_leaves_the_bits_of_an_unblocked_product(monkeypatch):
+    """Blocks of 64 k steps and of one row tile, against the default blocking: the same bits
+    (the partial sums wait in y as float32, the registers' own type)."""
+    rng = np.random.default_rng(7)
+    mod, shape = _gemm(rng, 100, 700, 96, "n")
+    a = rng.standard_normal(shape).astype(np.float32)
+    want = P.build(mod, "llvm").run(a)[0]
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setattr(gemm, "PANEL_FLOATS", 64 * 16)
+    monkeypatch.setattr(gemm, "ROW_BLOCK_FLOATS", 1)
+    assert gemm.k_blocks(700, 1)[0] > 1 and gemm.row_block(64, 6) == 1
+    assert P.build(mod, "llvm").run(a)[0].tobytes() == want.tobytes()
+
+
+def test_chunk_plan():
+    # tall: row chunks of whole tiles; short and wide: whole panels; never fewer than 2
+    mode, size, count = gemm.chunk_plan({"M": 3136, "K": 576, "N": 64, "rows": 6, "cols": 1})
+    assert mode == "rows" and size % 6 == 0 and (count - 1) * size < 3136 <= count * size
+    mode, size, count = gemm.chunk_plan({"M": 49, "K": 4608, "N": 512, "rows": 6, "cols": 1})
+    assert mode == "panels" and size % 16 == 0 and count * size >= 512 and count >= 2
+    mode, size, count = gemm.chunk_plan({"M": 1, "K": 2048, "N": 1000, "rows": 6, "cols": 4})
+    assert mode == "panels" and size % 64 == 0 and (count - 1) * size < 1000
