@@ -167,7 +167,8 @@ def quantize(ctx: OpContext) -> Expr:
             "qnn.requantize", e, *params, out_dtype=out.dtype, semantics=sem
         )
 
-    if ctx.semantics == "tflite_builtin":  # optimized Requantize: 16-value NEON blocks
+    if ctx.semantics == "tflite_builtin" and x.dtype != "int16":  # optimized Requantize: 16-value
+        # NEON blocks (int16 -> int16 has no optimized form: the reference arithmetic)
         return split_flat(ctx, ctx.expr(0), 16, stage("tflite_builtin"), stage("tflite"))
     return stage("tflite")(ctx.expr(0), None)
 
