@@ -29,7 +29,7 @@ class SRAMError(BackendError):
     """The SRAM plan cannot hold a program's feature maps and there is no memory to spill to."""
 
 
-INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
 def _calls(fn: Function) -> dict[str, Call]:
@@ -54,6 +54,8 @@ def _output_stage(calls: dict, out_dtype: str) -> tuple[dict, dict]:
         lo = max(lo, int(np.ceil(calls["clip"].attrs.a_min)))
         hi = min(hi, int(np.floor(calls["clip"].attrs.a_max)))
     params = {"rounding": rq.attrs.semantics, "act_min": lo, "act_max": hi, "out_dtype": out_dtype}
+    if rq.args[0].checked_type.dtype == "int64":  # 16x8: int64 accumulators, TFLite's int64 MBQM
+        params["acc_dtype"] = "int64"
     arrays = {
         "out_zp": np.atleast_1d(out_zp).astype(np.int32),
         "rq_zp": np.atleast_1d(rq_zp).astype(np.int32),

@@ -1,0 +1,63 @@
+"""TFLite 16x8 models (int16 activations, int8 weights, int64 bias; tests/models/tflite/int16)
+on the NPU: the ops Vela 5.2 runs in 16x8 are placed on the NPU and are bit-exact with the
+interpreter (itself bit-exact with TFLite's reference kernels) on inputs over the whole int16
+range, and with BUILTIN_REF's stored outputs; what stays on the CPU says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from partita.frontends import from_tflite
+
+import partita as P
+
+MODELS = Path(__file__).resolve().parents[2] / "models" / "tflite" / "int16"
+WHOLE_ON_THE_NPU = [
+    "add", "add_relu", "avg_pool", "conv_relu", "conv_stride2", "depthwise_relu6",
+    "fully_connected", "max_pool", "mean", "mul", "pad", "reshape", "sub",
+]  # fmt: skip
+
+
+def _check(exe, mod, path):
+    rng = np.random.default_rng(16)
+    for _ in range(2):
+        feeds = [rng.integers(-32768, 32768, tuple(int(d) for d in p.checked_type.shape))
+                 .astype(np.int16) for p in mod["main"].params]
+        for got, want in zip(exe.run(*feeds), P.interpret(mod, feeds)):
+            assert np.asarray(got).dtype == np.int16
+            assert np.array_equal(np.asarray(got), np.asarray(want))
+    with np.load(path.with_suffix(".npz")) as z:
+        n_in = sum(k.startswith("input_") for k in z.files)
+        for s in range(z["input_0"].shape[0]):
+            got = exe.run(*[z[f"input_{i}"][s] for i in range(n_in)])
+            assert np.array_equal(np.asarray(got[0]), z["ref_0"][s]), (path.stem, s)
+
+
+@pytest.mark.parametrize("name", WHOLE_ON_THE_NPU)
+def test_16x8_model_runs_whole_on_the_npu_bit_exact(name):
+    path = MODELS / f"{name}.tflite"
+    mod = from_tflite(path)
+    exe = P.build(mod, "npu, llvm")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+    _check(exe, mod, path)
+
+
+def test_16x8_requantize_stays_on_the_cpu_with_its_reason():
+    """QUANTIZE int16 -> int16 (before a CONCATENATION) is not a LUT of an 8-bit value."""
+    path = MODELS / "concat.tflite"
+    mod = from_tflite(path)
+    exe = P.build(mod, "npu, llvm")
+    assert sorted(s.target for s in exe.steps) == ["llvm", "npu"]
+    assert "got int16 -> int16" in exe.report.table()
+    _check(exe, mod, path)
+
+
+@pytest.mark.parametrize("preset", ["u55-128", "u65-512"])
+def test_16x8_conv_on_other_presets(preset):
+    path = MODELS / "conv_relu.tflite"
+    mod = from_tflite(path)
+    exe = P.build(mod, f"npu -config={preset}, llvm")
+    assert [s.target for s in exe.steps] == ["npu"]
+    _check(exe, mod, path)
