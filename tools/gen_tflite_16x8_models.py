@@ -147,9 +147,9 @@ def pad(rng):
     return (lambda x: tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])), [In((1, 4, 4, 8))]
 
 
-def mobilenet_like(rng):
+def mobilenet_like(rng, softmax=True):
     """A small MobileNetV2-like network: conv, depthwise, pointwise, residual add, mean, fc,
-    softmax."""
+    softmax (or the logits)."""
     L = tf.keras.layers
     x = inp = L.Input((16, 16, 3), batch_size=1)
     x = L.ReLU(6.0)(L.BatchNormalization()(L.Conv2D(16, 3, 2, "same", use_bias=False)(x)))
@@ -161,7 +161,8 @@ def mobilenet_like(rng):
     x = L.MaxPooling2D(2)(x)
     x = L.Conv2D(32, 1, activation="relu")(x)
     x = L.GlobalAveragePooling2D()(x)
-    x = L.Softmax()(L.Dense(10)(x))
+    x = L.Dense(10)(x)
+    x = L.Softmax()(x) if softmax else x
     model = tf.keras.Model(inp, x)
     for v in model.weights:
         shape = tuple(v.shape)
@@ -197,6 +198,9 @@ SPECS = [
     Spec16("pad", "PAD of H and W", pad, ("PAD",)),
     Spec16("mobilenet_like", "a small MobileNetV2-like net (16x16x3, 10 classes)",
            mobilenet_like, ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "SOFTMAX")),
+    Spec16("mobilenet_like_logits", "the same net ending at the logits (no SOFTMAX)",
+           lambda rng: mobilenet_like(rng, softmax=False),
+           ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "FULLY_CONNECTED")),
 ]
 
 
