@@ -50,6 +50,11 @@ def check_16x8_io(ctx: OpContext, tensors: tuple[Tensor, ...]) -> None:
             f"{name} on int16 tensors (16x8): partita imports int16 "
             f"{', '.join(sorted(INT16_OPS))} bit-exact with TFLite, not this operator yet"
         )
+    if name in ("ADD", "SUB") and ctx.options.get("PotScaleInt16", True):
+        raise Unsupported(
+            f"16x8 {name} with pot_scale_int16 (TFLite's power-of-two int16 path); partita "
+            f"models the general-scale path the converter writes (pot_scale_int16 false)"
+        )
     for k, t in enumerate(tensors):
         if not t.quantized:
             ctx.fail(f"{t.describe()} has no quantization parameters")

@@ -70,3 +70,16 @@ def test_unmodelled_int16_operators_are_refused_by_name(path):
 def test_the_supported_set_covers_the_weighted_ops():
     names = {p.stem for p in SUPPORTED}
     assert {"conv_relu", "depthwise_relu6", "fully_connected", "add", "mul", "mean"} <= names
+
+
+def test_power_of_two_int16_add_is_refused():
+    """ADD/SUB with pot_scale_int16 (the schema's default) take TFLite's other int16 path,
+    which partita does not model: refused with the reason (the converter writes false)."""
+    from types import SimpleNamespace
+
+    from partita.frontends.tflite.context import Unsupported
+    from partita.frontends.tflite.int16 import check_16x8_io
+
+    ctx = SimpleNamespace(op=SimpleNamespace(name="ADD"), options={"PotScaleInt16": True})
+    with pytest.raises(Unsupported, match="pot_scale_int16"):
+        check_16x8_io(ctx, ())
