@@ -43,6 +43,12 @@ def _const(expr) -> np.ndarray:
     return np.asarray(expr.data)
 
 
+def _bias(bias_add: Call) -> np.ndarray:
+    """The int32 bias; a 16x8 op's int64 bias stays int64 (TFLite's may exceed int32)."""
+    b = _const(bias_add.args[1])
+    return b.astype(np.int64 if b.dtype == np.int64 else np.int32)
+
+
 def _output_stage(calls: dict, out_dtype: str) -> tuple[dict, dict]:
     """Requantize (+ clip) as the output stage's parameters and per-channel arrays."""
     rq = calls["qnn.requantize"]
@@ -100,7 +106,7 @@ def _conv(fn: Function, out_dtype: str):
         w_zp=np.atleast_1d(_const(conv.args[3])).astype(np.int32),
     )
     if "nn.bias_add" in calls:
-        arrays["bias"] = _const(calls["nn.bias_add"].args[1]).astype(np.int32)
+        arrays["bias"] = _bias(calls["nn.bias_add"])
     return ("DWCONV" if depthwise else "CONV"), params, arrays
 
 
@@ -114,7 +120,7 @@ def _fc(fn: Function, out_dtype: str):
         w_zp=np.atleast_1d(_const(dense.args[3])).astype(np.int32),
     )
     if "nn.bias_add" in calls:
-        arrays["bias"] = _const(calls["nn.bias_add"].args[1]).astype(np.int32)
+        arrays["bias"] = _bias(calls["nn.bias_add"])
     return "FC", params, arrays
 
 

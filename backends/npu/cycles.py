@@ -120,7 +120,12 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
         else:
             add(t.memory, t.nbytes * halo)
     add(out.memory, out.nbytes)
-    constant_bytes = sum(a.nbytes for a in op.arrays.values())
+    # Vela packs bias and scale into one record per channel whatever the bias width: a 16x8
+    # op's int64 bias is charged as the 8-bit ops' int32 one
+    constant_bytes = sum(
+        a.size * 4 if name == "bias" and a.dtype == np.int64 else a.nbytes
+        for name, a in op.arrays.items()
+    )
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
     memory = sum(n / _bandwidth(config, m) for m, n in scaled.items())

@@ -61,3 +61,24 @@ def test_16x8_conv_on_other_presets(preset):
     exe = P.build(mod, f"npu -config={preset}, llvm")
     assert [s.target for s in exe.steps] == ["npu"]
     _check(exe, mod, path)
+
+
+def test_an_int64_bias_beyond_int32_stays_exact_on_the_npu():
+    """TFLite's 16x8 bias is int64; one beyond int32 is carried as int64, not wrapped."""
+    bias = np.array([3 << 33, -(5 << 32), 7, -9], np.int64)
+    mod = P.parse(
+        """
+def @main(%x: Tensor[(1, 6, 6, 4), int16]) {
+  %0 = qnn.conv2d(%x, meta[relay.Constant][0], 0, 0, 0.5f, 0.5f, padding=[1, 1, 1, 1],
+       data_layout="NHWC", kernel_layout="OHWI", out_dtype="int64");
+  %1 = nn.bias_add(%0, meta[relay.Constant][1], axis=3);
+  qnn.requantize(%1, 0.25f, 0, 300000f, 0, axis=3, out_dtype="int16")
+}""",
+        [np.random.default_rng(0).integers(-127, 128, (4, 3, 3, 4)).astype(np.int8), bias],
+    )
+    exe = P.build(mod, "npu, llvm")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+    x = np.random.default_rng(1).integers(-32768, 32768, (1, 6, 6, 4)).astype(np.int16)
+    want = np.asarray(P.interpret(mod, [x])[0])
+    assert 1000 < np.abs(want[..., :2]).min() < 32767  # the large biases, unwrapped, unsaturated
+    assert np.array_equal(np.asarray(exe.run(x)[0]), want)
