@@ -192,6 +192,14 @@ def lut(root) -> Verdict:
     return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
 
 
+@constraint("16-bit requantization (TFLite's int16 QUANTIZE) must map int16 to int16 per tensor")
+def requantize16(root) -> Verdict:
+    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
+    scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:])
+    ok = a == b == "int16" and scalar and root.attrs.semantics == "tflite"
+    return Verdict(ok, f"got {a} -> {b}, {root.attrs.semantics}")
+
+
 @constraint(
     "Chains of elementwise ops of one value must map int8/uint8 to int8/uint8 with per-tensor "
     "parameters"

@@ -138,7 +138,7 @@ VELA = [
 INT16 = {
     "ADD": "same (left shift 15)",
     "AVERAGE_POOL_2D": "same",
-    "CONCATENATION": "same; an int16 QUANTIZE (rescale) before it runs on the CPU",
+    "CONCATENATION": "same",
     "CONV_2D": "same (int64 accumulator, TFLite's int64 rescale)",
     "DEPTHWISE_CONV_2D": "same (as CONV_2D)",
     "FULLY_CONNECTED": "same (TFLite's double-rounded int16 output stage)",
@@ -147,7 +147,7 @@ INT16 = {
     "MUL": "same",
     "PAD": "same",
     "PADV2": "same",
-    "QUANTIZE": "CPU: int16 -> int16 is no 8-bit table",
+    "QUANTIZE": "int16 -> int16 (`npu.requantize16`, the elementwise unit)",
     "RESHAPE": "same",
     "SUB": "same (left shift 15)",
     "LOGISTIC": "CPU: int16 not imported yet",

@@ -77,6 +77,18 @@ CASES = [
     (C.activation_dtype, lambda: conv(), True, ""),
     (C.activation_dtype, lambda: conv(dtype="int16"), True, ""),  # 16x8
     (C.activation_dtype, lambda: dense(out="int32"), False, "got int32"),
+    (
+        C.requantize16,
+        lambda: single('qnn.requantize(%x, 0.5f, 0, 0.25f, 0, out_dtype="int16")', dtype="int16"),
+        True,
+        "",
+    ),
+    (
+        C.requantize16,
+        lambda: single('qnn.requantize(%x, 0.5f, 0, 0.25f, 0, out_dtype="int8")', dtype="int16"),
+        False,
+        "got int16 -> int8, tflite",
+    ),
     (C.conv_layout, lambda: conv(), True, ""),
     (C.conv_layout, lambda: conv(layout="NCHW"), False, "got NCHW"),
     (C.kernel_size, lambda: conv(k=8, hw=16), True, ""),
