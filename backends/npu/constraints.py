@@ -245,11 +245,11 @@ def min_max(root) -> Verdict:
     return Verdict(len(dtypes) == 1 and dtypes <= set(ACT_DTYPES), f"got {sorted(dtypes)}")
 
 
-@constraint("Softmax must map int8/uint8 to the same type along the last axis")
+@constraint("Softmax must map int8/uint8/int16 to the same type along the last axis")
 def softmax(root) -> Verdict:
     ndim = root.args[0].checked_type.ndim
     a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
-    ok = a == b and a in ACT_DTYPES and root.attrs.axis % ndim == ndim - 1
+    ok = a == b and a in WIDE_DTYPES and root.attrs.axis % ndim == ndim - 1
     return Verdict(ok, f"got {a} -> {b}, axis {root.attrs.axis}")
 
 

@@ -152,7 +152,7 @@ INT16 = {
     "SUB": "same (left shift 15)",
     "LOGISTIC": "CPU: int16 not imported yet",
     "TANH": "CPU: int16 not imported yet",
-    "SOFTMAX": "CPU: int16 not imported yet",
+    "SOFTMAX": "same (`npu.softmax`: TFLite's int16 softmax, two interpolated tables)",
 }
 
 SIDE_BY_SIDE = """

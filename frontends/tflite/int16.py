@@ -31,6 +31,7 @@ INT16_OPS = frozenset(
         "MEAN",
         "MUL",
         "QUANTIZE",
+        "SOFTMAX",
         "SUB",
     }
 )

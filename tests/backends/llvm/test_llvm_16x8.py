@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from partita.backends.llvm.lower.context import LLVMError
 from partita.frontends import from_tflite
 from partita.frontends.errors import TFLiteUnsupportedOperatorError
 
@@ -25,10 +26,15 @@ def _importable(path: Path) -> bool:
 
 
 FILES = [p for p in sorted(MODELS.glob("*.tflite")) if _importable(p)]
+NO_LLVM_KERNEL = ("softmax", "mobilenet_like")  # int16 SOFTMAX: no LLVM kernel yet
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_16x8_model_on_llvm_equals_interpreter_and_tflite(path):
+    if path.stem in NO_LLVM_KERNEL:
+        with pytest.raises(LLVMError, match=r"llvm cannot compile qnn.softmax \(SOFTMAX #"):
+            P.build(from_tflite(path), "llvm")
+        return
     mod = from_tflite(path)
     exe = P.build(mod, "llvm")
     rng = np.random.default_rng(30)
@@ -48,4 +54,4 @@ def test_16x8_model_on_llvm_equals_interpreter_and_tflite(path):
 
 
 def test_the_16x8_list_is_not_empty():
-    assert len(FILES) >= 14
+    assert len(FILES) - len(NO_LLVM_KERNEL) >= 15
