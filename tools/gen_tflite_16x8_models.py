@@ -59,6 +59,7 @@ class Spec16:
     desc: str
     build: Callable  # rng -> (tf function body, [In]) or a Keras model
     expect: tuple[str, ...]
+    per_tensor: bool = False  # the converter's _experimental_disable_per_channel
 
 
 def _w(rng, *shape, scale=0.3):
@@ -183,6 +184,9 @@ SPECS = [
            ("DEPTHWISE_CONV_2D",)),
     Spec16("fully_connected", "FULLY_CONNECTED 32->16, bias", fully_connected,
            ("FULLY_CONNECTED",)),
+    Spec16("conv_per_tensor", "CONV_2D 3x3, per-tensor weights", conv, ("CONV_2D",), True),
+    Spec16("fully_connected_per_tensor", "FULLY_CONNECTED, per-tensor weights", fully_connected,
+           ("FULLY_CONNECTED",), True),
     Spec16("add", "ADD of two inputs with different scales", add, ("ADD",)),
     Spec16("add_relu", "ADD with fused RELU", add_relu, ("ADD",)),
     Spec16("sub", "SUB of two inputs", sub, ("SUB",)),
@@ -204,7 +208,7 @@ SPECS = [
 ]
 
 
-def convert(fn, inputs, calib) -> bytes:
+def convert(fn, inputs, calib, per_tensor: bool = False) -> bytes:
     if isinstance(fn, tf.keras.Model):
         conv_ = tf.lite.TFLiteConverter.from_keras_model(fn)
     else:
@@ -215,6 +219,8 @@ def convert(fn, inputs, calib) -> bytes:
     conv_.target_spec.supported_ops = [OPSET]
     conv_.representative_dataset = lambda: iter(calib)
     conv_.inference_input_type = conv_.inference_output_type = tf.int16
+    if per_tensor:
+        conv_._experimental_disable_per_channel = True
     return conv_.convert()
 
 
@@ -232,7 +238,7 @@ def generate(spec: Spec16, out_dir: Path) -> dict:
     rng = np.random.default_rng(seed_of(spec.name))
     fn, inputs = spec.build(rng)
     calib = sample_inputs(inputs, seed_of(spec.name, 1), N_CALIB)
-    model_bytes = convert(fn, inputs, calib)
+    model_bytes = convert(fn, inputs, calib, spec.per_tensor)
     ops = op_summaries(model_bytes)
     check_expect(spec, ops)
     floats = sample_inputs(inputs, seed_of(spec.name, 2), N_TEST)

@@ -17,7 +17,7 @@ MODELS = Path(__file__).resolve().parents[2] / "models" / "tflite" / "int16"
 WHOLE_ON_THE_NPU = [
     "add", "add_relu", "avg_pool", "concat", "conv_relu", "conv_stride2", "depthwise_relu6",
     "fully_connected", "max_pool", "mean", "mul", "pad", "reshape", "sub", "softmax",
-    "mobilenet_like", "mobilenet_like_logits",
+    "mobilenet_like", "mobilenet_like_logits", "conv_per_tensor", "fully_connected_per_tensor",
 ]  # fmt: skip
 
 
