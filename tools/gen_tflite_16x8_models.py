@@ -180,13 +180,20 @@ def mobilenet_like(rng, softmax=True):
 SPECS = [
     Spec16("conv_relu", "CONV_2D 3x3 8->16, bias, fused RELU", conv, ("CONV_2D",)),
     Spec16("conv_stride2", "CONV_2D 3x3 stride 2 VALID", conv_stride, ("CONV_2D",)),
-    Spec16("depthwise_relu6", "DEPTHWISE_CONV_2D 3x3, fused RELU6", depthwise,
-           ("DEPTHWISE_CONV_2D",)),
-    Spec16("fully_connected", "FULLY_CONNECTED 32->16, bias", fully_connected,
-           ("FULLY_CONNECTED",)),
+    Spec16(
+        "depthwise_relu6", "DEPTHWISE_CONV_2D 3x3, fused RELU6", depthwise, ("DEPTHWISE_CONV_2D",)
+    ),
+    Spec16(
+        "fully_connected", "FULLY_CONNECTED 32->16, bias", fully_connected, ("FULLY_CONNECTED",)
+    ),
     Spec16("conv_per_tensor", "CONV_2D 3x3, per-tensor weights", conv, ("CONV_2D",), True),
-    Spec16("fully_connected_per_tensor", "FULLY_CONNECTED, per-tensor weights", fully_connected,
-           ("FULLY_CONNECTED",), True),
+    Spec16(
+        "fully_connected_per_tensor",
+        "FULLY_CONNECTED, per-tensor weights",
+        fully_connected,
+        ("FULLY_CONNECTED",),
+        True,
+    ),
     Spec16("add", "ADD of two inputs with different scales", add, ("ADD",)),
     Spec16("add_relu", "ADD with fused RELU", add_relu, ("ADD",)),
     Spec16("sub", "SUB of two inputs", sub, ("SUB",)),
@@ -200,11 +207,18 @@ SPECS = [
     Spec16("concat", "CONCATENATION of two inputs on channels", concat, ("CONCATENATION",)),
     Spec16("reshape", "RESHAPE between a 1x1 CONV_2D and a MUL", reshape, ("RESHAPE",)),
     Spec16("pad", "PAD of H and W", pad, ("PAD",)),
-    Spec16("mobilenet_like", "a small MobileNetV2-like net (16x16x3, 10 classes)",
-           mobilenet_like, ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "SOFTMAX")),
-    Spec16("mobilenet_like_logits", "the same net ending at the logits (no SOFTMAX)",
-           lambda rng: mobilenet_like(rng, softmax=False),
-           ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "FULLY_CONNECTED")),
+    Spec16(
+        "mobilenet_like",
+        "a small MobileNetV2-like net (16x16x3, 10 classes)",
+        mobilenet_like,
+        ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "SOFTMAX"),
+    ),
+    Spec16(
+        "mobilenet_like_logits",
+        "the same net ending at the logits (no SOFTMAX)",
+        lambda rng: mobilenet_like(rng, softmax=False),
+        ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "FULLY_CONNECTED"),
+    ),
 ]
 
 

@@ -65,9 +65,7 @@ def check_16x8_io(ctx: OpContext, tensors: tuple[Tensor, ...]) -> None:
                 raise Unsupported(f"16x8 {name} with {t.type_name} weights (TFLite takes int8)")
             continue
         if t.dtype != "int16":
-            raise Unsupported(
-                f"{name} mixing {t.type_name} tensor {t.name!r} with int16 tensors"
-            )
+            raise Unsupported(f"{name} mixing {t.type_name} tensor {t.name!r} with int16 tensors")
         if np.any(np.asarray(t.zero_point) != 0):
             ctx.fail(
                 f"{t.describe()} has zero point {int(np.asarray(t.zero_point).ravel()[0])}; "

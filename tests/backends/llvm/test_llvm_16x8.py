@@ -39,8 +39,12 @@ def test_16x8_model_on_llvm_equals_interpreter_and_tflite(path):
     exe = P.build(mod, "llvm")
     rng = np.random.default_rng(30)
     for _ in range(2):
-        feeds = [rng.integers(-32768, 32768, tuple(int(d) for d in p.checked_type.shape))
-                 .astype(np.int16) for p in mod["main"].params]
+        feeds = [
+            rng.integers(-32768, 32768, tuple(int(d) for d in p.checked_type.shape)).astype(
+                np.int16
+            )
+            for p in mod["main"].params
+        ]
         for got, want in zip(exe.run(*feeds), P.interpret(mod, feeds)):
             got, want = np.asarray(got), np.asarray(want)
             assert got.dtype == want.dtype == np.int16 and np.array_equal(got, want)

@@ -24,8 +24,12 @@ WHOLE_ON_THE_NPU = [
 def _check(exe, mod, path):
     rng = np.random.default_rng(16)
     for _ in range(2):
-        feeds = [rng.integers(-32768, 32768, tuple(int(d) for d in p.checked_type.shape))
-                 .astype(np.int16) for p in mod["main"].params]
+        feeds = [
+            rng.integers(-32768, 32768, tuple(int(d) for d in p.checked_type.shape)).astype(
+                np.int16
+            )
+            for p in mod["main"].params
+        ]
         for got, want in zip(exe.run(*feeds), P.interpret(mod, feeds)):
             assert np.asarray(got).dtype == np.int16
             assert np.array_equal(np.asarray(got), np.asarray(want))

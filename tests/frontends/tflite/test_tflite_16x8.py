@@ -20,8 +20,11 @@ pytestmark = pytest.mark.skipif(not INT16, reason="16x8 test models not generate
 
 
 def quantized_ops(path) -> set[str]:
-    return {op.name for op in read_model(path.read_bytes()).operators} - {"RESHAPE", "PAD",
-                                                                          "MAX_POOL_2D"}
+    return {op.name for op in read_model(path.read_bytes()).operators} - {
+        "RESHAPE",
+        "PAD",
+        "MAX_POOL_2D",
+    }
 
 
 SUPPORTED = [p for p in INT16 if quantized_ops(p) <= INT16_OPS]
@@ -34,8 +37,11 @@ def test_the_models_are_16x8():
     for path in INT16:
         m = read_model(path.read_bytes())
         assert {m.tensors[i].dtype for i in m.inputs} == {"int16"}, path.stem
-        weights = [m.tensors[op.inputs[1]] for op in m.operators
-                   if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]
+        weights = [
+            m.tensors[op.inputs[1]]
+            for op in m.operators
+            if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+        ]
         assert all(w.dtype == "int8" for w in weights), path.stem
 
 
