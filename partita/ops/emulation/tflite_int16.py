@@ -59,11 +59,21 @@ def _tables() -> tuple[np.ndarray, np.ndarray]:
     return exp_lut, recip_lut
 
 
+def softmax_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The exp and 1/(1+x) tables (513 int16 values each, as int64)."""
+    return _tables()
+
+
+def softmax_multiplier(in_scale: float, beta: float) -> tuple[int, int]:
+    """(multiplier, shift) taking x - max(row) to [-65535, 0] ~ [-10, 0]."""
+    product = np.float32(in_scale) * np.float32(beta)  # float * float in the C++ Prepare
+    return quantize_multiplier(float(product) / (10.0 / 65535.0))
+
+
 def softmax_int16(x: np.ndarray, in_scale: float, beta: float) -> np.ndarray:
     """reference_ops::SoftmaxInt16 over the last axis (zero points 0, output scale 1/32768)."""
     exp_lut, recip_lut = _tables()
-    product = np.float32(in_scale) * np.float32(beta)  # float * float in the C++ Prepare
-    mult, shift = quantize_multiplier(float(product) / (10.0 / 65535.0))
+    mult, shift = softmax_multiplier(in_scale, beta)
     v = np.asarray(x, np.int64)
     diff = v - v.max(axis=-1, keepdims=True)
     scaled = multiply_by_quantized_multiplier(diff, mult, shift) + 32767

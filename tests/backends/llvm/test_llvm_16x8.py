@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from partita.backends.llvm.lower.context import LLVMError
 from partita.frontends import from_tflite
 from partita.frontends.errors import TFLiteUnsupportedOperatorError
 
@@ -26,15 +25,10 @@ def _importable(path: Path) -> bool:
 
 
 FILES = [p for p in sorted(MODELS.glob("*.tflite")) if _importable(p)]
-NO_LLVM_KERNEL = ("softmax", "mobilenet_like")  # int16 SOFTMAX: no LLVM kernel yet
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_16x8_model_on_llvm_equals_interpreter_and_tflite(path):
-    if path.stem in NO_LLVM_KERNEL:
-        with pytest.raises(LLVMError, match=r"llvm cannot compile qnn.softmax \(SOFTMAX #"):
-            P.build(from_tflite(path), "llvm")
-        return
     mod = from_tflite(path)
     exe = P.build(mod, "llvm")
     rng = np.random.default_rng(30)
@@ -58,4 +52,23 @@ def test_16x8_model_on_llvm_equals_interpreter_and_tflite(path):
 
 
 def test_the_16x8_list_is_not_empty():
-    assert len(FILES) - len(NO_LLVM_KERNEL) >= 17
+    assert len(FILES) >= 19
+
+
+@pytest.mark.parametrize("beta,scale", [(1.0, 0.001), (0.5, 0.0003), (2.0, 1e-5)])
+def test_int16_softmax_rows_on_llvm(beta, scale):
+    """QSOFTMAX16 over many rows of a 3-D tensor, whole-range inputs and near-constant rows."""
+    mod = P.parse(
+        f"""
+def @main(%x: Tensor[(3, 5, 40), int16]) {{
+  qnn.softmax(%x, {scale}f, 0, 3.0517578125e-05f, 0, beta={beta}f)
+}}"""
+    )
+    exe = P.build(mod, "llvm")
+    rng = np.random.default_rng(3)
+    for x in (
+        rng.integers(-32768, 32768, (3, 5, 40)).astype(np.int16),
+        rng.integers(-3, 4, (3, 5, 40)).astype(np.int16),
+    ):
+        want = np.asarray(P.interpret(mod, [x])[0])
+        assert np.array_equal(np.asarray(exe.run(x)[0]), want)
