@@ -43,6 +43,7 @@ class Kind(str, Enum):
     QSOFTMAX = "QSOFTMAX"  # qnn.softmax, TFLite's reference arithmetic
     QSOFTMAXF = "QSOFTMAXF"  # qnn.softmax, TFLite's optimized (float32) kernel
     QSOFTMAXO = "QSOFTMAXO"  # qnn.softmax, ONNX Runtime's
+    QSOFTMAX16 = "QSOFTMAX16"  # qnn.softmax of int16, TFLite's 16x8 kernel
     QBMM = "QBMM"  # qnn.batch_matmul with its requantize
     # integer products (emit/data.py, emit/integer.py, emit/int_products.py)
     # (IDENSE before): qnn.dense read as its int32 accumulator, sum of (x - zx) * (w - zw)

@@ -29,7 +29,7 @@ class SRAMError(BackendError):
     """The SRAM plan cannot hold a program's feature maps and there is no memory to spill to."""
 
 
-INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
 def _calls(fn: Function) -> dict[str, Call]:
@@ -43,6 +43,12 @@ def _const(expr) -> np.ndarray:
     return np.asarray(expr.data)
 
 
+def _bias(bias_add: Call) -> np.ndarray:
+    """The int32 bias; a 16x8 op's int64 bias stays int64 (TFLite's may exceed int32)."""
+    b = _const(bias_add.args[1])
+    return b.astype(np.int64 if b.dtype == np.int64 else np.int32)
+
+
 def _output_stage(calls: dict, out_dtype: str) -> tuple[dict, dict]:
     """Requantize (+ clip) as the output stage's parameters and per-channel arrays."""
     rq = calls["qnn.requantize"]
@@ -54,6 +60,8 @@ def _output_stage(calls: dict, out_dtype: str) -> tuple[dict, dict]:
         lo = max(lo, int(np.ceil(calls["clip"].attrs.a_min)))
         hi = min(hi, int(np.floor(calls["clip"].attrs.a_max)))
     params = {"rounding": rq.attrs.semantics, "act_min": lo, "act_max": hi, "out_dtype": out_dtype}
+    if rq.args[0].checked_type.dtype == "int64":  # 16x8: int64 accumulators, TFLite's int64 MBQM
+        params["acc_dtype"] = "int64"
     arrays = {
         "out_zp": np.atleast_1d(out_zp).astype(np.int32),
         "rq_zp": np.atleast_1d(rq_zp).astype(np.int32),
@@ -98,7 +106,7 @@ def _conv(fn: Function, out_dtype: str):
         w_zp=np.atleast_1d(_const(conv.args[3])).astype(np.int32),
     )
     if "nn.bias_add" in calls:
-        arrays["bias"] = _const(calls["nn.bias_add"].args[1]).astype(np.int32)
+        arrays["bias"] = _bias(calls["nn.bias_add"])
     return ("DWCONV" if depthwise else "CONV"), params, arrays
 
 
@@ -112,7 +120,7 @@ def _fc(fn: Function, out_dtype: str):
         w_zp=np.atleast_1d(_const(dense.args[3])).astype(np.int32),
     )
     if "nn.bias_add" in calls:
-        arrays["bias"] = _const(calls["nn.bias_add"].args[1]).astype(np.int32)
+        arrays["bias"] = _bias(calls["nn.bias_add"])
     return "FC", params, arrays
 
 

@@ -10,6 +10,7 @@ from partita.backends.verdict import Verdict, constraint, in_range
 from partita.ir import Call, Constant, TensorType, Tuple
 
 ACT_DTYPES = ("int8", "uint8")
+WIDE_DTYPES = ("int8", "uint8", "int16")  # TFLite's 16x8 feature maps, where the NPU takes them
 KERNEL_RANGE = (1, 64)  # height and width (the compiler splits nothing; Vela 5.2 has no limit)
 WEIGHT_SUM_MAX = 8323072  # Vela's: the sum of |weights| per output channel
 STRIDE_RANGE = (1, 3)
@@ -40,11 +41,11 @@ def _layout_hw(conv: Call):
     return kernel[layout.index("H")], kernel[layout.index("W")]
 
 
-@constraint("Feature maps must be int8 or uint8")
+@constraint("Feature maps must be int8, uint8 or int16 (16x8: int8 weights, int64 bias)")
 def activation_dtype(root) -> Verdict:
     mac = down(root, "qnn.conv2d") or down(root, "qnn.dense")
     dtypes = {mac.args[0].checked_type.dtype, root.checked_type.dtype}
-    bad = sorted(dtypes - set(ACT_DTYPES))
+    bad = sorted(dtypes - set(WIDE_DTYPES))
     return Verdict(not bad, f"got {', '.join(bad)}")
 
 
@@ -145,14 +146,16 @@ def fc_depth(root) -> Verdict:
 
 
 @constraint(
-    "Elementwise ops must use TFLite's or ONNX Runtime's arithmetic ({}) and int8/uint8 operands",
+    "Elementwise ops must use TFLite's or ONNX Runtime's arithmetic ({}) and int8/uint8 (TFLite: "
+    "also int16) operands",
     ", ".join(BINARY_SEMANTICS),
 )
 def binary(root) -> Verdict:
     call = root if getattr(root.op, "name", "").startswith("qnn.") else root.args[0]
     sem = getattr(call.attrs, "semantics", "tflite")
     dtypes = {a.checked_type.dtype for a in call.args[:2]}
-    return Verdict(sem in BINARY_SEMANTICS and dtypes <= set(ACT_DTYPES), f"got {sem}, {dtypes}")
+    wide = ACT_DTYPES + ("int16",) * (sem == "tflite")
+    return Verdict(sem in BINARY_SEMANTICS and dtypes <= set(wide), f"got {sem}, {dtypes}")
 
 
 @constraint(
@@ -171,14 +174,14 @@ def pool(root) -> Verdict:
     else:
         ok = ph * pw <= POOL_VALID_AREA and ph <= POOL_VALID_HEIGHT
     ok = ok and getattr(call.attrs, "layout", "NHWC") == "NHWC"
-    return Verdict(ok and root.checked_type.dtype in ACT_DTYPES, f"got {ph}x{pw}")
+    return Verdict(ok and root.checked_type.dtype in WIDE_DTYPES, f"got {ph}x{pw}")
 
 
-@constraint("Mean must reduce the H and W axes of an NHWC int8/uint8 tensor")
+@constraint("Mean must reduce the H and W axes of an NHWC int8/uint8/int16 tensor")
 def mean(root) -> Verdict:
     axes = tuple(sorted(a % root.args[0].checked_type.ndim for a in root.attrs.axis))
     ok = root.args[0].checked_type.ndim == 4 and axes == (1, 2)
-    return Verdict(ok and root.checked_type.dtype in ACT_DTYPES, f"got axes {axes}")
+    return Verdict(ok and root.checked_type.dtype in WIDE_DTYPES, f"got axes {axes}")
 
 
 @constraint("Look-up-table operations must map int8/uint8 to int8/uint8 with per-tensor parameters")
@@ -187,6 +190,14 @@ def lut(root) -> Verdict:
     scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:] if isinstance(arg, Constant))
     ok = a in ACT_DTYPES and b in ACT_DTYPES and scalar
     return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
+
+
+@constraint("16-bit requantization (TFLite's int16 QUANTIZE) must map int16 to int16 per tensor")
+def requantize16(root) -> Verdict:
+    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
+    scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:])
+    ok = a == b == "int16" and scalar and root.attrs.semantics == "tflite"
+    return Verdict(ok, f"got {a} -> {b}, {root.attrs.semantics}")
 
 
 @constraint(
@@ -221,11 +232,11 @@ def resize(root) -> Verdict:
 
 
 @constraint(
-    "Data movement ops (reshape, squeeze, expand_dims, concatenate, pad) must move int8 or "
-    "uint8 data"
+    "Data movement ops (reshape, squeeze, expand_dims, concatenate, pad) must move int8, uint8 "
+    "or int16 data"
 )
 def movement(root) -> Verdict:
-    return Verdict(root.checked_type.dtype in ACT_DTYPES, f"got {root.checked_type.dtype}")
+    return Verdict(root.checked_type.dtype in WIDE_DTYPES, f"got {root.checked_type.dtype}")
 
 
 @constraint("MAXIMUM and MINIMUM must compare int8 or uint8 operands of one type")
@@ -234,11 +245,11 @@ def min_max(root) -> Verdict:
     return Verdict(len(dtypes) == 1 and dtypes <= set(ACT_DTYPES), f"got {sorted(dtypes)}")
 
 
-@constraint("Softmax must map int8/uint8 to the same type along the last axis")
+@constraint("Softmax must map int8/uint8/int16 to the same type along the last axis")
 def softmax(root) -> Verdict:
     ndim = root.args[0].checked_type.ndim
     a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
-    ok = a == b and a in ACT_DTYPES and root.attrs.axis % ndim == ndim - 1
+    ok = a == b and a in WIDE_DTYPES and root.attrs.axis % ndim == ndim - 1
     return Verdict(ok, f"got {a} -> {b}, axis {root.attrs.axis}")
 
 

@@ -43,6 +43,7 @@ DMA_OPS = (
     "squeeze",
     "expand_dims",
 )
+POOL_OPS = ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
 
 
@@ -119,7 +120,12 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
         else:
             add(t.memory, t.nbytes * halo)
     add(out.memory, out.nbytes)
-    constant_bytes = sum(a.nbytes for a in op.arrays.values())
+    # Vela packs bias and scale into one record per channel whatever the bias width: a 16x8
+    # op's int64 bias is charged as the 8-bit ops' int32 one
+    constant_bytes = sum(
+        a.size * 4 if name == "bias" and a.dtype == np.int64 else a.nbytes
+        for name, a in op.arrays.items()
+    )
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
     memory = sum(n / _bandwidth(config, m) for m, n in scaled.items())
@@ -147,10 +153,15 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         compute, block = mac_cycles(config, query, max(config.conv_output_cycles, lut))
+        if op.kind == "DWCONV" and ins[0].dtype == "int16":
+            compute *= 2  # Vela: 16-bit depthwise takes twice the cycles per micro-block
         return macs, compute, block, query
     if op.kind == "LUT":
         return 0, out_elems * config.lut_cycles, None, None
-    return 0, out_elems * _unit_cycles(op.params["op"], config, ins, out_elems), None, None
+    unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
+    if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
+        unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
+    return 0, unit, None, None
 
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:

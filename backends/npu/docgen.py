@@ -29,7 +29,7 @@ VELA = [
         "same for 8-bit (`npu.lut_chain`: a table of the frontend's "
         "cast -> subtract -> abs -> requantize)",
     ),
-    ("ADD", "generic", "same (`npu.add`); int16 not yet"),
+    ("ADD", "generic", "same (`npu.add`)"),
     ("ARG_MAX", "along depth, depth <= 127", "CPU: not imported yet"),
     (
         "AVERAGE_POOL_2D",
@@ -133,17 +133,40 @@ VELA = [
     ),
 ]
 
+# TFLite's 16x8 mode (int16 feature maps, int8 weights) on partita's NPU: bit-exact with TFLite's
+# reference kernels on tests/models/tflite/int16 (tests/backends/npu/test_npu_16x8.py).
+INT16 = {
+    "ADD": "same (left shift 15)",
+    "AVERAGE_POOL_2D": "same",
+    "CONCATENATION": "same",
+    "CONV_2D": "same (int64 accumulator, TFLite's int64 rescale)",
+    "DEPTHWISE_CONV_2D": "same (as CONV_2D)",
+    "FULLY_CONNECTED": "same (TFLite's double-rounded int16 output stage)",
+    "MAX_POOL_2D": "same",
+    "MEAN": "as for 8-bit (H and W)",
+    "MUL": "same",
+    "PAD": "same",
+    "PADV2": "same",
+    "QUANTIZE": "int16 -> int16 (`npu.requantize16`, the elementwise unit)",
+    "RESHAPE": "same",
+    "SUB": "same (left shift 15)",
+    "LOGISTIC": "CPU: int16 not imported yet",
+    "TANH": "CPU: int16 not imported yet",
+    "SOFTMAX": "same (`npu.softmax`: TFLite's int16 softmax, two interpolated tables)",
+}
+
 SIDE_BY_SIDE = """
 ## Side by side with Vela 5.2 (Ethos-U55/U65)
 
 Vela's operator list and constraints as its `--supported-ops-report` states them (summarised);
 every row of Vela also needs 8- or 16-bit feature maps with per-tensor quantization outside the
-MAC ops. partita's NPU runs 8-bit activations only (16-bit: not yet). On a design without
+MAC ops. The 16x8 column: TFLite's 16x8 models (int16 activations) on partita's NPU ("-": not
+tested in 16x8; the frontend refuses int16 operators it does not model). On a design without
 off-chip memory for feature maps (U55) every row also needs the op's maps to fit in SRAM
 together; Vela instead cascades such ops (docs/npu.md, "SRAM").
 
-| TFLite op | Vela 5.2 | partita's NPU |
-|---|---|---|
+| TFLite op | Vela 5.2 | partita's NPU | 16x8 |
+|---|---|---|---|
 """
 
 
@@ -155,7 +178,7 @@ def render() -> str:
         lines.append(f"| `npu.{name}` | {text} |")
     lines += ["", "Presets: " + ", ".join(f"`{p}`" for p in PRESETS) + " (docs/npu.md)."]
     lines.append(SIDE_BY_SIDE.rstrip("\n"))
-    lines += [f"| {op} | {vela} | {ours} |" for op, vela, ours in VELA]
+    lines += [f"| {op} | {vela} | {ours} | {INT16.get(op, '-')} |" for op, vela, ours in VELA]
     same = sum(not ours.startswith("CPU") for _, _, ours in VELA)
     lines += ["", f"{same} of Vela's {len(VELA)} operator types run on partita's NPU.", ""]
     return "\n".join(lines)

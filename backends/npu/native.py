@@ -85,6 +85,8 @@ class _Translation:
         return True
 
     def op(self, op: NPUOp) -> bool:
+        if any(self.dtype(t) == "int16" for t in (*op.inputs, op.output)):
+            return False  # 16x8 ops run in numpy (the native kernels are 8-bit)
         if op.kind in ("CONV", "DWCONV", "FC"):
             return self.mac(op)
         if op.kind == "LUT":

@@ -87,6 +87,7 @@ def _rows():
         ("mean", is_op("qnn.mean")(wildcard(), *constants(4)), all_of(C.batch, C.mean)),
         ("lut", lut(), C.lut),
         ("lut_chain", lut_chain(), C.lut_chain),
+        ("requantize16", is_op("qnn.requantize")(wildcard(), *constants(4)), C.requantize16),
         (
             "concat",
             # the tuple inside the composite, so that each field is a feature-map input

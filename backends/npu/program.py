@@ -19,7 +19,7 @@ import numpy as np
 
 KINDS = ("CONV", "DWCONV", "FC", "LUT", "UNIT")
 MEMORIES = ("sram", "dram", "flash")
-DTYPES = ("int8", "uint8", "int32", "int64", "float32", "float64")
+DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float32", "float64")
 
 
 @dataclass

@@ -17,6 +17,7 @@ import numpy as np
 
 from partita.ops.emulation.tflite_fixedpoint import (
     multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_int64,
     multiply_by_quantized_multiplier_upward,
     scale_round_half_away_double,
     wrap_int32,
@@ -43,6 +44,8 @@ def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarr
     are skipped (the arithmetic is otherwise TFLite's, step for step)."""
     p, a = op.params, op.arrays
     bias, rq_zp, exact, top = _stage_constants(op, bound)
+    acc64 = p.get("acc_dtype") == "int64"  # 16x8: an int64 accumulator, never wrapped
+    exact = exact or acc64
     if not exact:  # the accumulator register and the bias adder wrap at 32 bits
         acc = wrap_int32(acc)
     if bias is not None:
@@ -55,6 +58,8 @@ def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarr
         y = scale_round_half_away_double(acc, a["scale"])
     elif p["rounding"] == "onnx":
         y = round_half_even_to_int(acc.astype(np.float32) * a["scale"])
+    elif acc64:  # TFLite's int64 MultiplyByQuantizedMultiplier (the 16x8 kernels')
+        y = multiply_by_quantized_multiplier_int64(acc, a["multiplier"], a["shift"])
     elif p["rounding"] == "tflite_builtin":
         y = multiply_by_quantized_multiplier_upward(wrap_int32(acc), a["multiplier"], a["shift"])
     else:

@@ -19,6 +19,7 @@ import numpy as np
 from partita.ir import Constant, Expr
 
 from .context import OpContext, Unsupported
+from .int16 import accumulator_dtype, check_16x8_io, is_16x8
 from .neon import split_channels
 from .reader import Tensor
 
@@ -71,6 +72,8 @@ def product_scale(ctx: OpContext, x: Tensor, w: Tensor, exact: bool) -> Constant
 
 
 def check_quantized_io(ctx: OpContext, *tensors: Tensor) -> None:
+    if is_16x8(tensors):
+        return check_16x8_io(ctx, tensors)
     for t in tensors:
         if t.dtype not in ("int8", "uint8"):
             raise Unsupported(
@@ -205,14 +208,14 @@ def _conv(ctx: OpContext, w: np.ndarray, layout: str, groups: int, attrs: dict) 
         ctx.scale(x),
         ctx.scale(wt, True),
         **attrs,
+        out_dtype=accumulator_dtype(x),
     )
     acc = add_bias(ctx, acc, 3)
     # int8 kernels take per-channel multipliers of the double product; uint8 kernels the scalar
     # multiplier of the float32 product.
     block = 8 if layout == "HWOI" else None  # optimized_ops::Quantize: 8-channel NEON blocks
-    return requantize(
-        ctx, acc, product_scale(ctx, x, wt, x.dtype == "int8"), out, 3, neon_block=block
-    )
+    exact = x.dtype in ("int8", "int16")
+    return requantize(ctx, acc, product_scale(ctx, x, wt, exact), out, 3, neon_block=block)
 
 
 def fully_connected(ctx: OpContext) -> Expr:
@@ -242,10 +245,13 @@ def fully_connected(ctx: OpContext) -> Expr:
             ctx.zero_point(wt, True),
             ctx.scale(x),
             ctx.scale(wt, True),
+            out_dtype=accumulator_dtype(x),
         )
         acc = add_bias(ctx, acc, 1)
         scale, reference = _fc_output_stage(ctx, x, wt)
-        y = requantize(ctx, acc, scale, out, 1, reference)
+        # 16x8: TFLite's optimized kernel set runs the reference int16 kernel
+        builtin = reference if x.dtype == "int16" else "tflite_builtin"
+        y = requantize(ctx, acc, scale, out, 1, reference, builtin=builtin)
     want = tuple(shape[:-1]) + (units,) if ctx.opt("KeepNumDims") else (batch, units)
     return y if want == (batch, units) else ctx.call("reshape", y, newshape=want)
 
@@ -255,6 +261,8 @@ def _fc_output_stage(ctx: OpContext, x: Tensor, w: Tensor):
     the double product acc * (s_in * s_w / s_out) once; the optimized kernels take the
     multiplier of the double product per channel, of the float32 product per tensor; uint8
     kernels take the float32 product and TFLite's fixed-point multiply."""
+    if x.dtype == "int16":  # 16x8: the reference int16 kernel, whichever kernel set
+        return product_scale(ctx, x, w, exact=True), "tflite_double"
     if x.dtype != "int8":
         return product_scale(ctx, x, w, exact=False), "tflite"
     if ctx.semantics == "tflite_builtin":

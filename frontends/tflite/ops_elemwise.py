@@ -72,15 +72,16 @@ def softmax(ctx: OpContext) -> Expr:
         if beta != 1.0:
             x = ctx.call("multiply", x, ctx.const(np.float32(beta)))
         return ctx.call("nn.softmax", x, axis=-1)
+    if ctx.tensor(0).dtype == "int16":  # 16x8: both kernel sets run the reference kernel
+        return _quantized_activation(ctx, "qnn.softmax", axis=-1, beta=beta, semantics="tflite")
     return _quantized_activation(ctx, "qnn.softmax", axis=-1, beta=beta)
 
 
 def _quantized_activation(ctx: OpContext, op: str, **attrs) -> Expr:
     x, out = ctx.tensor(0), ctx.out()
     check_quantized_io(ctx, x, out)
-    return ctx.call(
-        op, ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), **attrs, semantics=ctx.sem(op)
-    )
+    attrs.setdefault("semantics", ctx.sem(op))
+    return ctx.call(op, ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), **attrs)
 
 
 RELU_RANGES = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
@@ -167,7 +168,8 @@ def quantize(ctx: OpContext) -> Expr:
             "qnn.requantize", e, *params, out_dtype=out.dtype, semantics=sem
         )
 
-    if ctx.semantics == "tflite_builtin":  # optimized Requantize: 16-value NEON blocks
+    if ctx.semantics == "tflite_builtin" and x.dtype != "int16":  # optimized Requantize: 16-value
+        # NEON blocks (int16 -> int16 has no optimized form: the reference arithmetic)
         return split_flat(ctx, ctx.expr(0), 16, stage("tflite_builtin"), stage("tflite"))
     return stage("tflite")(ctx.expr(0), None)
 

@@ -19,6 +19,7 @@ import numpy as np
 from partita.errors import InterpreterError
 from partita.ir.types import TensorType
 from partita.ops.emulation import activation_kernels as k
+from partita.ops.emulation import tflite_int16
 
 from .registry import Attrs, choice, register_op
 from .relations import fail, normalize_axis, tensor
@@ -93,7 +94,9 @@ def _activation_rel(dtypes_for):
 
 
 def _softmax_rel(types, attrs) -> TensorType:
-    out = _activation_rel(lambda a: _EIGHT_BIT)(types, attrs)
+    out = _activation_rel(
+        lambda a: _EIGHT_BIT + ("int16",) if a.semantics != "onnx" else _EIGHT_BIT
+    )(types, attrs)
     if out.ndim == 0:
         fail("data must have at least one dimension")
     normalize_axis(attrs.axis, out.ndim)
@@ -282,6 +285,8 @@ def _check_softmax_output(q: _Q) -> None:
 @register_op("qnn.softmax", inputs=INPUTS, attrs=SoftmaxAttrs, type_rel=_softmax_rel, kind="opaque")
 def softmax(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized softmax(beta * x) along ``axis``, int8/uint8 -> same; zp_in cancels out.
+    int16 (TFLite's 16x8, "tflite" and "tflite_builtin" alike): reference_ops::SoftmaxInt16,
+    emulation/tflite_int16.py (interpolated exp and 1/(1+x) tables built as TFLite builds them).
 
     "tflite" (reference_ops::Softmax, gemmlowp fixed point; needs s_out = 1/256 and zp_out =
     -128 / 0): d = q - max(q) scaled by M = min(beta * s_in * 2**26, 2**31 - 1) into Q5.26
@@ -304,6 +309,14 @@ def softmax(data, input_scale, input_zero_point, output_scale, output_zero_point
         return data.copy()
     axis = attrs.axis % data.ndim
     x = np.moveaxis(data, axis, -1)
+    if q.dtype == "int16":  # TFLite's 16x8 SOFTMAX, both kernel sets
+        if q.in_zp or q.out_zp or abs(q.out_scale * 32768 - 1) > 0.001:
+            raise InterpreterError(
+                "qnn.softmax: TFLite's int16 softmax needs zero points 0 and output scale "
+                f"1/32768; got {q.in_zp}, {q.out_zp} and {q.out_scale}"
+            )
+        out = tflite_int16.softmax_int16(x, q.in_scale, attrs.beta)
+        return np.ascontiguousarray(np.moveaxis(out, -1, axis))
     if attrs.semantics == "onnx":
         out = k.ort_softmax(x, q.in_scale, q.out_scale, q.out_zp, q.dtype)
     else:

@@ -34,7 +34,7 @@ from .registry import choice, register_op
 from .relations import fail, scalar_or_channel, tensor
 from .tensor_reduce import ReduceAttrs, reduce_axes, reduced_shape
 
-QUANT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+QUANT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 F32 = np.float32
 # TFLite's pooling Prepare accepts input and output scales this close as equal (TFLITE_DCHECK).
 TFLITE_POOL_SCALE_TOLERANCE = 1.0e-6
@@ -45,10 +45,10 @@ PARAM_NAMES = ("input_scale", "input_zero_point", "output_scale", "output_zero_p
 
 
 def quantized_data(t, what: str = "data") -> TensorType:
-    """``t`` as an int8 or uint8 tensor, or fail."""
+    """``t`` as an int8, uint8 or int16 (TFLite's 16x8) tensor, or fail."""
     t = tensor(t, what)
     if t.dtype not in QUANT_RANGE:
-        fail(f"{what} must be int8 or uint8, got {t.dtype}")
+        fail(f"{what} must be int8, uint8 or int16, got {t.dtype}")
     return t
 
 
@@ -147,7 +147,8 @@ def _avg_pool_rel(types, attrs) -> TensorType:
     kind="opaque",
 )
 def avg_pool2d(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
-    """int8/uint8 2-D average pooling; windows, padding and output shape as nn.avg_pool2d.
+    """int8/uint8/int16 2-D average pooling; windows, padding and output shape as nn.avg_pool2d.
+    int16 (TFLite's 16x8 kernel) takes the int8 formulas below.
 
     "tflite" (reference AVERAGE_POOL_2D): S = sum of the raw values of the window's counted taps
     (with count_include_pad a padding tap counts as input_zero_point), n = their number,
@@ -230,8 +231,8 @@ def _mean_rel(types, attrs) -> TensorType:
     "qnn.mean", inputs=("data", *PARAM_NAMES), attrs=QnnMeanAttrs, type_rel=_mean_rel, kind="reduce"
 )
 def mean(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
-    """int8/uint8 mean over the reduced axes (as ``mean``). S: the int32 sum of raw values, n: the
-    number of reduced elements.
+    """int8/uint8/int16 mean over the reduced axes (as ``mean``). S: the int32 sum of raw values, n:
+    the number of reduced elements. int16 (TFLite's 16x8 MEAN, both kernel sets) is "tflite".
 
     "tflite" (TFLite >= 2.13 reference MEAN, QuantizedMeanOrSum): (M, e) = QuantizeMultiplier(
     s_in / s_out) in double; k = min(floor(log2 n), 32, 31 + e); M' = (M << k) / n (int64,
@@ -263,7 +264,8 @@ def mean(data, input_scale, input_zero_point, output_scale, output_zero_point, a
         return np.zeros(out_shape, data.dtype)  # TFLite fills integer outputs with T() here
     n = math.prod(data.shape[a] for a in axes)
     sums = np.asarray(np.sum(data, axis=axes, dtype=np.int64, keepdims=attrs.keepdims))
-    if attrs.semantics == "tflite_builtin" and attrs.keepdims and axes == (1, 2) and data.ndim == 4:
+    fast = attrs.keepdims and axes == (1, 2) and data.ndim == 4 and data.dtype != np.int16
+    if attrs.semantics == "tflite_builtin" and fast:
         out = _mean_tflite_builtin_4d(data, sums, n, params)
     elif attrs.semantics in ("tflite", "tflite_builtin"):
         out = _mean_tflite(data, sums, n, axes, params)

@@ -335,7 +335,7 @@ def test_inferred_types():
         (
             "qnn.avg_pool2d",
             dict(data_type=((1, 4, 4, 2), "float32"), pool_size=(2, 2)),
-            "data must be int8 or uint8, got float32",
+            "data must be int8, uint8 or int16, got float32",
         ),
         ("qnn.avg_pool2d", dict(data_type=((4, 4, 2), "int8"), pool_size=(2, 2)), "must be 4-D"),
         (
@@ -348,7 +348,7 @@ def test_inferred_types():
             dict(data_type=((1, 2, 4, 4), "int8"), scale_shape=(2,)),
             r"input_scale must be a scalar or shape \(1,\), got shape \(2,\)",
         ),
-        ("qnn.mean", dict(data_type=((2, 3), "int16")), "data must be int8 or uint8, got int16"),
+        ("qnn.mean", dict(data_type=((2, 3), "int32")), "must be int8, uint8 or int16, got int32"),
         ("qnn.mean", dict(data_type=((2, 3), "int8"), axis=(2,)), "out of range"),
         ("qnn.mean", dict(data_type=((2, 3), "int8"), axis=(1, -1)), "names an axis twice"),
         ("qnn.mean", dict(data_type=((2, 3), "int8"), scale_shape=(3,)), "input_scale must be"),

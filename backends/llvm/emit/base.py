@@ -111,8 +111,8 @@ class Emitter:
         b.store(value, b.gep(ptr, [index], source_etype=ty))
 
     def signed(self, b, value, dtype: str):
-        """An 8-bit element widened to i64 with its dtype's signedness."""
-        return b.sext(value, I64) if dtype == "int8" else b.zext(value, I64)
+        """An 8-bit (or int16) element widened to i64 with its dtype's signedness."""
+        return b.sext(value, I64) if dtype in ("int8", "int16") else b.zext(value, I64)
 
     # -- TFLite's fixed-point output stage ------------------------------------------------
     def mbqm(self, b, x, q, shift):

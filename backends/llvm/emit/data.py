@@ -10,7 +10,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.float.spatial import SpatialKernels
 from partita.backends.llvm.kinds import Kind, emits
 
-from .base import F32, I8, I32, I64, c64, for_range
+from .base import F32, I8, I16, I32, I64, c64, for_range
 from .integer import IntKernels
 
 
@@ -203,7 +203,8 @@ class DataKernels(SpatialKernels, IntKernels):
         (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
         top, left = p["padding"][0], p["padding"][1]
         _, oh, ow = self.pool_dims(k)
-        lo, hi = (-128, 127) if p["dtype"] == "int8" else (0, 255)
+        lo, hi = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}[p["dtype"]]
+        ety = I16 if p["dtype"] == "int16" else I8  # TFLite's 16x8 AVERAGE_POOL_2D
         onnx = p["semantics"] == "onnx"
         acc = b.alloca(F32 if onnx else I64)
         batch = self.shape(k.inputs[0])[0]
@@ -218,7 +219,7 @@ class DataKernels(SpatialKernels, IntKernels):
                 with b.if_then(inside):
                     at = (b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch) if p["nhwc"]
                           else b.add(b.mul(b.add(b.mul(ch, c64(h)), iy), c64(w)), ix))
-                    q = b.sub(self.signed(b, self.load_at(b, x, b.add(xb, at), I8), p["dtype"]),
+                    q = b.sub(self.signed(b, self.load_at(b, x, b.add(xb, at), ety), p["dtype"]),
                               c64(p["zp_in"]))
                     if onnx:
                         v = b.fmul(ir.Constant(F32, p["s_in"]), b.sitofp(q, F32))
@@ -230,7 +231,7 @@ class DataKernels(SpatialKernels, IntKernels):
             value = (self.avg_onnx if onnx else self.avg_tflite)(b, total, n, p, lo, hi)
             out = (b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch) if p["nhwc"]
                    else b.add(b.mul(b.add(b.mul(ch, c64(oh)), oy), c64(ow)), ox))
-            self.store_at(b, b.trunc(value, I8), y, b.add(yb, out), I8)
+            self.store_at(b, b.trunc(value, ety), y, b.add(yb, out), ety)
         b.ret_void()
         return fn
 

@@ -22,6 +22,7 @@ from partita.backends.llvm.kinds import Kind, emitter_for
 from partita.backends.llvm.plan import Kernel
 from partita.backends.llvm.runtime.threads import ALONE, ThreadPool
 
+from . import softmax16  # noqa: F401  (registers QSOFTMAX16)
 from .base import DRIVER, I8, PTR, TIMED, TSC, VOID, Emitter, c64, for_range
 from .int_products import ProductKernels
 from .reductions import ReduceKernels

@@ -13,6 +13,7 @@ imports them all, so the table is complete:
     qleaky.py          int16 qnn.leaky_relu                                 EWISE
     qmean_axes.py      qnn.mean over any axes                               QMEANX
     qtransformer.py    qnn.batch_matmul, qnn.softmax                        QBMM, QSOFTMAX*
+    qsoftmax16.py      qnn.softmax of int16 (TFLite's 16x8)                 QSOFTMAX16
     qpool.py           qnn.avg_pool2d                                       AVGPOOL, MEAN
     qmean.py           qnn.mean's parameters; TFLite's builtin mean         MEAN, QMEANX
     output_stage.py    the MAC kernels' output stage (multiplier, shift)
@@ -52,6 +53,7 @@ from . import (  # noqa: F401  (importing a lowering module registers its loweri
     qmean,
     qmean_axes,
     qpool,
+    qsoftmax16,
     qtransformer,
     runtime_weights,
     views,

@@ -21,7 +21,7 @@ from .registry import OP, lowers
 if TYPE_CHECKING:
     from .context import LowerContext
 
-RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
 

@@ -52,12 +52,12 @@ def @main(%x: Tensor[({shape}), {dtype}]) {{
     )
 
 
-def dense(k=16):
+def dense(k=16, out="int8"):
     return root(
         f"""
 def @main(%x: Tensor[(1, {k}), int8]) {{
   %0 = qnn.dense(%x, meta[relay.Constant][0], 0, 0, 0.5f, 0.5f, units=4, out_dtype="int32");
-  qnn.requantize(%0, 0.25f, 0, 0.5f, 0, out_dtype="int8")
+  qnn.requantize(%0, 0.25f, 0, 0.5f, 0, out_dtype="{out}")
 }}""",
         [np.ones((4, k), np.int8)],
     )
@@ -75,7 +75,20 @@ ABS = (
 
 CASES = [
     (C.activation_dtype, lambda: conv(), True, ""),
-    (C.activation_dtype, lambda: conv(dtype="int16"), False, "got int16"),
+    (C.activation_dtype, lambda: conv(dtype="int16"), True, ""),  # 16x8
+    (C.activation_dtype, lambda: dense(out="int32"), False, "got int32"),
+    (
+        C.requantize16,
+        lambda: single('qnn.requantize(%x, 0.5f, 0, 0.25f, 0, out_dtype="int16")', dtype="int16"),
+        True,
+        "",
+    ),
+    (
+        C.requantize16,
+        lambda: single('qnn.requantize(%x, 0.5f, 0, 0.25f, 0, out_dtype="int8")', dtype="int16"),
+        False,
+        "got int16 -> int8, tflite",
+    ),
     (C.conv_layout, lambda: conv(), True, ""),
     (C.conv_layout, lambda: conv(layout="NCHW"), False, "got NCHW"),
     (C.kernel_size, lambda: conv(k=8, hw=16), True, ""),
@@ -141,7 +154,13 @@ CASES = [
     (C.fc_depth, lambda: dense(65537), False, "got depth 65537"),
     (C.binary, lambda: single(ADD.format("")), True, ""),
     (C.binary, lambda: single(ADD.format(', semantics="onnx"')), True, ""),
-    (C.binary, lambda: single(ADD.format(""), dtype="int16"), False, "got tflite, {'int16'}"),
+    (C.binary, lambda: single(ADD.format(""), dtype="int16"), True, ""),  # 16x8
+    (
+        C.binary,
+        lambda: single(ADD.format(', semantics="onnx"'), dtype="int16"),
+        False,
+        "got onnx, {'int16'}",
+    ),
     (C.pool, lambda: single('nn.max_pool2d(%x, pool_size=[8, 8], layout="NHWC")'), True, ""),
     (  # unpadded windows up to 256x256 elements (Vela's)
         C.pool,

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I8, I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import F32, F64, I8, I16, I32, I64, c64, for_range
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.plan import Kernel
+
+RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
 class ScalarKernels:
@@ -329,7 +331,8 @@ class ScalarKernels:
         p = k.params
         n, c = p["n"], p["inner"]
         dtype = self.dtype(k.inputs[0])
-        lo, hi = (-128, 127) if p["out_dtype"] == "int8" else (0, 255)
+        lo, hi = RANGE[p["out_dtype"]]
+        ety = I16 if dtype == "int16" else I8  # TFLite's 16x8 MEAN: int16 in and out
         rint32 = self.module.declare_intrinsic("llvm.roundeven", [F32])
         # ``row_sums``: the sums of a row of channels, pixel by pixel (contiguous: LLVM vectorises
         # the adds; lower.MEAN_ROW channels at most, and int32 holds any sum of fewer than 2^23
@@ -343,10 +346,10 @@ class ScalarKernels:
                     self.store_at(b, ir.Constant(I32, 0), sums, ch, I32)
                 with for_range(b, n, "e") as e, for_range(b, c, "ch") as ch:
                     at = b.add(base, b.add(b.mul(e, c64(c)), ch))
-                    v = b.trunc(self.signed(b, self.load_at(b, x, at, I8), dtype), I32)
+                    v = b.trunc(self.signed(b, self.load_at(b, x, at, ety), dtype), I32)
                     self.store_at(b, b.add(self.load_at(b, sums, ch, I32), v), sums, ch, I32)
             with for_range(b, c, "ch") as ch:
-                self.mean_out(b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi)
+                self.mean_out(b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi, ety)
         b.ret_void()
         return fn
 
@@ -380,7 +383,7 @@ class ScalarKernels:
             v = b.add(self.mbqm(b, s32, c64(p["multiplier"]), c64(p["shift"])), c64(p["bias"]))
         return self.clamp(b, v, lo, hi)
 
-    def mean_out(self, b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi):
+    def mean_out(self, b, k, x, y, o, ch, base, sums, acc, rint32, lo, hi, ety=I8):
         """Channel ``ch`` of MEAN's output row ``o``: its sum (from ``sums``, or summed here
         down the channel's column), requantized."""
         p = k.params
@@ -391,7 +394,7 @@ class ScalarKernels:
             b.store(c64(0), acc)
             with for_range(b, n, "e") as e:
                 at = b.add(base, b.add(b.mul(e, c64(c)), ch))
-                v = self.signed(b, self.load_at(b, x, at, I8), self.dtype(k.inputs[0]))
+                v = self.signed(b, self.load_at(b, x, at, ety), self.dtype(k.inputs[0]))
                 b.store(b.add(b.load(acc, typ=I64), v), acc)
             total = b.load(acc, typ=I64)
         if "legacy" in p:
@@ -409,4 +412,4 @@ class ScalarKernels:
                 up = self.mbqm_upward(b, s32, c64(p["multiplier"]), c64(p["shift"]))
                 v = b.select(b.icmp_signed("<", ch, c64(p["upward"])), up, v)
         v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
-        self.store_at(b, b.trunc(v, I8), y, b.add(b.mul(o, c64(c)), ch), I8)
+        self.store_at(b, b.trunc(v, ety), y, b.add(b.mul(o, c64(c)), ch), ety)

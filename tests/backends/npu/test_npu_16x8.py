@@ -1,0 +1,79 @@
+"""TFLite 16x8 models (int16 activations, int8 weights, int64 bias; tests/models/tflite/int16)
+on the NPU: the ops Vela 5.2 runs in 16x8 are placed on the NPU and are bit-exact with the
+interpreter (itself bit-exact with TFLite's reference kernels) on inputs over the whole int16
+range, and with BUILTIN_REF's stored outputs (concat: an int16 QUANTIZE, then CONCATENATION)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from partita.frontends import from_tflite
+
+import partita as P
+
+MODELS = Path(__file__).resolve().parents[2] / "models" / "tflite" / "int16"
+WHOLE_ON_THE_NPU = [
+    "add", "add_relu", "avg_pool", "concat", "conv_relu", "conv_stride2", "depthwise_relu6",
+    "fully_connected", "max_pool", "mean", "mul", "pad", "reshape", "sub", "softmax",
+    "mobilenet_like", "mobilenet_like_logits", "conv_per_tensor", "fully_connected_per_tensor",
+]  # fmt: skip
+
+
+def _check(exe, mod, path):
+    rng = np.random.default_rng(16)
+    for _ in range(2):
+        feeds = [
+            rng.integers(-32768, 32768, tuple(int(d) for d in p.checked_type.shape)).astype(
+                np.int16
+            )
+            for p in mod["main"].params
+        ]
+        for got, want in zip(exe.run(*feeds), P.interpret(mod, feeds)):
+            assert np.asarray(got).dtype == np.int16
+            assert np.array_equal(np.asarray(got), np.asarray(want))
+    with np.load(path.with_suffix(".npz")) as z:
+        n_in = sum(k.startswith("input_") for k in z.files)
+        for s in range(z["input_0"].shape[0]):
+            got = exe.run(*[z[f"input_{i}"][s] for i in range(n_in)])
+            assert np.array_equal(np.asarray(got[0]), z["ref_0"][s]), (path.stem, s)
+
+
+@pytest.mark.parametrize("name", WHOLE_ON_THE_NPU)
+def test_16x8_model_runs_whole_on_the_npu_bit_exact(name):
+    path = MODELS / f"{name}.tflite"
+    mod = from_tflite(path)
+    exe = P.build(mod, "npu, llvm")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+    _check(exe, mod, path)
+
+
+@pytest.mark.parametrize("preset", ["u55-128", "u65-512"])
+def test_16x8_conv_on_other_presets(preset):
+    path = MODELS / "conv_relu.tflite"
+    mod = from_tflite(path)
+    exe = P.build(mod, f"npu -config={preset}, llvm")
+    assert [s.target for s in exe.steps] == ["npu"]
+    _check(exe, mod, path)
+
+
+def test_an_int64_bias_beyond_int32_stays_exact_on_the_npu():
+    """TFLite's 16x8 bias is int64; one beyond int32 is carried as int64, not wrapped."""
+    bias = np.array([3 << 33, -(5 << 32), 7, -9], np.int64)
+    mod = P.parse(
+        """
+def @main(%x: Tensor[(1, 6, 6, 4), int16]) {
+  %0 = qnn.conv2d(%x, meta[relay.Constant][0], 0, 0, 0.5f, 0.5f, padding=[1, 1, 1, 1],
+       data_layout="NHWC", kernel_layout="OHWI", out_dtype="int64");
+  %1 = nn.bias_add(%0, meta[relay.Constant][1], axis=3);
+  qnn.requantize(%1, 0.25f, 0, 300000f, 0, axis=3, out_dtype="int16")
+}""",
+        [np.random.default_rng(0).integers(-127, 128, (4, 3, 3, 4)).astype(np.int8), bias],
+    )
+    exe = P.build(mod, "npu, llvm")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+    x = np.random.default_rng(1).integers(-32768, 32768, (1, 6, 6, 4)).astype(np.int16)
+    want = np.asarray(P.interpret(mod, [x])[0])
+    assert 1000 < np.abs(want[..., :2]).min() < 32767  # the large biases, unwrapped, unsaturated
+    assert np.array_equal(np.asarray(exe.run(x)[0]), want)
