@@ -1,0 +1,98 @@
+"""Converters for more operators Arm's Vela runs on the Ethos-U NPU: EXP, LOG, PRELU, ARG_MAX,
+REDUCE_MAX, REDUCE_MIN and TILE (RELU_0_TO_1 is one more row of ops_elemwise.relu). Each
+reproduces TFLite's reference kernel bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from partita.ir import Expr
+
+from .context import OpContext, Unsupported
+from .ops_conv import check_quantized_io
+from .ops_pool import _reduce_axes
+
+
+def _lut(ctx: OpContext, qnn_op: str, float_op: str) -> Expr:
+    if not ctx.quantized():
+        return ctx.call(float_op, ctx.expr(0))
+    x, out = ctx.tensor(0), ctx.out()
+    check_quantized_io(ctx, x, out)
+    if x.dtype != "int8":
+        raise Unsupported(f"{ctx.op.name} of {x.dtype} (TFLite's kernel takes int8 and int16)")
+    return ctx.call(qnn_op, ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), semantics="tflite")
+
+
+def exp(ctx: OpContext) -> Expr:
+    """EXP: TFLite's int8 table of expf (qnn.exp)."""
+    return _lut(ctx, "qnn.exp", "exp")
+
+
+def log(ctx: OpContext) -> Expr:
+    """LOG: TFLite's int8 table of logf, x <= 0 giving the smallest output (qnn.log)."""
+    return _lut(ctx, "qnn.log", "log")
+
+
+def prelu(ctx: OpContext) -> Expr:
+    """PRELU(x, alpha), alpha broadcast to x (TFLite's BroadcastPrelu4DSlow: qnn.prelu)."""
+    if not ctx.quantized():
+        x, alpha = ctx.expr(0), ctx.expr(1)
+        zero = ctx.const(np.float32(0))
+        pos = ctx.call("maximum", x, zero)
+        neg = ctx.call("multiply", ctx.call("minimum", x, zero), alpha)
+        return ctx.call("add", pos, neg)
+    x, alpha, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+    check_quantized_io(ctx, x, alpha, out)
+    if alpha.per_channel:
+        raise Unsupported("PRELU with a per-channel quantized alpha")
+    return ctx.call(
+        "qnn.prelu",
+        ctx.expr(0),
+        ctx.expr(1),
+        *ctx.qparams(x),
+        *ctx.qparams(alpha),
+        *ctx.qparams(out),
+        semantics="tflite",
+    )
+
+
+def reduce_min_max(ctx: OpContext) -> Expr:
+    """REDUCE_MAX / REDUCE_MIN over the axes input: TFLite compares the stored values (no
+    rescaling, whatever the output's quantization)."""
+    axes, keep = _reduce_axes(ctx), bool(ctx.opt("KeepDims"))
+    if not axes:
+        return ctx.expr(0)
+    op = "max" if ctx.op.name == "REDUCE_MAX" else "min"
+    return ctx.call(op, ctx.expr(0), axis=axes, keepdims=keep)
+
+
+def arg_max(ctx: OpContext) -> Expr:
+    """ARG_MAX along one axis (the first largest value's index), int32 or int64 output."""
+    ndim = len(ctx.shape(0))
+    axis = int(np.asarray(ctx.constant(1, "the ARG_MAX axis")).reshape(-1)[0])
+    if not -ndim <= axis < ndim:
+        ctx.fail(f"axis {axis} is out of range for rank {ndim}")
+    y = ctx.call("argmax", ctx.expr(0), axis=(axis % ndim,), keepdims=False)
+    out = ctx.out().dtype
+    if out not in ("int32", "int64"):
+        ctx.fail(f"ARG_MAX output type {out} (TFLite's kernel writes int32 or int64)")
+    return y if out == "int32" else ctx.call("cast", y, dtype="int64")
+
+
+def tile(ctx: OpContext) -> Expr:
+    """TILE(x, multiples): quantization passes through (TFLite copies the stored values)."""
+    reps = tuple(int(r) for r in np.asarray(ctx.constant(1, "TILE's multiples")).reshape(-1))
+    if len(reps) != len(ctx.shape(0)):
+        ctx.fail(f"{len(reps)} multiples for a rank-{len(ctx.shape(0))} input")
+    return ctx.call("tile", ctx.expr(0), reps=reps)
+
+
+CONVERTERS = {
+    "ARG_MAX": (arg_max, "ArgMaxOptions"),
+    "EXP": (exp, None),
+    "LOG": (log, None),
+    "PRELU": (prelu, None),
+    "REDUCE_MAX": (reduce_min_max, "ReducerOptions"),
+    "REDUCE_MIN": (reduce_min_max, "ReducerOptions"),
+    "TILE": (tile, None),
+}

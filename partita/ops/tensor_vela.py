@@ -1,0 +1,53 @@
+"""Plain tensor ops TFLite models use that the Ethos-U NPU runs: min (REDUCE_MIN, the partner of
+tensor_reduce's max) and tile (TILE). Relay's attributes and semantics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from partita.ir.types import TensorType
+
+from .registry import Attrs, register_op
+from .relations import fail, tensor
+from .tensor_reduce import ReduceAttrs, _nonempty, reduce_axes
+
+
+def _min_rel(types, attrs) -> TensorType:
+    return _nonempty(tensor(types[0], "data"), attrs, "min")
+
+
+@register_op("min", inputs=("data",), attrs=ReduceAttrs, type_rel=_min_rel, kind="reduce")
+def min_(data, attrs):
+    """Smallest element over the reduced axes (as max; any dtype; nan wins, as in numpy).
+    Reducing over an empty axis fails the type relation."""
+    axes = reduce_axes(data.ndim, attrs)
+    return np.asarray(np.min(data, axis=axes, keepdims=attrs.keepdims))
+
+
+@dataclass(frozen=True)
+class TileAttrs(Attrs):
+    reps: tuple[int, ...]
+
+    def validate(self):
+        if any(int(r) < 0 for r in self.reps):
+            raise ValueError(f"reps must be non-negative, got {self.reps}")
+
+
+def _tile_rel(types, attrs) -> TensorType:
+    data = tensor(types[0], "data")
+    reps = tuple(int(r) for r in attrs.reps)
+    if len(reps) < data.ndim:  # numpy/Relay: missing leading reps are 1
+        reps = (1,) * (data.ndim - len(reps)) + reps
+    shape = (1,) * (len(reps) - data.ndim) + tuple(data.shape)
+    if len(shape) != len(reps):
+        fail(f"tile: {len(reps)} reps for a rank-{data.ndim} tensor")
+    return TensorType(tuple(s * r for s, r in zip(shape, reps)), data.dtype)
+
+
+@register_op("tile", inputs=("data",), attrs=TileAttrs, type_rel=_tile_rel, kind="injective")
+def tile(data, attrs):
+    """The data repeated reps[i] times along axis i (numpy.tile; a shorter reps pads with 1s on
+    the left, a longer one adds leading axes)."""
+    return np.tile(data, tuple(int(r) for r in attrs.reps))
