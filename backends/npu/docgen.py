@@ -30,7 +30,7 @@ VELA = [
         "cast -> subtract -> abs -> requantize)",
     ),
     ("ADD", "generic", "same (`npu.add`); int16 not yet"),
-    ("ARG_MAX", "along depth, depth <= 127", "CPU: not imported yet"),
+    ("ARG_MAX", "along depth, depth <= 127", "same (`npu.argmax`, int32 indices)"),
     (
         "AVERAGE_POOL_2D",
         "VALID: window <= 256x256 elements, height <= 256; SAME: <= 8x8",
@@ -46,13 +46,13 @@ VELA = [
     ),
     ("DEPTHWISE_CONV_2D", "stride 1-3; |weights| sum", "same as CONV_2D (`npu.conv2d`)"),
     ("ELU", "int8", "CPU: not imported yet"),
-    ("EXP", "int8/int16 LUT", "CPU: not imported yet"),
+    ("EXP", "int8/int16 LUT", "same for 8-bit (`npu.lut`: TFLite's table of expf)"),
     ("EXPAND_DIMS", "generic", "same (imported as a reshape: `npu.reshape`)"),
     ("FULLY_CONNECTED", "weights O,1,..,1,I; bias int32/64", "same (`npu.dense`), depth <= 65536"),
     ("GELU", "int8/uint8, shapes match", "same (`npu.lut`)"),
     ("HARD_SWISH", "int8/uint8", "same (`npu.lut`)"),
     ("LEAKY_RELU", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
-    ("LOG", "int8/int16", "CPU: not imported yet"),
+    ("LOG", "int8/int16", "same for 8-bit (`npu.lut`: TFLite's table of logf)"),
     ("LOGISTIC", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
     (
         "MAXIMUM",
@@ -76,13 +76,13 @@ VELA = [
     ("PACK", "generic", "same (imported as reshapes + concatenate: `npu.reshape`, `npu.concat`)"),
     ("PAD", "constant paddings", "same (`npu.pad`)"),
     ("PADV2", "constant paddings", "same (`npu.pad`)"),
-    ("PRELU", "generic", "CPU: not imported yet"),
+    ("PRELU", "generic", "same for 8-bit (`npu.prelu`, per-tensor alpha quantization)"),
     ("QUANTIZE", "8/16-bit in and out", "same for 8-bit (`npu.lut`: qnn.requantize)"),
-    ("REDUCE_MAX", "stride rules", "CPU: not imported yet"),
-    ("REDUCE_MIN", "stride rules", "CPU: not imported yet"),
+    ("REDUCE_MAX", "stride rules", "wider (`npu.reduce_max`: any axes of rank <= 4 maps)"),
+    ("REDUCE_MIN", "stride rules", "wider (`npu.reduce_min`, as REDUCE_MAX)"),
     ("RELU", "generic", "same (a clip: `npu.lut`, or fused into the producer)"),
     ("RELU6", "generic", "same (as RELU)"),
-    ("RELU_0_TO_1", "generic", "CPU: not imported yet"),
+    ("RELU_0_TO_1", "generic", "same (as RELU)"),
     ("RELU_N1_TO_1", "generic", "same (as RELU)"),
     ("RESHAPE", "generic", "same (`npu.reshape`)"),
     (
@@ -96,8 +96,8 @@ VELA = [
     (
         "RSQRT",
         "int8/int16",
-        "CPU: qnn.rsqrt raises on inputs below the zero point, so a "
-        "256-entry table cannot reproduce TFLite's error",
+        "same for 8-bit (`npu.lut`); inputs below the zero point, an error in TFLite, "
+        "give the largest output on the NPU (a table cannot fail)",
     ),
     ("SLICE", "constant parameters", "same (imported as a strided slice: `npu.strided_slice`)"),
     (
@@ -118,7 +118,12 @@ VELA = [
     ("SUB", "generic", "same (`npu.sub`)"),
     ("SUM", "stride rules", "CPU: no NPU pattern yet"),
     ("TANH", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
-    ("TILE", "generic", "CPU: not imported yet"),
+    (
+        "TILE",
+        "generic",
+        "same (`npu.tile`, DMA copies); no converter-made int8 test model: TFLite 2.21 writes "
+        "TILE version 3, which ai-edge-litert 2.3 cannot run",
+    ),
     (
         "TRANSPOSE",
         "rank <= 8, shape products <= 2^16",

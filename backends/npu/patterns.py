@@ -21,9 +21,11 @@ from partita.backends.verdict import all_of
 from partita.patterns import constants, is_constant, is_op, is_tuple, wildcard
 
 from . import constraints as C
+from . import vela_ops
 from .config import get_config
 
 LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.gelu")
+LUT_OPS += ("qnn.exp", "qnn.log", "qnn.rsqrt")  # TFLite's EXP, LOG, RSQRT (Vela: tables)
 
 
 def _clip(p):
@@ -111,4 +113,5 @@ def _rows():
         ("transpose", is_op("transpose")(wildcard()), C.transpose),
         ("squeeze", is_op("squeeze")(wildcard()), C.movement),
         ("expand_dims", is_op("expand_dims")(wildcard()), C.movement),
+        *vela_ops.rows(),  # prelu, reduce_max/min, argmax, tile
     ]

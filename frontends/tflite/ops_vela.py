@@ -10,7 +10,6 @@ from partita.ir import Expr
 
 from .context import OpContext, Unsupported
 from .ops_conv import check_quantized_io
-from .ops_pool import _reduce_axes
 
 
 def _lut(ctx: OpContext, qnn_op: str, float_op: str) -> Expr:
@@ -54,6 +53,15 @@ def prelu(ctx: OpContext) -> Expr:
         *ctx.qparams(out),
         semantics="tflite",
     )
+
+
+def _reduce_axes(ctx: OpContext) -> tuple[int, ...]:
+    ndim = len(ctx.shape(0))
+    axes = sorted({int(a) % ndim for a in np.asarray(ctx.constant(1, "the axes")).reshape(-1)})
+    for a in np.asarray(ctx.constant(1, "the axes")).reshape(-1):
+        if not -ndim <= int(a) < ndim:
+            ctx.fail(f"reduction axis {int(a)} is out of range for rank {ndim}")
+    return tuple(axes)
 
 
 def reduce_min_max(ctx: OpContext) -> Expr:

@@ -20,7 +20,7 @@ from partita.ops.emulation.tflite_fixedpoint import (
 )
 
 from .qnn import quantized, scalar_param
-from .qnn_lut import INPUTS, _qparams
+from .qnn_lut import INPUTS
 from .registry import Attrs, choice, register_op
 from .relations import broadcast_shapes, fail
 
@@ -50,6 +50,33 @@ def _f32(fn):
             return fn(np.asarray(x, F32).astype(np.float64)).astype(F32)
 
     return apply
+
+
+@dataclass(frozen=True)
+class _Q:
+    dtype: str
+    in_scale: float
+    in_zp: int
+    out_scale: float
+    out_zp: int
+
+
+def _qparams(op: str, data, in_scale, in_zp, out_scale, out_zp) -> _Q:
+    q = _Q(
+        data.dtype.name,
+        float(np.asarray(in_scale).reshape(())),
+        int(np.asarray(in_zp).reshape(())),
+        float(np.asarray(out_scale).reshape(())),
+        int(np.asarray(out_zp).reshape(())),
+    )
+    for what, s in (("input_scale", q.in_scale), ("output_scale", q.out_scale)):
+        if not (math.isfinite(s) and s > 0):
+            raise InterpreterError(f"{op}: {what} must be positive and finite, got {s}")
+    lo, hi = k.dtype_range(q.dtype)
+    for what, zp in (("input_zero_point", q.in_zp), ("output_zero_point", q.out_zp)):
+        if not lo <= zp <= hi:
+            raise InterpreterError(f"{op}: {what} {zp} is outside the {q.dtype} range")
+    return q
 
 
 @lru_cache(maxsize=256)

@@ -11,11 +11,16 @@ from partita.ir.types import TensorType
 
 from .registry import Attrs, register_op
 from .relations import fail, tensor
-from .tensor_reduce import ReduceAttrs, _nonempty, reduce_axes
+from .tensor_reduce import ReduceAttrs, reduce_axes, reduced_shape
 
 
 def _min_rel(types, attrs) -> TensorType:
-    return _nonempty(tensor(types[0], "data"), attrs, "min")
+    data = tensor(types[0], "data")
+    axes = reduce_axes(data.ndim, attrs)
+    out = TensorType(reduced_shape(data.shape, axes, attrs.keepdims), data.dtype)
+    if out.size and any(data.shape[a] == 0 for a in axes):
+        fail(f"min over an empty axis of shape {data.shape} (axes {axes}) has no value")
+    return out
 
 
 @register_op("min", inputs=("data",), attrs=ReduceAttrs, type_rel=_min_rel, kind="reduce")

@@ -1,0 +1,75 @@
+"""Pattern rows and requirements of the operators added for parity with Vela 5.2: PReLU, the max
+and min reductions, argmax and tile (EXP, LOG and RSQRT are tables: patterns.LUT_OPS). Each runs
+on the elementwise unit (one QNN op, bit for bit the reference interpreter's), or as a DMA copy
+(tile), as Vela lowers them.
+
+    npu.prelu       qnn.prelu (Vela: a MUL by alpha, a MAXIMUM/MINIMUM and an ADD per element)
+    npu.reduce_max  max over any axes of an int8/uint8 map;  npu.reduce_min  min (the same)
+    npu.argmax      argmax along the channels, depth <= 127 (Vela's), int32 indices
+    npu.tile        tile (DMA copies)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from partita.backends.verdict import Verdict, all_of, constraint
+from partita.patterns import constants, is_op, wildcard
+
+from . import constraints as C
+
+ARGMAX_DEPTH_MAX = 127  # Vela's constraint on ARG_MAX's depth
+RANK_MAX = 4
+
+
+@constraint("PReLU must map int8/uint8 to the same type with per-tensor parameters")
+def prelu(root) -> Verdict:
+    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
+    return Verdict(a == b and a in C.ACT_DTYPES, f"got {a} -> {b}")
+
+
+@constraint("Max and min reductions must reduce int8/uint8 data of rank 4 or less")
+def reduce(root) -> Verdict:
+    x = root.args[0].checked_type
+    ok = x.dtype in C.ACT_DTYPES and x.ndim <= RANK_MAX
+    return Verdict(ok, f"got {x.dtype} of rank {x.ndim}")
+
+
+@constraint(
+    f"Argmax must run along the last (channel) axis of int8/uint8 data, depth at most "
+    f"{ARGMAX_DEPTH_MAX} (Vela's), writing int32"
+)
+def argmax(root) -> Verdict:
+    x = root.args[0].checked_type
+    axis = tuple(root.attrs.axis or ())
+    last = len(axis) == 1 and axis[0] % max(1, x.ndim) == x.ndim - 1 and not root.attrs.exclude
+    depth = int(x.shape[-1]) if x.ndim else 0
+    ok = (
+        x.dtype in C.ACT_DTYPES
+        and last
+        and depth <= ARGMAX_DEPTH_MAX
+        and root.checked_type.dtype == "int32"
+        and not root.attrs.select_last_index
+    )
+    return Verdict(ok, f"got {x.dtype}, axis {axis}, depth {depth} -> {root.checked_type.dtype}")
+
+
+def rows():
+    """(name, pattern, check) rows, appended to patterns._rows()."""
+    return [
+        ("prelu", is_op("qnn.prelu")(wildcard(), wildcard(), *constants(6)), prelu),
+        ("reduce_max", is_op("max")(wildcard()), all_of(reduce)),
+        ("reduce_min", is_op("min")(wildcard()), all_of(reduce)),
+        ("argmax", is_op("argmax")(wildcard()), argmax),
+        ("tile", is_op("tile")(wildcard()), C.movement),
+    ]
+
+
+def table_domain(call, args: list):
+    """The operands a table op is evaluated on over every 8-bit input (compiler._lut). RSQRT
+    below its input zero point is an error in TFLite (the square root of a negative value);
+    the NPU's table has no way to fail, so those entries hold rsqrt's value at the zero point
+    (the largest output), as for zero. Every other input gives TFLite's bits."""
+    if getattr(call.op, "name", "") == "qnn.rsqrt":
+        zp = int(args[2].reshape(()))
+        args = [np.maximum(args[0], np.asarray(zp, args[0].dtype)), *args[1:]]
+    return args
