@@ -169,6 +169,7 @@ def check_expect(spec: Spec, ops) -> None:
             for n, o in inner
             if (o["input"], o["output"]) != ("int8", "int8")
             and not (n == "ARG_MAX" and o["input"] == "int8")  # an index: int32/int64
+            and not (n == "TRANSPOSE_CONV" and o["output"] == "int8")  # input 0: its shape
         ]
         if leaks:
             raise RuntimeError(f"{spec.name}: operators not in int8: {leaks}")

@@ -119,3 +119,54 @@ VELA_SPECS: list[Spec] = [
         extra={"known_bad": ("ref", "builtin", "xnnpack")},
     ),
 ]
+
+
+def transpose_conv(k=3, stride=2, pad="SAME", cin=4, cout=8, hw=8, bias=True):
+    """tf.nn.conv2d_transpose of a (1, hw, hw, cin) map to cout channels (+ bias)."""
+
+    def fn_of(rng):
+        w = _c(rng.normal(size=(k, k, cout, cin)) / np.sqrt(k * k * cin))
+        b = _c(rng.normal(0, 0.2, cout))
+        n = hw * stride if pad == "SAME" else (hw - 1) * stride + k
+
+        def fn(x):
+            y = tf.nn.conv2d_transpose(x, w, (1, n, n, cout), stride, pad)
+            return y + b if bias else y
+
+        return fn
+
+    return fn_of
+
+
+def _tc_one_op(**kw):
+    return lambda rng: (transpose_conv(**kw)(rng), [Inp((1, 8, 8, 4))])
+
+
+def _tc_in_graph(**kw):
+    def build(rng):
+        tc = transpose_conv(cin=8, **kw)(rng)
+        return in_graph(tc, "tanh")(rng)
+
+    return build
+
+
+VELA_SPECS += [
+    Spec(
+        "transpose_conv_s2_same",
+        "3x3 transposed conv, stride 2, SAME, 8x8x4 -> 16x16x8, bias",
+        _tc_one_op(),
+        (want("TRANSPOSE_CONV"),),
+    ),
+    Spec(
+        "transpose_conv_s2_valid",
+        "4x4 transposed conv, stride 2, VALID, 8x8x4 -> 18x18x8, bias",
+        _tc_one_op(k=4, pad="VALID"),
+        (want("TRANSPOSE_CONV"),),
+    ),
+    Spec(
+        "transpose_conv_in_graph",
+        "3x3 stride-2 SAME transposed conv between a 3x3 and a 1x1 convolution",
+        _tc_in_graph(),
+        (want("CONV_2D"), want("TRANSPOSE_CONV")),
+    ),
+]

@@ -21,6 +21,7 @@ import numpy as np
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .program import NPUOp, Program
+from .vela_ops import VELA_PASSES
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -42,6 +43,8 @@ DMA_OPS = (
     "transpose",
     "squeeze",
     "expand_dims",
+    "tile",
+    "nn.dilate",
 )
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
 
@@ -57,6 +60,8 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
         return 0.0  # DMA only: its cost is the memory traffic
     if name in ("qnn.mul", "qnn.squared_difference"):
         return config.mul_output_cycles
+    if name in VELA_PASSES:  # ops Vela runs as several elementwise passes (vela_ops.py)
+        return VELA_PASSES[name] * config.add_output_cycles
     if name == "qnn.softmax":  # Vela lowers int8 softmax to a chain of ~20 elementwise ops
         return SOFTMAX_PASSES * config.add_output_cycles
     return config.add_output_cycles

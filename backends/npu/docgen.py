@@ -129,7 +129,12 @@ VELA = [
         "rank <= 8, shape products <= 2^16",
         "same rank limit (`npu.transpose`); no shape-product limit (the simulator moves any shape)",
     ),
-    ("TRANSPOSE_CONV", "strides 1x1/2x2, shape rules", "CPU: not imported yet"),
+    (
+        "TRANSPOSE_CONV",
+        "strides 1x1/2x2, shape rules",
+        "wider (Vela's lowering: `npu.dilate` inserts the zero point, `npu.conv2d` convolves "
+        "with the flipped kernel; backends/npu/legalize.py); any stride the conv takes",
+    ),
     ("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8 / 16x8", "CPU: not imported yet"),
     (
         "UNPACK",

@@ -17,6 +17,9 @@ from partita.patterns import constants, is_op, wildcard
 
 from . import constraints as C
 
+# elementwise passes Vela's graph rewrites make of one operation (its operator counts on the
+# one-op models: PRELU 3, ARG_MAX 4; REDUCE_MIN/MAX over channels 2-3, over H and W 1-2)
+VELA_PASSES = {"qnn.prelu": 3, "argmax": 4}
 ARGMAX_DEPTH_MAX = 127  # Vela's constraint on ARG_MAX's depth
 RANK_MAX = 4
 
@@ -61,6 +64,8 @@ def rows():
         ("reduce_min", is_op("min")(wildcard()), all_of(reduce)),
         ("argmax", is_op("argmax")(wildcard()), argmax),
         ("tile", is_op("tile")(wildcard()), C.movement),
+        # a transposed convolution's zero insertion (backends/npu/legalize.py)
+        ("dilate", is_op("nn.dilate")(wildcard()), C.movement),
     ]
 
 

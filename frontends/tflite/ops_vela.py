@@ -9,7 +9,14 @@ import numpy as np
 from partita.ir import Expr
 
 from .context import OpContext, Unsupported
-from .ops_conv import check_quantized_io
+from .ops_conv import (
+    PADDING,
+    check_quantized_io,
+    product_scale,
+    requantize,
+    same_padding,
+    weight_array,
+)
 
 
 def _lut(ctx: OpContext, qnn_op: str, float_op: str) -> Expr:
@@ -95,6 +102,63 @@ def tile(ctx: OpContext) -> Expr:
     return ctx.call("tile", ctx.expr(0), reps=reps)
 
 
+def transpose_conv(ctx: OpContext) -> Expr:
+    """TRANSPOSE_CONV(output_shape, filter (O, KH, KW, I), input[, bias]): qnn.conv2d_transpose
+    (NHWC, OHWI) with TFLite's padding (ComputePaddingHeightWidth on the output size, the odd
+    pixel after), the bias, TFLite's per-channel requantization (the double product of the
+    scales, as CONV_2D) and the fused activation. The reference kernel's scatter-accumulation is
+    the same exact int32 sum."""
+    shape = tuple(int(v) for v in np.asarray(ctx.constant(0, "the output shape")).reshape(-1))
+    w = weight_array(ctx, 1)
+    if w is None:
+        raise Unsupported("a non-constant filter")
+    x, wt, out = ctx.tensor(2), ctx.tensor(1), ctx.out()
+    in_shape = ctx.shape(2)
+    if w.ndim != 4 or len(in_shape) != 4 or len(shape) != 4 or w.shape[3] != in_shape[3]:
+        ctx.fail(f"filter {list(w.shape)}, input {list(in_shape)}, output shape {list(shape)}")
+    padding = PADDING.get(ctx.opt("Padding"))
+    strides = (int(ctx.opt("StrideH")), int(ctx.opt("StrideW")))
+    if padding is None or min(strides) < 1:
+        ctx.fail(f"padding {ctx.opt('Padding')}, strides {strides}")
+    pads, extra = [], []
+    for n_in, n_out, k, s in zip(in_shape[1:3], shape[1:3], w.shape[1:3], strides):
+        before, _ = same_padding(n_out, k, s, 1, padding)
+        after = (n_in - 1) * s + k - before - n_out
+        if not -s < after:
+            ctx.fail(f"output size {n_out} is not reachable from input {n_in} (kernel {k})")
+        pads.append((before, max(after, 0)))
+        extra.append(max(-after, 0))
+    (top, bottom), (left, right) = pads
+    attrs = dict(
+        strides=strides,
+        padding=(top, left, bottom, right),
+        output_padding=tuple(extra),
+        data_layout="NHWC",
+        kernel_layout="OHWI",
+    )
+    if not (x.quantized and x.dtype in ("int8", "uint8")):
+        y = ctx.call("nn.conv2d_transpose", ctx.expr(2), ctx.const(w), **attrs)
+        if ctx.has_input(3):
+            y = ctx.call("nn.bias_add", y, ctx.expr(3), axis=3)
+        return ctx.activation(y, out)
+    check_quantized_io(ctx, x, wt, out)
+    acc = ctx.call(
+        "qnn.conv2d_transpose",
+        ctx.expr(2),
+        ctx.const(w),
+        ctx.zero_point(x),
+        ctx.zero_point(wt, True),
+        ctx.scale(x),
+        ctx.scale(wt, True),
+        out_dtype="int32",
+        **attrs,
+    )
+    if ctx.has_input(3):
+        acc = ctx.call("nn.bias_add", acc, ctx.expr(3), axis=3)
+    scale = product_scale(ctx, x, wt, True)
+    return requantize(ctx, acc, scale, out, 3)  # builtin: the optimized rounding, as CONV_2D
+
+
 CONVERTERS = {
     "ARG_MAX": (arg_max, "ArgMaxOptions"),
     "EXP": (exp, None),
@@ -103,4 +167,5 @@ CONVERTERS = {
     "REDUCE_MAX": (reduce_min_max, "ReducerOptions"),
     "REDUCE_MIN": (reduce_min_max, "ReducerOptions"),
     "TILE": (tile, None),
+    "TRANSPOSE_CONV": (transpose_conv, "TransposeConvOptions"),
 }

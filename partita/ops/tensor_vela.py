@@ -56,3 +56,34 @@ def tile(data, attrs):
     """The data repeated reps[i] times along axis i (numpy.tile; a shorter reps pads with 1s on
     the left, a longer one adds leading axes)."""
     return np.tile(data, tuple(int(r) for r in attrs.reps))
+
+
+@dataclass(frozen=True)
+class DilateAttrs(Attrs):
+    strides: tuple[int, ...]
+    dilation_value: float = 0.0
+
+    def validate(self):
+        if any(int(s) < 1 for s in self.strides):
+            raise ValueError(f"strides must be positive, got {self.strides}")
+
+
+def _dilate_rel(types, attrs) -> TensorType:
+    data = tensor(types[0], "data")
+    if len(attrs.strides) != data.ndim:
+        fail(f"nn.dilate: {len(attrs.strides)} strides for a rank-{data.ndim} tensor")
+    shape = tuple((d - 1) * int(s) + 1 if d else 0 for d, s in zip(data.shape, attrs.strides))
+    return TensorType(shape, data.dtype)
+
+
+@register_op(
+    "nn.dilate", inputs=("data",), attrs=DilateAttrs, type_rel=_dilate_rel, kind="injective"
+)
+def dilate(data, attrs):
+    """Relay's nn.dilate: strides[i] - 1 copies of dilation_value between neighbours along axis
+    i (a transposed convolution's zero insertion; for quantized data the value is the input's
+    zero point)."""
+    shape = tuple((d - 1) * int(s) + 1 if d else 0 for d, s in zip(data.shape, attrs.strides))
+    out = np.full(shape, attrs.dilation_value, data.dtype)
+    out[tuple(slice(None, None, int(s)) for s in attrs.strides)] = data
+    return out

@@ -35,6 +35,8 @@ ON_THE_NPU = [
 # Vela's table, elementwise and reduction ops, each alone and between two convolutions
 VELA_OPS = ["exp", "log", "rsqrt", "relu_0_to_1", "prelu", "reduce_max", "reduce_min", "arg_max"]
 ON_THE_NPU += [f"{n}{suffix}" for n in VELA_OPS for suffix in ("", "_in_graph")]
+# TRANSPOSE_CONV as Vela runs it: zero insertion + a convolution (backends/npu/legalize.py)
+ON_THE_NPU += ["transpose_conv_s2_same", "transpose_conv_s2_valid", "transpose_conv_in_graph"]
 
 
 def reference(path, inputs):
@@ -133,3 +135,10 @@ def @main(%x: Tensor[(1, 3, 4, 5), int8]) {
     assert [s.target for s in exe.steps] == ["npu"]
     x = np.random.default_rng(0).integers(-128, 128, (1, 3, 4, 5), dtype=np.int8)
     assert np.array_equal(exe.run(x)[0], np.tile(x, (1, 2, 1, 3)))
+
+
+def test_a_transposed_convolution_becomes_zero_insertion_and_a_fused_convolution():
+    path = OPS / "transpose_conv_in_graph.tflite"
+    exe = P.build(from_tflite(str(path)), "npu, ref")
+    kinds = [(op.kind, op.name.split(" ")[0]) for op in exe.steps[0].region.program.ops]
+    assert ("UNIT", "npu.dilate") in kinds and kinds.count(("CONV", "npu.conv2d")) == 3
