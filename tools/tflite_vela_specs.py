@@ -170,3 +170,25 @@ VELA_SPECS += [
         (want("CONV_2D"), want("TRANSPOSE_CONV")),
     ),
 ]
+
+
+def _bilinear(align, half, factor=2):
+    return lambda x: tf.compat.v1.image.resize_bilinear(
+        x, (8 * factor, 8 * factor), align_corners=align, half_pixel_centers=half
+    )
+
+
+VELA_SPECS += [
+    *_pair(
+        "resize_bilinear_2x_half_pixel",
+        "bilinear 8x8 -> 16x16, half_pixel_centers",
+        _bilinear(False, True),
+        (want("RESIZE_BILINEAR", align_corners=False, half_pixel_centers=True),),
+    ),
+    Spec(
+        "resize_bilinear_4x",
+        "bilinear 8x8 -> 32x32, neither flag",
+        unary(_bilinear(False, False, 4)),
+        (want("RESIZE_BILINEAR", align_corners=False, half_pixel_centers=False),),
+    ),
+]

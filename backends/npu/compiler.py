@@ -23,7 +23,7 @@ from partita.passes.infer_type import infer_type
 
 from .config import NPUConfig
 from .program import NPUOp, Program, TensorDesc
-from .vela_ops import table_domain
+from .vela_ops import lower_resize_bilinear, table_domain
 
 
 class SRAMError(BackendError):
@@ -214,6 +214,8 @@ def _lower(fn: Function, in_dtype: str, out_dtype: str):
         return _fc(fn, out_dtype)
     if name in ("npu.lut", "npu.lut_chain"):
         return _lut(fn, in_dtype, out_dtype)
+    if name == "npu.resize_bilinear":
+        return lower_resize_bilinear(fn, out_dtype)
     if name.startswith("npu."):
         return _unit(fn, out_dtype)
     raise BackendError(f"npu: cannot compile composite {name!r}")

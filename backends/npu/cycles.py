@@ -54,7 +54,7 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     if name in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
         window = sum(int(np.prod(t.shape)) for t in ins) / max(1, out_elems)
         return window * config.pool_output_cycles
-    if name == "image.resize2d":  # the pooling unit with the input upscaled (Vela's way)
+    if name in ("image.resize2d", "resize_bilinear_taps"):  # the pooling unit, input upscaled
         return config.pool_output_cycles
     if name in DMA_OPS:
         return 0.0  # DMA only: its cost is the memory traffic

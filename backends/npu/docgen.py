@@ -88,8 +88,8 @@ VELA = [
     (
         "RESIZE_BILINEAR",
         "2x/4x/8x upscale or 1x1 input",
-        "CPU: TFLite's fixed-point bilinear "
-        "is a chain of ops after the frontend, no NPU pattern yet",
+        "same for int8 (`npu.resize_bilinear`: the frontend's fixed-point taps as one unit "
+        "operation; also 4x/8x with half-pixel centres, which Vela limits to 2x)",
     ),
     ("RESIZE_NEAREST_NEIGHBOR", "2x/4x/8x upscale or 1x1 input", "same (`npu.resize`)"),
     ("REVERSE_V2", "axis H, W or C", "CPU: not imported yet"),

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 from partita.backends.verdict import Verdict, all_of, constraint
-from partita.patterns import constants, is_op, wildcard
+from partita.patterns import constants, is_constant, is_op, wildcard
+
+from partita.ir import Call, post_order
 
 from . import constraints as C
 
@@ -56,6 +58,56 @@ def argmax(root) -> Verdict:
     return Verdict(ok, f"got {x.dtype}, axis {axis}, depth {depth} -> {root.checked_type.dtype}")
 
 
+def resize_bilinear_pattern():
+    """The frontend's int8 RESIZE_BILINEAR (ops_pool._resize_bilinear_integer): two separable
+    integer matrix products, rounding half away from zero by 2**20, back to int8."""
+    v = is_op("transpose")(is_op("cast")(wildcard()))
+    v = is_op("transpose")(is_op("nn.dense")(v, is_constant()))
+    v = is_op("transpose")(is_op("nn.dense")(v, is_constant()))
+    half = is_op("multiply")(is_op("clip")(v), is_constant())
+    return is_op("cast")(is_op("divide")(is_op("add")(v, half), is_constant()))
+
+
+def _resize_shapes(root):
+    x = root
+    while isinstance(x, Call) and x.args:
+        x = x.args[0]
+    return tuple(x.checked_type.shape), tuple(root.checked_type.shape), x.checked_type.dtype
+
+
+@constraint(
+    "Bilinear resizes must scale int8 NHWC data by 2, 4 or 8 in both H and W (or with aligned "
+    "corners, (out - 1) = factor x (in - 1)), or resize a 1x1 input (Vela's)"
+)
+def resize_bilinear(root) -> Verdict:
+    (_, h, w, _), (_, oh, ow, _), dtype = _resize_shapes(root)
+    ok = dtype == "int8" and (
+        (h == w == 1)
+        or any(oh == f * h and ow == f * w for f in (2, 4, 8))
+        or any(
+            h > 1 and w > 1 and oh - 1 == f * (h - 1) and ow - 1 == f * (w - 1) for f in (2, 4, 8)
+        )
+    )
+    return Verdict(ok, f"got {dtype} {h}x{w} -> {oh}x{ow}")
+
+
+def lower_resize_bilinear(fn, out_dtype: str):
+    """The composite as one unit operation (resize_bilinear_taps) with its two weight
+    matrices: compiler._lower's ``npu.resize_bilinear``."""
+    dense = [c for c in post_order(fn.body) if isinstance(c, Call) and c.op.name == "nn.dense"]
+    wy, wx = (np.asarray(d.args[1].data) for d in dense)
+    lo, hi = (-128, 127) if out_dtype == "int8" else (0, 255)
+    params = {
+        "op": "resize_bilinear_taps",
+        "attrs": {},
+        "operands": ["t0", "c0", "c1"],
+        "act_min": lo,
+        "act_max": hi,
+        "out_dtype": out_dtype,
+    }
+    return "UNIT", params, {"c0": wy, "c1": wx}
+
+
 def rows():
     """(name, pattern, check) rows, appended to patterns._rows()."""
     return [
@@ -66,6 +118,7 @@ def rows():
         ("tile", is_op("tile")(wildcard()), C.movement),
         # a transposed convolution's zero insertion (backends/npu/legalize.py)
         ("dilate", is_op("nn.dilate")(wildcard()), C.movement),
+        ("resize_bilinear", resize_bilinear_pattern(), all_of(C.batch, resize_bilinear)),
     ]
 
 

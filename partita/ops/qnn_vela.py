@@ -21,7 +21,7 @@ from partita.ops.emulation.tflite_fixedpoint import (
 
 from .qnn import quantized, scalar_param
 from .qnn_lut import INPUTS
-from .registry import Attrs, choice, register_op
+from .registry import Attrs, NoAttrs, choice, register_op
 from .relations import broadcast_shapes, fail
 
 F32 = np.float32
@@ -172,3 +172,38 @@ def prelu(data, alpha, in_scale, in_zp, alpha_scale, alpha_zp, out_scale, out_zp
     out = np.where(v >= 0, pos, neg).astype(np.int64) + _scalar(out_zp, "", True)
     lo, hi = k.dtype_range(data.dtype.name)
     return np.clip(out, lo, hi).astype(data.dtype)
+
+
+# ---- TFLite's int8 bilinear resize as one op (what the NPU runs) ----------------------------
+
+
+def _taps_rel(types, attrs) -> TensorType:
+    data = quantized(types[0], "data", ("int8",))
+    wy, wx = types[1], types[2]
+    if data.ndim != 4 or wy.ndim != 2 or wx.ndim != 2:
+        fail(f"resize_bilinear_taps: data {data.shape} (NHWC) and 2-D weights")
+    if wy.shape[1] != data.shape[1] or wx.shape[1] != data.shape[2]:
+        fail(f"weights {wy.shape}, {wx.shape} do not match data {data.shape}")
+    n, _, _, c = data.shape
+    return TensorType((n, wy.shape[0], wx.shape[0], c), data.dtype)
+
+
+@register_op(
+    "resize_bilinear_taps",
+    inputs=("data", "weight_y", "weight_x"),
+    attrs=NoAttrs,
+    type_rel=_taps_rel,
+    kind="opaque",
+)
+def resize_bilinear_taps(data, weight_y, weight_x, attrs):
+    """TFLite's ResizeBilinearInteger (int8) given its separable 10-bit fixed-point weights
+    (weight_y (OH, H), weight_x (OW, W): the frontend's integer matrices): s = the exact sum
+    of v * wy * wx over the taps, then (s + sign(s) * 2**19) / 2**20 truncated toward zero.
+    The frontend imports RESIZE_BILINEAR as the same arithmetic in plain ops; the NPU runs it
+    as this one operation."""
+    v = data.astype(np.int64)
+    v = np.einsum("nhwc,oh->nowc", v, weight_y.astype(np.int64))
+    v = np.einsum("nowc,pw->nopc", v, weight_x.astype(np.int64))
+    v = v + np.sign(v) * (1 << 19)
+    q = np.sign(v) * (np.abs(v) // (1 << 20))
+    return q.astype(data.dtype)

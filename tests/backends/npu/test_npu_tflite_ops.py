@@ -37,6 +37,12 @@ VELA_OPS = ["exp", "log", "rsqrt", "relu_0_to_1", "prelu", "reduce_max", "reduce
 ON_THE_NPU += [f"{n}{suffix}" for n in VELA_OPS for suffix in ("", "_in_graph")]
 # TRANSPOSE_CONV as Vela runs it: zero insertion + a convolution (backends/npu/legalize.py)
 ON_THE_NPU += ["transpose_conv_s2_same", "transpose_conv_s2_valid", "transpose_conv_in_graph"]
+# RESIZE_BILINEAR by 2x/4x: TFLite's fixed-point taps as one unit operation
+ON_THE_NPU += [
+    "resize_bilinear_2x_half_pixel",
+    "resize_bilinear_2x_half_pixel_in_graph",
+    "resize_bilinear_4x",
+]
 
 
 def reference(path, inputs):
@@ -142,3 +148,10 @@ def test_a_transposed_convolution_becomes_zero_insertion_and_a_fused_convolution
     exe = P.build(from_tflite(str(path)), "npu, ref")
     kinds = [(op.kind, op.name.split(" ")[0]) for op in exe.steps[0].region.program.ops]
     assert ("UNIT", "npu.dilate") in kinds and kinds.count(("CONV", "npu.conv2d")) == 3
+
+
+def test_a_bilinear_resize_vela_refuses_stays_on_the_cpu_with_its_reason():
+    path = OPS / "resize_bilinear_half_pixel.tflite"  # 8x8 -> 13x11
+    exe = P.build(from_tflite(str(path)), "npu, ref")
+    assert "npu" not in [s.target for s in exe.steps]
+    assert any("scale int8 NHWC data by 2, 4 or 8" in r.reason for r in exe.report.host_rows)
