@@ -51,7 +51,9 @@ def binary(name: str):
 
 
 def lut():
-    pattern = is_op("clip")(wildcard()) | is_op("qnn.requantize")(wildcard(), *constants(4))
+    # TFLite's quantized RELU/RELU6/RELU_0_TO_1 (requantize then clip): one table, as Vela
+    requantize = is_op("qnn.requantize")(wildcard(), *constants(4))
+    pattern = is_op("clip")(requantize) | is_op("clip")(wildcard()) | requantize
     for name in LUT_OPS:
         pattern = pattern | is_op(name)(wildcard(), *constants(4))
     return pattern
