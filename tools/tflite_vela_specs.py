@@ -112,6 +112,12 @@ VELA_SPECS: list[Spec] = [
         (want("REDUCE_MIN", keep_dims=True),),
     ),
     *_pair(
+        "reverse_v2",
+        "tf.reverse along W",
+        lambda x: tf.reverse(x, axis=[2]),
+        (want("REVERSE_V2"),),
+    ),
+    *_pair(
         "arg_max",
         "argmax over the channels, int32",
         lambda x: tf.math.argmax(x, axis=3, output_type=tf.int32),

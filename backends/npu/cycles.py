@@ -45,6 +45,7 @@ DMA_OPS = (
     "expand_dims",
     "tile",
     "nn.dilate",
+    "reverse",
 )
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
 

@@ -92,7 +92,7 @@ VELA = [
         "operation; also 4x/8x with half-pixel centres, which Vela limits to 2x)",
     ),
     ("RESIZE_NEAREST_NEIGHBOR", "2x/4x/8x upscale or 1x1 input", "same (`npu.resize`)"),
-    ("REVERSE_V2", "axis H, W or C", "CPU: not imported yet"),
+    ("REVERSE_V2", "axis H, W or C", "same (`npu.reverse`, DMA copies)"),
     (
         "RSQRT",
         "int8/int16",

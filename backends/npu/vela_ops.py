@@ -108,6 +108,13 @@ def lower_resize_bilinear(fn, out_dtype: str):
     return "UNIT", params, {"c0": wy, "c1": wx}
 
 
+@constraint("Reverses must run along H, W or C of an NHWC map (Vela's)")
+def reverse(root) -> Verdict:
+    ndim = root.args[0].checked_type.ndim
+    ok = ndim == 4 and root.attrs.axis in (1, 2, 3) or ndim < 4 and root.attrs.axis >= 0
+    return Verdict(ok, f"got axis {root.attrs.axis} of a rank-{ndim} tensor")
+
+
 def rows():
     """(name, pattern, check) rows, appended to patterns._rows()."""
     return [
@@ -116,6 +123,7 @@ def rows():
         ("reduce_min", is_op("min")(wildcard()), all_of(reduce)),
         ("argmax", is_op("argmax")(wildcard()), argmax),
         ("tile", is_op("tile")(wildcard()), C.movement),
+        ("reverse", is_op("reverse")(wildcard()), all_of(C.movement, reverse)),
         # a transposed convolution's zero insertion (backends/npu/legalize.py)
         ("dilate", is_op("nn.dilate")(wildcard()), C.movement),
         ("resize_bilinear", resize_bilinear_pattern(), all_of(C.batch, resize_bilinear)),

@@ -94,6 +94,15 @@ def arg_max(ctx: OpContext) -> Expr:
     return y if out == "int32" else ctx.call("cast", y, dtype="int64")
 
 
+def reverse_v2(ctx: OpContext) -> Expr:
+    """REVERSE_V2(x, axis): the stored values in reverse order (one axis, as TFLite's kernel)."""
+    ndim = len(ctx.shape(0))
+    axes = [int(a) for a in np.asarray(ctx.constant(1, "REVERSE_V2's axis")).reshape(-1)]
+    if len(axes) != 1 or not -ndim <= axes[0] < ndim:
+        raise Unsupported(f"REVERSE_V2 over axes {axes} (TFLite's kernel takes one axis)")
+    return ctx.call("reverse", ctx.expr(0), axis=axes[0] % ndim)
+
+
 def tile(ctx: OpContext) -> Expr:
     """TILE(x, multiples): quantization passes through (TFLite copies the stored values)."""
     reps = tuple(int(r) for r in np.asarray(ctx.constant(1, "TILE's multiples")).reshape(-1))
@@ -166,6 +175,7 @@ CONVERTERS = {
     "PRELU": (prelu, None),
     "REDUCE_MAX": (reduce_min_max, "ReducerOptions"),
     "REDUCE_MIN": (reduce_min_max, "ReducerOptions"),
+    "REVERSE_V2": (reverse_v2, None),
     "TILE": (tile, None),
     "TRANSPOSE_CONV": (transpose_conv, "TransposeConvOptions"),
 }

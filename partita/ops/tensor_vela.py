@@ -87,3 +87,23 @@ def dilate(data, attrs):
     out = np.full(shape, attrs.dilation_value, data.dtype)
     out[tuple(slice(None, None, int(s)) for s in attrs.strides)] = data
     return out
+
+
+@dataclass(frozen=True)
+class ReverseAttrs(Attrs):
+    axis: int
+
+
+def _reverse_rel(types, attrs) -> TensorType:
+    data = tensor(types[0], "data")
+    if not -data.ndim <= attrs.axis < data.ndim:
+        fail(f"reverse: axis {attrs.axis} is out of range for rank {data.ndim}")
+    return data
+
+
+@register_op(
+    "reverse", inputs=("data",), attrs=ReverseAttrs, type_rel=_reverse_rel, kind="injective"
+)
+def reverse(data, attrs):
+    """The data in reverse order along ``axis`` (Relay's reverse; TFLite's REVERSE_V2)."""
+    return np.flip(data, axis=attrs.axis).copy()

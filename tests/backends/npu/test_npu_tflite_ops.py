@@ -34,6 +34,7 @@ ON_THE_NPU = [
 ]
 # Vela's table, elementwise and reduction ops, each alone and between two convolutions
 VELA_OPS = ["exp", "log", "rsqrt", "relu_0_to_1", "prelu", "reduce_max", "reduce_min", "arg_max"]
+VELA_OPS += ["reverse_v2"]
 ON_THE_NPU += [f"{n}{suffix}" for n in VELA_OPS for suffix in ("", "_in_graph")]
 # TRANSPOSE_CONV as Vela runs it: zero insertion + a convolution (backends/npu/legalize.py)
 ON_THE_NPU += ["transpose_conv_s2_same", "transpose_conv_s2_valid", "transpose_conv_in_graph"]
