@@ -43,7 +43,7 @@ def main(argv=None) -> None:
                 print(f"{model.stem}: {type(e).__name__}: {str(e)[:80]}", file=sys.stderr)
                 continue
             v = vela(model, preset)
-            ratio = f"{o['cycles'] / v['cycles']:.2f}" if v and o["cycles"] else "-"
+            ratio = f"{o['cycles'] / v['cycles']:.2f}" if v and v["cycles"] and o["cycles"] else "-"
             vops = f"{v['npu_ops']}/{v['npu_ops'] + v['cpu_ops']}" if v else "-"
             ocyc = f"{o['cycles']:,}" if o["cycles"] else "-"
             vcyc = f"{v['cycles']:,.0f}" if v else "-"
