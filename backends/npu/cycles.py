@@ -61,6 +61,8 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
         return 0.0  # DMA only: its cost is the memory traffic
     if name in ("qnn.mul", "qnn.squared_difference"):
         return config.mul_output_cycles
+    if name == "qnn.batch_matmul":  # the MAC array at full use: depth MACs per output
+        return max(config.add_output_cycles, int(ins[0].shape[-1]) / config.macs_per_cycle)
     if name in VELA_PASSES:  # ops Vela runs as several elementwise passes (vela_ops.py)
         return VELA_PASSES[name] * config.add_output_cycles
     if name == "qnn.softmax":  # Vela lowers int8 softmax to a chain of ~20 elementwise ops

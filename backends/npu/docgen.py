@@ -36,7 +36,12 @@ VELA = [
         "VALID: window <= 256x256 elements, height <= 256; SAME: <= 8x8",
         "same (`npu.avg_pool`)",
     ),
-    ("BATCH_MATMUL", "int8", "CPU: no NPU pattern for qnn.batch_matmul yet"),
+    (
+        "BATCH_MATMUL",
+        "int8",
+        "same (`npu.batch_matmul`, the int32 product, then `npu.requantize_wide`, its output "
+        "stage; cycles: the MAC array at full use)",
+    ),
     ("CONCATENATION", "generic", "same (`npu.concat`, requantizing too)"),
     (
         "CONV_2D",

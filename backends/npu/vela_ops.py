@@ -115,6 +115,23 @@ def reverse(root) -> Verdict:
     return Verdict(ok, f"got axis {root.attrs.axis} of a rank-{ndim} tensor")
 
 
+@constraint(
+    "Batch matmuls must multiply int8 operands into an int32 sum (Vela's int8 BATCH_MATMUL)"
+)
+def batch_matmul(root) -> Verdict:
+    a, b = (x.checked_type.dtype for x in root.args[:2])
+    ok = a == b == "int8" and root.checked_type.dtype == "int32"
+    return Verdict(ok, f"got {a} x {b} -> {root.checked_type.dtype}")
+
+
+@constraint("Requantizing an int32 sum to int8/uint8 only after a batch matmul (its output stage)")
+def requantize_wide(root) -> Verdict:
+    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
+    source = getattr(getattr(root.args[0], "op", None), "name", "")
+    ok = a == "int32" and b in C.ACT_DTYPES and source == "qnn.batch_matmul"
+    return Verdict(ok, f"got {a} -> {b} after {source or 'an input'}")
+
+
 def rows():
     """(name, pattern, check) rows, appended to patterns._rows()."""
     return [
@@ -127,6 +144,12 @@ def rows():
         # a transposed convolution's zero insertion (backends/npu/legalize.py)
         ("dilate", is_op("nn.dilate")(wildcard()), C.movement),
         ("resize_bilinear", resize_bilinear_pattern(), all_of(C.batch, resize_bilinear)),
+        (
+            "batch_matmul",
+            is_op("qnn.batch_matmul")(wildcard(), wildcard(), *constants(4)),
+            batch_matmul,
+        ),
+        ("requantize_wide", is_op("qnn.requantize")(wildcard(), *constants(4)), requantize_wide),
     ]
 
 

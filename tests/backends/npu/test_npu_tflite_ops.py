@@ -38,6 +38,8 @@ VELA_OPS += ["reverse_v2"]
 ON_THE_NPU += [f"{n}{suffix}" for n in VELA_OPS for suffix in ("", "_in_graph")]
 # TRANSPOSE_CONV as Vela runs it: zero insertion + a convolution (backends/npu/legalize.py)
 ON_THE_NPU += ["transpose_conv_s2_same", "transpose_conv_s2_valid", "transpose_conv_in_graph"]
+# BATCH_MATMUL (int8): the int32 product, then its output stage
+ON_THE_NPU += ["batch_matmul", "batch_matmul_adj_y"]
 # RESIZE_BILINEAR by 2x/4x: TFLite's fixed-point taps as one unit operation
 ON_THE_NPU += [
     "resize_bilinear_2x_half_pixel",
