@@ -50,7 +50,12 @@ VELA = [
         "(Vela: no limit)",
     ),
     ("DEPTHWISE_CONV_2D", "stride 1-3; |weights| sum", "same as CONV_2D (`npu.conv2d`)"),
-    ("ELU", "int8", "CPU: not imported yet"),
+    (
+        "ELU",
+        "int8",
+        "CPU: not imported yet (TensorFlow 2.21's converter writes ELU in float between "
+        "DEQUANTIZE and QUANTIZE, so there is no converter-made int8 model to check it on)",
+    ),
     ("EXP", "int8/int16 LUT", "same for 8-bit (`npu.lut`: TFLite's table of expf)"),
     ("EXPAND_DIMS", "generic", "same (imported as a reshape: `npu.reshape`)"),
     ("FULLY_CONNECTED", "weights O,1,..,1,I; bias int32/64", "same (`npu.dense`), depth <= 65536"),
@@ -77,7 +82,12 @@ VELA = [
         'REFLECT mode: same (`npu.pad`, nn.pad "reflect"); SYMMETRIC: not imported yet',
     ),
     ("MUL", "generic", "same (`npu.mul`)"),
-    ("NEG", "generic", "CPU: no NPU pattern yet"),
+    (
+        "NEG",
+        "generic",
+        "CPU: quantized NEG is not imported (the 2.21 converter writes NEG in float between "
+        "DEQUANTIZE and QUANTIZE); float NEG stays on the CPU",
+    ),
     ("PACK", "generic", "same (imported as reshapes + concatenate: `npu.reshape`, `npu.concat`)"),
     ("PAD", "constant paddings", "same (`npu.pad`)"),
     ("PADV2", "constant paddings", "same (`npu.pad`)"),
@@ -126,7 +136,12 @@ VELA = [
         "same (`npu.strided_slice`)",
     ),
     ("SUB", "generic", "same (`npu.sub`)"),
-    ("SUM", "stride rules", "CPU: no NPU pattern yet"),
+    (
+        "SUM",
+        "stride rules",
+        "CPU: no NPU pattern yet (BUILTIN_REF's int8 SUM is itself broken, so partita "
+        "reproduces the builtin kernel; see tests/frontends/tflite)",
+    ),
     ("TANH", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
     (
         "TILE",
