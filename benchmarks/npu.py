@@ -26,6 +26,11 @@ from pathlib import Path
 # make the simulator's small GEMMs 10-100x slower
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import sys  # noqa: E402
+
+# this checkout's partita, not an installed one (`python benchmarks/npu.py` puts benchmarks/ first)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import numpy as np  # noqa: E402
 from partita.frontends import from_tflite  # noqa: E402
 

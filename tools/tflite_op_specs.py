@@ -27,6 +27,7 @@ from tflite_spec_builders import (
     want,
     with_const,
 )
+from tflite_vela_specs import VELA_SPECS
 
 # Inp, Spec and fmt are re-exported for gen_tflite_models.py and tflite_net_specs.py.
 __all__ = ["OP_SPECS", "Inp", "Spec", "fmt", "want"]
@@ -436,3 +437,6 @@ OP_SPECS: list[Spec] = [
         (want("BATCH_MATMUL", adj_y=True),),
     ),
 ]
+
+# EXP, LOG, RSQRT, RELU_0_TO_1, PRELU, REDUCE_MAX/MIN, TILE, ARG_MAX: one-op and in-graph models
+OP_SPECS += VELA_SPECS  # noqa: E402

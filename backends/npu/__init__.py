@@ -23,6 +23,7 @@ from .compiler import SRAMError, compile_function
 from .config import DEFAULT, PRESETS, config_from_token, config_token, get_config
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
+from .legalize import NPULegalizeTransposeConv
 from .native import ENGINES, NativeProgram, choose_engine
 from .patterns import pattern_table
 from .semantics import NPUIntegerSemantics, semantics_for
@@ -177,7 +178,7 @@ backend = NPUBackend(
     patterns=pattern_table,
     compile=compile_region,
     load=load_region,
-    passes=lambda: [NPUIntegerSemantics(), NPUConvertLayout()],
+    passes=lambda: [NPUIntegerSemantics(), NPUConvertLayout(), NPULegalizeTransposeConv()],
     options={
         "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),
         "sram": Option(None, None, "SRAM size override, e.g. 512k"),

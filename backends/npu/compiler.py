@@ -23,13 +23,19 @@ from partita.passes.infer_type import infer_type
 
 from .config import NPUConfig
 from .program import NPUOp, Program, TensorDesc
+from .vela_ops import lower_resize_bilinear, table_domain
 
 
 class SRAMError(BackendError):
     """The SRAM plan cannot hold a program's feature maps and there is no memory to spill to."""
 
 
-INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+INT_RANGE = {
+    "int8": (-128, 127),
+    "uint8": (0, 255),
+    "int16": (-32768, 32767),
+    "int32": (-(2**31), 2**31 - 1),
+}
 
 
 def _calls(fn: Function) -> dict[str, Call]:
@@ -135,7 +141,8 @@ def _lut(fn: Function, in_dtype: str, out_dtype: str):
         return np.asarray(arg.data) if isinstance(arg, Constant) else values[id(arg)]
 
     for call in calls:
-        values[id(call)] = np.asarray(call.op.impl(*[value(a) for a in call.args], call.attrs))
+        args = table_domain(call, [value(a) for a in call.args])
+        values[id(call)] = np.asarray(call.op.impl(*args, call.attrs))
     table = values[id(fn.body)].astype(out_dtype)
     name = "+".join(c.op.name for c in calls)
     return "LUT", {"op": name, "in_dtype": in_dtype, "out_dtype": out_dtype}, {"table": table}
@@ -220,6 +227,8 @@ def _lower(fn: Function, in_dtype: str, out_dtype: str):
         return _fc(fn, out_dtype)
     if name in ("npu.lut", "npu.lut_chain"):
         return _lut(fn, in_dtype, out_dtype)
+    if name == "npu.resize_bilinear":
+        return lower_resize_bilinear(fn, out_dtype)
     if name.startswith("npu."):
         return _unit(fn, out_dtype)
     raise BackendError(f"npu: cannot compile composite {name!r}")
@@ -345,6 +354,9 @@ LUT_NAMES = (
     "qnn.leaky_relu",
     "qnn.gelu",
     "qnn.requantize",
+    "qnn.exp",
+    "qnn.log",
+    "qnn.rsqrt",
 )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .program import NPUOp, Program
+from .vela_ops import VELA_PASSES
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -42,6 +43,9 @@ DMA_OPS = (
     "transpose",
     "squeeze",
     "expand_dims",
+    "tile",
+    "nn.dilate",
+    "reverse",
 )
 POOL_OPS = ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
@@ -52,12 +56,16 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     if name in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
         window = sum(int(np.prod(t.shape)) for t in ins) / max(1, out_elems)
         return window * config.pool_output_cycles
-    if name == "image.resize2d":  # the pooling unit with the input upscaled (Vela's way)
+    if name in ("image.resize2d", "resize_bilinear_taps"):  # the pooling unit, input upscaled
         return config.pool_output_cycles
     if name in DMA_OPS:
         return 0.0  # DMA only: its cost is the memory traffic
     if name in ("qnn.mul", "qnn.squared_difference"):
         return config.mul_output_cycles
+    if name == "qnn.batch_matmul":  # the MAC array at full use: depth MACs per output
+        return max(config.add_output_cycles, int(ins[0].shape[-1]) / config.macs_per_cycle)
+    if name in VELA_PASSES:  # ops Vela runs as several elementwise passes (vela_ops.py)
+        return VELA_PASSES[name] * config.add_output_cycles
     if name == "qnn.softmax":  # Vela lowers int8 softmax to a chain of ~20 elementwise ops
         return SOFTMAX_PASSES * config.add_output_cycles
     return config.add_output_cycles

@@ -30,13 +30,18 @@ VELA = [
         "cast -> subtract -> abs -> requantize)",
     ),
     ("ADD", "generic", "same (`npu.add`)"),
-    ("ARG_MAX", "along depth, depth <= 127", "CPU: not imported yet"),
+    ("ARG_MAX", "along depth, depth <= 127", "same (`npu.argmax`, int32 indices)"),
     (
         "AVERAGE_POOL_2D",
         "VALID: window <= 256x256 elements, height <= 256; SAME: <= 8x8",
         "same (`npu.avg_pool`)",
     ),
-    ("BATCH_MATMUL", "int8", "CPU: no NPU pattern for qnn.batch_matmul yet"),
+    (
+        "BATCH_MATMUL",
+        "int8",
+        "same (`npu.batch_matmul`, the int32 product, then `npu.requantize_wide`, its output "
+        "stage; cycles: the MAC array at full use)",
+    ),
     ("CONCATENATION", "generic", "same (`npu.concat`, requantizing too)"),
     (
         "CONV_2D",
@@ -45,14 +50,19 @@ VELA = [
         "(Vela: no limit)",
     ),
     ("DEPTHWISE_CONV_2D", "stride 1-3; |weights| sum", "same as CONV_2D (`npu.conv2d`)"),
-    ("ELU", "int8", "CPU: not imported yet"),
-    ("EXP", "int8/int16 LUT", "CPU: not imported yet"),
+    (
+        "ELU",
+        "int8",
+        "CPU: not imported yet (TensorFlow 2.21's converter writes ELU in float between "
+        "DEQUANTIZE and QUANTIZE, so there is no converter-made int8 model to check it on)",
+    ),
+    ("EXP", "int8/int16 LUT", "same for 8-bit (`npu.lut`: TFLite's table of expf)"),
     ("EXPAND_DIMS", "generic", "same (imported as a reshape: `npu.reshape`)"),
     ("FULLY_CONNECTED", "weights O,1,..,1,I; bias int32/64", "same (`npu.dense`), depth <= 65536"),
     ("GELU", "int8/uint8, shapes match", "same (`npu.lut`)"),
     ("HARD_SWISH", "int8/uint8", "same (`npu.lut`)"),
     ("LEAKY_RELU", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
-    ("LOG", "int8/int16", "CPU: not imported yet"),
+    ("LOG", "int8/int16", "same for 8-bit (`npu.lut`: TFLite's table of logf)"),
     ("LOGISTIC", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
     (
         "MAXIMUM",
@@ -72,32 +82,42 @@ VELA = [
         'REFLECT mode: same (`npu.pad`, nn.pad "reflect"); SYMMETRIC: not imported yet',
     ),
     ("MUL", "generic", "same (`npu.mul`)"),
-    ("NEG", "generic", "CPU: no NPU pattern yet"),
+    (
+        "NEG",
+        "generic",
+        "CPU: quantized NEG is not imported (the 2.21 converter writes NEG in float between "
+        "DEQUANTIZE and QUANTIZE); float NEG stays on the CPU",
+    ),
     ("PACK", "generic", "same (imported as reshapes + concatenate: `npu.reshape`, `npu.concat`)"),
     ("PAD", "constant paddings", "same (`npu.pad`)"),
     ("PADV2", "constant paddings", "same (`npu.pad`)"),
-    ("PRELU", "generic", "CPU: not imported yet"),
+    ("PRELU", "generic", "same for 8-bit (`npu.prelu`, per-tensor alpha quantization)"),
     ("QUANTIZE", "8/16-bit in and out", "same for 8-bit (`npu.lut`: qnn.requantize)"),
-    ("REDUCE_MAX", "stride rules", "CPU: not imported yet"),
-    ("REDUCE_MIN", "stride rules", "CPU: not imported yet"),
+    ("REDUCE_MAX", "stride rules", "wider (`npu.reduce_max`: any axes of rank <= 4 maps)"),
+    ("REDUCE_MIN", "stride rules", "wider (`npu.reduce_min`, as REDUCE_MAX)"),
     ("RELU", "generic", "same (a clip: `npu.lut`, or fused into the producer)"),
     ("RELU6", "generic", "same (as RELU)"),
-    ("RELU_0_TO_1", "generic", "CPU: not imported yet"),
+    ("RELU_0_TO_1", "generic", "same (as RELU)"),
     ("RELU_N1_TO_1", "generic", "same (as RELU)"),
     ("RESHAPE", "generic", "same (`npu.reshape`)"),
     (
         "RESIZE_BILINEAR",
         "2x/4x/8x upscale or 1x1 input",
-        "CPU: TFLite's fixed-point bilinear "
-        "is a chain of ops after the frontend, no NPU pattern yet",
+        "same for int8 (`npu.resize_bilinear`: the frontend's fixed-point taps as one unit "
+        "operation; also 4x/8x with half-pixel centres, which Vela limits to 2x)",
     ),
     ("RESIZE_NEAREST_NEIGHBOR", "2x/4x/8x upscale or 1x1 input", "same (`npu.resize`)"),
-    ("REVERSE_V2", "axis H, W or C", "CPU: not imported yet"),
+    (
+        "REVERSE_V2",
+        "axis H, W or C",
+        "same constraint (`npu.reverse`, DMA copies); Vela 5.2 refuses the converter's W-axis "
+        "test model ('Unsupported reverse mask'), partita runs it",
+    ),
     (
         "RSQRT",
         "int8/int16",
-        "CPU: qnn.rsqrt raises on inputs below the zero point, so a "
-        "256-entry table cannot reproduce TFLite's error",
+        "same for 8-bit (`npu.lut`); inputs below the zero point, an error in TFLite, "
+        "give the largest output on the NPU (a table cannot fail)",
     ),
     ("SLICE", "constant parameters", "same (imported as a strided slice: `npu.strided_slice`)"),
     (
@@ -116,15 +136,30 @@ VELA = [
         "same (`npu.strided_slice`)",
     ),
     ("SUB", "generic", "same (`npu.sub`)"),
-    ("SUM", "stride rules", "CPU: no NPU pattern yet"),
+    (
+        "SUM",
+        "stride rules",
+        "CPU: no NPU pattern yet (BUILTIN_REF's int8 SUM is itself broken, so partita "
+        "reproduces the builtin kernel; see tests/frontends/tflite)",
+    ),
     ("TANH", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
-    ("TILE", "generic", "CPU: not imported yet"),
+    (
+        "TILE",
+        "generic",
+        "same (`npu.tile`, DMA copies); no converter-made int8 test model: TFLite 2.21 writes "
+        "TILE version 3, which ai-edge-litert 2.3 cannot run",
+    ),
     (
         "TRANSPOSE",
         "rank <= 8, shape products <= 2^16",
         "same rank limit (`npu.transpose`); no shape-product limit (the simulator moves any shape)",
     ),
-    ("TRANSPOSE_CONV", "strides 1x1/2x2, shape rules", "CPU: not imported yet"),
+    (
+        "TRANSPOSE_CONV",
+        "strides 1x1/2x2, shape rules",
+        "wider (Vela's lowering: `npu.dilate` inserts the zero point, `npu.conv2d` convolves "
+        "with the flipped kernel; backends/npu/legalize.py); any stride the conv takes",
+    ),
     ("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8 / 16x8", "CPU: not imported yet"),
     (
         "UNPACK",

@@ -21,9 +21,11 @@ from partita.backends.verdict import all_of
 from partita.patterns import constants, is_constant, is_op, is_tuple, wildcard
 
 from . import constraints as C
+from . import vela_ops
 from .config import get_config
 
 LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.gelu")
+LUT_OPS += ("qnn.exp", "qnn.log", "qnn.rsqrt")  # TFLite's EXP, LOG, RSQRT (Vela: tables)
 
 
 def _clip(p):
@@ -49,7 +51,9 @@ def binary(name: str):
 
 
 def lut():
-    pattern = is_op("clip")(wildcard()) | is_op("qnn.requantize")(wildcard(), *constants(4))
+    # TFLite's quantized RELU/RELU6/RELU_0_TO_1 (requantize then clip): one table, as Vela
+    requantize = is_op("qnn.requantize")(wildcard(), *constants(4))
+    pattern = is_op("clip")(requantize) | is_op("clip")(wildcard()) | requantize
     for name in LUT_OPS:
         pattern = pattern | is_op(name)(wildcard(), *constants(4))
     return pattern
@@ -112,4 +116,5 @@ def _rows():
         ("transpose", is_op("transpose")(wildcard()), C.transpose),
         ("squeeze", is_op("squeeze")(wildcard()), C.movement),
         ("expand_dims", is_op("expand_dims")(wildcard()), C.movement),
+        *vela_ops.rows(),  # prelu, reduce_max/min, argmax, tile
     ]

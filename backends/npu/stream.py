@@ -177,7 +177,10 @@ def _op(o, i: int, n: int, data: memoryview) -> NPUOp:
         )
     for key in ("out_dtype", "in_dtype"):
         if key in params:
-            _check(params[key] in ("int8", "uint8", "int16"), f"op {i} {key} {params[key]!r}")
+            index = ("int32",) if kind == "UNIT" and key == "out_dtype" else ()  # argmax
+            _check(
+                params[key] in ("int8", "uint8", "int16", *index), f"op {i} {key} {params[key]!r}"
+            )
     arrays = {}
     specs = o.get("arrays")
     _check(isinstance(specs, dict), f"op {i} arrays")

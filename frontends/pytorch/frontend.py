@@ -60,13 +60,15 @@ def from_pytorch(
     model = _load(torch, model_or_path, example_inputs)
     if isinstance(model, torch.export.ExportedProgram):
         from .fx_graph import FxGraph
+        from .residual import fold_residual_convs
 
         mod = FxGraph(model, specs, {"torch_cpu": eager}).convert()
         infer_type(mod["main"])
         if eager and convert_qdq:  # a target with the NPU runs the QDQ groups as qnn ops
             qnn = FxGraph(model, specs, {"torch_cpu": False}).convert()
             infer_type(qnn["main"])
-            _offer_integer(mod, _qdq_to_qnn(qnn), "PyTorch's float32 CPU execution")
+            variant = fold_residual_convs(_qdq_to_qnn(qnn))  # x86 quantizers' conv + add
+            _offer_integer(mod, variant, "PyTorch's float32 CPU execution")
         return _qdq_to_qnn(mod) if convert_qdq and not eager else mod
     from .ts_graph import TsGraph
 

@@ -84,7 +84,12 @@ def _quantized_activation(ctx: OpContext, op: str, **attrs) -> Expr:
     return ctx.call(op, ctx.expr(0), *ctx.qparams(x), *ctx.qparams(out), **attrs)
 
 
-RELU_RANGES = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+RELU_RANGES = {
+    "RELU": (0.0, None),
+    "RELU6": (0.0, 6.0),
+    "RELU_N1_TO_1": (-1.0, 1.0),
+    "RELU_0_TO_1": (0.0, 1.0),
+}
 
 
 def abs_(ctx: OpContext) -> Expr:

@@ -6,7 +6,7 @@ several outputs). Adding an operator adds a row.
 
 from __future__ import annotations
 
-from . import ops_conv, ops_elemwise, ops_pool, ops_tensor, ops_transformer
+from . import ops_conv, ops_elemwise, ops_pool, ops_tensor, ops_transformer, ops_vela
 
 CONVERTERS = {
     "ABS": (ops_elemwise.abs_, None),
@@ -35,6 +35,7 @@ CONVERTERS = {
     "RELU": (ops_elemwise.relu, None),
     "RELU6": (ops_elemwise.relu, None),
     "RELU_N1_TO_1": (ops_elemwise.relu, None),
+    "RELU_0_TO_1": (ops_elemwise.relu, None),
     "RESHAPE": (ops_tensor.reshape, "ReshapeOptions"),
     "RESIZE_BILINEAR": (ops_pool.resize_bilinear, "ResizeBilinearOptions"),
     "RESIZE_NEAREST_NEIGHBOR": (ops_pool.resize_nearest, "ResizeNearestNeighborOptions"),
@@ -51,3 +52,4 @@ CONVERTERS = {
     "UNPACK": (ops_tensor.unpack, "UnpackOptions"),
 }
 CONVERTERS.update(ops_transformer.CONVERTERS)
+CONVERTERS.update(ops_vela.CONVERTERS)

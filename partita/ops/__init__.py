@@ -23,10 +23,12 @@ from . import (  # noqa: F401  (importing the definition modules registers their
     qnn_lut,
     qnn_pool,
     qnn_transformer,
+    qnn_vela,
     tensor,
     tensor_init,
     tensor_reduce,
     tensor_transform,
+    tensor_vela,
     transformer,
     tvm_extra,
 )

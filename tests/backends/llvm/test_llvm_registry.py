@@ -52,7 +52,7 @@ OLD_ORDER = {
     "qnn.dequantize": ["int8.lower_lut", "float_ops.lower_ewise"],
 }
 
-NOT_OPS = {"greater_equal", "less_equal", "logical_and", "logical_or", "min", "not_equal", "power"}
+NOT_OPS = {"greater_equal", "less_equal", "logical_and", "logical_or", "not_equal", "power"}
 
 
 def _names(op: str) -> list[str]:

@@ -32,6 +32,20 @@ ON_THE_NPU = [
     "abs",
     "mirror_pad",
 ]
+# Vela's table, elementwise and reduction ops, each alone and between two convolutions
+VELA_OPS = ["exp", "log", "rsqrt", "relu_0_to_1", "prelu", "reduce_max", "reduce_min", "arg_max"]
+VELA_OPS += ["reverse_v2"]
+ON_THE_NPU += [f"{n}{suffix}" for n in VELA_OPS for suffix in ("", "_in_graph")]
+# TRANSPOSE_CONV as Vela runs it: zero insertion + a convolution (backends/npu/legalize.py)
+ON_THE_NPU += ["transpose_conv_s2_same", "transpose_conv_s2_valid", "transpose_conv_in_graph"]
+# BATCH_MATMUL (int8): the int32 product, then its output stage
+ON_THE_NPU += ["batch_matmul", "batch_matmul_adj_y"]
+# RESIZE_BILINEAR by 2x/4x: TFLite's fixed-point taps as one unit operation
+ON_THE_NPU += [
+    "resize_bilinear_2x_half_pixel",
+    "resize_bilinear_2x_half_pixel_in_graph",
+    "resize_bilinear_4x",
+]
 
 
 def reference(path, inputs):
@@ -89,3 +103,58 @@ def @main(%x: Tensor[(1, 6, 6, 4), int8]) {
     assert len(exe.steps[0].region.program.ops) == 2
     x = np.random.default_rng(0).integers(-128, 128, (1, 6, 6, 4), dtype=np.int8)
     assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+def test_rsqrt_below_the_zero_point_fails_on_the_host_and_saturates_on_the_npu():
+    """TFLite's RSQRT reports an error for inputs below the zero point; the NPU's table cannot
+    fail and gives the largest output there (the value at zero), every other input TFLite's."""
+    mod = P.parse("""
+def @main(%x: Tensor[(1, 2, 2, 4), int8]) {
+  qnn.rsqrt(%x, 0.02f, -10, 0.05f, -128)
+}""")
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.arange(-14, 2, dtype=np.int8).reshape(1, 2, 2, 4)
+    with pytest.raises(Exception, match="below the zero point"):
+        P.interpret(mod, [x])
+    got = exe.run(x)[0]
+    valid = x >= -10
+    assert np.array_equal(got[valid], P.interpret(mod, [np.maximum(x, -10)])[0][valid])
+    assert (got[~valid] == 127).all()
+
+
+def test_argmax_over_a_deep_map_stays_on_the_cpu_with_vela_s_reason():
+    mod = P.parse("""
+def @main(%x: Tensor[(1, 2, 2, 200), int8]) {
+  argmax(%x, axis=[3])
+}""")
+    exe = P.build(mod, "npu, ref")
+    (row,) = exe.report.host_rows
+    assert "depth at most 127" in row.reason
+
+
+def test_tile_runs_on_the_npu_as_the_interpreter_does():
+    """TILE has no converter-made test model (TFLite 2.21 writes version 3, which the
+    interpreter cannot run); the op itself is numpy.tile's copies."""
+    mod = P.parse("""
+def @main(%x: Tensor[(1, 3, 4, 5), int8]) {
+  tile(%x, reps=[1, 2, 1, 3])
+}""")
+    exe = P.build(mod, "npu, ref")
+    assert [s.target for s in exe.steps] == ["npu"]
+    x = np.random.default_rng(0).integers(-128, 128, (1, 3, 4, 5), dtype=np.int8)
+    assert np.array_equal(exe.run(x)[0], np.tile(x, (1, 2, 1, 3)))
+
+
+def test_a_transposed_convolution_becomes_zero_insertion_and_a_fused_convolution():
+    path = OPS / "transpose_conv_in_graph.tflite"
+    exe = P.build(from_tflite(str(path)), "npu, ref")
+    kinds = [(op.kind, op.name.split(" ")[0]) for op in exe.steps[0].region.program.ops]
+    assert ("UNIT", "npu.dilate") in kinds and kinds.count(("CONV", "npu.conv2d")) == 3
+
+
+def test_a_bilinear_resize_vela_refuses_stays_on_the_cpu_with_its_reason():
+    path = OPS / "resize_bilinear_half_pixel.tflite"  # 8x8 -> 13x11
+    exe = P.build(from_tflite(str(path)), "npu, ref")
+    assert "npu" not in [s.target for s in exe.steps]
+    assert any("scale int8 NHWC data by 2, 4 or 8" in r.reason for r in exe.report.host_rows)

@@ -58,10 +58,14 @@ def test_torchscript_quantized_nets_run_on_the_npu_in_one_partition(name, side):
 def test_pt2e_x86_with_pytorch_eager_match_puts_its_qdq_groups_on_the_npu():
     """match="pytorch_eager" keeps PyTorch's float execution for CPU builds (0% on the NPU
     before); a target with the NPU builds the qnn import. The x86 quantizer leaves the conv
-    before each residual add unquantized (the add is quantized after), so those stay float."""
+    before each residual add unquantized (the add is quantized after): the variant runs it as
+    an integer conv requantized to the add's output parameters and a quantized add
+    (frontends/pytorch/residual.py; 87.7% of the MACs on the NPU before). Only the float
+    classifier (its output is never quantized) stays on the host."""
     mod = from_pytorch(str(MODELS / "pt2e_x86_mobilenetv2.pt2"), match="pytorch_eager")
     exe = P.build(mod, "npu, ref")
     summary = exe.report.summary()
-    assert summary["macs_by_target"].get("npu", 0) >= 0.85 * summary["macs"]
+    assert summary["macs_by_target"].get("npu", 0) >= 0.99 * summary["macs"]
+    assert summary["partitions"] == 1
     x = np.random.default_rng(1).standard_normal((1, 3, 64, 64)).astype(np.float32)
     assert np.array_equal(exe.run(x)[0], P.interpret(semantics_for(mod, "npu, ref"), [x])[0])

@@ -315,7 +315,8 @@ def test_mutation_fuzz_smoke(tmp_path):
 
 
 def test_every_unsupported_operator_is_counted_also_in_a_chain(tmp_path):
-    """All 30 operators of the MobileNet turned into PRELU: 30 are reported, not the first."""
+    """All 30 operators of the MobileNet turned into FLOOR (no converter): 30 are reported, not
+    the first."""
     import tflite
 
     data = bytearray(
@@ -329,11 +330,11 @@ def test_every_unsupported_operator_is_counted_also_in_a_chain(tmp_path):
         for slot, width in ((4, 1), (10, 4)):  # deprecated_builtin_code, builtin_code
             if tab.Offset(slot):
                 pos = tab.Pos + tab.Offset(slot)
-                data[pos : pos + width] = (54).to_bytes(width, "little")  # PRELU
-    path = tmp_path / "prelu.tflite"
+                data[pos : pos + width] = (8).to_bytes(width, "little")  # FLOOR
+    path = tmp_path / "floor.tflite"
     path.write_bytes(bytes(data))
     with pytest.raises(
-        UnsupportedOperatorError, match=r"has 30 unsupported operators \(30 PRELU\)"
+        UnsupportedOperatorError, match=r"has 30 unsupported operators \(30 FLOOR\)"
     ):
         from_tflite(str(path))
 

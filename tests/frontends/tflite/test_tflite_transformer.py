@@ -96,9 +96,11 @@ def test_keras_encoder_npu_ref_build_bit_exact_and_placement():
     rows = exe.report.rows
     assert {r.target for r in rows if r.op == "FULLY_CONNECTED"} == {"npu"}
     refused = [r for r in rows if r.target == "ref"]
-    assert {"RSQRT", "GATHER"} <= {r.op for r in refused}
-    assert {r.target for r in rows if r.op in ("SOFTMAX", "GELU")} == {"npu"}  # issue 30
-    assert all(r.reason for r in refused if r.op in ("RSQRT", "MEAN"))
+    assert "GATHER" in {r.op for r in refused}
+    # issue 30: RSQRT as a table, BATCH_MATMUL on the MAC array, as Vela runs them
+    on_npu = ("SOFTMAX", "GELU", "RSQRT", "BATCH_MATMUL")
+    assert {r.target for r in rows if r.op in on_npu} == {"npu"}
+    assert all(r.reason for r in refused if r.op in ("GATHER", "MEAN"))
     oracle = Oracle(MODEL, "ref")
     x = token_inputs(oracle, np.random.default_rng(3))
     assert_same(exe.run(*x), oracle(x), "bert_tiny_int8 on npu, ref")
