@@ -23,18 +23,10 @@ from __future__ import annotations
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
-from partita.ir.nodes import Function
 from partita.passes.infra import Pass
 
-from .regions import (
-    UNIT_TYPES,
-    Region,
-    RegionBuilder,
-    RegionError,
-    flatten_ordered,
-    map_open_functions,
-    value_children,
-)
+from .deferred import Pending, map_region_functions, pending_or_built
+from .regions import UNIT_TYPES, Region, RegionError, value_children
 
 
 class MergeCompilerRegions(Pass):
@@ -44,14 +36,13 @@ class MergeCompilerRegions(Pass):
 
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        def merge(_name: str, fn: Function) -> Function:
-            flat, region_of, order = flatten_ordered(fn.body)
+        def merge(_name: str, fn, flat, region_of: dict, order: list):
             merged = merge_regions(order, region_of)
-            if _count(merged) == _count(region_of) and fn.body is not flat:
+            if _count(merged) == _count(region_of) and (type(fn) is Pending or fn.body is not flat):
                 return fn  # nothing merged: building again would give the same graph
-            return fn.with_body(RegionBuilder(merged).build(flat, order))
+            return pending_or_built(fn, flat, merged, order)
 
-        return map_open_functions(mod, merge)
+        return map_region_functions(mod, merge)
 
 
 def _count(region_of: dict) -> int:
