@@ -17,8 +17,8 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from partita.backends.cost import HostModel, estimate_region, parse_host, type_bytes
-from partita.errors import PartitaError
 
+from partita.errors import PartitaError
 from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Function, GlobalVar, TupleGetItem, Var
