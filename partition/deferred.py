@@ -41,7 +41,11 @@ class Pending:
 def fresh_regions(labels: dict) -> dict:
     """id(unit) -> a new Region per distinct Region of ``labels``, with the target, host flag
     and reason a region function's attributes carry (no Relay number): what flattening a
-    built region call reads off it."""
+    built region call reads off it (Relay's numbers live only until the first build)."""
+    if all(r.number is None for r in labels.values()):
+        # nothing to drop: the same grouping, and Regions are never changed after they are
+        # made, so sharing them reads the same as copying
+        return dict(labels)
     fresh: dict[int, Region] = {}
     return {
         k: fresh.get(id(r)) or fresh.setdefault(id(r), Region(r.target, r.host, r.reason))
