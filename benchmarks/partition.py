@@ -21,18 +21,23 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
 from pathlib import Path
 
-import numpy as np
-from partita.backends import Backend, Verdict, register_backend
-from partita.partition import partition_pipeline, placement_report
-from partita.patterns import constants, is_constant, is_op, wildcard
+# This tree's partita, not whichever one is installed: run from benchmarks/, Python puts this
+# folder first on the path, and an editable install of another checkout would be measured.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import partita as P
-from partita.ir import post_order
-from partita.ops import get_op
-from partita.passes.infra import PassContext, PassInstrument
+import numpy as np  # noqa: E402
+from partita.backends import Backend, Verdict, register_backend  # noqa: E402
+from partita.partition import partition_pipeline, placement_report  # noqa: E402
+from partita.patterns import constants, is_constant, is_op, wildcard  # noqa: E402
+
+import partita as P  # noqa: E402
+from partita.ir import post_order  # noqa: E402
+from partita.ops import get_op  # noqa: E402
+from partita.passes.infra import PassContext, PassInstrument  # noqa: E402
 
 SHAPE = (1, 4, 4, 8)
 RNG = np.random.default_rng(0)

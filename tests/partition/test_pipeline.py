@@ -139,6 +139,7 @@ def test_deferred_region_functions_build_what_each_pass_would(graph):
     built (an instrument that prints each one), and each intermediate prints the same whether
     it was read at once or after the next pass took its labels."""
     from partita.partition.deferred import DeferredModule
+
     from partita.passes.infra import DumpIR, PassContext, PassInstrument
 
     mod = {"convnet": int8_convnet, "residual": _residual_chain}.get(graph)
