@@ -68,9 +68,7 @@ def check_host_model(name: str, value) -> str:
     from partita.backends.cost import parse_host
 
     if value is True or not str(value).strip():
-        raise TargetError(
-            f"target {name}: -host needs a value, e.g. -host=cortex-a55:1.8GHz"
-        )
+        raise TargetError(f"target {name}: -host needs a value, e.g. -host=cortex-a55:1.8GHz")
     value = str(value).strip()
     if value.lower() in MEASURED_HOSTS:
         return value
