@@ -202,3 +202,18 @@ def test_two_different_hosts_are_refused():
     mod = int8_convnet()
     with pytest.raises(PartitaError, match="two hosts declared"):
         partition_for(mod, "npu, llvm -host=cortex-a55", placement="cost", host_model="cortex-a76")
+
+
+def test_the_cli_reads_the_host_from_the_target(capsys):
+    from partita.cli import main
+
+    model = str(NETS / "mobilenet_v2_035_96.tflite")
+    status = main(
+        ["inspect", model, "-t", "npu, llvm -host=cortex-a55:1.8GHz", "--placement", "cost",
+         "--estimate"]
+    )
+    assert status == 0
+    assert "host: cortex-a55 at 1.80 GHz (declared)" in capsys.readouterr().out
+    status = main(["inspect", model, "-t", "npu, llvm -host=cortex-a55:9x"])
+    assert status != 0
+    assert "-host=cortex-a55:9x" in capsys.readouterr().err
