@@ -276,7 +276,12 @@ def _walk_edges(root: Expr) -> list[tuple]:
             if id(kid) in done:
                 edges.append((node, kid))
                 continue
-            stack.append((kid, iter(value_children(kid))))
+            grand = value_children(kid)
+            if not grand:  # a leaf finishes at once: the edge completes here
+                done.add(id(kid))
+                edges.append((node, kid))
+                continue
+            stack.append((kid, iter(grand)))
             break
         else:
             stack.pop()
