@@ -213,6 +213,8 @@ def parse_host(text: str | None) -> HostModel:
         raise ValueError(
             f"host {text!r}: expected <name>:<clock, e.g. 1.8GHz>[:<MACs/cycle>]"
         ) from None
+    if not (0 < clock < float("inf") and 0 < macs < float("inf")):
+        raise ValueError(f"host {text!r}: the clock and the MACs per cycle must be positive")
     label = f"{name} at {clock / 1e9:.2f} GHz"
     return HostModel(label, clock * macs, clock * nbytes, HOST_OP_OVERHEAD_S, "declared")
 

@@ -43,17 +43,18 @@ def memory_budget() -> int:
     return max(value, 1)
 
 
-def check_bytes(nbytes: int, what: str) -> None:
-    """Refuse ``what`` if it needs more than the budget."""
+def check_bytes(nbytes: int, what) -> None:
+    """Refuse ``what`` (a str, or a function that makes it) if it needs more than the budget."""
     budget = memory_budget()
     if nbytes > budget:
+        what = what() if callable(what) else what
         raise MemoryBudgetError(
             f"{what} would need {_human(nbytes)}, over the memory budget of {_human(budget)} "
             f"(PARTITA_MEMORY_BUDGET)"
         )
 
 
-def check_shape(shape, itemsize: int, what: str) -> None:
+def check_shape(shape, itemsize: int, what) -> None:
     """``check_bytes`` for a tensor of ``shape``, without overflowing on absurd dimensions."""
     n = itemsize
     for d in shape:

@@ -26,15 +26,17 @@ from partita.ir.refs import REF_NODES
 from partita.ops.registry import Op
 from partita.passes.infra import Pass
 
+from .deferred import DeferredModule, pending_or_built
 from .reasons import Explainer
 from .record import record_of, with_record
 from .regions import (
     Region,
     RegionBuilder,
+    ensure_typed,
     flatten_ordered,
     has_inner_functions,
+    is_partition_function,
     map_inner_functions,
-    map_open_functions,
 )
 
 
@@ -98,8 +100,23 @@ class AnnotateTarget(Pass):
             region_of = self._annotate(graph, explainer, earlier)
             return RegionBuilder(region_of).build(flat, graph.order)
 
-        out = map_open_functions(mod, lambda _name, fn: fn.with_body(annotate(fn.body)))
-        return with_record(out, pattern_table=None, refusals={})
+        def one(fn: Function):
+            order = dataflow_order(fn.body)
+            if has_inner_functions(order):
+                return fn.with_body(annotate(fn.body))
+            flat, earlier, order = flatten_ordered(fn.body, order=order)
+            graph = Graph(flat, order)
+            explainer = Explainer(graph, entries, names, record.refusals)
+            region_of = self._annotate(graph, explainer, earlier)
+            return pending_or_built(fn, flat, region_of, graph.order)  # built when read
+
+        items = {}
+        for name, fn in mod.items():
+            if not is_partition_function(fn):
+                ensure_typed(fn, mod)
+                fn = one(fn)
+            items[name] = fn
+        return with_record(DeferredModule(items, mod.attrs), pattern_table=None, refusals={})
 
     def _annotate(self, graph: Graph, explainer: Explainer, earlier: dict) -> dict:
         """``earlier``: an earlier run's accelerator placements, kept (TVM: running (A) then (B)

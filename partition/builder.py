@@ -248,10 +248,25 @@ class RegionBuilder:
             start += w or 1
 
 
+# root -> its _edges_depth_first: RegionPolicies and PartitionGraph walk the same flat graph
+# (the graphs are immutable, so the edges of a root never change). Weak keys, as BUILT_FROM.
+_EDGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _edges_depth_first(root: Expr) -> list[tuple]:
     """(user, input) for every data edge under ``root``, in the order a depth-first walk
     (inputs left to right) completes them: when the input's walk finishes, or at once when the
     input was finished already."""
+    found = _EDGES.get(root)
+    if found is None:
+        edges = _walk_edges(root)
+        # kept without the root itself (a value that holds its weak key would keep it alive)
+        _EDGES[root] = [(None if u is root else u, k) for u, k in edges]
+        return edges
+    return [(root if u is None else u, k) for u, k in found]
+
+
+def _walk_edges(root: Expr) -> list[tuple]:
     edges: list[tuple] = []
     done: set[int] = set()
     stack = [(root, iter(value_children(root)))]
@@ -261,7 +276,12 @@ def _edges_depth_first(root: Expr) -> list[tuple]:
             if id(kid) in done:
                 edges.append((node, kid))
                 continue
-            stack.append((kid, iter(value_children(kid))))
+            grand = value_children(kid)
+            if not grand:  # a leaf finishes at once: the edge completes here
+                done.add(id(kid))
+                edges.append((node, kid))
+                continue
+            stack.append((kid, iter(grand)))
             break
         else:
             stack.pop()

@@ -44,7 +44,7 @@ class CostPlacement(Pass):
         self.cache = cache
 
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        host = host_model_of(self.host_model)
+        host = host_model_of(self.host_model, self.target)
         est = estimate(mod, self.target, host, self.cache)
         steps = {s.name: s for s in est.steps if not s.name.startswith("%")}
         if not steps:

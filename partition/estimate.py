@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from partita.backends.cost import HostModel, estimate_region, parse_host, type_bytes
 
+from partita.errors import PartitaError
 from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Function, GlobalVar, TupleGetItem, Var
@@ -138,10 +139,19 @@ def _fmt(value, kind: str) -> str:
     return f"{value:,.0f}"
 
 
-def host_model_of(host_model) -> HostModel:
-    """A HostModel from one, from a declared name (``"cortex-a55:1.8GHz"``) or None (this
-    machine, measured)."""
-    return host_model if isinstance(host_model, HostModel) else parse_host(host_model)
+def host_model_of(host_model, target=None) -> HostModel:
+    """A HostModel from one, from a declared name (``"cortex-a55:1.8GHz"``) or None: then the
+    target's ``-host=`` when ``target`` declares one, else this machine, measured. A name that
+    differs from the target's ``-host=`` is an error (which one would the estimate believe?)."""
+    if isinstance(host_model, HostModel):
+        return host_model
+    declared = parse_target(target).host_model if target is not None else None
+    if host_model is not None and declared is not None and str(host_model) != declared:
+        raise PartitaError(
+            f"two hosts declared: host_model={host_model!r} and -host={declared} in the "
+            f"target {str(target)!r}; give one"
+        )
+    return parse_host(declared if host_model is None else host_model)
 
 
 class EstimateValues:
@@ -174,7 +184,7 @@ def estimate(
 ) -> SystemEstimate:
     """The whole-system estimate of a partitioned module (see the module docstring).
     ``cache``: name -> AcceleratorEstimate, reused across calls (what-if)."""
-    host = host_model_of(host_model)
+    host = host_model_of(host_model, target)
     composite = parse_target(target)
     options = {spec.name: spec.options for spec in composite.targets}
     infer_type(partitioned["main"], partitioned)

@@ -23,18 +23,10 @@ from __future__ import annotations
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
-from partita.ir.nodes import Function
 from partita.passes.infra import Pass
 
-from .regions import (
-    UNIT_TYPES,
-    Region,
-    RegionBuilder,
-    RegionError,
-    flatten_ordered,
-    map_open_functions,
-    value_children,
-)
+from .deferred import Pending, map_region_functions, pending_or_built
+from .regions import UNIT_TYPES, Region, RegionError, value_children
 
 
 class MergeCompilerRegions(Pass):
@@ -44,14 +36,13 @@ class MergeCompilerRegions(Pass):
 
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        def merge(_name: str, fn: Function) -> Function:
-            flat, region_of, order = flatten_ordered(fn.body)
+        def merge(_name: str, fn, flat, region_of: dict, order: list):
             merged = merge_regions(order, region_of)
-            if _count(merged) == _count(region_of) and fn.body is not flat:
+            if _count(merged) == _count(region_of) and (type(fn) is Pending or fn.body is not flat):
                 return fn  # nothing merged: building again would give the same graph
-            return fn.with_body(RegionBuilder(merged).build(flat, order))
+            return pending_or_built(fn, flat, merged, order)
 
-        return map_open_functions(mod, merge)
+        return map_region_functions(mod, merge)
 
 
 def _count(region_of: dict) -> int:
@@ -78,17 +69,17 @@ class _ItemGraph:
         self.item_of: dict[int, int] = {}
         self.regions: list = []
         by_region: dict[int, int] = {}
-        for node in order:
-            if type(node) not in UNIT_TYPES:
-                continue
-            region = region_of.get(id(node))
+        item_of, regions, label_of = self.item_of, self.regions, region_of.get
+        units = [n for n in order if type(n) in UNIT_TYPES]
+        for node in units:
+            region = label_of(id(node))
             item = by_region.get(id(region)) if region is not None else None
             if item is None:
-                item = len(self.regions)
-                self.regions.append(region)
+                item = len(regions)
+                regions.append(region)
                 if region is not None:
                     by_region[id(region)] = item
-            self.item_of[id(node)] = item
+            item_of[id(node)] = item
         n = len(self.regions)
         self.key = [
             None if r is None or (r.host and not merge_host) else (r.target, r.host)
@@ -96,15 +87,14 @@ class _ItemGraph:
         ]
         self.succ: list[set] = [set() for _ in range(n)]
         self.pred: list[set] = [set() for _ in range(n)]
-        for node in order:
-            i = self.item_of.get(id(node))
-            if i is None:
-                continue
+        succ, pred, item = self.succ, self.pred, item_of.get
+        for node in units:
+            i = item_of[id(node)]
             for kid in value_children(node):
-                j = self.item_of.get(id(kid))
+                j = item(id(kid))
                 if j is not None and j != i:
-                    self.succ[j].add(i)
-                    self.pred[i].add(j)
+                    succ[j].add(i)
+                    pred[i].add(j)
         self.parent = list(range(n))
         self.topo = self._topological_order()
 
@@ -144,21 +134,21 @@ class _ItemGraph:
                     a, b = self.find(p), self.find(i)
                     if a != b:
                         self.parent[b] = a
-        rank = {i: r for r, i in enumerate(self.topo)}
+        find = self.find
+        rep = [find(i) for i in range(len(self.parent))]  # each item's group, found once
         first: dict[int, tuple] = {}
-        for i in self.topo:
-            rep = self.find(i)
-            first.setdefault(rep, (label[i], rank[i]))
+        for r, i in enumerate(self.topo):
+            first.setdefault(rep[i], (label[i], r))
         self.pos = dict(zip(sorted(first, key=first.__getitem__), range(len(first))))
-        self.csucc = {rep: set() for rep in first}
-        self.cpred = {rep: set() for rep in first}
+        csucc = self.csucc = {g: set() for g in first}
+        cpred = self.cpred = {g: set() for g in first}
         for i, succ in enumerate(self.succ):
-            a = self.find(i)
+            a = rep[i]
             for j in succ:
-                b = self.find(j)
+                b = rep[j]
                 if a != b:
-                    self.csucc[a].add(b)
-                    self.cpred[b].add(a)
+                    csucc[a].add(b)
+                    cpred[b].add(a)
 
     # ---- step 2 ------------------------------------------------------------------------------
     def contract_edges(self) -> None:
@@ -240,24 +230,26 @@ class _ItemGraph:
 
     # ---- result ------------------------------------------------------------------------------
     def result(self, order: list) -> dict[int, Region]:
+        find = self.find
+        reps = [find(i) for i in range(len(self.regions))]
         size: dict[int, int] = {}
-        for i in range(len(self.regions)):
-            rep = self.find(i)
+        for rep in reps:
             size[rep] = size.get(rep, 0) + 1
         merged: dict[int, Region] = {}
         out: dict[int, Region] = {}
+        item_of, key, regions = self.item_of.get, self.key, self.regions
         for node in order:
-            i = self.item_of.get(id(node))
+            i = item_of(id(node))
             if i is None:
                 continue
-            if self.key[i] is None:
-                if self.regions[i] is not None:
-                    out[id(node)] = self.regions[i]
+            if key[i] is None:
+                if regions[i] is not None:
+                    out[id(node)] = regions[i]
                 continue
-            rep = self.find(i)
+            rep = reps[i]
             region = merged.get(rep)
             if region is None:
-                region = self.regions[i] if size[rep] == 1 else Region(*self.key[i])
+                region = regions[i] if size[rep] == 1 else Region(*key[i])
                 merged[rep] = region
             out[id(node)] = region
         return out

@@ -24,6 +24,7 @@ from partita.ir.nodes import Call, Expr, Function
 from partita.passes.infra import Pass
 
 from .annotations import begin_numbers
+from .deferred import DeferredModule
 from .record import Placement, with_record
 from .regions import (
     Region,
@@ -107,19 +108,27 @@ class PartitionGraph(Pass):
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
         placement = Placement(self.host)
-        taken, counters = set(mod.functions), {}
+        deferred = type(mod) is DeferredModule
+        names = mod.names() if deferred else list(mod.functions)
+        taken, counters = set(names), {}
         lifted: dict[str, Function] = {}
         bodies: dict[str, Function] = {}
-        for gname, fn in mod.items():
-            if is_partition_function(fn):
+        for gname in names:
+            pending = mod.pending(gname) if deferred else None
+            fn = pending.fn if pending is not None else mod[gname]
+            if pending is None and is_partition_function(fn):
                 bodies[gname] = fn
                 continue
-            ensure_typed(fn, mod)
+            if pending is None:
+                ensure_typed(fn, mod)
             # Relay numbers regions across the whole function (a region pass's output has none)
-            numbers = {} if built_by_regions(fn.body) else begin_numbers(fn)
+            numbers = {} if pending is not None or built_by_regions(fn.body) else begin_numbers(fn)
 
-            def lift(body, numbers=numbers):  # regions inside let-bound functions are lifted too
-                flat, region_of, order = flatten_ordered(body, numbers)
+            def lift(body, numbers=numbers, pending=pending):  # let-bound functions' too
+                if pending is not None:  # the previous region pass's labelled graph
+                    flat, region_of, order = pending.labels()
+                else:
+                    flat, region_of, order = flatten_ordered(body, numbers)
                 if has_inner_functions(order):
                     inner = map_inner_functions(body, lift)
                     flat, region_of, order = flatten_ordered(inner, numbers)

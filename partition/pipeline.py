@@ -172,7 +172,7 @@ def split_by_cost(
     what it saved."""
     from .estimate import estimate, host_model_of
 
-    host = host_model_of(host_model)
+    host = host_model_of(host_model, target)
     cache: dict = {}
     best = estimate(out, target, host, cache).total_s
     tried: set = set()

@@ -22,7 +22,8 @@ from partita.ir.nodes import Call, Constant, Function, Tuple, Var
 from partita.ir.visitor import post_order, substitute
 from partita.passes.infra import Pass
 
-from .regions import Region, RegionBuilder, flatten_ordered, map_open_functions, op_calls, unit_ops
+from .deferred import Pending, map_region_functions, pending_or_built
+from .regions import Region, RegionBuilder, op_calls, unit_ops
 
 
 class Overrides:
@@ -147,10 +148,9 @@ class RegionPolicies(Pass):
 
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
-        return map_open_functions(mod, self._apply)
+        return map_region_functions(mod, self._apply)
 
-    def _apply(self, _name: str, fn: Function) -> Function:
-        flat, region_of, order = flatten_ordered(fn.body)
+    def _apply(self, _name: str, fn, flat, region_of: dict, order: list):
         builder = RegionBuilder(region_of)
         members, inputs, outputs = builder.regions(order, flat)
         refused = False
@@ -169,9 +169,9 @@ class RegionPolicies(Pass):
             for node in nodes if why else ():
                 region_of[id(node)] = Region(self.host, True, why)
             refused = refused or bool(why)
-        if not refused and fn.body is not flat:
+        if not refused and (type(fn) is Pending or fn.body is not flat):
             return fn  # every region kept: building again would give the same graph
-        return fn.with_body(RegionBuilder(region_of).build(flat, order))
+        return pending_or_built(fn, flat, region_of, order)
 
     def refusal(self, region: Region, stats: RegionStats) -> str | None:
         """Why ``region`` goes back to the host, or None to keep it."""

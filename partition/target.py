@@ -41,10 +41,12 @@ class TargetSpec:
 
 @dataclass(frozen=True)
 class CompositeTarget:
-    """The accelerator targets in priority order, and the host."""
+    """The accelerator targets in priority order, and the host; ``host_model``: the host core
+    the placement estimates assume (``-host=cortex-a55:1.8GHz``), None for this machine."""
 
     targets: tuple
     host: TargetSpec
+    host_model: str | None = field(default=None, compare=False)
 
     @property
     def names(self) -> list[str]:
@@ -52,7 +54,29 @@ class CompositeTarget:
         return [t.name for t in self.targets]
 
     def __str__(self):
-        return ", ".join(str(t) for t in (*self.targets, self.host))
+        text = ", ".join(str(t) for t in (*self.targets, self.host))
+        return text + (f" -host={shlex.quote(self.host_model)}" if self.host_model else "")
+
+
+HOST_OPTION = "host"  # -host=<core>[:<clock>[:<int8 MACs per cycle>]] (docs/placement.md)
+MEASURED_HOSTS = ("measured", "this", "native")
+
+
+def check_host_model(name: str, value) -> str:
+    """``value`` of ``-host=`` after ``name`` if it names a host the estimates know (a declared
+    core with a valid clock, or this machine), else a TargetError saying what is allowed."""
+    from partita.backends.cost import parse_host
+
+    if value is True or not str(value).strip():
+        raise TargetError(f"target {name}: -host needs a value, e.g. -host=cortex-a55:1.8GHz")
+    value = str(value).strip()
+    if value.lower() in MEASURED_HOSTS:
+        return value
+    try:
+        parse_host(value)
+    except ValueError as e:
+        raise TargetError(f"target {name}: -host={value}: {e}") from None
+    return value
 
 
 def _split_commas(text: str) -> list[str]:
@@ -92,12 +116,19 @@ def _parse_one(part: str, text: str) -> TargetSpec:
             raise TargetError(f"target {name}: option -{key} given twice")
         options[key] = value if eq else True
     try:
-        get_backend(name).resolve_options(options)  # unknown names and options fail here
+        backend = get_backend(name)
+        if HOST_OPTION in options and HOST_OPTION not in (backend.options or {}):
+            host_model = check_host_model(name, options.pop(HOST_OPTION))
+            options[_HOST_KEY] = host_model
+        backend.resolve_options({k: v for k, v in options.items() if k != _HOST_KEY})
     except TargetError:
         raise
     except BackendError as e:
         raise TargetError(str(e)) from None
     return TargetSpec(name, options)
+
+
+_HOST_KEY = "\0host"  # a -host= read off one backend's part, until parse_target takes it
 
 
 def parse_target(target) -> CompositeTarget:
@@ -111,6 +142,12 @@ def parse_target(target) -> CompositeTarget:
     if not isinstance(target, str) or not target.strip():
         raise TargetError(f'a target is a non-empty string such as "npu, llvm", got {target!r}')
     specs = [_parse_one(part, target) for part in _split_commas(target)]
+    declared = [(s.name, s.options.pop(_HOST_KEY)) for s in specs if _HOST_KEY in s.options]
+    if len(declared) > 1:
+        raise TargetError(
+            f"target {target!r} declares the host twice (-host= after {declared[0][0]} and "
+            f"after {declared[1][0]}); give -host= once"
+        )
     names = [s.name for s in specs]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -125,4 +162,5 @@ def parse_target(target) -> CompositeTarget:
         raise TargetError(f"the host {hosts[0].name} must come last in {target!r}")
     if not hosts:
         specs.append(TargetSpec(DEFAULT_HOST, {}))
-    return CompositeTarget(tuple(specs[:-1]), specs[-1])
+    host_model = declared[0][1] if declared else None
+    return CompositeTarget(tuple(specs[:-1]), specs[-1], host_model)

@@ -123,7 +123,7 @@ def what_if(
     """Estimate ``mod`` partitioned for ``target`` as given and with ``changes`` (module
     docstring); ``options`` are partition_for's (``min_region_size``, ``cpu_ops``)."""
     parsed = parse_changes(changes)
-    host = host_model_of(host_model)
+    host = host_model_of(host_model, target)
     after_target, after_cpu, after_npu = target, list(cpu_nodes), list(npu_nodes)
     notes = []
     for kind, value in parsed:

@@ -16,12 +16,17 @@ def LLVMConvertLayout(mod: IRModule, ctx) -> IRModule:
     """Quantized convolutions to NHWC (``quantized_convs_to_nhwc``), then float ones, whatever
     their ``accumulate``: each output's summation order (exact, MLAS's or PyTorch's) does not
     depend on the memory layout, so the NHWC kernels reproduce it; NHWC graphs unchanged."""
-    mod = quantized_convs_to_nhwc(mod, "llvm_convert_layout")
-    if not any(
-        getattr(call.op, "name", None) == "nn.conv2d" and call.attrs.data_layout != "NHWC"
+    convs = {
+        call.op.name
         for fn in mod.functions.values()
         for call in iter_calls(fn.body)
-    ):
+        if getattr(call.op, "name", None) in ("qnn.conv2d", "nn.conv2d")
+        and call.attrs.data_layout != "NHWC"
+    }
+    if not convs:
+        return mod  # one walk finds nothing to convert (NHWC graphs, as TFLite's)
+    mod = quantized_convs_to_nhwc(mod, "llvm_convert_layout")
+    if "nn.conv2d" not in convs:
         return mod
     steps = [ConvertLayout(desired_layouts={"nn.conv2d": ("NHWC", "HWIO")}), SimplifyExpr(),
              InferType()]

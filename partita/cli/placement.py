@@ -36,7 +36,7 @@ def placement_extras(args, mod, partitioned, report, progress: Progress):
     from partita.partition.estimate import estimate, fallback_costs, host_model_of
 
     with progress.step("estimate"):
-        host = host_model_of(getattr(args, "host_model", None))
+        host = host_model_of(getattr(args, "host_model", None), args.target)
         report = fallback_costs(partitioned, report, host)
         est = estimate(partitioned, args.target, host)
     if getattr(args, "measure", False):

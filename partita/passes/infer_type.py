@@ -35,9 +35,10 @@ def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     type. Calls to global functions need ``mod``."""
     order = post_order(expr)
     lets = _let_values(order)
+    memo: dict = {}  # (op, attrs, *argument types) -> result type: relations are pure
     for node in order:
         if node.type_or_none is None or isinstance(node, Function):
-            infer_node_type(node, mod, lets)
+            infer_node_type(node, mod, lets, memo)
     return expr.type_or_none
 
 
@@ -74,15 +75,18 @@ def infer_new_types(root: Expr, mod: IRModule | None = None) -> None:
             infer_node_type(node, mod, lets)
 
 
-def infer_node_type(node: Expr, mod: IRModule | None = None, lets: dict | None = None) -> None:
+def infer_node_type(
+    node: Expr, mod: IRModule | None = None, lets: dict | None = None, memo: dict | None = None
+) -> None:
     """Type one node whose children are already typed (the per-node step of InferType, for
     rewrites that re-type only the nodes they built); ``lets``: id(let variable) -> value, for
-    let variables without an annotation."""
+    let variables without an annotation; ``memo``: a dict in which to keep the results of type
+    relations across the nodes of one walk."""
     pending = _pending_input(node)
     if pending is not None:  # an input waits for a recursive function's type
         node.with_type(pending)
-    elif isinstance(node, Call):
-        node.with_type(_call_type(node, mod, lets))
+    elif type(node) is Call:
+        node.with_type(_call_type(node, mod, lets, memo))
     elif isinstance(node, Tuple):
         node.with_type(TupleType([f.type_or_none for f in node.fields]))
     elif isinstance(node, TupleGetItem):
@@ -153,10 +157,17 @@ class _Pending(Type):
 
 
 def _pending_input(node) -> _Pending | None:
-    if type(node) in (If, Let, Function) or isinstance(node, Var):
+    kind = type(node)
+    if kind is Call:
+        kids = node.args
+    elif kind in (If, Let, Function) or isinstance(node, Var):
         return None
-    for kid in children(node):
+    else:
+        kids = children(node)
+    for kid in kids:
         t = kid.type_or_none
+        if type(t) is TensorType:
+            continue
         if isinstance(t, _Pending) or (
             isinstance(t, TupleType) and any(isinstance(f, _Pending) for f in t.fields)
         ):
@@ -221,16 +232,27 @@ def _if_type(node: If) -> Type:
     return t
 
 
-def _call_type(call: Call, mod, lets=None) -> Type:
+def _call_type(call: Call, mod, lets=None, memo: dict | None = None) -> Type:
     arg_types = [a.type_or_none for a in call.args]
     op = call.op
     if isinstance(op, Var):
         return _var_call_type(call, lets)
     if isinstance(op, Op):
+        key = None
+        if memo is not None:
+            try:
+                key = (op, call.attrs, *arg_types)
+                found = memo.get(key)
+            except TypeError:  # an attribute that does not hash: no memo for this call
+                key = found = None
+            if found is not None:
+                return found
         op.check_arity(len(call.args), call.span)
         try:
             out = op.type_rel(arg_types, call.attrs)
             _check_budget(out)
+            if key is not None:
+                memo[key] = out
             return out
         except MemoryBudgetError as e:
             raise MemoryBudgetError(f"{_where(call)}: {e}") from None
@@ -269,7 +291,7 @@ def _check_budget(ty) -> None:
         for field in ty.fields:
             _check_budget(field)
     elif isinstance(ty, TensorType):
-        check_shape(ty.shape, 8, f"its result {ty}")  # the references compute in 64 bits
+        check_shape(ty.shape, 8, lambda: f"its result {ty}")  # the references compute in 64 bits
 
 
 def _where(node: Expr) -> str:

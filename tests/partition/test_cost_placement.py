@@ -158,3 +158,62 @@ def test_a_partition_is_split_where_only_part_of_it_pays():
     assert conv.target == "npu" and sigmoid.target == "llvm"
     assert sigmoid.reason.startswith("cost: split off the accelerator partition")
     _same_bits(mod, cost, seed=3)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["npu, llvm -host=cortex-a55:1.8GHz", "npu -host=cortex-a55:1.8GHz, llvm"],
+)
+def test_the_host_declared_in_the_target_string(target):
+    """``-host=`` in the target string (on the host or on an accelerator) is the same as
+    host_model=: the same placement, the same estimate."""
+    mod = int8_convnet()
+    by_option = partition_for(mod, TARGET, placement="cost", host_model="cortex-a55:1.8GHz")
+    by_target = partition_for(mod, target, placement="cost")
+    assert str(by_target) == str(by_option)
+    est = estimate(by_target, target)
+    assert est.host_model.startswith("cortex-a55 at 1.80 GHz")
+    assert est.total_s == estimate(by_option, TARGET, "cortex-a55:1.8GHz").total_s
+    assert est.total_s < estimate(partition_for(mod, target), target).total_s
+    _same_bits(mod, by_target)
+    exe = P.build(mod, target, placement="cost")
+    x = _same_bits(mod, by_target, seed=3)
+    assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("npu, llvm -host=pentium-4", r"-host=pentium-4: unknown host 'pentium-4'"),
+        ("npu, llvm -host=cortex-a55:fast", r"expected <name>:<clock, e.g. 1.8GHz>"),
+        ("npu, llvm -host=cortex-a55:0GHz", "must be positive"),
+        ("npu, llvm -host", "-host needs a value"),
+        ("npu -host=cortex-a55, llvm -host=cortex-a76", "declares the host twice"),
+    ],
+)
+def test_a_bad_host_in_the_target_string_is_refused(target, message):
+    from partita.partition import TargetError, parse_target
+
+    with pytest.raises(TargetError, match=message):
+        parse_target(target)
+
+
+def test_two_different_hosts_are_refused():
+    mod = int8_convnet()
+    with pytest.raises(PartitaError, match="two hosts declared"):
+        partition_for(mod, "npu, llvm -host=cortex-a55", placement="cost", host_model="cortex-a76")
+
+
+def test_the_cli_reads_the_host_from_the_target(capsys):
+    from partita.cli import main
+
+    model = str(NETS / "mobilenet_v2_035_96.tflite")
+    status = main(
+        ["inspect", model, "-t", "npu, llvm -host=cortex-a55:1.8GHz", "--placement", "cost",
+         "--estimate"]
+    )
+    assert status == 0
+    assert "host: cortex-a55 at 1.80 GHz (declared)" in capsys.readouterr().out
+    status = main(["inspect", model, "-t", "npu, llvm -host=cortex-a55:9x"])
+    assert status != 0
+    assert "-host=cortex-a55:9x" in capsys.readouterr().err

@@ -117,3 +117,63 @@ def test_tflite_mobilenet(model):
     ]
     assert sum(r.macs for r in mac_rows) == report.summary()["macs"] > 0
     assert all(r.reason for r in report.host_rows)
+
+
+def _residual_chain():
+    """relu / add-the-input ops cut by tanh (the host's), with residual adds across the cuts
+    that MergeCompilerRegions must refuse to merge (a cycle)."""
+    x = P.var("x", (4,))
+    y = x
+    for i in range(40):
+        if i % 7 == 6:
+            y = P.get_op("tanh")(y)
+        else:
+            y = P.get_op("add")(y, x) if i % 2 else P.get_op("nn.relu")(y)
+    return P.IRModule.from_expr(y)
+
+
+@pytest.mark.parametrize("graph", ["convnet", "residual", "mobilenet"])
+def test_deferred_region_functions_build_what_each_pass_would(graph):
+    """The region passes hand each other their labelled graph (DeferredModule) and build
+    nothing in between: the result is the same module as when every intermediate module is
+    built (an instrument that prints each one), and each intermediate prints the same whether
+    it was read at once or after the next pass took its labels."""
+    from partita.partition.deferred import DeferredModule
+
+    from partita.passes.infra import DumpIR, PassContext, PassInstrument
+
+    mod = {"convnet": int8_convnet, "residual": _residual_chain}.get(graph)
+    if mod is None:
+        path = NETS / "mobilenet_v2_035_96.tflite"
+        if not path.exists():
+            pytest.skip("no MobileNetV2 model here")
+        from partita.frontends import from_tflite
+
+        mod = from_tflite(str(path))
+    else:
+        mod = mod()
+
+    class Keep(PassInstrument):
+        def __init__(self):
+            self.outputs = []
+
+        def run_after_pass(self, p, out):
+            self.outputs.append((p.name, out))
+
+    with registered(Backend("acc_d", ops=["add", "nn.relu"], patterns=conv_table)):
+        target = "acc_d, llvm"
+        keep, dump = Keep(), DumpIR()
+        with PassContext(instruments=[keep]):
+            lazy = partition_pipeline(target)(mod)
+        with PassContext(instruments=[dump]):
+            eager = partition_pipeline(target)(mod)
+    assert str(lazy) == str(eager)
+    middle = {name: out for name, out in keep.outputs}
+    for name in ("AnnotateTarget", "MergeCompilerRegions", "RegionPolicies"):
+        assert type(middle[name]) is DeferredModule
+        assert middle[name]._built is None, f"{name}'s functions were built in between"
+    assert type(lazy) is not DeferredModule
+    dumped = dict(dump.dumps)
+    for name in ("AnnotateTarget", "MergeCompilerRegions", "RegionPolicies"):
+        assert str(middle[name]) == dumped[name]  # built late, after the next pass: the same
+    assert_same_bits(mod, lazy)

@@ -59,3 +59,13 @@ def test_a_composite_target_passes_through():
 def test_bad_targets(text, message):
     with pytest.raises(TargetError, match=message):
         parse_target(text)
+
+
+def test_the_declared_host_is_kept_off_the_backends_options():
+    t = parse_target("npu_t -config=npu-512 -host=cortex-a55:1.8GHz, llvm")
+    assert t.host_model == "cortex-a55:1.8GHz"
+    assert t.targets[0].options == {"config": "npu-512"} and t.host.options == {}
+    again = parse_target(str(t))  # printed on the host part, read back the same
+    assert again.host_model == t.host_model and again == t
+    assert parse_target("npu_t, llvm -host=measured").host_model == "measured"
+    assert parse_target("npu_t, llvm").host_model is None
