@@ -19,11 +19,12 @@ from partita.backends.verdict import Verdict
 
 from partita.passes.infer_type import infer_type
 
-from .compiler import SRAMError, compile_function
+from .compiler import compile_function
 from .config import DEFAULT, PRESETS, config_from_token, config_token, get_config
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
 from .legalize import NPULegalizeTransposeConv
+from .memory import SRAMError
 from .native import ENGINES, NativeProgram, choose_engine
 from .patterns import pattern_table
 from .semantics import NPUIntegerSemantics, semantics_for
@@ -88,9 +89,13 @@ class NPURegion(CompiledRegion):
 
     def to_bytes(self) -> bytes:
         """The region blob (backends/blob.py): name and types in the header, the stream."""
-        header = {"format": "npu-region", "version": REGION_VERSION, "name": self.name,
-                  "inputs": tensor_types(self.input_types),
-                  "outputs": tensor_types(self.output_types)}
+        header = {
+            "format": "npu-region",
+            "version": REGION_VERSION,
+            "name": self.name,
+            "inputs": tensor_types(self.input_types),
+            "outputs": tensor_types(self.output_types),
+        }
         return pack_region(header, payload=self.stream)
 
 
@@ -114,16 +119,22 @@ def load_region(data: bytes) -> NPURegion:
 
     try:
         n = int.from_bytes(data[:4], "little")
-        if data[4 : 5] != b"{":  # version 1 (saved before the shared blob format)
+        if data[4:5] != b"{":  # version 1 (saved before the shared blob format)
             name, ins, outs = data[4 : 4 + n].decode().split("|")
             return NPURegion(data[4 + n :], name, _parse_types(ins), _parse_types(outs))
         header, _, stream = unpack_region(data)
         if header.get("format") != "npu-region" or header.get("version") != REGION_VERSION:
-            raise ValueError(f"an NPU region of format {header.get('format')!r} version "
-                             f"{header.get('version')!r}; this partita reads version "
-                             f"{REGION_VERSION} (and 1)")
-        return NPURegion(stream, header["name"], parse_tensor_types(header["inputs"]),
-                         parse_tensor_types(header["outputs"]))
+            raise ValueError(
+                f"an NPU region of format {header.get('format')!r} version "
+                f"{header.get('version')!r}; this partita reads version "
+                f"{REGION_VERSION} (and 1)"
+            )
+        return NPURegion(
+            stream,
+            header["name"],
+            parse_tensor_types(header["inputs"]),
+            parse_tensor_types(header["outputs"]),
+        )
     except (ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise StreamError(f"corrupt NPU region header: {exc}") from None
 
