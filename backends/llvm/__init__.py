@@ -32,6 +32,8 @@ from partita.backends.llvm.runtime.jit import (
 )
 from partita.backends.registry import Backend, Option, register_backend
 
+from partita.passes.transpose_conv import LegalizeTransposeConv
+
 from . import host_cpu
 from .errors import LLVMError
 from .layout import LLVMConvertLayout
@@ -112,7 +114,7 @@ backend = Backend(
     host=True,
     compile=compile_region,
     load=load_region,
-    passes=lambda: [LLVMConvertLayout()],
+    passes=lambda: [LLVMConvertLayout(), LegalizeTransposeConv()],
     options={
         "mcpu": Option(None, None, "the CPU to generate code for (default: this host's)"),
         "isa": Option(

@@ -11,6 +11,7 @@ imports them all, so the table is complete:
     wide_mac.py        int16 and wide-accumulator conv / dense              WMAC
     qbinary.py         per-channel and int16 qnn.add / subtract / mul       QBIN
     qleaky.py          int16 qnn.leaky_relu                                 EWISE
+    qprelu.py          qnn.prelu (TFLite's PRELU)                           EWISE
     qmean_axes.py      qnn.mean over any axes                               QMEANX
     qtransformer.py    qnn.batch_matmul, qnn.softmax                        QBMM, QSOFTMAX*
     qsoftmax16.py      qnn.softmax of int16 (TFLite's 16x8)                 QSOFTMAX16
@@ -53,6 +54,7 @@ from . import (  # noqa: F401  (importing a lowering module registers its loweri
     qmean,
     qmean_axes,
     qpool,
+    qprelu,
     qsoftmax16,
     qtransformer,
     runtime_weights,

@@ -1,6 +1,6 @@
 """Data movement as a gather through an index table made at compile time (GATHER):
 
-    nn.pad, image.resize2d (nearest neighbour), concatenate
+    nn.pad, image.resize2d (nearest neighbour), concatenate, tile, reverse, nn.dilate
     qnn.concatenate: each input whose scale or zero point differs from the output's is first
                      rescaled: 8-bit data by a 256-entry table (LUT) made with the op's own
                      reference, int16 element by element (QRESCALE, qbinary.py) with
@@ -30,7 +30,9 @@ from .registry import OP, lowers
 if TYPE_CHECKING:
     from .context import LowerContext
 
-GATHER_OPS = ("nn.pad", "image.resize2d", "concatenate", "qnn.concatenate")
+GATHER_OPS = (
+    "nn.pad", "image.resize2d", "concatenate", "qnn.concatenate", "tile", "reverse", "nn.dilate",
+)
 LIMIT = 1 << 24  # elements of a table built at compile time
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -61,6 +63,8 @@ def lower_gather(low: LowerContext, call) -> bool:
     fill = np.zeros(1, out.dtype)
     if name == "nn.pad":
         fill[0] = np.asarray(call.args[1].data).reshape(-1)[0]
+    elif name == "nn.dilate":
+        fill[0] = np.asarray(call.attrs.dilation_value).astype(out.dtype)
     params = {
         "itemsize": int(np.dtype(out.dtype).itemsize),
         "count": count,
@@ -73,7 +77,7 @@ def lower_gather(low: LowerContext, call) -> bool:
 
 def index_table(call, fields, sizes) -> np.ndarray:
     """The op on int64 inputs holding their elements' flat indices (numbered across inputs);
-    nn.pad fills with -1."""
+    nn.pad and nn.dilate fill with -1."""
     params, values, start = [], [], 0
     for i, (f, n) in enumerate(zip(fields, sizes)):
         shape = tuple(int(d) for d in f.checked_type.shape)
@@ -85,6 +89,8 @@ def index_table(call, fields, sizes) -> np.ndarray:
         expr = get_op("concatenate")(Tuple(params), axis=call.attrs.axis)
     elif name == "nn.pad":
         expr = Call(call.op, [params[0], Constant(np.int64(-1))], call.attrs)
+    elif name == "nn.dilate":
+        expr = Call(call.op, [params[0]], dataclasses.replace(call.attrs, dilation_value=-1))
     else:
         expr = Call(call.op, [params[0], *call.args[1:]], call.attrs)
     result = interpret(IRModule.from_expr(Function(params, expr)), values)[0]
