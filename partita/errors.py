@@ -46,3 +46,11 @@ class ParseError(PartitaError):
         if source_line:
             where += f"\n  {source_line}\n  {' ' * (column - 1)}^"
         super().__init__(where)
+
+
+class UsageError(PartitaError):
+    """An argument that cannot be used (the CLI's exit status 2)."""
+
+
+class MissingPackageError(UsageError):
+    """An optional package a command needs is not installed (names the pip extra)."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from partita.ir.gc_pause import gc_paused
+from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import (
     Call,
@@ -237,26 +238,15 @@ class _Closure:
         self.fn, self.env = fn, env
 
 
+def _eval_inputs(node: Expr) -> tuple:
+    """What the interpreter evaluates before ``node``: its children, but of an If only the
+    condition (a branch is evaluated when its condition picks it)."""
+    return (node.cond,) if type(node) is If else children(node)
+
+
 def _eval_order(root: Expr) -> list[Expr]:
-    """Post-order without entering functions or If branches (a branch is evaluated when its
-    condition picks it)."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if type(node) is Function:
-            continue
-        kids = (node.cond,) if type(node) is If else children(node)
-        stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
-    return order
+    """Post-order without entering functions or If branches (the graph API's walk)."""
+    return [root] if type(root) is Function else dataflow_order(root, (Function,), _eval_inputs)
 
 
 def _check_result(call: Call, out) -> None:

@@ -106,7 +106,7 @@ class SystemEstimate:
         est, meas = self.totals(), self.measured or {}
         lines = [f"whole-system estimate (host: {self.host_model})"]
         lines.append(f"  {'':<22} {'estimated':>14} {'measured':>14}")
-        for key, label, kind in _ROWS:
+        for key, label, kind in ESTIMATE_ROWS:
             m = meas.get(key)
             lines.append(
                 f"  {label:<22} {_fmt(est[key], kind):>14} "
@@ -115,7 +115,8 @@ class SystemEstimate:
         return "\n".join(lines) + "\n"
 
 
-_ROWS = (
+# (key, label, unit) of each line of an estimate, in order (the CLI's HTML page shows them too)
+ESTIMATE_ROWS = (
     ("accelerator_cycles", "accelerator cycles", "n"),
     ("accelerator_s", "accelerator time", "s"),
     ("host_s", "host time", "s"),

@@ -22,7 +22,7 @@ from partita.ir.graph import dataflow_order
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Function, GlobalVar
 from partita.ops.registry import Op
-from partita.passes.infer_type import infer_type
+from partita.passes.infer_type import infer_new_types
 
 from .record import record_of
 
@@ -201,7 +201,7 @@ def placement_report(mod: IRModule) -> PlacementReport:
         raise PartitaError(f"placement_report takes an IRModule, got {type(mod).__name__}")
     placement = record_of(mod).placement
     host = placement.host if placement is not None else DEFAULT_HOST
-    infer_type(mod["main"], mod)
+    infer_new_types(mod["main"], mod)  # what partitioning rebuilt; the rest is typed
     walk = _Walk(mod, host, placement)
     walk.function(mod["main"], host, "", "")
     rows = [b.finish() for b in walk.rows.values()]

@@ -223,3 +223,16 @@ def test_a_backend_reaches_a_sibling_only_through_its_public_face():
             if target not in faces:
                 problems.append(f"{path.relative_to(ROOT)}:{line} ({module} -> {target})")
     assert not problems, "a backend reaching into a sibling:\n" + "\n".join(problems)
+
+
+def test_scale_never_imports_the_cli():
+    """scale/ sits beside the CLI (layer 1), which drives it: it reaches models and the shipped
+    data through the layers below (frontends.files.load_model_file, partita.shipped), never
+    through partita.cli, at module level or inside a function."""
+    problems = []
+    for module, path, is_package in modules():
+        if module.startswith("partita.scale"):
+            for target, line in imports(module, path, is_package):
+                if target == "partita.cli" or target.startswith("partita.cli."):
+                    problems.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert not problems, "\n".join(problems)

@@ -3,10 +3,12 @@
 A lowering plans kernels of a ``Kind`` (``low.emit(Kind.LUT, call, ...)``); the emitter
 generates each kernel's LLVM IR with the function registered for its kind:
 
-    @emits(Kind.LUT)
-    def k_lut(self, k: Kernel) -> ir.Function: ...
+    class ScalarKernels(Family):          # a kernel family, given the emit context (self.em)
+        @emits(Kind.LUT)
+        def k_lut(self, k: Kernel) -> ir.Function: ...
 
-``emitter_for(kind)`` is that function. Kinds are strings too (``Kind.LUT == "LUT"``), so plans
+``emitter_for(kind)`` is that function; the kernel emitter (emit/module.py) calls it on its
+instance of the function's family. Kinds are strings too (``Kind.LUT == "LUT"``), so plans
 serialise, hash and print as before.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from partita.ir import IRModule, iter_calls
 from partita.passes.convert_layout import ConvertLayout, quantized_convs_to_nhwc
-from partita.passes.infer_type import InferType
+from partita.passes.infer_type import infer_new_types
 from partita.passes.infra import Sequential, module_pass
 from partita.passes.simplify_expr import SimplifyExpr
 
@@ -29,5 +29,14 @@ def LLVMConvertLayout(mod: IRModule, ctx) -> IRModule:
     if "nn.conv2d" not in convs:
         return mod
     steps = [ConvertLayout(desired_layouts={"nn.conv2d": ("NHWC", "HWIO")}), SimplifyExpr(),
-             InferType()]
+             TypeRewritten()]
     return Sequential(steps, name="llvm_convert_layout_float")(mod)
+
+
+@module_pass("TypeRewritten", opt_level=0)
+def TypeRewritten(mod: IRModule, ctx) -> IRModule:
+    """InferType for what the layout rewrite rebuilt only (the rest keeps its types): build
+    infers the module's types once (partition_for's first pass)."""
+    for fn in mod.functions.values():
+        infer_new_types(fn, mod)
+    return mod

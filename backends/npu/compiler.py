@@ -17,6 +17,7 @@ import numpy as np
 from partita.backends.registry import BackendError
 
 from partita.ir import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order, substitute
+from partita.ir.graph import dataflow_order
 from partita.ops import get_op
 from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 from partita.passes.infer_type import infer_type
@@ -243,7 +244,7 @@ def compile_function(function: Function, config: NPUConfig) -> Program:
     for p in function.params:
         ids[id(p)] = [new(p)]
     ops: list[NPUOp] = []
-    for node in _dataflow(function.body):
+    for node in dataflow_order(function.body):  # composites' bodies not entered
         if isinstance(node, Call) and isinstance(node.op, Function):
             fn = _bind_constants(node.op, node.args)
             ins = [t for a in node.args if not isinstance(a, Constant) for t in _ids_of(a, ids)]
@@ -309,30 +310,6 @@ def _bind_constants(fn: Function, args) -> Function:
     out = Function(kept, body, fn.ret_type, fn.attrs, fn.span)
     infer_type(out)
     return out
-
-
-def _dataflow(root) -> list:
-    """Nodes in dependency order, not entering composite functions."""
-    order, seen, stack = [], set(), [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in seen:
-            continue
-        if expanded:
-            seen.add(id(node))
-            order.append(node)
-            continue
-        stack.append((node, True))
-        if isinstance(node, Call):
-            kids = node.args
-        elif isinstance(node, Tuple):
-            kids = node.fields
-        elif isinstance(node, TupleGetItem):
-            kids = [node.tuple_value]
-        else:
-            kids = []
-        stack.extend((k, False) for k in reversed(kids) if id(k) not in seen)
-    return order
 
 
 def _name(fn: Function, node: Call) -> str:

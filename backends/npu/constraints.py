@@ -186,8 +186,13 @@ def mean(root) -> Verdict:
 
 @constraint("Look-up-table operations must map int8/uint8 to int8/uint8 with per-tensor parameters")
 def lut(root) -> Verdict:
-    a, b = root.args[0].checked_type.dtype, root.checked_type.dtype
-    scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:] if isinstance(arg, Constant))
+    op = root
+    if root.op.name == "clip" and getattr(getattr(root.args[0], "op", None), "name", "") == (
+        "qnn.requantize"
+    ):
+        op = root.args[0]  # requantize -> clip: the table maps the requantize's input
+    a, b = op.args[0].checked_type.dtype, root.checked_type.dtype
+    scalar = all(arg.checked_type.ndim == 0 for arg in op.args[1:] if isinstance(arg, Constant))
     ok = a in ACT_DTYPES and b in ACT_DTYPES and scalar
     return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
 

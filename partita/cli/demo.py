@@ -9,22 +9,11 @@ from __future__ import annotations
 
 import json
 import time
-from importlib import resources
 
 import numpy as np
 
-from partita.errors import ModelFileError, PartitaError
-
-MODEL = "digits_mobilenetv2.tflite"
-TEST_SET = "digits_test.npz"
-
-
-def data_path(name: str):
-    """A file shipped in partita/data (a PartitaError if this installation lacks it)."""
-    path = resources.files("partita") / "data" / name
-    if not path.is_file():
-        raise ModelFileError(f"partita/data/{name} is missing from this installation")
-    return path
+from partita.errors import PartitaError
+from partita.shipped import MODEL, TEST_SET, data_path
 
 
 def choose_target(requested: str | None) -> tuple[str, str]:

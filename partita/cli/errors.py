@@ -12,12 +12,14 @@ import importlib.util
 from partita.errors import (
     AttrError,
     InterpreterError,
+    MissingPackageError,
     ModelFileError,
     OpNotFoundError,
     ParseError,
     PartitaError,
     TypeInferenceError,
     UnsupportedModelError,
+    UsageError,
 )
 
 EXIT_OK, EXIT_STRICT, EXIT_USAGE, EXIT_FILE, EXIT_UNSUPPORTED, EXIT_INTERNAL = range(6)
@@ -33,16 +35,8 @@ STATUS_HELP = (
 )
 
 
-class UsageError(PartitaError):
-    """A command-line argument that cannot be used (exit status 2)."""
-
-
 class OutputPathError(UsageError):
     """An output file that cannot be written where the user asked (no such directory, ...)."""
-
-
-class MissingPackageError(UsageError):
-    """An optional package a command needs is not installed (names the pip extra)."""
 
 
 class DataFileError(ModelFileError):

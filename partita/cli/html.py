@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 
 from partita.cli.draw import to_svg
+from partita.partition.estimate import ESTIMATE_ROWS
 
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
@@ -34,7 +35,7 @@ def render_html(title: str, target: str, partitioned, report, est) -> str:
     totals = est.totals()
     est_rows = [
         _row(("quantity", "estimated", "measured"), header=True),
-        *(_row((label, _value(totals[key], kind), "-")) for key, label, kind in _ESTIMATE_ROWS),
+        *(_row((label, _value(totals[key], kind), "-")) for key, label, kind in ESTIMATE_ROWS),
     ]
     head = ("#", "op", "name", "target", "composite", "partition", "fallback cost", "reason")
     rows = [_row(head, header=True)]
@@ -72,19 +73,6 @@ def render_html(title: str, target: str, partitioned, report, est) -> str:
             "</body></html>",
         ]
     )
-
-
-_ESTIMATE_ROWS = (
-    ("accelerator_cycles", "accelerator cycles", "n"),
-    ("accelerator_s", "accelerator time", "s"),
-    ("host_s", "host time", "s"),
-    ("transfer_bytes", "boundary transfers", "B"),
-    ("transfer_s", "transfer time", "s"),
-    ("sram_peak_bytes", "SRAM peak", "B"),
-    ("weight_bytes", "weights (flash/DRAM)", "B"),
-    ("host_arena_bytes", "host arena", "B"),
-    ("total_s", "end to end", "s"),
-)
 
 
 def _value(v, kind: str) -> str:

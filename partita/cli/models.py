@@ -3,21 +3,10 @@ executable (``.partita``)."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
-from partita.cli.errors import MissingPackageError, UsageError
-from partita.errors import ModelFileError, PartitaError, UnsupportedModelError
-
-# extension -> (module, function, what); frontends are imported only when a model needs them.
-LOADERS = {
-    ".tflite": ("partita.frontends.tflite", "from_tflite", "TFLite"),
-    ".onnx": ("partita.frontends.onnx", "from_onnx", "ONNX"),
-    ".pt2": ("partita.frontends.pytorch", "from_pytorch", "PyTorch (torch.export)"),
-    ".pt": ("partita.frontends.pytorch", "from_pytorch", "PyTorch (TorchScript)"),
-    ".relay": ("partita.text", "parse", "Relay text"),
-}
-EXECUTABLE = ".partita"
+from partita.cli.errors import UsageError
+from partita.frontends.files import EXECUTABLE, LOADERS, load_model_file
 
 
 def parse_shapes(items) -> dict[str, tuple[int, ...]]:
@@ -66,51 +55,12 @@ def frontend_kwargs(
 
 
 def load_model(path, shapes=None, semantics=None, match=None, ort_cpu=None):
-    """Import a model file with the frontend its extension names."""
-    path = Path(path)
-    ext = path.suffix.lower()
-    if ext not in LOADERS:
-        known = ", ".join(LOADERS)
-        raise ModelFileError(
-            f"cannot tell the format of {str(path)!r} from its extension (partita reads {known}, "
-            f"and saved executables {EXECUTABLE})"
-        )
-    if not path.is_file():
-        raise ModelFileError(f"no such model file: {str(path)!r}")
-    module_name, func_name, what = LOADERS[ext]
-    kwargs = frontend_kwargs(ext, shapes or {}, semantics, match, ort_cpu)
-    if ext == ".relay":
-        from partita.text import parse
-
-        return parse(path.read_text())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise UnsupportedModelError(
-                f"{what} models ({ext}) are not supported yet: this partita has no {what} frontend"
-            ) from None
-        extra = {"torch": " (or pip install 'partita[torch]')"}.get(e.name, "")
-        raise MissingPackageError(
-            f"the {what} frontend needs the {e.name!r} package: pip install {e.name}{extra}"
-        ) from None
-    loader = getattr(module, func_name, None)
-    if loader is None:
-        raise UnsupportedModelError(
-            f"{what} models ({ext}) are not supported yet: {module_name} has no {func_name}()"
-        )
-    try:
-        return loader(str(path), **kwargs)
-    except PartitaError as e:
-        if path.name not in str(e):
-            raise _named(e, path) from None
-        raise
-
-
-def _named(error: PartitaError, path: Path) -> PartitaError:
-    """The same error with the file named in front (the frontends do not always know it)."""
-    error.args = (f"{path.name}: {error}",)
-    return error
+    """Import a model file with the frontend its extension names, the CLI's flags as the
+    frontend's options (frontends/files.py)."""
+    ext = Path(path).suffix.lower()
+    known = ext in LOADERS and Path(path).is_file()  # else load_model_file says what is wrong
+    kwargs = frontend_kwargs(ext, shapes or {}, semantics, match, ort_cpu) if known else {}
+    return load_model_file(path, **kwargs)
 
 
 def is_executable(path) -> bool:

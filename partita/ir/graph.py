@@ -15,7 +15,8 @@ from partita.errors import PartitaError
 
 from .module import IRModule
 from .nodes import Call, Expr, Function, If, Let, Tuple, TupleGetItem
-from .refs import REF_NODES, ref_inputs, ref_with_inputs
+from .order import dataflow_order, value_inputs
+from .refs import REF_NODES, ref_with_inputs
 
 
 def node_key(e: Expr) -> str:
@@ -23,26 +24,6 @@ def node_key(e: Expr) -> str:
     if type(e) is Call and not isinstance(e.op, Expr):
         return e.op.name
     return type(e).__name__
-
-
-def value_inputs(node: Expr) -> tuple:
-    """What ``node`` consumes in the dataflow graph: a call's args (and the composite it calls),
-    a tuple's fields, a projection's tuple, an If's condition and branches, a Let's value and
-    body; nothing for leaves and functions."""
-    t = type(node)
-    if t is Call:
-        return node.args if type(node.op) is not Function else (node.op, *node.args)
-    if t is Tuple:
-        return node.fields
-    if t is TupleGetItem:
-        return (node.tuple_value,)
-    if t is If:  # dataflow: both branches are values of the graph
-        return (node.cond, node.true_branch, node.false_branch)
-    if t is Let:  # the variable is a leaf of the body that stands for the value
-        return (node.value, node.body)
-    if t in REF_NODES:
-        return ref_inputs(node)
-    return ()
 
 
 def with_inputs(node: Expr, inputs) -> Expr:
@@ -82,33 +63,6 @@ def map_inner_functions(body: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:
             new.with_type(node.type_or_none)
         memo[id(node)] = new
     return memo[id(body)]
-
-
-def dataflow_order(root: Expr, leaves: tuple[type, ...] = ()) -> list[Expr]:
-    """Every node under ``root`` once, each after its inputs, without entering called functions
-    (a Function ``root`` contributes its params and body); nodes of the types in ``leaves``
-    are taken as leaves (their inputs not visited: the llvm backend's walk, which lowers
-    dataflow and refuses control flow where it meets it)."""
-    order: list[Expr] = []
-    state: dict[int, bool] = {}
-    stack = [root]
-    while stack:
-        node = stack[-1]
-        key = id(node)
-        done = state.get(key)
-        if done is None:
-            state[key] = False
-            kids = (*node.params, node.body) if node is root and type(node) is Function else None
-            ins = () if type(node) in leaves else value_inputs(node)
-            pending = [k for k in (kids or ins) if id(k) not in state]
-            if pending:
-                stack.extend(reversed(pending))
-                continue
-        stack.pop()
-        if not done:
-            state[key] = True
-            order.append(node)
-    return order
 
 
 class Graph:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .order import dataflow_order
 from .refs import REF_NODES, RefCreate, RefRead, RefWrite, ref_inputs, ref_with_inputs
 
 
@@ -32,26 +33,10 @@ def children(node: Expr) -> tuple:
 
 
 def post_order(root: Expr, enter_functions: bool = True) -> list[Expr]:
-    """Every node reachable from ``root`` once, each after all of its children."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if isinstance(node, Function) and not enter_functions and node is not root:
-            continue
-        kids = children(node)
-        for kid in reversed(kids):
-            if id(kid) not in seen:
-                stack.append((kid, False))
-    return order
+    """Every node reachable from ``root`` once, each after all of its children (graph.py's one
+    walk over ``children``; other functions than ``root`` entered unless ``enter_functions`` is
+    False)."""
+    return dataflow_order(root, () if enter_functions else (Function,), children)
 
 
 def walk(root: Expr, fn: Callable[[Expr], None], enter_functions: bool = True) -> None:

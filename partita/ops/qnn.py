@@ -316,6 +316,15 @@ def _as_uint8(data: np.ndarray, zero_point: int) -> tuple[np.ndarray, int]:
     return data, zero_point
 
 
+def mac_params(types, channels: int, whose: str) -> None:
+    """The four quantization operands of a qnn conv / dense (types[2:6]): scalar input zero
+    point and scale, per-tensor or per-``whose`` kernel zero point and scale."""
+    scalar_param(types[2], "input_zero_point", "int32")
+    channel_param(types[3], "kernel_zero_point", "int32", channels, whose)
+    scalar_param(types[4], "input_scale", "float32")
+    channel_param(types[5], "kernel_scale", "float32", channels, whose)
+
+
 def _qnn_conv2d_rel(types, attrs):
     data, weight = quantized(types[0], "data"), quantized(types[1], "weight")
     _check_pair_accumulate(data, weight, attrs)
@@ -325,10 +334,7 @@ def _qnn_conv2d_rel(types, attrs):
     if attrs.accumulate == "vpmaddubsw_tap" and attrs.groups != 1 and cg % 2:
         fail('accumulate="vpmaddubsw_tap" pads an odd channel count only for groups=1')
     whose = f"output channel of kernel {weight.shape} ({attrs.kernel_layout})"
-    scalar_param(types[2], "input_zero_point", "int32")
-    channel_param(types[3], "kernel_zero_point", "int32", o, whose)
-    scalar_param(types[4], "input_scale", "float32")
-    channel_param(types[5], "kernel_scale", "float32", o, whose)
+    mac_params(types, o, whose)
     return TensorType(shape, attrs.out_dtype)
 
 
@@ -412,10 +418,7 @@ def _qnn_dense_rel(types, attrs):
     if attrs.units is not None and attrs.units != units:
         fail(f"units={attrs.units} but weight {weight.shape} has {units} rows")
     whose = f"row (unit) of weight {weight.shape}"
-    scalar_param(types[2], "input_zero_point", "int32")
-    channel_param(types[3], "kernel_zero_point", "int32", units, whose)
-    scalar_param(types[4], "input_scale", "float32")
-    channel_param(types[5], "kernel_scale", "float32", units, whose)
+    mac_params(types, units, whose)
     return TensorType(data.shape[:-1] + (units,), attrs.out_dtype)
 
 

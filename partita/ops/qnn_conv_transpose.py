@@ -12,7 +12,7 @@ from partita.ir.types import TensorType
 
 from .nn_common import layout_dims, to_layout
 from .nn_conv import Conv2DTransposeAttrs, conv2d_transpose_out_shape, conv2d_transpose_reference
-from .qnn import channel_param, offset_by_zero_point, quantized, scalar_param
+from .qnn import mac_params, offset_by_zero_point, quantized
 from .registry import choice, register_op
 
 
@@ -33,10 +33,7 @@ def _rel(types, attrs):
     shape = conv2d_transpose_out_shape(data.shape, weight.shape, attrs)
     o = _out_channels(weight, attrs)
     whose = f"output channel ({o} = kernel {weight.shape}'s O x groups={attrs.groups})"
-    scalar_param(types[2], "input_zero_point", "int32")
-    channel_param(types[3], "kernel_zero_point", "int32", o, whose)
-    scalar_param(types[4], "input_scale", "float32")
-    channel_param(types[5], "kernel_scale", "float32", o, whose)
+    mac_params(types, o, whose)
     return TensorType(shape, attrs.out_dtype)
 
 

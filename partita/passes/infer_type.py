@@ -20,6 +20,7 @@ from partita.ir.nodes import (
     TupleGetItem,
     Var,
 )
+from partita.ir.order import dataflow_order
 from partita.ir.refs import RefCreate, RefRead, RefWrite
 from partita.ir.types import RefType, TensorType, TupleType, Type
 from partita.ir.visitor import children, post_order
@@ -53,22 +54,8 @@ def infer_new_types(root: Expr, mod: IRModule | None = None) -> None:
     A typed node's inputs are all typed (types are inferred bottom-up), so after a rewrite only
     the rebuilt nodes need inferring; ``infer_type`` would walk the whole graph again.
     """
-    pending: list[Expr] = []
-    state: dict[int, bool] = {}
-    stack = [root]
-    while stack:
-        node = stack[-1]
-        key = id(node)
-        if key not in state:
-            state[key] = False
-            kids = [k for k in children(node) if k.type_or_none is None and id(k) not in state]
-            if kids:
-                stack.extend(reversed(kids))
-                continue
-        stack.pop()
-        if not state[key]:
-            state[key] = True
-            pending.append(node)
+    pending = dataflow_order(root, inputs=lambda n: [k for k in children(n)
+                                                     if k.type_or_none is None])
     lets = _let_values(pending)
     for node in pending:
         if node.type_or_none is None or type(node) is Function:

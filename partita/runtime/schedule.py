@@ -33,7 +33,7 @@ from partita.ir import (
     post_order,
     substitute,
 )
-from partita.passes.infer_type import infer_type
+from partita.passes.infer_type import infer_new_types, infer_type
 
 
 class ScheduleError(PartitaError):
@@ -221,7 +221,7 @@ class _Planner:
 
 def plan_schedule(mod: IRModule, host: str) -> SchedulePlan:
     """The static schedule of a partitioned module (see the module docstring)."""
-    infer_type(mod["main"], mod)
+    infer_new_types(mod["main"], mod)  # build passes a typed module: nothing to walk
     return _Planner(mod, host).run()
 
 

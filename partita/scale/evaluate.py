@@ -31,7 +31,7 @@ def load_data(data) -> tuple[np.ndarray, np.ndarray | None]:
     if isinstance(data, tuple):
         return np.asarray(data[0]), None if data[1] is None else np.asarray(data[1])
     if data == "digits":
-        from partita.cli.demo import TEST_SET, data_path
+        from partita.shipped import TEST_SET, data_path
 
         data = data_path(TEST_SET)
     try:
@@ -124,7 +124,7 @@ def evaluate(
 ) -> dict:
     """Run every sample; accuracy (with labels), agreement with the reference, throughput."""
     from partita.build import build
-    from partita.cli.models import load_model
+    from partita.frontends.files import load_model_file as load_model
     from partita.scale.engines import get_engine
 
     engine = engine if engine is not None and not isinstance(engine, str) else get_engine(engine)

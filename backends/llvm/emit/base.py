@@ -64,11 +64,17 @@ def layout_index(b, nchw: bool, dims, n, c, y, x):
 
 
 class Emitter:
+    """The emit context: the plan, the module being written, the current kernel's constant
+    arguments (``cargs``) and the primitives every kernel family uses (CONTEXT_API). The
+    composing emitter (module.KernelEmitter) holds one instance of each kernel family as an
+    attribute (``self.ints``, ``self.pool``, ...), each given this context."""
+
+    ints: Family  # emit/integer.py's IntKernels (mbqm_upward), set by the composing emitter
+
     def __init__(self, plan: Plan):
         self.plan = plan
         self.module = ir.Module(name="partita")
         self.module.triple = ""
-        self.count = 0
 
     def _intrinsic(self, name, ret, args):
         """The LLVM intrinsic ``name`` (fully mangled), declared once per module."""
@@ -162,10 +168,51 @@ class Emitter:
             y = self.round_double(b, x, self.load_at(b, g["scale"], channel, F64))
         elif p["rounding"] == "tflite_builtin":  # ties upward twice (integer.py)
             q = b.sext(self.load_at(b, g["multiplier"], channel, I32), I64)
-            y = self.mbqm_upward(b, x, q, b.sext(self.load_at(b, g["shift"], channel, I32), I64))
+            s = b.sext(self.load_at(b, g["shift"], channel, I32), I64)
+            y = self.ints.mbqm_upward(b, x, q, s)
         else:
             q = b.sext(self.load_at(b, g["multiplier"], channel, I32), I64)
             s = b.sext(self.load_at(b, g["shift"], channel, I32), I64)
             y = self.mbqm(b, x, q, s)
         y = self.clamp(b, b.add(y, c64(p["out_zp"])), p["lo"], p["hi"])
         return b.trunc(y, I8)
+
+
+# What every kernel family reads of its emit context: these names on a family are the context's
+CONTEXT_API = (
+    "plan", "module", "cargs", "_intrinsic", "global_array", "window_tap", "load_at", "store_at",
+    "signed", "mbqm", "round_double", "clamp", "output_stage", "function", "globals_of",
+    "constant_names", "range_mode", "image_bytes", "shape", "dtype",
+)
+
+
+class via:
+    """In a kernel family's class body, ``split_run = via("pool")`` names a method of another
+    family of the same emit context: ``self.split_run`` is ``self.em.pool.split_run``. With no
+    family, the name is the context's own (CONTEXT_API). So each family lists what it uses of
+    the others at the top of its class, and nothing is found through a shared base."""
+
+    def __init__(self, family: str | None = None, name: str | None = None):
+        self.family, self.name = family, name
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = self.name or name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        holder = obj.em if self.family is None else getattr(obj.em, self.family)
+        return getattr(holder, self.name)
+
+
+class Family:
+    """A family of kernels (one file's ``@emits`` functions and their helpers), composed into
+    the kernel emitter with an explicit emit context, ``self.em`` (an Emitter)."""
+
+    def __init__(self, em: Emitter):
+        self.em = em
+
+
+for _name in CONTEXT_API:
+    setattr(Family, _name, via(None, _name))
+del _name

@@ -1,20 +1,25 @@
 """Kernels that move or quantize data rather than compute in float: integer sums, the exact
 int32 product of dynamic quantization (DYNQ_DENSE), DynamicQuantizeLinear's fields (DYNQ), a
-constant read as data (CONST) and take (TAKE). Mixed into kernels.FloatKernels (which
-provides load_value / store_value)."""
+constant read as data (CONST) and take (TAKE). A kernel family (it uses
+kernels.FloatKernels' load_value / store_value)."""
 
 from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from partita.backends.llvm.emit.float.spatial import SpatialKernels
 from partita.backends.llvm.kinds import Kind, emits
 
-from .base import F32, I8, I16, I32, I64, c64, for_range
-from .integer import IntKernels
+from .base import F32, I8, I16, I32, I64, Family, c64, for_range, via
 
 
-class DataKernels(SpatialKernels, IntKernels):
+class DataKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    intrinsic = via("floats")
+    load_value = via("floats")
+    nest = via("floats")
+    operand = via("floats")
+    store_value = via("floats")
+
     def k_isum(self, k):
         """An integer sum (i64 accumulation, stored in the dtype: int32 wraps), max or min."""
         p = k.params

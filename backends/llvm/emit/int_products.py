@@ -9,8 +9,8 @@
             [groups][K][Mp] with zeros past the M columns of each group
 
 Plain loops that compute what the references compute (partita/ops/nn_conv.py, nn.py, qnn.py);
-written for correctness over speed. Mixed into kernels.KernelEmitter, whose load_value /
-store_value (kernels.FloatKernels) they use.
+written for correctness over speed. A kernel family; they use load_value /
+store_value of kernels.FloatKernels.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from llvmlite import ir
 from partita.backends.llvm.kinds import Kind, emits
 
-from .base import F32, F64, I32, I64, c64, for_range, layout_index
+from .base import F32, F64, I32, I64, Family, c64, for_range, layout_index, via
 
 
 def exact_bmm(b, p, operands, zero_points, load, emit) -> None:
@@ -43,7 +43,13 @@ def exact_bmm(b, p, operands, zero_points, load, emit) -> None:
         emit((bt, m, n), b.load(cell, typ=I64))
 
 
-class ProductKernels:
+class ProductKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    load_value = via("floats")
+    requantize_value = via("ints")
+    store_value = via("floats")
+    wrap32 = via("ints")
+
     # -- GCONV -----------------------------------------------------------------------------
     @emits(Kind.GCONV)
     def k_gconv(self, k):

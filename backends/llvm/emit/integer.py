@@ -1,8 +1,8 @@
 """The IR of integer.py's work: the integer dense product (EXACT_INT_DENSE) and the per-element
 arithmetic of qnn.requantize inside EWISE kernels, each semantics as the reference computes it
 (qnn.requantize's docstring; partita/ops/emulation), plus the integer clip and C division
-EWISE steps. Mixed into kernels.FloatKernels (through data.DataKernels), whose
-load_value / store_value it uses."""
+EWISE steps. A kernel family (emit/base.py's Family); it uses kernels.FloatKernels'
+load_value / store_value."""
 
 from __future__ import annotations
 
@@ -10,14 +10,19 @@ import numpy as np
 from llvmlite import ir
 from partita.backends.llvm.kinds import Kind, emits
 
-from .base import F32, F64, I32, I64, c64, for_range
+from .base import F32, F64, I32, I64, Family, c64, for_range, via
 
 
 def _f32(v) -> ir.Constant:
     return ir.Constant(F32, float(v))
 
 
-class IntKernels:
+class IntKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    load_value = via("floats")
+    nest = via("floats")
+    store_value = via("floats")
+
     @emits(Kind.EXACT_INT_DENSE)
     def k_exact_int_dense(self, k):
         """out[m, n] = sum_k x[m, k] * w[n, k] in i64 (wrapping as numpy's int64 sum),

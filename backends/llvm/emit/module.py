@@ -1,6 +1,6 @@
-"""The kernel emitter (every kernel family mixed into one class), the drivers, and what a plan's
-object code is made from: constants in argument order, signatures (kernels of one signature
-share a function), the modules of a parallel compile. Each kernel is
+"""The kernel emitter (the emit context, composed of one instance of each kernel family), the
+drivers, and what a plan's object code is made from: constants in argument order, signatures
+(kernels of one signature share a function), the modules of a parallel compile. Each kernel is
 ``void name(ptr in..., ptr out, ptr const...)``."""
 
 from __future__ import annotations
@@ -11,21 +11,28 @@ import json
 import numpy as np
 from llvmlite import ir
 from partita.backends.llvm.emit.float.conv import FloatConvKernels
+from partita.backends.llvm.emit.float.gemm import FloatGemm
 from partita.backends.llvm.emit.float.kernels import FloatKernels
+from partita.backends.llvm.emit.float.rows import RowKernels
 from partita.backends.llvm.emit.float.scalar import FloatScalarKernels
+from partita.backends.llvm.emit.float.spatial import SpatialKernels
 from partita.backends.llvm.emit.int8.qbinary import QBinaryKernels
 from partita.backends.llvm.emit.int8.scalar import ScalarKernels
 from partita.backends.llvm.emit.int8.transformer import QTransformerKernels
 from partita.backends.llvm.emit.int8.vconv import VectorKernels
+from partita.backends.llvm.emit.int8.vdepthwise import DepthwiseKernels
+from partita.backends.llvm.emit.int8.vector_output_stage import OutputStage
 from partita.backends.llvm.emit.int8.wide_mac import WideMacKernels
 from partita.backends.llvm.kinds import Kind, emitter_for
 from partita.backends.llvm.plan import Kernel
 from partita.backends.llvm.runtime.threads import ALONE, ThreadPool
 
-from . import softmax16  # noqa: F401  (registers QSOFTMAX16)
-from .base import DRIVER, I8, PTR, TIMED, TSC, VOID, Emitter, c64, for_range
+from .base import DRIVER, I8, PTR, TIMED, TSC, VOID, Emitter, Family, c64, for_range
+from .data import DataKernels
 from .int_products import ProductKernels
+from .integer import IntKernels
 from .reductions import ReduceKernels
+from .softmax16 import Softmax16Kernels
 
 FLOAT_KINDS = (
     Kind.EWISE, Kind.FDENSE, Kind.FBMM, Kind.FSOFTMAX, Kind.FLAYERNORM, Kind.FREDUCE,
@@ -34,11 +41,45 @@ FLOAT_KINDS = (
 )  # fmt: skip
 
 
-class KernelEmitter(
-    ScalarKernels, FloatScalarKernels, QTransformerKernels, FloatConvKernels, FloatKernels,
-    VectorKernels, ProductKernels, QBinaryKernels, ReduceKernels, WideMacKernels, ThreadPool,
-    Emitter,
-):
+# the kernel families, each one instance per emitter, by the attribute its peers reach it by
+# (a family names what it uses of another with ``via("attribute")``, emit/base.py)
+FAMILIES = {
+    "int8": ScalarKernels, "float_scalar": FloatScalarKernels, "qtransformer": QTransformerKernels,
+    "fconv": FloatConvKernels, "floats": FloatKernels, "rows": RowKernels, "data": DataKernels,
+    "spatial": SpatialKernels, "ints": IntKernels, "gemm": FloatGemm, "vector": VectorKernels,
+    "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
+    "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
+    "softmax16": Softmax16Kernels,
+}
+
+
+def family_of(fn) -> type[Family]:
+    """The family class whose method ``fn`` (an ``@emits`` function) is."""
+    owner = fn.__qualname__.split(".")[0]
+    for cls in FAMILIES.values():
+        if cls.__name__ == owner and cls.__dict__.get(fn.__name__) is fn:
+            return cls
+    raise ValueError(f"llvm: emitter {fn.__qualname__} is not a method of a kernel family")
+
+
+class KernelEmitter(Emitter):
+    """The emit context of one plan, composed of the kernel families: a kernel of kind K is
+    emitted by ``emitter_for(K)`` called on this emitter's instance of its family."""
+
+    def __init__(self, plan):
+        super().__init__(plan)
+        self.only = self.bodies = None
+        self.cargs: dict = {}
+        self.families: dict[type, Family] = {}
+        for attr, cls in FAMILIES.items():
+            setattr(self, attr, cls(self))
+            self.families[cls] = getattr(self, attr)
+
+    def emit_kernel(self, k: Kernel) -> ir.Function:
+        """The kernel's function, by its kind's registered emitter."""
+        fn = emitter_for(k.kind)
+        return fn(self.families[family_of(fn)], k)
+
     def function(self, k: Kernel, n_inputs: int):
         """``void name(ptr in..., ptr out, ptr const...)``; the constants' pointers (weights,
         tables, per-channel parameters, in ``constants(k)`` order) go to ``self.cargs``."""
@@ -96,7 +137,7 @@ class KernelEmitter(
             driver = ir.Function(self.module, ty, name=name)
             b = ir.IRBuilder(driver.append_basic_block("entry"))
             table = driver.args[0]
-            state = self.pool_start(b) if pooled else None
+            state = self.pool.pool_start(b) if pooled else None
             stamp = self.stamper(b, driver.args[1]) if timed else (lambda b, j: None)
             stamp(b, 0)
             # without the worker: the split kernels' one-thread forms, the code a one-thread
@@ -106,12 +147,12 @@ class KernelEmitter(
                 b.call(fn, [self.load_at(b, table, c64(i), PTR) for i in args])
                 stamp(b, j + 1)
             if state is not None:
-                self.pool_stop(b, state)
+                self.pool.pool_stop(b, state)
             b.ret_void()
         tsc = ir.Function(self.module, ir.FunctionType(ir.IntType(64), []), name=TSC)
         b = ir.IRBuilder(tsc.append_basic_block("entry"))
         b.ret(b.call(self.module.globals["llvm.readcyclecounter"], []))
-        self.pool_finish()
+        self.pool.pool_finish()
         return self.module
 
     def stamper(self, b, stamps):
@@ -145,8 +186,8 @@ class KernelEmitter(
         batch = k.params.get("batch", 1)
         if batch == 1 or self.range_mode(k) == "body":
             name = k.name if batch == 1 else f"{k.name}_image"
-            return emitter_for(k.kind)(self, dataclasses.replace(k, name=name))
-        one = emitter_for(k.kind)(self, dataclasses.replace(k, name=f"{k.name}_image"))
+            return self.emit_kernel(dataclasses.replace(k, name=name))
+        one = self.emit_kernel(dataclasses.replace(k, name=f"{k.name}_image"))
         one.linkage = "internal"
         fn = ir.Function(self.module, one.function_type, name=k.name)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -164,7 +205,7 @@ class KernelEmitter(
         """Where a split VCONV/VDW kernel's row-range function goes: "full" (here, with the
         kernel), "declare" (the kernel here, the range function in another module) or "body"
         (only the range function here)."""
-        bodies = getattr(self, "bodies", None)
+        bodies = self.bodies
         if bodies is None:
             return "full"
         sig = signature(self.plan, k)

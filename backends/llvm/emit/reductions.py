@@ -1,7 +1,7 @@
 """Reductions as loops (qmean_axes.py): QMEANX (qnn.mean over any axes: numpy's float32
 order, or exact integer sums) and FGAPL (a global average pool in MLAS's or ATen's float32
-order, 16 channels per vector). Mixed into kernels.KernelEmitter (which provides nest,
-load_value, vload_lanes, mbqm)."""
+order, 16 channels per vector). A kernel family (its ``via`` lines name
+what it uses of the others: nest, load_value, vload_lanes, ...)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from partita.backends.llvm.emit.float.conv import I32T, POS0
 from partita.backends.llvm.emit.float.gemm import V16F, VEC
 from partita.backends.llvm.kinds import Kind, emits
 
-from .base import F32, I32, I64, PTR, c64, for_range
+from .base import F32, I32, I64, PTR, Family, c64, for_range, via
 
 ZERO32 = ir.Constant(F32, 0.0)
 
@@ -21,7 +21,16 @@ def _f32(v) -> ir.Constant:
     return ir.Constant(F32, float(v))
 
 
-class ReduceKernels:
+class ReduceKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    load_value = via("floats")
+    mean_legacy = via("int8")
+    nest = via("floats")
+    rint_i64 = via("ints")
+    store_value = via("floats")
+    vload_lanes = via("fconv")
+    vstore_lanes = via("fconv")
+
     # -- QMEANX ------------------------------------------------------------------------------
     @emits(Kind.QMEANX)
     def k_qmeanx(self, k):

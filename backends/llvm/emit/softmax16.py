@@ -8,7 +8,7 @@ from __future__ import annotations
 from llvmlite import ir
 from partita.backends.llvm.kinds import Kind, emits
 
-from .base import I16, I32, I64, c64, for_range
+from .base import I16, I32, I64, Family, c64, for_range
 
 
 def _lookup(emitter, b, table, v):
@@ -21,46 +21,51 @@ def _lookup(emitter, b, table, v):
     return b.sext(b.trunc(b.add(base, delta), I16), I64)  # the int16 result wraps
 
 
-@emits(Kind.QSOFTMAX16)
-def k_qsoftmax16(self, k):
-    p = k.params
-    fn, b, (x, y) = self.function(k, 1)
-    exp_lut, recip_lut = self.cargs["exp_lut"], self.cargs["recip_lut"]
-    n = p["n"]
-    cell = b.alloca(I64)
-    ctlz = self.module.globals.get("llvm.ctlz.i32") or ir.Function(
-        self.module, ir.FunctionType(I32, [I32, ir.IntType(1)]), "llvm.ctlz.i32"
-    )
+class Softmax16Kernels(Family):
+    """TFLite's int16 softmax (QSOFTMAX16)."""
 
-    def get(ptr, at):
-        return b.sext(self.load_at(b, ptr, at, I16), I64)
-
-    with for_range(b, p["rows"], "r") as r:
-        row = b.mul(r, c64(n))
-        b.store(c64(-32768), cell)
-        with for_range(b, n, "j") as j:
-            v, top = get(x, b.add(row, j)), b.load(cell, typ=I64)
-            b.store(b.select(b.icmp_signed(">", v, top), v, top), cell)
-        top = b.load(cell, typ=I64)
-        b.store(c64(0), cell)
-        with for_range(b, n, "j") as j:
-            diff = b.sub(get(x, b.add(row, j)), top)
-            scaled = self.mbqm(b, diff, c64(p["mult"]), c64(p["shift"]))
-            e = _lookup(self, b, exp_lut, self.clamp(b, b.add(scaled, c64(32767)), -32768, 32767))
-            self.store_at(b, b.trunc(e, I16), y, b.add(row, j), I16)
-            b.store(b.add(b.load(cell, typ=I64), e), cell)
-        total = b.trunc(b.load(cell, typ=I64), I32)
-        head = b.zext(b.call(ctlz, [total, ir.Constant(ir.IntType(1), 0)]), I64)
-        shifted = b.ashr(
-            b.add(b.shl(b.zext(total, I64), b.sub(head, c64(1))), c64(1 << 13)), c64(14)
+    @emits(Kind.QSOFTMAX16)
+    def k_qsoftmax16(self, k):
+        p = k.params
+        fn, b, (x, y) = self.function(k, 1)
+        exp_lut, recip_lut = self.cargs["exp_lut"], self.cargs["recip_lut"]
+        n = p["n"]
+        cell = b.alloca(I64)
+        ctlz = self.module.globals.get("llvm.ctlz.i32") or ir.Function(
+            self.module, ir.FunctionType(I32, [I32, ir.IntType(1)]), "llvm.ctlz.i32"
         )
-        sym = self.clamp(b, b.sub(shifted, c64((1 << 15) + (1 << 16))), -32768, 32767)
-        recip = _lookup(self, b, recip_lut, sym)
-        right = b.sub(c64(31), head)
-        half = b.shl(c64(1), b.sub(right, c64(1)))
-        with for_range(b, n, "j") as j:
-            e = get(y, b.add(row, j))
-            v = b.ashr(b.add(b.mul(e, recip), half), right)
-            self.store_at(b, b.trunc(self.clamp(b, v, 0, 32767), I16), y, b.add(row, j), I16)
-    b.ret_void()
-    return fn
+
+        def get(ptr, at):
+            return b.sext(self.load_at(b, ptr, at, I16), I64)
+
+        with for_range(b, p["rows"], "r") as r:
+            row = b.mul(r, c64(n))
+            b.store(c64(-32768), cell)
+            with for_range(b, n, "j") as j:
+                v, top = get(x, b.add(row, j)), b.load(cell, typ=I64)
+                b.store(b.select(b.icmp_signed(">", v, top), v, top), cell)
+            top = b.load(cell, typ=I64)
+            b.store(c64(0), cell)
+            with for_range(b, n, "j") as j:
+                diff = b.sub(get(x, b.add(row, j)), top)
+                scaled = self.mbqm(b, diff, c64(p["mult"]), c64(p["shift"]))
+                e = _lookup(
+                    self, b, exp_lut, self.clamp(b, b.add(scaled, c64(32767)), -32768, 32767)
+                )
+                self.store_at(b, b.trunc(e, I16), y, b.add(row, j), I16)
+                b.store(b.add(b.load(cell, typ=I64), e), cell)
+            total = b.trunc(b.load(cell, typ=I64), I32)
+            head = b.zext(b.call(ctlz, [total, ir.Constant(ir.IntType(1), 0)]), I64)
+            shifted = b.ashr(
+                b.add(b.shl(b.zext(total, I64), b.sub(head, c64(1))), c64(1 << 13)), c64(14)
+            )
+            sym = self.clamp(b, b.sub(shifted, c64((1 << 15) + (1 << 16))), -32768, 32767)
+            recip = _lookup(self, b, recip_lut, sym)
+            right = b.sub(c64(31), head)
+            half = b.shl(c64(1), b.sub(right, c64(1)))
+            with for_range(b, n, "j") as j:
+                e = get(y, b.add(row, j))
+                v = b.ashr(b.add(b.mul(e, recip), half), right)
+                self.store_at(b, b.trunc(self.clamp(b, v, 0, 32767), I16), y, b.add(row, j), I16)
+        b.ret_void()
+        return fn

@@ -26,7 +26,7 @@ from collections import deque
 from statistics import median
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I64, c64
+from partita.backends.llvm.emit.base import I64, Family, c64
 from partita.backends.llvm.kinds import Kind
 
 I32 = ir.IntType(32)
@@ -47,8 +47,8 @@ WAIT, WAIT_SHIFT = 1 << 14, 12
 JOB = ("job_table",)  # ptr globals
 
 
-class ThreadPool:
-    """Mixed into the kernel emitter: ``pool_start`` / ``pool_stop`` around the driver's calls,
+class ThreadPool(Family):
+    """A kernel family (``em.pool``): ``pool_start`` / ``pool_stop`` around the driver's calls,
     ``split_run`` for the kernels."""
 
     def pool_global(self, name: str):

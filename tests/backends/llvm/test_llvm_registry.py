@@ -118,3 +118,38 @@ def test_every_kernel_kind_has_one_emitter():
         assert f"{kind}" == str(kind) == kind.value
     with pytest.raises(ValueError, match="NOPE"):
         emitter_for("NOPE")
+
+
+def test_kernel_families_are_composed_not_mixed():
+    """The kernel emitter is an emit context holding one instance of each kernel family; a
+    family has one base (Family), and whatever it reads of another family it names at the top
+    of its class (``x = via("family")``): every ``self.name`` in a family's code is its own, the
+    context's (CONTEXT_API) or such a declared one, and every declaration names a method the
+    other family defines itself. Every ``@emits`` function is a method of one family."""
+    import ast
+    import inspect
+    import textwrap
+
+    from partita.backends.llvm.emit.base import CONTEXT_API, Emitter, Family, via
+    from partita.backends.llvm.emit.module import FAMILIES, KernelEmitter, family_of
+    from partita.backends.llvm.kinds import emitters
+
+    assert KernelEmitter.__bases__ == (Emitter,)
+    assert Emitter.__bases__ == (object,)
+    for cls in FAMILIES.values():
+        assert cls.__bases__ == (Family,), cls
+        for name, value in vars(cls).items():
+            if isinstance(value, via):
+                target = FAMILIES[value.family]
+                assert target is not cls and isinstance(vars(target).get(name), type(lambda: 0)), (
+                    f"{cls.__name__}.{name} = via({value.family!r}): not a method of "
+                    f"{target.__name__}")
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        set_here = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                    and isinstance(n.ctx, ast.Store) and getattr(n.value, "id", "") == "self"}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and getattr(n.value, "id", "") == "self":
+                known = n.attr in vars(cls) or n.attr in CONTEXT_API or n.attr in set_here
+                assert known or n.attr == "em", f"{cls.__name__} reads self.{n.attr}, not its own"
+    for fn in emitters().values():
+        assert family_of(fn) in FAMILIES.values()

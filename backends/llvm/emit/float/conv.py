@@ -15,7 +15,7 @@ is set, so LLVM neither reassociates nor contracts a product and a sum into an F
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, c64, for_range
+from partita.backends.llvm.emit.base import F32, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.numerics.sum_order import ZERO, pool_program
 
@@ -27,7 +27,15 @@ POS0 = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
 PIX = 4  # FDW: output pixels per step
 
 
-class FloatConvKernels:
+class FloatConvKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    part_function = via("gemm")
+    splat_f = via("gemm")
+    split_run = via("pool")
+    vfma = via("gemm")
+    vload_f = via("gemm")
+    vstore_f = via("gemm")
+
     # -- helpers ---------------------------------------------------------------------------
     def vload_lanes(self, b, ptr, index, lanes: int):
         """A vector of ``lanes`` floats from ``ptr[index]`` (the rest +0): a buffer's last

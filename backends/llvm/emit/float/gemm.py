@@ -8,7 +8,7 @@ products whose B is read across rows (transpose_b), use float_kernels' double-pr
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, I64, c64, for_range
+from partita.backends.llvm.emit.base import F32, I64, Family, c64, for_range, via
 
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
@@ -52,7 +52,10 @@ def lanes(count: int) -> ir.Constant:
     return ir.Constant(MASK16, [ir.Constant(ir.IntType(1), int(i < count)) for i in range(VEC)])
 
 
-class FloatGemm:
+class FloatGemm(Family):
+    # what it uses of the other kernel families (through the emit context)
+    split_run = via("pool")
+
     def vfma(self, b, a, w, acc):
         name = "llvm.fma.v16f32"
         fn = self.module.globals.get(name) or ir.Function(

@@ -8,12 +8,8 @@ from __future__ import annotations
 import math
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I8, I16, I32, I64, c64, for_range
-from partita.backends.llvm.emit.data import DataKernels
+from partita.backends.llvm.emit.base import F32, F64, I8, I16, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
-
-from .gemm import FloatGemm
-from .rows import RowKernels
 
 # float16 is loaded to double and stored rounded to half (EWISE computes on it so); other ops
 # on float16 run as float32 kernels between EWISE casts (half.py)
@@ -29,7 +25,18 @@ def fconst(v) -> ir.Constant:
     return ir.Constant(F64, float(v))
 
 
-class FloatKernels(RowKernels, DataKernels, FloatGemm):
+class FloatKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    int_clip = via("ints")
+    int_divide = via("ints")
+    k_fbmm_dot = via("gemm")
+    k_fbmm_vec = via("gemm")
+    k_fdense_vec = via("gemm")
+    k_isum = via("data")
+    part_function = via("gemm")
+    requantize_value = via("ints")
+    split_run = via("pool")
+
     # -- typed loads and stores ------------------------------------------------------------
     def load_value(self, b, ptr, index, dtype: str):
         """(kind, value): float32 -> double, int32/int64 -> i64, bool -> i1."""

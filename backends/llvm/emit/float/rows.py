@@ -1,14 +1,14 @@
 """Row kernels of float_ops.py: softmax and layer norm along one axis (float64 sums, libm's
 exp). Contiguous rows (the axis is the last) go 8 doubles at a time for the max, the sums and
-the scaling, with a scalar tail; other layouts walk each line element by element. Mixed into
-kernels.FloatKernels."""
+the scaling, with a scalar tail; other layouts walk each line element by element. A kernel
+family (emit/base.py's Family)."""
 
 from __future__ import annotations
 
 import math
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import F32, F64, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 
 
@@ -16,7 +16,11 @@ def fconst(v) -> ir.Constant:
     return ir.Constant(F64, float(v))
 
 
-class RowKernels:
+class RowKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    intrinsic = via("floats")
+    operand = via("floats")
+
     def rows(self, b, p, body):
         """For each (outer, inner) line along the normalized axis: ``body(at)``, where
         ``at(j)`` is the flat index of element j of the line."""

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from partita.backends.llvm.emit.base import ELEM, F32, F64, I64, c64, for_range, layout_index
+from partita.backends.llvm.emit.base import (
+    ELEM,
+    F32,
+    F64,
+    I64,
+    Family,
+    c64,
+    for_range,
+    layout_index,
+)
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.plan import Kernel
 
 
-class FloatScalarKernels:
+class FloatScalarKernels(Family):
     @emits(Kind.FCONVT)
     def k_fconvt(self, k: Kernel):
         """nn.conv2d_transpose (lower/float_conv_transpose.py): out[n, o, oy, ox] =

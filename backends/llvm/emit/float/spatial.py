@@ -1,16 +1,20 @@
 """The IR of float_spatial.py's kernels: pooling (FPOOL: float32 average, max of float32 or
-integers) and bilinear resizing (FRESIZE), NCHW or NHWC. Mixed into kernels.FloatKernels
-(through data.DataKernels)."""
+integers) and bilinear resizing (FRESIZE), NCHW or NHWC. A kernel family
+(emit/base.py's Family)."""
 
 from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import F32, F64, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 
 
-class SpatialKernels:
+class SpatialKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    load_value = via("floats")
+    store_value = via("floats")
+
     def at4(self, b, p, n, y, x, c, hw):
         """The flat index of (n, y, x, c) in an NHWC or NCHW buffer of spatial size ``hw``."""
         h, w = hw

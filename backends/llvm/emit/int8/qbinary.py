@@ -1,17 +1,23 @@
 """QBIN: qnn.add / subtract / mul element by element with per-channel-pair parameters
 (qbinary.py); QRESCALE: one qnn.concatenate input brought to the output's parameters
-(gather.py, data wider than 8 bits). Mixed into kernels.KernelEmitter (which provides
-nest, load_value, store_value, mbqm, rint_i64)."""
+(gather.py, data wider than 8 bits). A kernel family (it uses nest,
+load_value, store_value of FloatKernels and rint_i64 of IntKernels)."""
 
 from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import F32, F64, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 
 
-class QBinaryKernels:
+class QBinaryKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    load_value = via("floats")
+    nest = via("floats")
+    rint_i64 = via("ints")
+    store_value = via("floats")
+
     @emits(Kind.QBIN)
     def k_qbin(self, k):
         """out[e] = the op on lhs[ia(e)], rhs[ib(e)] with pair pair(e)'s parameters, saturated

@@ -1,21 +1,38 @@
 """Kernels as plain loops over NHWC buffers: the scalar int8 convolution / dense (the "plain"
 instruction set), 8-bit tables (LUT, LUT2), quantize, copies, transposes, IM2COL, max pooling
-and the quantized mean (the float Relay ops' loops are scalar.py). Mixed into
-kernels.KernelEmitter.
+and the quantized mean (the float Relay ops' loops are scalar.py). A kernel
+family (emit/base.py's Family).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I8, I16, I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import (
+    F32,
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    Family,
+    c64,
+    for_range,
+    via,
+)
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.plan import Kernel
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
-class ScalarKernels:
+class ScalarKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    lut2_gather = via("vector")
+    mbqm_upward = via("ints")
+    part_function = via("gemm")
+    split_run = via("pool")
+
     def weight(self, b, g, index, k: Kernel):
         """A weight widened to i64 (stored as bytes, signed or not as the model's weights)."""
         v = self.load_at(b, g["weights"], index, I8)

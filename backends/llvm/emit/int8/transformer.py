@@ -13,7 +13,7 @@ holding int32 values as the reference's numpy does) and scales each element. Equ
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import I32, I64, Family, c64, for_range
 from partita.backends.llvm.emit.int_products import exact_bmm
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.qtransformer import RANGE
@@ -24,7 +24,7 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # ---- kernels ---------------------------------------------------------------------------------
 
 
-class QTransformerKernels:
+class QTransformerKernels(Family):
     def wrap32(self, b, v):
         return b.sext(b.trunc(v, I32), I64)
 

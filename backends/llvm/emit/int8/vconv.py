@@ -10,18 +10,21 @@ vdepthwise.py, the vector types vector_types.py."""
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I8, I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
 
-from .vdepthwise import DepthwiseKernels
-from .vector_output_stage import OutputStage
 from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconcat, vpart, vsplat
 
 
-class VectorKernels(OutputStage, DepthwiseKernels):
-    """Mixed into the kernel emitter: ``k_vconv`` (and, from its bases, the output stage and
-    ``k_vdw``)."""
+class VectorKernels(Family):
+    """A kernel family: ``k_vconv`` (its output stage is vector_output_stage.OutputStage,
+    ``k_vdw`` vdepthwise.DepthwiseKernels)."""
+
+    # what it uses of the other kernel families (through the emit context)
+    part_function = via("gemm")
+    split_run = via("pool")
+    vrequant = via("vstage")
 
     def vglobals(self, k):
         return self.cargs

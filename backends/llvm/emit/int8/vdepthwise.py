@@ -1,11 +1,11 @@
 """The depthwise vector kernel (VDW): 16 channels per vector; with VNNI, input rows in byte
 quads or int16 pairs shared by two output rows (vector_plan.dw_row_pairs), else a tap loop (with
-fbgemm's int16 pair saturation where asked). Mixed into vector.VectorKernels."""
+fbgemm's int16 pair saturation where asked). A kernel family (``em.vdw``)."""
 
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I32, c64, for_range
+from partita.backends.llvm.emit.base import I32, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import dw_row_pairs
 
@@ -14,7 +14,17 @@ from .vector_types import B16, B64, H16, V8, V16, V32, kconst, vconcat, vpart
 DW_TILE = 8  # output pixels per step of the paired depthwise kernel
 
 
-class DepthwiseKernels:
+class DepthwiseKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    pack_input = via("vector")
+    part_function = via("gemm")
+    ranged = via("vector")
+    split_run = via("pool")
+    vglobals = via("vector")
+    vload = via("vector")
+    vrequant = via("vstage")
+    vstore = via("vector")
+
     @emits(Kind.VDW)
     def k_vdw(self, k):
         """Depthwise; with ``threads`` 2 the output rows split in two halves (split_run)."""

@@ -1,17 +1,20 @@
 """The vector kernels' output stage: 16 int32 accumulators of 16 output channels to 16 bytes,
 in TFLite's exact fixed-point arithmetic (the unsigned high-multiply form, vector_plan's shortcuts),
 TFLite's reference FULLY_CONNECTED double rounding, or the float32 stages of ONNX Runtime,
-fbgemm and oneDNN. Mixed into vector.VectorKernels."""
+fbgemm and oneDNN. A kernel family (``em.vstage``)."""
 
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I64, c64
+from partita.backends.llvm.emit.base import F32, F64, I64, Family, c64, via
 
 from .vector_types import B16, V16, V16x64, kconst
 
 
-class OutputStage:
+class OutputStage(Family):
+    # what it uses of the other kernel families (through the emit context)
+    vload = via("vector")
+
     def vrequant(self, b, acc, g, o, p, corr=True):
         """16 int32 accumulators of channels o.. o+15 -> 16 output bytes (TFLite's stage);
         ``corr`` False: the accumulators started from the channels' constant term."""

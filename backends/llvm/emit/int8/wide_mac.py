@@ -7,7 +7,7 @@ weights, int64 accumulators, wide outputs), plain loops written for exactness ov
     y = requantize(acc) at channel o                   [qnn.requantize: any semantics]
     y = min(max(y, lo), hi)                            [clip: the op's own bounds]
 
-Mixed into kernels.KernelEmitter; the requantize is ProductKernels._requantized (the EWISE
+A kernel family; the requantize is ProductKernels._requantized (the EWISE
 step's arithmetic, integer.IntKernels.requantize_value), loads and stores
 kernels.FloatKernels' load_value / store_value. The pair term (x86_int8.pair_saturation:
 p = raw uint8 data (int8 + 128, padding the input zero point) x raw int8 weight) walks the
@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.plan import Kernel
 
 TRUE = ir.Constant(ir.IntType(1), 1)
 
 
-class WideMacKernels:
+class WideMacKernels(Family):
+    # what it uses of the other kernel families (through the emit context)
+    _requantized = via("products")
+    load_value = via("floats")
+    store_value = via("floats")
+    wrap32 = via("ints")
+
     @emits(Kind.WMAC)
     def k_wmac(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
