@@ -65,7 +65,7 @@ def lower_int_dense(low: LowerContext, call) -> bool:
     if low.threads > 1 and n >= 2 * TILE_N and m * n * k >= 1 << 21:
         params["threads"] = 2  # each core half the weight rows (2 M multiply-adds or more)
     arrays = {
-        "weights": padded,
+        "weights": (padded & 0xFF).astype(np.uint8),  # bytes (w_dtype says how to read them)
         "zw": _wrap32(zw),
         # out = S - zw[n] * rowsum(x')[m] - zx' * (colsum[n] - K zw[n]), all wrapped to int32
         "cz": _wrap32(colsum - k * zw),
