@@ -6,11 +6,12 @@ intrinsics; any x86-64 CPU with AVX2), one and two threads, shapes off the regis
 from __future__ import annotations
 
 import numpy as np
-import partita as P
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.host_cpu import lacking
+
+import partita as P
 from partita.ir import Constant, Function, IRModule, TensorType, Var, get_op
 
 ISAS = ["plain"] + ([] if lacking(["avx2"]) else ["avx2"])
