@@ -63,6 +63,20 @@ def kernel_macs(k) -> int:
     return 0
 
 
+def kernel_depth(k) -> int:
+    """The length of each output's sum (K; a convolution's taps x input channels), 0 unknown."""
+    if k.kind not in FLOAT_PRODUCTS | INT_PRODUCTS:
+        return 0
+    p = k.params
+    if "K" in p:
+        return int(p["K"])
+    if k.kind == Kind.FCONV and "Kg" in p:
+        return int(p["Kg"])
+    if "OC" in p:
+        return int(p.get("KH", 1) * p.get("KW", 1) * (p.get("C", 1) if k.kind == Kind.VCONV else 1))
+    return 0
+
+
 def kernel_class(kind: str) -> str | None:
     """"float" or "int8" for a product kernel's peak; None for other kernels."""
     if kind in FLOAT_PRODUCTS:
@@ -120,7 +134,8 @@ def measured_clock_hz() -> float:
     return CHAIN / best
 
 
-def speed_metrics(kind: str, macs: int, seconds: float | None, isa: str | None) -> dict:
+def speed_metrics(kind: str, macs: int, seconds: float | None, isa: str | None,
+                  depth: int = 0) -> dict:
     """A product kernel's profile metrics: macs, GMAC/s (float kernels: GFLOP/s, two per
     multiply-add, as well), the tier's peak and the fraction of it reached (``utilisation``)."""
     cls = kernel_class(kind)
@@ -138,9 +153,12 @@ def speed_metrics(kind: str, macs: int, seconds: float | None, isa: str | None) 
         "peak_gmac_s": round(per_cycle * clock / 1e9, 3),
         "utilisation": round(rate / (per_cycle * clock), 4),
     }
+    if depth:
+        out["k"] = int(depth)
     if cls == "float":
         out["gflop_s"] = round(2 * rate / 1e9, 3)
     return out
 
 
-__all__ = ["PEAK", "kernel_macs", "measured_clock_hz", "peak_per_cycle", "speed_metrics"]
+__all__ = ["PEAK", "kernel_depth", "kernel_macs", "measured_clock_hz", "peak_per_cycle",
+           "speed_metrics"]

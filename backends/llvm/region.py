@@ -44,6 +44,7 @@ class LLVMRegion(CompiledRegion):
         needs=(),
         isa: str | None = None,
         macs=None,
+        depths=None,
     ):
         """``name`` the region's symbol; ``obj`` its object code; ``buffers`` (shape, dtype)
         each; ``inputs`` / ``outputs`` buffer indices; ``kernels`` "KIND name" labels; ``arena``
@@ -69,6 +70,7 @@ class LLVMRegion(CompiledRegion):
         # the kernels' tier and multiply-adds (peak.py: profile's GMAC/s and fraction of peak)
         self.isa = isa
         self.macs = [int(m) for m in macs] if macs else [0] * len(self.kernels)
+        self.depths = [int(d) for d in depths] if depths else [0] * len(self.kernels)
         # code for a CPU this host is not (host_cpu.py): loaded, saved, never run here
         self.refusal = host_cpu.why_not_here(self.needs)
         self._loaded = Loaded(obj)
@@ -142,8 +144,9 @@ class LLVMRegion(CompiledRegion):
                        for label, t in zip(self.kernels, seconds)]
         else:
             profile = self._profile_calls(table)
-        for op, macs in zip(profile, self.macs):
-            op.metrics.update(speed_metrics(op.metrics["kernel"], macs, op.time_s, self.isa))
+        for op, macs, depth in zip(profile, self.macs, self.depths):
+            op.metrics.update(speed_metrics(op.metrics["kernel"], macs, op.time_s, self.isa,
+                                            depth))
         by_index = dict(zip(self.inputs, inputs))
         outputs = [
             by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs
@@ -179,6 +182,7 @@ class LLVMRegion(CompiledRegion):
             "needs": self.needs,
             "isa": self.isa,
             "macs": self.macs,
+            "depths": self.depths,
         }
         return pack_region(header, self.consts, self.obj)
 
@@ -222,6 +226,7 @@ def load_region(data: bytes) -> LLVMRegion:
             needs=meta.get("needs", []),
             isa=meta.get("isa"),
             macs=meta.get("macs"),
+            depths=meta.get("depths"),
         )
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise LLVMError(f"corrupt llvm region: {type(exc).__name__}: {exc}") from None

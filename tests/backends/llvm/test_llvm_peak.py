@@ -42,7 +42,7 @@ def test_product_kernels_report_their_speed_and_fraction_of_peak(isa):
         prof = exe.profile(*xs)
         (op,) = [op for s in prof.steps for op in s.ops if op.metrics.get("kernel") == kind]
         mt = op.metrics
-        assert mt["macs"] == m * k * n
+        assert mt["macs"] == m * k * n and mt["k"] == k
         assert mt["tier"] == isa
         assert mt["peak_macs_per_cycle"] == PEAK[isa][0 if cls == "int8" else 1]
         rate = m * k * n / op.time_s
