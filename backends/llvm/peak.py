@@ -95,8 +95,7 @@ def measured_clock_hz() -> float:
     """This core's cycles per second: the best of 5 timings of CHAIN dependent adds (inline
     assembly, so LLVM cannot fold the chain), compiled once per process."""
     import llvmlite.binding as llvm
-
-    from .runtime.jit import Loaded, _compile, ensure_initialized
+    from partita.backends.llvm.runtime.jit import Loaded, compile_ir, ensure_initialized
 
     ensure_initialized()
     llvm.initialize_native_asmparser()  # the chain is inline assembly
@@ -122,7 +121,7 @@ def measured_clock_hz() -> float:
     b.cbranch(b.icmp_signed("<", ni, ir.Constant(i64, CHAIN // 8)), loop, done)
     b.position_at_end(done)
     b.ret(nv)
-    loaded = Loaded(_compile(str(module), None, None))
+    loaded = Loaded(compile_ir(str(module))[0])
     chain = loaded.function("partita_add_chain", [ctypes.c_int64], ctypes.c_int64)
     chain(0)
     best = float("inf")
