@@ -38,10 +38,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-from partita.frontends import from_tflite
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's partita
 
-import partita as P
+import numpy as np  # noqa: E402
+from partita.frontends import from_tflite  # noqa: E402
+
+import partita as P  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"

@@ -28,9 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's partita
 
-import partita as P
+import numpy as np  # noqa: E402
+
+import partita as P  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))

@@ -50,6 +50,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))  # this checkout's partita, not an installed copy
 import fuzz_mutate as fm  # noqa: E402
 
 MODELS = ROOT / "tests" / "models"
@@ -292,6 +293,8 @@ class Tally:
 
 
 def campaign(args) -> dict:
+    import partita.frontends  # noqa: F401  (imported once here: every worker forks with it)
+
     seeds = Seeds(args.formats)
     workers = Workers(seeds, args.workers, args.timeout, args.memory_mb)
     out = Path(args.out) if args.out else None
