@@ -12,7 +12,8 @@ when its inputs are small, runs it once. A case ends in one of:
   ok        the model imported, built and ran
   refused   a PartitaError subclass (the only acceptable failure)
   finding   any other exception (grouped by type and the innermost partita frame)
-  hang      no answer within --timeout seconds
+  hang      no answer within --timeout seconds of the worker's CPU time (a worker starved by
+            a busy machine, or run at nice 19, is not hung: wall time only backs this up)
   crash     the worker process died (a segfault, the --memory-mb cap)
 
 Workers are separate processes (forked, so seeds and imports are shared) with an address-space
@@ -151,7 +152,7 @@ def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: i
     def alarm(signum, frame):
         raise Hang()
 
-    signal.signal(signal.SIGALRM, alarm)
+    signal.signal(signal.SIGPROF, alarm)
     while True:
         task = tasks.get()
         if task is None:
@@ -159,11 +160,11 @@ def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: i
         tid, k, edits = task
         fmt = seeds.items[k][0]
         try:
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+            signal.setitimer(signal.ITIMER_PROF, timeout)  # CPU seconds of this process
             try:
                 outcome = check(fmt, seeds.bytes_of(k, edits))
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except Hang:
             outcome = ("hang", "hang", "")
         except MemoryError:
@@ -180,6 +181,7 @@ class Workers:
         self.seeds, self.timeout, self.memory_mb = seeds, timeout, memory_mb
         self.results = self.ctx.Queue()
         self.procs: dict[int, tuple] = {}
+        self.cpu_at_start: dict[int, float] = {}  # task id -> its worker's CPU seconds then
         for wid in range(n):
             self._start(wid)
 
@@ -208,6 +210,7 @@ class Workers:
                 return
             try:
                 wid, tid, outcome, rss = self.results.get(timeout=0.2)
+                self.cpu_at_start.pop(tid, None)
                 busy.pop(wid, None)
                 idle.append(wid)
                 yield tid, outcome, rss
@@ -216,10 +219,15 @@ class Workers:
             yield from self._reap(busy, idle)
 
     def _reap(self, busy, idle):
-        """Replace workers that died or overran the timeout by far (stuck in C code)."""
+        """Replace workers that died or overran the timeout by far (stuck in C code): twice
+        the timeout in CPU time spent on the case, or 30 times it in wall time."""
         for wid, (tid, started) in list(busy.items()):
             proc = self.procs[wid][0]
-            overdue = time.monotonic() - started > self.timeout * 2 + 5
+            if tid not in self.cpu_at_start:
+                self.cpu_at_start[tid] = _cpu_seconds(proc.pid)
+            spent = _cpu_seconds(proc.pid) - self.cpu_at_start[tid]
+            overdue = (spent > self.timeout * 2 + 5
+                       or time.monotonic() - started > self.timeout * 30 + 60)
             if proc.is_alive() and not overdue:
                 continue
             code = proc.exitcode
@@ -228,6 +236,7 @@ class Workers:
             self._start(wid)
             busy.pop(wid)
             idle.append(wid)
+            self.cpu_at_start.pop(tid, None)
             outcome = (
                 ("hang", "hang (killed)", "")
                 if overdue
@@ -242,6 +251,16 @@ class Workers:
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU seconds (Linux /proc; 0 where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 # ---- the campaign ------------------------------------------------------------------------------
