@@ -209,13 +209,34 @@ class DataKernels(SpatialKernels, IntKernels):
         f32 = lambda v: ir.Constant(F32, v)  # noqa: E731
         rint = self.intrinsic("llvm.roundeven", F32)
         lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
+        # the range in 8 lanes (each the scan's rule: a strictly smaller / larger value, NaN
+        # never), then the lanes and the last n % 8 elements by the same rule: the same min and
+        # max as one scan (ties are equal values; +0.0 starts every lane)
+        vf = ir.VectorType(F32, 8)
+        lo_v, hi_v = b.alloca(vf), b.alloca(vf)
+        zeros = ir.Constant(vf, [0.0] * 8)
+        b.store(zeros, lo_v)
+        b.store(zeros, hi_v)
+        with for_range(b, n // 8, "ev") as e:
+            v = b.load(b.gep(x, [b.mul(e, c64(8))], source_etype=F32), typ=vf, align=4)
+            lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
+            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
+            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
         b.store(f32(0.0), lo_cell)
         b.store(f32(0.0), hi_cell)
-        with for_range(b, n, "e") as e:
-            v = self.load_at(b, x, e, F32)
+
+        def take(v):
             lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
             b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
             b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
+
+        for lane in range(8):
+            lo = b.extract_element(b.load(lo_v, typ=vf), ir.Constant(I32, lane))
+            hi = b.extract_element(b.load(hi_v, typ=vf), ir.Constant(I32, lane))
+            take(lo)
+            take(hi)
+        with for_range(b, n % 8, "e") as e:
+            take(self.load_at(b, x, b.add(e, c64(n // 8 * 8)), F32))
         lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
         scale = b.select(b.fcmp_ordered("==", hi, lo), f32(1.0), b.fdiv(b.fsub(hi, lo), f32(255.0)))
 
