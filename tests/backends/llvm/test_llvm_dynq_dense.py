@@ -79,3 +79,24 @@ def test_dynq_dense_pairs_saturate_and_two_threads_split(isa):
         mod = dense_module(m, k, n, "uint8", "int8", acc, 3, batch=(2,))
         outs.append(check(mod, f"llvm -isa={isa} -threads=2", xs))
     assert not np.array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (3, 17), (2, 64)])
+@pytest.mark.parametrize("data", ["normal", "positive", "negative", "zeros", "last_min"])
+def test_dynamic_quantize_range_scan_in_lanes(shape, data):
+    """DYNQ's range in 8 float lanes then the tail: DynamicQuantizeLinear's three fields equal
+    the interpreter's for sizes around the lane count, one-signed data, -0.0 everywhere and the
+    extreme in the tail."""
+    from partita.ir import Function, IRModule, TensorType, Var, get_op
+
+    rng = np.random.default_rng(len(shape) * 7 + shape[-1])
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    x = {"positive": np.abs(x), "negative": -np.abs(x), "zeros": np.full(shape, -0.0, np.float32),
+         "normal": x}.get(data, x)
+    if data == "last_min":
+        x.ravel()[-1] = -50.0
+    v = Var("x", TensorType(shape, "float32"))
+    mod = P.InferType()(IRModule({"main": Function([v], get_op("qnn.dynamic_quantize")(v))}))
+    got, want = P.build(mod, "llvm").run(x), P.interpret(mod, [x])
+    for g, w in zip(got, want):
+        assert g.tobytes() == w.tobytes()
