@@ -3,7 +3,7 @@ XNNPACK (its default) and with its builtin kernels, ONNX Runtime for an .onnx mo
 (either file format) when the ``openvino`` package is installed.
 
     python benchmarks/cpu.py [--model PATH.tflite|PATH.onnx|resnet50|qdq|NAME] [--threads 1 2]
-                             [--repeat 20]
+                             [--repeat 20] [--tiers auto|plain,avx2,...]
 
 A .tflite model runs against TFLite (XNNPACK and builtin kernels); a quantized .onnx model
 (e.g. tests/models/onnx/large/mobilenet_v2_100_224.qop_u8s8_pc.onnx) against ONNX Runtime at
@@ -20,6 +20,14 @@ calls (ONNX Runtime's for 20-30 ms), which with ``--block 1`` costs every call o
 runtime a core at two threads, and with blocks as long as that spin only the first calls of
 the block after. The ratio column is each runtime's time over partita's one-thread
 time. Also prints partita's compile time, cold (empty cache) and cached (median of three).
+
+Every CPU tier: partita runs once per ``-isa=`` tier this CPU can execute (``--tiers auto``:
+plain, and avx2 / avxvnni / vnni / amx where the CPU has them; an AMX machine runs all five),
+all measured in the same interleaved rounds as the peers, and prints one table per tier naming
+the CPU, then the tier's product kernels against its peak (backends/llvm/peak.py: the tier's
+multiply-adds per cycle at the measured clock, one core): int8 convolutions and dense layers
+with K >= 64 (goal: 60% of peak) and float GEMMs / convolutions (goal: 75%), from the median of
+``--profile-runs`` one-thread profiles. So each tier can be judged on any machine that has it.
 """
 
 from __future__ import annotations
@@ -32,10 +40,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-from partita.frontends import from_tflite
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's partita
 
-import partita as P
+import numpy as np  # noqa: E402
+from partita.frontends import from_tflite  # noqa: E402
+
+import partita as P  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"
@@ -93,6 +103,11 @@ def main(argv=None) -> None:
     parser.add_argument("--llvm-options", default="",
                         help="options for partita's llvm target, e.g. -isa=vnni (no AMX: what "
                              "a Zen 4 runs)")
+    parser.add_argument("--tiers", default="auto",
+                        help="-isa= tiers to run, comma-separated (auto: every tier this CPU "
+                        "can execute)")
+    parser.add_argument("--profile-runs", type=int, default=5,
+                        help="one-thread profiles per tier for the fraction-of-peak summary")
     parser.add_argument("--block", type=int, default=20,
                         help="calls of each runtime in a row per round (the first call after "
                         "another runtime's pays for its leftover threads; all are timed)")
@@ -113,6 +128,33 @@ def main(argv=None) -> None:
         run_model(args)
 
 
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else the platform's word for it."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def tiers_of(spec: str) -> list[str]:
+    """The -isa= tiers to run: ``auto`` is every tier this CPU can execute, plain first."""
+    from partita.backends.llvm.runtime.jit import amx_permitted, runs_isa
+
+    if spec != "auto":
+        return [t.strip() for t in spec.split(",") if t.strip()]
+    out = ["plain"]
+    for tier in ("avx2", "avxvnni", "vnni", "amx"):
+        if runs_isa(tier) and (tier != "amx" or amx_permitted()):
+            out.append(tier)
+    return out
+
+
 def run_model(args) -> None:
     onnx = args.model.suffix == ".onnx"
     if onnx:
@@ -121,37 +163,48 @@ def run_model(args) -> None:
         mod = from_onnx(args.model)
     else:
         mod = from_tflite(str(args.model))
+    tiers = tiers_of(args.tiers)
+    builds = {}  # tier -> {threads: executable}
     with tempfile.TemporaryDirectory() as cache:
         os.environ["PARTITA_CACHE_DIR"] = cache
-        target = f"llvm {args.llvm_options}".strip()
-        start = time.perf_counter()
-        exe = P.build(mod, target)
-        cold = time.perf_counter() - start
-        again = []
-        for _ in range(3):  # a second build, from the caches: the median of three
+        compile_note = ""
+        for tier in tiers:
+            target = f"llvm -isa={tier} {args.llvm_options}".strip()
             start = time.perf_counter()
-            P.build(mod, target)
-            again.append(time.perf_counter() - start)
-        cached = float(np.median(again))
-        threaded = {t: P.build(mod, f"{target} -threads={t}") for t in args.threads if t > 1}
-    ty = exe.input_types[0]
+            exe = P.build(mod, target)
+            cold = time.perf_counter() - start
+            if not compile_note:
+                again = []
+                for _ in range(3):  # a second build, from the caches: the median of three
+                    start = time.perf_counter()
+                    P.build(mod, target)
+                    again.append(time.perf_counter() - start)
+                compile_note = (f"partita compile ({tier}) cold {cold:.2f} s, cached "
+                                f"{float(np.median(again)):.2f} s")
+            builds[tier] = {1: exe, **{t: P.build(mod, f"{target} -threads={t}")
+                                       for t in args.threads if t > 1}}
+    first = builds[tiers[0]][1]
+    ty = first.input_types[0]
     rng = np.random.default_rng(0)
     if ty.dtype == "float32":
         x = rng.standard_normal(ty.shape).astype(np.float32)
     else:
         x = rng.integers(-128, 128, ty.shape, dtype=np.int8)
-    same = agree(exe.run(x)[0], P.interpret(mod, [x])[0])
-    runs = [(f"partita {target}", 1, lambda: exe.run(x))]
-    runs += [(f"partita {target} -threads={t}", t, lambda e=e: e.run(x))
-             for t, e in threaded.items()]
+    want = P.interpret(mod, [x])[0]
+    same = {tier: agree(b[1].run(x)[0], want) for tier, b in builds.items()}
+    runs = [(tier, f"partita -isa={tier}" + (f" -threads={t}" if t > 1 else ""), t,
+             lambda e=e: e.run(x))
+            for tier, b in builds.items() for t, e in sorted(b.items())]
+    peers = []
     if onnx:
         for threads in args.threads:
-            runs.append(("ONNX Runtime", threads, onnxruntime(args.model, x, threads)))
-        ort_run = next(fn for name, _, fn in runs if name == "ONNX Runtime")
-        same = f"{same}, with ONNX Runtime: {agree(exe.run(x)[0], ort_run())}"
+            peers.append(("ONNX Runtime", threads, onnxruntime(args.model, x, threads)))
+        ort_run = peers[0][2]
+        same = {tier: f"{v}, with ONNX Runtime: {agree(builds[tier][1].run(x)[0], ort_run())}"
+                for tier, v in same.items()}
     for threads in args.threads if not onnx else []:
-        runs.append(("TFLite + XNNPACK", threads, tflite(args.model, x, threads)))
-        runs.append(
+        peers.append(("TFLite + XNNPACK", threads, tflite(args.model, x, threads)))
+        peers.append(
             (
                 "TFLite builtin kernels",
                 threads,
@@ -161,16 +214,61 @@ def run_model(args) -> None:
     for threads in args.threads:
         fn = openvino(args.model, x, threads)
         if fn is not None:
-            runs.append(("OpenVINO", threads, fn))
-            print(f"OpenVINO ({threads} thread(s)) against partita: {agree(fn(), exe.run(x)[0])}")
-    times = interleaved([fn for _, _, fn in runs], args.repeat, args.block)
-    print(
-        f"model: {args.model.name}; partita compile cold {cold:.2f} s, cached {cached:.2f} s; "
-        f"agreement with the interpreter: {same}"
-    )
-    print(f"{'runtime':36} {'threads':>7} {'median ms':>10} {'vs partita':>11}")
-    for (name, threads, _), t in zip(runs, times):
-        print(f"{name:36} {threads:>7} {1e3 * t:10.2f} {t / times[0]:10.3f}x")
+            peers.append(("OpenVINO", threads, fn))
+            print(f"OpenVINO ({threads} thread(s)) against partita: {agree(fn(), first.run(x)[0])}")
+    fns = [r[3] for r in runs] + [p[2] for p in peers]
+    times = interleaved(fns, args.repeat, args.block)
+    ours, theirs = times[: len(runs)], times[len(runs):]
+    print(f"model: {args.model.name}; CPU: {cpu_name()} ({os.cpu_count()} logical CPUs); "
+          f"{compile_note}")
+    for tier in tiers:
+        rows = [(name, t, ti) for (tr, name, t, _), ti in zip(runs, ours) if tr == tier]
+        base = rows[0][2]
+        print(f"\n-isa={tier} on {cpu_name()}: agreement with the interpreter: {same[tier]}")
+        print(f"{'runtime':36} {'threads':>7} {'median ms':>10} {'vs partita':>11}")
+        for name, t, ti in rows + [(n, t, ti) for (n, t, _), ti in zip(peers, theirs)]:
+            print(f"{name:36} {t:>7} {1e3 * ti:10.2f} {ti / base:10.3f}x")
+        for line in peak_summary(builds[tier][1], x, args.profile_runs):
+            print(line)
+
+
+INT8_GOAL, FLOAT_GOAL = 0.60, 0.75  # the issue's kernel goals, fractions of the tier's peak
+
+
+def peak_summary(exe, x, runs: int) -> list[str]:
+    """The tier's product kernels against its peak, from the median time of each kernel over
+    ``runs`` one-thread profiles: int8 kernels with K >= 64, and float products."""
+    per_kernel: dict[str, list] = {}
+    for _ in range(max(runs, 1)):
+        for step in exe.profile(x).steps:
+            for op in step.ops:
+                if "gmac_s" in op.metrics:
+                    per_kernel.setdefault(op.name, []).append((op.time_s, op.metrics))
+    groups = {"int8": [], "float": []}
+    for name, samples in per_kernel.items():
+        t = statistics.median(s[0] for s in samples)
+        m = samples[0][1]
+        cls = "float" if "gflop_s" in m else "int8"
+        if cls == "int8" and m.get("k", 0) < 64:
+            continue
+        groups[cls].append((name, m["kernel"], m["macs"], t, m["peak_gmac_s"]))
+    lines = []
+    for cls, goal, what in (("int8", INT8_GOAL, "int8 conv/dense kernels with K >= 64"),
+                            ("float", FLOAT_GOAL, "float GEMM/conv kernels")):
+        rows = groups[cls]
+        if not rows:
+            continue
+        macs, secs, peak = sum(r[2] for r in rows), sum(r[3] for r in rows), rows[0][4]
+        fractions = [r[2] / r[3] / 1e9 / r[4] for r in rows]
+        met = sum(f >= goal for f in fractions)
+        lines.append(
+            f"  {what}: {len(rows)}, {1e3 * secs:.2f} ms, {macs / secs / 1e9:.1f} GMAC/s = "
+            f"{100 * macs / secs / 1e9 / peak:.0f}% of the tier's peak ({peak:.1f} GMAC/s per "
+            f"core); per kernel median {100 * statistics.median(fractions):.0f}%, best "
+            f"{100 * max(fractions):.0f}%; {met} of {len(rows)} at the goal "
+            f"({100 * goal:.0f}%)"
+        )
+    return lines or ["  (no product kernels with a known size)"]
 
 
 def agree(got, want) -> str:

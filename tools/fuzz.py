@@ -12,7 +12,8 @@ when its inputs are small, runs it once. A case ends in one of:
   ok        the model imported, built and ran
   refused   a PartitaError subclass (the only acceptable failure)
   finding   any other exception (grouped by type and the innermost partita frame)
-  hang      no answer within --timeout seconds
+  hang      no answer within --timeout seconds of the worker's CPU time (a worker starved by
+            a busy machine, or run at nice 19, is not hung: wall time only backs this up)
   crash     the worker process died (a segfault, the --memory-mb cap)
 
 Workers are separate processes (forked, so seeds and imports are shared) with an address-space
@@ -20,6 +21,13 @@ cap; a hung or dead worker is replaced. Every new finding class is shrunk to the
 still show it and written to --out as a reproducer (the model file and a JSON of its edits).
 The summary (counts per format and outcome, findings, peak RSS of any worker, cases per second)
 is printed, and written to --out/summary.json. Same --seed, same cases.
+
+Speed: workers run case after case in one process (imports and LLVM set-up paid once), and the
+LLVM host's caches key compiled regions by structure, so a mutant whose plan matches an earlier
+one reuses its object code. The campaign uses its own object-code cache, a fresh temporary
+folder of at most --cache-size (not the user's ~/.cache/partita/llvm): the cache trims itself by
+scanning its folder on each write, which over a user cache of thousands of entries took 55% of
+a case's time.
 """
 
 from __future__ import annotations
@@ -30,8 +38,10 @@ import multiprocessing as mp
 import os
 import queue
 import resource
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -41,6 +51,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))  # this checkout's partita, not an installed copy
 import fuzz_mutate as fm  # noqa: E402
 
 MODELS = ROOT / "tests" / "models"
@@ -141,7 +152,7 @@ def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: i
     def alarm(signum, frame):
         raise Hang()
 
-    signal.signal(signal.SIGALRM, alarm)
+    signal.signal(signal.SIGPROF, alarm)
     while True:
         task = tasks.get()
         if task is None:
@@ -149,11 +160,11 @@ def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: i
         tid, k, edits = task
         fmt = seeds.items[k][0]
         try:
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+            signal.setitimer(signal.ITIMER_PROF, timeout)  # CPU seconds of this process
             try:
                 outcome = check(fmt, seeds.bytes_of(k, edits))
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except Hang:
             outcome = ("hang", "hang", "")
         except MemoryError:
@@ -170,6 +181,7 @@ class Workers:
         self.seeds, self.timeout, self.memory_mb = seeds, timeout, memory_mb
         self.results = self.ctx.Queue()
         self.procs: dict[int, tuple] = {}
+        self.cpu_at_start: dict[int, float] = {}  # task id -> its worker's CPU seconds then
         for wid in range(n):
             self._start(wid)
 
@@ -198,6 +210,7 @@ class Workers:
                 return
             try:
                 wid, tid, outcome, rss = self.results.get(timeout=0.2)
+                self.cpu_at_start.pop(tid, None)
                 busy.pop(wid, None)
                 idle.append(wid)
                 yield tid, outcome, rss
@@ -206,10 +219,15 @@ class Workers:
             yield from self._reap(busy, idle)
 
     def _reap(self, busy, idle):
-        """Replace workers that died or overran the timeout by far (stuck in C code)."""
+        """Replace workers that died or overran the timeout by far (stuck in C code): twice
+        the timeout in CPU time spent on the case, or 30 times it in wall time."""
         for wid, (tid, started) in list(busy.items()):
             proc = self.procs[wid][0]
-            overdue = time.monotonic() - started > self.timeout * 2 + 5
+            if tid not in self.cpu_at_start:
+                self.cpu_at_start[tid] = _cpu_seconds(proc.pid)
+            spent = _cpu_seconds(proc.pid) - self.cpu_at_start[tid]
+            overdue = (spent > self.timeout * 2 + 5
+                       or time.monotonic() - started > self.timeout * 30 + 60)
             if proc.is_alive() and not overdue:
                 continue
             code = proc.exitcode
@@ -218,6 +236,7 @@ class Workers:
             self._start(wid)
             busy.pop(wid)
             idle.append(wid)
+            self.cpu_at_start.pop(tid, None)
             outcome = (
                 ("hang", "hang (killed)", "")
                 if overdue
@@ -232,6 +251,16 @@ class Workers:
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU seconds (Linux /proc; 0 where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 # ---- the campaign ------------------------------------------------------------------------------
@@ -283,6 +312,8 @@ class Tally:
 
 
 def campaign(args) -> dict:
+    import partita.frontends  # noqa: F401  (imported once here: every worker forks with it)
+
     seeds = Seeds(args.formats)
     workers = Workers(seeds, args.workers, args.timeout, args.memory_mb)
     out = Path(args.out) if args.out else None
@@ -378,6 +409,8 @@ def main(argv=None) -> int:
     parser.add_argument("--target", default="npu, ref",
                         help='what each case builds for (default "npu, ref"; e.g. "npu, llvm")')
     parser.add_argument("--out", help="folder for reproducers and summary.json")
+    parser.add_argument("--cache-size", default="256m",
+                        help="the campaign's own object-code cache limit (default 256m)")
     parser.add_argument("--progress", type=int, default=1000, help="print every N cases (0: no)")
     args = parser.parse_args(argv)
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
@@ -385,7 +418,15 @@ def main(argv=None) -> int:
         parser.error("give --cases N or --seconds T")
     os.environ["PARTITA_MEMORY_BUDGET"] = args.budget  # the workers inherit it
     TARGET = args.target
-    summary = campaign(args)
+    own_cache = "PARTITA_CACHE_DIR" not in os.environ
+    if own_cache:  # a small cache of the campaign's own (trimming scans the whole folder)
+        os.environ["PARTITA_CACHE_DIR"] = tempfile.mkdtemp(prefix="partita-fuzz-cache-")
+        os.environ["PARTITA_CACHE_SIZE"] = args.cache_size
+    try:
+        summary = campaign(args)
+    finally:
+        if own_cache:
+            shutil.rmtree(os.environ.pop("PARTITA_CACHE_DIR"), ignore_errors=True)
     print(json.dumps({k: v for k, v in summary.items() if k != "refusal_classes"}, indent=1))
     return 1 if summary["findings"] else 0
 

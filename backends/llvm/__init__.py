@@ -37,6 +37,7 @@ from partita.passes.transpose_conv import LegalizeTransposeConv
 from . import host_cpu
 from .errors import LLVMError
 from .layout import LLVMConvertLayout
+from .peak import kernel_depth, kernel_macs
 from .plan import plan_digest
 from .region import LLVMRegion, load_region
 
@@ -106,6 +107,8 @@ def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMReg
     return LLVMRegion(
         name=name, obj=obj, buffers=plan.buffers, inputs=plan.inputs, outputs=plan.outputs,
         kernels=kernels, arena=arena, calls=calls, consts=consts, cached=cached, needs=needs,
+        isa=isa, macs=[kernel_macs(k) for k in plan.kernels],
+        depths=[kernel_depth(k) for k in plan.kernels],
     )
 
 

@@ -15,6 +15,7 @@ from partita.backends.compiled import CompiledRegion, OpProfile
 from partita.backends.llvm import host_cpu
 from partita.backends.llvm.emit.base import DRIVER, TIMED, TSC
 from partita.backends.llvm.errors import LLVMError
+from partita.backends.llvm.peak import speed_metrics
 from partita.backends.llvm.runtime.jit import Loaded, amx_permitted
 from partita.backends.llvm.runtime.threads import ALONE, SHUTDOWN, TwoModes
 
@@ -41,6 +42,9 @@ class LLVMRegion(CompiledRegion):
         consts,
         cached: bool = False,
         needs=(),
+        isa: str | None = None,
+        macs=None,
+        depths=None,
     ):
         """``name`` the region's symbol; ``obj`` its object code; ``buffers`` (shape, dtype)
         each; ``inputs`` / ``outputs`` buffer indices; ``kernels`` "KIND name" labels; ``arena``
@@ -63,6 +67,10 @@ class LLVMRegion(CompiledRegion):
         self.input_types = [TensorType(*self.buffers[i]) for i in self.inputs]
         self.output_types = [TensorType(*self.buffers[i]) for i in self.outputs]
         self.cached = cached
+        # the kernels' tier and multiply-adds (peak.py: profile's GMAC/s and fraction of peak)
+        self.isa = isa
+        self.macs = [int(m) for m in macs] if macs else [0] * len(self.kernels)
+        self.depths = [int(d) for d in depths] if depths else [0] * len(self.kernels)
         # code for a CPU this host is not (host_cpu.py): loaded, saved, never run here
         self.refusal = host_cpu.why_not_here(self.needs)
         self._loaded = Loaded(obj)
@@ -136,6 +144,9 @@ class LLVMRegion(CompiledRegion):
                        for label, t in zip(self.kernels, seconds)]
         else:
             profile = self._profile_calls(table)
+        for op, macs, depth in zip(profile, self.macs, self.depths):
+            op.metrics.update(speed_metrics(op.metrics["kernel"], macs, op.time_s, self.isa,
+                                            depth))
         by_index = dict(zip(self.inputs, inputs))
         outputs = [
             by_index[i].copy() if views[i] is None else views[i].copy() for i in self.outputs
@@ -169,6 +180,9 @@ class LLVMRegion(CompiledRegion):
             "calls": self.calls,
             "consts": [[str(c.dtype), list(c.shape)] for c in self.consts],
             "needs": self.needs,
+            "isa": self.isa,
+            "macs": self.macs,
+            "depths": self.depths,
         }
         return pack_region(header, self.consts, self.obj)
 
@@ -210,6 +224,9 @@ def load_region(data: bytes) -> LLVMRegion:
             consts=consts,
             cached=True,
             needs=meta.get("needs", []),
+            isa=meta.get("isa"),
+            macs=meta.get("macs"),
+            depths=meta.get("depths"),
         )
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise LLVMError(f"corrupt llvm region: {type(exc).__name__}: {exc}") from None

@@ -76,7 +76,7 @@ class Profile:
         """Steps and (with ``ops``) their operations, then the totals per target."""
         lines = [
             f"{'step / operation':40} {'target':8} {'host ms':>9} {'cycles':>11} {'MACs':>11} "
-            f"{'util':>5} {'bytes':>10}"
+            f"{'util':>5} {'bytes':>10} {'GMAC/s':>8}"
         ]
         for step in self.steps:
             cycles = sum(op.metrics.get("cycles", 0) or 0 for op in step.ops)
@@ -95,7 +95,7 @@ class Profile:
                     lines.append(
                         f"  {op.name[:38]:38} {op.kind[:8]:8} {t:>9} "
                         f"{_num(m.get('cycles', 0)):>11} {_num(m.get('macs', 0)):>11} "
-                        f"{util:>5} {_num(_bytes(m.get('bytes'))):>10}"
+                        f"{util:>5} {_num(_bytes(m.get('bytes'))):>10} {_rate(m):>8}"
                     )
         lines.append("")
         for target, t in self.totals.items():
@@ -110,6 +110,7 @@ class Profile:
                 f"{target}: {t['steps']} step{'s' * (t['steps'] != 1)}, "
                 f"{1e3 * t['time_s']:.3f} ms host time{extra}"
             )
+        lines += _peak_lines(self.steps)
         lines.append(f"total: {1e3 * self.total_s:.3f} ms (median of {self.repeat})")
         return "\n".join(lines)
 
@@ -122,6 +123,35 @@ def _bytes(value) -> int:
     if isinstance(value, dict):
         return int(sum(v for v in value.values() if isinstance(v, (int, float))))
     return int(value) if isinstance(value, (int, float)) else 0
+
+
+def _rate(m: dict) -> str:
+    """A product kernel's GMAC/s (a CPU kernel's peak.speed_metrics), else blank."""
+    rate = m.get("gmac_s")
+    return f"{rate:8.2f}" if isinstance(rate, (int, float)) else ""
+
+
+def _peak_lines(steps) -> list[str]:
+    """Per tier and kind of product (int8, float): the product kernels' time, GMAC/s and
+    fraction of one core's peak at the measured clock."""
+    groups: dict[tuple, list] = {}
+    for step in steps:
+        for op in step.ops:
+            m = op.metrics
+            if isinstance(m.get("gmac_s"), (int, float)) and op.time_s:
+                cls = "float" if "gflop_s" in m else "int8"
+                groups.setdefault((m["tier"], cls, m["peak_gmac_s"], m["clock_ghz"]), []).append(
+                    (m["macs"], op.time_s))
+    lines = []
+    for (tier, cls, peak, clock), rows in groups.items():
+        macs, secs = sum(r[0] for r in rows), sum(r[1] for r in rows)
+        rate = macs / secs / 1e9
+        lines.append(
+            f"{tier} {cls} products: {len(rows)} kernels, {1e3 * secs:.3f} ms, {rate:.2f} "
+            f"GMAC/s = {100 * rate / peak:.0f}% of the tier's peak ({peak:.1f} GMAC/s per core "
+            f"at {clock:.2f} GHz)"
+        )
+    return lines
 
 
 def _num(value) -> str:

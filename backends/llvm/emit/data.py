@@ -11,6 +11,11 @@ from partita.backends.llvm.kinds import Kind, emits
 
 from .base import F32, I8, I16, I32, I64, Family, c64, for_range, via
 
+Q32I = ir.VectorType(I8, 32)  # one AVX2 register of bytes
+H16I = ir.VectorType(ir.IntType(16), 16)  # ... of int16
+V8I = ir.VectorType(I32, 8)  # ... of int32
+DYNQ_TILE = (2, 4)  # DYNQ_DENSE's register tile: data rows x weight rows (8 accumulators)
+
 
 class DataKernels(Family):
     # what it uses of the other kernel families (through the emit context)
@@ -51,47 +56,151 @@ class DataKernels(Family):
 
     @emits(Kind.DYNQ_DENSE)
     def k_dynq_dense(self, k):
-        """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar."""
+        """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar
+        (lower/dynamic_int8.py has the algebra): x' (x as uint8) packed into rows of Kp bytes
+        with their sums, then register tiles of TILE_M rows x TILE_N weight rows over 32-byte
+        steps of K; with ``threads`` 2 each core takes half the weight rows."""
         p = k.params
-        fn, b, (x, zx_ptr, y) = self.function(k, 2)
-        w, zw = self.cargs["w"], self.cargs["zw"]
-        m_, k_, n_ = p["M"], p["K"], p["N"]
-        zx = self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1]
-        cell = b.alloca(I64)
-        with for_range(b, m_, "m") as m, for_range(b, n_, "n") as n:
-            b.store(c64(0), cell)
-            zwn = b.sext(self.load_at(b, zw, n, I32), I64)
-            with for_range(b, k_, "k") as kk:
-                xv = self.load_value(b, x, b.add(b.mul(m, c64(k_)), kk), p["x_dtype"])[1]
-                wv = b.sext(self.load_at(b, w, b.add(b.mul(n, c64(k_)), kk), I32), I64)
-                term = b.mul(b.sub(xv, zx), b.sub(wv, zwn))
-                b.store(b.add(b.load(cell, typ=I64), term), cell)
-            if p.get("pairs"):
-                self._dynq_dense_pair_saturation(b, k, x, w, m, n, cell)
-            at = b.add(b.mul(m, c64(n_)), n)
-            self.store_at(b, b.trunc(b.load(cell, typ=I64), I32), y, at, I32)
+        fn, b, (x, zx_ptr, ws, y) = self.function(k, 3)
+        self._dynq_pack(b, k, x, ws)
+        rows = self._dynq_rows(k)
+        w, zw, cz = self.cargs["weights"], self.cargs["zw"], self.cargs["cz"]
+        pointers = [ws, y, w, zw, cz, zx_ptr]
+        n_ = p["N"]
+        if p.get("threads", 1) < 2:
+            b.call(rows, [*pointers, c64(0), c64(n_)])
+            b.ret_void()
+            return fn
+        mid = n_ // DYNQ_TILE[1] // 2 * DYNQ_TILE[1]
+        halves = [
+            self.part_function(k, f"half{i}", pointers,
+                               lambda pb, ps, lo=lo, hi=hi: pb.call(rows, [*ps, c64(lo), c64(hi)]))
+            for i, (lo, hi) in enumerate([(0, mid), (mid, n_)])
+        ]
+        self.split_run(k, b, pointers, halves)
         b.ret_void()
         return fn
 
-    def _dynq_dense_pair_saturation(self, b, k, x, w, m, n, cell):
-        """Add to ``cell`` what VPMADDUBSW's int16 saturation takes off each pair of raw products
-        (x as uint8: int8 data + 128; an odd K's last product pairs with zero)."""
+    def _dynq_pack(self, b, k, x, ws):
+        """ws[m][0:Kp] = x'[m] (x as uint8, zeros past K), then the int32 row sums of x'."""
         p = k.params
-        k_ = p["K"]
-        offset = c64(128 if p["x_dtype"] == "int8" else 0)
-        lo, hi = c64(-(1 << 15)), c64((1 << 15) - 1)
+        m_, k_, kp = p["M"], p["K"], p["Kp"]
+        flip = ir.Constant(I8, 0x80 if p["x_dtype"] == "int8" else 0)
+        sums = b.gep(ws, [c64(m_ * kp)], source_etype=I8)
+        cell = b.alloca(I32)
+        memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
+        with for_range(b, m_, "pm") as m:
+            b.store(ir.Constant(I32, 0), cell)
+            with for_range(b, k_, "pk") as kk:
+                v = b.xor(self.load_at(b, x, b.add(b.mul(m, c64(k_)), kk), I8), flip)
+                self.store_at(b, v, ws, b.add(b.mul(m, c64(kp)), kk), I8)
+                b.store(b.add(b.load(cell, typ=I32), b.zext(v, I32)), cell)
+            if kp > k_:
+                tail = b.gep(ws, [b.add(b.mul(m, c64(kp)), c64(k_))], source_etype=I8)
+                b.call(memset, [tail, ir.Constant(I8, 0), c64(kp - k_),
+                                ir.Constant(ir.IntType(1), 0)])
+            self.store_at(b, b.load(cell, typ=I32), sums, m, I32)
 
-        def product(kk):
-            xv = self.load_value(b, x, b.add(b.mul(m, c64(k_)), kk), p["x_dtype"])[1]
-            wv = b.sext(self.load_at(b, w, b.add(b.mul(n, c64(k_)), kk), I32), I64)
-            return b.mul(b.add(xv, offset), wv)
+    def _dynq_rows(self, k) -> ir.Function:
+        """``void {name}_cols(ws, y, w, zw, cz, zx, lo, hi)``: outputs of weight rows [lo, hi)
+        for every row of x', TILE_N weight rows (while they last) by TILE_M data rows."""
+        p = k.params
+        ptr = ir.PointerType()
+        ty = ir.FunctionType(ir.VoidType(), [ptr] * 6 + [I64, I64])
+        fn = ir.Function(self.module, ty, f"{k.name}_cols")
+        fn.linkage = "internal"
+        for arg in fn.args[:6]:
+            arg.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ws, y, w, zw, cz, zx_ptr, lo, hi = fn.args
+        m_, n_, kp = p["M"], p["N"], p["Kp"]
+        tm, tn = DYNQ_TILE
+        offset = 128 if p["x_dtype"] == "int8" else 0
+        zx = b.trunc(self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1], I32)
+        zx = b.add(zx, ir.Constant(I32, offset))
+        cells = [[b.alloca(V8I) for _ in range(tn)] for _ in range(tm)]
+        sums = b.gep(ws, [c64(m_ * kp)], source_etype=I8)
+        reduce = self._intrinsic("llvm.vector.reduce.add.v8i32", I32, [V8I])
 
-        with for_range(b, k_ // 2, "j") as j:
-            pair = b.add(product(b.mul(j, c64(2))), product(b.add(b.mul(j, c64(2)), c64(1))))
-            sat = b.select(b.icmp_signed("<", pair, lo), lo, pair)
-            sat = b.select(b.icmp_signed(">", sat, hi), hi, sat)
-            b.store(b.add(b.load(cell, typ=I64), b.sub(sat, pair)), cell)
-        # an odd K's last product pairs with zero; one int8 x uint8 product is within int16
+        def tile(m0, n0, rows, cols):
+            for r in range(rows):
+                for c in range(cols):
+                    b.store(ir.Constant(V8I, None), cells[r][c])
+            with for_range(b, kp // 32, "dk") as step:
+                at = b.mul(step, c64(32))
+                xs = [self._dynq_operand(b, ws, b.add(b.mul(b.add(m0, c64(r)), c64(kp)), at),
+                                         "uint8", p) for r in range(rows)]
+                for c in range(cols):
+                    wv = self._dynq_operand(b, w, b.add(b.mul(b.add(n0, c64(c)), c64(kp)), at),
+                                            p["w_dtype"], p)
+                    for r in range(rows):
+                        acc = b.load(cells[r][c], typ=V8I)
+                        b.store(b.add(acc, self._dynq_dot(b, xs[r], wv, p)), cells[r][c])
+            for r in range(rows):
+                m = b.add(m0, c64(r))
+                rs = self.load_at(b, sums, m, I32)
+                for c in range(cols):
+                    n = b.add(n0, c64(c))
+                    s = b.call(reduce, [b.load(cells[r][c], typ=V8I)])
+                    s = b.sub(s, b.mul(self.load_at(b, zw, n, I32), rs))
+                    s = b.sub(s, b.mul(zx, self.load_at(b, cz, n, I32)))
+                    self.store_at(b, s, y, b.add(b.mul(m, c64(n_)), n), I32)
+
+        blocks = b.udiv(b.sub(hi, lo), c64(tn))
+        with for_range(b, blocks, "nb") as nb:
+            n0 = b.add(lo, b.mul(nb, c64(tn)))
+            with for_range(b, m_ // tm, "mb") as mb:
+                tile(b.mul(mb, c64(tm)), n0, tm, tn)
+            for r in range(m_ - m_ % tm, m_):
+                tile(c64(r), n0, 1, tn)
+        with for_range(b, b.sub(b.sub(hi, lo), b.mul(blocks, c64(tn))), "nt") as nt:
+            n0 = b.add(lo, b.add(b.mul(blocks, c64(tn)), nt))
+            with for_range(b, m_, "mt") as m:
+                tile(m, n0, 1, 1)
+        b.ret_void()
+        return fn
+
+    def _dynq_operand(self, b, ptr, at, dtype, p):
+        """32 bytes of K at byte ``at``: as bytes for VPMADDUBSW, else widened (int16 halves
+        for VPMADDWD; int32 for generic IR)."""
+        v = b.load(b.gep(ptr, [at], source_etype=I8), typ=Q32I, align=1)
+        ext = b.sext if dtype == "int8" else b.zext
+        if p["isa"] == "plain":
+            return ext(v, ir.VectorType(I32, 32))
+        if p["pairs"]:
+            return v
+        return [ext(self._dynq_part(b, v, i, 16), H16I) for i in range(2)]
+
+    @staticmethod
+    def _dynq_part(b, v, index, size):
+        mask = ir.Constant(ir.VectorType(I32, size), list(range(index * size, (index + 1) * size)))
+        return b.shuffle_vector(v, v, mask)
+
+    def _dynq_dot(self, b, xv, wv, p):
+        """<8 x i32> partial sums of 32 products: adjacent pairs saturated to int16 with
+        ``pairs`` (VPMADDUBSW's), else exact."""
+        if p["isa"] == "plain":
+            prod = b.mul(xv, wv)
+            if p["pairs"]:
+                even = b.add(self._dynq_part_stride(b, prod, 0), self._dynq_part_stride(b, prod, 1))
+                lo16 = ir.Constant(ir.VectorType(I32, 16), [-(1 << 15)] * 16)
+                hi16 = ir.Constant(ir.VectorType(I32, 16), [(1 << 15) - 1] * 16)
+                even = b.select(b.icmp_signed("<", even, lo16), lo16, even)
+                even = b.select(b.icmp_signed(">", even, hi16), hi16, even)
+                return b.add(self._dynq_part(b, even, 0, 8), self._dynq_part(b, even, 1, 8))
+            quads = [self._dynq_part(b, prod, i, 8) for i in range(4)]
+            return b.add(b.add(quads[0], quads[1]), b.add(quads[2], quads[3]))
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8I, [H16I, H16I])
+        if p["pairs"]:
+            ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16I, [Q32I, Q32I])
+            return b.call(madd, [b.call(ubsw, [xv, wv]), ir.Constant(H16I, [1] * 16)])
+        return b.add(b.call(madd, [xv[0], wv[0]]), b.call(madd, [xv[1], wv[1]]))
+
+    @staticmethod
+    def _dynq_part_stride(b, v, first):
+        """Lanes first, first + 2, ... of a 32-lane vector."""
+        mask = ir.Constant(ir.VectorType(I32, 16), list(range(first, 32, 2)))
+        return b.shuffle_vector(v, v, mask)
 
     @emits(Kind.DYNQ)
     def k_dynq(self, k):
@@ -105,13 +214,34 @@ class DataKernels(Family):
         f32 = lambda v: ir.Constant(F32, v)  # noqa: E731
         rint = self.intrinsic("llvm.roundeven", F32)
         lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
+        # the range in 8 lanes (each the scan's rule: a strictly smaller / larger value, NaN
+        # never), then the lanes and the last n % 8 elements by the same rule: the same min and
+        # max as one scan (ties are equal values; +0.0 starts every lane)
+        vf = ir.VectorType(F32, 8)
+        lo_v, hi_v = b.alloca(vf), b.alloca(vf)
+        zeros = ir.Constant(vf, [0.0] * 8)
+        b.store(zeros, lo_v)
+        b.store(zeros, hi_v)
+        with for_range(b, n // 8, "ev") as e:
+            v = b.load(b.gep(x, [b.mul(e, c64(8))], source_etype=F32), typ=vf, align=4)
+            lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
+            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
+            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
         b.store(f32(0.0), lo_cell)
         b.store(f32(0.0), hi_cell)
-        with for_range(b, n, "e") as e:
-            v = self.load_at(b, x, e, F32)
+
+        def take(v):
             lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
             b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
             b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
+
+        for lane in range(8):
+            lo = b.extract_element(b.load(lo_v, typ=vf), ir.Constant(I32, lane))
+            hi = b.extract_element(b.load(hi_v, typ=vf), ir.Constant(I32, lane))
+            take(lo)
+            take(hi)
+        with for_range(b, n % 8, "e") as e:
+            take(self.load_at(b, x, b.add(e, c64(n // 8 * 8)), F32))
         lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
         scale = b.select(b.fcmp_ordered("==", hi, lo), f32(1.0), b.fdiv(b.fsub(hi, lo), f32(255.0)))
 

@@ -3,7 +3,14 @@ input zero point is computed at run time (a ``qnn.dynamic_quantize`` field) and 
 accumulator is the result, not requantized. One DYNQ_DENSE kernel: the exact sum of
 (x - zx) * (w - zw) over k, wrapped to int32 as the reference casts its int64 sum; with
 accumulate="vpmaddubsw" (ONNX Runtime's kernels on x86 CPUs without VNNI) plus what the int16
-saturation of each pair of raw u8 x s8 products takes off (x86_int8.pair_saturation)."""
+saturation of each pair of raw u8 x s8 products takes off (x86_int8.pair_saturation).
+
+The kernel (emit/data.py) sums x' = x as uint8 (int8 data + 128) times the raw weights in
+vectors of 32 bytes of K, as ONNX Runtime's kernels do: VPMADDUBSW then VPMADDWD with ones for
+the saturating pairs, VPMADDWD of int16-widened operands for exact sums (generic vector IR for
+-isa=plain), and applies the zero points afterwards from the row sums of x' and the constant
+column sums: out = S - zw[n] rowsum(x')[m] - (zx + offset) (colsum[n] - K zw[n]), in int32
+(the reference's int64 sum wrapped to int32 is the same value modulo 2^32)."""
 
 from __future__ import annotations
 
@@ -15,6 +22,9 @@ from partita.backends.llvm.kinds import Kind
 from partita.ir import Constant
 
 from .registry import OP, lowers
+
+CHUNK = 32  # bytes of K per vector step (one AVX2 register)
+TILE_N = 4  # weight rows per register tile (emit/data.py)
 
 if TYPE_CHECKING:
     from .context import LowerContext
@@ -34,13 +44,36 @@ def lower_int_dense(low: LowerContext, call) -> bool:
         return False
     weights = np.asarray(w.data)
     n, k = weights.shape
-    zw = np.broadcast_to(np.asarray(zw.data, np.int32).ravel(), (n,)).copy()
+    m = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
+    zw = np.broadcast_to(np.asarray(zw.data, np.int64).ravel(), (n,))
+    kp = -(-max(k, 1) // CHUNK) * CHUNK
+    # the data offset to uint8 (int8 data + 128), in [N][Kp] weight rows padded with zeros
+    # (a zero weight adds nothing, and pairs an odd K's last product with zero)
+    padded = np.zeros((n, kp), np.int64)
+    padded[:, :k] = weights
+    colsum = weights.astype(np.int64).sum(axis=1)
     params = {
-        "M": int(np.prod(x.checked_type.shape[:-1], dtype=np.int64)), "K": int(k), "N": int(n),
+        "M": m, "K": int(k), "N": int(n), "Kp": int(kp),
         "x_dtype": x.checked_type.dtype, "zx_dtype": zx.checked_type.dtype,
+        "w_dtype": str(weights.dtype),
         # a dense has one tap: "vpmaddubsw_tap" pairs as "vpmaddubsw" does
         "pairs": call.attrs.accumulate != "exact",
+        # VPMADDUBSW reads int8 weights; uint8 ones pair in generic vector IR
+        "isa": "plain" if low.isa == "plain" or (
+            call.attrs.accumulate != "exact" and weights.dtype != np.int8) else "avx2",
     }  # fmt: skip
-    arrays = {"w": weights.astype(np.int32), "zw": zw}
-    low.emit(Kind.DYNQ_DENSE, call, [low.src(x), low.src(zx)], params, arrays)
+    if low.threads > 1 and n >= 2 * TILE_N and m * n * k >= 1 << 21:
+        params["threads"] = 2  # each core half the weight rows (2 M multiply-adds or more)
+    arrays = {
+        "weights": (padded & 0xFF).astype(np.uint8),  # bytes (w_dtype says how to read them)
+        "zw": _wrap32(zw),
+        # out = S - zw[n] * rowsum(x')[m] - zx' * (colsum[n] - K zw[n]), all wrapped to int32
+        "cz": _wrap32(colsum - k * zw),
+    }
+    scratch = low.workspace(m * kp + 4 * m)  # x' rows padded to Kp, then their int32 sums
+    low.emit(Kind.DYNQ_DENSE, call, [low.src(x), low.src(zx), scratch], params, arrays)
     return True
+
+
+def _wrap32(a: np.ndarray) -> np.ndarray:
+    return (np.asarray(a, np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)

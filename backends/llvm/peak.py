@@ -1,0 +1,163 @@
+"""What a kernel's speed is out of: its multiply-adds, the tier's peak multiply-adds per cycle
+and this core's clock, measured (``partita profile``'s GMAC/s and fraction of peak).
+
+Peak per core, in multiply-adds per cycle, of the fastest instruction each tier's kernels use
+for a product (two vector multiply-add ports, as Skylake/Ice Lake/Sapphire Rapids and Zen 3/4
+have; a part with one 512-bit port, or Zen 4's double-pumped AVX-512, reaches half the
+AVX-512 rates):
+
+    tier      int8 products                                    float32 products
+    plain     16   SSE2 PMADDWD, 8 int16 pairs x 2 ports        8   SSE MULPS + ADDPS, 4 lanes x 2
+    avx2      64   VPMADDUBSW, 32 u8 x s8 x 2 ports (then        16   VFMADD, 8 lanes x 2 ports
+                   VPMADDWD widens; exact sums by VPMADDWD of
+                   int16 operands: 32, half the peak)
+    avxvnni   64   VPDPBUSD ymm, 32 x 2 ports                   16   VFMADD ymm
+    vnni      128  VPDPBUSD zmm, 64 x 2 ports                   32   VFMADD zmm, 16 lanes x 2
+    amx       1024 TDPBUSD, 16 x 16 x 64 per 16 cycles           32   VFMADD zmm (AMX-BF16 unused)
+
+The clock is measured, not read: a chain of dependent 64-bit adds (one cycle each on every x86
+core since the Pentium 4) timed over ~20 ms gives the cycles per second this core runs at
+under the current load and turbo state (``measured_clock_hz``). A kernel's fraction of peak is
+``macs / seconds / (peak_per_cycle * clock)``: one core's peak (a two-thread kernel can exceed
+1.0 of it)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import time
+
+from llvmlite import ir
+
+from .kinds import Kind
+
+# multiply-adds per cycle per core: (int8, float32)
+PEAK = {
+    "plain": (16, 8),
+    "avx2": (64, 16),
+    "avxvnni": (64, 16),
+    "vnni": (128, 32),
+    "amx": (1024, 32),
+}
+FLOAT_PRODUCTS = {Kind.FDENSE, Kind.FBMM, Kind.FCONV, Kind.FDW, Kind.FCONVT}
+INT_PRODUCTS = {Kind.VCONV, Kind.VDW, Kind.DYNQ_DENSE, Kind.QBMM, Kind.EXACT_INT_DENSE,
+                Kind.IBMM, Kind.FC, Kind.CONV, Kind.DWCONV, Kind.WMAC, Kind.GCONV}
+CHAIN = 1 << 22  # adds per timing of the clock (~1.4 ms at 3 GHz), best of several
+
+
+def kernel_macs(k) -> int:
+    """The multiply-adds a product kernel does (0 for other kernels or unknown geometry):
+    M x N x K (times batches), or output pixels x channels x taps (x input channels)."""
+    if k.kind not in FLOAT_PRODUCTS | INT_PRODUCTS:
+        return 0
+    p = k.params
+    if all(key in p for key in ("M", "N", "K")):
+        count = int(p["M"]) * int(p["N"]) * int(p["K"])
+        return count * int(p.get("B", 1)) * int(p.get("batch", 1))
+    if k.kind == Kind.FCONV and all(key in p for key in ("images", "size", "G", "M", "Kg")):
+        return int(p["images"] * p["size"] * p["G"] * p["M"] * p["Kg"])
+    if all(key in p for key in ("OH", "OW", "OC")):
+        depth = p.get("C", 1) if k.kind == Kind.VCONV else 1
+        count = p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth
+        return int(count * p.get("batch", 1))
+    return 0
+
+
+def kernel_depth(k) -> int:
+    """The length of each output's sum (K; a convolution's taps x input channels), 0 unknown."""
+    if k.kind not in FLOAT_PRODUCTS | INT_PRODUCTS:
+        return 0
+    p = k.params
+    if "K" in p:
+        return int(p["K"])
+    if k.kind == Kind.FCONV and "Kg" in p:
+        return int(p["Kg"])
+    if "OC" in p:
+        return int(p.get("KH", 1) * p.get("KW", 1) * (p.get("C", 1) if k.kind == Kind.VCONV else 1))
+    return 0
+
+
+def kernel_class(kind: str) -> str | None:
+    """"float" or "int8" for a product kernel's peak; None for other kernels."""
+    if kind in FLOAT_PRODUCTS:
+        return "float"
+    return "int8" if kind in INT_PRODUCTS else None
+
+
+def peak_per_cycle(isa: str, cls: str) -> int:
+    """The tier's multiply-adds per cycle per core for ``cls`` ("int8" or "float")."""
+    int8, f32 = PEAK.get(isa, PEAK["plain"])
+    return int8 if cls == "int8" else f32
+
+
+@functools.cache
+def measured_clock_hz() -> float:
+    """This core's cycles per second: the best of 5 timings of CHAIN dependent adds (inline
+    assembly, so LLVM cannot fold the chain), compiled once per process."""
+    import llvmlite.binding as llvm
+    from partita.backends.llvm.runtime.jit import Loaded, compile_ir, ensure_initialized
+
+    ensure_initialized()
+    llvm.initialize_native_asmparser()  # the chain is inline assembly
+
+    module = ir.Module(name="partita_clock")
+    i64 = ir.IntType(64)
+    fn = ir.Function(module, ir.FunctionType(i64, [i64]), "partita_add_chain")
+    entry = fn.append_basic_block("entry")
+    loop = fn.append_basic_block("loop")
+    done = fn.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(i64)
+    v = b.phi(i64)
+    i.add_incoming(ir.Constant(i64, 0), entry)
+    v.add_incoming(fn.args[0], entry)
+    add8 = ir.InlineAsm(ir.FunctionType(i64, [i64]), "add $$1, $0\n" * 8, "=r,0")
+    nv = b.call(add8, [v])  # 8 dependent adds: 8 cycles; the counter runs beside them
+    ni = b.add(i, ir.Constant(i64, 1))
+    i.add_incoming(ni, loop)
+    v.add_incoming(nv, loop)
+    b.cbranch(b.icmp_signed("<", ni, ir.Constant(i64, CHAIN // 8)), loop, done)
+    b.position_at_end(done)
+    b.ret(nv)
+    loaded = Loaded(compile_ir(str(module))[0])
+    chain = loaded.function("partita_add_chain", [ctypes.c_int64], ctypes.c_int64)
+    chain(0)
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        chain(1)
+        best = min(best, time.perf_counter() - t)
+    measured_clock_hz.loaded = loaded  # keep the code alive with the answer
+    return CHAIN / best
+
+
+def speed_metrics(kind: str, macs: int, seconds: float | None, isa: str | None,
+                  depth: int = 0) -> dict:
+    """A product kernel's profile metrics: macs, GMAC/s (float kernels: GFLOP/s, two per
+    multiply-add, as well), the tier's peak and the fraction of it reached (``utilisation``)."""
+    cls = kernel_class(kind)
+    if not macs or cls is None or not seconds or seconds <= 0 or isa is None:
+        return {"macs": int(macs)} if macs else {}
+    clock = measured_clock_hz()
+    per_cycle = peak_per_cycle(isa, cls)
+    rate = macs / seconds
+    out = {
+        "macs": int(macs),
+        "gmac_s": round(rate / 1e9, 3),
+        "tier": isa,
+        "peak_macs_per_cycle": per_cycle,
+        "clock_ghz": round(clock / 1e9, 3),
+        "peak_gmac_s": round(per_cycle * clock / 1e9, 3),
+        "utilisation": round(rate / (per_cycle * clock), 4),
+    }
+    if depth:
+        out["k"] = int(depth)
+    if cls == "float":
+        out["gflop_s"] = round(2 * rate / 1e9, 3)
+    return out
+
+
+__all__ = ["PEAK", "kernel_depth", "kernel_macs", "measured_clock_hz", "peak_per_cycle",
+           "speed_metrics"]

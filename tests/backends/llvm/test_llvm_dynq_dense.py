@@ -1,0 +1,102 @@
+"""DYNQ_DENSE (dynamic quantization's int32 product, emit/data.py): the vector kernel equals the
+interpreter bit for bit for every accumulation ONNX Runtime's x86 kernels have (exact sums, and
+VPMADDUBSW's int16 pair saturation), on -isa=plain (generic vector IR) and -isa=avx2 (the
+intrinsics; any x86-64 CPU with AVX2), one and two threads, shapes off the register tile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from partita.backends.llvm.host_cpu import lacking
+
+import partita as P
+from partita.ir import Constant, Function, IRModule, TensorType, Var, get_op
+
+ISAS = ["plain"] + ([] if lacking(["avx2"]) else ["avx2"])
+
+
+def dense_module(m, k, n, x_dtype, w_dtype, accumulate, seed, batch=()):
+    """qnn.dense(x, W, zx, zw) -> int32 with x and its zero point run-time inputs (as
+    DynamicQuantizeLinear's fields are), W and per-unit zw constants."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(w_dtype)
+    w = rng.integers(info.min, info.max + 1, (n, k)).astype(w_dtype)
+    zw = rng.integers(info.min, info.max + 1, n).astype(w_dtype)
+    x = Var("x", TensorType((*batch, m, k), x_dtype))
+    zx = Var("zx", TensorType((), "int32"))
+    body = get_op("qnn.dense")(
+        x, Constant(w), zx, Constant(zw.astype(np.int32)), Constant(np.float32(0.5)),
+        Constant(np.full(n, 0.25, np.float32)), units=n, out_dtype="int32",
+        accumulate=accumulate,
+    )
+    return P.InferType()(IRModule({"main": Function([x, zx], body)}))
+
+
+def inputs(m, k, x_dtype, seed, batch=()):
+    rng = np.random.default_rng(seed + 1)
+    info = np.iinfo(x_dtype)
+    x = rng.integers(info.min, info.max + 1, (*batch, m, k)).astype(x_dtype)
+    if seed % 3 == 0:  # the extremes, where pairs saturate most
+        x = np.where(rng.random(x.shape) < 0.5, info.max, info.min).astype(x_dtype)
+    zx = np.array(rng.integers(info.min, info.max + 1), np.int32)
+    return [x, zx]
+
+
+def check(mod, target, xs):
+    exe = P.build(mod, target)
+    assert "DYNQ_DENSE" in " ".join(exe.steps[0].region.kernels)
+    got = exe.run(*xs)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    want = P.interpret(mod, xs)[0]
+    assert got.dtype == np.int32 and got.tobytes() == want.tobytes()
+    return got
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=st.integers(1, 7), k=st.integers(1, 97), n=st.integers(1, 11),
+    x_dtype=st.sampled_from(["uint8", "int8"]), w_dtype=st.sampled_from(["int8", "uint8"]),
+    pairs=st.booleans(), isa=st.sampled_from(ISAS), threads=st.sampled_from([1, 2]),
+    seed=st.integers(0, 1000),
+)  # fmt: skip
+def test_dynq_dense_equals_the_interpreter(m, k, n, x_dtype, w_dtype, pairs, isa, threads, seed):
+    if pairs:
+        w_dtype = "int8"  # VPMADDUBSW's operands (qnn.dense refuses uint8 weights there)
+    mod = dense_module(m, k, n, x_dtype, w_dtype, "vpmaddubsw" if pairs else "exact", seed)
+    check(mod, f"llvm -isa={isa} -threads={threads}", inputs(m, k, x_dtype, seed))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_dynq_dense_pairs_saturate_and_two_threads_split(isa):
+    """A BERT-like product large enough to split over two threads: the saturating form differs
+    from the exact one on these extreme values, and each equals the interpreter."""
+    m, k, n = 9, 200, 70
+    xs = inputs(m, k, "uint8", 3, batch=(2,))
+    outs = []
+    for acc in ("vpmaddubsw", "exact"):
+        mod = dense_module(m, k, n, "uint8", "int8", acc, 3, batch=(2,))
+        outs.append(check(mod, f"llvm -isa={isa} -threads=2", xs))
+    assert not np.array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (3, 17), (2, 64)])
+@pytest.mark.parametrize("data", ["normal", "positive", "negative", "zeros", "last_min"])
+def test_dynamic_quantize_range_scan_in_lanes(shape, data):
+    """DYNQ's range in 8 float lanes then the tail: DynamicQuantizeLinear's three fields equal
+    the interpreter's for sizes around the lane count, one-signed data, -0.0 everywhere and the
+    extreme in the tail."""
+    from partita.ir import Function, IRModule, TensorType, Var, get_op
+
+    rng = np.random.default_rng(len(shape) * 7 + shape[-1])
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    x = {"positive": np.abs(x), "negative": -np.abs(x), "zeros": np.full(shape, -0.0, np.float32),
+         "normal": x}.get(data, x)
+    if data == "last_min":
+        x.ravel()[-1] = -50.0
+    v = Var("x", TensorType(shape, "float32"))
+    mod = P.InferType()(IRModule({"main": Function([v], get_op("qnn.dynamic_quantize")(v))}))
+    got, want = P.build(mod, "llvm").run(x), P.interpret(mod, [x])
+    for g, w in zip(got, want):
+        assert g.tobytes() == w.tobytes()

@@ -1,0 +1,67 @@
+"""``partita profile``'s per-kernel speed (backends/llvm/peak.py): multiply-adds, GMAC/s
+(GFLOP/s for float products), the tier's peak at the measured clock and the fraction reached.
+The numbers are checked for presence and consistency, not for speed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from partita.backends.llvm.peak import PEAK, measured_clock_hz
+from test_llvm_dynq_dense import dense_module, inputs
+
+import partita as P
+from partita.ir import Constant, Function, IRModule, TensorType, Var, get_op
+from partita.runtime.artifact import load_executable_bytes
+
+
+def test_the_measured_clock_is_a_clock():
+    hz = measured_clock_hz()
+    assert 3e8 < hz < 8e9  # a dependent add per cycle: this core's cycles per second
+
+
+def _float_dense(m, k, n):
+    x = Var("x", TensorType((m, k), "float32"))
+    w = np.random.default_rng(0).standard_normal((n, k)).astype(np.float32)
+    return P.InferType()(IRModule({"main": Function([x], get_op("nn.dense")(x, Constant(w)))}))
+
+
+@pytest.mark.parametrize("isa", ["plain", "avx2"])
+def test_product_kernels_report_their_speed_and_fraction_of_peak(isa):
+    from partita.backends.llvm.host_cpu import lacking
+
+    if lacking([isa]):
+        pytest.skip(f"this CPU cannot run -isa={isa}")
+    m, k, n = 16, 96, 40
+    cases = [(dense_module(m, k, n, "uint8", "int8", "vpmaddubsw", 1), inputs(m, k, "uint8", 1),
+              "DYNQ_DENSE", "int8"),
+             (_float_dense(m, k, n), [np.ones((m, k), np.float32)], "FDENSE", "float")]
+    for mod, xs, kind, cls in cases:
+        exe = P.build(mod, f"llvm -isa={isa}")
+        prof = exe.profile(*xs)
+        (op,) = [op for s in prof.steps for op in s.ops if op.metrics.get("kernel") == kind]
+        mt = op.metrics
+        assert mt["macs"] == m * k * n and mt["k"] == k
+        assert mt["tier"] == isa
+        assert mt["peak_macs_per_cycle"] == PEAK[isa][0 if cls == "int8" else 1]
+        rate = m * k * n / op.time_s
+        assert mt["gmac_s"] == pytest.approx(rate / 1e9, rel=1e-2, abs=1e-3)
+        assert mt["peak_gmac_s"] == pytest.approx(mt["peak_macs_per_cycle"] * mt["clock_ghz"],
+                                                  rel=1e-2)
+        assert mt["utilisation"] == pytest.approx(rate / 1e9 / mt["peak_gmac_s"], rel=1e-2,
+                                                  abs=1e-4)
+        assert ("gflop_s" in mt) == (cls == "float")
+        if cls == "float":
+            assert mt["gflop_s"] == pytest.approx(2 * mt["gmac_s"], rel=1e-2, abs=1e-3)
+        table = prof.table()
+        assert "GMAC/s" in table and f"{isa} {cls} products: 1 kernels" in table
+        assert "% of the tier's peak" in table
+        # a saved and loaded executable keeps the kernels' multiply-adds and tier
+        again = load_executable_bytes(exe.to_bytes(), trust=True)
+        ops = [o for s in again.profile(*xs).steps for o in s.ops
+               if o.metrics.get("kernel") == kind]
+        assert ops[0].metrics["macs"] == m * k * n and ops[0].metrics["tier"] == isa
+        data = json.loads(prof.to_json())  # --json: the same metrics as plain JSON
+        (row,) = [o for s in data["steps"] for o in s["ops"] if o.get("kernel") == kind]
+        assert row["gmac_s"] == mt["gmac_s"] and row["utilisation"] == mt["utilisation"]
