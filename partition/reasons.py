@@ -190,9 +190,10 @@ def _dtype(node: Call) -> str | None:
 
 
 def _int_dtypes(check) -> str:
-    """``int8 and uint8``: the feature-map dtypes a check's requirements name."""
+    """``int8 and uint8``: the feature-map dtypes a check's requirements name (not those of a
+    parenthesis: "(16x8: int8 weights, int64 bias)")."""
     for text in requirements_of(check):
-        found = re.findall(r"\bu?int\d+\b", text)
+        found = re.findall(r"\bu?int\d+\b", re.sub(r"\([^)]*\)", "", text))
         if found and "must be" in text:
             names = list(dict.fromkeys(found))
             return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)

@@ -32,8 +32,6 @@ from partita.backends.llvm.runtime.jit import (
 )
 from partita.backends.registry import Backend, Option, register_backend
 
-from partita.passes.transpose_conv import LegalizeTransposeConv
-
 from . import host_cpu
 from .errors import LLVMError
 from .layout import LLVMConvertLayout
@@ -117,7 +115,7 @@ backend = Backend(
     host=True,
     compile=compile_region,
     load=load_region,
-    passes=lambda: [LLVMConvertLayout(), LegalizeTransposeConv()],
+    passes=lambda: [LLVMConvertLayout()],
     options={
         "mcpu": Option(None, None, "the CPU to generate code for (default: this host's)"),
         "isa": Option(

@@ -32,7 +32,7 @@ def test_a_float_model_is_told_to_quantize():
     y = P.get_op("nn.relu")(y)
     report = placement_report(partition_for(P.IRModule.from_expr(y), "npu, llvm"))
     conv, relu = report.rows
-    assert conv.reason.startswith("float32: the npu runs quantized ops on int8 and uint8")
+    assert conv.reason.startswith("float32: the npu runs quantized ops on int8, uint8 and int16")
     assert "npu.conv2d takes qnn.conv2d" in conv.reason and "quantize the model" in conv.reason
     assert relu.reason.startswith("float32:") and "quantize the model" in relu.reason
 
