@@ -1,0 +1,109 @@
+"""The exact AVX2 int8 product routes (vector_plan.EXACT_AVX2), each forced on any machine that
+runs AVX2 code: VPMADDUBSW with unsafe weight pairs corrected by a sparse second product
+("ubsw"), VPMADDUBSW on the weights' nibbles ("nibbles"), int16 weights into VPMADDWD ("wide");
+their packing-time splits; and their two-thread splits. The shapes and the interpreter check
+are test_llvm_kernels.py's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_llvm_kernels import _isa_available, assert_equals_interpreter, build_graph, convs
+
+import partita as P
+
+
+@pytest.mark.parametrize("mode", ["ubsw", "nibbles", "wide"])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=convs(), wmax=st.sampled_from([127, 64, 127]), tap_pairs=st.booleans(),
+       threads=st.sampled_from(["", " -threads=2"]))
+def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, tap_pairs, threads):
+    """Each exact AVX2 convolution/dense kernel, forced (vector_plan.EXACT_AVX2): VPMADDUBSW
+    on weights whose unsafe pairs (same-sign pairs summing past 128 in magnitude, which would
+    saturate int16) keep a safe half, the rest in a sparse second product ("ubsw"); VPMADDUBSW
+    on the weights' two nibbles with int16 sums widened every few k-steps ("nibbles"); int16
+    weights into VPMADDWD ("wide"). Weights over -127..127 make about a quarter of the pairs
+    unsafe; ``wmax`` 64 none (no second product). Depthwise layers: two taps per VPMADDWD
+    (``tap_pairs``) or one VPMULLD per tap; one thread or two (rows or channel panels split)."""
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "EXACT_AVX2", mode)
+    mp.setattr(vplan, "DW_TAP_PAIRS", tap_pairs)
+    mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
+    try:
+        mod, _ = build_graph(*case, wmax=wmax)
+        assert_equals_interpreter(mod, "avx2", seed=2, threads=threads)
+    finally:
+        mp.undo()
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), scale=st.sampled_from([16, 64, 127, 128]),
+       shape=st.tuples(st.integers(1, 9), st.integers(1, 5), st.sampled_from([16, 32, 48])))
+def test_ubsw_and_nibble_splits_are_safe_and_sum_to_the_weights(seed, scale, shape):
+    """Packing-time checks of the exact AVX2 kernels' weights (-128 included): ubsw_split's
+    main part has only safe pairs, and so have its remainders, which sum back to the weights
+    and are listed for exactly the (panel, k-step)s that have any; nibble_split's parts sum
+    back as 16 h + l, and ``steps`` k-steps of its pair sums fit int16."""
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    kk, c4, ocp = shape
+    w = np.random.default_rng(seed).integers(-scale, min(scale, 127) + 1, (kk, c4, ocp, 4))
+    w = w.astype(np.int8)
+    for width in (16, 32):
+        main, fix = vplan.ubsw_split(w, width)
+        assert vplan.pair_safe(main.reshape(kk, c4, ocp, 2, 2)).all()
+        rest = np.zeros((kk * c4, ocp, 4), np.int32)
+        for g, panel in enumerate(range(0, ocp, width)):
+            lo, hi = fix["off"][g], fix["off"][g + 1]
+            entries = fix["w"].reshape(-1, width, 4)[lo:hi]
+            assert vplan.pair_safe(entries.reshape(-1, 2, 2)).all()
+            n = min(width, ocp - panel)
+            rest[fix["k"][lo:hi], panel : panel + n] = entries[:, :n]
+        full = main.astype(np.int32).reshape(kk * c4, ocp, 4) + rest
+        assert np.array_equal(full, w.reshape(kk * c4, ocp, 4))
+        unsafe = ~vplan.pair_safe(w.reshape(kk * c4, ocp, 2, 2))
+        want = sum(int(unsafe[:, g : g + width].any(axis=(1, 2)).sum())
+                   for g in range(0, ocp, width))
+        assert fix["k"].size == want
+    parts, steps = vplan.nibble_split(w)
+    assert steps >= 8
+    hl = parts.reshape(kk, c4, ocp // 16, 2, 16, 4).astype(np.int32)
+    back = (16 * hl[:, :, :, 0] + hl[:, :, :, 1]).reshape(kk, c4, ocp, 4)
+    assert np.array_equal(back, w)
+    pairs = hl.reshape(*hl.shape[:-1], 2, 2)
+    assert steps * 255 * np.clip(pairs, 0, None).sum(-1).max() <= 32767
+    assert steps * 255 * np.clip(pairs, None, 0).sum(-1).min() >= -32768
+
+
+@pytest.mark.parametrize("mode", ["ubsw", "nibbles"])
+@pytest.mark.parametrize("kind", ["conv", "dense"])
+def test_exact_avx2_products_split_over_two_threads(mode, kind):
+    """The VPMADDUBSW kernels large enough for -threads=2 to split them (a pointwise
+    convolution's pixel tiles; a dense layer's channel panels, whose second products are
+    listed per panel): the same bits as the interpreter, unsafe pairs included."""
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "EXACT_AVX2", mode)
+    mp.setenv("PARTITA_REGION_CACHE", "0")
+    try:
+        if kind == "conv":
+            geo = {"hw": (16, 16), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+                   "padding": (0, 0, 0, 0)}
+            mod, _ = build_graph("conv", "int8", 64, 96, geo, 5, True, None)
+        else:
+            mod, _ = build_graph("dense", "uint8", 512, 520, {"rows": 3}, 6, True, None)
+        (k,) = lower(P.InferType()(mod)["main"], "avx2", 2).kernels
+        assert k.params.get("threads") == 2 and k.params.get(mode)
+        assert_equals_interpreter(mod, "avx2", seed=3, threads=" -threads=2")
+    finally:
+        mp.undo()
