@@ -149,7 +149,6 @@ KNOWN_PRIVATE_IMPORTS = {
     "partita/ops/qnn_elemwise.py: qnn._broadcast_param",
     "partita/ops/qnn_elemwise.py: qnn._channels",
     "partita/ops/qnn_elemwise.py: tensor_transform._concatenate_rel",
-    "partita/ops/qnn_transformer.py: qnn_lut._qparams",
     "partita/ops/registry.py: partita.ir.op._REGISTRY",
     "patterns/partition.py: rewrite._rebuild_node",
     "patterns/matcher.py: pattern._PostCheck",

@@ -104,7 +104,7 @@ def _softmax_rel(types, attrs) -> TensorType:
 
 
 @dataclass(frozen=True)
-class _Q:
+class QParams:
     """Validated quantization parameters: Python floats (exact float32 values) and ints."""
 
     dtype: str
@@ -114,13 +114,13 @@ class _Q:
     out_zp: int
 
 
-def _qparams(op: str, data, in_scale, in_zp, out_scale, out_zp) -> _Q:
-    q = _Q(
+def qparams(op: str, data, in_scale, in_zp, out_scale, out_zp) -> QParams:
+    q = QParams(
         data.dtype.name,
-        float(in_scale.reshape(())),
-        int(in_zp.reshape(())),
-        float(out_scale.reshape(())),
-        int(out_zp.reshape(())),
+        float(np.asarray(in_scale).reshape(())),
+        int(np.asarray(in_zp).reshape(())),
+        float(np.asarray(out_scale).reshape(())),
+        int(np.asarray(out_zp).reshape(())),
     )
     for what, s in (("input_scale", q.in_scale), ("output_scale", q.out_scale)):
         if not (math.isfinite(s) and s > 0):
@@ -142,7 +142,7 @@ _TRANSFORMS = {
 
 
 @lru_cache(maxsize=512)
-def _table(fn: str, semantics: str, q: _Q) -> np.ndarray:
+def _table(fn: str, semantics: str, q: QParams) -> np.ndarray:
     """The lookup table (one entry per value of q.dtype) for a float-defined activation."""
     semantics = "tflite" if semantics == "tflite_builtin" else semantics
     build, transform = _TRANSFORMS[fn, semantics]
@@ -172,9 +172,7 @@ def sigmoid(data, input_scale, input_zero_point, output_scale, output_zero_point
     v = clamp(x, -18, 18) and Eigen's rational polynomials evaluated by fused multiply-adds (as
     MLAS's FMA3 and NEON kernels; an SSE2-only build rounds each step and may differ by 1).
     """
-    q = _qparams(
-        "qnn.sigmoid", data, input_scale, input_zero_point, output_scale, output_zero_point
-    )
+    q = qparams("qnn.sigmoid", data, input_scale, input_zero_point, output_scale, output_zero_point)
     return k.lookup(_table("sigmoid", attrs.semantics, q), data)
 
 
@@ -196,7 +194,7 @@ def tanh(data, input_scale, input_zero_point, output_scale, output_zero_point, a
     p(v) / q(v), v = clamp(x, -9, 9), Eigen's degree-13/6 rational evaluated by fused
     multiply-adds (ORT releases whose tanh kernel used other coefficients can differ by 1).
     """
-    q = _qparams("qnn.tanh", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    q = qparams("qnn.tanh", data, input_scale, input_zero_point, output_scale, output_zero_point)
     return k.lookup(_table("tanh", attrs.semantics, q), data)
 
 
@@ -220,7 +218,7 @@ def hardswish(data, input_scale, input_zero_point, output_scale, output_zero_poi
     x * (1/6) + 0.5)) in float32, x = s_in * (q - zp_in), then clamp(round_half_even(y / s_out)
     + zp_out).
     """
-    q = _qparams(
+    q = qparams(
         "qnn.hardswish", data, input_scale, input_zero_point, output_scale, output_zero_point
     )
     if attrs.semantics == "onnx":
@@ -252,7 +250,7 @@ def leaky_relu(data, input_scale, input_zero_point, output_scale, output_zero_po
     "onnx" (QLinearLeakyRelu): q -> clamp(round_half_even(y / s_out) + zp_out) with
     y = x >= 0 ? x : alpha * x in float32, x = s_in * (q - zp_in).
     """
-    q = _qparams(
+    q = qparams(
         "qnn.leaky_relu", data, input_scale, input_zero_point, output_scale, output_zero_point
     )
     if attrs.semantics == "onnx":
@@ -265,7 +263,7 @@ def leaky_relu(data, input_scale, input_zero_point, output_scale, output_zero_po
 
 
 @lru_cache(maxsize=256)
-def _leaky_table(q: _Q, alpha: float) -> np.ndarray:
+def _leaky_table(q: QParams, alpha: float) -> np.ndarray:
     table = k.ort_lut(
         q.dtype, q.in_scale, q.in_zp, q.out_scale, q.out_zp, k.onnx_leaky_relu_f32(alpha)
     )
@@ -273,7 +271,7 @@ def _leaky_table(q: _Q, alpha: float) -> np.ndarray:
     return table
 
 
-def _check_softmax_output(q: _Q) -> None:
+def _check_softmax_output(q: QParams) -> None:
     want_zp = k.dtype_range(q.dtype)[0]
     if abs(q.out_scale - 1 / 256) > 0.001 / 256 or q.out_zp != want_zp:
         raise InterpreterError(
@@ -302,9 +300,7 @@ def softmax(data, input_scale, input_zero_point, output_scale, output_zero_point
     clamp(round_half_even(t * floor(1 / s_out) / S) + zp_out) (ORT before PR 29728 wrapped int8
     instead of clamping).
     """
-    q = _qparams(
-        "qnn.softmax", data, input_scale, input_zero_point, output_scale, output_zero_point
-    )
+    q = qparams("qnn.softmax", data, input_scale, input_zero_point, output_scale, output_zero_point)
     if data.size == 0:
         return data.copy()
     axis = attrs.axis % data.ndim

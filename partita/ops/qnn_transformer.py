@@ -27,7 +27,7 @@ from partita.ops.emulation.tflite_fixedpoint import (
 
 from .qnn import quantized, scalar_param
 from .qnn_elemwise import smaller_than_one
-from .qnn_lut import INPUTS, _qparams
+from .qnn_lut import INPUTS, qparams
 from .registry import Attrs, choice, register_op
 from .relations import broadcast_shapes, fail
 
@@ -96,7 +96,7 @@ def gelu(data, input_scale, input_zero_point, output_scale, output_zero_point, a
     """Quantized GELU, int8/uint8 -> same, through TFLite's LUTPopulate table (all float32,
     round half away from zero): f(x) = 0.5f * x * erfcf(x * -sqrt(1/2)), or with
     ``approximate`` 0.5f * x * (1 + tanhf(sqrt(2/pi) * (x + 0.044715f * x^3)))."""
-    q = _qparams("qnn.gelu", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    q = qparams("qnn.gelu", data, input_scale, input_zero_point, output_scale, output_zero_point)
     return k.lookup(_gelu_table(q, attrs.approximate), data)
 
 
@@ -158,7 +158,7 @@ def rsqrt(data, input_scale, input_zero_point, output_scale, output_zero_point, 
     else 1/sqrt(v) from GetInvSqrtQuantizedMultiplierExp, applied to 1 << 20, then scaled by
     QuantizeMultiplier(1 / (sqrtf(s_in) * s_out)) >> 20 and offset by zp_out, clamped. Values
     below the input zero point are an error, as in TFLite."""
-    q = _qparams("qnn.rsqrt", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    q = qparams("qnn.rsqrt", data, input_scale, input_zero_point, output_scale, output_zero_point)
     if data.size and int(data.min()) < q.in_zp:
         raise InterpreterError(
             f"qnn.rsqrt: input {int(data.min())} is below the zero point "

@@ -20,7 +20,7 @@ from partita.ops.emulation.tflite_fixedpoint import (
 )
 
 from .qnn import quantized, scalar_param
-from .qnn_lut import INPUTS
+from .qnn_lut import INPUTS, qparams
 from .registry import Attrs, NoAttrs, choice, register_op
 from .relations import broadcast_shapes, fail
 
@@ -52,33 +52,6 @@ def _f32(fn):
     return apply
 
 
-@dataclass(frozen=True)
-class _Q:
-    dtype: str
-    in_scale: float
-    in_zp: int
-    out_scale: float
-    out_zp: int
-
-
-def _qparams(op: str, data, in_scale, in_zp, out_scale, out_zp) -> _Q:
-    q = _Q(
-        data.dtype.name,
-        float(np.asarray(in_scale).reshape(())),
-        int(np.asarray(in_zp).reshape(())),
-        float(np.asarray(out_scale).reshape(())),
-        int(np.asarray(out_zp).reshape(())),
-    )
-    for what, s in (("input_scale", q.in_scale), ("output_scale", q.out_scale)):
-        if not (math.isfinite(s) and s > 0):
-            raise InterpreterError(f"{op}: {what} must be positive and finite, got {s}")
-    lo, hi = k.dtype_range(q.dtype)
-    for what, zp in (("input_zero_point", q.in_zp), ("output_zero_point", q.out_zp)):
-        if not lo <= zp <= hi:
-            raise InterpreterError(f"{op}: {what} {zp} is outside the {q.dtype} range")
-    return q
-
-
 @lru_cache(maxsize=256)
 def _table(kind: str, q) -> np.ndarray:
     if kind == "exp":
@@ -101,7 +74,7 @@ def _table(kind: str, q) -> np.ndarray:
 def exp(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized e**x, int8 -> int8: TFLite's EXP table (LUTPopulate: all float32, expf, round
     half away from zero, clamped)."""
-    q = _qparams("qnn.exp", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    q = qparams("qnn.exp", data, input_scale, input_zero_point, output_scale, output_zero_point)
     return k.lookup(_table("exp", q), data)
 
 
@@ -109,7 +82,7 @@ def exp(data, input_scale, input_zero_point, output_scale, output_zero_point, at
 def log(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized natural log, int8 -> int8: TFLite's LOG table (LUTPopulate of logf; a value
     <= 0 maps to the output's smallest representable value, not an error)."""
-    q = _qparams("qnn.log", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    q = qparams("qnn.log", data, input_scale, input_zero_point, output_scale, output_zero_point)
     return k.lookup(_table("log", q), data)
 
 
