@@ -50,6 +50,47 @@ VELA_NAMES = {
 }
 
 
+RECORD = ROOT / "tests" / "backends" / "npu" / "data" / "vela_cycles.json"
+
+
+def _digest(model: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(model.read_bytes()).hexdigest()[:16]
+
+
+def recorded(model: Path, preset: str, path: Path = RECORD) -> dict | None:
+    """Vela's figures for ``model`` on ``preset`` as recorded by ``--record`` (None when absent
+    or recorded for a different file)."""
+    import json
+
+    if not path.exists():
+        return None
+    row = json.loads(path.read_text()).get(f"{model.stem}/{preset}")
+    return row if row and row.get("sha256") == _digest(model) else None
+
+
+def record(rows: dict, path: Path = RECORD) -> None:
+    """Merge ``rows`` ({"model/preset": vela figures}) into the recorded Vela figures."""
+    import json
+
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.update(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+
+
+def vela_or_recorded(model: Path, preset: str, use_record: bool) -> dict | None:
+    """Vela's figures, from the record when asked and present, else by running Vela (and
+    recording the result when ``use_record``)."""
+    if use_record and (row := recorded(model, preset)):
+        return row
+    row = vela(model, preset)
+    if row is not None and use_record:
+        record({f"{model.stem}/{preset}": {**row, "sha256": _digest(model)}})
+    return row
+
+
 def vela(model: Path, preset: str) -> dict | None:
     """Vela's estimate: total and NPU cycles, and its NPU/CPU operator counts."""
     try:
@@ -133,6 +174,12 @@ def main(argv=None) -> None:
     parser.add_argument("--models", nargs="+", type=Path, default=MODELS)
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--speed-only", action="store_true", help="skip the Vela table")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help=f"take Vela's figures from {RECORD.relative_to(ROOT)} where recorded for the same "
+        "file, and record the ones Vela computes",
+    )
     args = parser.parse_args(argv)
     print(
         f"{'model':32} {'preset':8} {'ours':>10} {'Vela':>10} {'ratio':>6} {'Vela NPU':>10} "
@@ -140,7 +187,7 @@ def main(argv=None) -> None:
     )
     for model in [] if args.speed_only else args.models:
         for preset in args.presets:
-            o, v = ours(model, preset), vela(model, preset)
+            o, v = ours(model, preset), vela_or_recorded(model, preset, args.record)
             vc = f"{v['cycles']:,.0f}" if v else "-"
             ratio = f"{o['cycles'] / v['cycles']:.2f}" if v else "-"
             vn = f"{v['npu_cycles']:,.0f}" if v else "-"

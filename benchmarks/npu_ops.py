@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's partita
 
-from npu import ROOT, ours, vela  # noqa: E402
+from npu import ROOT, ours, vela_or_recorded  # noqa: E402
 
 OPS = ROOT / "tests" / "models" / "tflite" / "ops"
 
@@ -28,6 +28,9 @@ def main(argv=None) -> None:
     parser.add_argument("--presets", nargs="+", default=["u55-256", "u65-256"])
     parser.add_argument("--names", nargs="+", help="model names (default: every ops model)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument(
+        "--record", action="store_true", help="use and extend the recorded Vela figures"
+    )
     args = parser.parse_args(argv)
     models = (
         [OPS / f"{n}.tflite" for n in args.names] if args.names else sorted(OPS.glob("*.tflite"))
@@ -42,7 +45,7 @@ def main(argv=None) -> None:
             except Exception as e:  # a model our frontend cannot import (float16 weights)
                 print(f"{model.stem}: {type(e).__name__}: {str(e)[:80]}", file=sys.stderr)
                 continue
-            v = vela(model, preset)
+            v = vela_or_recorded(model, preset, args.record)
             ratio = f"{o['cycles'] / v['cycles']:.2f}" if v and v["cycles"] and o["cycles"] else "-"
             vops = f"{v['npu_ops']}/{v['npu_ops'] + v['cpu_ops']}" if v else "-"
             ocyc = f"{o['cycles']:,}" if o["cycles"] else "-"

@@ -8,6 +8,12 @@ least the weight-buffer refill (``32 * ublock depth / 8`` cycles), repeated for 
 part-kernel mode, 8) input channels; the output stage works per block in parallel with the next
 block's MACs (Vela's ``_estimate_conv_cycles``). Small feature maps therefore waste lanes, which
 is what makes Vela's estimates of small networks much larger than MACs / MACs-per-cycle.
+
+16-bit input maps (TFLite's 16x8 mode) change four things, as in Vela: the input block holds
+twice the bytes per element and at most 16 channels; convolutions and depthwise layers
+accumulate in 40-bit accumulators (more SHRAM per output block); part-kernel mode takes 2
+kernel elements per pass instead of 4; a depthwise or pooling micro-block pass takes twice the
+cycles.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ RESERVED_END_BANKS = 2
 
 class Query(NamedTuple):
     """One MAC-array operation: kind (conv, dwconv, fc, pool), ifm and ofm (h, w, c), kernel
-    (kh, kw), strides and dilations."""
+    (kh, kw), strides, dilations and the input map's element bits (8 or 16)."""
 
     kind: str
     ifm: tuple[int, int, int]
@@ -35,6 +41,7 @@ class Query(NamedTuple):
     kernel: tuple[int, int] = (1, 1)
     strides: tuple[int, int] = (1, 1)
     dilation: tuple[int, int] = (1, 1)
+    bits: int = 8
 
 
 class Block(NamedTuple):
@@ -58,8 +65,9 @@ def _partkernel(q: Query) -> bool:
     depth, elems = q.ifm[2], q.kernel[0] * q.kernel[1]
     if depth <= 8:
         return True
-    depth_util = depth / _up(depth, 32)
-    part_util = depth * elems / (_up(depth, 8) * _up(elems, 4))
+    wide = q.bits == 16
+    depth_util = depth / _up(depth, 16 if wide else 32)
+    part_util = depth * elems / (_up(depth, 8) * _up(elems, 2 if wide else 4))
     return part_util > depth_util
 
 
@@ -72,12 +80,26 @@ def _ifm_block(q: Query, ofm: tuple[int, int, int], ublock, ifm_depth: int):
     return (dims[0], dims[1], ifm_depth)
 
 
-def _fits(config: NPUConfig, ofm, ifm) -> bool:
-    """Input block (double-buffered) and 32-bit accumulators fit the SHRAM banks."""
-    ifm_bytes = ifm[0] * ifm[1] * _up(ifm[2], 8)
+def _acc40_granule(config: NPUConfig) -> int:
+    """SHRAM banks allocated at a time for 40-bit accumulators: Vela's tables give 4 more than
+    for 32-bit ones on the 128-, 256- and 512-MAC arrays (8 -> 12, 16 -> 20)."""
+    return config.shram_acc_granule + 4
+
+
+def _acc40(q: Query) -> bool:
+    """16-bit inputs accumulate in 40 bits (except pooling)."""
+    return q.bits == 16 and q.kind != "pool"
+
+
+def _fits(config: NPUConfig, ofm, ifm, q: Query | None = None) -> bool:
+    """Input block (double-buffered) and 32- or 40-bit accumulators fit the SHRAM banks."""
+    bits = q.bits if q is not None else 8
+    ifm_bytes = ifm[0] * ifm[1] * _up(ifm[2] * bits // 8, 8)
     ifm_banks = _up(-(-ifm_bytes // BANK_BYTES) * 2, config.shram_ifm_granule)
-    acc_bytes = ofm[0] * ofm[1] * _up(ofm[2], 8) * 4
-    acc_banks = _up(-(-acc_bytes // BANK_BYTES) * 2, config.shram_acc_granule)
+    wide = q is not None and _acc40(q)
+    acc_bytes = ofm[0] * ofm[1] * _up(ofm[2], 8) * (40 if wide else 32) // 8
+    granule = _acc40_granule(config) if wide else config.shram_acc_granule
+    acc_banks = _up(-(-acc_bytes // BANK_BYTES) * 2, granule)
     acc_start = config.shram_banks - RESERVED_END_BANKS - acc_banks  # the LUT banks at the end
     return RESERVED_OUTPUT_BANKS + ifm_banks <= acc_start
 
@@ -105,7 +127,10 @@ def find_block(config: NPUConfig, q: Query) -> Block:
     oh, oc = q.ofm[0], q.ofm[2]
     partkernel = _partkernel(q)
     equal_depth = q.kind in ("dwconv", "pool")
-    ifm_depth = _up(min(q.ifm[2], 16 if partkernel else 32), 8)
+    if q.bits == 16:
+        ifm_depth = _up(min(q.ifm[2], 16), 4)
+    else:
+        ifm_depth = _up(min(q.ifm[2], 16 if partkernel else 32), 8)
     space = [_up(min(o, m), u) for o, m, u in zip(q.ofm, BLOCK_MAX, ublock)]
     repeats = ceil(_area(q)[0] / SUB_KERNEL) * ceil(_area(q)[1] / SUB_KERNEL)
     weight_wh = _area(q)[0] * _area(q)[1] if q.kind != "pool" else 0  # Vela uses the dilated area
@@ -123,7 +148,7 @@ def find_block(config: NPUConfig, q: Query) -> Block:
                 ifm = _ifm_block(q, ofm, ublock, depth if equal_depth else ifm_depth)
                 if oh == 1 and q.kernel[0] == 1 and ublock[0] == 2:
                     ofm = (1, w, depth)  # Vela's 1-D optimisation for 256/512-MAC arrays
-                if not _fits(config, ofm, ifm):
+                if not _fits(config, ofm, ifm, q):
                     wont_fit.add((w, h))
                     continue
                 cost = _fetch_cost(q, ofm, ifm, repeats, weight_wh, equal_depth)
@@ -164,20 +189,24 @@ def _dpu_block_cycles(config: NPUConfig, q: Query, block: Block, ofm_block) -> f
     per_ublock = 32 / config.ifm_depth_per_cycle  # cycles for one 32-channel pass (4 on Ethos-U)
     cycles = 0.0
     for elems in subs:
+        wide = 2 if q.bits == 16 else 1  # 16-bit depthwise and pooling passes take twice as long
         if q.kind == "pool":
-            steps, c = 1, max(4, elems) * n_xy * n_z
+            steps, c = 1, max(4, elems) * n_xy * n_z * wide
         elif q.kind == "dwconv":
             steps = ceil(elems / 4)
-            c = max(wb, per_ublock * n_xy) * steps * n_z
+            c = max(wb, per_ublock * n_xy * wide) * steps * n_z
         elif block.partkernel:
-            steps = ceil(elems / 4)
+            steps = ceil(elems / (2 if q.bits == 16 else 4))
             c = max(wb, per_ublock * n_xy) * steps * ceil(ifm_depth / 8) * n_z
         else:
             steps = elems
             c = max(wb, per_ublock * n_xy) * steps * n_z
+        # the accumulator pipeline's delay: 3 cycles for 40-bit accumulators on the 64- and
+        # 128-MAC arrays, else 2
+        lag = 3 if _acc40(q) and config.macs_per_cycle in (64, 128) else 2
         delay = 0
         if n_xy == 1:
-            delay = 2 * steps if n_z == 1 else 2 * (steps - 1) * n_z if steps > 1 else 0
+            delay = lag * steps if n_z == 1 else lag * (steps - 1) * n_z if steps > 1 else 0
         if block.partkernel:
             delay *= ceil(ifm_depth / 8)
         cycles += c + delay

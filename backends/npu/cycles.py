@@ -71,19 +71,25 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     return config.add_output_cycles
 
 
-def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple) -> tuple[Query, int]:
+def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query, int]:
     """The block model's view of a MAC-array op, and its MAC count."""
     w = op.arrays["weights"]
     if op.kind == "FC":
         oc, k = w.shape
         rows = int(np.prod(ofm[:-1]))
-        return Query("fc", (1, rows, k), (1, rows, oc)), rows * oc * k
+        return Query("fc", (1, rows, k), (1, rows, oc), bits=bits), rows * oc * k
     _, oh, ow, oc = ofm
     kh, kw = w.shape[1], w.shape[2]
     p = op.params
     kind = "conv" if op.kind == "CONV" else "dwconv"
     query = Query(
-        kind, tuple(ifm[1:]), (oh, ow, oc), (kh, kw), tuple(p["strides"]), tuple(p["dilation"])
+        kind,
+        tuple(ifm[1:]),
+        (oh, ow, oc),
+        (kh, kw),
+        tuple(p["strides"]),
+        tuple(p["dilation"]),
+        bits,
     )
     depth = w.shape[3] if op.kind == "CONV" else 1
     return query, oh * ow * oc * kh * kw * depth
@@ -157,12 +163,13 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
-        query, macs = _mac_query(op, ins[0].shape, out.shape)
-        # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0)
+        bits = 16 if ins[0].dtype == "int16" else 8
+        query, macs = _mac_query(op, ins[0].shape, out.shape, bits)
+        # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0);
+        # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
-        compute, block = mac_cycles(config, query, max(config.conv_output_cycles, lut))
-        if op.kind == "DWCONV" and ins[0].dtype == "int16":
-            compute *= 2  # Vela: 16-bit depthwise takes twice the cycles per micro-block
+        stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
+        compute, block = mac_cycles(config, query, max(stage, lut))
         return macs, compute, block, query
     if op.kind == "LUT":
         return 0, out_elems * config.lut_cycles, None, None
