@@ -71,6 +71,45 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     return config.add_output_cycles
 
 
+# Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
+# per MAC-array size and cores; other designs: 1.5x the add rate
+WIDE_ELEMENTWISE_CYCLES = {(128, 1): 1.25, (256, 1): 1.125, (512, 2): 0.5625}
+STANDALONE_LUT_MACS = 128
+MEAN_KERNEL_MAX = 4096  # Vela's largest depthwise kernel area for one MEAN convolution
+MEAN_HEIGHT_MAX = 64  # and its largest kernel height
+
+
+def _wide_elementwise_cycles(config: NPUConfig) -> float:
+    key = (config.macs_per_cycle, config.cores)
+    return WIDE_ELEMENTWISE_CYCLES.get(key, 1.5 * config.add_output_cycles)
+
+
+def mean_as_vela(config: NPUConfig, ifm: tuple, bits: int) -> tuple[float, int, int]:
+    """A MEAN over H and W of an (N, H, W, C) map the way Vela runs it: depthwise convolutions
+    with all-ones kernels of at most 64 rows and 4,096 elements (a map taller than 64 rows whose
+    area fits one kernel is first flattened to one row) summing into 32-bit maps, additions of
+    their partial sums, and one multiplication that scales the sum to the output.
+    Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
+    intermediate sums written and read in SRAM)."""
+    _, h, w, c = ifm
+    if h > MEAN_HEIGHT_MAX and h * w <= MEAN_KERNEL_MAX:
+        h, w = 1, h * w
+    rows = max(1, min(MEAN_KERNEL_MAX // w, h, MEAN_HEIGHT_MAX))
+    convs = ceil(h / rows)
+    compute, weights = 0.0, 0
+    for i in range(convs):
+        kh = min(rows, h - i * rows)
+        q = Query("dwconv", (kh, w, c), (1, 1, c), (kh, w), bits=bits)
+        compute += mac_cycles(config, q, config.mul_output_cycles)[0]
+        weights += kh * w * c + BIAS_RECORD_BYTES * c
+    wide = _wide_elementwise_cycles(config)
+    compute += (convs - 1) * c * wide + c * wide  # the partial-sum additions and the scaling
+    return compute, weights, 4 * c * 2 * convs
+
+
+BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
+
+
 def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query, int]:
     """The block model's view of a MAC-array op, and its MAC count."""
     w = op.arrays["weights"]
@@ -135,15 +174,24 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
             add(t.memory, t.nbytes * halo)
     add(out.memory, out.nbytes)
     # Vela packs bias and scale into one record per channel whatever the bias width: a 16x8
-    # op's int64 bias is charged as the 8-bit ops' int32 one
+    # op's int64 bias is charged as the 8-bit ops' int32 one; an elementwise op's scalar
+    # parameters are command-stream registers, not memory traffic
     constant_bytes = sum(
         a.size * 4 if name == "bias" and a.dtype == np.int64 else a.nbytes
         for name, a in op.arrays.items()
+        if not (op.kind == "UNIT" and a.size == 1)
     )
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
-    memory = sum(n / _bandwidth(config, m) for m, n in scaled.items())
-    memory += sum(config.dma_latency_cycles for m in moved if m != "sram")
+    # each memory transfers in parallel with the others (Vela's pass cycles: the slowest memory)
+    if op.kind == "UNIT" and op.params["op"] == "qnn.mean":
+        _, weights, sums = mean_as_vela(config, ins[0].shape, _bits(ins[0]))
+        add(config.weight_memory, weights)
+        add("sram", sums)
+    memory = max(
+        n / _bandwidth(config, m) + (config.dma_latency_cycles if m != "sram" else 0)
+        for m, n in scaled.items()
+    )
     total = int(ceil(max(compute, memory))) + config.op_overhead_cycles
     capacity = total * config.macs_per_cycle
     return {
@@ -159,11 +207,15 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
     }
 
 
+def _bits(t) -> int:
+    return 16 if t.dtype == "int16" else 8
+
+
 def _compute(op: NPUOp, ins, out, config: NPUConfig):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
-        bits = 16 if ins[0].dtype == "int16" else 8
+        bits = _bits(ins[0])
         query, macs = _mac_query(op, ins[0].shape, out.shape, bits)
         # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0);
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
@@ -171,8 +223,12 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         compute, block = mac_cycles(config, query, max(stage, lut))
         return macs, compute, block, query
-    if op.kind == "LUT":
-        return 0, out_elems * config.lut_cycles, None, None
+    if op.kind == "LUT":  # a table on its own: Vela 5.2 runs it at one element per cycle per
+        # 128 MACs of the array (measured on its per-layer report; a table fused into a MAC
+        # op runs in the output stage at lut_cycles instead)
+        return 0, out_elems * STANDALONE_LUT_MACS / config.macs_per_cycle, None, None
+    if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
+        return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None
     unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
