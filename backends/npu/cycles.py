@@ -20,6 +20,7 @@ import numpy as np
 
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
+from .memory import streams
 from .program import NPUOp, Program
 from .vela_ops import VELA_PASSES
 
@@ -149,8 +150,34 @@ def _offchip_ifm_read(config: NPUConfig, q: Query, block, t) -> tuple[float, flo
     return fetch, burst / min(burst, block.ifm[2] * item)
 
 
-def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
+def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
+    """Maps spilled off-chip that Vela would cascade instead: written by a streaming op and read
+    only by the next one, which streams too (Vela keeps their stripes in SRAM, so both ops move
+    them at SRAM speed; our plan spills the whole map, memory.plan_memory)."""
+    if config.spill_memory == "none":
+        return set()
+    io = {*program.inputs, *program.outputs}
+    readers: dict[int, list[int]] = {}
+    for i, op in enumerate(program.ops):
+        for t in set(op.inputs):
+            readers.setdefault(t, []).append(i)
+    out = set()
+    for i, op in enumerate(program.ops[:-1]):
+        t = op.output
+        desc = program.tensors[t]
+        if desc.memory == "sram" or t in io or readers.get(t) != [i + 1]:
+            continue
+        if streams(op) and streams(program.ops[i + 1]):
+            out.add(t)
+    return out
+
+
+def op_cycles(
+    op: NPUOp, program: Program, config: NPUConfig, cascaded: set[int] | None = None
+) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation."""
+    if cascaded is None:
+        cascaded = cascaded_offchip(program, config)
     out = program.tensors[op.output]
     ins = [program.tensors[t] for t in op.inputs]
     macs, compute, block, query = _compute(op, ins, out, config)
@@ -166,13 +193,16 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
         kh = op.arrays["weights"].shape[1]
         halo = 1.0 + (op.stripes - 1) * (kh - 1) / max(1, out.shape[1])
     for i, t in enumerate(ins):
+        if op.inputs[i] in cascaded:
+            add("sram", t.nbytes * halo)
+            continue
         # a region input read from off-chip memory: Vela's burst-inefficient first layer (our
         # spilled maps stream at full bandwidth instead, standing in for Vela's cascading)
         if i == 0 and block is not None and t.memory != "sram" and op.inputs[0] in program.inputs:
             add(t.memory, *_offchip_ifm_read(config, query, block, t))
         else:
             add(t.memory, t.nbytes * halo)
-    add(out.memory, out.nbytes)
+    add("sram" if op.output in cascaded else out.memory, out.nbytes)
     # Vela packs bias and scale into one record per channel whatever the bias width: a 16x8
     # op's int64 bias is charged as the 8-bit ops' int32 one; an elementwise op's scalar
     # parameters are command-stream registers, not memory traffic
@@ -237,4 +267,5 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
-    return [op_cycles(op, program, config) for op in program.ops]
+    cascaded = cascaded_offchip(program, config)
+    return [op_cycles(op, program, config, cascaded) for op in program.ops]

@@ -19,7 +19,7 @@ class SRAMError(BackendError):
 STREAMING_UNIT_OPS = ("qnn.add", "qnn.subtract", "qnn.mul", "nn.max_pool2d", "qnn.avg_pool2d")
 
 
-def _streams(op: NPUOp) -> bool:
+def streams(op: NPUOp) -> bool:
     """Whether ``op`` reads and writes its maps a band of rows at a time (so its producer or
     consumer may cascade into it): the MAC array's convolutions, tables, elementwise and pooling
     ops. FC, mean, concatenation, reshape and resize need their whole input."""
@@ -152,8 +152,8 @@ def _plan_whole_program(program, config, first_use, last_use, offchip) -> None:
             i is not None
             and t not in program.outputs
             and users == [i + 1]
-            and _streams(program.ops[i])
-            and _streams(program.ops[i + 1])
+            and streams(program.ops[i])
+            and streams(program.ops[i + 1])
             and len(program.tensors[t].shape) == 4
         )
 
