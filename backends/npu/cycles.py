@@ -111,6 +111,63 @@ def mean_as_vela(config: NPUConfig, ifm: tuple, bits: int) -> tuple[float, int, 
 BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
 
 
+def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
+    """ARG_MAX along the channels of an (..., C) map as Vela runs it: a 1x1 depthwise
+    convolution widening the map to 16 bits with the reversed channel index in its low bits,
+    a 16-bit max pool with a 1 x C window over the map viewed as (H*W, C, 1), a 16-bit table
+    extracting the index, and an elementwise pass writing the 32-bit indices.
+    Returns (compute cycles of the four operations plus the per-operation overhead of the
+    three beyond the first, weight bytes, bytes of the 16-bit intermediates in SRAM)."""
+    c = int(ifm[-1])
+    hw = int(np.prod(ifm[:-1]))
+    h, w = (int(ifm[-3]), int(ifm[-2])) if len(ifm) >= 3 else (1, hw)
+    widen = Query("dwconv", (h, w, c), (h, w, c))
+    pool = Query("pool", (hw, c, 1), (hw, 1, 1), (1, c), bits=16)
+    compute = mac_cycles(config, widen, config.conv_output_cycles)[0]
+    compute += mac_cycles(config, pool, config.pool_output_cycles)[0]
+    compute += hw * STANDALONE_LUT_MACS / config.macs_per_cycle + hw * config.add_output_cycles
+    compute += 3 * config.op_overhead_cycles
+    return compute, c + BIAS_RECORD_BYTES * c, 2 * (2 * hw * c + 2 * hw)
+
+
+def _half_pixel(wy: np.ndarray, h: int, oh: int) -> bool:
+    """Whether a 2x bilinear resize's row taps are TFLite's half-pixel ones (output row 1 mixes
+    two input rows unequally; the asymmetric resize gives it equal weights)."""
+    if oh != 2 * h or h < 2 or wy.shape[0] < 2:
+        return False
+    taps = np.asarray(wy[1], dtype=np.float64).ravel()
+    taps = taps[taps != 0]
+    return len(taps) == 2 and taps[0] != taps[1]
+
+
+def resize_bilinear_as_vela(config: NPUConfig, ifm: tuple, ofm: tuple, wy) -> float:
+    """A bilinear resize as Vela runs it, in compute cycles including the per-operation overhead
+    of the operations beyond the first:
+      - a 1x1 input: one elementwise pass;
+      - half-pixel 2x: the input copied into a map with a one-pixel border (a copy per edge),
+        then four depthwise convolutions with 2x2 kernels, one per output phase;
+      - otherwise (2x, 4x, 8x): log2(factor) - 1 average pools with a 1x1 window, each reading
+        its input upscaled 2x (nearest), then an average pool with a factor x factor window."""
+    _, h, w, c = ifm
+    _, oh, ow, _ = ofm
+    if h == w == 1:
+        return oh * ow * c * config.add_output_cycles
+    if _half_pixel(wy, h, oh):
+        q = Query("dwconv", (oh, ow, c), (oh - 1, ow - 1, c), (2, 2))
+        compute = 4 * mac_cycles(config, q, config.conv_output_cycles)[0]
+        return compute + 8 * config.op_overhead_cycles  # 5 copies and 4 convolutions
+    factor = max(2, round(oh / h))
+    steps = max(1, int(round(np.log2(factor))))
+    compute, sh, sw = 0.0, h, w
+    for _ in range(steps - 1):
+        q = Query("pool", (2 * sh, 2 * sw, c), (2 * sh, 2 * sw, c))
+        compute += mac_cycles(config, q, config.conv_output_cycles)[0]
+        sh, sw = 2 * sh, 2 * sw
+    q = Query("pool", (oh, ow, c), (oh, ow, c), (factor, factor))
+    compute += mac_cycles(config, q, config.conv_output_cycles)[0]
+    return compute + (steps - 1) * config.op_overhead_cycles
+
+
 def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query, int]:
     """The block model's view of a MAC-array op, and its MAC count."""
     w = op.arrays["weights"]
@@ -209,8 +266,8 @@ def op_cycles(
     constant_bytes = sum(
         a.size * 4 if name == "bias" and a.dtype == np.int64 else a.nbytes
         for name, a in op.arrays.items()
-        if not (op.kind == "UNIT" and a.size == 1)
-    )
+        if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
+    )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
     # each memory transfers in parallel with the others (Vela's pass cycles: the slowest memory)
@@ -218,6 +275,14 @@ def op_cycles(
         _, weights, sums = mean_as_vela(config, ins[0].shape, _bits(ins[0]))
         add(config.weight_memory, weights)
         add("sram", sums)
+    if op.kind == "UNIT" and op.params["op"] == "resize_bilinear_taps" and len(out.shape) == 4:
+        _, h, _, c = ins[0].shape
+        if _half_pixel(op.arrays["c0"], h, out.shape[1]):  # four 2x2 kernels and their biases
+            add(config.weight_memory, 4 * (4 + BIAS_RECORD_BYTES) * c)
+    if op.kind == "UNIT" and op.params["op"] == "argmax":
+        _, weights, middle = argmax_as_vela(config, ins[0].shape)
+        add(config.weight_memory, weights)
+        add("sram", middle)
     memory = max(
         n / _bandwidth(config, m) + (config.dma_latency_cycles if m != "sram" else 0)
         for m, n in scaled.items()
@@ -259,6 +324,11 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         return 0, out_elems * STANDALONE_LUT_MACS / config.macs_per_cycle, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
         return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None
+    if op.params["op"] == "argmax":
+        return 0, argmax_as_vela(config, ins[0].shape)[0], None, None
+    if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
+        wy = op.arrays["c0"]
+        return 0, resize_bilinear_as_vela(config, ins[0].shape, out.shape, wy), None, None
     unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
