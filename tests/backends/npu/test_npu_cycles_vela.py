@@ -1,0 +1,125 @@
+"""The cycle model against Vela 5.2's figures for every int8 and 16x8 test model on the four
+presets: within 10% of Vela's total, except the rows listed with their reason. Vela's figures
+are recorded in data/vela_cycles.json by ``python benchmarks/npu.py --record`` (each row keeps
+the SHA-256 of the model file it was computed from; a changed model is recomputed there); when
+Vela is importable, a test checks the record against a live run."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from partita.backends.npu.config import get_config
+from partita.backends.npu.cycles import (
+    argmax_as_vela,
+    cascaded_offchip,
+    mean_as_vela,
+    resize_bilinear_as_vela,
+)
+from partita.frontends import from_tflite
+
+import partita as P
+
+ROOT = Path(__file__).resolve().parents[3]
+RECORD = Path(__file__).resolve().parent / "data" / "vela_cycles.json"
+TFLITE = ROOT / "tests" / "models" / "tflite"
+MODELS = {
+    p.stem: p
+    for p in [
+        *sorted((TFLITE / "nets").glob("*.tflite")),
+        ROOT / "partita" / "data" / "digits_mobilenetv2.tflite",
+        *sorted((TFLITE / "large").glob("*.tflite")),
+        *sorted((TFLITE / "int16").glob("mobilenet_like*.tflite")),
+    ]
+}
+PRESETS = ("u55-128", "u55-256", "u65-256", "u65-512")
+# rows outside 10%, with the band they are held to and why (docs/npu.md, "Calibration")
+OUTSIDE = {
+    # Vela 5.2 charges MobileNetV2's weight-bound late 1x1 convolutions on the two-core U65
+    # (their weight DMA is not hidden under the short previous operation) and the uint8 input's
+    # QUANTIZE read in 3-byte bursts far above our figures
+    ("mobilenet_v2_035_96_uint8", "u65-512"): 0.80,
+    # Vela cascades MobileNetV2 224's first three operations on the U65, and its first
+    # convolution then reads the 3-channel input at twice the DRAM cost of the same layer in
+    # MobileNet v1 224 (539k against 266k cycles); we charge both as MobileNet v1's
+    ("mobilenet_v2_100_224", "u65-512"): 0.80,
+}
+
+
+def _record() -> dict:
+    return json.loads(RECORD.read_text())
+
+
+def _ours(path: Path, preset: str) -> int:
+    exe = P.build(from_tflite(str(path)), f"npu -config={preset}, ref")
+    return sum(c["cycles"] for s in exe.steps if s.target == "npu" for c in s.region.cycles)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_total_cycles_are_within_ten_percent_of_velas(model, preset):
+    row = _record().get(f"{model}/{preset}")
+    assert row, f"no recorded Vela figure for {model} on {preset}: run benchmarks/npu.py --record"
+    path = MODELS[model]
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    assert row["sha256"] == digest, f"{model} changed since Vela's figure was recorded"
+    ratio = _ours(path, preset) / row["cycles"]
+    low = OUTSIDE.get((model, preset), 0.90)
+    assert low <= ratio <= 1.10, f"{model} on {preset}: {ratio:.3f} of Vela's cycles"
+
+
+def test_the_record_matches_a_live_vela_run():
+    pytest.importorskip("ethosu.vela")
+    spec = importlib.util.spec_from_file_location("npu_bench", ROOT / "benchmarks" / "npu.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    record = _record()
+    for model, preset in (("resnet_mini_64", "u55-256"), ("mobilenet_like", "u65-512")):
+        live = bench.vela(MODELS[model], preset)
+        assert live["cycles"] == record[f"{model}/{preset}"]["cycles"]
+
+
+def test_a_big_mean_runs_as_velas_six_depthwise_convolutions():
+    """144 x 144 rows do not fit one 4,096-element kernel: Vela runs 28-row kernels (5 of them
+    and one of 4 rows), each with its bias record; a 7 x 7 map is one convolution."""
+    config = get_config("u65-256")
+    _, weights, sums = mean_as_vela(config, (1, 144, 144, 16), 8)
+    assert weights == 144 * 144 * 16 + 6 * 10 * 16
+    assert sums == 6 * 2 * 4 * 16
+    _, weights, sums = mean_as_vela(config, (1, 7, 7, 576), 8)
+    assert (weights, sums) == (49 * 576 + 10 * 576, 2 * 4 * 576)
+    # a 96-row map whose area fits one kernel is flattened to one row: one convolution
+    assert mean_as_vela(config, (1, 96, 4, 8), 8)[2] == 2 * 4 * 8
+    # more rows or channels never cost fewer cycles
+    small, big = (mean_as_vela(config, (1, h, 56, 64), 8)[0] for h in (56, 112))
+    assert small < big
+
+
+def test_argmax_and_resize_cost_velas_extra_operations():
+    config = get_config("u55-256")
+    compute, weights, _ = argmax_as_vela(config, (1, 8, 8, 4))
+    assert compute > 3 * config.op_overhead_cycles and weights == 4 + 10 * 4
+    taps = np.zeros((16, 8), np.int64)
+    taps[1, :2] = (3, 1)  # half-pixel: output row 1 is 3/4 of input row 0 and 1/4 of row 1
+    half = resize_bilinear_as_vela(config, (1, 8, 8, 4), (1, 16, 16, 4), taps)
+    taps[1, :2] = (1, 1)  # asymmetric: equal weights
+    pooled = resize_bilinear_as_vela(config, (1, 8, 8, 4), (1, 16, 16, 4), taps)
+    assert half > 8 * config.op_overhead_cycles > pooled
+
+
+def test_spilled_maps_between_streaming_ops_count_as_cascaded():
+    """On the U65 big_map_288's 5.3 MB convolution output spills to DRAM; Vela cascades the
+    convolution into the depthwise layer, so the map moves at SRAM speed in both."""
+    exe = P.build(from_tflite(str(MODELS["big_map_288"])), "npu -config=u65-256, ref")
+    (region,) = [s.region for s in exe.steps if s.target == "npu"]
+    program, config = region.program, region.config
+    cascaded = cascaded_offchip(program, config)
+    first = program.ops[0].output
+    assert program.tensors[first].memory == "dram" and first in cascaded
+    moved = region.cycles[1]["bytes"]  # the depthwise layer reads it from SRAM: DRAM for weights
+    assert moved["sram"] >= program.tensors[first].nbytes and moved["dram"] < 10_000
+    assert cascaded_offchip(program, get_config("u55-256")) == set()  # nothing to cascade
