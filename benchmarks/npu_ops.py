@@ -27,13 +27,21 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", nargs="+", default=["u55-256", "u65-256"])
     parser.add_argument("--names", nargs="+", help="model names (default: every ops model)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=OPS,
+        help="the models' folder (default: the ops models)",
+    )
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument(
         "--record", action="store_true", help="use and extend the recorded Vela figures"
     )
     args = parser.parse_args(argv)
     models = (
-        [OPS / f"{n}.tflite" for n in args.names] if args.names else sorted(OPS.glob("*.tflite"))
+        [args.dir / f"{n}.tflite" for n in args.names]
+        if args.names
+        else sorted(args.dir.glob("*.tflite"))
     )
     if args.markdown:
         print("| model | preset | ours | Vela | ratio | our NPU ops | Vela NPU ops |")

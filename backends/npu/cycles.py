@@ -318,6 +318,9 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         compute, block = mac_cycles(config, query, max(stage, lut))
         return macs, compute, block, query
+    if op.kind == "LUT" and op.params.get("op") == "qnn.requantize":
+        # Vela runs QUANTIZE (8-bit to 8-bit) as an elementwise rescale, not a table
+        return 0, out_elems * config.add_output_cycles, None, None
     if op.kind == "LUT":  # a table on its own: Vela 5.2 runs it at one element per cycle per
         # 128 MACs of the array (measured on its per-layer report; a table fused into a MAC
         # op runs in the output stage at lut_cycles instead)
