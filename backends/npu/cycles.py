@@ -130,17 +130,19 @@ def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
     return compute, c + BIAS_RECORD_BYTES * c, 2 * (2 * hw * c + 2 * hw)
 
 
-def _half_pixel(wy: np.ndarray, h: int, oh: int) -> bool:
-    """Whether a 2x bilinear resize's row taps are TFLite's half-pixel ones (output row 1 mixes
-    two input rows unequally; the asymmetric resize gives it equal weights)."""
-    if oh != 2 * h or h < 2 or wy.shape[0] < 2:
+def _half_pixel(taps: np.ndarray) -> bool:
+    """Whether a bilinear resize's tap matrix (output x input positions along one axis) is
+    TFLite's half-pixel 2x one (output 1 mixes two inputs unequally; the asymmetric resize gives
+    it equal weights)."""
+    taps = np.asarray(taps)
+    if taps.ndim != 2 or taps.shape[0] != 2 * taps.shape[1] or taps.shape[1] < 2:
         return False
-    taps = np.asarray(wy[1], dtype=np.float64).ravel()
+    taps = taps[1].astype(np.float64).ravel()
     taps = taps[taps != 0]
     return len(taps) == 2 and taps[0] != taps[1]
 
 
-def resize_bilinear_as_vela(config: NPUConfig, ifm: tuple, ofm: tuple, wy) -> float:
+def resize_bilinear_as_vela(config: NPUConfig, ifm: tuple, ofm: tuple, taps) -> float:
     """A bilinear resize as Vela runs it, in compute cycles including the per-operation overhead
     of the operations beyond the first:
       - a 1x1 input: one elementwise pass;
@@ -152,7 +154,7 @@ def resize_bilinear_as_vela(config: NPUConfig, ifm: tuple, ofm: tuple, wy) -> fl
     _, oh, ow, _ = ofm
     if h == w == 1:
         return oh * ow * c * config.add_output_cycles
-    if _half_pixel(wy, h, oh):
+    if _half_pixel(taps):
         q = Query("dwconv", (oh, ow, c), (oh - 1, ow - 1, c), (2, 2))
         compute = 4 * mac_cycles(config, q, config.conv_output_cycles)[0]
         return compute + 8 * config.op_overhead_cycles  # 5 copies and 4 convolutions
@@ -276,8 +278,8 @@ def op_cycles(
         add(config.weight_memory, weights)
         add("sram", sums)
     if op.kind == "UNIT" and op.params["op"] == "resize_bilinear_taps" and len(out.shape) == 4:
-        _, h, _, c = ins[0].shape
-        if _half_pixel(op.arrays["c0"], h, out.shape[1]):  # four 2x2 kernels and their biases
+        c = ins[0].shape[-1]
+        if _half_pixel(op.arrays["c0"]):  # four 2x2 kernels and their biases
             add(config.weight_memory, 4 * (4 + BIAS_RECORD_BYTES) * c)
     if op.kind == "UNIT" and op.params["op"] == "argmax":
         _, weights, middle = argmax_as_vela(config, ins[0].shape)
@@ -330,8 +332,8 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
     if op.params["op"] == "argmax":
         return 0, argmax_as_vela(config, ins[0].shape)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
-        wy = op.arrays["c0"]
-        return 0, resize_bilinear_as_vela(config, ins[0].shape, out.shape, wy), None, None
+        taps = op.arrays["c0"]
+        return 0, resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps), None, None
     unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
