@@ -320,9 +320,10 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         compute, block = mac_cycles(config, query, max(stage, lut))
         return macs, compute, block, query
-    if op.kind == "LUT" and op.params.get("op") == "qnn.requantize":
-        # Vela runs QUANTIZE (8-bit to 8-bit) as an elementwise rescale, not a table
-        return 0, out_elems * config.add_output_cycles, None, None
+    if op.kind == "LUT" and op.params.get("op") == "qnn.requantize" and len(out.shape) == 4:
+        # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
+        q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
+        return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
     if op.kind == "LUT":  # a table on its own: Vela 5.2 runs it at one element per cycle per
         # 128 MACs of the array (measured on its per-layer report; a table fused into a MAC
         # op runs in the output stage at lut_cycles instead)
