@@ -4,12 +4,18 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
     MAC ops    Vela's block model (blocks.py): the output block chosen to fit the shared buffer,
                per block kernel elements x 32-channel passes x micro-blocks (at least the
                weight-buffer refill), the output stage overlapping the next block
-    unit ops   output elements / elementwise rate (pooling and mean: input elements)
+               (16-bit inputs with Vela's 16-bit rules)
+    unit ops   output elements / elementwise rate (pooling: input elements); operations Vela
+               decomposes are charged as its decomposition: MEAN (all-ones depthwise
+               convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
+               operations), bilinear resize (copies and 2x2 depthwise convolutions, or
+               upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool)
     memory     feature maps read and written where they live, weights and tables from the
-               weight memory, halo rows re-read by each extra stripe; bytes / bandwidth, plus
-               the first-byte latency of off-chip transfers
-    total      max(compute, memory) + per-operation overhead (weight DMA double-buffers under
-               compute; the NPU reads SRAM directly)
+               weight memory, halo rows re-read by each extra stripe; per memory, bytes /
+               bandwidth plus the first-byte latency of an off-chip one; a map spilled
+               off-chip between two streaming operations moves at SRAM speed (Vela cascades it)
+    total      max(compute, the slowest memory) + per-operation overhead (memories work in
+               parallel, as Vela's pass cycles; weight DMA double-buffers under compute)
 """
 
 from __future__ import annotations
