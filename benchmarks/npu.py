@@ -59,6 +59,16 @@ def _digest(model: Path) -> str:
     return hashlib.sha256(model.read_bytes()).hexdigest()[:16]
 
 
+def record_key(model: Path, preset: str) -> str:
+    """A model's key in the record: its path under the checkout (or its name if outside)."""
+    model = Path(model).resolve()
+    try:
+        name = model.relative_to(ROOT).with_suffix("").as_posix()
+    except ValueError:
+        name = model.stem
+    return f"{name}/{preset}"
+
+
 def recorded(model: Path, preset: str, path: Path = RECORD) -> dict | None:
     """Vela's figures for ``model`` on ``preset`` as recorded by ``--record`` (None when absent
     or recorded for a different file)."""
@@ -66,7 +76,7 @@ def recorded(model: Path, preset: str, path: Path = RECORD) -> dict | None:
 
     if not path.exists():
         return None
-    row = json.loads(path.read_text()).get(f"{model.stem}/{preset}")
+    row = json.loads(path.read_text()).get(record_key(model, preset))
     return row if row and row.get("sha256") == _digest(model) else None
 
 
@@ -87,7 +97,7 @@ def vela_or_recorded(model: Path, preset: str, use_record: bool) -> dict | None:
         return row
     row = vela(model, preset)
     if row is not None and use_record:
-        record({f"{model.stem}/{preset}": {**row, "sha256": _digest(model)}})
+        record({record_key(model, preset): {**row, "sha256": _digest(model)}})
     return row
 
 

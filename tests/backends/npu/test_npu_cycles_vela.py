@@ -62,9 +62,10 @@ def _ours(path: Path, preset: str) -> int:
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_total_cycles_are_within_ten_percent_of_velas(model, preset):
-    row = _record().get(f"{model}/{preset}")
-    assert row, f"no recorded Vela figure for {model} on {preset}: run benchmarks/npu.py --record"
     path = MODELS[model]
+    key = f"{path.relative_to(ROOT).with_suffix('').as_posix()}/{preset}"
+    row = _record().get(key)
+    assert row, f"no recorded Vela figure for {model} on {preset}: run benchmarks/npu.py --record"
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     assert row["sha256"] == digest, f"{model} changed since Vela's figure was recorded"
     ratio = _ours(path, preset) / row["cycles"]
@@ -80,7 +81,8 @@ def test_the_record_matches_a_live_vela_run():
     record = _record()
     for model, preset in (("resnet_mini_64", "u55-256"), ("mobilenet_like", "u65-512")):
         live = bench.vela(MODELS[model], preset)
-        assert live["cycles"] == record[f"{model}/{preset}"]["cycles"]
+        key = f"{MODELS[model].relative_to(ROOT).with_suffix('').as_posix()}/{preset}"
+        assert live["cycles"] == record[key]["cycles"]
 
 
 def test_a_big_mean_runs_as_velas_six_depthwise_convolutions():
