@@ -58,7 +58,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, case):
+def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, tmp_path, case):
     rng = np.random.default_rng(len(case))
     mod, shape = CASES[case](rng)
     a = rng.standard_normal(shape).astype(np.float32)
@@ -66,7 +66,8 @@ def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, case):
     want = P.interpret(mod, [a])[0]
     scale = float(np.abs(want).max())
     assert float(np.abs(one - want).max()) <= 1e-5 * scale
-    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch,
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))  # and so would cached objects
     monkeypatch.setattr(gemm, "CHUNK_MACS", 1 << 16)  # many chunks, a shorter last one
     split = [kk for kk in _fdense(mod, 2) if kk.params.get("threads") == 2]
     assert split, "no FDENSE was split over two threads"
@@ -77,14 +78,17 @@ def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, case):
         assert exe.run(a)[0].tobytes() == one.tobytes()
 
 
-def test_blocking_leaves_the_bits_of_an_unblocked_product(monkeypatch):
+def test_blocking_leaves_the_bits_of_an_unblocked_product(monkeypatch, tmp_path):
     """Blocks of 64 k steps and of one row tile, against the default blocking: the same bits
-    (the partial sums wait in y as float32, the registers' own type)."""
+    (the partial sums wait in y as float32, the registers' own type). Each build has its own
+    object cache (its key is the plan and the generator's source, not the patched values)."""
     rng = np.random.default_rng(7)
     mod, shape = _gemm(rng, 100, 700, 96, "n")
     a = rng.standard_normal(shape).astype(np.float32)
-    want = P.build(mod, "llvm").run(a)[0]
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "default"))
+    want = P.build(mod, "llvm").run(a)[0]
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "blocked"))
     monkeypatch.setattr(gemm, "PANEL_FLOATS", 64 * 16)
     monkeypatch.setattr(gemm, "ROW_BLOCK_FLOATS", 1)
     assert gemm.k_blocks(700, 1)[0] > 1 and gemm.row_block(64, 6) == 1

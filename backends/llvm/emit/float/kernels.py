@@ -11,6 +11,8 @@ from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, F64, I8, I16, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 
+from .erf32 import emit_erf32
+
 # float16 is loaded to double and stored rounded to half (EWISE computes on it so); other ops
 # on float16 run as float32 kernels between EWISE casts (half.py)
 STORE = {"float32": F32, "float64": F64, "int8": I8, "uint8": I8, "int16": I16, "int32": I32,
@@ -175,6 +177,8 @@ class FloatKernels(Family):
         if op == "rsqrt":  # float32: sqrt rounded, then 1 / it rounded (the reference's steps)
             s = b.fptrunc(b.call(self.intrinsic("llvm.sqrt", F64), [x]), F32)
             return b.fpext(b.fdiv(ir.Constant(F32, 1.0), s), F64)
+        if op == "erf" and p.get("out_dtype") == "float32":  # libm's bits after rounding
+            return emit_erf32(self, b, x)
         if op in ("tanh", "erf"):
             return b.call(self.libm(op), [x])
         if op == "nn.gelu":  # the reference's float64 formula, in its order
