@@ -19,9 +19,9 @@ step's output. rdpot is gemmlowp's RoundingDivideByPOT.
 The decomposition: one qnn.dense over all time steps for the input side (the four gates stacked,
 per-gate scales as a per-channel qnn.requantize to int16), then per step a qnn.dense of the
 hidden state, an int32 requantize, a saturating add, the activations as int16 lookup tables
-(`take` of gemmlowp16.table), the cell update in int32 arithmetic with right shifts, and a
-qnn.requantize of o * tanh(c) to the int8 hidden state. Every op here runs on the interpreter and
-the llvm host; the NPU takes the parts its patterns match.
+(`take` of gemmlowp16.table), the cell update in int32 arithmetic (rounding divisions by powers
+of two), and a qnn.requantize of o * tanh(c) to the int8 hidden state. Every op here runs on
+the interpreter and the llvm host; the NPU takes the parts its patterns match.
 
 The state starts at zero (the hidden state at its zero point) on every run: TFLite's first
 invoke, or any invoke after ``reset_all_variables()`` (TFLite keeps the variable state tensors
@@ -58,13 +58,13 @@ def _as32(ctx: OpContext, x: Expr) -> Expr:
 
 
 def _rounding_shift(ctx: OpContext, x: Expr, shift: int) -> Expr:
-    """gemmlowp RoundingDivideByPOT(x, shift) of int32 x: (x + 2**(shift-1) - (x < 0)) >> shift,
-    ties away from zero."""
+    """gemmlowp RoundingDivideByPOT(x, shift) of int32 x, ties away from zero: the C (truncating)
+    division of x + sign(x) * 2**(shift-1) by 2**shift."""
     if shift == 0:
         return x
-    neg = _as32(ctx, ctx.call("less", x, _i32(ctx, 0)))
-    v = ctx.call("subtract", ctx.call("add", x, _i32(ctx, 1 << (shift - 1))), neg)
-    return ctx.call("right_shift", v, _i32(ctx, shift))
+    half = 1 << (shift - 1)
+    offset = ctx.call("where", ctx.call("less", x, _i32(ctx, 0)), _i32(ctx, -half), _i32(ctx, half))
+    return ctx.call("divide", ctx.call("add", x, offset), _i32(ctx, 1 << shift))
 
 
 def _table(ctx: OpContext, x16: Expr, fn: str, ibits: int) -> Expr:
