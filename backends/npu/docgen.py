@@ -160,7 +160,15 @@ VELA = [
         "wider (Vela's lowering: `npu.dilate` inserts the zero point, `npu.conv2d` convolves "
         "with the flipped kernel; backends/npu/legalize.py); any stride the conv takes",
     ),
-    ("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8 / 16x8", "CPU: not imported yet"),
+    (
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        "int8 / 16x8",
+        "CPU: imported bit-exact (the integer LSTM unrolled into integer ops, "
+        "frontends/tflite/ops_lstm.py) and run by the llvm host; no NPU lowering yet (it needs "
+        "an int8->int16 FC output stage, int16 elementwise ops with rounding shifts and "
+        "gemmlowp's int16 sigmoid/tanh, where Vela uses the NPU's own int16 activations), so "
+        "only its data movement goes to the NPU; 16x8: TFLite 2.21's converter refuses it",
+    ),
     (
         "UNPACK",
         "generic",
