@@ -183,8 +183,8 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> Expr:
     if time_major:
         data = ctx.call("transpose", data, axes=(1, 0, 2))
     flat = ctx.call("reshape", data, newshape=(batch * steps, n_in))
-    acc = ctx.call("add", dense(flat, wx_all, zp_x, s_x), ctx.const(bias))
-    gx = ctx.call("reshape", requant(acc, ex, "int16"), newshape=(batch, steps, 4 * n_cell))
+    acc = ctx.call("nn.bias_add", dense(flat, wx_all, zp_x, s_x), ctx.const(bias), axis=1)
+    gx = ctx.call("reshape", requant(acc, ex, "int16"), newshape=(batch, steps * 4 * n_cell))
     hidden_scale = np.float64(
         np.float32(np.float32(2.0**-15) / np.float32(hidden.scale[0])) * np.float32(2.0**-15)
     )
@@ -197,8 +197,8 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> Expr:
     c_t: Expr | None = None
     outs = []
     for t in range(steps):
-        g = ctx.call("strided_slice", gx, begin=(0, t, 0), end=(batch, t + 1, 4 * n_cell))
-        g = ctx.call("reshape", g, newshape=(batch, 4 * n_cell))
+        width = 4 * n_cell
+        g = ctx.call("strided_slice", gx, begin=(0, t * width), end=(batch, (t + 1) * width))
         if h_t is not None:  # the zero state contributes exactly nothing at the first step
             gh = requant(dense(h_t, wh_all, zp_h, s_h), eh, "int32")
             g = _sat16(ctx, ctx.call("add", _as32(ctx, g), gh))
@@ -220,8 +220,10 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> Expr:
         c_t = ctx.call("cast", ctx.call("clip", new_c, a_min=lo, a_max=hi), dtype="int16")
         tc = _as32(ctx, _table(ctx, c_t, "tanh", 15 + cell_scale))
         h_t = requant(ctx.call("multiply", o_g, tc), np.float64(hidden_scale), "int8", hidden_zp)
-        outs.append(ctx.call("expand_dims", h_t, axis=1))
+        outs.append(h_t)
+    # the steps side by side, then one reshape: (batch, steps * cells) -> (batch, steps, cells)
     y = ctx.call("concatenate", ctx.tuple(outs), axis=1) if steps > 1 else outs[0]
+    y = ctx.call("reshape", y, newshape=(batch, steps, n_cell))
     if time_major:
         y = ctx.call("transpose", y, axes=(1, 0, 2))
     return y

@@ -148,3 +148,14 @@ def test_unsupported_variants_are_refused_with_the_reason(variant, reason):
     with pytest.raises(TFLiteUnsupportedOperatorError) as e:
         from_tflite(_crafted_lstm(variant))
     assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in str(e.value) and reason in str(e.value)
+
+
+def test_npu_takes_the_input_projection_in_one_partition():
+    """In "npu, llvm" the input side of all gates and steps (one int8 -> int16 fully connected
+    layer) runs on the NPU, the recurrence on the host: NPU, llvm, NPU, not one partition per
+    step."""
+    path = MODELS / "lstm" / "lstm.tflite"
+    exe = P.build(from_tflite(path), "npu, llvm")
+    assert [s.target for s in exe.steps] == ["npu", "llvm", "npu"], exe.report.table()
+    summary = exe.report.summary()
+    assert summary["macs_by_target"].get("npu", 0) > 0.3 * summary["macs"]
