@@ -163,11 +163,12 @@ VELA = [
     (
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
         "int8 / 16x8",
-        "CPU: imported bit-exact (the integer LSTM unrolled into integer ops, "
-        "frontends/tflite/ops_lstm.py) and run by the llvm host; no NPU lowering yet (it needs "
-        "an int8->int16 FC output stage, int16 elementwise ops with rounding shifts and "
-        "gemmlowp's int16 sigmoid/tanh, where Vela uses the NPU's own int16 activations), so "
-        "only its data movement goes to the NPU; 16x8: TFLite 2.21's converter refuses it",
+        "CPU, partly: imported bit-exact (the integer LSTM unrolled into integer ops, "
+        "frontends/tflite/ops_lstm.py); the input side of all gates and steps is one int8->int16 "
+        "FC on the NPU (`npu.dense`), the recurrence runs on the llvm host (TFLite adds an "
+        "unsaturated int32 recurrent product, and gemmlowp's int16 sigmoid/tanh has no NPU "
+        "equivalent here; Vela uses the NPU's own int16 activations); 16x8: TFLite 2.21's "
+        "converter refuses it",
     ),
     (
         "UNPACK",
