@@ -88,6 +88,24 @@ def lstm_one(rng, seq=8, feat=8, units=16, last=False):
     return model, [In((1, seq, feat), -2.0, 2.0)]
 
 
+def lstm_batch(rng):
+    """Batch 2: the converter keeps a state row per sequence."""
+    x = inp = L.Input((6, 5), batch_size=2)
+    x = L.LSTM(8, return_sequences=True)(x)
+    model = keras.Model(inp, x)
+    _init(model, rng)
+    return model, [In((2, 6, 5), -2.0, 2.0)]
+
+
+def lstm_time_major(rng):
+    """A time-major LSTM (input (time, batch, features))."""
+    x = inp = L.Input((1, 6), batch_size=5)  # Keras sees (time=5, batch=1, 6) as (batch, ...)
+    x = L.LSTM(8, return_sequences=True, time_major=True)(x)
+    model = keras.Model(inp, x)
+    _init(model, rng)
+    return model, [In((5, 1, 6), -2.0, 2.0)]
+
+
 def lstm_two(rng):
     x = inp = L.Input((12, 6), batch_size=1)
     x = L.LSTM(24, return_sequences=True)(x)
@@ -148,6 +166,18 @@ SPECS = [
         "a 1-D convolution (CONV_2D) before an LSTM (8 units)",
         lstm_conv,
         ("CONV_2D", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
+    ),
+    SpecL(
+        "lstm_batch2",
+        "one LSTM on a batch of 2 sequences (seq 6, 8 units)",
+        lstm_batch,
+        ("UNIDIRECTIONAL_SEQUENCE_LSTM",),
+    ),
+    SpecL(
+        "lstm_time_major",
+        "a time-major LSTM (seq 5, batch 1, 8 units)",
+        lstm_time_major,
+        ("UNIDIRECTIONAL_SEQUENCE_LSTM",),
     ),
     SpecL(
         "lstm_16x8",
