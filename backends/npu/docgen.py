@@ -160,7 +160,16 @@ VELA = [
         "wider (Vela's lowering: `npu.dilate` inserts the zero point, `npu.conv2d` convolves "
         "with the flipped kernel; backends/npu/legalize.py); any stride the conv takes",
     ),
-    ("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8 / 16x8", "CPU: not imported yet"),
+    (
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        "int8 / 16x8",
+        "CPU, partly: imported bit-exact (the integer LSTM unrolled into integer ops, "
+        "frontends/tflite/ops_lstm.py); the input side of all gates and steps is one int8->int16 "
+        "FC on the NPU (`npu.dense`), the recurrence runs on the llvm host (TFLite adds an "
+        "unsaturated int32 recurrent product, and gemmlowp's int16 sigmoid/tanh has no NPU "
+        "equivalent here; Vela uses the NPU's own int16 activations); 16x8: TFLite 2.21's "
+        "converter refuses it",
+    ),
     (
         "UNPACK",
         "generic",

@@ -84,6 +84,7 @@ class Operator:
     outputs: tuple[int, ...]
     options_type: str
     options: dict = field(default_factory=dict)
+    intermediates: tuple[int, ...] = ()  # the integer LSTM's gate and hidden quantization
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,7 +235,9 @@ class _Reader:
         if kind != 0 and cls in vars(tflite) and op.BuiltinOptions() is not None:
             table = op.BuiltinOptions()
             options = read_options(cls, table.Bytes, table.Pos)
-        return Operator(i, name, inputs, outputs, cls, options)
+        inter = op.IntermediatesAsNumpy() if op.IntermediatesLength() else ()
+        inter = self.indices(inter, n, f"the intermediates of operator #{i} {name}", True)
+        return Operator(i, name, inputs, outputs, cls, options, inter)
 
 
 def _op_name(code) -> str:

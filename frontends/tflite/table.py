@@ -6,7 +6,7 @@ several outputs). Adding an operator adds a row.
 
 from __future__ import annotations
 
-from . import ops_conv, ops_elemwise, ops_pool, ops_tensor, ops_transformer, ops_vela
+from . import ops_conv, ops_elemwise, ops_lstm, ops_pool, ops_tensor, ops_transformer, ops_vela
 
 CONVERTERS = {
     "ABS": (ops_elemwise.abs_, None),
@@ -53,3 +53,4 @@ CONVERTERS = {
 }
 CONVERTERS.update(ops_transformer.CONVERTERS)
 CONVERTERS.update(ops_vela.CONVERTERS)
+CONVERTERS.update(ops_lstm.CONVERTERS)
