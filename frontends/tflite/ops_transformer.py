@@ -51,11 +51,11 @@ def select(ctx: OpContext) -> Expr:
 
 
 def neg(ctx: OpContext) -> Expr:
-    """NEG. Quantized (int8/int16): TFLite negates the stored values and ignores both tensors'
+    """NEG. Quantized (int8): TFLite negates the stored values and ignores both tensors'
     quantization (-128 stays -128: the int8 negation wraps), so a plain ``negative``."""
     if ctx.quantized():
         x, out = ctx.tensor(0), ctx.out()
-        if x.dtype not in ("int8", "int16") or out.dtype != x.dtype:
+        if x.dtype != "int8" or out.dtype != x.dtype:
             raise Unsupported(f"quantized NEG of {x.dtype} to {out.dtype}")
     return ctx.call("negative", ctx.expr(0))
 
