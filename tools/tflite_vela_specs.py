@@ -159,6 +159,14 @@ VELA_SPECS: list[Spec] = [
         (want("PRELU"),),
         g=_prelu(_ALPHA8),
     ),
+    Spec(
+        "sum_in_graph",
+        "sum over the channels, keepdims, between a 3x3 and a 1x1 convolution",
+        in_graph(lambda x: tf.reduce_sum(x, axis=[3], keepdims=True)),
+        (want("CONV_2D"), want("SUM", keep_dims=True)),
+        # BUILTIN_REF's int8 SUM is broken (tests/frontends/tflite/test_tflite_ops.py)
+        extra={"known_bad": ("ref",)},
+    ),
     *_pair(
         "reduce_max",
         "max over H and W, keepdims",

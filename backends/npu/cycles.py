@@ -128,12 +128,7 @@ def op_cycles(op: NPUOp, program: Program, config: NPUConfig) -> dict:
         else:
             add(t.memory, t.nbytes * halo)
     add(out.memory, out.nbytes)
-    # Vela packs bias and scale into one record per channel whatever the bias width: a 16x8
-    # op's int64 bias is charged as the 8-bit ops' int32 one
-    constant_bytes = sum(
-        a.size * 4 if name == "bias" and a.dtype == np.int64 else a.nbytes
-        for name, a in op.arrays.items()
-    )
+    constant_bytes = sum(_constant_bytes(name, a) for name, a in op.arrays.items())
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
     memory = sum(n / _bandwidth(config, m) for m, n in scaled.items())
@@ -170,6 +165,18 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
     return 0, unit, None, None
+
+
+def _constant_bytes(name: str, a: np.ndarray) -> int:
+    """Bytes of a constant array the op loads. Vela packs bias and scale into one record per
+    channel whatever the bias width: a 16x8 op's int64 bias is charged as the 8-bit ops' int32
+    one. An int16 table (16x8 LOGISTIC / TANH: the simulator holds the whole function) is
+    charged as the hardware's int16 LUT, 512 32-bit entries, as Vela loads it."""
+    if name == "bias" and a.dtype == np.int64:
+        return a.size * 4
+    if name == "table" and a.dtype == np.int16:
+        return 512 * 4
+    return a.nbytes
 
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
