@@ -87,6 +87,9 @@ def _kb(n: int) -> str:
     return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.2f} MiB"
 
 
+_DIFFS = ("ref_vs_builtin", "builtin_vs_xnnpack", "ref_vs_xnnpack")
+
+
 def _op_rows(manifest: dict) -> list[str]:
     rows = [
         "| model | operators (options) | inputs -> outputs | size | ref/builtin | "
@@ -98,10 +101,12 @@ def _op_rows(manifest: dict) -> list[str]:
             continue
         m = e["metrics"]
         ops = "; ".join(e["ops"])
+        # "-": BUILTIN_REF has no kernel for the op (ELU)
+        d = {k: "-" if m[k] is None else f"{m[k]:g}" for k in _DIFFS}
         rows.append(
             f"| `{name}` | {ops} | {_io(e['inputs'])} -> {_io(e['outputs'])} | "
-            f"{_kb(e['size'])} | {m['ref_vs_builtin']:g} | {m['builtin_vs_xnnpack']:g} | "
-            f"{m['ref_vs_xnnpack']:g} | {e['desc']} |"
+            f"{_kb(e['size'])} | {d['ref_vs_builtin']} | {d['builtin_vs_xnnpack']} | "
+            f"{d['ref_vs_xnnpack']} | {e['desc']} |"
         )
     return rows
 

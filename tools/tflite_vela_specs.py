@@ -58,6 +58,41 @@ def relu_to_relu_0_to_1(model_bytes: bytes) -> bytes:
     return bytes(flatbuffer_utils.convert_object_to_bytearray(m))
 
 
+def int8_between_dequantize_and_quantize(op_name: str):
+    """A patch: TensorFlow 2.21's converter keeps ELU and NEG in float, as DEQUANTIZE -> op ->
+    QUANTIZE, although TFLite's kernels take them in int8. The patch gives the op the
+    DEQUANTIZE's int8 input and the QUANTIZE's int8 output (whose quantization the converter
+    calibrated on the op's float output) and drops the two conversions: the int8 model the
+    converter would write if it quantized the op. Every other op and tensor stays as converted."""
+
+    def patch(model_bytes: bytes) -> bytes:
+        from tensorflow.lite.python import schema_py_generated as schema
+        from tensorflow.lite.tools import flatbuffer_utils
+
+        m = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+        names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+
+        def name(op):
+            c = m.operatorCodes[op.opcodeIndex]
+            return names[max(c.builtinCode, c.deprecatedBuiltinCode)]
+
+        (g,) = m.subgraphs
+        ops = list(g.operators)
+        targets = [i for i, op in enumerate(ops) if name(op) == op_name]
+        if len(targets) != 1:
+            raise ValueError(f"expected one {op_name}, found {len(targets)}")
+        i = targets[0]
+        (src,) = [o for o in ops if list(o.outputs) == [ops[i].inputs[0]]]
+        (dst,) = [o for o in ops if list(o.inputs) == [ops[i].outputs[0]]]
+        if (name(src), name(dst)) != ("DEQUANTIZE", "QUANTIZE"):
+            raise ValueError(f"{op_name} is between {name(src)} and {name(dst)}")
+        ops[i].inputs, ops[i].outputs = list(src.inputs), list(dst.outputs)
+        g.operators = [o for o in ops if o is not src and o is not dst]
+        return bytes(flatbuffer_utils.convert_object_to_bytearray(m))
+
+    return patch
+
+
 _ALPHA4 = [[[0.1, 0.25, -0.3, 0.5]]]
 _ALPHA8 = [[[0.1, 0.2, 0.3, -0.1, 0.05, 0.4, 0.25, 0.15]]]
 
@@ -77,6 +112,31 @@ def _pair(name, desc, fn, expect, lo=-1.0, hi=1.0, act=None, shape=(1, 8, 8, 4),
 
 
 VELA_SPECS: list[Spec] = [
+    *_pair(
+        "elu",
+        "ELU, x in [-3, 2] (int8: the converter's float ELU given its int8 tensors)",
+        tf.nn.elu,
+        (want("ELU"),),
+        -3.0,
+        2.0,
+        "tanh",
+        # BUILTIN_REF registers no ELU kernel: the builtin kernels are the oracle
+        extra={"patch": int8_between_dequantize_and_quantize("ELU"), "no_kernel": ("ref",)},
+    ),
+    *_pair(
+        "neg",
+        "NEG, x in [-2, 2] (int8: the converter's float NEG given its int8 tensors)",
+        tf.math.negative,
+        (want("NEG"),),
+        -2.0,
+        2.0,
+        "tanh",
+        # TFLite negates the stored values: -128 stays -128 (+2.0 in float gives -2.0)
+        extra={
+            "patch": int8_between_dequantize_and_quantize("NEG"),
+            "known_bad": ("ref", "builtin", "xnnpack"),
+        },
+    ),
     *_pair("exp", "elementwise e**x, x in [-2, 1]", tf.exp, (want("EXP"),), -2.0, 1.0, "tanh"),
     *_pair("log", "natural log, x in [0.05, 4]", tf.math.log, (want("LOG"),), 0.05, 4.0, "sigmoid"),
     *_pair(
@@ -98,6 +158,14 @@ VELA_SPECS: list[Spec] = [
         _prelu(_ALPHA4),
         (want("PRELU"),),
         g=_prelu(_ALPHA8),
+    ),
+    Spec(
+        "sum_in_graph",
+        "sum over the channels, keepdims, between a 3x3 and a 1x1 convolution",
+        in_graph(lambda x: tf.reduce_sum(x, axis=[3], keepdims=True)),
+        (want("CONV_2D"), want("SUM", keep_dims=True)),
+        # BUILTIN_REF's int8 SUM is broken (tests/frontends/tflite/test_tflite_ops.py)
+        extra={"known_bad": ("ref",)},
     ),
     *_pair(
         "reduce_max",

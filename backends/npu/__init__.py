@@ -23,7 +23,7 @@ from .compiler import compile_function
 from .config import DEFAULT, PRESETS, config_from_token, config_token, get_config
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
-from .legalize import NPULegalizeTransposeConv
+from .legalize import NPULegalizeSum, NPULegalizeTransposeConv
 from .memory import SRAMError
 from .native import ENGINES, NativeProgram, choose_engine
 from .patterns import pattern_table
@@ -189,7 +189,12 @@ backend = NPUBackend(
     patterns=pattern_table,
     compile=compile_region,
     load=load_region,
-    passes=lambda: [NPUIntegerSemantics(), NPUConvertLayout(), NPULegalizeTransposeConv()],
+    passes=lambda: [
+        NPUIntegerSemantics(),
+        NPUConvertLayout(),
+        NPULegalizeTransposeConv(),
+        NPULegalizeSum(),
+    ],
     options={
         "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),
         "sram": Option(None, None, "SRAM size override, e.g. 512k"),

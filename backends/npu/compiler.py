@@ -330,6 +330,8 @@ LUT_NAMES = (
     "qnn.exp",
     "qnn.log",
     "qnn.rsqrt",
+    "qnn.elu",
+    "negative",
 )
 
 

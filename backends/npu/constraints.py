@@ -184,7 +184,10 @@ def mean(root) -> Verdict:
     return Verdict(ok and root.checked_type.dtype in WIDE_DTYPES, f"got axes {axes}")
 
 
-@constraint("Look-up-table operations must map int8/uint8 to int8/uint8 with per-tensor parameters")
+@constraint(
+    "Look-up-table operations must map int8/uint8 to int8/uint8 (16x8 LOGISTIC and TANH: int16 "
+    "to int16) with per-tensor parameters"
+)
 def lut(root) -> Verdict:
     op = root
     if root.op.name == "clip" and getattr(getattr(root.args[0], "op", None), "name", "") == (
@@ -193,7 +196,8 @@ def lut(root) -> Verdict:
         op = root.args[0]  # requantize -> clip: the table maps the requantize's input
     a, b = op.args[0].checked_type.dtype, root.checked_type.dtype
     scalar = all(arg.checked_type.ndim == 0 for arg in op.args[1:] if isinstance(arg, Constant))
-    ok = a in ACT_DTYPES and b in ACT_DTYPES and scalar
+    wide = root.op.name in ("qnn.sigmoid", "qnn.tanh") and a == b == "int16"
+    ok = (wide or (a in ACT_DTYPES and b in ACT_DTYPES)) and scalar
     return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
 
 

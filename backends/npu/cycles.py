@@ -268,11 +268,9 @@ def op_cycles(
         else:
             add(t.memory, t.nbytes * halo)
     add("sram" if op.output in cascaded else out.memory, out.nbytes)
-    # Vela packs bias and scale into one record per channel whatever the bias width: a 16x8
-    # op's int64 bias is charged as the 8-bit ops' int32 one; an elementwise op's scalar
-    # parameters are command-stream registers, not memory traffic
+    # an elementwise op's scalar parameters are command-stream registers, not memory traffic
     constant_bytes = sum(
-        a.size * 4 if name == "bias" and a.dtype == np.int64 else a.nbytes
+        _constant_bytes(name, a)
         for name, a in op.arrays.items()
         if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
@@ -345,6 +343,18 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
     return 0, unit, None, None
+
+
+def _constant_bytes(name: str, a: np.ndarray) -> int:
+    """Bytes of a constant array the op loads. Vela packs bias and scale into one record per
+    channel whatever the bias width: a 16x8 op's int64 bias is charged as the 8-bit ops' int32
+    one. An int16 table (16x8 LOGISTIC / TANH: the simulator holds the whole function) is
+    charged as the hardware's int16 LUT, 512 32-bit entries, as Vela loads it."""
+    if name == "bias" and a.dtype == np.int64:
+        return a.size * 4
+    if name == "table" and a.dtype == np.int16:
+        return 512 * 4
+    return a.nbytes
 
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:

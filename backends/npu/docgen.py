@@ -53,8 +53,8 @@ VELA = [
     (
         "ELU",
         "int8",
-        "CPU: not imported yet (TensorFlow 2.21's converter writes ELU in float between "
-        "DEQUANTIZE and QUANTIZE, so there is no converter-made int8 model to check it on)",
+        "same (`npu.lut`: the builtin kernel's table of x < 0 ? expf(x) - 1 : x; BUILTIN_REF has "
+        "no ELU; test models: the converter's float ELU given its int8 tensors)",
     ),
     ("EXP", "int8/int16 LUT", "same for 8-bit (`npu.lut`: TFLite's table of expf)"),
     ("EXPAND_DIMS", "generic", "same (imported as a reshape: `npu.reshape`)"),
@@ -85,8 +85,9 @@ VELA = [
     (
         "NEG",
         "generic",
-        "CPU: quantized NEG is not imported (the 2.21 converter writes NEG in float between "
-        "DEQUANTIZE and QUANTIZE); float NEG stays on the CPU",
+        "int8 (`npu.lut`: TFLite negates the stored values, -128 stays -128, a table is exact; "
+        "test models: the converter's float NEG given its int8 tensors); float NEG stays on "
+        "the CPU",
     ),
     ("PACK", "generic", "same (imported as reshapes + concatenate: `npu.reshape`, `npu.concat`)"),
     ("PAD", "constant paddings", "same (`npu.pad`)"),
@@ -139,8 +140,12 @@ VELA = [
     (
         "SUM",
         "stride rules",
-        "CPU: no NPU pattern yet (BUILTIN_REF's int8 SUM is itself broken, so partita "
-        "reproduces the builtin kernel; see tests/frontends/tflite)",
+        "int8 over the channels or over H and W (H, W <= 64): an all-ones convolution with "
+        "the reference kernel's int32 sum and requantization (backends/npu/legalize.py, "
+        "`npu.conv2d` + `npu.reshape`); other axes, and `semantics=\"tflite_builtin\"` (the "
+        "builtin kernel's float32 arithmetic), stay on the CPU. BUILTIN_REF's int8 SUM in "
+        "ai-edge-litert 2.3 is broken (a constant -1 on sum_hw, up to 177 LSB off), so the "
+        "tests compare with the builtin kernels: within 1 LSB",
     ),
     ("TANH", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
     (
@@ -194,8 +199,10 @@ INT16 = {
     "QUANTIZE": "int16 -> int16 (`npu.requantize16`, the elementwise unit)",
     "RESHAPE": "same",
     "SUB": "same (left shift 15)",
-    "LOGISTIC": "CPU: int16 not imported yet",
-    "TANH": "CPU: int16 not imported yet",
+    "LOGISTIC": "same (`npu.lut`, a 65,536-entry table of TFLite's interpolated kernel, its "
+    "sigmoid table measured by tools/gen_int16_sigmoid_table.py; Vela's hardware table has 512 "
+    "interpolated entries)",
+    "TANH": "same (as LOGISTIC)",
     "SOFTMAX": "same (`npu.softmax`: TFLite's int16 softmax, two interpolated tables)",
 }
 

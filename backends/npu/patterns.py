@@ -5,7 +5,8 @@
     npu.add/sub/mul qnn.add | qnn.subtract | qnn.mul -> [clip]
     npu.max_pool    nn.max_pool2d -> [clip];  npu.avg_pool  qnn.avg_pool2d -> [clip]
     npu.mean        qnn.mean
-    npu.lut         qnn.sigmoid | qnn.tanh | qnn.hardswish | qnn.leaky_relu | clip |
+    npu.lut         qnn.sigmoid | qnn.tanh | qnn.hardswish | qnn.leaky_relu | qnn.elu | clip |
+                    negative |
                     qnn.requantize of 8-bit data (any function of one int8/uint8 value)
     npu.concat      qnn.concatenate | concatenate;  npu.reshape  reshape;  npu.pad  nn.pad
     npu.resize      image.resize2d (nearest neighbour, 1x/2x/4x/8x)
@@ -26,6 +27,7 @@ from .config import get_config
 
 LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.gelu")
 LUT_OPS += ("qnn.exp", "qnn.log", "qnn.rsqrt")  # TFLite's EXP, LOG, RSQRT (Vela: tables)
+LUT_OPS += ("qnn.elu",)  # TFLite's int8 ELU (Vela: a table)
 
 
 def _clip(p):
@@ -54,6 +56,7 @@ def lut():
     # TFLite's quantized RELU/RELU6/RELU_0_TO_1 (requantize then clip): one table, as Vela
     requantize = is_op("qnn.requantize")(wildcard(), *constants(4))
     pattern = is_op("clip")(requantize) | is_op("clip")(wildcard()) | requantize
+    pattern = pattern | is_op("negative")(wildcard())  # TFLite's int8 NEG (stored values)
     for name in LUT_OPS:
         pattern = pattern | is_op(name)(wildcard(), *constants(4))
     return pattern

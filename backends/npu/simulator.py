@@ -232,8 +232,8 @@ def fc(op: NPUOp, args) -> np.ndarray:
 
 def lut(op: NPUOp, args) -> np.ndarray:
     x = args[0]
-    offset = 128 if x.dtype == np.int8 else 0
-    return op.arrays["table"][x.astype(np.int16) + offset]
+    offset = {np.dtype(np.int8): 128, np.dtype(np.int16): 32768}.get(x.dtype, 0)
+    return op.arrays["table"][x.astype(np.int32) + offset]
 
 
 def _activation(op: NPUOp, y: np.ndarray) -> np.ndarray:

@@ -209,7 +209,9 @@ def _op(o, i: int, n: int, data: memoryview) -> NPUOp:
             f"op {i} ({kind}) lacks its output-stage scaling ({', '.join(needs)})",
         )
     if "table" in arrays:  # a LUT op's table, or a MAC op's fused activation
-        _check(arrays["table"].shape == (256,), f"op {i} table must have 256 entries")
-        _check(arrays["table"].dtype.name in ("int8", "uint8"), f"op {i} table dtype")
+        t = arrays["table"]  # 8-bit: 256 entries; int16 (16x8 LOGISTIC / TANH): 65,536
+        size = 65536 if t.dtype.name == "int16" else 256
+        _check(t.shape == (size,), f"op {i} table must have {size} entries")
+        _check(t.dtype.name in ("int8", "uint8", "int16"), f"op {i} table dtype")
     stripes = _int(o.get("stripes"), f"op {i} stripes", 1, 1 << 16)
     return NPUOp(kind, o["name"], inputs, output, params, arrays, stripes)

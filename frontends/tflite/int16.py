@@ -28,11 +28,13 @@ INT16_OPS = frozenset(
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
+        "LOGISTIC",
         "MEAN",
         "MUL",
         "QUANTIZE",
         "SOFTMAX",
         "SUB",
+        "TANH",
     }
 )
 WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")

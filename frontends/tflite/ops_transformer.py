@@ -51,8 +51,12 @@ def select(ctx: OpContext) -> Expr:
 
 
 def neg(ctx: OpContext) -> Expr:
+    """NEG. Quantized (int8): TFLite negates the stored values and ignores both tensors'
+    quantization (-128 stays -128: the int8 negation wraps), so a plain ``negative``."""
     if ctx.quantized():
-        raise Unsupported("quantized NEG")
+        x, out = ctx.tensor(0), ctx.out()
+        if x.dtype != "int8" or out.dtype != x.dtype:
+            raise Unsupported(f"quantized NEG of {x.dtype} to {out.dtype}")
     return ctx.call("negative", ctx.expr(0))
 
 

@@ -1,4 +1,4 @@
-"""Converters for more operators Arm's Vela runs on the Ethos-U NPU: EXP, LOG, PRELU, ARG_MAX,
+"""Converters for more operators Arm's Vela runs on the Ethos-U NPU: ELU, EXP, LOG, PRELU, ARG_MAX,
 REDUCE_MAX, REDUCE_MIN and TILE (RELU_0_TO_1 is one more row of ops_elemwise.relu). Each
 reproduces TFLite's reference kernel bit for bit."""
 
@@ -37,6 +37,16 @@ def exp(ctx: OpContext) -> Expr:
 def log(ctx: OpContext) -> Expr:
     """LOG: TFLite's int8 table of logf, x <= 0 giving the smallest output (qnn.log)."""
     return _lut(ctx, "qnn.log", "log")
+
+
+def elu(ctx: OpContext) -> Expr:
+    """ELU: TFLite's int8 table of x < 0 ? expf(x) - 1 : x (qnn.elu; the builtin kernel, as
+    BUILTIN_REF registers no ELU)."""
+    if not ctx.quantized():
+        x, zero, one = ctx.expr(0), ctx.const(np.float32(0)), ctx.const(np.float32(1))
+        below = ctx.call("subtract", ctx.call("exp", x), one)
+        return ctx.call("where", ctx.call("less", x, zero), below, x)
+    return _lut(ctx, "qnn.elu", "elu")
 
 
 def prelu(ctx: OpContext) -> Expr:
@@ -170,6 +180,7 @@ def transpose_conv(ctx: OpContext) -> Expr:
 
 CONVERTERS = {
     "ARG_MAX": (arg_max, "ArgMaxOptions"),
+    "ELU": (elu, None),
     "EXP": (exp, None),
     "LOG": (log, None),
     "PRELU": (prelu, None),

@@ -152,15 +152,36 @@ def _table(fn: str, semantics: str, q: QParams) -> np.ndarray:
     return table
 
 
+def _with_int16(attrs):
+    return _EIGHT_BIT + ("int16",) if attrs.semantics != "onnx" else _EIGHT_BIT
+
+
+def _int16_sigmoid_or_tanh(op: str, q, data) -> np.ndarray:
+    """TFLite's 16x8 LOGISTIC / TANH (both kernel sets): zero points 0, output scale 2**-15;
+    the interpolated sigmoid table of emulation/tflite_int16.py."""
+    if q.in_zp or q.out_zp or abs(math.log2(q.out_scale) + 15) >= 1e-3:
+        raise InterpreterError(
+            f"{op}: TFLite's int16 kernel needs zero points 0 and output scale 1/32768; got "
+            f"{q.in_zp}, {q.out_zp} and {q.out_scale}"
+        )
+    fn = tflite_int16.logistic16 if op == "qnn.sigmoid" else tflite_int16.tanh16
+    try:
+        return fn(data, q.in_scale)
+    except ValueError as e:
+        raise InterpreterError(f"{op}: {e}") from None
+
+
 @register_op(
     "qnn.sigmoid",
     inputs=INPUTS,
     attrs=LutAttrs,
-    type_rel=_activation_rel(lambda a: _EIGHT_BIT),
+    type_rel=_activation_rel(_with_int16),
     kind="elemwise",
 )
 def sigmoid(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
     """Quantized logistic 1 / (1 + exp(-x)), int8/uint8 -> same, through a 256-entry table.
+    int16 (TFLite's 16x8): the kernel's rescale and its interpolated sigmoid table
+    (emulation/tflite_int16.logistic16, the table measured from TFLite's interpreter).
 
     "tflite" (= "tflite_builtin"; both kernels share LUTPopulate), all float32:
     q -> clamp(int(round(f(s_in * (q - zp_in)) * (1 / s_out)) + zp_out)), round half away from
@@ -173,6 +194,8 @@ def sigmoid(data, input_scale, input_zero_point, output_scale, output_zero_point
     MLAS's FMA3 and NEON kernels; an SSE2-only build rounds each step and may differ by 1).
     """
     q = qparams("qnn.sigmoid", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    if q.dtype == "int16":
+        return _int16_sigmoid_or_tanh("qnn.sigmoid", q, data)
     return k.lookup(_table("sigmoid", attrs.semantics, q), data)
 
 
@@ -180,11 +203,12 @@ def sigmoid(data, input_scale, input_zero_point, output_scale, output_zero_point
     "qnn.tanh",
     inputs=INPUTS,
     attrs=LutAttrs,
-    type_rel=_activation_rel(lambda a: _EIGHT_BIT),
+    type_rel=_activation_rel(_with_int16),
     kind="elemwise",
 )
 def tanh(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
-    """Quantized tanh, int8/uint8 -> same, through a 256-entry table.
+    """Quantized tanh, int8/uint8 -> same, through a 256-entry table. int16 (16x8):
+    emulation/tflite_int16.tanh16 (the same measured table as qnn.sigmoid's int16 form).
 
     "tflite" (= "tflite_builtin"; both share LUTPopulate): as qnn.sigmoid with f(x) = tanhf(x);
     TFLite puts no constraint on the output parameters (converters use s_out = 1/128, zp_out 0
@@ -195,6 +219,8 @@ def tanh(data, input_scale, input_zero_point, output_scale, output_zero_point, a
     multiply-adds (ORT releases whose tanh kernel used other coefficients can differ by 1).
     """
     q = qparams("qnn.tanh", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    if q.dtype == "int16":
+        return _int16_sigmoid_or_tanh("qnn.tanh", q, data)
     return k.lookup(_table("tanh", attrs.semantics, q), data)
 
 

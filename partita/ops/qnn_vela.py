@@ -1,7 +1,8 @@
 """More of TFLite's quantized operators, bit for bit with its reference kernels (BUILTIN_REF):
-qnn.exp and qnn.log (LUTPopulate tables, as EXP and LOG build them) and qnn.prelu (PRELU's two
-fixed-point multipliers). All three are ops Arm's Vela runs on the Ethos-U NPU (EXP and LOG as
-tables, PRELU as elementwise passes)."""
+qnn.exp, qnn.log and qnn.elu (LUTPopulate tables, as EXP, LOG and ELU build them; ELU's is the
+builtin kernel's, BUILTIN_REF has none) and qnn.prelu (PRELU's two fixed-point multipliers). All
+are ops Arm's Vela runs on the Ethos-U NPU (EXP, LOG and ELU as tables, PRELU as elementwise
+passes)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,13 @@ def _f32(fn):
 def _table(kind: str, q) -> np.ndarray:
     if kind == "exp":
         transform = _f32(np.exp)
+    elif kind == "elu":  # EluPrepare's lambda: x < 0 gives expf(x) - 1 (float32), else x
+        exp = _f32(np.exp)
+
+        def transform(x):
+            x = np.asarray(x, F32)
+            return np.where(x < 0, exp(x) - F32(1), x).astype(F32)
+
     else:  # LogLUTPrepare: x <= 0 maps to the output's smallest value
         lo, _ = k.dtype_range(q.dtype)
         output_min = F32(lo - q.out_zp) * F32(q.out_scale)
@@ -84,6 +92,14 @@ def log(data, input_scale, input_zero_point, output_scale, output_zero_point, at
     <= 0 maps to the output's smallest representable value, not an error)."""
     q = qparams("qnn.log", data, input_scale, input_zero_point, output_scale, output_zero_point)
     return k.lookup(_table("log", q), data)
+
+
+@register_op("qnn.elu", inputs=INPUTS, attrs=TfliteAttrs, type_rel=_unary_rel, kind="elemwise")
+def elu(data, input_scale, input_zero_point, output_scale, output_zero_point, attrs):
+    """Quantized ELU (alpha 1), int8 -> int8: TFLite's ELU table (LUTPopulate of x < 0 ?
+    expf(x) - 1 : x, all float32). BUILTIN_REF has no ELU kernel; this is the builtin one."""
+    q = qparams("qnn.elu", data, input_scale, input_zero_point, output_scale, output_zero_point)
+    return k.lookup(_table("elu", q), data)
 
 
 # ---- prelu -------------------------------------------------------------------------------------

@@ -241,7 +241,8 @@ def constants(k: Kernel) -> list[tuple[str, np.ndarray]]:
                                                         np.int64)
             a = a if keep else a.astype(np.int32)
         elif name == "table":
-            a = a if a.dtype == np.float32 else a.astype(np.int64).astype(np.uint8)
+            keep = a.dtype in (np.float32, np.int16)  # int16: 16x8 LOGISTIC / TANH
+            a = a if keep else a.astype(np.int64).astype(np.uint8)
         elif a.dtype.kind == "f":
             a = a.astype(np.float64)
         else:

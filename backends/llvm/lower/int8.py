@@ -67,12 +67,14 @@ def lower_lut(low: LowerContext, call: Call) -> bool:
     256-entry table made with the op's own reference."""
     data, dtypes, out = data_operands(call)
     consts_scalar = all(const_array(a).ndim == 0 for a in call.args if isinstance(a, Constant))
+    # 16x8 LOGISTIC / TANH: int16 -> int16 through a 65,536-entry table
+    wide = call.op.name in ("qnn.sigmoid", "qnn.tanh") and dtypes[0] == out == "int16"
     if not (
         len(data) == 1
         and call.op.kind in ("elemwise", "broadcast")  # a table maps each element alone
         and call.checked_type.shape == data[0].checked_type.shape
-        and dtypes[0] in EIGHT_BIT
-        and out in (*EIGHT_BIT, "float32")
+        and (dtypes[0] in EIGHT_BIT or wide)
+        and (out in (*EIGHT_BIT, "float32") or wide)
         and consts_scalar
         and call.args[0] is data[0]
     ):

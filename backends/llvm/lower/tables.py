@@ -10,7 +10,7 @@ from partita.backends.llvm.errors import LLVMError
 from partita.errors import PartitaError
 from partita.ir import Call, Constant
 
-RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
 def const_array(e) -> np.ndarray:

@@ -117,12 +117,13 @@ class ScalarKernels(Family):
     @emits(Kind.LUT)
     def k_lut(self, k: Kernel):
         fn, b, (x, y) = self.function(k, 1)
-        out = self.dtype(k.output)
+        out, src = self.dtype(k.output), self.dtype(k.inputs[0])
         table = self.cargs["table"]
-        ety = F32 if out == "float32" else I8
-        offset = 128 if self.dtype(k.inputs[0]) == "int8" else 0
+        i16 = ir.IntType(16)  # int16 -> int16: a 65,536-entry table (16x8 LOGISTIC / TANH)
+        ety = F32 if out == "float32" else i16 if out == "int16" else I8
+        offset = {"int8": 128, "int16": 32768}.get(src, 0)
         with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
-            v = self.signed(b, self.load_at(b, x, e, I8), self.dtype(k.inputs[0]))
+            v = self.signed(b, self.load_at(b, x, e, i16 if src == "int16" else I8), src)
             self.store_at(b, self.load_at(b, table, b.add(v, c64(offset)), ety), y, e, ety)
         b.ret_void()
         return fn
