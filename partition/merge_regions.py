@@ -21,6 +21,8 @@ merge.
 
 from __future__ import annotations
 
+import heapq
+
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
 from partita.passes.infra import Pass
@@ -43,6 +45,13 @@ class MergeCompilerRegions(Pass):
             return pending_or_built(fn, flat, merged, order)
 
         return map_region_functions(mod, merge)
+
+
+def _keys(regions: list, merge_host: bool) -> list:
+    """Each item's merge key (target, host); None for items that never merge."""
+    return [
+        None if r is None or (r.host and not merge_host) else (r.target, r.host) for r in regions
+    ]
 
 
 def _count(region_of: dict) -> int:
@@ -68,9 +77,12 @@ class _ItemGraph:
         self.region_of = region_of
         self.item_of: dict[int, int] = {}
         self.regions: list = []
+        units = [n for n in order if type(n) in UNIT_TYPES]
+        if len({id(r) for r in region_of.values()}) == len(region_of):
+            self._init_units(units, merge_host)  # every region one unit (AnnotateTarget's)
+            return
         by_region: dict[int, int] = {}
         item_of, regions, label_of = self.item_of, self.regions, region_of.get
-        units = [n for n in order if type(n) in UNIT_TYPES]
         for node in units:
             region = label_of(id(node))
             item = by_region.get(id(region)) if region is not None else None
@@ -81,10 +93,7 @@ class _ItemGraph:
                     by_region[id(region)] = item
             item_of[id(node)] = item
         n = len(self.regions)
-        self.key = [
-            None if r is None or (r.host and not merge_host) else (r.target, r.host)
-            for r in self.regions
-        ]
+        self.key = _keys(self.regions, merge_host)
         self.succ: list[set] = [set() for _ in range(n)]
         self.pred: list[set] = [set() for _ in range(n)]
         succ, pred, item = self.succ, self.pred, item_of.get
@@ -97,18 +106,41 @@ class _ItemGraph:
                     pred[i].add(j)
         self.parent = list(range(n))
         self.topo = self._topological_order()
+        self.edges = None
+
+    def _init_units(self, units: list, merge_host: bool) -> None:
+        """Every item one unit: the units' dataflow order is a topological order of the items
+        (the one ``_topological_order`` gives), so the edges are kept as two flat lists and
+        step 1 runs over them without per-item edge sets."""
+        item_of = self.item_of = {id(u): i for i, u in enumerate(units)}
+        label_of = self.region_of.get
+        self.regions = [label_of(id(u)) for u in units]
+        self.key = _keys(self.regions, merge_host)
+        self.parent = list(range(len(units)))
+        self.topo = range(len(units))
+        users, inputs, item = [], [], item_of.get
+        for i, node in enumerate(units):
+            for kid in value_children(node):
+                j = item(id(kid))
+                if j is not None and j != i:
+                    users.append(i)
+                    inputs.append(j)
+        self.edges = (inputs, users)
 
     def _topological_order(self) -> list[int]:
+        """Kahn's order, the smallest ready item first (so the items' own order when that is
+        topological, as for the units of a dataflow order)."""
         indegree = [len(p) for p in self.pred]
         ready = [i for i, d in enumerate(indegree) if d == 0]
+        heapq.heapify(ready)
         topo = []
         while ready:
-            i = ready.pop()
+            i = heapq.heappop(ready)
             topo.append(i)
             for j in self.succ[i]:
                 indegree[j] -= 1
                 if indegree[j] == 0:
-                    ready.append(j)
+                    heapq.heappush(ready, j)
         if len(topo) != len(indegree):
             raise RegionError("the regions given to MergeCompilerRegions already form a cycle")
         return topo
@@ -124,31 +156,40 @@ class _ItemGraph:
 
     # ---- step 1 ------------------------------------------------------------------------------
     def merge_equal_labels(self) -> None:
-        key, label = self.key, [0] * len(self.key)
-        for i in self.topo:
-            for p in self.pred[i]:
-                label[i] = max(label[i], label[p] + (key[p] != key[i]))
-        for i in self.topo:
-            for p in self.pred[i]:
-                if key[i] is not None and key[p] == key[i] and label[p] == label[i]:
-                    a, b = self.find(p), self.find(i)
-                    if a != b:
-                        self.parent[b] = a
-        find = self.find
-        rep = [find(i) for i in range(len(self.parent))]  # each item's group, found once
+        if self.edges is None:
+            inputs = [j for i in range(len(self.pred)) for j in self.pred[i]]
+            users = [i for i in range(len(self.pred)) for _ in self.pred[i]]
+        else:
+            inputs, users = self.edges
+        key, label, topo = self.key, [0] * len(self.key), self.topo
+        if self.edges is None:  # edges by their user's place in the topological order
+            rank = [0] * len(topo)
+            for r, i in enumerate(topo):
+                rank[i] = r
+            by_rank = sorted(range(len(users)), key=lambda e: rank[users[e]])
+            inputs, users = [inputs[e] for e in by_rank], [users[e] for e in by_rank]
+        for p, i in zip(inputs, users):  # users in topological order: inputs labelled first
+            step = label[p] + (key[p] != key[i])
+            if step > label[i]:
+                label[i] = step
+        find, parent = self.find, self.parent
+        for p, i in zip(inputs, users):
+            if key[i] is not None and key[p] == key[i] and label[p] == label[i]:
+                a, b = find(p), find(i)
+                if a != b:
+                    parent[b] = a
+        rep = [find(i) for i in range(len(parent))]  # each item's group, found once
         first: dict[int, tuple] = {}
-        for r, i in enumerate(self.topo):
+        for r, i in enumerate(topo):
             first.setdefault(rep[i], (label[i], r))
         self.pos = dict(zip(sorted(first, key=first.__getitem__), range(len(first))))
         csucc = self.csucc = {g: set() for g in first}
         cpred = self.cpred = {g: set() for g in first}
-        for i, succ in enumerate(self.succ):
-            a = rep[i]
-            for j in succ:
-                b = rep[j]
-                if a != b:
-                    csucc[a].add(b)
-                    cpred[b].add(a)
+        for p, i in zip(inputs, users):
+            a, b = rep[p], rep[i]
+            if a != b:
+                csucc[a].add(b)
+                cpred[b].add(a)
 
     # ---- step 2 ------------------------------------------------------------------------------
     def contract_edges(self) -> None:
