@@ -63,8 +63,8 @@ def can_defer(flat, order: list) -> bool:
     if type(flat) not in UNIT_TYPES:
         return False
     return not any(
-        type(n) is Function and "Composite" not in n.attrs and "Compiler" not in n.attrs
-        for n in order
+        "Composite" not in n.attrs and "Compiler" not in n.attrs
+        for n in [n for n in order if type(n) is Function]
     )
 
 

@@ -39,8 +39,8 @@ class MergeCompilerRegions(Pass):
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
         def merge(_name: str, fn, flat, region_of: dict, order: list):
-            merged = merge_regions(order, region_of)
-            if _count(merged) == _count(region_of) and (type(fn) is Pending or fn.body is not flat):
+            merged, changed = _merge(order, region_of)
+            if not changed and (type(fn) is Pending or fn.body is not flat):
                 return fn  # nothing merged: building again would give the same graph
             return pending_or_built(fn, flat, merged, order)
 
@@ -54,20 +54,21 @@ def _keys(regions: list, merge_host: bool) -> list:
     ]
 
 
-def _count(region_of: dict) -> int:
-    return len({id(r) for r in region_of.values()})
-
-
 def merge_regions(
     order: list, region_of: dict[int, Region], merge_host: bool = False
 ) -> dict[int, Region]:
     """id(unit) -> Region after merging. Unlabelled units are left alone, and so are host units
     (each keeps the reason it stays on the host) unless ``merge_host``: then host regions merge
     by the same rule, as TVM merges its ``"default"`` regions."""
+    return _merge(order, region_of, merge_host)[0]
+
+
+def _merge(order: list, region_of: dict, merge_host: bool = False) -> tuple[dict, bool]:
+    """``merge_regions`` and whether any two regions merged."""
     graph = _ItemGraph(order, region_of, merge_host)
     graph.merge_equal_labels()
     graph.contract_edges()
-    return graph.result(order)
+    return graph.result(order), graph.changed
 
 
 class _ItemGraph:
@@ -75,6 +76,7 @@ class _ItemGraph:
 
     def __init__(self, order: list, region_of: dict, merge_host: bool = False):
         self.region_of = region_of
+        self.changed = False  # whether any two items merged
         self.item_of: dict[int, int] = {}
         self.regions: list = []
         units = [n for n in order if type(n) in UNIT_TYPES]
@@ -178,6 +180,7 @@ class _ItemGraph:
                 a, b = find(p), find(i)
                 if a != b:
                     parent[b] = a
+                    self.changed = True
         rep = [find(i) for i in range(len(parent))]  # each item's group, found once
         first: dict[int, tuple] = {}
         for r, i in enumerate(topo):
@@ -256,6 +259,7 @@ class _ItemGraph:
         )
         self.pos[keep] = self.pos[b]  # b now sits right before a: between all preds and succs
         self.parent[gone] = keep
+        self.changed = True
         for x in self.csucc.pop(gone):
             self.cpred[x].discard(gone)
             if x != keep:
