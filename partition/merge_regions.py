@@ -22,6 +22,7 @@ merge.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
@@ -80,7 +81,8 @@ class _ItemGraph:
         self.item_of: dict[int, int] = {}
         self.regions: list = []
         units = [n for n in order if type(n) in UNIT_TYPES]
-        if len({id(r) for r in region_of.values()}) == len(region_of):
+        self.units = units
+        if len(set(map(id, region_of.values()))) == len(region_of):
             self._init_units(units, merge_host)  # every region one unit (AnnotateTarget's)
             return
         by_region: dict[int, int] = {}
@@ -156,6 +158,11 @@ class _ItemGraph:
             parent[i], i = root, parent[i]
         return root
 
+    def _reps(self) -> list[int]:
+        """Each item's group (an item whose parent is a root needs no ``find``)."""
+        parent, find = self.parent, self.find
+        return [p if parent[p] == p else find(i) for i, p in enumerate(parent)]
+
     # ---- step 1 ------------------------------------------------------------------------------
     def merge_equal_labels(self) -> None:
         if self.edges is None:
@@ -181,10 +188,12 @@ class _ItemGraph:
                 if a != b:
                     parent[b] = a
                     self.changed = True
-        rep = [find(i) for i in range(len(parent))]  # each item's group, found once
+        rep = self._reps()  # each item's group, found once
         first: dict[int, tuple] = {}
         for r, i in enumerate(topo):
-            first.setdefault(rep[i], (label[i], r))
+            g = rep[i]
+            if g not in first:
+                first[g] = (label[i], r)
         self.pos = dict(zip(sorted(first, key=first.__getitem__), range(len(first))))
         csucc = self.csucc = {g: set() for g in first}
         cpred = self.cpred = {g: set() for g in first}
@@ -275,16 +284,16 @@ class _ItemGraph:
 
     # ---- result ------------------------------------------------------------------------------
     def result(self, order: list) -> dict[int, Region]:
-        find = self.find
-        reps = [find(i) for i in range(len(self.regions))]
-        size: dict[int, int] = {}
-        for rep in reps:
-            size[rep] = size.get(rep, 0) + 1
+        reps = self._reps()
+        size = Counter(reps)
         merged: dict[int, Region] = {}
         out: dict[int, Region] = {}
         item_of, key, regions = self.item_of.get, self.key, self.regions
-        for node in order:
-            i = item_of(id(node))
+        # one unit per item: the units in order are the items in order
+        pairs = enumerate(self.units) if self.edges is not None else (
+            (item_of(id(n)), n) for n in order
+        )
+        for i, node in pairs:
             if i is None:
                 continue
             if key[i] is None:
