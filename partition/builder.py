@@ -24,6 +24,41 @@ from .units import UNIT_TYPES, Region, RegionError, copy_node, typed_copy, value
 BUILT_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class RegionsMemo:
+    """``RegionBuilder.regions`` of one labelled graph with every region grouped, kept for a
+    later builder of the same graph (RegionPolicies computes it, PartitionGraph reads it): a
+    region's members, inputs and outputs depend only on which units it holds."""
+
+    __slots__ = ("labels", "bind", "members", "inputs", "outputs", "regions")
+
+    def __init__(self, region_of: dict, bind: bool, members, inputs, outputs, gone=()):
+        """``region_of``: the labels now (a copy is kept); ``gone``: the keys of regions whose
+        units were relabelled since ``regions`` ran (they are dropped)."""
+        self.labels, self.bind = dict(region_of), bind
+        keep = [k for k in members if k not in gone]
+        self.members = {k: members[k] for k in keep}
+        self.inputs = {k: inputs[k] for k in keep}
+        self.outputs = {k: outputs[k] for k in keep}
+        # the Regions themselves, so that no id of a kept key is reused by another Region
+        self.regions = [region_of[id(members[k][0])] for k in keep]
+
+    def regions_for(self, builder: RegionBuilder):
+        """``builder.regions`` from the memo, or None when it does not apply (other labels,
+        other constant binding, or a grouped region the memo does not hold)."""
+        if builder.bind_constants != self.bind or builder.region_of != self.labels:
+            return None
+        members = self.members
+        grouped = {id(r) for r in builder._grouping().values()}
+        if not grouped <= members.keys():
+            return None
+        keep = [k for k in members if k in grouped]
+        return (
+            {k: members[k] for k in keep},
+            {k: self.inputs[k] for k in keep},
+            {k: self.outputs[k] for k in keep},
+        )
+
+
 class RegionBuilder:
     """Turns a flat graph labelled with Regions into region calls (``mode`` "inline"), global
     functions (``"global"``) or plain nodes (``"plain"``). Subclasses choose per region."""
@@ -35,6 +70,8 @@ class RegionBuilder:
         self.region_of = region_of
         self.functions: dict[str, Function] = {}
         self._count = 0
+        self.memo: RegionsMemo | None = None  # this graph's regions, when known already
+        self._grouped: dict | None = None
 
     # ---- hooks -------------------------------------------------------------------------------
     def mode(self, region: Region) -> str:
@@ -108,6 +145,8 @@ class RegionBuilder:
         """id(unit) -> its Region, for the units whose region is built (not "plain")."""
         if type(self).mode is RegionBuilder.mode:  # every region inline
             return self.region_of
+        if self._grouped is not None:
+            return self._grouped
         modes: dict[int, bool] = {}
         out = {}
         for key, region in self.region_of.items():
@@ -116,6 +155,7 @@ class RegionBuilder:
                 grouped = modes[id(region)] = self.mode(region) != "plain"
             if grouped:
                 out[key] = region
+        self._grouped = out  # the labels do not change during a build
         return out
 
     def regions(self, order: list, root: Expr):
@@ -123,6 +163,9 @@ class RegionBuilder:
         and outputs are numbered in the order a depth-first walk from ``root`` completes the
         edges that cross the region's boundary (where Relay's walk meets compiler_begin and
         compiler_end), so partitions take and return values in TVM's order."""
+        known = self.memo.regions_for(self) if self.memo is not None else None
+        if known is not None:
+            return known
         grouped = self._grouping().get
         members: dict[int, list] = {}
         inputs: dict[int, dict] = {}

@@ -24,10 +24,13 @@ from .units import UNIT_TYPES, Region
 class Pending:
     """A function whose body is ``RegionBuilder(region_of).build(flat, order)``, not built yet."""
 
-    __slots__ = ("fn", "flat", "region_of", "order")
+    __slots__ = ("fn", "flat", "region_of", "order", "regions")
 
     def __init__(self, fn: Function, flat, region_of: dict, order: list):
         self.fn, self.flat, self.region_of, self.order = fn, flat, region_of, order
+        # RegionPolicies' RegionBuilder.regions of this graph, with the labels and constant
+        # binding it was computed for: PartitionGraph takes its regions from it (builder.py)
+        self.regions = None
 
     def build(self) -> Function:
         return self.fn.with_body(RegionBuilder(self.region_of).build(self.flat, self.order))
@@ -60,8 +63,8 @@ def can_defer(flat, order: list) -> bool:
     if type(flat) not in UNIT_TYPES:
         return False
     return not any(
-        type(n) is Function and "Composite" not in n.attrs and "Compiler" not in n.attrs
-        for n in order
+        "Composite" not in n.attrs and "Compiler" not in n.attrs
+        for n in [n for n in order if type(n) is Function]
     )
 
 

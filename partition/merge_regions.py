@@ -21,6 +21,9 @@ merge.
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
+
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
 from partita.passes.infra import Pass
@@ -37,16 +40,19 @@ class MergeCompilerRegions(Pass):
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
         def merge(_name: str, fn, flat, region_of: dict, order: list):
-            merged = merge_regions(order, region_of)
-            if _count(merged) == _count(region_of) and (type(fn) is Pending or fn.body is not flat):
+            merged, changed = _merge(order, region_of)
+            if not changed and (type(fn) is Pending or fn.body is not flat):
                 return fn  # nothing merged: building again would give the same graph
             return pending_or_built(fn, flat, merged, order)
 
         return map_region_functions(mod, merge)
 
 
-def _count(region_of: dict) -> int:
-    return len({id(r) for r in region_of.values()})
+def _keys(regions: list, merge_host: bool) -> list:
+    """Each item's merge key (target, host); None for items that never merge."""
+    return [
+        None if r is None or (r.host and not merge_host) else (r.target, r.host) for r in regions
+    ]
 
 
 def merge_regions(
@@ -55,10 +61,15 @@ def merge_regions(
     """id(unit) -> Region after merging. Unlabelled units are left alone, and so are host units
     (each keeps the reason it stays on the host) unless ``merge_host``: then host regions merge
     by the same rule, as TVM merges its ``"default"`` regions."""
+    return _merge(order, region_of, merge_host)[0]
+
+
+def _merge(order: list, region_of: dict, merge_host: bool = False) -> tuple[dict, bool]:
+    """``merge_regions`` and whether any two regions merged."""
     graph = _ItemGraph(order, region_of, merge_host)
     graph.merge_equal_labels()
     graph.contract_edges()
-    return graph.result(order)
+    return graph.result(order), graph.changed
 
 
 class _ItemGraph:
@@ -66,11 +77,16 @@ class _ItemGraph:
 
     def __init__(self, order: list, region_of: dict, merge_host: bool = False):
         self.region_of = region_of
+        self.changed = False  # whether any two items merged
         self.item_of: dict[int, int] = {}
         self.regions: list = []
+        units = [n for n in order if type(n) in UNIT_TYPES]
+        self.units = units
+        if len(set(map(id, region_of.values()))) == len(region_of):
+            self._init_units(units, merge_host)  # every region one unit (AnnotateTarget's)
+            return
         by_region: dict[int, int] = {}
         item_of, regions, label_of = self.item_of, self.regions, region_of.get
-        units = [n for n in order if type(n) in UNIT_TYPES]
         for node in units:
             region = label_of(id(node))
             item = by_region.get(id(region)) if region is not None else None
@@ -81,10 +97,7 @@ class _ItemGraph:
                     by_region[id(region)] = item
             item_of[id(node)] = item
         n = len(self.regions)
-        self.key = [
-            None if r is None or (r.host and not merge_host) else (r.target, r.host)
-            for r in self.regions
-        ]
+        self.key = _keys(self.regions, merge_host)
         self.succ: list[set] = [set() for _ in range(n)]
         self.pred: list[set] = [set() for _ in range(n)]
         succ, pred, item = self.succ, self.pred, item_of.get
@@ -97,18 +110,41 @@ class _ItemGraph:
                     pred[i].add(j)
         self.parent = list(range(n))
         self.topo = self._topological_order()
+        self.edges = None
+
+    def _init_units(self, units: list, merge_host: bool) -> None:
+        """Every item one unit: the units' dataflow order is a topological order of the items
+        (the one ``_topological_order`` gives), so the edges are kept as two flat lists and
+        step 1 runs over them without per-item edge sets."""
+        item_of = self.item_of = {id(u): i for i, u in enumerate(units)}
+        label_of = self.region_of.get
+        self.regions = [label_of(id(u)) for u in units]
+        self.key = _keys(self.regions, merge_host)
+        self.parent = list(range(len(units)))
+        self.topo = range(len(units))
+        users, inputs, item = [], [], item_of.get
+        for i, node in enumerate(units):
+            for kid in value_children(node):
+                j = item(id(kid))
+                if j is not None and j != i:
+                    users.append(i)
+                    inputs.append(j)
+        self.edges = (inputs, users)
 
     def _topological_order(self) -> list[int]:
+        """Kahn's order, the smallest ready item first (so the items' own order when that is
+        topological, as for the units of a dataflow order)."""
         indegree = [len(p) for p in self.pred]
         ready = [i for i, d in enumerate(indegree) if d == 0]
+        heapq.heapify(ready)
         topo = []
         while ready:
-            i = ready.pop()
+            i = heapq.heappop(ready)
             topo.append(i)
             for j in self.succ[i]:
                 indegree[j] -= 1
                 if indegree[j] == 0:
-                    ready.append(j)
+                    heapq.heappush(ready, j)
         if len(topo) != len(indegree):
             raise RegionError("the regions given to MergeCompilerRegions already form a cycle")
         return topo
@@ -122,33 +158,50 @@ class _ItemGraph:
             parent[i], i = root, parent[i]
         return root
 
+    def _reps(self) -> list[int]:
+        """Each item's group (an item whose parent is a root needs no ``find``)."""
+        parent, find = self.parent, self.find
+        return [p if parent[p] == p else find(i) for i, p in enumerate(parent)]
+
     # ---- step 1 ------------------------------------------------------------------------------
     def merge_equal_labels(self) -> None:
-        key, label = self.key, [0] * len(self.key)
-        for i in self.topo:
-            for p in self.pred[i]:
-                label[i] = max(label[i], label[p] + (key[p] != key[i]))
-        for i in self.topo:
-            for p in self.pred[i]:
-                if key[i] is not None and key[p] == key[i] and label[p] == label[i]:
-                    a, b = self.find(p), self.find(i)
-                    if a != b:
-                        self.parent[b] = a
-        find = self.find
-        rep = [find(i) for i in range(len(self.parent))]  # each item's group, found once
+        if self.edges is None:
+            inputs = [j for i in range(len(self.pred)) for j in self.pred[i]]
+            users = [i for i in range(len(self.pred)) for _ in self.pred[i]]
+        else:
+            inputs, users = self.edges
+        key, label, topo = self.key, [0] * len(self.key), self.topo
+        if self.edges is None:  # edges by their user's place in the topological order
+            rank = [0] * len(topo)
+            for r, i in enumerate(topo):
+                rank[i] = r
+            by_rank = sorted(range(len(users)), key=lambda e: rank[users[e]])
+            inputs, users = [inputs[e] for e in by_rank], [users[e] for e in by_rank]
+        for p, i in zip(inputs, users):  # users in topological order: inputs labelled first
+            step = label[p] + (key[p] != key[i])
+            if step > label[i]:
+                label[i] = step
+        find, parent = self.find, self.parent
+        for p, i in zip(inputs, users):
+            if key[i] is not None and key[p] == key[i] and label[p] == label[i]:
+                a, b = find(p), find(i)
+                if a != b:
+                    parent[b] = a
+                    self.changed = True
+        rep = self._reps()  # each item's group, found once
         first: dict[int, tuple] = {}
-        for r, i in enumerate(self.topo):
-            first.setdefault(rep[i], (label[i], r))
+        for r, i in enumerate(topo):
+            g = rep[i]
+            if g not in first:
+                first[g] = (label[i], r)
         self.pos = dict(zip(sorted(first, key=first.__getitem__), range(len(first))))
         csucc = self.csucc = {g: set() for g in first}
         cpred = self.cpred = {g: set() for g in first}
-        for i, succ in enumerate(self.succ):
-            a = rep[i]
-            for j in succ:
-                b = rep[j]
-                if a != b:
-                    csucc[a].add(b)
-                    cpred[b].add(a)
+        for p, i in zip(inputs, users):
+            a, b = rep[p], rep[i]
+            if a != b:
+                csucc[a].add(b)
+                cpred[b].add(a)
 
     # ---- step 2 ------------------------------------------------------------------------------
     def contract_edges(self) -> None:
@@ -215,6 +268,7 @@ class _ItemGraph:
         )
         self.pos[keep] = self.pos[b]  # b now sits right before a: between all preds and succs
         self.parent[gone] = keep
+        self.changed = True
         for x in self.csucc.pop(gone):
             self.cpred[x].discard(gone)
             if x != keep:
@@ -230,16 +284,16 @@ class _ItemGraph:
 
     # ---- result ------------------------------------------------------------------------------
     def result(self, order: list) -> dict[int, Region]:
-        find = self.find
-        reps = [find(i) for i in range(len(self.regions))]
-        size: dict[int, int] = {}
-        for rep in reps:
-            size[rep] = size.get(rep, 0) + 1
+        reps = self._reps()
+        size = Counter(reps)
         merged: dict[int, Region] = {}
         out: dict[int, Region] = {}
         item_of, key, regions = self.item_of.get, self.key, self.regions
-        for node in order:
-            i = item_of(id(node))
+        # one unit per item: the units in order are the items in order
+        pairs = enumerate(self.units) if self.edges is not None else (
+            (item_of(id(n)), n) for n in order
+        )
+        for i, node in pairs:
             if i is None:
                 continue
             if key[i] is None:

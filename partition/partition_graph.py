@@ -133,6 +133,8 @@ class PartitionGraph(Pass):
                     inner = map_inner_functions(body, lift)
                     flat, region_of, order = flatten_ordered(inner, numbers)
                 lifter = _Lifter(region_of, taken, counters, placement, self.prefix)
+                if pending is not None and flat is pending.flat:
+                    lifter.memo = pending.regions  # RegionPolicies' regions of this graph
                 lifter.bind_constants = self.bind_constants
                 lifter.flatten_calls = not self.prefix  # TVM's PartitionGraph returns them whole
                 out = lifter.build(flat, order)

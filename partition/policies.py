@@ -22,6 +22,7 @@ from partita.ir.nodes import Call, Constant, Function, Tuple, Var
 from partita.ir.visitor import post_order, substitute
 from partita.passes.infra import Pass
 
+from .builder import RegionsMemo
 from .deferred import Pending, map_region_functions, pending_or_built
 from .regions import Region, RegionBuilder, op_calls, unit_ops
 
@@ -153,7 +154,7 @@ class RegionPolicies(Pass):
     def _apply(self, _name: str, fn, flat, region_of: dict, order: list):
         builder = RegionBuilder(region_of)
         members, inputs, outputs = builder.regions(order, flat)
-        refused = False
+        refused, gone = False, set()
         for key, nodes in members.items():
             region = region_of[id(nodes[0])]
             backend = None if region.host else find_backend(region.target)
@@ -168,10 +169,17 @@ class RegionPolicies(Pass):
             )
             for node in nodes if why else ():
                 region_of[id(node)] = Region(self.host, True, why)
+            if why:
+                gone.add(key)
             refused = refused or bool(why)
+        memo = RegionsMemo(region_of, builder.bind_constants, members, inputs, outputs, gone)
         if not refused and (type(fn) is Pending or fn.body is not flat):
-            return fn  # every region kept: building again would give the same graph
-        return pending_or_built(fn, flat, region_of, order)
+            out = fn  # every region kept: building again would give the same graph
+        else:
+            out = pending_or_built(fn, flat, region_of, order)
+        if type(out) is Pending:
+            out.regions = memo
+        return out
 
     def refusal(self, region: Region, stats: RegionStats) -> str | None:
         """Why ``region`` goes back to the host, or None to keep it."""

@@ -110,7 +110,8 @@ def flatten_ordered(body: Expr, numbers: dict | None = None, order: list | None 
         }
         return flat, region_of, order
     order = dataflow_order(body) if order is None else order
-    if not any(is_region_call(n) or annotation_kind(n) for n in order):
+    calls = [n for n in order if type(n) is Call]  # a filter at C speed: most nodes are not
+    if not any(is_region_call(n) or annotation_kind(n) for n in calls):
         return body, {}, order  # nothing to inline: flattening would copy nothing
     flat, region_of = _flatten(body, numbers)
     return flat, region_of, dataflow_order(flat)
@@ -120,8 +121,8 @@ def has_inner_functions(order: list) -> bool:
     """Whether a graph (its ``dataflow_order``) holds let-bound functions, the ones
     ``map_inner_functions`` enters."""
     return any(
-        type(n) is Function and "Composite" not in n.attrs and "Compiler" not in n.attrs
-        for n in order
+        "Composite" not in n.attrs and "Compiler" not in n.attrs
+        for n in [n for n in order if type(n) is Function]
     )
 
 

@@ -6,6 +6,8 @@ compiler_end), which both read and write Regions.
 
 from __future__ import annotations
 
+from operator import is_
+
 from partita.errors import PartitaError
 from partita.ir.graph import with_inputs
 from partita.ir.nodes import Call, Expr, Function, If, Let, Tuple, TupleGetItem
@@ -88,24 +90,27 @@ def typed_copy(node: Expr, ty) -> Expr:
     return node
 
 
-_set = object.__setattr__
+# the slots of a Call, written directly: copy_node skips Call's checks (below)
+_new = object.__new__
+_SPAN, _TYPE = Expr.span.__set__, Expr._type.__set__
+_OP, _ARGS, _ATTRS = Call.op.__set__, Call.args.__set__, Call.attrs.__set__
 
 
 def copy_node(node: Expr, new_kids: list) -> Expr:
     """``node`` with new data inputs (itself when none changed), keeping span and type."""
     if type(node) is Call and not isinstance(node.op, Expr):
         args = node.args
-        if len(new_kids) == len(args) and all(a is b for a, b in zip(new_kids, args)):
+        if len(new_kids) == len(args) and all(map(is_, new_kids, args)):
             return node
         # an op call with as many inputs: its op, attributes (validated when it was built),
         # span and type carry over unchanged, so the copy skips Call's checks (the region
         # passes copy every node of a 100k-node graph)
-        new = object.__new__(Call)
-        _set(new, "span", node.span)
-        _set(new, "_type", node.type_or_none)
-        _set(new, "op", node.op)
-        _set(new, "args", tuple(new_kids))
-        _set(new, "attrs", node.attrs)
+        new = _new(Call)
+        _SPAN(new, node.span)
+        _TYPE(new, node._type)
+        _OP(new, node.op)
+        _ARGS(new, tuple(new_kids))
+        _ATTRS(new, node.attrs)
         return new
     callee = [node.op] if type(node) is Call and type(node.op) is Function else []
     new = with_inputs(node, callee + list(new_kids))

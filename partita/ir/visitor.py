@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from . import order as _order
 from .nodes import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .order import dataflow_order
 from .refs import REF_NODES, RefCreate, RefRead, RefWrite, ref_inputs, ref_with_inputs
@@ -30,6 +31,9 @@ def children(node: Expr) -> tuple:
     if type(node) in REF_NODES:
         return ref_inputs(node)
     return ()
+
+
+_order._CHILDREN[0] = children
 
 
 def post_order(root: Expr, enter_functions: bool = True) -> list[Expr]:

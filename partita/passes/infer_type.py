@@ -37,9 +37,21 @@ def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     order = post_order(expr)
     lets = _let_values(order)
     memo: dict = {}  # (op, attrs, *argument types) -> result type: relations are pure
+    known = memo.get
     for node in order:
-        if node.type_or_none is None or isinstance(node, Function):
-            infer_node_type(node, mod, lets, memo)
+        if node.type_or_none is not None and type(node) is not Function:
+            continue
+        if type(node) is Call and isinstance(node.op, Op):
+            # the common case first: an op call whose relation has run on the same attributes
+            # and argument types (a result is kept only for arguments with no pending type)
+            try:
+                found = known((node.op, node.attrs, *[a.type_or_none for a in node.args]))
+            except TypeError:  # an attribute that does not hash
+                found = None
+            if found is not None:
+                node.with_type(found)
+                continue
+        infer_node_type(node, mod, lets, memo)
     return expr.type_or_none
 
 
