@@ -27,6 +27,8 @@ from .group import Group, RuleIndex, group_matches
 from .pattern import ENGINE, Pattern, PatternError
 from .rewrite import _rebuild_node
 
+_set = object.__setattr__
+
 
 class _PartitionRule:
     __slots__ = ("pattern", "attrs", "check", "name")
@@ -164,7 +166,19 @@ def _kids(node) -> tuple:
 
 def _copy(node: Expr, done: dict) -> Expr:
     if type(node) is Call:
-        op = done.get(id(node.op), node.op) if type(node.op) is Function else node.op
+        op = node.op
+        if type(op) is Op:
+            # the same op, as many arguments, its attributes validated when the original was
+            # built: the copy skips Call's checks and keeps the original's type (extract_function
+            # copies every node of every match)
+            new = object.__new__(Call)
+            _set(new, "span", node.span)
+            _set(new, "_type", node.type_or_none)
+            _set(new, "op", op)
+            _set(new, "args", tuple([done[id(a)] for a in node.args]))
+            _set(new, "attrs", node.attrs)
+            return new
+        op = done.get(id(op), op) if type(op) is Function else op
         args = [done[id(a)] for a in node.args]
         return Call(op, args, node.attrs if isinstance(op, Op) else None, node.span)
     if type(node) is Tuple:
