@@ -9,8 +9,9 @@ alternative first, written operand order before the swapped one. ``compiled(patt
 function ``(expr, bindings, trail) -> bool`` that finds exactly that match with the Solver's
 bindings in the Solver's insertion order, or None when the pattern is not such a tree or uses a
 kind this module does not compile (predicates, whose call counts could differ; dominators;
-recursion; control nodes; functions; calls of ``divide`` / ``multiply``, which the Solver
-reassociates; a call whose op pattern is not ``is_op``). The Solver stays the reference; a test
+recursion; control nodes; functions; a call whose op pattern is not an unnamed ``is_op``). A
+``divide`` pattern that meets a ``multiply`` (or the reverse) raises Fallback: the Solver then
+tries the other association. The Solver stays the reference; a test
 runs both on every node of the test graphs.
 """
 
@@ -55,8 +56,14 @@ def compiled(pattern: Pattern):
     return found
 
 
+class Fallback(Exception):
+    """The Solver must decide: a divide pattern met a multiply, or a multiply pattern a divide
+    (the Solver then tries the other association, as TVM's matcher does)."""
+
+
 def run_compiled(fn, expr) -> dict | None:
-    """The bindings of ``fn``'s match at ``expr``, or None."""
+    """The bindings of ``fn``'s match at ``expr``, or None; raises Fallback when only the
+    Solver can tell."""
     binds: dict = {}
     return binds if fn(expr, binds, []) else None
 
@@ -88,8 +95,6 @@ def _is_tree(p: Pattern):
     elif t is CallPattern:
         op = p.op
         if type(op) is not OpPattern or p.args is None:
-            return None
-        if op.op is get_op("divide") or op.op is get_op("multiply"):
             return None
         if op.name is not None:  # an unnamed op pattern may be shared: it binds the same op
             return None
@@ -192,8 +197,12 @@ def _call(p):
     perm = commute_permutation(op)
     swapped = None if perm is None else [(s, perm[i]) for i, s in enumerate(subs)]
 
+    other = {get_op("divide"): get_op("multiply"), get_op("multiply"): get_op("divide")}.get(op)
+
     def match(e, binds, trail):
         if type(e) is not Call or e.op is not op:
+            if other is not None and type(e) is Call and e.op is other:
+                raise Fallback
             return False
         args = e.args
         if len(args) != n or not bind(e, binds, trail):
