@@ -15,12 +15,14 @@ for the placement report.
 
 from __future__ import annotations
 
+from itertools import chain
+
 from partita.backends.registry import normalize_table
 from partita.backends.verdict import run_check
 from partita.patterns.claims import Claim, Claimer
 
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import Graph, node_key
+from partita.ir.graph import Graph
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Expr, Function
 from partita.passes.infer_type import infer_new_types
@@ -64,23 +66,41 @@ class MergeComposite(Pass):
         return with_record(out, pattern_table=tuple(self.entries), refusals=refusals)
 
 
-def _claim(graph: Graph, rules: list, accept) -> list[Claim]:
+def _claim(graph: Graph, rules: list, accept) -> tuple[list[Claim], list]:
     """Each rule in table order claims its matches, from the output down, among the nodes no
-    earlier rule claimed (so an earlier entry wins everywhere, as in Relay)."""
-    by_key: dict[str, list] = {}
-    for node in reversed(graph.order):
-        by_key.setdefault(node_key(node), []).append(node)
+    earlier rule claimed (so an earlier entry wins everywhere, as in Relay). Also returns the
+    graph's units (calls, tuples, ...) in post-order: the only nodes the rebuild copies."""
+    # one pass over the graph: the units, and the positions of each op (or node kind) from the
+    # output down; a rule tries only the nodes its pattern's root can match (no pattern roots at
+    # the constants and variables that make up most of a frontend's graph)
+    units: list = []
+    by_key: dict[str, list[int]] = {}
+    for i, node in enumerate(graph.order):
+        t = type(node)
+        if t in UNIT_TYPES:
+            units.append(node)
+            key = node.op.name if t is Call and not isinstance(node.op, Expr) else t.__name__
+        else:
+            key = t.__name__
+        found = by_key.get(key)
+        if found is None:
+            by_key[key] = [i]
+        else:
+            found.append(i)
+    order = graph.order
     claimed: set[int] = set()
     claims: list[Claim] = []
     claimer = Claimer(graph)
     for rule in rules:
         keys = rule.pattern.root_keys()
-        candidates = (
-            graph.order[::-1] if keys is None else [n for k in keys for n in by_key.get(k, ())]
-        )
-        if keys is not None and len(keys) > 1:
-            pos = graph.pos
-            candidates.sort(key=lambda n: -pos[id(n)])
+        if keys is None:
+            candidates = order[::-1]
+        else:
+            lists = [by_key[k] for k in keys if k in by_key]
+            if len(lists) == 1:
+                candidates = [order[i] for i in reversed(lists[0])]
+            else:
+                candidates = [order[i] for i in sorted(chain(*lists), reverse=True)]
         for node in candidates:
             if id(node) in claimed or type(node) not in UNIT_TYPES:
                 continue
@@ -88,7 +108,7 @@ def _claim(graph: Graph, rules: list, accept) -> list[Claim]:
             if found is not None and not found.problem and accept(rule, found):
                 claimed.update(found.interior)
                 claims.append(found)
-    return claims
+    return claims, units
 
 
 def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, overrides) -> Expr:
@@ -111,20 +131,22 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
             return False
         return True
 
-    groups = _claim(graph, rules, accept)
+    groups, units = _claim(graph, rules, accept)
     if not groups:
         _keep_refusals(refused, {}, set(), refusals)
         return body
     by_root = {id(g.root): g for g in groups}
     inside = {k for g in groups for k in g.interior if k != id(g.root)}
+    # only units are copied: a leaf (constant, variable, function) stands for itself
     memo: dict[int, Expr] = {}
-    for node in graph.order:
+    get = memo.get
+    for node in units:
         key = id(node)
         group = by_root.get(key)
         if group is not None:
             fn, inputs = group.to_function(counter[0])
             counter[0] += 1
-            call = Call(fn, [memo[id(x)] for x in inputs], span=node.span)
+            call = Call(fn, [get(id(x), x) for x in inputs], span=node.span)
             result = fn.body.type_or_none
             if result is not None:  # the body's copies kept their types: so do fn and call
                 fn.with_type(result)
@@ -132,13 +154,9 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
             else:
                 infer_new_types(call, mod)  # its inputs are typed; its consumers copy types
             memo[key] = call
-        elif key in inside:
-            continue
-        elif type(node) in UNIT_TYPES:
-            memo[key] = copy_node(node, [memo[id(k)] for k in value_children(node)])
-        else:
-            memo[key] = node
-    out = memo[id(body)]
+        elif key not in inside:
+            memo[key] = copy_node(node, [get(id(k), k) for k in value_children(node)])
+    out = memo.get(id(body), body)
     _keep_refusals(refused, memo, inside | set(by_root), refusals)
     return out
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from partita.ir.graph import Graph
 from partita.ir.nodes import Expr, Function
 
+from .compiled import Fallback, compiled, run_compiled
 from .group import Group, region_of, region_problem
 from .matcher import Match, Solver
 from .partition import extract_function
@@ -58,6 +59,14 @@ class Claimer:
 
     def match(self, pattern, root: Expr) -> Match | None:
         """The match of ``pattern`` rooted at ``root``, or None."""
+        if not self._solver.record:
+            fast = compiled(pattern)
+            if fast is not None:
+                try:
+                    binds = run_compiled(fast, root)
+                    return None if binds is None else Match(root, binds)
+                except Fallback:
+                    pass
         if not self._solver.run(pattern, root):
             return None
         return Match(root, self._solver.binds)

@@ -62,9 +62,66 @@ class RuleIndex:
         return found
 
 
+_KIND: dict[type, int] = {}  # type of a bindings key -> 0 other, 1 leaf, 2 inner, 3 post-check
+_NODE: dict[type, bool] = {}  # type of a bound value -> an expression other than a Function
+
+
+def _kind(t: type) -> int:
+    k = _KIND.get(t)
+    if k is None:
+        k = _KIND[t] = (
+            3
+            if t in (_PostCheck, Recursion)
+            else 0
+            if not issubclass(t, Pattern)
+            else 1
+            if issubclass(t, _LEAVES)
+            else 2
+        )
+    return k
+
+
+def _is_node(t: type) -> bool:
+    k = _NODE.get(t)
+    if k is None:
+        k = _NODE[t] = issubclass(t, Expr) and t is not Function
+    return k
+
+
 def region_of(bindings: dict, root: Expr) -> tuple[dict, dict, set]:
     """``(interior, inputs, embedded)``: id -> node maps of a match, and embedded constant ids.
     The root is always interior (``wildcard().where(...)`` rewrites the node it matched)."""
+    inputs: dict[int, Expr] = {}
+    embedded: set[int] = set()
+    inner: dict[int, Expr] = {}
+    leaves = []
+    for k, v in bindings.items():
+        kind = _KIND.get(type(k)) or _kind(type(k))
+        if kind == 3 and isinstance(v, tuple):
+            return _fuzzy_region_of(bindings, root)
+        if kind == 0 or kind == 3 or not (_NODE.get(type(v)) or _is_node(type(v))):
+            continue
+        if kind == 1:
+            leaves.append((k, v))
+        else:
+            inner[id(v)] = v
+    for k, v in leaves:
+        if type(v) is Constant and (
+            type(k) is ConstantPattern or (type(k) is ExprPattern and type(k.expr) is Constant)
+        ):
+            embedded.add(id(v))
+        else:
+            inputs[id(v)] = v
+    inputs.pop(id(root), None)
+    embedded.discard(id(root))
+    interior = {k: v for k, v in inner.items() if k not in inputs and k not in embedded}
+    interior[id(root)] = root
+    return interior, inputs, embedded
+
+
+def _fuzzy_region_of(bindings: dict, root: Expr) -> tuple[dict, dict, set]:
+    """region_of for a match with a diamond (a dominator's post-check) or a redirected
+    wildcard: the nodes they saw are interior, listed first."""
     inputs: dict[int, Expr] = {}
     embedded: set[int] = set()
     inner: dict[int, Expr] = {}

@@ -27,6 +27,8 @@ from .group import Group, RuleIndex, group_matches
 from .pattern import ENGINE, Pattern, PatternError
 from .rewrite import _rebuild_node
 
+_set = object.__setattr__
+
 
 class _PartitionRule:
     __slots__ = ("pattern", "attrs", "check", "name")
@@ -121,27 +123,45 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
     inputs: list[Expr] = []
     params: list[Var] = []
     names: list[str] = []
-    stack = [(group.root, False)]
-    while stack:
-        node, expanded = stack.pop()
+    group_inputs = group.inputs
+
+    def leaf(node):
+        # an is_constant() weight, a composite called inside, or a constant no leaf pattern
+        # bound (a field of an is_tuple(None) tuple) stays inside; anything else is a parameter
         key = id(node)
-        if key in done:
-            continue
-        if key not in interior:
-            unbound_constant = type(node) is Constant and key not in group.inputs
-            if key in embedded or type(node) is Function or unbound_constant:
-                # an is_constant() weight, a composite called inside, or a constant no leaf
-                # pattern bound (a field of an is_tuple(None) tuple) stays inside
-                done[key] = node
-            else:
-                param = Var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
-                params.append(param)
-                inputs.append(node)
-                done[key] = param
-        elif not expanded:
-            stack.append((node, True))
-            stack.extend((k, False) for k in reversed(_kids(node)) if id(k) not in done)
+        if (
+            key in embedded
+            or type(node) is Function
+            or (type(node) is Constant and key not in group_inputs)
+        ):
+            return node
+        param = Var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
+        params.append(param)
+        inputs.append(node)
+        return param
+
+    root = group.root
+    if id(root) not in interior:
+        done[id(root)] = leaf(root)
+    # depth first, operands in order (parameters are numbered as they are first met); only
+    # interior nodes go on the stack, a node's leaves are resolved up to its first interior
+    # operand still to copy
+    stack = [] if id(root) in done else [root]
+    while stack:
+        node = stack[-1]
+        for kid in _kids(node):
+            k = id(kid)
+            if k in done:
+                continue
+            if k in interior:
+                stack.append(kid)
+                break
+            done[k] = leaf(kid)
         else:
+            stack.pop()
+            key = id(node)
+            if key in done:
+                continue
             new = done[key] = _copy(node, done)
             if new.type_or_none is None and node.type_or_none is not None:
                 # the same op on inputs of the same types: the original's type (so typing the
@@ -164,7 +184,19 @@ def _kids(node) -> tuple:
 
 def _copy(node: Expr, done: dict) -> Expr:
     if type(node) is Call:
-        op = done.get(id(node.op), node.op) if type(node.op) is Function else node.op
+        op = node.op
+        if type(op) is Op:
+            # the same op, as many arguments, its attributes validated when the original was
+            # built: the copy skips Call's checks and keeps the original's type (extract_function
+            # copies every node of every match)
+            new = object.__new__(Call)
+            _set(new, "span", node.span)
+            _set(new, "_type", node.type_or_none)
+            _set(new, "op", op)
+            _set(new, "args", tuple([done[id(a)] for a in node.args]))
+            _set(new, "attrs", node.attrs)
+            return new
+        op = done.get(id(op), op) if type(op) is Function else op
         args = [done[id(a)] for a in node.args]
         return Call(op, args, node.attrs if isinstance(op, Op) else None, node.span)
     if type(node) is Tuple:
