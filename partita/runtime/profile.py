@@ -140,16 +140,18 @@ def _peak_lines(steps) -> list[str]:
             m = op.metrics
             if isinstance(m.get("gmac_s"), (int, float)) and op.time_s:
                 cls = "float" if "gflop_s" in m else "int8"
-                groups.setdefault((m["tier"], cls, m["peak_gmac_s"], m["clock_ghz"]), []).append(
-                    (m["macs"], op.time_s))
+                groups.setdefault((m["tier"], cls, m["peak_gmac_s"], m["clock_ghz"],
+                                   m.get("achievable_gmac_s")), []).append((m["macs"], op.time_s))
     lines = []
-    for (tier, cls, peak, clock), rows in groups.items():
+    for (tier, cls, peak, clock, reach), rows in groups.items():
         macs, secs = sum(r[0] for r in rows), sum(r[1] for r in rows)
         rate = macs / secs / 1e9
         lines.append(
             f"{tier} {cls} products: {len(rows)} kernels, {1e3 * secs:.3f} ms, {rate:.2f} "
             f"GMAC/s = {100 * rate / peak:.0f}% of the tier's peak ({peak:.1f} GMAC/s per core "
             f"at {clock:.2f} GHz)"
+            + (f", {100 * rate / reach:.0f}% of the {reach:.1f} GMAC/s reachable into int32 sums"
+               if reach else "")
         )
     return lines
 

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from partita.backends.llvm.peak import PEAK, measured_clock_hz
+from partita.backends.llvm.peak import ACHIEVABLE_INT8, PEAK, int8_route_rates, measured_clock_hz
 from test_llvm_dynq_dense import dense_module, inputs
 
 import partita as P
@@ -51,6 +51,12 @@ def test_product_kernels_report_their_speed_and_fraction_of_peak(isa):
                                                   rel=1e-2)
         assert mt["utilisation"] == pytest.approx(rate / 1e9 / mt["peak_gmac_s"], rel=1e-2,
                                                   abs=1e-4)
+        reach = ACHIEVABLE_INT8.get(isa) if cls == "int8" else None
+        assert mt.get("achievable_macs_per_cycle") == reach
+        if reach:  # avx2 int8: the fraction of the int32-reachable rate as well, shown
+            assert mt["achievable_utilisation"] == pytest.approx(
+                rate / 1e9 / (reach * mt["clock_ghz"]), rel=1e-2, abs=1e-4)
+            assert "reachable into int32 sums" in prof.table()
         assert ("gflop_s" in mt) == (cls == "float")
         if cls == "float":
             assert mt["gflop_s"] == pytest.approx(2 * mt["gmac_s"], rel=1e-2, abs=1e-3)
@@ -65,3 +71,16 @@ def test_product_kernels_report_their_speed_and_fraction_of_peak(isa):
         data = json.loads(prof.to_json())  # --json: the same metrics as plain JSON
         (row,) = [o for s in data["steps"] for o in s["ops"] if o.get("kernel") == kind]
         assert row["gmac_s"] == mt["gmac_s"] and row["utilisation"] == mt["utilisation"]
+
+
+def test_int8_route_rates_show_the_int32_sum_costs_two_multiply_ops():
+    """The measurement behind ACHIEVABLE_INT8["avx2"]: VPMADDUBSW alone (int16 sums) runs well
+    ahead of VPMADDUBSW + VPMADDWD(ones) + VPADDD (int32 sums), which is no faster than
+    VPMADDWD on int16 operands per product pair of ops."""
+    from partita.backends.llvm.host_cpu import lacking
+
+    if lacking(["avx2"]):
+        pytest.skip("this CPU cannot run AVX2")
+    rates = int8_route_rates(1 << 14)
+    assert all(r > 0 for r in rates.values())
+    assert rates["vpmaddubsw"] > 1.3 * rates["vpmaddubsw+vpmaddwd+vpaddd"]
