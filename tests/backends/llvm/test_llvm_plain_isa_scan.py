@@ -1,11 +1,11 @@
 """``llvm -isa=plain`` code never needs AVX2 or AVX-512: for every test model (tests/models, as
-test_llvm_every_model takes them, of the networks the small ones in NETS), the IR of its ``-isa=plain`` build names no x86-specific
-intrinsic (``@llvm.x86.*``), no kernel records an ISA other than plain, and the region needs
-nothing of the CPU. For the models with layers that saturate pairs (ONNX Runtime's and
-PyTorch's x86 u8 MAC kernels, a path that used to take AVX2 intrinsics there; of the
-networks one per frontend, their compile is slow) the same IR is also compiled for the baseline x86-64
-CPU and its disassembly scanned for ymm / zmm registers and AVX-512 mask registers: none may
-appear."""
+test_llvm_every_model takes them; of the networks the small ones in NETS), the IR of its
+``-isa=plain`` build names no x86-specific intrinsic (``@llvm.x86.*``), no kernel records an
+ISA other than plain, and the region needs nothing of the CPU. For the models with layers that
+saturate pairs (ONNX Runtime's and PyTorch's x86 u8 MAC kernels, a path that used to take AVX2
+intrinsics there; of the networks one per frontend, their compile is slow) the same IR is also
+compiled for the baseline x86-64 CPU and its disassembly scanned for ymm / zmm registers and
+AVX-512 mask registers: none may appear."""
 
 from __future__ import annotations
 
