@@ -153,6 +153,7 @@ def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: i
         raise Hang()
 
     signal.signal(signal.SIGPROF, alarm)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the campaign's graceful stop
     while True:
         task = tasks.get()
         if task is None:
@@ -321,25 +322,42 @@ def campaign(args) -> dict:
         out.mkdir(parents=True, exist_ok=True)
     tally, cases, start = Tally(seeds), {}, time.monotonic()
 
+    stop = []  # SIGTERM / SIGINT: start no more cases, finish the running ones, then report
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.append(True))
+    log = (out / "findings.jsonl").open("a") if out else None
+
     def tasks():
-        i = 0
-        while (args.cases is None or i < args.cases) and (
+        i = args.start
+        while (args.cases is None or i < args.start + args.cases) and (
             args.seconds is None or time.monotonic() - start < args.seconds
-        ):
+        ) and not stop:
             cases[i] = seeds.case(args.seed, i)
             yield (i, *cases[i][1:])
             i += 1
 
     try:
         for n, (tid, outcome, rss) in enumerate(workers.map(tasks()), 1):
-            tally.add(tid, cases.pop(tid), outcome, rss)
+            case = cases.pop(tid)
+            tally.add(tid, case, outcome, rss)
+            if log and outcome[0] not in ("ok", "refused"):  # each finding as it happens
+                log.write(json.dumps({"case": tid, "seed_model": _name(seeds, case[1]),
+                                      "edits": case[2], "status": outcome[0],
+                                      "class": outcome[1], "message": outcome[2]},
+                                     default=str) + "\n")
+                log.flush()
             if args.progress and n % args.progress == 0:
                 rate = n / (time.monotonic() - start)
                 print(f"{n} cases, {rate:.0f}/s, {len(tally.findings)} finding classes", flush=True)
+                if out:  # the counts so far, should the campaign be killed
+                    summary = _summary(tally, time.monotonic() - start, args)
+                    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         for key, (k, edits, message) in tally.first.items():  # shrink once the run is over
             tally.findings[key]["reproducer"] = _keep(workers, seeds, k, edits, key, message, out)
     finally:
         workers.close()
+        if log:
+            log.close()
     summary = _summary(tally, time.monotonic() - start, args)
     if args.out:
         (Path(args.out) / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
@@ -376,6 +394,7 @@ def _summary(tally: Tally, elapsed: float, args) -> dict:
     summary = {
         "cases": total,
         "seed": args.seed,
+        "first_case": args.start,
         "seconds": round(elapsed, 1),
         "cases_per_second": round(total / elapsed, 1) if elapsed else 0.0,
         "by_format": by_format,
@@ -397,6 +416,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", type=int, help="number of cases (default: until --seconds)")
     parser.add_argument("--seconds", type=float, help="stop starting cases after this long")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--start", type=int, default=0,
+                        help="first case index (to resume a campaign: cases depend on seed and "
+                             "index only)")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     parser.add_argument("--formats", default="tflite,onnx")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds a case may take")

@@ -228,6 +228,9 @@ def _resize_weights(out_size: int, in_size: int, align: bool, half: bool) -> np.
     for i in range(out_size):
         v = i * scale + (scale // 2 - (1 << 9) if half else 0)
         lo = max(int(v / 1024), 0)  # C division truncates toward zero (exact: 1024 = 2**10)
+        if lo >= in_size:  # TFLite would read past the input (its lower tap is not clamped)
+            raise ValueError(f"output pixel {i} of {out_size} maps to input pixel {lo}, past "
+                             f"the input's {in_size}")
         hi = min(int((v + 1023) / 1024), in_size - 1)
         frac = v - 1024 * lo
         w[i, lo] += 1024 - frac
@@ -246,8 +249,11 @@ def _resize_bilinear_integer(ctx: OpContext, x: Expr, size, align: bool, half: b
             check_shape((out_size, in_size), 8, f"its {out_size}x{in_size} resize weights")
         except MemoryBudgetError as e:
             raise MemoryBudgetError(f"operator #{ctx.op.index} {ctx.op.name}: {e}") from None
-    wy = _resize_weights(size[0], h, align, half)
-    wx = _resize_weights(size[1], w, align, half)
+    try:
+        wy = _resize_weights(size[0], h, align, half)
+        wx = _resize_weights(size[1], w, align, half)
+    except ValueError as e:
+        ctx.fail(f"cannot resize {h}x{w} pixels to {size[0]}x{size[1]}: {e}")
     v = ctx.call("transpose", ctx.call("cast", x, dtype="int64"), axes=(0, 2, 3, 1))
     v = ctx.call("nn.dense", v, ctx.const(wy), out_dtype="int64")  # (N, W, C, OH)
     v = ctx.call("transpose", v, axes=(0, 3, 2, 1))  # (N, OH, C, W)

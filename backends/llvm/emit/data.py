@@ -120,30 +120,32 @@ class DataKernels(Family):
         offset = 128 if p["x_dtype"] == "int8" else 0
         zx = b.trunc(self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1], I32)
         zx = b.add(zx, ir.Constant(I32, offset))
-        cells = [[b.alloca(V8I) for _ in range(tn)] for _ in range(tm)]
+        step_bytes = p.get("step", 32)
+        vt = ir.VectorType(I32, step_bytes // 4)  # the accumulators: 8 lanes, 16 in zmm
+        cells = [[b.alloca(vt) for _ in range(tn)] for _ in range(tm)]
         sums = b.gep(ws, [c64(m_ * kp)], source_etype=I8)
-        reduce = self._intrinsic("llvm.vector.reduce.add.v8i32", I32, [V8I])
+        reduce = self._intrinsic(f"llvm.vector.reduce.add.v{vt.count}i32", I32, [vt])
 
         def tile(m0, n0, rows, cols):
             for r in range(rows):
                 for c in range(cols):
-                    b.store(ir.Constant(V8I, None), cells[r][c])
-            with for_range(b, kp // 32, "dk") as step:
-                at = b.mul(step, c64(32))
+                    b.store(ir.Constant(vt, None), cells[r][c])
+            with for_range(b, kp // step_bytes, "dk") as step:
+                at = b.mul(step, c64(step_bytes))
                 xs = [self._dynq_operand(b, ws, b.add(b.mul(b.add(m0, c64(r)), c64(kp)), at),
                                          "uint8", p) for r in range(rows)]
                 for c in range(cols):
                     wv = self._dynq_operand(b, w, b.add(b.mul(b.add(n0, c64(c)), c64(kp)), at),
                                             p["w_dtype"], p)
                     for r in range(rows):
-                        acc = b.load(cells[r][c], typ=V8I)
-                        b.store(b.add(acc, self._dynq_dot(b, xs[r], wv, p)), cells[r][c])
+                        acc = b.load(cells[r][c], typ=vt)
+                        b.store(self._dynq_mac(b, acc, xs[r], wv, p), cells[r][c])
             for r in range(rows):
                 m = b.add(m0, c64(r))
                 rs = self.load_at(b, sums, m, I32)
                 for c in range(cols):
                     n = b.add(n0, c64(c))
-                    s = b.call(reduce, [b.load(cells[r][c], typ=V8I)])
+                    s = b.call(reduce, [b.load(cells[r][c], typ=vt)])
                     s = b.sub(s, b.mul(self.load_at(b, zw, n, I32), rs))
                     s = b.sub(s, b.mul(zx, self.load_at(b, cz, n, I32)))
                     self.store_at(b, s, y, b.add(b.mul(m, c64(n_)), n), I32)
@@ -165,6 +167,9 @@ class DataKernels(Family):
     def _dynq_operand(self, b, ptr, at, dtype, p):
         """32 bytes of K at byte ``at``: as bytes for VPMADDUBSW, else widened (int16 halves
         for VPMADDWD; int32 for generic IR)."""
+        if p["isa"] in ("vnni", "avxvnni"):  # bytes, as VPDPBUSD reads them
+            ty = ir.VectorType(I8, p["step"])
+            return b.load(b.gep(ptr, [at], source_etype=I8), typ=ty, align=1)
         v = b.load(b.gep(ptr, [at], source_etype=I8), typ=Q32I, align=1)
         ext = b.sext if dtype == "int8" else b.zext
         if p["isa"] == "plain":
@@ -177,6 +182,16 @@ class DataKernels(Family):
     def _dynq_part(b, v, index, size):
         mask = ir.Constant(ir.VectorType(I32, size), list(range(index * size, (index + 1) * size)))
         return b.shuffle_vector(v, v, mask)
+
+    def _dynq_mac(self, b, acc, xv, wv, p):
+        """acc + the partial sums of one step: VPDPBUSD (exact u8 x s8 quads, in the
+        accumulator) with VNNI, else ``_dynq_dot``'s."""
+        if p["isa"] in ("vnni", "avxvnni"):
+            vt, bt = acc.type, xv.type
+            width = 512 if p["isa"] == "vnni" else 256
+            fn = self._intrinsic(f"llvm.x86.avx512.vpdpbusd.{width}", vt, [vt, bt, bt])
+            return b.call(fn, [acc, xv, wv])
+        return b.add(acc, self._dynq_dot(b, xv, wv, p))
 
     def _dynq_dot(self, b, xv, wv, p):
         """<8 x i32> partial sums of 32 products: adjacent pairs saturated to int16 with

@@ -46,7 +46,12 @@ def lower_int_dense(low: LowerContext, call) -> bool:
     n, k = weights.shape
     m = int(np.prod(x.checked_type.shape[:-1], dtype=np.int64))
     zw = np.broadcast_to(np.asarray(zw.data, np.int64).ravel(), (n,))
-    kp = -(-max(k, 1) // CHUNK) * CHUNK
+    # VPDPBUSD (u8 x s8, exact sums: ORT's VNNI kernels) takes int8 weights: 64-byte steps of
+    # K in zmm registers (AVX-512 VNNI), 32-byte ones in ymm (AVX-VNNI)
+    vnni = {"vnni": "vnni", "amx": "vnni", "avxvnni": "avxvnni"}.get(low.isa)
+    vnni = vnni if call.attrs.accumulate == "exact" and weights.dtype == np.int8 else None
+    step = 64 if vnni == "vnni" else CHUNK
+    kp = -(-max(k, 1) // step) * step
     # the data offset to uint8 (int8 data + 128), in [N][Kp] weight rows padded with zeros
     # (a zero weight adds nothing, and pairs an odd K's last product with zero)
     padded = np.zeros((n, kp), np.int64)
@@ -59,8 +64,9 @@ def lower_int_dense(low: LowerContext, call) -> bool:
         # a dense has one tap: "vpmaddubsw_tap" pairs as "vpmaddubsw" does
         "pairs": call.attrs.accumulate != "exact",
         # VPMADDUBSW reads int8 weights; uint8 ones pair in generic vector IR
-        "isa": "plain" if low.isa == "plain" or (
-            call.attrs.accumulate != "exact" and weights.dtype != np.int8) else "avx2",
+        "isa": vnni or ("plain" if low.isa == "plain" or (
+            call.attrs.accumulate != "exact" and weights.dtype != np.int8) else "avx2"),
+        "step": step,
     }  # fmt: skip
     if low.threads > 1 and n >= 2 * TILE_N and m * n * k >= 1 << 21:
         params["threads"] = 2  # each core half the weight rows (2 M multiply-adds or more)

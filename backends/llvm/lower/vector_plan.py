@@ -273,8 +273,6 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     amx, isa = isa == "amx", "vnni" if isa == "amx" else isa
     if params["rounding"] not in ("tflite", "tflite_builtin", "tflite_double", *FLOAT_STAGES):
         return None
-    if isa == "plain" and params.get("pairs"):
-        return None  # x86's pair saturation: WMAC's scalar loops (wide_mac)
     if kind not in (Kind.CONV, Kind.DWCONV, Kind.FC) or (
         params["rounding"] == "onnx" and params["rq_zp"]
     ):
@@ -326,8 +324,9 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     colsum, wabs = _weight_sums(w)
     consts = _output_constants(arrays, params, colsum, zx + (128 if signed else 0), ocp)
     nvec = ocp // 16
-    # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly)
-    code_isa = "avx2" if params.get("pairs") else isa
+    # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly); plain writes
+    # the same sums as generic vector IR (vconv.dot4)
+    code_isa = "avx2" if params.get("pairs") and isa != "plain" else isa
     # exact sums without VNNI: VPMADDUBSW where every weight pair is safe (ubsw_split: the
     # unsafe pairs' remainders in a sparse second product), else int16 weights (packed wide
     # here, not in the loop) and VPMADDWD into int32 pair accumulators, reduced once per tile;
@@ -346,7 +345,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     wide = (code_isa in ("avx2", "plain") and not params.get("pairs") and fix is None
             and not nibbles)
     tiles = TILES["avx2_wide" if wide else "avx2_nibbles" if nibbles else
-                  "avx2_ubsw" if fix is not None else isa]
+                  "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(_stage_flags({**params, **new}, consts, wabs))

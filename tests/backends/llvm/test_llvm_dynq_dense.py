@@ -100,3 +100,36 @@ def test_dynamic_quantize_range_scan_in_lanes(shape, data):
     got, want = P.build(mod, "llvm").run(x), P.interpret(mod, [x])
     for g, w in zip(got, want):
         assert g.tobytes() == w.tobytes()
+
+
+@pytest.mark.parametrize(("isa", "intrinsic", "cpu"), [("avxvnni", "vpdpbusd.256", "alderlake"),
+                                                       ("vnni", "vpdpbusd.512", "icelake-server")])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatch):
+    """ORT's VNNI semantics (exact sums, int8 weights) on -isa=avxvnni / vnni: VPDPBUSD in the
+    IR (checked on any CPU: elsewhere the region is compiled for a CPU with it); run (bit-exact
+    with the interpreter, pairs of products past int16 included) where this CPU has it."""
+    from partita.backends import llvm as llvm_backend
+    from partita.backends.llvm.runtime.jit import runs_isa
+
+    texts = []
+    real = llvm_backend.compile_parts
+
+    def compile_parts(parts, *args, **kwargs):
+        texts.extend(t() for t in parts)
+        return real([lambda t=t: t for t in texts[-len(parts):]], *args, **kwargs)
+
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setattr(llvm_backend, "compile_parts", compile_parts)
+    m, k, n = 9, 200, 70
+    for x_dtype in ("uint8", "int8"):
+        mod = dense_module(m, k, n, x_dtype, "int8", "exact", 3, batch=(2,))
+        texts.clear()
+        target = f"llvm -isa={isa} -threads={threads}"
+        exe = P.build(mod, target if runs_isa(isa) else f"{target} -mcpu={cpu}")
+        assert "DYNQ_DENSE" in " ".join(exe.steps[0].region.kernels)
+        assert any(f"llvm.x86.avx512.{intrinsic}\"" in t for t in texts)
+        if runs_isa(isa):
+            check(mod, f"llvm -isa={isa} -threads={threads}", inputs(m, k, x_dtype, 3, (2,)))
+    if not runs_isa(isa):
+        pytest.skip(f"IR checked; this CPU does not run {isa} code")

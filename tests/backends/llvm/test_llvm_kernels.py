@@ -486,11 +486,10 @@ def test_an_isa_the_cpu_lacks_is_refused(monkeypatch):
     assert resolve_isa({}) == "avx2"
 
 
-@pytest.mark.parametrize("isa, kernel", [("avx2", "VCONV"), ("plain", "WMAC")])
+@pytest.mark.parametrize("isa, kernel", [("avx2", "VCONV"), ("plain", "VCONV")])
 def test_pair_saturation_with_the_tflite_builtin_output_stage(isa, kernel):
     """The vector kernels' 'tflite_builtin' output stage (ties upward twice) after saturating
-    pairs; -isa=plain has no vector kernels: the scalar WMAC kernel takes the layer. Bit for
-    bit either way."""
+    pairs; -isa=plain runs the same kernel as generic vector IR. Bit for bit either way."""
     if not _isa_available(isa):
         pytest.skip(f"this CPU does not run {isa} code")
     mod, _ = build_graph("dense", "uint8", 8, 16, {"rows": 4}, 0, False, None,

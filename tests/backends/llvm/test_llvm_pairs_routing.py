@@ -83,9 +83,16 @@ def _check(mod, isa: str, kind: str, seed: int = 1) -> None:
 @pytest.mark.parametrize("semantics", ["tflite", "onnx", "tflite_builtin"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("op", ["conv", "dense"])
-def test_plain_isa_takes_pairs_as_wmac(op, mode, semantics):
-    """No vector kernels at all: every output stage, the float32 one ("onnx") included."""
-    _check(_layer(op, mode, semantics), "plain", "WMAC")
+def test_plain_isa_takes_pairs_on_generic_vector_kernels(op, mode, semantics):
+    """-isa=plain runs pair saturation on the vector convolution written as generic IR (no
+    x86 intrinsic: the kernel's isa is plain), every output stage, the float32 one ("onnx")
+    included."""
+    mod = _layer(op, mode, semantics)
+    _check(mod, "plain", "VCONV")
+    fn = mod["main"]
+    infer_type(fn)
+    isas = {k.params.get("isa") for k in lower(fn, "plain", 1).kernels if k.kind == "VCONV"}
+    assert isas == {"plain"}, isas
 
 
 @pytest.mark.parametrize("isa", VECTOR_ISAS)

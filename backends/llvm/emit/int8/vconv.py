@@ -169,6 +169,14 @@ class VectorKernels(Family):
         if not pairs:
             raise ValueError("exact AVX2 dot products are madd_wide's (int16 weights)")
         a, w = b.bitcast(a, B64), b.bitcast(w, B64)
+        if isa == "plain":  # VPMADDUBSW + VPMADDWD's sums as generic IR, for any target
+            wide = ir.VectorType(I32, 64)
+            prod = b.mul(b.zext(a, wide), b.sext(w, wide))
+            pair = b.add(_lanes(b, prod, 0, 32), _lanes(b, prod, 1, 32))
+            lo, hi = kconst(V32, -(1 << 15)), kconst(V32, (1 << 15) - 1)
+            pair = b.select(b.icmp_signed("<", pair, lo), lo, pair)
+            pair = b.select(b.icmp_signed(">", pair, hi), hi, pair)
+            return b.add(acc, b.add(_lanes(b, pair, 0, 16), _lanes(b, pair, 1, 16)))
         madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
         ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
         ones = ir.Constant(H16, [1] * 16)
@@ -589,3 +597,9 @@ class VectorKernels(Family):
                 self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
         self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
                            corr=True, skip=skip)
+
+
+def _lanes(b, vec, first: int, count: int):
+    """Lanes first, first + 2, ... of ``vec`` (``count`` of them): the even or odd products."""
+    return b.shuffle_vector(vec, vec, ir.Constant(ir.VectorType(I32, count),
+                                                  list(range(first, 2 * count, 2))))
