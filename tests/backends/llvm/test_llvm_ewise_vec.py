@@ -67,3 +67,13 @@ def test_specials_and_straddling_values(isa):
     data = np.concatenate([special, rng.standard_normal(4000).astype(np.float32) * 3,
                            rng.uniform(-7, 7, 4003).astype(np.float32)]).reshape(1, -1)
     check(data, isa)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_two_threads_split_rows_above_the_vector_axis(isa):
+    """Large enough for EWISE's two-thread split (the first axis halved): same bits."""
+    rng = np.random.default_rng(4)
+    data = (rng.standard_normal((4, 1 << 15 | 3)) * 3).astype(np.float32)
+    mod = list(modules(data.shape))[1]
+    got = P.build(mod, f"llvm -isa={isa} -threads=2").run(data)[0]
+    assert got.tobytes() == P.interpret(mod, [data])[0].tobytes()
