@@ -11,6 +11,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, F64, I8, I16, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 
+from . import ewise_vec
 from .erf32 import emit_erf32
 
 # float16 is loaded to double and stored rounded to half (EWISE computes on it so); other ops
@@ -279,8 +280,11 @@ class FloatKernels(Family):
 
             self.store_value(b, value(p["tree"]), y, index, self.dtype(k.output))
 
+        if ewise_vec.eligible(p, self.dtype(k.output), restrict):
+            return ewise_vec.ewise_rows(self, k, b, ptrs, y, body, restrict)
         bases = [c64(v) for v in p.get("bases", [0] * len(p["strides"]))]
         self.nest(b, p["out_shape"], p["strides"], body, offsets=bases, restrict=restrict)
+        return None
 
     def rounded(self, b, value, dtype: str):
         """``value`` as a tensor of ``dtype`` would hold it, back in the compute domain."""
