@@ -122,24 +122,56 @@ class AnnotateTarget(Pass):
         """``earlier``: an earlier run's accelerator placements, kept (TVM: running (A) then (B)
         equals running ([A, B]))."""
         region_of: dict[int, Region] = {}
+        tuples, items = [], []  # decided after every call (in graph order, as before)
+        # an op whose every target's check is a constant (True/False/absent) and that no
+        # override forces decides the same target for every call: looked up once per op
+        fixed: dict = {}
+        overrides, call_region = self.overrides, self._call_region
+        get_earlier = earlier.get
         for node in graph.order:
-            if type(node) is Call:
-                kept = earlier.get(id(node))
-                on_acc = kept is not None and not kept.host
-                region_of[id(node)] = (
-                    Region(kept.target) if on_acc else self._call_region(node, explainer)
-                )
-            elif type(node) is TupleGetItem and type(node.tuple_value) is not Tuple:
-                region_of[id(node)] = self._item_region(node, region_of)
-            elif type(node) in REF_NODES:
+            t = type(node)
+            if t is Call:
+                kept = get_earlier(id(node))
+                if kept is not None and not kept.host:
+                    region_of[id(node)] = Region(kept.target)
+                    continue
+                op = node.op
+                target = fixed.get(op) if not overrides and type(op) is Op else None
+                if target is None:
+                    if not overrides and type(op) is Op:
+                        target = fixed[op] = self._constant_target(op)
+                    if target is None or target is False:
+                        region_of[id(node)] = call_region(node, explainer)
+                        continue
+                elif target is False:
+                    region_of[id(node)] = call_region(node, explainer)
+                    continue
+                region_of[id(node)] = Region(target)
+            elif t is TupleGetItem:
+                if type(node.tuple_value) is not Tuple:
+                    region_of[id(node)] = self._item_region(node, region_of)
+                else:
+                    items.append(node)
+            elif t is Tuple:
+                tuples.append(node)
+            elif t in REF_NODES:
                 region_of[id(node)] = self._host(_REF_REASON)
-        for node in graph.order:
-            if type(node) is Tuple:
-                region_of[id(node)] = self._tuple_region(node, graph, region_of)
-        for node in graph.order:
-            if type(node) is TupleGetItem and type(node.tuple_value) is Tuple:
-                region_of[id(node)] = self._item_region(node, region_of)
+        for node in tuples:
+            region_of[id(node)] = self._tuple_region(node, graph, region_of)
+        for node in items:
+            region_of[id(node)] = self._item_region(node, region_of)
         return region_of
+
+    def _constant_target(self, op: Op):
+        """The target every call of ``op`` goes to when no target's check for it needs the
+        call (each is True, False or absent): that target's name, or False (decided per call:
+        a check that reads the call, or the host, whose reason names the call)."""
+        for target in self.targets:
+            check = target.checks.get(op.name)
+            if check is None or check is False:
+                continue
+            return target.name if check is True else False
+        return False
 
     def _item_region(self, node: TupleGetItem, region_of: dict) -> Region:
         """A tuple item goes with the accelerator that made its tuple."""

@@ -181,10 +181,7 @@ class RegionBuilder:
                 else:
                     found.append(node)
         bind = self.bind_constants
-        for node, kid in _edges_depth_first(root):
-            region, owner = grouped(id(node)), grouped(id(kid))
-            if owner is region:
-                continue
+        for kid, region, owner in _crossing_edges(root, grouped):
             if owner is not None:
                 outputs[id(owner)].setdefault(id(kid), kid)
             if region is not None and (not bind or type(kid) is not Constant):
@@ -291,46 +288,42 @@ class RegionBuilder:
             start += w or 1
 
 
-# root -> its _edges_depth_first: RegionPolicies and PartitionGraph walk the same flat graph
-# (the graphs are immutable, so the edges of a root never change). Weak keys, as BUILT_FROM.
-_EDGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _edges_depth_first(root: Expr) -> list[tuple]:
-    """(user, input) for every data edge under ``root``, in the order a depth-first walk
-    (inputs left to right) completes them: when the input's walk finishes, or at once when the
-    input was finished already."""
-    found = _EDGES.get(root)
-    if found is None:
-        edges = _walk_edges(root)
-        # kept without the root itself (a value that holds its weak key would keep it alive)
-        _EDGES[root] = [(None if u is root else u, k) for u, k in edges]
-        return edges
-    return [(root if u is None else u, k) for u, k in found]
-
-
-def _walk_edges(root: Expr) -> list[tuple]:
+def _crossing_edges(root: Expr, grouped) -> list[tuple]:
+    """(input, user's region, input's region) for every data edge under ``root`` whose
+    two ends ``grouped`` (id -> Region or None) puts in different regions, in the order a
+    depth-first walk (inputs left to right) completes the edges: when the input's walk
+    finishes, or at once when the input was finished already. One walk that keeps only the
+    crossing edges (most edges of a big region are inside it)."""
     edges: list[tuple] = []
+    append = edges.append
     done: set[int] = set()
-    stack = [(root, iter(value_children(root)))]
+    add = done.add
+    stack = [(root, iter(value_children(root)), grouped(id(root)))]
+    push, pop = stack.append, stack.pop
     while stack:
-        node, kids = stack[-1]
+        node, kids, region = stack[-1]
         for kid in kids:
             if id(kid) in done:
-                edges.append((node, kid))
+                owner = grouped(id(kid))
+                if owner is not region:
+                    append((kid, region, owner))
                 continue
             grand = value_children(kid)
             if not grand:  # a leaf finishes at once: the edge completes here
-                done.add(id(kid))
-                edges.append((node, kid))
+                add(id(kid))
+                owner = grouped(id(kid))
+                if owner is not region:
+                    append((kid, region, owner))
                 continue
-            stack.append((kid, iter(grand)))
+            push((kid, iter(grand), grouped(id(kid))))
             break
         else:
-            stack.pop()
-            done.add(id(node))
+            pop()
+            add(id(node))
             if stack:
-                edges.append((stack[-1][0], node))
+                above = stack[-1][2]
+                if above is not region:
+                    append((node, above, region))
     return edges
 
 

@@ -24,7 +24,7 @@ from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_type
 
-from .annotations import annotation_kind, has_annotations, strip_annotations
+from .annotations import BEGIN, END, has_annotations, strip_annotations
 from .builder import BUILT_FROM, RegionBuilder
 from .units import (
     UNIT_TYPES,
@@ -97,6 +97,9 @@ def flatten(body: Expr, numbers: dict | None = None) -> tuple[Expr, dict[int, Re
     return flat, region_of
 
 
+_ANNOTATION_OPS = (BEGIN, END)
+
+
 def flatten_ordered(body: Expr, numbers: dict | None = None, order: list | None = None):
     """``flatten`` and the flat graph's ``dataflow_order`` (``order``: ``body``'s, when the
     caller has it)."""
@@ -111,7 +114,14 @@ def flatten_ordered(body: Expr, numbers: dict | None = None, order: list | None 
         return flat, region_of, order
     order = dataflow_order(body) if order is None else order
     calls = [n for n in order if type(n) is Call]  # a filter at C speed: most nodes are not
-    if not any(is_region_call(n) or annotation_kind(n) for n in calls):
+    # whether a call is a region call or an annotation depends on its callee only: each
+    # distinct callee is asked once (a graph of 100k op calls has a few dozen ops)
+    callees = {id(n.op): n.op for n in calls}.values()
+    if not any(
+        (type(op) is Function and "Compiler" in op.attrs)
+        or (isinstance(op, Op) and op.name in _ANNOTATION_OPS)
+        for op in callees
+    ):
         return body, {}, order  # nothing to inline: flattening would copy nothing
     flat, region_of = _flatten(body, numbers)
     return flat, region_of, dataflow_order(flat)
