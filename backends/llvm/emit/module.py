@@ -16,6 +16,7 @@ from partita.backends.llvm.emit.float.kernels import FloatKernels
 from partita.backends.llvm.emit.float.rows import RowKernels
 from partita.backends.llvm.emit.float.scalar import FloatScalarKernels
 from partita.backends.llvm.emit.float.spatial import SpatialKernels
+from partita.backends.llvm.emit.int8.amx import AMXTiles
 from partita.backends.llvm.emit.int8.qbinary import QBinaryKernels
 from partita.backends.llvm.emit.int8.scalar import ScalarKernels
 from partita.backends.llvm.emit.int8.transformer import QTransformerKernels
@@ -49,7 +50,7 @@ FAMILIES = {
     "spatial": SpatialKernels, "ints": IntKernels, "gemm": FloatGemm, "vector": VectorKernels,
     "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
-    "softmax16": Softmax16Kernels,
+    "softmax16": Softmax16Kernels, "amx": AMXTiles,
 }
 
 

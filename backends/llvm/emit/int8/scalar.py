@@ -23,12 +23,15 @@ from partita.backends.llvm.emit.base import (
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.plan import Kernel
 
+from .vector_types import PTR8, kconst
+
 RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
 class ScalarKernels(Family):
     # what it uses of the other kernel families (through the emit context)
-    lut2_gather = via("vector")
+    vload = via("vector")
+    prefetch_lines = via("vector")
     mbqm_upward = via("ints")
     part_function = via("gemm")
     split_run = via("pool")
@@ -431,3 +434,32 @@ class ScalarKernels(Family):
                 v = b.select(b.icmp_signed("<", ch, c64(p["upward"])), up, v)
         v = self.clamp(b, b.add(v, c64(p["out_zp"])), lo, hi)
         self.store_at(b, b.trunc(v, ety), y, b.add(b.mul(o, c64(c)), ch), ety)
+
+    # -- two-input tables ------------------------------------------------------------------
+    def lut2_gather(self, b, xs, y, table, total: int, offs, isa: str, steps=None) -> int:
+        """y[e] = table[a[e] * 256 + b[e]] for whole vectors of ``e`` (16 lanes with AVX-512, 8
+        with AVX2; ``steps``: only the vectors [lo, hi)): each lane gathers the 32-bit word at
+        its byte of the table (padded by 4 bytes) and keeps the low byte. Returns where the
+        scalar tail starts."""
+        lanes = 16 if isa == "vnni" else 8
+        vb, vi = ir.VectorType(I8, lanes), ir.VectorType(I32, lanes)
+        if isa == "vnni":
+            mask_ty = ir.VectorType(ir.IntType(1), 16)
+            gather = self._intrinsic("llvm.x86.avx512.mask.gather.dpi.512", vi,
+                                     [vi, PTR8, vi, mask_ty, I32])
+            extra = [kconst(mask_ty, 1), ir.Constant(I32, 1)]
+        else:
+            gather = self._intrinsic("llvm.x86.avx2.gather.d.d.256", vi, [vi, PTR8, vi, vi, I8])
+            extra = [kconst(vi, -1), ir.Constant(I8, 1)]
+        self.prefetch_lines(b, table, 65536)  # a cold table streams in sequentially
+        lo, hi = steps if steps is not None else (0, total // lanes)
+        with for_range(b, hi - lo, "v") as v:
+            at = b.mul(b.add(v, c64(lo)), c64(lanes))
+            a, c = (self.vload(b, x, at, vb) for x in xs)
+            # int8 bytes index the table from -128: flipping the top bit adds 128
+            a, c = (b.zext(b.xor(v, kconst(vb, -128)) if off else v, vi)
+                    for v, off in zip((a, c), offs))
+            index = b.or_(b.shl(a, kconst(vi, 8)), c)
+            words = b.call(gather, [kconst(vi, 0), table, index, *extra])
+            b.store(b.trunc(words, vb), b.gep(y, [at], source_etype=I8), align=1)
+        return hi * lanes

@@ -1,0 +1,98 @@
+"""AMX tiles for the int8 vector convolution (``k_vconv`` on ``-isa=amx``, emit/int8/vconv.py):
+tiles 0-3 accumulate a block of 32 pixels x 32 channels (tile 2 * a + v: A tile a, B tile v),
+tiles 4-5 hold the block's two 16-pixel x 64-byte slices of input, 6-7 the two 1 KB weight
+slices (16 k-quads x 16 channels x 4); every tile is 16 rows of 64 bytes."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from partita.backends.llvm.emit.base import I8, Family, c64, for_range, via
+from partita.backends.llvm.kinds import Kind
+from partita.backends.llvm.lower.vector_plan import by_channels
+
+from .vector_types import PTR8, V16
+
+
+class AMXTiles(Family):
+    """The AMX blocks of the int8 vector convolution; its output stage is the vector family's."""
+
+    # what it uses of the other kernel families and of the emit context
+    conv_epilogue = via("vector")
+
+    def amx_cells(self, b, p):
+        """The block's int32 sums as the output stage reads them, ``out[32][V]``."""
+        return b.alloca(V16, size=p["R"] * p["V"])
+
+    def amx_config(self):
+        """The 64-byte tile configuration (palette 1, eight tiles of 16 x 64 bytes)."""
+        name = "amx_tile_config"
+        if name in self.module.globals:
+            return self.module.globals[name]
+        cfg = [0] * 64
+        cfg[0] = 1
+        for t in range(8):
+            cfg[16 + 2 * t] = 64  # bytes per row (little-endian u16)
+            cfg[48 + t] = 16  # rows
+        ty = ir.ArrayType(I8, 64)
+        g = ir.GlobalVariable(self.module, ty, name)
+        g.initializer = ir.Constant(ty, cfg)
+        g.global_constant, g.linkage, g.align = True, "internal", 64
+        return g
+
+    def amx_call(self, b, name, *args):
+        types = [I8 if isinstance(a, int) else a.type for a in args]
+        fn = self._intrinsic(f"llvm.x86.{name}", ir.VoidType(), types)
+        return b.call(fn, [ir.Constant(I8, a) if isinstance(a, int) else a for a in args])
+
+    def amx_rows(self, b, src, y, g, p, out, bounds=None):
+        """Blocks of 32 pixels (``bounds``: block indices [lo, hi)); the last block ends at the
+        last pixel, overlapping its neighbour: the overlap's sums are computed twice, its
+        outputs stored once."""
+        m, nvec = p["OW"], -(-p["OC"] // 16)
+        blocks = -(-m // p["R"])
+        pairs, odd = divmod(nvec, 2)
+        lo, hi = bounds if bounds is not None else (c64(0), c64(blocks))
+        clo, chi = c64(0), c64(pairs + odd)  # channel pairs (a last single vector if odd)
+        if bounds is not None and by_channels(Kind.VCONV, p):
+            (lo, hi), (clo, chi) = (c64(0), c64(blocks)), bounds
+        self.amx_call(b, "ldtilecfg", b.bitcast(self.amx_config(), PTR8))
+        with for_range(b, b.sub(hi, lo), "mb") as i:
+            start = b.mul(b.add(i, lo), c64(p["R"]))
+            m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
+            skip = b.sub(start, m0)  # rows the previous block stored (the last block only)
+            if pairs:
+                with for_range(b, b.sub(self.clamp(b, chi, 0, pairs), clo), "nb") as j:
+                    nb = b.mul(b.add(j, clo), c64(2))
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), nb, 2)
+            if odd:
+                with b.if_then(b.icmp_signed(">", chi, c64(pairs))):
+                    self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
+        self.amx_call(b, "tilerelease")
+
+    def amx_block(self, b, src, y, g, p, out, rows, nb, vecs):
+        """32 pixels from m0 x ``vecs`` x 16 channels from 16 * nb: sums over the 64-deep
+        slices into tiles, stored to ``out``, then the output stage for the pixels from
+        m0 + skip (``rows`` = (m0, skip))."""
+        (m0, skip), c, kb_count = rows, p["C"], p["KB"]
+        dot = "tdpbssd" if p["signed"] else "tdpbusd"
+        for a in range(2):
+            for v in range(vecs):
+                self.amx_call(b, "tilezero", 2 * a + v)
+        with for_range(b, kb_count, "kb") as kb:
+            at = b.add(b.mul(m0, c64(c)), b.mul(kb, c64(64)))
+            for a in range(2):
+                ptr = b.gep(src, [b.add(at, c64(16 * c * a))], source_etype=I8)
+                self.amx_call(b, "tileloadd64", 4 + a, ptr, c64(c))
+            for v in range(vecs):
+                slab = b.add(b.mul(b.add(nb, c64(v)), c64(kb_count)), kb)
+                ptr = b.gep(g["weights"], [b.mul(slab, c64(1024))], source_etype=I8)
+                self.amx_call(b, "tileloadd64", 6 + v, ptr, c64(64))
+            for a in range(2):
+                for v in range(vecs):
+                    self.amx_call(b, dot, 2 * a + v, 4 + a, 6 + v)
+        for a in range(2):
+            for v in range(vecs):
+                ptr = b.gep(out, [c64((16 * a * vecs + v) * 64)], source_etype=I8)
+                self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
+        self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
+                           corr=True, skip=skip)
