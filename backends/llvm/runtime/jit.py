@@ -43,7 +43,39 @@ def _init() -> None:
             # masked stores: LLVM 22.1 wrote masked-off bytes of a short loop's tail (seen in
             # the 8-bit softmax, 7 wrong bytes of a (2, 9) row loop; docs/performance.md)
             llvm.set_option("", "-prefer-predicate-over-epilogue=scalar-epilogue")
+            _soft_float_helpers()
             _READY = True
+
+
+# float16 conversions LLVM lowers to library calls (double -> half has no instruction, and
+# float <-> half has none without F16C): compiler-rt's / libgcc's helpers
+HALF_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2")
+
+
+def _soft_float_helpers() -> None:
+    """Make the float16 helpers resolvable in this process. MCJIT resolves a symbol the
+    process has not loaded to address 0, so a float16 kernel would jump there (a segfault,
+    seen when no earlier import had loaded libgcc_s, which glibc loads only on demand)."""
+    import ctypes.util
+
+    if all(llvm.address_of_symbol(name) for name in HALF_HELPERS):
+        return
+    path = ctypes.util.find_library("gcc_s") or "libgcc_s.so.1"
+    try:
+        llvm.load_library_permanently(path)
+    except RuntimeError:
+        pass  # no libgcc_s: missing_helpers() names what is left
+    for name in missing_helpers():  # a static libgcc or compiler-rt in the process
+        try:
+            address = ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+        except AttributeError:
+            continue
+        llvm.add_symbol(name, address)
+
+
+def missing_helpers() -> list[str]:
+    """The float16 helpers this process cannot resolve (a kernel calling one is refused)."""
+    return [name for name in HALF_HELPERS if not llvm.address_of_symbol(name)]
 
 
 def ensure_initialized() -> None:
@@ -344,6 +376,15 @@ def split_objects(blob: bytes) -> list[bytes]:
     return out
 
 
+def _check_helpers(obj: bytes) -> None:
+    """Refuse object code that calls a float16 helper this process lacks (MCJIT would
+    resolve it to address 0): its name is in the object's symbol table."""
+    lacking = [name for name in missing_helpers() if name.encode() + b"\0" in obj]
+    if lacking:
+        raise LLVMError(f"llvm: the float16 helpers {', '.join(lacking)} are not in this "
+                        f"process (libgcc_s or compiler-rt), so its float16 kernels cannot run")
+
+
 class Loaded:
     """Object code loaded into its own MCJIT engine; ``address(name)`` of a function."""
 
@@ -353,6 +394,7 @@ class Loaded:
             backing = llvm.parse_assembly("")
             self.engine = llvm.create_mcjit_compiler(backing, _machine())
             for part in split_objects(obj):
+                _check_helpers(part)
                 self.engine.add_object_file(llvm.ObjectFileRef.from_data(part))
             self.engine.finalize_object()
 
