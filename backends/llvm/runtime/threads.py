@@ -15,13 +15,16 @@ the run slow: its remaining kernels run both halves here. Between calls the work
 IDLE_SPINS pauses (back-to-back inferences find it awake), then sleeps on a futex until the next
 call wakes it. ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the
 region is collected, and at exit); a forked child starts a worker of its own. Whether a call
-uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``,
-whichever measured faster lately). Linux only (futex), as is the rest of the backend's
+uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``): one
+thread first, the worker tried on a few runs while another CPU looks idle, and dropped at the
+first run it makes slower. Linux only (futex), as is the rest of the backend's
 threading.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections import deque
 from statistics import median
 
@@ -283,43 +286,132 @@ def split_work(k) -> int:
     return 0
 
 
+def _proc_stat() -> tuple[int, int] | None:
+    """(idle, total) jiffies of all CPUs from /proc/stat's first line, or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            return parse_stat(f.readline())
+    except (OSError, ValueError):
+        return None
+
+
+def parse_stat(line: str) -> tuple[int, int]:
+    """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies."""
+    fields = line.split()
+    if not fields or fields[0] != "cpu":
+        raise ValueError(f"not /proc/stat's cpu line: {line!r}")
+    ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+class IdleCPU:
+    """Whether another CPU than the caller's looks idle: the idle share of all CPUs' time in
+    /proc/stat since the last look (at least SPAN seconds ago; a run of one thread keeps one
+    CPU busy, so ``idle_cpus`` counts the others), or off Linux the one-minute load average
+    below the CPU count minus one."""
+
+    SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
+    NEED = 0.6  # idle CPUs (averaged over the span) for the worker to have one
+
+    def __init__(self, stat=_proc_stat, clock=None, loadavg=None, cpus: int | None = None):
+        self.stat, self.clock = stat, clock or time.monotonic
+        self.loadavg = loadavg or (os.getloadavg if hasattr(os, "getloadavg") else None)
+        self.cpus = cpus or os.cpu_count() or 1
+        self.last, self.when, self.answer = stat(), self.clock(), None
+
+    def idle_cpus(self) -> float | None:
+        now = self.clock()
+        if now - self.when < self.SPAN and self.answer is not None:
+            return self.answer  # too soon for new jiffies: the last answer
+        sample = self.stat()
+        if sample is None or self.last is None:
+            return None
+        d_idle, d_total = sample[0] - self.last[0], sample[1] - self.last[1]
+        if d_total <= 0:
+            return self.answer
+        self.last, self.when = sample, now
+        self.answer = self.cpus * d_idle / d_total
+        return self.answer
+
+    def __call__(self) -> bool:
+        if self.cpus < 2:
+            return False
+        idle = self.idle_cpus()
+        if idle is not None:
+            return idle >= self.NEED
+        if self.loadavg is None:
+            return True
+        return self.loadavg()[0] < self.cpus - 1
+
+
 class TwoModes:
-    """Which driver a region calls: with the worker ("pool") or without ("alone"). The worker
-    is used when the median of its last WINDOW run times beats the median without it by
-    MARGIN (within that, the machine is busy enough that the worker buys nothing and only
-    adds risk); the other mode is tried every PROBE runs, an interval that doubles up to
-    MAX_PROBE each time a probe confirms the choice (and falls back to PROBE when it
-    changes), so a busy machine, where the worker only gets in the way, pays little for
-    the probes."""
+    """Which driver a region calls: with the worker ("pool") or without ("alone").
+
+    One thread is the safe mode: a region starts there (its first BASELINE runs time it) and
+    goes back to it at once when a run with the worker is slower than the median of the last
+    WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says another CPU
+    looks idle, every ``interval`` runs: PROBE at first, doubled up to MAX_PROBE after each
+    probe the worker lost (or each time the machine was busy at a probe's turn). A probe is
+    ACCEPT runs with the worker, each faster than MARGIN of the median alone (the worker's
+    first run ever, which starts the thread, is not judged); then the region stays with the
+    worker, re-timing one run alone every ``interval`` runs, until one run with the worker is
+    slower than the median alone. So on a busy machine at most one run in PROBE (fewer later)
+    pays for a slow worker, and no run of the first BASELINE does."""
 
     WINDOW = 5
+    BASELINE = 2
+    ACCEPT = 2
     MARGIN = 0.97
     MAX_PROBE = 256
 
-    def __init__(self):
+    def __init__(self, idle=None):
+        self.idle = idle if idle is not None else IdleCPU()
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
-        self.medians: dict[str, float | None] = {"pool": None, "alone": None}  # full windows'
         self.runs = 0
-        self.best = None
-        self.interval, self.next_probe = PROBE, PROBE
+        self.best = "alone"
+        self.streak = 0  # runs with the worker in a row faster than alone (during a probe)
+        self.probing = False
+        self.started = False  # the worker has run once (its thread exists)
+        self.interval, self.next_probe = PROBE, self.BASELINE + 1
+
+    def alone_median(self) -> float | None:
+        return median(self.times["alone"]) if self.times["alone"] else None
 
     def choose(self) -> str:
         self.runs += 1
-        pool, alone = self.medians["pool"], self.medians["alone"]
-        if pool is None or alone is None:  # both measured first
-            return "pool" if len(self.times["pool"]) <= len(self.times["alone"]) else "alone"
-        best = "pool" if pool < self.MARGIN * alone else "alone"
-        if best != self.best:
-            self.best, self.interval = best, PROBE
-            self.next_probe = self.runs + PROBE
-        if self.runs < self.next_probe:
-            return best
-        self.interval = min(2 * self.interval, self.MAX_PROBE)
+        if self.probing:
+            return "pool"
+        if self.runs < self.next_probe or len(self.times["alone"]) < self.BASELINE:
+            return self.best
         self.next_probe = self.runs + self.interval
-        return "alone" if best == "pool" else "pool"
+        if self.best == "pool":
+            return "alone"  # re-time one thread now and then
+        if not self.idle():
+            self.back_off()
+            return "alone"
+        self.probing, self.streak = True, 0
+        return "pool"
+
+    def back_off(self) -> None:
+        self.next_probe = self.runs + self.interval
+        self.interval = min(2 * self.interval, self.MAX_PROBE)
 
     def record(self, mode: str, seconds: float) -> None:
-        window = self.times[mode]
-        window.append(seconds)
-        if len(window) == self.WINDOW:
-            self.medians[mode] = median(window)
+        self.times[mode].append(seconds)
+        if mode != "pool":
+            return
+        first, self.started = not self.started, True
+        if first:
+            return  # the run that started the thread
+        alone = self.alone_median()
+        faster = alone is not None and seconds < self.MARGIN * alone
+        if not faster:  # slower with the worker: back to one thread at once
+            self.best, self.probing = "alone", False
+            self.back_off()
+            return
+        if self.probing:
+            self.streak += 1
+            if self.streak >= self.ACCEPT:
+                self.best, self.probing = "pool", False
+                self.interval = PROBE
+                self.next_probe = self.runs + self.interval
