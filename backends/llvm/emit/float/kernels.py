@@ -24,6 +24,24 @@ _FCMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "gre
          "greater_equal": ">="}  # fmt: skip
 
 
+EWISE_CHUNK = 1 << 14  # elements per chunk of a split EWISE (GELU: about 0.1 ms on one core)
+
+
+def split_axis(shape) -> int | None:
+    """EWISE's thread split axis: the first longer than 1."""
+    return next((i for i, d in enumerate(shape) if d > 1), None)
+
+
+def ewise_chunk_plan(shape) -> tuple[int, int]:
+    """(size, count): chunks of ``size`` indices of the split axis, about EWISE_CHUNK elements
+    each, at least two."""
+    axis = split_axis(shape)
+    inner = math.prod(int(d) for d in shape[axis + 1 :])
+    n = int(shape[axis])
+    size = min(max(1, EWISE_CHUNK // max(1, inner)), -(-n // 2))
+    return size, -(-n // size)
+
+
 def fconst(v) -> ir.Constant:
     return ir.Constant(F64, float(v))
 
@@ -35,6 +53,7 @@ class FloatKernels(Family):
     k_fbmm_dot = via("gemm")
     k_fbmm_vec = via("gemm")
     k_fdense_vec = via("gemm")
+    chunk_counter = via("gemm")
     k_isum = via("data")
     part_function = via("gemm")
     requantize_value = via("ints")
@@ -235,24 +254,60 @@ class FloatKernels(Family):
     def k_ewise(self, k):
         """The expression tree (float_ops.Tree) per output element; each step rounded to
         its dtype as a separate kernel would store it. ``threads`` 2: the range of the first
-        axis longer than 1 is halved, the second half on a thread (gemm.split_run)."""
+        axis longer than 1 in chunks (ewise_chunk_plan) that this thread and the driver's
+        worker claim one at a time (ewise_chunks, as FDENSE's dense_chunks): a worker the OS
+        deschedules holds up at most its chunk, not half the kernel. Each element is
+        computed by one chunk with the one-thread code, so the bits are one thread's."""
         p = k.params
         n_in = sum(1 for s in p["sources"] if s[0] == "buf")
         fn, b, args = self.function(k, n_in)
         names = [name for name, _ in sorted(k.arrays.items())]
         pointers = [*args, *(self.cargs[n] for n in names)]
-        shape = p["out_shape"]
-        split = next((i for i, d in enumerate(shape) if d > 1), None)
+        split = split_axis(p["out_shape"])
         if p.get("threads", 1) < 2 or split is None:
             self.ewise_part(k, b, pointers, n_in, names, None)
         else:
-            half = shape[split] // 2
-            parts = [
-                self.part_function(k, f"p{j}", pointers, lambda pb, ps, r=rng: self.ewise_part(
-                    k, pb, ps, n_in, names, (split, *r)))
-                for j, rng in enumerate(((0, half), (half, shape[split])))
-            ]
-            self.split_run(k, b, pointers, parts)
+            counter = self.chunk_counter(k)
+            b.store_atomic(c64(0), counter, "release", 8)
+            part = self.part_function(k, "chunks", pointers, lambda pb, ps: self.ewise_chunks(
+                k, pb, ps, n_in, names, counter))
+            self.split_run(k, b, pointers, [part, part])
+        b.ret_void()
+        return fn
+
+    def ewise_chunks(self, k, b, pointers, n_in, names, counter) -> None:
+        """Claim chunks of the split axis (atomic add on ``counter``) and run each until none
+        is left; the last chunk may be shorter."""
+        shape = k.params["out_shape"]
+        axis = split_axis(shape)
+        size, count = ewise_chunk_plan(shape)
+        fn = b.function
+        loop, work, done = (fn.append_basic_block(n) for n in ("claim", "chunk", "no_chunk"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        c = b.atomic_rmw("add", counter, c64(1), "acq_rel")
+        b.cbranch(b.icmp_signed("<", c, c64(count)), work, done)
+        b.position_at_end(work)
+        lo = b.mul(c, c64(size))
+        end = b.add(lo, c64(size))
+        hi = b.select(b.icmp_signed("<", end, c64(shape[axis])), end, c64(shape[axis]))
+        b.call(self.ewise_range(k, len(pointers), n_in, names, axis), [*pointers, lo, hi])
+        b.branch(loop)
+        b.position_at_end(done)
+
+    def ewise_range(self, k, n_ptrs, n_in, names, axis) -> ir.Function:
+        """``void {name}_range(ptr..., i64 lo, i64 hi)``: the EWISE loops with ``axis`` over
+        [lo, hi). Its own function so its pointers are noalias as the kernel's are (read from
+        the split's table they would not be, and the vector rows run about 20% slower)."""
+        ptr = ir.PointerType()
+        ty = ir.FunctionType(ir.VoidType(), [ptr] * n_ptrs + [I64, I64])
+        fn = ir.Function(self.module, ty, f"{k.name}_range")
+        fn.linkage = "internal"
+        for arg in fn.args[:n_ptrs]:  # the kernel's own buffers and constants (module.function)
+            arg.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        lo, hi = fn.args[n_ptrs:]
+        self.ewise_part(k, b, list(fn.args[:n_ptrs]), n_in, names, (axis, lo, hi))
         b.ret_void()
         return fn
 
@@ -300,7 +355,7 @@ class FloatKernels(Family):
 
     def nest(self, b, shape, strides, body, axis=0, index=None, offsets=None, restrict=None):
         """Loops over ``shape``; ``body(flat index, [offset per operand])``. ``restrict``:
-        (axis, lo, hi), that axis only over [lo, hi)."""
+        (axis, lo, hi), that axis only over [lo, hi) (ints, or i64 values known at run time)."""
         index = c64(0) if index is None else index
         offsets = [c64(0)] * len(strides) if offsets is None else offsets
         if axis == len(shape):
@@ -308,8 +363,13 @@ class FloatKernels(Family):
         lo, hi = (0, shape[axis])
         if restrict and restrict[0] == axis:
             lo, hi = restrict[1], restrict[2]
-        with for_range(b, hi - lo, f"d{axis}") as j:
-            i = b.add(j, c64(lo)) if lo else j
+        if isinstance(lo, int) and isinstance(hi, int):
+            count, start = hi - lo, (c64(lo) if lo else None)
+        else:  # run-time bounds (a claimed chunk)
+            lo, hi = (v if isinstance(v, ir.Value) else c64(v) for v in (lo, hi))
+            count, start = b.sub(hi, lo), lo
+        with for_range(b, count, f"d{axis}") as j:
+            i = b.add(j, start) if start is not None else j
             inner = b.add(b.mul(index, c64(shape[axis])), i)
             offs = [b.add(o, b.mul(i, c64(s[axis]))) for o, s in zip(offsets, strides)]
             self.nest(b, shape, strides, body, axis + 1, inner, offs, restrict)
