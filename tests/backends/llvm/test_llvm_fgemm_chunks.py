@@ -74,8 +74,14 @@ def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, tmp_path,
     mode, size, count = gemm.chunk_plan(split[0].params)
     assert count > 2 and mode == ("panels" if "panels" in case else "rows")
     exe = P.build(mod, "llvm -threads=2")
-    for _ in range(3):  # with and without the worker (TwoModes tries both)
+    regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
+    assert regions, "no region has the two-thread driver"
+    for region in regions:  # both drivers, whatever the machine's load
+        turns = iter(["pool", "alone"] * 2)
+        region.modes.choose = lambda turns=turns: next(turns)
+    for _ in range(4):
         assert exe.run(a)[0].tobytes() == one.tobytes()
+    assert all(len(t) >= 2 for r in regions for t in r.modes.times.values())  # both ran
 
 
 def test_blocking_leaves_the_bits_of_an_unblocked_product(monkeypatch, tmp_path):
