@@ -50,6 +50,22 @@ def for_range(b: ir.IRBuilder, count, name: str = "i"):
     b.position_at_end(end)
 
 
+@contextlib.contextmanager
+def claimed_chunks(b: ir.IRBuilder, counter, count: int):
+    """Run the block for each chunk index ``c`` in [0, count) this thread claims from the
+    atomic ``counter`` the threads share (so a descheduled thread holds up one chunk at most);
+    yields ``c`` (i64)."""
+    loop, work, done = (b.function.append_basic_block(n) for n in ("claim", "chunk", "no_chunk"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    c = b.atomic_rmw("add", counter, c64(1), "acq_rel")
+    b.cbranch(b.icmp_signed("<", c, c64(count)), work, done)
+    b.position_at_end(work)
+    yield c
+    b.branch(loop)
+    b.position_at_end(done)
+
+
 def c64(v) -> ir.Constant:
     return ir.Constant(I64, int(v))
 

@@ -58,17 +58,23 @@ def estrin(cs: list, u, mul, add):
     return cs[0]
 
 
-def emit_erf32(fam, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """erf(x) (double) whose float32 rounding is that of libm's erf(x)."""
-    table = coefficients()
+def coefficient_table(module: ir.Module) -> ir.GlobalVariable:
+    """The intervals' coefficients as one internal constant array of the module (made once)."""
     name = "erf32_table"
-    g = fam.module.globals.get(name)
+    g = module.globals.get(name)
     if g is None:
-        g = ir.GlobalVariable(fam.module, ir.ArrayType(F64, table.size), name)
+        table = coefficients()
+        ty = ir.ArrayType(F64, table.size)
+        g = ir.GlobalVariable(module, ty, name)
         g.linkage = "internal"
         g.global_constant = True
-        g.initializer = ir.Constant(ir.ArrayType(F64, table.size),
-                                    [ir.Constant(F64, float(v)) for v in table.ravel()])
+        g.initializer = ir.Constant(ty, [ir.Constant(F64, float(v)) for v in table.ravel()])
+    return g
+
+
+def emit_erf32(fam, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """erf(x) (double) whose float32 rounding is that of libm's erf(x)."""
+    g = coefficient_table(fam.module)
     fabs = fam.module.declare_intrinsic("llvm.fabs", [F64])
     a = b.call(fabs, [x])
     top = ir.Constant(F64, TOP)

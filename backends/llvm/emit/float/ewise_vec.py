@@ -46,15 +46,7 @@ def eligible(p: dict, out_dtype: str, restrict) -> bool:
 
 def vector_erf(fam, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """erf32.emit_erf32 on LANES lanes of double."""
-    table = erf32.coefficients()
-    name = "erf32_table"
-    g = fam.module.globals.get(name)
-    if g is None:
-        g = ir.GlobalVariable(fam.module, ir.ArrayType(F64, table.size), name)
-        g.linkage = "internal"
-        g.global_constant = True
-        g.initializer = ir.Constant(ir.ArrayType(F64, table.size),
-                                    [ir.Constant(F64, float(v)) for v in table.ravel()])
+    g = erf32.coefficient_table(fam.module)
     fabs = fam.module.declare_intrinsic("llvm.fabs.v8f64", (), ir.FunctionType(VF64, [VF64]))
     a = b.call(fabs, [x])
     top = splat(erf32.TOP)

@@ -8,7 +8,7 @@ products whose B is read across rows (transpose_b), use float_kernels' double-pr
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, I64, Family, c64, for_range, via
+from partita.backends.llvm.emit.base import F32, I64, Family, c64, claimed_chunks, for_range, via
 
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
@@ -342,38 +342,30 @@ class FloatGemm(Family):
         else:
             whole = self.dense_rows(k, m_, "chunk", size)
             last = self.dense_rows(k, m_, "chunk_last", n_ - (count - 1) * size)
-        fn = b.function
-        loop, work, done = (fn.append_basic_block(n) for n in ("claim", "chunk", "no_chunk"))
-        b.branch(loop)
-        b.position_at_end(loop)
-        c = b.atomic_rmw("add", counter, c64(1), "acq_rel")
-        b.cbranch(b.icmp_signed("<", c, c64(count)), work, done)
-        b.position_at_end(work)
-        x, w, y, bias, koff, res = ptrs
-        if mode == "rows":  # rows c * size ..: x, y, a per-element bias and the residual move
-            m0 = b.mul(c, c64(size))
-            implicit = "implicit" in p
-            xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
-            yo = b.mul(m0, c64(n_))
-            args = [xo, w, b.gep(y, [yo], source_etype=F32),
-                    b.gep(bias, [yo], source_etype=F32) if p.get("bias") == "mn" else bias,
-                    koff, b.gep(res, [yo], source_etype=F32) if p.get("residual") else res,
-                    m0 if implicit else c64(0)]
-        else:  # columns c * size ..: w (whole panels), y, the bias and the residual move
-            n0 = b.mul(c, c64(size))
-            args = [x, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
-                    b.gep(y, [n0], source_etype=F32),
-                    b.gep(bias, [n0], source_etype=F32) if p.get("bias") in ("n", "mn")
-                    else bias,
-                    koff, b.gep(res, [n0], source_etype=F32) if p.get("residual") else res,
-                    c64(0)]
-        with b.if_else(b.icmp_signed("==", c, c64(count - 1))) as (is_last, other):
-            with is_last:
-                b.call(last, args)
-            with other:
-                b.call(whole, args)
-        b.branch(loop)
-        b.position_at_end(done)
+        with claimed_chunks(b, counter, count) as c:
+            x, w, y, bias, koff, res = ptrs
+            if mode == "rows":  # rows c * size ..: x, y, a per-element bias and the residual move
+                m0 = b.mul(c, c64(size))
+                implicit = "implicit" in p
+                xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
+                yo = b.mul(m0, c64(n_))
+                args = [xo, w, b.gep(y, [yo], source_etype=F32),
+                        b.gep(bias, [yo], source_etype=F32) if p.get("bias") == "mn" else bias,
+                        koff, b.gep(res, [yo], source_etype=F32) if p.get("residual") else res,
+                        m0 if implicit else c64(0)]
+            else:  # columns c * size ..: w (whole panels), y, the bias and the residual move
+                n0 = b.mul(c, c64(size))
+                args = [x, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
+                        b.gep(y, [n0], source_etype=F32),
+                        b.gep(bias, [n0], source_etype=F32) if p.get("bias") in ("n", "mn")
+                        else bias,
+                        koff, b.gep(res, [n0], source_etype=F32) if p.get("residual") else res,
+                        c64(0)]
+            with b.if_else(b.icmp_signed("==", c, c64(count - 1))) as (is_last, other):
+                with is_last:
+                    b.call(last, args)
+                with other:
+                    b.call(whole, args)
 
     def part_function(self, k, suffix: str, pointers, emit) -> ir.Function:
         """``void name(ptr* table)``: ``emit(builder, pointers)`` with the kernel's pointers

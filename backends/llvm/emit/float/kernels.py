@@ -8,7 +8,19 @@ from __future__ import annotations
 import math
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I8, I16, I32, I64, Family, c64, for_range, via
+from partita.backends.llvm.emit.base import (
+    F32,
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    Family,
+    c64,
+    claimed_chunks,
+    for_range,
+    via,
+)
 from partita.backends.llvm.kinds import Kind, emits
 
 from . import ewise_vec
@@ -281,19 +293,11 @@ class FloatKernels(Family):
         shape = k.params["out_shape"]
         axis = split_axis(shape)
         size, count = ewise_chunk_plan(shape)
-        fn = b.function
-        loop, work, done = (fn.append_basic_block(n) for n in ("claim", "chunk", "no_chunk"))
-        b.branch(loop)
-        b.position_at_end(loop)
-        c = b.atomic_rmw("add", counter, c64(1), "acq_rel")
-        b.cbranch(b.icmp_signed("<", c, c64(count)), work, done)
-        b.position_at_end(work)
-        lo = b.mul(c, c64(size))
-        end = b.add(lo, c64(size))
-        hi = b.select(b.icmp_signed("<", end, c64(shape[axis])), end, c64(shape[axis]))
-        b.call(self.ewise_range(k, len(pointers), n_in, names, axis), [*pointers, lo, hi])
-        b.branch(loop)
-        b.position_at_end(done)
+        with claimed_chunks(b, counter, count) as c:
+            lo = b.mul(c, c64(size))
+            end = b.add(lo, c64(size))
+            hi = b.select(b.icmp_signed("<", end, c64(shape[axis])), end, c64(shape[axis]))
+            b.call(self.ewise_range(k, len(pointers), n_in, names, axis), [*pointers, lo, hi])
 
     def ewise_range(self, k, n_ptrs, n_in, names, axis) -> ir.Function:
         """``void {name}_range(ptr..., i64 lo, i64 hi)``: the EWISE loops with ``axis`` over
