@@ -226,6 +226,10 @@ def _lower(fn: Function, in_dtype: str, out_dtype: str):
         return _lut(fn, in_dtype, out_dtype)
     if name == "npu.resize_bilinear":
         return lower_resize_bilinear(fn, out_dtype)
+    if name.startswith("npu.lstm_"):
+        from .lstm_ops import lower
+
+        return lower(fn, in_dtype, out_dtype)
     if name.startswith("npu."):
         return _unit(fn, out_dtype)
     raise BackendError(f"npu: cannot compile composite {name!r}")
