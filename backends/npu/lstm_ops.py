@@ -30,7 +30,7 @@ from partita.backends.registry import BackendError
 from partita.backends.verdict import Verdict, all_of, constraint
 from partita.patterns import constants, is_constant, is_op, wildcard
 
-from partita.ir import Call, Constant, post_order
+from partita.ir import Call, Constant
 
 from . import constraints as C
 
@@ -76,30 +76,35 @@ def mul_requantize_pattern():
     return is_op("qnn.requantize")(m, *constants(4))
 
 
-def _calls(root) -> list[Call]:
-    return [c for c in post_order(root) if isinstance(c, Call)]
-
-
-def _named(root, name: str) -> list[Call]:
-    return [c for c in _calls(root) if getattr(c.op, "name", "") == name]
+def _name(expr) -> str:
+    return getattr(getattr(expr, "op", None), "name", "") if isinstance(expr, Call) else ""
 
 
 def _value(expr) -> np.ndarray | None:
     return np.asarray(expr.data) if isinstance(expr, Constant) else None
 
 
+def _core(root) -> Call:
+    """The op under a [clip -> cast] tail (the chain's own op: add, divide)."""
+    if _name(root) == "cast" and _name(root.args[0]) == "clip":
+        return root.args[0].args[0]
+    return root
+
+
 def _widening_ok(call: Call) -> bool:
-    """Every cast below the root widens losslessly to int32 (int8/int16 -> int32)."""
-    for c in _named(call, "cast"):
-        a, b = c.args[0].checked_type.dtype, c.checked_type.dtype
-        if b == "int32" and a not in ("int8", "int16", "int32"):
-            return False
+    """The operands' casts widen losslessly to int32 (int8/int16 -> int32)."""
+    for a in call.args[:2]:
+        if _name(a) == "cast":
+            if a.args[0].checked_type.dtype not in ("int8", "int16", "int32"):
+                return False
+            if a.checked_type.dtype != "int32":
+                return False
     return True
 
 
 def _clamp(root) -> tuple[int, int, str]:
     """(lo, hi, out dtype) of a [clip -> cast] tail (the whole int32 range without one)."""
-    if getattr(root.op, "name", "") == "cast" and root.args and _named(root.args[0], "clip"):
+    if _name(root) == "cast" and _name(root.args[0]) == "clip":
         clip = root.args[0]
         return int(np.ceil(clip.attrs.a_min)), int(np.floor(clip.attrs.a_max)), root.attrs.dtype
     return (*INT32, root.checked_type.dtype)
@@ -111,6 +116,11 @@ def _saturation_ok(root) -> tuple[bool, str]:
         return False, f"output {dtype}"
     tlo, thi = RANGES[dtype]
     return tlo <= lo <= hi <= thi, f"clamp [{lo}, {hi}] to {dtype}"
+
+
+def _product(root) -> Call:
+    """The multiply of a lstm_mul chain (divide(add(m, where(less(m, 0), ..)), 2**n))."""
+    return _core(root).args[0].args[0]
 
 
 @constraint(
@@ -129,9 +139,9 @@ def lstm_dense(root) -> Verdict:
     "LSTM adds must add int8/int16/int32 operands in int32 and saturate to int8, int16 or int32"
 )
 def lstm_add(root) -> Verdict:
-    add = _named(root, "add")[-1]
+    add = _core(root)
     ok, what = _saturation_ok(root)
-    ok = ok and add.checked_type.dtype == "int32" and _widening_ok(root)
+    ok = ok and add.checked_type.dtype == "int32" and _widening_ok(add)
     return Verdict(ok, f"got an {add.checked_type.dtype} add, {what}")
 
 
@@ -161,9 +171,9 @@ def lstm_table(root) -> Verdict:
 def _shift_of(root) -> int | None:
     """n of the RoundingDivideByPOT(x, n) in the chain (its divisor 2**n and +-2**(n-1) halves),
     or None when the constants are not those."""
-    divide = _named(root, "divide")[-1]
-    where = _named(root, "where")[-1]
-    less = _named(root, "less")[-1]
+    divide = _core(root)
+    where = divide.args[0].args[1]
+    less = where.args[0]
     d = _value(divide.args[1])
     neg, pos, zero = _value(where.args[1]), _value(where.args[2]), _value(less.args[1])
     if any(v is None or v.size != 1 for v in (d, neg, pos, zero)):
@@ -183,8 +193,8 @@ def _shift_of(root) -> int | None:
     *SHIFT_RANGE,
 )
 def lstm_mul(root) -> Verdict:
-    m = _named(root, "multiply")[-1]
-    dtypes = sorted({c.checked_type.dtype for c in m.args})
+    m = _product(root)
+    dtypes = sorted(_operand_dtypes(m))
     ok_sat, what = _saturation_ok(root)
     shift = _shift_of(root)
     ok = (
@@ -193,7 +203,7 @@ def lstm_mul(root) -> Verdict:
         and SHIFT_RANGE[0] <= shift <= SHIFT_RANGE[1]
         and m.checked_type.dtype == "int32"
         and _operand_dtypes(m) <= {"int8", "int16"}
-        and _widening_ok(root)
+        and _widening_ok(m)
     )
     return Verdict(ok, f"got {dtypes} operands, shift {shift}, {what}")
 
@@ -202,7 +212,7 @@ def _operand_dtypes(m: Call) -> set:
     """The multiply's operand types before the frontend's widening casts."""
     out = set()
     for a in m.args:
-        if isinstance(a, Call) and getattr(a.op, "name", "") == "cast":
+        if _name(a) == "cast":
             a = a.args[0]
         out.add(a.checked_type.dtype)
     return out
@@ -213,7 +223,7 @@ def _operand_dtypes(m: Call) -> set:
     "tensor to int8/int16 with TFLite's rounding"
 )
 def lstm_mul_requantize(root) -> Verdict:
-    m = _named(root, "multiply")[-1]
+    m = root.args[0]
     src = _operand_dtypes(m)
     out = root.checked_type.dtype
     scalar = all(_value(a) is not None and _value(a).size == 1 for a in root.args[1:])
@@ -222,7 +232,7 @@ def lstm_mul_requantize(root) -> Verdict:
         and out in ("int8", "int16")
         and scalar
         and root.attrs.semantics == "tflite"
-        and _widening_ok(root)
+        and _widening_ok(m)
     )
     return Verdict(ok, f"got {sorted(src)} -> {out}{'' if scalar else ', per channel'}")
 
@@ -254,7 +264,7 @@ CONSTRAINTS = (lstm_dense, lstm_add, lstm_table, lstm_mul, lstm_mul_requantize, 
 
 
 def _through_cast(expr):
-    if isinstance(expr, Call) and getattr(expr.op, "name", "") == "cast":
+    if _name(expr) == "cast":
         return expr.args[0]
     return expr
 
@@ -285,24 +295,29 @@ def _unit(op: str, operands: list, attrs: dict, lo: int, hi: int, out_dtype: str
 
 def lower(fn, in_dtype: str, out_dtype: str):
     """The composite ``fn`` (named npu.lstm_*) as one NPU operation."""
-    from .compiler import _fc, _lut, _plain
+    from .compiler import _fc, _plain
 
     name = str(fn.attrs.get("Composite", ""))
     root = fn.body
     if name == "npu.lstm_dense":
         return _fc(fn, out_dtype)
-    if name == "npu.lstm_table":
-        return _lut(fn, "int16", out_dtype)
+    if name == "npu.lstm_table":  # take(T, int16 + 32768) over every int16 input is T itself
+        table = np.asarray(root.args[0].data).astype(out_dtype)
+        return (
+            "LUT",
+            {"op": "lstm_table", "in_dtype": "int16", "out_dtype": out_dtype},
+            {"table": table},
+        )
     if name == "npu.lstm_add":
         lo, hi, dtype = _clamp(root)
-        return _unit("lstm_add_sat", _refs(fn, _named(root, "add")[-1]), {}, lo, hi, dtype)
+        return _unit("lstm_add_sat", _refs(fn, _core(root)), {}, lo, hi, dtype)
     if name == "npu.lstm_mul":
         lo, hi, dtype = _clamp(root)
         shift = _shift_of(root)
-        m = _named(root, "multiply")[-1]
+        m = _product(root)
         return _unit("lstm_mul_shift", _refs(fn, m), {"shift": shift}, lo, hi, dtype)
     if name == "npu.lstm_mul_requantize":
-        m = _named(root, "multiply")[-1]
+        m = root.args[0]
         arrays = {f"c{i}": np.asarray(a.data) for i, a in enumerate(root.args[1:])}
         attrs = {k: _plain(getattr(root.attrs, k)) for k in ("axis", "out_dtype", "semantics")}
         lo, hi = RANGES[out_dtype]
