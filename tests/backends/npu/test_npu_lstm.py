@@ -228,3 +228,36 @@ def test_a_refused_lstm_step_runs_on_the_host_with_the_reason():
     rng = np.random.default_rng(0)
     x, y = (rng.integers(-32768, 32768, (1, 8)).astype(np.int16) for _ in range(2))
     assert np.array_equal(np.asarray(exe.run(x, y)), np.asarray(interpret(mod, [x, y])))
+
+
+# ---- cycles against Vela 5.2 (recorded by benchmarks/npu.py --record) -----------------------
+
+RECORD = Path(__file__).resolve().parent / "data" / "vela_cycles.json"
+ROOT = TESTS.parent
+# rows outside 10% of Vela's total, held to a band (docs/npu.md, the LSTM subsection): on the
+# U55 every int16 table op loads its 2 KB table from flash and every op pays the fixed
+# per-operation cost (Vela hides the table loads under the previous op and charges 6-16 cycles
+# for an elementwise op of 16-64 values); Vela runs a batch-2 LSTM as two sequences of ops
+OUTSIDE = {
+    ("lstm_batch2", "u65-256"): (0.45, 0.65),
+    ("lstm_conv", "u65-256"): (0.90, 1.20),
+    ("lstm_in_graph", "u65-256"): (0.90, 1.20),
+    ("lstm_time_major", "u65-256"): (0.90, 1.20),
+    **{(p.stem, "u55-256"): (2.5, 7.0) for p in LSTM},
+}
+
+
+@pytest.mark.parametrize("preset", ["u55-256", "u65-256"])
+@pytest.mark.parametrize("path", LSTM, ids=IDS)
+def test_cycles_against_velas(path, preset):
+    import hashlib
+    import json
+
+    key = f"{path.relative_to(ROOT).with_suffix('').as_posix()}/{preset}"
+    row = json.loads(RECORD.read_text()).get(key)
+    assert row, f"no recorded Vela figure for {key}: run benchmarks/npu.py --record"
+    assert row["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    exe = P.build(from_tflite(path), f"npu -config={preset}, ref")
+    ours = sum(c["cycles"] for s in exe.steps if s.target == "npu" for c in s.region.cycles)
+    lo, hi = OUTSIDE.get((path.stem, preset), (0.90, 1.10))
+    assert lo <= ours / row["cycles"] <= hi, f"{key}: {ours / row['cycles']:.3f} of Vela's"
