@@ -293,14 +293,15 @@ def _unit(op: str, operands: list, attrs: dict, lo: int, hi: int, out_dtype: str
     return "UNIT", params, dict(arrays or {})
 
 
-def lower(fn, in_dtype: str, out_dtype: str):
-    """The composite ``fn`` (named npu.lstm_*) as one NPU operation."""
-    from .compiler import _fc, _plain
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
 
+
+def lower(fn, out_dtype: str):
+    """The composite ``fn`` (named npu.lstm_*; npu.lstm_dense is compiler._fc's) as one NPU
+    operation."""
     name = str(fn.attrs.get("Composite", ""))
     root = fn.body
-    if name == "npu.lstm_dense":
-        return _fc(fn, out_dtype)
     if name == "npu.lstm_table":  # take(T, int16 + 32768) over every int16 input is T itself
         table = np.asarray(root.args[0].data).astype(out_dtype)
         return (
