@@ -219,8 +219,8 @@ def _operand_dtypes(m: Call) -> set:
 
 
 @constraint(
-    "LSTM output multiplies must multiply int8/int16 operands and requantize the product per "
-    "tensor to int8/int16 with TFLite's rounding"
+    "LSTM output multiplies must multiply int8/int16 operands into int32 and requantize the "
+    "product per tensor to int8/int16 with TFLite's rounding"
 )
 def lstm_mul_requantize(root) -> Verdict:
     m = root.args[0]
@@ -229,12 +229,14 @@ def lstm_mul_requantize(root) -> Verdict:
     scalar = all(_value(a) is not None and _value(a).size == 1 for a in root.args[1:])
     ok = (
         src <= {"int8", "int16"}
+        and m.checked_type.dtype == "int32"  # an int16 product would wrap at 16 bits
         and out in ("int8", "int16")
         and scalar
         and root.attrs.semantics == "tflite"
         and _widening_ok(m)
     )
-    return Verdict(ok, f"got {sorted(src)} -> {out}{'' if scalar else ', per channel'}")
+    got = f"got {sorted(src)} -> {m.checked_type.dtype} product -> {out}"
+    return Verdict(ok, got + ("" if scalar else ", per channel"))
 
 
 @constraint("16-bit slices must have unit strides")

@@ -156,6 +156,15 @@ def mul_requantize(out="int8", dtype="int16", scale="0.5f"):
     )
 
 
+def mul_requantize16():
+    """An int16 product (it wraps at 16 bits): not the NPU's int32 MUL."""
+    return root(
+        f"""{two()} {{
+  qnn.requantize(multiply(%x, %y), 0.5f, 0, 1f, 3, out_dtype="int8")
+}}"""
+    )
+
+
 def slice16(stride=1, dtype="int16"):
     return root(
         f"""def @main(%x: Tensor[(1, 16), {dtype}]) {{
@@ -187,7 +196,15 @@ CASES = [
         mul_requantize,
         {"dtype": "int32"},
         False,
-        "got ['int32'] -> int8",
+        "got ['int32'] -> int32 product -> int8",
+    ),
+    (
+        L.lstm_mul_requantize,
+        L.mul_requantize_pattern,
+        mul_requantize16,
+        {},
+        False,
+        "got ['int16'] -> int16 product -> int8",
     ),
     (L.slice16, lambda: None, slice16, {}, True, ""),
     (L.slice16, lambda: None, slice16, {"stride": 2}, False, "got strides (1, 2), int16"),
