@@ -156,6 +156,7 @@ def lstm_table(root) -> Verdict:
     t = _value(table)
     ok = (
         x == "int16"
+        and index.checked_type.dtype == "int32"  # the index widened before the +32768
         and t is not None
         and t.dtype == np.int16
         and t.shape == (TABLE_SIZE,)
