@@ -23,6 +23,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 from partita.passes.infer_type import infer_type
 
 from .config import NPUConfig
+from .lstm_ops import lower as lower_lstm
 from .memory import plan_memory
 from .program import NPUOp, Program, TensorDesc
 from .vela_ops import lower_resize_bilinear, table_domain
@@ -220,12 +221,14 @@ def _lower(fn: Function, in_dtype: str, out_dtype: str):
     name = str(fn.attrs.get("Composite", ""))
     if name == "npu.conv2d":
         return _conv(fn, out_dtype)
-    if name == "npu.dense":
+    if name in ("npu.dense", "npu.lstm_dense"):  # lstm_dense: the LSTM's int32 recurrent FC
         return _fc(fn, out_dtype)
     if name in ("npu.lut", "npu.lut_chain"):
         return _lut(fn, in_dtype, out_dtype)
     if name == "npu.resize_bilinear":
         return lower_resize_bilinear(fn, out_dtype)
+    if name.startswith("npu.lstm_"):
+        return lower_lstm(fn, out_dtype)
     if name.startswith("npu."):
         return _unit(fn, out_dtype)
     raise BackendError(f"npu: cannot compile composite {name!r}")

@@ -168,12 +168,14 @@ VELA = [
     (
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
         "int8 / 16x8",
-        "CPU, partly: imported bit-exact (the integer LSTM unrolled into integer ops, "
-        "frontends/tflite/ops_lstm.py); the input side of all gates and steps is one int8->int16 "
-        "FC on the NPU (`npu.dense`), the recurrence runs on the llvm host (TFLite adds an "
-        "unsaturated int32 recurrent product, and gemmlowp's int16 sigmoid/tanh has no NPU "
-        "equivalent here; Vela uses the NPU's own int16 activations); 16x8: TFLite 2.21's "
-        "converter refuses it",
+        "same for int8 (the integer LSTM, imported bit-exact as integer ops unrolled over its "
+        "steps, frontends/tflite/ops_lstm.py): the input side of all gates and steps as one "
+        "`npu.dense`, per step the recurrent FC (`npu.lstm_dense`, int32 out where Vela writes "
+        "16 bits, so TFLite's unsaturated sum stays exact), the gate adds and the cell add "
+        "(`npu.lstm_add`), gemmlowp's int16 sigmoid/tanh as 16-bit tables (`npu.lstm_table`), the "
+        "cell's MULs (`npu.lstm_mul`), the hidden state's MUL (`npu.lstm_mul_requantize`), int16 "
+        "slices (`npu.slice16`); CIFG, peephole, projection and layer norm are refused at import "
+        "(Vela refuses them too); 16x8: TFLite 2.21's converter refuses it",
     ),
     (
         "UNPACK",

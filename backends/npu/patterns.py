@@ -22,7 +22,7 @@ from partita.backends.verdict import all_of
 from partita.patterns import constants, is_constant, is_op, is_tuple, wildcard
 
 from . import constraints as C
-from . import vela_ops
+from . import lstm_ops, vela_ops
 from .config import get_config
 
 LUT_OPS = ("qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.leaky_relu", "qnn.gelu")
@@ -120,4 +120,5 @@ def _rows():
         ("squeeze", is_op("squeeze")(wildcard()), C.movement),
         ("expand_dims", is_op("expand_dims")(wildcard()), C.movement),
         *vela_ops.rows(),  # prelu, reduce_max/min, argmax, tile
+        *lstm_ops.rows(),  # the integer LSTM's recurrence
     ]

@@ -177,7 +177,8 @@ def _op(o, i: int, n: int, data: memoryview) -> NPUOp:
         )
     for key in ("out_dtype", "in_dtype"):
         if key in params:
-            index = ("int32",) if kind == "UNIT" and key == "out_dtype" else ()  # argmax
+            # argmax's indices; the LSTM's recurrent FC and its int32 elementwise steps
+            index = ("int32",) if kind in ("UNIT", "FC") and key == "out_dtype" else ()
             _check(
                 params[key] in ("int8", "uint8", "int16", *index), f"op {i} {key} {params[key]!r}"
             )

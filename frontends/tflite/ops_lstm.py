@@ -21,7 +21,8 @@ per-gate scales as a per-channel qnn.requantize to int16), then per step a qnn.d
 hidden state, an int32 requantize, a saturating add, the activations as int16 lookup tables
 (`take` of gemmlowp16.table), the cell update in int32 arithmetic (rounding divisions by powers
 of two), and a qnn.requantize of o * tanh(c) to the int8 hidden state. Every op here runs on
-the interpreter and the llvm host; the NPU takes the parts its patterns match.
+the interpreter and the llvm host; the NPU's pattern table (backends/npu/lstm_ops.py) takes
+every one of these chains, so with an NPU the whole LSTM runs there.
 
 The state starts at zero (the hidden state at its zero point) on every run: TFLite's first
 invoke, or any invoke after ``reset_all_variables()`` (TFLite keeps the variable state tensors

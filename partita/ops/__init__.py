@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (importing the definition modules registers their
     qnn,
     qnn_conv_transpose,
     qnn_elemwise,
+    qnn_lstm,
     qnn_lut,
     qnn_pool,
     qnn_transformer,
