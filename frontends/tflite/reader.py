@@ -260,6 +260,10 @@ def _check_shape(shape, what: str) -> None:
         )
 
 
+# A zero point is a value of the tensor's own type (TFLite's quantization spec).
+_ZERO_POINT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+
+
 def _with_quantization(t: Tensor, q) -> Tensor:
     if q is None or q.ScaleLength() == 0:
         return t
@@ -280,6 +284,12 @@ def _with_quantization(t: Tensor, q) -> Tensor:
         )
     if np.any(np.abs(zp) > 2**31 - 1):
         raise TFLiteFormatError(f"{what} has a zero point outside the int32 range")
+    lo, hi = _ZERO_POINT_RANGES.get(t.dtype, (-(2**31), 2**31 - 1))
+    if np.any((zp < lo) | (zp > hi)):
+        bad = int(zp[(zp < lo) | (zp > hi)][0])
+        raise TFLiteFormatError(
+            f"{what} has zero point {bad}, outside its type's range [{lo}, {hi}]"
+        )
     return Tensor(
         t.index, t.name, t.shape, t.signature, t.type_name, t.dtype, t.data, scale, zp, dim
     )
