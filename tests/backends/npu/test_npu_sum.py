@@ -109,3 +109,46 @@ def test_every_reachable_sum_equals_tflites_builtin_kernels(name):
         want = builtin(name, x)
         assert np.array_equal(interpret(mod, [x])[0], want)
         assert np.array_equal(exe.run(x)[0], want)
+
+
+def test_the_exact_scale_equals_the_builtin_formula_or_is_refused():
+    """Random scales and zero points: a scale found gives the builtin float32 formula's output
+    for every reachable sum (checked here with the requantize op itself); where none exists the
+    import keeps the float32 formula (4% of random choices, mostly sums over 1,024 values)."""
+    from types import SimpleNamespace
+
+    from partita.frontends.tflite.ops_pool import _sum_builtin_formula, _sum_exact_scale
+
+    from partita.ops.qnn import RequantizeAttrs, requantize
+
+    rng = np.random.default_rng(7)
+    found = 0
+    for _ in range(60):
+        n = int(rng.choice([3, 4, 9, 49, 64]))
+        s_in = np.float32(rng.uniform(0.001, 0.1))
+        x = SimpleNamespace(scale=[s_in], zero_point=[int(rng.integers(-128, 128))], dtype="int8")
+        out = SimpleNamespace(
+            scale=[np.float32(s_in * rng.uniform(0.5, n))],
+            zero_point=[int(rng.integers(-128, 128))],
+            dtype="int8",
+        )
+        scale = _sum_exact_scale(n, x, out)
+        if scale is None:
+            continue
+        found += 1
+        sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int32)
+        got = requantize(
+            sums,
+            np.asarray(scale, np.float32),
+            np.asarray(x.zero_point[0] * n, np.int32),
+            np.asarray(out.scale[0], np.float32),
+            np.asarray(out.zero_point[0], np.int32),
+            RequantizeAttrs(out_dtype="int8", semantics="tflite_double"),
+        )
+        assert np.array_equal(got, _sum_builtin_formula(sums.astype(np.int64), n, x, out))
+    assert found >= 50
+    # one that has none (found by the same search, n = 64): refused, so the import keeps the
+    # float32 formula (on the CPU)
+    x = SimpleNamespace(scale=[np.float32(0.09632359445095062)], zero_point=[-109], dtype="int8")
+    out = SimpleNamespace(scale=[np.float32(3.351166248321533)], zero_point=[9], dtype="int8")
+    assert _sum_exact_scale(64, x, out) is None
