@@ -218,6 +218,21 @@ def _dpu_block_cycles(config: NPUConfig, q: Query, block: Block, ofm_block) -> f
     return cycles / config.cores * nominal / config.macs_per_cycle
 
 
+def _output_stage_elems(config: NPUConfig, q: Query, ofm_block) -> float:
+    """Elements the output stage handles per block. Pooling (and QUANTIZE, run as a 1x1 average
+    pool): the block's depth rounded up to the micro-block's, and on a multi-core array the
+    cores split the depth in micro-block slices, so a map shallower than one slice per core
+    keeps the others idle (Vela 5.2 charges a 3-channel QUANTIZE 19,283 cycles on u65-256 and
+    16,667 on u65-512, about 96x96 x 8 channels at the one-core rate; the rate in the config
+    is the whole array's). MAC operations: the block as it is (Vela's legacy estimate, which
+    tests/backends/npu/test_npu_blocks.py compares)."""
+    h, w, d = ofm_block
+    if q.kind != "pool":
+        return h * w * d
+    slices = ceil(d / config.ofm_block[2])
+    return h * w * slices * config.ofm_block[2] * config.cores / min(config.cores, slices)
+
+
 def mac_cycles(config: NPUConfig, q: Query, output_cycles_per_elem: float) -> tuple[float, Block]:
     """Compute cycles of one MAC-array operation and the block it runs with."""
     block = find_block(config, q)
@@ -225,7 +240,7 @@ def mac_cycles(config: NPUConfig, q: Query, output_cycles_per_elem: float) -> tu
     ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
     dpu = _dpu_block_cycles(config, q, block, ofm_block)
     out_elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
-    output = ceil(output_cycles_per_elem * out_elems)
+    output = ceil(output_cycles_per_elem * _output_stage_elems(config, q, ofm_block))
     if q.kind != "pool":  # scale and bias fetch per block
         output = max(output, 10 * ofm_block[2] * config.sram_latency_cycles / 256)
     # per-block command overhead: the input and output block transfers through SRAM

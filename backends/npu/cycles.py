@@ -10,8 +10,11 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
                operations), bilinear resize (copies and 2x2 depthwise convolutions, or
                upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool)
-    memory     feature maps read and written where they live, weights and tables from the
-               weight memory, halo rows re-read by each extra stripe; per memory, bytes /
+    memory     feature maps read and written where they live (a MAC op's input once per output
+               block, with the kernel's overlap, and per block of output channels for a
+               convolution: Vela's element access), weights and tables from the weight memory
+               and, once per block of output rows and columns, from their SRAM buffer; halo
+               rows re-read by each extra stripe; per memory, bytes /
                bandwidth plus the first-byte latency of an off-chip one; a map spilled
                off-chip between two streaming operations moves at SRAM speed (Vela cascades it)
     total      max(compute, the slowest memory) + per-operation overhead (memories work in
@@ -200,11 +203,11 @@ def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query,
     return query, oh * ow * oc * kh * kw * depth
 
 
-def _offchip_ifm_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float]:
-    """Bytes a MAC op reads from an off-chip input map (every output block fetches its input
-    block, with the kernel's overlap; a convolution once per block of output channels) and the
-    burst efficiency: an NHWC read returns one input block's depth per burst (Vela's
-    ``_estimate_memory_transfer_efficiency``)."""
+def _ifm_block_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float]:
+    """Bytes a MAC op reads from its input map, off-chip or in SRAM (every output block fetches
+    its input block, with the kernel's overlap; a convolution once per block of output channels)
+    and the off-chip burst efficiency: an NHWC read returns one input block's depth per burst
+    (Vela's ``_estimate_memory_transfer_efficiency``)."""
     (oh, ow, oc), (bh, bw, bd) = q.ofm, block.ofm
     item = np.dtype(t.dtype).itemsize
     ih, iw = min(block.ifm[0], q.ifm[0]), min(block.ifm[1], q.ifm[1])
@@ -264,7 +267,11 @@ def op_cycles(
         # a region input read from off-chip memory: Vela's burst-inefficient first layer (our
         # spilled maps stream at full bandwidth instead, standing in for Vela's cascading)
         if i == 0 and block is not None and t.memory != "sram" and op.inputs[0] in program.inputs:
-            add(t.memory, *_offchip_ifm_read(config, query, block, t))
+            add(t.memory, *_ifm_block_read(config, query, block, t))
+        elif i == 0 and block is not None and t.memory == "sram":
+            # Vela's element access: an SRAM map is fetched per output block as well (each
+            # block with its kernel overlap, a convolution's once per block of output channels)
+            add("sram", _ifm_block_read(config, query, block, t)[0])
         else:
             add(t.memory, t.nbytes * halo)
     add("sram" if op.output in cascaded else out.memory, out.nbytes)
@@ -276,6 +283,12 @@ def op_cycles(
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
+    if block is not None and "weights" in op.arrays:
+        # the MAC array reads the weights from their SRAM buffer once per output block of
+        # rows and columns (Vela's weight fetch: kernel x input depth x block depth per block;
+        # the DMA from the weight memory above double-buffers under the previous block)
+        (oh, ow, _), (bh, bw, _) = query.ofm, block.ofm
+        add("sram", op.arrays["weights"].nbytes * ceil(oh / bh) * ceil(ow / bw))
     # each memory transfers in parallel with the others (Vela's pass cycles: the slowest memory)
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean":
         _, weights, sums = mean_as_vela(config, ins[0].shape, _bits(ins[0]))

@@ -141,11 +141,13 @@ VELA = [
         "SUM",
         "stride rules",
         "int8 over the channels or over H and W (H, W <= 64): an all-ones convolution with "
-        "the reference kernel's int32 sum and requantization (backends/npu/legalize.py, "
-        "`npu.conv2d` + `npu.reshape`); other axes, and `semantics=\"tflite_builtin\"` (the "
-        "builtin kernel's float32 arithmetic), stay on the CPU. BUILTIN_REF's int8 SUM in "
-        "ai-edge-litert 2.3 is broken (a constant -1 on sum_hw, up to 177 LSB off), so the "
-        "tests compare with the builtin kernels: within 1 LSB",
+        "TFLite's builtin arithmetic (the frontend imports the builtin kernels' float32 "
+        "rescale as a one-double-product requantize at a scale checked over every reachable "
+        "sum; backends/npu/legalize.py, `npu.conv2d` + `npu.reshape`): bit-exact with the "
+        "builtin kernels on every reachable sum. Other axes, and the scales (4% of random "
+        "ones) for which no such requantize exists (the float32 formula, op by op), stay on "
+        "the CPU. BUILTIN_REF's int8 SUM in ai-edge-litert 2.3 is broken (a constant -1 on "
+        "sum_hw, up to 177 LSB off), so the builtin kernels are the oracle",
     ),
     ("TANH", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
     (

@@ -25,13 +25,16 @@ def NPULegalizeTransposeConv(mod: IRModule, ctx) -> IRModule:
 
 def _sum_as_conv(call: Call, new: Call):
     """qnn.requantize(sum(cast(x, int32), axis), s_in, zp_in * n, s_out, zp_out), the frontend's
-    int8 SUM (reference arithmetic), as a convolution with all-ones int8 weights (input zero
+    int8 SUM (TFLite's builtin arithmetic as a "tflite_double" requantize, or the reference
+    one), as a convolution with all-ones int8 weights (input zero
     point zp_in: the int32 sum S - zp_in * n) and the same requantize with input zero point 0,
     then a reshape to the sum's shape: the same bits. Over the channels a 1x1 convolution to one
     channel; over H and W a depthwise convolution with an H x W kernel. Vela runs SUM on the
     NPU too (as its ReduceSum block). ``call`` is the typed original (what decides), ``new``
     its rewritten copy (what is built on; typed afterwards)."""
-    if call.attrs.semantics != "tflite" or call.attrs.out_dtype not in ("int8", "uint8"):
+    if call.attrs.semantics not in ("tflite", "tflite_double"):
+        return None
+    if call.attrs.out_dtype not in ("int8", "uint8"):
         return None
     total = call.args[0]
     if not (isinstance(total, Call) and getattr(total.op, "name", "") == "sum"):

@@ -83,9 +83,16 @@ def mean(ctx: OpContext) -> Expr:
 
 
 def reduce_sum(ctx: OpContext) -> Expr:
-    """SUM. Quantized (reference QuantizedMeanOrSum with compute_sum): the int32 sum S of the
-    stored values, then MultiplyByQuantizedMultiplier(S - zp_in * n, s_in / s_out) + zp_out, i.e.
-    a qnn.requantize of S with input zero point zp_in * n."""
+    """SUM. Quantized 8-bit: what TFLite's builtin kernels compute (optimized_ops'
+    QuantizedMeanOrSum with compute_sum, in float32; BUILTIN_REF's int8 SUM is broken, see
+    tests/backends/npu/test_npu_sum.py): the int32 sum S of the stored values, then
+    round_half_away(float32(S) * scale + bias) + zp_out, saturated, with scale = s_in / s_out and
+    bias = -zp_in * scale * n in float32. That is emitted as a qnn.requantize of S (input zero
+    point zp_in * n) with semantics "tflite_double" (one double product, rounded half away) at a
+    double scale chosen so that it gives the float32 formula's result for every reachable S, which
+    is checked over the whole range (``_sum_exact_scale``); an integer op the NPU runs as a
+    convolution. Where no such scale exists, the float32 formula itself, op by op. 16-bit: the
+    reference requantize."""
     axes, keep = _reduce_axes(ctx), bool(ctx.opt("KeepDims"))
     if not axes:
         return ctx.expr(0)
@@ -97,10 +104,15 @@ def reduce_sum(ctx: OpContext) -> Expr:
     n = int(np.prod([shape[a] for a in axes]))
     wide = ctx.call("cast", ctx.expr(0), dtype="int32")
     total = ctx.call("sum", wide, axis=axes, keepdims=keep)
-    if ctx.semantics == "tflite_builtin":
-        return _sum_builtin(ctx, total, n, x, out)
     s_in, zp_in = ctx.qparams(x)
     zp_n = ctx.const(np.int32(int(zp_in.data) * n))
+    semantics = "tflite"
+    if x.dtype in ("int8", "uint8") and out.dtype in ("int8", "uint8"):
+        scale = _sum_exact_scale(n, x, out)
+        if scale is None:
+            return _sum_builtin(ctx, total, n, x, out)
+        s_in = ctx.const(np.float32(scale))
+        semantics = "tflite_double"
     return ctx.call(
         "qnn.requantize",
         total,
@@ -108,8 +120,57 @@ def reduce_sum(ctx: OpContext) -> Expr:
         zp_n,
         *ctx.qparams(out),
         out_dtype=out.dtype,
-        semantics="tflite",
+        semantics=semantics,
     )
+
+
+def _sum_builtin_formula(total: np.ndarray, n: int, x, out) -> np.ndarray:
+    """TFLite's builtin 8-bit SUM output for int32 sums ``total`` (float32 arithmetic)."""
+    scale = np.float32(x.scale[0]) / np.float32(out.scale[0])
+    bias = np.float32(np.float32(-int(x.zero_point[0])) * scale) * np.float32(n)
+    v = (total.astype(np.float32) * scale).astype(np.float32) + np.float32(bias)
+    a = np.abs(v).astype(np.float64)
+    r = np.sign(v).astype(np.int64) * np.floor(a + 0.5).astype(np.int64)
+    lo, hi = INT_RANGES[out.dtype]
+    return np.clip(r + int(out.zero_point[0]), lo, hi)
+
+
+def _sum_exact_scale(n: int, x, out) -> float | None:
+    """The requantize's float32 input scale s such that, with r = double(s) / double(s_out),
+    saturate(round_half_away((S - zp_in * n) * r) + zp_out) equals TFLite's float32 formula for
+    every S in [n * min, n * max] of the input type; None if there is none (or the range has
+    more than 2**22 sums). Each S bounds r to an interval (the output's rounding interval over
+    S - zp_in * n); float32 scales next to the middle of their intersection are checked over
+    the whole range with the requantize's own arithmetic."""
+    from partita.ops.emulation.tflite_fixedpoint import scale_round_half_away_double
+
+    lo_in, hi_in = INT_RANGES[x.dtype]
+    if n * (hi_in - lo_in) > 2**22:
+        return None
+    total = np.arange(n * lo_in, n * hi_in + 1, dtype=np.int64)
+    want = _sum_builtin_formula(total, n, x, out)
+    lo, hi = INT_RANGES[out.dtype]
+    zp_out = int(out.zero_point[0])
+    d = (total - int(x.zero_point[0]) * n).astype(np.float64)
+    k = (want - zp_out).astype(np.float64)
+    # the product d * r must lie in [k - 0.5, k + 0.5] (one-sided where the output saturates)
+    below = np.where(want <= lo, -np.inf, k - 0.5)
+    above = np.where(want >= hi, np.inf, k + 0.5)
+    pos, neg = d > 0, d < 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low = np.concatenate([below[pos] / d[pos], above[neg] / d[neg]])
+        high = np.concatenate([above[pos] / d[pos], below[neg] / d[neg]])
+    low_r, high_r = float(np.max(low, initial=0.0)), float(np.min(high, initial=np.inf))
+    if not low_r < high_r or not np.isfinite(high_r):
+        return None
+    s_out = np.float64(np.float32(out.scale[0]))
+    middle = np.float32((low_r + high_r) / 2 * s_out)  # scales are float32 constants
+    for step in (0, 1, -1, 2, -2, 3, -3, 4, -4):
+        scale = np.float32(middle + np.float32(step) * np.spacing(middle))
+        got = np.clip(scale_round_half_away_double(d, np.float64(scale) / s_out) + zp_out, lo, hi)
+        if np.array_equal(got, want):
+            return float(scale)
+    return None
 
 
 def _sum_builtin(ctx: OpContext, total: Expr, n: int, x, out) -> Expr:

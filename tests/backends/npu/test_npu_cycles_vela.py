@@ -39,14 +39,11 @@ MODELS = {
 PRESETS = ("u55-128", "u55-256", "u65-256", "u65-512")
 # rows outside 10%, with the band they are held to and why (docs/npu.md, "Calibration")
 OUTSIDE = {
-    # Vela 5.2 charges MobileNetV2's weight-bound late 1x1 convolutions on the two-core U65
-    # (their weight DMA is not hidden under the short previous operation) and the uint8 input's
-    # QUANTIZE read in 3-byte bursts far above our figures
-    ("mobilenet_v2_035_96_uint8", "u65-512"): 0.80,
     # Vela cascades MobileNetV2 224's first three operations on the U65, and its first
     # convolution then reads the 3-channel input at twice the DRAM cost of the same layer in
-    # MobileNet v1 224 (539k against 266k cycles); we charge both as MobileNet v1's
-    ("mobilenet_v2_100_224", "u65-512"): 0.80,
+    # MobileNet v1 224 (539k against 266k cycles, on u65-256 too); we charge both as MobileNet
+    # v1's. Every other layer is within a few percent (0.875 in all; 0.95 on u65-256)
+    ("mobilenet_v2_100_224", "u65-512"): 0.85,
 }
 
 

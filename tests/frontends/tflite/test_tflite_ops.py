@@ -12,10 +12,6 @@ from partita.frontends.tflite.reader import read_model
 from tflite_cases import Oracle, assert_same, model_ids, models, stored_samples
 
 from partita import interpret
-from partita.ops.emulation.tflite_fixedpoint import (
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-)
 
 OPS = models("ops")
 pytestmark = pytest.mark.skipif(not OPS, reason="TFLite test models not generated")
@@ -32,7 +28,7 @@ def is_float_model(path) -> bool:
 
 def ref_broken(path) -> bool:
     """LiteRT 2.3's BUILTIN_REF int8 SUM returns values unrelated to its input (a constant for
-    some models); test_sum_reference_arithmetic checks partita's SUM against the reference
+    some models); test_sum_arithmetic checks partita's SUM against the builtin
     kernel's source formula instead. BUILTIN_REF registers no ELU kernel at all (the builtin
     kernels are ELU's oracle)."""
     return bool({"SUM", "ELU"} & set(op_names(path)))
@@ -63,7 +59,7 @@ def test_stored_samples_match_reference_and_builtin(path):
 def test_random_inputs_match_tflite(path, kernels):
     """Inputs over the whole integer range, three per model, against the live interpreter."""
     if kernels == "ref" and ref_broken(path):
-        pytest.skip("BUILTIN_REF's int8 SUM is broken (test_sum_reference_arithmetic) or no ELU")
+        pytest.skip("BUILTIN_REF's int8 SUM is broken (test_sum_arithmetic) or no ELU")
     oracle = Oracle(path, kernels)
     mod = from_tflite(path, semantics={"ref": "tflite", "builtin": "tflite_builtin"}[kernels])
     rng = np.random.default_rng(sum(map(ord, path.stem)))
@@ -76,23 +72,28 @@ SUMS = [p for p in OPS if op_names(p) == {"SUM"}]  # the one-op models
 
 
 @pytest.mark.parametrize("path", SUMS, ids=model_ids(SUMS))
-def test_sum_reference_arithmetic(path):
-    """reference_ops::QuantizedMeanOrSum(compute_sum=true), written out with Python integers:
-    MultiplyByQuantizedMultiplier(sum(q) - zp_in * n, QuantizeMultiplier(s_in / s_out)) +
-    zp_out, saturated."""
+def test_sum_arithmetic(path):
+    """TFLite's builtin 8-bit SUM (optimized_ops::QuantizedMeanOrSum, compute_sum), written out
+    with numpy: round_half_away(float32(sum(q)) * scale + bias) + zp_out, saturated, scale =
+    float32(s_in) / float32(s_out), bias = float32(-zp_in * scale) * n. Both semantics import it
+    (BUILTIN_REF's int8 SUM is broken, so the reference kernel has no oracle to follow; its
+    source's MultiplyByQuantizedMultiplier rounds twice and differs by 1 on some sums)."""
     m = read_model(path.read_bytes())
     op = m.operators[0]
     x, axes_t, out = (m.tensors[i] for i in (*op.inputs, op.outputs[0]))
     axes = tuple(sorted({int(a) % len(x.shape) for a in axes_t.data.reshape(-1)}))
     n = math.prod(x.shape[a] for a in axes)
-    mult, shift = quantize_multiplier(float(np.float64(x.scale[0]) / np.float64(out.scale[0])))
-    mod = from_tflite(path)
-    for inputs, _ in stored_samples(path):
-        sums = inputs[0].astype(np.int64).sum(axis=axes, keepdims=op.options["KeepDims"])
-        want = multiply_by_quantized_multiplier(sums - int(x.zero_point[0]) * n, mult, shift)
-        want = np.clip(want + int(out.zero_point[0]), -128, 127).astype(np.int8)
-        got = interpret(mod, inputs)[0]
-        np.testing.assert_array_equal(got, want.reshape(got.shape))
+    scale = np.float32(x.scale[0]) / np.float32(out.scale[0])
+    bias = np.float32(np.float32(-int(x.zero_point[0])) * scale) * np.float32(n)
+    for semantics in ("tflite", "tflite_builtin"):
+        mod = from_tflite(path, semantics=semantics)
+        for inputs, _ in stored_samples(path):
+            sums = inputs[0].astype(np.int64).sum(axis=axes, keepdims=op.options["KeepDims"])
+            v = (sums.astype(np.float32) * scale).astype(np.float32) + bias
+            want = np.sign(v) * np.floor(np.abs(v).astype(np.float64) + 0.5)
+            want = np.clip(want + int(out.zero_point[0]), -128, 127).astype(np.int8)
+            got = interpret(mod, inputs)[0]
+            np.testing.assert_array_equal(got, want.reshape(got.shape))
 
 
 @pytest.mark.parametrize("path", OPS, ids=model_ids(OPS))
