@@ -251,16 +251,23 @@ def test_a_refused_lstm_step_runs_on_the_host_with_the_reason():
 
 RECORD = Path(__file__).resolve().parent / "data" / "vela_cycles.json"
 ROOT = TESTS.parent
-# rows outside 10% of Vela's total, held to a band (docs/npu.md, the LSTM subsection): on the
-# U55 every int16 table op loads its 2 KB table from flash and every op pays the fixed
-# per-operation cost (Vela hides the table loads under the previous op and charges 6-16 cycles
-# for an elementwise op of 16-64 values); Vela runs a batch-2 LSTM as two sequences of ops
+# rows outside 10% of Vela's total, held to bands around what the cycle model reaches
+# (docs/npu.md, the LSTM subsection, compares them layer by layer). The cycle model charges
+# gemmlowp's int16 sigmoid/tanh as the NPU's native activation (no table load), fused into its
+# producer, and no fixed cost for the LSTM's tiny elementwise ops, as Vela does; the rest is the
+# lowering: partita runs one input FC for all steps and one recurrent FC per step where Vela runs
+# eight FCs per step (each paying the U65's 500-cycle DRAM latency) plus clamps and copies of
+# the DRAM-resident state, and the slices as DMA operations where Vela reads at offsets
 OUTSIDE = {
-    ("lstm_batch2", "u65-256"): (0.45, 0.65),
-    ("lstm_conv", "u65-256"): (0.90, 1.20),
-    ("lstm_in_graph", "u65-256"): (0.90, 1.20),
-    ("lstm_time_major", "u65-256"): (0.90, 1.20),
-    **{(p.stem, "u55-256"): (2.5, 7.0) for p in LSTM},
+    ("lstm", "u55-256"): (0.80, 0.95),
+    ("lstm_batch2", "u55-256"): (0.70, 0.85),
+    ("lstm_conv", "u55-256"): (1.05, 1.25),
+    ("lstm_in_graph", "u55-256"): (0.70, 0.85),
+    ("lstm_last", "u55-256"): (1.10, 1.30),
+    ("lstm_time_major", "u55-256"): (1.15, 1.35),
+    ("lstm_two_layers", "u55-256"): (0.75, 0.90),
+    ("lstm_batch2", "u65-256"): (0.15, 0.25),
+    **{(p.stem, "u65-256"): (0.30, 0.45) for p in LSTM if p.stem != "lstm_batch2"},
 }
 
 
