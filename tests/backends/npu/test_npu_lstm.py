@@ -285,3 +285,48 @@ def test_cycles_against_velas(path, preset):
     ours = sum(c["cycles"] for s in exe.steps if s.target == "npu" for c in s.region.cycles)
     lo, hi = OUTSIDE.get((path.stem, preset), (0.90, 1.10))
     assert lo <= ours / row["cycles"] <= hi, f"{key}: {ours / row['cycles']:.3f} of Vela's"
+
+
+def _npu_ops(exe):
+    return [
+        (op, c, s.region.program)
+        for s in exe.steps
+        if s.target == "npu"
+        for op, c in zip(s.region.program.ops, s.region.cycles)
+    ]
+
+
+@pytest.mark.parametrize("preset", ["u55-256", "u65-256"])
+def test_cycle_model_charges_the_lstm_as_vela_does(preset):
+    """gemmlowp's int16 sigmoid/tanh costs the native activation (no table from the weight
+    memory; no fixed cost when fused into its elementwise producer), the tiny elementwise ops
+    pay no fixed cost, and a batch's LSTM ops pay the fixed cost and weights per sequence."""
+    from partita.backends.npu.config import PRESETS
+
+    config = PRESETS[preset]
+    one = _npu_ops(P.build(from_tflite(MODELS / "lstm" / "lstm.tflite"), f"npu -config={preset}"))
+    tables = [c for op, c, _ in one if op.params.get("op") == "lstm_table"]
+    assert len(tables) == 39
+    for c in tables:
+        assert config.weight_memory not in c["bytes"], c
+        assert c["cycles"] < config.op_overhead_cycles, c
+    units = [c for op, c, _ in one if op.params.get("op", "").startswith("lstm_")]
+    assert all(c["cycles"] < 100 for c in units), units
+    # a slice is a DMA operation of its own and pays the fixed cost
+    slices = [c for op, c, _ in one if op.params.get("op") == "strided_slice"]
+    assert slices and all(c["cycles"] >= config.op_overhead_cycles for c in slices)
+
+    two = _npu_ops(
+        P.build(from_tflite(MODELS / "lstm" / "lstm_batch2.tflite"), f"npu -config={preset}")
+    )
+    recurrent = [
+        (op, c, prog)
+        for op, c, prog in two
+        if op.kind == "FC" and prog.tensors[op.output].dtype == "int32"
+    ]
+    assert recurrent
+    for op, c, prog in recurrent:
+        assert prog.tensors[op.output].shape[0] == 2
+        assert c["cycles"] >= 2 * config.op_overhead_cycles, c
+        weights = op.arrays["weights"].nbytes
+        assert c["bytes"][config.weight_memory] >= 2 * weights, c
