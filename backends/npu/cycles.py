@@ -280,7 +280,9 @@ def op_cycles(
         _constant_bytes(name, a)
         for name, a in op.arrays.items()
         if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
+        and not _native_activation(op)
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
+    constant_bytes *= _lstm_sequences(op, out)
     if constant_bytes:
         add(config.weight_memory, constant_bytes)
     if block is not None and "weights" in op.arrays:
@@ -306,7 +308,7 @@ def op_cycles(
         n / _bandwidth(config, m) + (config.dma_latency_cycles if m != "sram" else 0)
         for m, n in scaled.items()
     )
-    total = int(ceil(max(compute, memory))) + config.op_overhead_cycles
+    total = int(ceil(max(compute, memory))) + _fixed_cycles(op, program, out, config)
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
@@ -319,6 +321,67 @@ def op_cycles(
         **({"block": "x".join(map(str, block.ofm))} if block else {}),
         "time_at_clock_s": total / config.clock_hz,
     }
+
+
+# ---- the integer LSTM's operations as Vela runs them (docs/npu.md, the LSTM subsection) ----
+LSTM_UNITS = ("lstm_add_sat", "lstm_mul_shift", "lstm_mul_requantize")
+TINY_ELEMENTS = 256  # an elementwise op of at most this many outputs pays no fixed cost
+FUSING_PRODUCERS = ("lstm_add_sat", "lstm_mul_shift")
+
+
+def _native_activation(op: NPUOp) -> bool:
+    """An int16 table of gemmlowp's sigmoid/tanh (npu.lstm_table): the hardware's int16
+    sigmoid/tanh activation, computed in the output stage, no table transferred."""
+    return op.kind == "LUT" and op.params.get("op") == "lstm_table"
+
+
+def _lstm_sequences(op: NPUOp, out) -> int:
+    """How many times Vela runs an LSTM operation of a batch: once per sequence (ethosu's
+    lstm.py lowers each batch row to its own operations); 1 for any other operation."""
+    name = op.params.get("op")
+    lstm = name in LSTM_UNITS or name == "lstm_table" or (op.kind == "FC" and out.dtype == "int32")
+    return int(out.shape[0]) if lstm and len(out.shape) == 2 else 1
+
+
+def _fused_activation(op: NPUOp, program: Program) -> bool:
+    """A native activation Vela fuses into the elementwise op producing its input: the value it
+    reads (through slices, which Vela reads at offsets) has no other reader, so the producer can
+    write the activated value; otherwise (the cell state, also read by the next step) Vela runs
+    it as an operation of its own."""
+    if not _native_activation(op):
+        return False
+    producers = {o.output: o for o in program.ops}
+    readers: dict[int, list[NPUOp]] = {}
+    for o in program.ops:
+        for t in set(o.inputs):
+            readers.setdefault(t, []).append(o)
+    t = op.inputs[0]
+    if readers.get(t) != [op] or t in program.outputs:
+        return False
+    producer = producers.get(t)
+    while producer is not None and producer.params.get("op") == "strided_slice":
+        t = producer.inputs[0]
+        if t in program.outputs or any(
+            r.params.get("op") != "strided_slice" for r in readers.get(t, [])
+        ):
+            return False
+        producer = producers.get(t)
+    return producer is not None and producer.params.get("op") in FUSING_PRODUCERS
+
+
+def _fixed_cycles(op: NPUOp, program: Program, out, config: NPUConfig) -> int:
+    """The per-operation fixed cost: the configured overhead, except for an LSTM's tiny
+    elementwise operations, which Vela's per-layer report charges their output-stage cycles
+    only (6-34 cycles for 16-64 values), and a fused activation (none; a standalone one pays
+    it: Vela's standalone int16 TANH of 16 values costs 153 cycles on the U55, 625 on the U65);
+    an LSTM op of a batch pays it once per sequence."""
+    name = op.params.get("op")
+    elems = int(np.prod(out.shape))
+    if _fused_activation(op, program):
+        return 0
+    if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
+        return 0
+    return config.op_overhead_cycles * _lstm_sequences(op, out)
 
 
 def _bits(t) -> int:
@@ -341,6 +404,8 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
         q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
         return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
+    if _native_activation(op):  # the output stage's int16 sigmoid/tanh
+        return 0, out_elems * config.lut_cycles, None, None
     if op.kind == "LUT":  # a table on its own: Vela 5.2 runs it at one element per cycle per
         # 128 MACs of the array (measured on its per-layer report; a table fused into a MAC
         # op runs in the output stage at lut_cycles instead)
