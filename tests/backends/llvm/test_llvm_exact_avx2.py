@@ -107,3 +107,35 @@ def test_exact_avx2_products_split_over_two_threads(mode, kind):
         assert_equals_interpreter(mod, "avx2", seed=3, threads=" -threads=2")
     finally:
         mp.undo()
+
+
+@pytest.mark.parametrize(("mode", "channels_outer", "threads"), [
+    ("nibbles", True, ""), ("nibbles", True, " -threads=2"), ("nibbles", False, ""),
+    ("ubsw", True, ""), ("wide", True, " -threads=2")])
+def test_pointwise_row_in_either_loop_order(mode, channels_outer, threads, tmp_path):
+    """A pointwise convolution's single row of pixels, channel groups outer (vconv
+    CHANNELS_OUTER: a group's weight panel stays in L1 across the pixel tiles) or pixel tiles
+    outer, one thread or two (pixel tiles split): with a tail tile of pixels (11 x 13 = 143
+    pixels, no multiple of any tile) and a narrower last channel group (70 channels), unsafe
+    weight pairs included, the same bits as the interpreter."""
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    from partita.backends.llvm.emit.int8 import vconv
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "EXACT_AVX2", mode)
+    mp.setattr(vconv, "CHANNELS_OUTER", channels_outer)
+    mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patches
+    mp.setenv("PARTITA_CACHE_DIR", str(tmp_path))  # and so would cached objects
+    try:
+        geo = {"hw": (11, 13), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+               "padding": (0, 0, 0, 0)}
+        mod, _ = build_graph("conv", "int8", 68, 70, geo, 7, True, None)
+        (k,) = lower(P.InferType()(mod)["main"], "avx2", 2 if threads else 1).kernels
+        assert k.params["OH"] == 1 and k.params["OW"] % k.params["R"]
+        assert k.params.get(mode) and k.params.get("threads", 1) == (2 if threads else 1)
+        assert_equals_interpreter(mod, "avx2", seed=4, threads=threads)
+    finally:
+        mp.undo()

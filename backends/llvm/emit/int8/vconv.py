@@ -14,10 +14,15 @@ from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
 
+from .exact_avx2 import ExactAVX2Steps
 from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconcat, vpart, vsplat
 
+# a pointwise convolution's single row: channel groups outer, pixel tiles inner (False: pixel
+# tiles outer, every channel group per tile)
+CHANNELS_OUTER = True
 
-class VectorKernels(Family):
+
+class VectorKernels(ExactAVX2Steps, Family):
     """A kernel family: ``k_vconv`` (its output stage is vector_output_stage.OutputStage,
     ``k_vdw`` vdepthwise.DepthwiseKernels)."""
 
@@ -270,6 +275,8 @@ class VectorKernels(Family):
         if bounds is not None and by_channels(Kind.VCONV, p):
             groups, bounds = bounds, None
         lo, hi = bounds if bounds is not None else (c64(0), c64(p["OH"] if rows_split else r_full))
+        if not rows_split and groups is None and p["OH"] == 1 and CHANNELS_OUTER:
+            return self.conv_row_by_channels(b, src, y, g, p, accs, out, (lo, hi), r_full)
         oh0, ohn = (lo, b.sub(hi, lo)) if rows_split else (c64(0), c64(p["OH"]))
         t0, tn = (c64(0), c64(r_full)) if rows_split else (lo, b.sub(hi, lo))
         with for_range(b, ohn, "oy") as i:
@@ -285,6 +292,28 @@ class VectorKernels(Family):
                 else:
                     with b.if_then(b.icmp_signed("==", hi, c64(r_full))):
                         self.conv_group(b, src, y, g, p, accs, out, (oy, base, r_tail))
+
+    def conv_row_by_channels(self, b, src, y, g, p, accs, out, bounds, r_full):
+        """A single row's pixel tiles [lo, hi) (the tail tile with the last of them), channel
+        groups outer: a group's weight panel stays in L1 across the tiles, where the pixel-outer
+        order streams every panel from L2 once per tile."""
+        (lo, hi), nvec, r_tail = bounds, -(-p["OC"] // 16), p["OW"] % p["R"]
+        g_full, v_tail = divmod(nvec, p["V"])
+
+        def over_tiles(o0, vecs):
+            with for_range(b, b.sub(hi, lo), "ot") as t:
+                ox0 = b.mul(b.add(t, lo), c64(p["R"]))
+                self.conv_tile(b, src, y, g, p, accs, out, (c64(0), ox0, o0, p["R"], vecs))
+            if r_tail:
+                with b.if_then(b.icmp_signed("==", hi, c64(r_full))):
+                    self.conv_tile(b, src, y, g, p, accs, out,
+                                   (c64(0), c64(r_full * p["R"]), o0, r_tail, vecs))
+
+        if g_full:
+            with for_range(b, g_full, "og") as og:
+                over_tiles(b.mul(og, c64(16 * p["V"])), p["V"])
+        if v_tail:
+            over_tiles(c64(16 * p["V"] * g_full), v_tail)
 
     def conv_group(self, b, src, y, g, p, accs, out, at, groups=None):
         """The tiles of ``rows`` pixels at (oy, ox0) (``at``) over every output channel vector,
@@ -378,88 +407,6 @@ class VectorKernels(Family):
             for v in range(vecs):
                 b.store(self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"], pairs),
                         accs[r][v])
-
-    def nibble_steps(self, b, src, g, p, accs, tile, start, flip):
-        """The exact VPMADDUBSW kernel for any weights (vector_plan.nibble_split): per k-step
-        the input quad times the weights' high nibbles h and low nibbles l, pair sums added in
-        int16 (no int16 sum can overflow within ``nibbles`` k-steps); after each block of
-        them widened into the int32 sums as 16 * VPMADDWD(h sums, 1) + VPMADDWD(l sums, 1)."""
-        oy, ox0, rows, vecs = tile
-        c4, taps = p["Cs"] // 4, p["KH"] * p["KW"]
-        total, blk = taps * c4, min(p["nibbles"], taps * c4)
-        h32 = ir.VectorType(ir.IntType(16), 32)
-        entry = ir.IRBuilder(b.function.entry_basic_block)
-        entry.position_at_start(b.function.entry_basic_block)
-        sums = [[(entry.alloca(h32), entry.alloca(h32)) for _ in range(vecs)]
-                for _ in range(rows)]
-        ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
-        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
-        ones, sixteens = ir.Constant(H16, [1] * 16), ir.Constant(H16, [16] * 16)
-
-        def block(first, count):
-            for r in range(rows):
-                for v in range(vecs):
-                    for acc in sums[r][v]:
-                        b.store(ir.Constant(h32, None), acc)
-            with for_range(b, count, "nb") as j:
-                t = b.add(first, j)
-                if taps == 1:
-                    ky, kx, c = c64(0), c64(0), t
-                else:
-                    tap, c = b.udiv(t, c64(c4)), b.urem(t, c64(c4))
-                    ky, kx = b.udiv(tap, c64(p["KW"])), b.urem(tap, c64(p["KW"]))
-                wrow = b.add(start, b.mul(t, c64(vecs * 128)))
-                ws = [[b.bitcast(self.vload(b, g["weights"], b.add(wrow, c64(128 * v + 64 * i)),
-                                            V16), B64) for i in range(2)] for v in range(vecs)]
-                iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
-                ix0 = b.add(b.mul(ox0, c64(p["sw"])), b.mul(kx, c64(p["dw"])))
-                row = b.mul(iy, c64(p["Ws"]))
-                for r in range(rows):
-                    pix = b.add(row, b.add(ix0, c64(r * p["sw"])))
-                    a = self.vload(b, src, b.add(b.mul(pix, c64(p["Cs"])), b.mul(c, c64(4))),
-                                   I32)
-                    a = a if flip is None else b.xor(a, flip)
-                    a = b.bitcast(vsplat(b, a), B64)
-                    halves = [vpart(b, a, i, 32) for i in range(2)]
-                    for v in range(vecs):
-                        for part, acc in zip(ws[v], sums[r][v]):
-                            prod = [b.call(ubsw, [halves[i], vpart(b, part, i, 32)])
-                                    for i in range(2)]
-                            b.store(b.add(b.load(acc, typ=h32), vconcat(b, *prod)), acc)
-            for r in range(rows):
-                for v in range(vecs):
-                    (hi, lo), wide = sums[r][v], []
-                    for i in range(2):
-                        hs, ls = (vpart(b, b.load(x, typ=h32), i, 16) for x in (hi, lo))
-                        wide.append(b.add(b.call(madd, [hs, sixteens]),
-                                          b.call(madd, [ls, ones])))
-                    acc = accs[r][v]
-                    b.store(b.add(b.load(acc, typ=V16), vconcat(b, *wide)), acc)
-
-        full, rest = divmod(total, blk)
-        with for_range(b, full, "nblk") as n:
-            block(b.mul(n, c64(blk)), c64(blk))
-        if rest:
-            block(c64(full * blk), c64(rest))
-
-    def fix_steps(self, b, src, g, p, accs, tile, panel, flip):
-        """The second, sparse product of the exact VPMADDUBSW kernel: for each of the panel's
-        k-steps with unsafe weight pairs (fixk[fixoff[panel] .. fixoff[panel + 1]]), the same
-        input bytes against the pairs' remainders (fixw, V x 64 bytes per entry)."""
-        vecs, c4 = tile[3], p["Cs"] // 4
-        lo = b.sext(b.load(b.gep(g["fixoff"], [b.mul(panel, c64(4))], source_etype=I8),
-                           typ=I32), I64)
-        hi = b.sext(b.load(b.gep(g["fixoff"], [b.mul(b.add(panel, c64(1)), c64(4))],
-                                 source_etype=I8), typ=I32), I64)
-        with for_range(b, b.sub(hi, lo), "fx") as n:
-            e = b.add(n, lo)
-            step = b.sext(b.load(b.gep(g["fixk"], [b.mul(e, c64(4))], source_etype=I8),
-                                 typ=I32), I64)
-            tap, c = b.udiv(step, c64(c4)), b.urem(step, c64(c4))
-            ky, kx = b.udiv(tap, c64(p["KW"])), b.urem(tap, c64(p["KW"]))
-            ws = [self.vload(b, g["fixw"], b.add(b.mul(e, c64(64 * p["V"])), c64(64 * v)), V16)
-                  for v in range(vecs)]
-            self.mac_step(b, src, p, accs, tile, (ky, kx, c), ws, flip)
 
     def conv_epilogue(self, b, y, g, p, out, tile, corr, skip=None):
         """The output stage of a tile's sums, ``out[r][v]`` (16 x int32 each): requantized and
