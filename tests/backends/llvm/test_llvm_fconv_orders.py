@@ -261,3 +261,26 @@ def test_networks_build_whole_and_equal_the_interpreter(name, bits):
             else:
                 scale = float(np.abs(want).max()) or 1.0
                 assert float(np.abs(got - want).max()) <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("isa", ["avx2", "plain"])
+def test_fconv_tile_orders_and_short_tiles_give_the_same_bits(monkeypatch, tmp_path, isa):
+    """FCONV's loops over row tiles and 16-channel strips in either nesting (conv.fconv_order,
+    forced), AVX2's 6 x 1 register tile with a shorter last tile (13 rows = 6 + 6 + 1, 43
+    channels = 2 strips + 11 lanes) and later K blocks (K = 300: MLAS's 128-step blocks, each
+    added into C): every build bit-exact with the interpreter."""
+    from partita.backends.llvm.emit.float import conv
+
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch,
+    mod, xs = conv_graph(1, 1, 13, 300, 43, 1, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), "NHWC",
+                         "mlas", 1, "bias_relu", 5)
+    wide, _ = conv_graph(1, 2, 2, 160, 96, 1, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), "NHWC",
+                         "mlas", 1, "bias", 6)
+    assert conv.fconv_order({"size": 13}, 43) == "cols"  # more channels than rows
+    assert conv.fconv_order({"size": 4}, 3) == "rows"
+    for order in ("rows", "cols"):
+        monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / order))  # and cached objects
+        monkeypatch.setattr(conv, "FCONV_ORDER", order)
+        exe = compare(mod, xs, True, target=f"llvm -isa={isa}")
+        assert [k.split()[0] for k in exe.steps[0].region.kernels] == ["FCONV"]
+        compare(wide, (1, 2, 2, 160), True, target=f"llvm -isa={isa}")

@@ -22,6 +22,7 @@ from partita.backends.llvm.numerics.sum_order import ZERO, pool_program
 from .gemm import V16F, VEC
 
 I32T = ir.IntType(32)
+I64T = ir.IntType(64)
 NEG0 = ir.Constant(V16F, [ir.Constant(F32, -0.0)] * VEC)
 POS0 = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
 PIX = 4  # FDW: output pixels per step
@@ -162,8 +163,10 @@ class FloatConvKernels(Family):
         full, tail = divmod(m1 - m0, VEC)
         # the register tile (each lane an output with its own chain: any tile, the same bits):
         # AVX-512's 32 registers hold 4 rows x 4 vectors or 8 x 1; where a 16-float vector is
-        # two of 16 registers (AVX2), 3 x 2 or 6 x 1 (12 accumulators, as MLAS's FMA3 kernel)
-        wide = 4 if p.get("regs", 32) >= 32 else 2
+        # two of 16 registers (AVX2), 6 x 1 (12 accumulators, 2 weight registers and the
+        # broadcast: MLAS's FMA3 tile). 3 x 2 needed 17 registers and spilled two
+        # accumulators in every k step (14x14 384 -> 96: 14.3 GMAC/s)
+        wide = 4 if p.get("regs", 32) >= 32 else 1
         steps = []  # (vectors per step, steps, first vector, lanes of the last vector)
         if full // wide:
             steps.append((wide, full // wide, 0, VEC))
@@ -180,11 +183,17 @@ class FloatConvKernels(Family):
             else:
                 rows = 6 // nvec
             prow = p1 - p0
-            parts = ((rows, prow // rows, 0), (1, prow % rows, prow // rows * rows))
+            # the rows left over form one shorter tile (not single rows: 2 chains in flight)
+            parts = ((rows, prow // rows, 0), (prow % rows, 1, prow // rows * rows))
+            cols_outer = fconv_order(p, m1 - m0) == "cols"
             for nrows, rcount, r0 in parts:
-                if rcount == 0:
+                if rcount == 0 or nrows == 0:
                     continue
-                with for_range(b, rcount, "rt") as rt, for_range(b, count, "vt") as vt:
+                loops = (("vt", count), ("rt", rcount)) if cols_outer else \
+                    (("rt", rcount), ("vt", count))
+                with for_range(b, loops[0][1], loops[0][0]) as o, \
+                        for_range(b, loops[1][1], loops[1][0]) as i:
+                    rt, vt = (i, o) if cols_outer else (o, i)
                     row = b.add(b.add(b.mul(img, c64(p["size"])), c64(p0 + r0)),
                                 b.mul(rt, c64(nrows)))
                     mm = b.add(c64(m0 + v0 * VEC), b.mul(vt, c64(nvec * VEC)))
@@ -339,6 +348,20 @@ class FloatConvKernels(Family):
         self.vstore_lanes(b, b.fdiv(total, count), y, dst, lanes)
 
 
+FCONV_ORDER = None  # tests force "rows" or "cols" (each build in its own cache folder)
+
+
+def fconv_order(p: dict, channels: int) -> str:
+    """FCONV's tile loops: "rows" (row tiles outer: the tile's rows of x stay in L1 while
+    every weight column passes) or "cols" (16-channel weight strips outer: a strip stays in
+    L1 while every row passes), whichever reads less from farther away: the weights'
+    K x channels against the rows' size x K, so "cols" where channels exceed the rows
+    (MobileNetV2's 7 x 7 and 14 x 14 expansions). Any order: the same chains, the same bits."""
+    if FCONV_ORDER is not None:
+        return FCONV_ORDER
+    return "cols" if channels > p["size"] else "rows"
+
+
 def _reduce_lanes(b, x, kind: str):
     """MLAS's M=1 transposed-B kernel's reduction of 8 lane sums for a 4-, 2- or 1-column block
     (onnxruntime_mlas._reduce_lanes)."""
@@ -398,8 +421,11 @@ class _Step:
         outs = self.nrows * nvec
         for j in range(outs):
             b.store(init, cells[j])
+        # k0 hidden from LLVM (an empty asm), as in gemm.py: a known k0 of a later block
+        # was folded into k | 1 addressing from more base registers
+        start = b.call(ir.InlineAsm(ir.FunctionType(I64T, [I64T]), "", "=r,0"), [c64(k0)])
         with for_range(b, k1 - k0, "k") as i:
-            kk = b.add(i, c64(k0))
+            kk = b.add(i, start)
             ws = [self.w_at(kk, v) for v in range(nvec)]
             for r in range(self.nrows):
                 av = self.a_at(r, kk)

@@ -72,6 +72,27 @@ def coefficient_table(module: ir.Module) -> ir.GlobalVariable:
     return g
 
 
+ROW = -(-(DEGREE + 1) // 4) * 4  # coefficient_rows' stride: whole groups of 4 doubles
+
+
+def coefficient_rows(module: ir.Module) -> ir.GlobalVariable:
+    """The same coefficients, each interval's row padded with zeros to ROW doubles (vector
+    loads of 4 stay inside the table; ewise_vec.coefficient_vectors)."""
+    name = "erf32_rows"
+    g = module.globals.get(name)
+    if g is None:
+        table = coefficients()
+        padded = np.zeros((table.shape[0], ROW), np.float64)
+        padded[:, : table.shape[1]] = table
+        ty = ir.ArrayType(F64, padded.size)
+        g = ir.GlobalVariable(module, ty, name)
+        g.linkage = "internal"
+        g.global_constant = True
+        g.align = 32
+        g.initializer = ir.Constant(ty, [ir.Constant(F64, float(v)) for v in padded.ravel()])
+    return g
+
+
 def emit_erf32(fam, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """erf(x) (double) whose float32 rounding is that of libm's erf(x)."""
     g = coefficient_table(fam.module)
@@ -103,4 +124,4 @@ def emit_erf32(fam, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return out
 
 
-__all__ = ["BOUND", "coefficients", "emit_erf32", "estrin", "evaluate"]
+__all__ = ["BOUND", "ROW", "coefficient_rows", "coefficients", "emit_erf32", "estrin", "evaluate"]

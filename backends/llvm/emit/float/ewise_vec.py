@@ -15,6 +15,7 @@ from . import erf32
 
 LANES = 8
 VF32, VF64, VI64 = (ir.VectorType(t, LANES) for t in (F32, F64, I64))
+VI32 = ir.VectorType(ir.IntType(32), LANES)
 OPS = {"add", "subtract", "multiply", "divide", "negative", "copy", "erf"}
 
 
@@ -46,21 +47,16 @@ def eligible(p: dict, out_dtype: str, restrict) -> bool:
 
 def vector_erf(fam, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """erf32.emit_erf32 on LANES lanes of double."""
-    g = erf32.coefficient_table(fam.module)
     fabs = fam.module.declare_intrinsic("llvm.fabs.v8f64", (), ir.FunctionType(VF64, [VF64]))
     a = b.call(fabs, [x])
     top = splat(erf32.TOP)
     inside = b.fcmp_ordered("<", a, top)
     safe = b.select(inside, a, splat(0.0))  # NaN and |x| >= 6: interval 0
-    i = b.fptosi(b.fmul(safe, splat(1 / erf32.WIDTH)), VI64)
+    # the interval in i32 lanes (0 .. 23): AVX2 converts doubles to i32 in vectors
+    # (vcvttpd2dq) but to i64 one lane at a time
+    i = b.fptosi(b.fmul(safe, splat(1 / erf32.WIDTH)), VI32)
     u = b.fsub(safe, b.fmul(b.fadd(b.sitofp(i, VF64), splat(0.5)), splat(erf32.WIDTH)))
-    base = b.mul(i, ir.Constant(VI64, [erf32.DEGREE + 1] * LANES))
-    cs = [ir.Constant(VF64, ir.Undefined) for _ in range(erf32.DEGREE + 1)]
-    for lane in range(LANES):
-        at = b.extract_element(base, ir.Constant(ir.IntType(32), lane))
-        for j in range(erf32.DEGREE + 1):
-            c = fam.load_at(b, g, b.add(at, c64(j)), F64)
-            cs[j] = b.insert_element(cs[j], c, ir.Constant(ir.IntType(32), lane))
+    cs = coefficient_vectors(fam, b, i)
     acc = erf32.estrin(cs, u, b.fmul, b.fadd)
     mag = b.select(inside, acc, splat(1.0))
     e = b.select(b.fcmp_ordered("<", x, splat(0.0)), b.fneg(mag), mag)
@@ -82,6 +78,42 @@ def vector_erf(fam, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     out.add_incoming(e, start)
     out.add_incoming(fixed, slow)
     return out
+
+
+def coefficient_vectors(fam, b: ir.IRBuilder, i: ir.Value) -> list:
+    """The DEGREE + 1 coefficient vectors of the lanes' intervals ``i``: each lane's row of
+    the padded table (erf32.coefficient_rows: 4-double groups) read as vectors of 4 and
+    transposed 4 lanes at a time (unpack, then 128-bit halves), instead of 88 scalar loads and
+    element inserts per 8 lanes (GELU of 128 x 3072: 3.0 -> 2.3-2.6 ms CPU, with VI32 below)."""
+    g = erf32.coefficient_rows(fam.module)
+    v4 = ir.VectorType(F64, 4)
+    stride = erf32.ROW
+    rows = []  # rows[lane][q]: coefficients 4q .. 4q + 3 of the lane's interval
+    for lane in range(LANES):
+        lane_i = b.sext(b.extract_element(i, ir.Constant(ir.IntType(32), lane)), I64)
+        at = b.mul(lane_i, c64(stride))
+        rows.append([b.load(b.gep(g, [b.add(at, c64(4 * q))], source_etype=F64), typ=v4,
+                            align=8) for q in range(stride // 4)])
+
+    def mask(*ix):
+        return ir.Constant(ir.VectorType(ir.IntType(32), len(ix)), list(ix))
+
+    halves = []  # per group of 4 lanes: coefficient j's 4 lanes
+    for g0 in (0, 4):
+        cols = []
+        for q in range(stride // 4):
+            r = [rows[g0 + n][q] for n in range(4)]
+            t0 = b.shuffle_vector(r[0], r[1], mask(0, 4, 2, 6))
+            t1 = b.shuffle_vector(r[0], r[1], mask(1, 5, 3, 7))
+            t2 = b.shuffle_vector(r[2], r[3], mask(0, 4, 2, 6))
+            t3 = b.shuffle_vector(r[2], r[3], mask(1, 5, 3, 7))
+            cols += [b.shuffle_vector(t0, t2, mask(0, 1, 4, 5)),
+                     b.shuffle_vector(t1, t3, mask(0, 1, 4, 5)),
+                     b.shuffle_vector(t0, t2, mask(2, 3, 6, 7)),
+                     b.shuffle_vector(t1, t3, mask(2, 3, 6, 7))]
+        halves.append(cols)
+    return [b.shuffle_vector(halves[0][j], halves[1][j], mask(*range(LANES)))
+            for j in range(erf32.DEGREE + 1)]
 
 
 def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
