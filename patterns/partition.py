@@ -19,7 +19,7 @@ from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph, dataflow_order, function_bodies, rebuild
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, _FrozenDict
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_new_types
 
@@ -135,7 +135,7 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
             or (type(node) is Constant and key not in group_inputs)
         ):
             return node
-        param = Var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
+        param = _new_var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
         params.append(param)
         inputs.append(node)
         return param
@@ -169,7 +169,39 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
                 new.with_type(node.type_or_none)
             names.append(_name_part(node))
     attrs = {"PartitionedFromPattern": "".join(names), **rule.attrs}
-    return Function(params, done[id(group.root)], None, attrs), inputs
+    body = done[id(group.root)]
+    if not all(type(k) is str and type(v) in _SCALARS for k, v in attrs.items()):
+        return Function(params, body, None, attrs), inputs  # its error names the attribute
+    return _new_function(params, body, attrs), inputs
+
+
+_SCALARS = frozenset((str, int, float, bool))
+_new = object.__new__
+
+
+def _new_var(name: str, ty) -> Var:
+    """``Var(name, ty)`` without the checks: a parameter named here, typed as the value it
+    stands for (extract_function makes one per input of every match)."""
+    new = _new(Var)
+    _set(new, "span", None)
+    _set(new, "_type", ty)
+    _set(new, "name_hint", name)
+    _set(new, "type_annotation", ty)
+    return new
+
+
+def _new_function(params: list, body: Expr, attrs: dict) -> Function:
+    """``Function(params, body, None, attrs)`` without the checks: the params are Vars made by
+    ``_new_var``, the body a copy of the match and ``attrs`` map str to scalars (checked by the
+    caller)."""
+    new = _new(Function)
+    _set(new, "span", None)
+    _set(new, "_type", None)
+    _set(new, "params", tuple(params))
+    _set(new, "body", body)
+    _set(new, "ret_type", None)
+    _set(new, "attrs", _FrozenDict(attrs))
+    return new
 
 
 def _kids(node) -> tuple:
