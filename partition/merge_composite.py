@@ -31,7 +31,6 @@ from partita.passes.infra import Pass
 from .record import with_record
 from .regions import UNIT_TYPES, copy_node, ensure_typed, is_partition_function, value_children
 
-
 _UNIT_SET = frozenset(UNIT_TYPES)
 
 
