@@ -88,7 +88,7 @@ def _claim(graph: Graph, rules: list, accept) -> tuple[list[Claim], list]:
             found.append(i)
     claimed: set[int] = set()
     claims: list[Claim] = []
-    claimer = Claimer(graph, uses=use_counts(units))
+    claimer = Claimer(graph, count_uses=lambda: use_counts(units))
     for rule in rules:
         keys = rule.pattern.root_keys()
         if keys is None:

@@ -57,11 +57,13 @@ class Claimer:
     ``(depth, failed sub-pattern, failed expression, why, bindings)``.
     """
 
-    def __init__(self, graph: Graph, explain: bool = False, uses: Counter | None = None):
-        """``uses``: ``graph.uses`` when the caller already counted them (over the units)."""
+    def __init__(self, graph: Graph, explain: bool = False, count_uses=None):
+        """``count_uses``: a function returning ``graph.uses`` (the caller may count over the
+        units only); called at the first match that has more than its root."""
         self.graph = graph
         self._solver = Solver(lambda: graph, record=explain)
-        self._uses = uses
+        self._count_uses = count_uses
+        self._uses: Counter | None = None
 
     def match(self, pattern, root: Expr) -> Match | None:
         """The match of ``pattern`` rooted at ``root``, or None."""
@@ -104,7 +106,8 @@ class Claimer:
             return True  # the root alone
         uses = self._uses
         if uses is None:
-            uses = self._uses = self.graph.uses
+            count = self._count_uses
+            uses = self._uses = self.graph.uses if count is None else count()
         inside = Counter(map(id, chain.from_iterable(map(value_inputs, interior.values()))))
         for k, node in interior.items():
             if node is not root and (k in claimed or inside[k] != uses[k]):

@@ -149,7 +149,9 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
     stack = [] if id(root) in done else [root]
     while stack:
         node = stack[-1]
-        for kid in _kids(node):
+        t = type(node)
+        op = node.op if t is Call else None
+        for kid in (node.args if type(op) is Op else _kids(node)):
             k = id(kid)
             if k in done:
                 continue
@@ -162,11 +164,25 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
             key = id(node)
             if key in done:
                 continue
+            if type(op) is Op:
+                # the same op, as many arguments, its attributes validated when the original
+                # was built: the copy skips Call's checks and keeps the original's type (so
+                # typing the new call walks only the call and its function, not the region)
+                new = _new(Call)
+                _SPAN(new, node.span)
+                _TYPE(new, node._type)
+                _OP(new, op)
+                _ARGS(new, tuple([done[id(a)] for a in node.args]))
+                _ATTRS(new, node.attrs)
+                done[key] = new
+                part = _OP_PARTS.get(op)
+                if part is None:
+                    part = _OP_PARTS[op] = f"{op.name}_"
+                names.append(part)
+                continue
             new = done[key] = _copy(node, done)
             if new.type_or_none is None and node.type_or_none is not None:
-                # the same op on inputs of the same types: the original's type (so typing the
-                # new call walks only the call and its function, not the whole region again)
-                new.with_type(node.type_or_none)
+                new.with_type(node.type_or_none)  # the original's type, as above
             names.append(_name_part(node))
     attrs = {"PartitionedFromPattern": "".join(names), **rule.attrs}
     body = done[id(group.root)]
@@ -177,6 +193,9 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
 
 _SCALARS = frozenset((str, int, float, bool))
 _new = object.__new__
+_SPAN, _TYPE = Expr.span.__set__, Expr._type.__set__
+_OP, _ARGS, _ATTRS = Call.op.__set__, Call.args.__set__, Call.attrs.__set__
+_OP_PARTS: dict = {}  # op -> its PartitionedFromPattern piece
 
 
 def _new_var(name: str, ty) -> Var:
