@@ -108,8 +108,8 @@ class Claimer:
         if uses is None:
             count = self._count_uses
             uses = self._uses = self.graph.uses if count is None else count()
-        inside = Counter(map(id, chain.from_iterable(map(value_inputs, interior.values()))))
+        inside = list(map(id, chain.from_iterable(map(value_inputs, interior.values()))))
         for k, node in interior.items():
-            if node is not root and (k in claimed or inside[k] != uses[k]):
+            if node is not root and (k in claimed or inside.count(k) != uses[k]):
                 return False
         return True

@@ -144,26 +144,26 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
     if id(root) not in interior:
         done[id(root)] = leaf(root)
     # depth first, operands in order (parameters are numbered as they are first met); only
-    # interior nodes go on the stack, a node's leaves are resolved up to its first interior
-    # operand still to copy
-    stack = [] if id(root) in done else [root]
+    # interior nodes go on the stack, each with the iterator of its operands still to see
+    stack = [] if id(root) in done else [(root, iter(_kids(root)))]
+    push, pop = stack.append, stack.pop
     while stack:
-        node = stack[-1]
-        t = type(node)
-        op = node.op if t is Call else None
-        for kid in (node.args if type(op) is Op else _kids(node)):
+        node, pending = stack[-1]
+        for kid in pending:
             k = id(kid)
             if k in done:
                 continue
             if k in interior:
-                stack.append(kid)
+                push((kid, iter(_kids(kid))))
                 break
-            done[k] = leaf(kid)
+            # leaf(kid), its common case inline: an embedded constant stays
+            done[k] = kid if k in embedded else leaf(kid)
         else:
-            stack.pop()
+            pop()
             key = id(node)
             if key in done:
                 continue
+            op = node.op if type(node) is Call else None
             if type(op) is Op:
                 # the same op, as many arguments, its attributes validated when the original
                 # was built: the copy skips Call's checks and keeps the original's type (so
