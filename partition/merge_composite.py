@@ -78,10 +78,11 @@ def _claim(graph: Graph, rules: list, accept) -> tuple[list[Claim], list]:
     # taken at a unit). Positions are in ``units``, which keeps the graph's order.
     units = list(compress(graph.order, map(_UNIT_SET.__contains__, map(type, graph.order))))
     by_key: dict[str, list[int]] = {}
+    get = by_key.get
     for i, node in enumerate(units):
-        op = node.op if type(node) is Call else None
-        key = op.name if op is not None and not isinstance(op, Expr) else type(node).__name__
-        found = by_key.get(key)
+        t = type(node)
+        key = node.op.name if t is Call and not isinstance(node.op, Expr) else t.__name__
+        found = get(key)
         if found is None:
             by_key[key] = [i]
         else:
