@@ -19,7 +19,7 @@ from partita.errors import PartitaError
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph, dataflow_order, function_bodies, rebuild
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, _FrozenDict
+from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_new_types
 
@@ -196,6 +196,7 @@ _new = object.__new__
 _SPAN, _TYPE = Expr.span.__set__, Expr._type.__set__
 _OP, _ARGS, _ATTRS = Call.op.__set__, Call.args.__set__, Call.attrs.__set__
 _OP_PARTS: dict = {}  # op -> its PartitionedFromPattern piece
+_ATTRS_TYPE = type(Function((), Tuple(())).attrs)  # the immutable dict Function keeps attrs in
 
 
 def _new_var(name: str, ty) -> Var:
@@ -219,7 +220,7 @@ def _new_function(params: list, body: Expr, attrs: dict) -> Function:
     _set(new, "params", tuple(params))
     _set(new, "body", body)
     _set(new, "ret_type", None)
-    _set(new, "attrs", _FrozenDict(attrs))
+    _set(new, "attrs", _ATTRS_TYPE(attrs))
     return new
 
 
