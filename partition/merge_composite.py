@@ -15,14 +15,14 @@ for the placement report.
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, compress
 
 from partita.backends.registry import normalize_table
 from partita.backends.verdict import run_check
 from partita.patterns.claims import Claim, Claimer
 
 from partita.ir.gc_pause import gc_paused
-from partita.ir.graph import Graph
+from partita.ir.graph import Graph, use_counts
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Expr, Function
 from partita.passes.infer_type import infer_new_types
@@ -30,6 +30,8 @@ from partita.passes.infra import Pass
 
 from .record import with_record
 from .regions import UNIT_TYPES, copy_node, ensure_typed, is_partition_function, value_children
+
+_UNIT_SET = frozenset(UNIT_TYPES)
 
 
 class _Rule:
@@ -70,39 +72,36 @@ def _claim(graph: Graph, rules: list, accept) -> tuple[list[Claim], list]:
     """Each rule in table order claims its matches, from the output down, among the nodes no
     earlier rule claimed (so an earlier entry wins everywhere, as in Relay). Also returns the
     graph's units (calls, tuples, ...) in post-order: the only nodes the rebuild copies."""
-    # one pass over the graph: the units, and the positions of each op (or node kind) from the
-    # output down; a rule tries only the nodes its pattern's root can match (no pattern roots at
-    # the constants and variables that make up most of a frontend's graph)
-    units: list = []
+    # the units (calls, tuples, ...) filtered at C speed, then filed under their op name (or
+    # node kind); a rule tries only the units its pattern's root can match (no pattern roots at
+    # the constants and variables that make up most of a frontend's graph, and a match is only
+    # taken at a unit). Positions are in ``units``, which keeps the graph's order.
+    units = list(compress(graph.order, map(_UNIT_SET.__contains__, map(type, graph.order))))
     by_key: dict[str, list[int]] = {}
-    for i, node in enumerate(graph.order):
+    get = by_key.get
+    for i, node in enumerate(units):
         t = type(node)
-        if t in UNIT_TYPES:
-            units.append(node)
-            key = node.op.name if t is Call and not isinstance(node.op, Expr) else t.__name__
-        else:
-            key = t.__name__
-        found = by_key.get(key)
+        key = node.op.name if t is Call and not isinstance(node.op, Expr) else t.__name__
+        found = get(key)
         if found is None:
             by_key[key] = [i]
         else:
             found.append(i)
-    order = graph.order
     claimed: set[int] = set()
     claims: list[Claim] = []
-    claimer = Claimer(graph)
+    claimer = Claimer(graph, count_uses=lambda: use_counts(units))
     for rule in rules:
         keys = rule.pattern.root_keys()
         if keys is None:
-            candidates = order[::-1]
+            candidates = units[::-1]
         else:
             lists = [by_key[k] for k in keys if k in by_key]
             if len(lists) == 1:
-                candidates = [order[i] for i in reversed(lists[0])]
+                candidates = [units[i] for i in reversed(lists[0])]
             else:
-                candidates = [order[i] for i in sorted(chain(*lists), reverse=True)]
+                candidates = [units[i] for i in sorted(chain(*lists), reverse=True)]
         for node in candidates:
-            if id(node) in claimed or type(node) not in UNIT_TYPES:
+            if id(node) in claimed:
                 continue
             found = claimer.claim(rule.pattern, node, claimed, rule)
             if found is not None and not found.problem and accept(rule, found):
@@ -146,11 +145,11 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
         if group is not None:
             fn, inputs = group.to_function(counter[0])
             counter[0] += 1
-            call = Call(fn, [get(id(x), x) for x in inputs], span=node.span)
+            call = _call_function(fn, [get(id(x), x) for x in inputs], node.span)
             result = fn.body.type_or_none
             if result is not None:  # the body's copies kept their types: so do fn and call
-                fn.with_type(result)
-                call.with_type(result)
+                _TYPE(fn, result)
+                _TYPE(call, result)
             else:
                 infer_new_types(call, mod)  # its inputs are typed; its consumers copy types
             memo[key] = call
@@ -159,6 +158,23 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
     out = memo.get(id(body), body)
     _keep_refusals(refused, memo, inside | set(by_root), refusals)
     return out
+
+
+_new = object.__new__
+_SPAN, _TYPE = Expr.span.__set__, Expr._type.__set__
+_OP, _ARGS, _ATTRS = Call.op.__set__, Call.args.__set__, Call.attrs.__set__
+
+
+def _call_function(fn: Function, args: list, span) -> Call:
+    """``Call(fn, args, span=span)`` without the checks: ``fn`` is a Function and the args are
+    nodes of the graph (the rebuild makes one call per composite)."""
+    new = _new(Call)
+    _SPAN(new, span)
+    _TYPE(new, None)
+    _OP(new, fn)
+    _ARGS(new, tuple(args))
+    _ATTRS(new, None)
+    return new
 
 
 def _keep_refusals(refused: dict, memo: dict, claimed: set, refusals: dict) -> None:

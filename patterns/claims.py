@@ -17,8 +17,12 @@ captures (``match["weights"]``); checks written for the root alone still work (b
 
 from __future__ import annotations
 
+from collections import Counter
+from itertools import chain
+
 from partita.ir.graph import Graph
 from partita.ir.nodes import Expr, Function
+from partita.ir.order import value_inputs
 
 from .compiled import Fallback, compiled, run_compiled
 from .group import Group, region_of, region_problem
@@ -53,9 +57,13 @@ class Claimer:
     ``(depth, failed sub-pattern, failed expression, why, bindings)``.
     """
 
-    def __init__(self, graph: Graph, explain: bool = False):
+    def __init__(self, graph: Graph, explain: bool = False, count_uses=None):
+        """``count_uses``: a function returning ``graph.uses`` (the caller may count over the
+        units only); called at the first match that has more than its root."""
         self.graph = graph
         self._solver = Solver(lambda: graph, record=explain)
+        self._count_uses = count_uses
+        self._uses: Counter | None = None
 
     def match(self, pattern, root: Expr) -> Match | None:
         """The match of ``pattern`` rooted at ``root``, or None."""
@@ -83,5 +91,25 @@ class Claimer:
         if found is None:
             return None
         interior, inputs, embedded = region_of(found.bindings, root)
-        problem = region_problem(root, interior, self.graph, claimed)
+        problem = (
+            None
+            if self._self_contained(root, interior, claimed)
+            else region_problem(root, interior, self.graph, claimed)
+        )
         return Claim(rule, root, found.bindings, interior, inputs, embedded, problem)
+
+    def _self_contained(self, root: Expr, interior: dict, claimed: set) -> bool:
+        """True when ``region_problem`` would find nothing: no interior node claimed, and
+        every use of every interior value (but the root's) made by an interior node. Counts
+        instead of the users map (which ``region_problem`` builds only to word a problem)."""
+        if len(interior) == 1:
+            return True  # the root alone
+        uses = self._uses
+        if uses is None:
+            count = self._count_uses
+            uses = self._uses = self.graph.uses if count is None else count()
+        inside = list(map(id, chain.from_iterable(map(value_inputs, interior.values()))))
+        for k, node in interior.items():
+            if node is not root and (k in claimed or inside.count(k) != uses[k]):
+                return False
+        return True

@@ -88,24 +88,51 @@ def _is_node(t: type) -> bool:
     return k
 
 
+# the keys of a match's bindings (in order) -> (post-check keys, inner pattern keys, leaf pattern
+# keys): one table pattern binds the same keys at most of its matches, so region_of sorts them
+# once; capped, since patterns made for one rewrite would otherwise stay alive here
+_PLANS: dict[tuple, tuple] = {}
+_PLANS_MAX = 4096
+
+
+def _plan(keys: tuple) -> tuple:
+    checks, inner, leaves = [], [], []
+    for k in keys:
+        kind = _KIND.get(type(k)) or _kind(type(k))
+        if kind == 3:
+            checks.append(k)
+        elif kind == 2:
+            inner.append(k)
+        elif kind == 1:
+            leaves.append(k)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    plan = _PLANS[keys] = (tuple(checks), tuple(inner), tuple(leaves))
+    return plan
+
+
 def region_of(bindings: dict, root: Expr) -> tuple[dict, dict, set]:
     """``(interior, inputs, embedded)``: id -> node maps of a match, and embedded constant ids.
     The root is always interior (``wildcard().where(...)`` rewrites the node it matched)."""
     inputs: dict[int, Expr] = {}
     embedded: set[int] = set()
     inner: dict[int, Expr] = {}
-    leaves = []
-    for k, v in bindings.items():
-        kind = _KIND.get(type(k)) or _kind(type(k))
-        if kind == 3 and isinstance(v, tuple):
+    keys = tuple(bindings)
+    plan = _PLANS.get(keys)
+    if plan is None:
+        plan = _plan(keys)
+    checks, inner_keys, leaf_keys = plan
+    for k in checks:
+        if isinstance(bindings[k], tuple):
             return _fuzzy_region_of(bindings, root)
-        if kind == 0 or kind == 3 or not (_NODE.get(type(v)) or _is_node(type(v))):
-            continue
-        if kind == 1:
-            leaves.append((k, v))
-        else:
+    for k in inner_keys:
+        v = bindings[k]
+        if _NODE.get(type(v)) or _is_node(type(v)):
             inner[id(v)] = v
-    for k, v in leaves:
+    for k in leaf_keys:
+        v = bindings[k]
+        if not (_NODE.get(type(v)) or _is_node(type(v))):
+            continue
         if type(v) is Constant and (
             type(k) is ConstantPattern or (type(k) is ExprPattern and type(k.expr) is Constant)
         ):

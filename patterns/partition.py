@@ -135,7 +135,7 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
             or (type(node) is Constant and key not in group_inputs)
         ):
             return node
-        param = Var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
+        param = _new_var(f"FunctionVar_{number}_{len(params)}", node.type_or_none)
         params.append(param)
         inputs.append(node)
         return param
@@ -144,32 +144,84 @@ def extract_function(group: Group, number: int) -> tuple[Function, list[Expr]]:
     if id(root) not in interior:
         done[id(root)] = leaf(root)
     # depth first, operands in order (parameters are numbered as they are first met); only
-    # interior nodes go on the stack, a node's leaves are resolved up to its first interior
-    # operand still to copy
-    stack = [] if id(root) in done else [root]
+    # interior nodes go on the stack, each with the iterator of its operands still to see
+    stack = [] if id(root) in done else [(root, iter(_kids(root)))]
+    push, pop = stack.append, stack.pop
     while stack:
-        node = stack[-1]
-        for kid in _kids(node):
+        node, pending = stack[-1]
+        for kid in pending:
             k = id(kid)
             if k in done:
                 continue
             if k in interior:
-                stack.append(kid)
+                push((kid, iter(_kids(kid))))
                 break
-            done[k] = leaf(kid)
+            # leaf(kid), its common case inline: an embedded constant stays
+            done[k] = kid if k in embedded else leaf(kid)
         else:
-            stack.pop()
+            pop()
             key = id(node)
             if key in done:
                 continue
+            op = node.op if type(node) is Call else None
+            if type(op) is Op:
+                # the same op, as many arguments, its attributes validated when the original
+                # was built: the copy skips Call's checks and keeps the original's type (so
+                # typing the new call walks only the call and its function, not the region)
+                new = _new(Call)
+                _SPAN(new, node.span)
+                _TYPE(new, node._type)
+                _OP(new, op)
+                _ARGS(new, tuple([done[id(a)] for a in node.args]))
+                _ATTRS(new, node.attrs)
+                done[key] = new
+                part = _OP_PARTS.get(op)
+                if part is None:
+                    part = _OP_PARTS[op] = f"{op.name}_"
+                names.append(part)
+                continue
             new = done[key] = _copy(node, done)
             if new.type_or_none is None and node.type_or_none is not None:
-                # the same op on inputs of the same types: the original's type (so typing the
-                # new call walks only the call and its function, not the whole region again)
-                new.with_type(node.type_or_none)
+                new.with_type(node.type_or_none)  # the original's type, as above
             names.append(_name_part(node))
     attrs = {"PartitionedFromPattern": "".join(names), **rule.attrs}
-    return Function(params, done[id(group.root)], None, attrs), inputs
+    body = done[id(group.root)]
+    if not all(type(k) is str and type(v) in _SCALARS for k, v in attrs.items()):
+        return Function(params, body, None, attrs), inputs  # its error names the attribute
+    return _new_function(params, body, attrs), inputs
+
+
+_SCALARS = frozenset((str, int, float, bool))
+_new = object.__new__
+_SPAN, _TYPE = Expr.span.__set__, Expr._type.__set__
+_OP, _ARGS, _ATTRS = Call.op.__set__, Call.args.__set__, Call.attrs.__set__
+_OP_PARTS: dict = {}  # op -> its PartitionedFromPattern piece
+_ATTRS_TYPE = type(Function((), Tuple(())).attrs)  # the immutable dict Function keeps attrs in
+
+
+def _new_var(name: str, ty) -> Var:
+    """``Var(name, ty)`` without the checks: a parameter named here, typed as the value it
+    stands for (extract_function makes one per input of every match)."""
+    new = _new(Var)
+    _set(new, "span", None)
+    _set(new, "_type", ty)
+    _set(new, "name_hint", name)
+    _set(new, "type_annotation", ty)
+    return new
+
+
+def _new_function(params: list, body: Expr, attrs: dict) -> Function:
+    """``Function(params, body, None, attrs)`` without the checks: the params are Vars made by
+    ``_new_var``, the body a copy of the match and ``attrs`` map str to scalars (checked by the
+    caller)."""
+    new = _new(Function)
+    _set(new, "span", None)
+    _set(new, "_type", None)
+    _set(new, "params", tuple(params))
+    _set(new, "body", body)
+    _set(new, "ret_type", None)
+    _set(new, "attrs", _ATTRS_TYPE(attrs))
+    return new
 
 
 def _kids(node) -> tuple:
