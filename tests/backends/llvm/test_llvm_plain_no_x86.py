@@ -15,6 +15,8 @@ from partita.backends.llvm.lower import wide_mac as q16_lower
 from test_llvm_pairs_routing import _layer
 
 import partita as P
+from partita.ir import Constant, Function, IRModule, TensorType, Var
+from partita.ops import get_op
 
 X86 = re.compile(r"llvm\.x86\.|<\s*(16|32|64)\s*x\s*\w+>\s*asm|avx512|\bvpmadd|\bvpdpbusd")
 
@@ -75,3 +77,50 @@ def test_plain_builds_of_models_have_no_x86_code(fmt, path, ort_cpu, monkeypatch
            else from_tflite(MODELS / path))
     _, ir_text = _build_capturing(mod, "llvm -isa=plain", monkeypatch)
     assert ir_text and not X86.search(ir_text), X86.search(ir_text)
+
+
+@pytest.mark.parametrize("semantics", ["tflite", "onnx"])
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_plain_pairs_depthwise_is_generic_vector_ir_and_exact(semantics, strides, monkeypatch):
+    """Depthwise with ONNX Runtime's tap-pair saturation (accumulate="vpmaddubsw", uint8
+    data) on -isa=plain: the vector depthwise kernel (VDW, 16 channels per vector, tap pairs
+    clamped to int16 by compare-and-select), not the scalar WMAC loops; no x86 intrinsic in the
+    IR; equal to the interpreter on data over the whole 8-bit range, where pairs do saturate
+    (the exact-sum layer's output differs). Runs on any CPU (plain code)."""
+    rng = np.random.default_rng(7)
+    c = 24  # one full vector and a padded one
+    x = Var("x", TensorType((1, 9, 8, c), "uint8"))
+
+    def layer(mode):
+        w = rng.integers(-128, 128, (c, 3, 3, 1)).astype(np.int8)
+        w[:, 0, :2, 0] = 127  # tap pairs whose products exceed int16 on large inputs
+        y = get_op("qnn.conv2d")(
+            x, Constant(w), Constant(np.int32(3)), Constant(np.int32(0)),
+            Constant(np.float32(0.05)), Constant(np.float32(0.01)), strides=strides,
+            padding=(1, 1, 1, 1), groups=c, data_layout="NHWC", kernel_layout="OHWI",
+            accumulate=mode)  # fmt: skip
+        y = get_op("nn.bias_add")(y, Constant(rng.integers(-3000, 3000, c).astype(np.int32)),
+                                  axis=3)
+        y = get_op("qnn.requantize")(y, Constant(np.float32(0.0005)), Constant(np.int32(0)),
+                                     Constant(np.float32(0.3)), Constant(np.int32(0)), axis=3,
+                                     out_dtype="uint8", semantics=semantics)  # fmt: skip
+        return IRModule({"main": Function([x], y)})
+
+    state = rng.bit_generator.state
+    mod = layer("vpmaddubsw")
+    rng.bit_generator.state = state
+    exact = layer("exact")
+    exe, ir_text = _build_capturing(mod, "llvm -isa=plain", monkeypatch)
+    kinds = {k.split()[0] for k in exe.steps[0].region.kernels}
+    assert "VDW" in kinds and "WMAC" not in kinds, kinds
+    assert ir_text and not X86.search(ir_text), X86.search(ir_text)
+    differs = False
+    for s in (1, 2, 3):
+        data = np.random.default_rng(s).integers(0, 255, (1, 9, 8, c), dtype=np.uint8,
+                                                 endpoint=True)
+        if s == 3:
+            data[:] = 255
+        want = P.interpret(mod, [data])[0]
+        assert np.array_equal(exe.run(data)[0], want)
+        differs |= not np.array_equal(want, P.interpret(exact, [data])[0])
+    assert differs  # the pairs did saturate somewhere
