@@ -86,6 +86,7 @@ class _ItemGraph:
     def __init__(self, order: list, region_of: dict, merge_host: bool = False):
         self.region_of = region_of
         self.changed = False  # whether any two items merged
+        self.rep: list | None = None  # each item's group after step 1, while step 2 keeps it
         self.item_of: dict[int, int] = {}
         self.regions: list = []
         units = [n for n in order if type(n) in UNIT_TYPES]
@@ -140,46 +141,57 @@ class _ItemGraph:
         inputs, users, item, find = [], [], item_of.get, self.find
         changed = False
         for i, node in enumerate(units):
-            ki = key[i]
             kids = value_children(node)
-            if len(kids) == 1:  # the common case: one input
+            if len(kids) == 1:
                 j = item(id(kids[0]))
                 if j is None or j == i:
                     continue
-                lj, kj = label[j], key[j]
-                if kj == ki:
-                    label[i] = lj
-                    if ki is not None:
-                        # nothing has merged into i yet: i is its own group's root
-                        a = parent[j]
-                        if parent[a] != a:
-                            a = find(j)
-                        parent[i] = a
-                        changed = True
-                        continue
-                else:
-                    label[i] = lj + 1
-                inputs.append(j)
-                users.append(i)
-                continue
-            found = [j for j in map(item, map(id, kids)) if j is not None and j != i]
-            li = 0
-            for j in found:
-                step = label[j] + (key[j] != ki)
-                if step > li:
-                    li = step
-            label[i] = li
-            for j in found:
-                if ki is not None and key[j] == ki and label[j] == li:
-                    a, b = find(j), find(i)
-                    if a != b:
-                        parent[b] = a
-                        changed = True
-                else:
-                    inputs.append(j)
-                    users.append(i)
+            else:
+                found = [j for j in map(item, map(id, kids)) if j is not None and j != i]
+                if len(found) != 1:
+                    if found:
+                        changed = self._merge_inputs(i, found, inputs, users) or changed
+                    continue
+                j = found[0]
+            # the common case: one input that is a unit
+            ki, kj, lj = key[i], key[j], label[j]
+            if kj == ki:
+                label[i] = lj
+                if ki is not None:
+                    # nothing has merged into i yet: i is its own group's root
+                    a = parent[j]
+                    if parent[a] != a:
+                        a = find(j)
+                    parent[i] = a
+                    changed = True
+                    continue
+            else:
+                label[i] = lj + 1
+            inputs.append(j)
+            users.append(i)
         self.changed = changed
         self.edges = (inputs, users)
+
+    def _merge_inputs(self, i: int, found: list, inputs: list, users: list) -> bool:
+        """Step 1 at a unit with several unit inputs (``found``): its label, the merges with
+        the inputs of its key and label, and the other edges kept; whether any merged."""
+        key, label, parent, find = self.key, self.label, self.parent, self.find
+        ki, li, changed = key[i], 0, False
+        for j in found:
+            step = label[j] + (key[j] != ki)
+            if step > li:
+                li = step
+        label[i] = li
+        for j in found:
+            if ki is not None and key[j] == ki and label[j] == li:
+                a, b = find(j), find(i)
+                if a != b:
+                    parent[b] = a
+                    changed = True
+            else:
+                inputs.append(j)
+                users.append(i)
+        return changed
 
     def _topological_order(self) -> list[int]:
         """Kahn's order, the smallest ready item first (so the items' own order when that is
@@ -331,6 +343,7 @@ class _ItemGraph:
         self.pos[keep] = self.pos[b]  # b now sits right before a: between all preds and succs
         self.parent[gone] = keep
         self.changed = True
+        self.rep = None  # the groups step 1 found changed
         for x in self.csucc.pop(gone):
             self.cpred[x].discard(gone)
             if x != keep:
@@ -346,7 +359,7 @@ class _ItemGraph:
 
     # ---- result ------------------------------------------------------------------------------
     def result(self, order: list) -> dict[int, Region]:
-        reps = self._reps()
+        reps = self.rep if self.rep is not None else self._reps()
         size = Counter(reps)
         if self.edges is not None:  # one unit per item, in order: a Region per group
             key, regions = self.key, self.regions
