@@ -15,7 +15,15 @@ from partita.ir.graph import dataflow_order
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TupleType
 
-from .units import UNIT_TYPES, Region, RegionError, copy_node, typed_copy, value_children
+from .units import (
+    UNIT_TYPES,
+    Region,
+    RegionError,
+    copy_mapped,
+    copy_node,
+    typed_copy,
+    value_children,
+)
 
 # RegionBuilder.build's inline output -> the labelled flat graph it was built from. Flattening
 # that output gives the same graph and grouping back (every stage round-trips), so the next
@@ -48,7 +56,7 @@ class RegionsMemo:
         if builder.bind_constants != self.bind or builder.region_of != self.labels:
             return None
         members = self.members
-        grouped = {id(r) for r in builder._grouping().values()}
+        grouped = builder._grouped_ids()
         if not grouped <= members.keys():
             return None
         keep = [k for k in members if k in grouped]
@@ -158,6 +166,25 @@ class RegionBuilder:
         self._grouped = out  # the labels do not change during a build
         return out
 
+    def _grouped_ids(self) -> set:
+        """The ids of the Regions that are built (not "plain"), from the distinct Regions."""
+        return {id(r) for r in set(self.region_of.values()) if self.mode(r) != "plain"}
+
+    def _lookup(self):
+        """``_grouping().get`` without the dict of every unit, for the few lookups of a build
+        whose regions are known (the memo's)."""
+        if type(self).mode is RegionBuilder.mode:
+            return self.region_of.get
+        if self._grouped is not None:
+            return self._grouped.get
+        get, kept = self.region_of.get, self._grouped_ids()
+
+        def grouped(key: int):
+            region = get(key)
+            return region if region is not None and id(region) in kept else None
+
+        return grouped
+
     def regions(self, order: list, root: Expr):
         """Per grouped region (by id): its members in order, its inputs and its outputs. Inputs
         and outputs are numbered in the order a depth-first walk from ``root`` completes the
@@ -193,7 +220,7 @@ class RegionBuilder:
 
     def _emission_order(self, root: Expr, inputs) -> list:
         """Items (regions and plain nodes) after their inputs; a cycle is a RegionError."""
-        grouped = self._grouping().get
+        grouped = self._lookup()
 
         def deps(item):
             kids = inputs[id(item)] if type(item) is Region else value_children(item)
@@ -231,7 +258,7 @@ class RegionBuilder:
             inner[id(node)] = param
         get = inner.get
         for node in members:
-            inner[id(node)] = copy_node(node, [get(id(k), k) for k in value_children(node)])
+            inner[id(node)] = copy_mapped(node, get)
         results = [inner[k] for k in outs]
         mode = self.mode(region)
         if mode != "global" and len(results) == 1:  # the common case: one value, no split
