@@ -193,30 +193,7 @@ class RegionBuilder:
         known = self.memo.regions_for(self) if self.memo is not None else None
         if known is not None:
             return known
-        grouped = self._grouping().get
-        members: dict[int, list] = {}
-        inputs: dict[int, dict] = {}
-        outputs: dict[int, dict] = {}
-        for node in order:
-            region = grouped(id(node))
-            if region is not None:
-                key = id(region)
-                found = members.get(key)
-                if found is None:
-                    members[key] = [node]
-                    inputs[key], outputs[key] = {}, {}
-                else:
-                    found.append(node)
-        bind = self.bind_constants
-        for kid, region, owner in _crossing_edges(root, grouped):
-            if owner is not None:
-                outputs[id(owner)].setdefault(id(kid), kid)
-            if region is not None and (not bind or type(kid) is not Constant):
-                inputs[id(region)].setdefault(id(kid), kid)
-        owner = grouped(id(root))
-        if owner is not None:
-            outputs[id(owner)][id(root)] = root
-        return members, {k: list(v.values()) for k, v in inputs.items()}, outputs
+        return _region_walk(root, self._grouping().get, self.bind_constants)
 
     def _emission_order(self, root: Expr, inputs) -> list:
         """Items (regions and plain nodes) after their inputs; a cycle is a RegionError."""
@@ -315,43 +292,91 @@ class RegionBuilder:
             start += w or 1
 
 
-def _crossing_edges(root: Expr, grouped) -> list[tuple]:
-    """(input, user's region, input's region) for every data edge under ``root`` whose
-    two ends ``grouped`` (id -> Region or None) puts in different regions, in the order a
-    depth-first walk (inputs left to right) completes the edges: when the input's walk
-    finishes, or at once when the input was finished already. One walk that keeps only the
-    crossing edges (most edges of a big region are inside it)."""
-    edges: list[tuple] = []
-    append = edges.append
+def _region_walk(root: Expr, grouped, bind: bool) -> tuple[dict, dict, dict]:
+    """``RegionBuilder.regions`` of the graph under ``root`` (``grouped``: id(unit) -> its
+    Region or None; ``bind``: constants stay inside the region). One depth-first walk, inputs
+    left to right, that finishes the nodes in ``dataflow_order``'s order (so it lists each
+    region's members in order) and meets every data edge whose two ends are in different
+    regions in the order it completes them: when the input's walk finishes, or at once when
+    the input was finished already. A region's inputs and outputs are numbered in that order.
+    """
+    members: dict[int, list] = {}
+    ins_of: dict[int, dict] = {}  # id(region) -> {id(input): input}
+    outs_of: dict[int, dict] = {}  # id(region) -> {id(output): output}
     done: set[int] = set()
     add = done.add
-    stack = [(root, iter(value_children(root)), grouped(id(root)))]
+    last, into = None, None  # the region whose member finished last, and its members
+    pushed, pushed_ins = None, None  # the region of the node pushed last, and its inputs
+
+    def inputs_of(region) -> dict:
+        found = ins_of.get(id(region))
+        if found is None:
+            found = ins_of[id(region)] = {}
+        return found
+
+    def cross(kid, region, owner, ins) -> None:
+        """The edge from ``kid`` (in ``owner``) to a node of ``region`` (inputs ``ins``)."""
+        if owner is not None:
+            outs = outs_of.get(id(owner))
+            if outs is None:
+                outs = outs_of[id(owner)] = {}
+            if id(kid) not in outs:
+                outs[id(kid)] = kid
+        if ins is not None and id(kid) not in ins and (not bind or type(kid) is not Constant):
+            ins[id(kid)] = kid
+
+    first = grouped(id(root))
+    stack = [(root, iter(value_children(root)), first, None if first is None else inputs_of(first))]
     push, pop = stack.append, stack.pop
     while stack:
-        node, kids, region = stack[-1]
+        node, kids, region, ins = stack[-1]
         for kid in kids:
             if id(kid) in done:
                 owner = grouped(id(kid))
                 if owner is not region:
-                    append((kid, region, owner))
+                    # most often a leaf many nodes of a region read (a shared input)
+                    if owner is not None or (ins is not None and id(kid) not in ins):
+                        cross(kid, region, owner, ins)
                 continue
-            grand = value_children(kid)
+            grand = kid.args if type(kid) is Call else value_children(kid)
+            owner = grouped(id(kid))
             if not grand:  # a leaf finishes at once: the edge completes here
                 add(id(kid))
-                owner = grouped(id(kid))
+                if owner is not None:
+                    if owner is not last:
+                        last, into = owner, members.setdefault(id(owner), [])
+                    into.append(kid)
                 if owner is not region:
-                    append((kid, region, owner))
+                    cross(kid, region, owner, ins)
                 continue
-            push((kid, iter(grand), grouped(id(kid))))
+            if owner is None:
+                push((kid, iter(grand), None, None))
+            else:
+                if owner is not pushed:
+                    pushed, pushed_ins = owner, inputs_of(owner)
+                push((kid, iter(grand), owner, pushed_ins))
             break
         else:
             pop()
             add(id(node))
+            if region is not None:
+                if region is not last:
+                    last, into = region, members.setdefault(id(region), [])
+                into.append(node)
             if stack:
-                above = stack[-1][2]
+                above, above_ins = stack[-1][2], stack[-1][3]
                 if above is not region:
-                    append((node, above, region))
-    return edges
+                    cross(node, above, region, above_ins)
+    if first is not None:
+        outs = outs_of.get(id(first))
+        if outs is None:
+            outs = outs_of[id(first)] = {}
+        outs[id(root)] = root
+    return (
+        members,
+        {k: list(ins_of[k].values()) if k in ins_of else [] for k in members},
+        {k: outs_of.get(k, {}) for k in members},
+    )
 
 
 @functools.lru_cache(maxsize=256)
