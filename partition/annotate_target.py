@@ -127,26 +127,25 @@ class AnnotateTarget(Pass):
         # override forces decides the same target for every call: looked up once per op
         fixed: dict = {}
         overrides, call_region = self.overrides, self._call_region
-        get_earlier = earlier.get
+        get_earlier = earlier.get if earlier else None
+        get_fixed = fixed.get if not overrides else None
         for node in graph.order:
             t = type(node)
             if t is Call:
-                kept = get_earlier(id(node))
-                if kept is not None and not kept.host:
-                    region_of[id(node)] = Region(kept.target)
-                    continue
-                op = node.op
-                target = fixed.get(op) if not overrides and type(op) is Op else None
-                if target is None:
-                    if not overrides and type(op) is Op:
-                        target = fixed[op] = self._constant_target(op)
-                    if target is None or target is False:
-                        region_of[id(node)] = call_region(node, explainer)
+                if get_earlier is not None:
+                    kept = get_earlier(id(node))
+                    if kept is not None and not kept.host:
+                        region_of[id(node)] = Region(kept.target)
                         continue
-                elif target is False:
-                    region_of[id(node)] = call_region(node, explainer)
-                    continue
-                region_of[id(node)] = Region(target)
+                op = node.op
+                if get_fixed is not None and type(op) is Op:
+                    target = get_fixed(op)
+                    if target is None:
+                        target = fixed[op] = self._constant_target(op)
+                    if target is not False:
+                        region_of[id(node)] = Region(target)
+                        continue
+                region_of[id(node)] = call_region(node, explainer)
             elif t is TupleGetItem:
                 if type(node.tuple_value) is not Tuple:
                     region_of[id(node)] = self._item_region(node, region_of)
