@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from partita.backends.cost import _MAC_OPS as MAC_OPS
-from partita.backends.cost import RegionStats, count_macs, type_bytes
+from partita.backends.cost import MAC_OPS, RegionStats, count_macs, type_bytes
 from partita.backends.registry import DEFAULT_HOST, find_backend
 
 from partita.errors import PartitaError
