@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from operator import is_
 
 from partita.ir.graph import dataflow_order
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
@@ -24,6 +25,11 @@ from .units import (
     typed_copy,
     value_children,
 )
+
+# the slots of a Call, written directly (as units.copy_node does)
+_new = object.__new__
+_SPAN, _TYPE = Expr.span.__set__, Expr._type.__set__
+_OP, _ARGS, _ATTRS = Call.op.__set__, Call.args.__set__, Call.attrs.__set__
 
 # RegionBuilder.build's inline output -> the labelled flat graph it was built from. Flattening
 # that output gives the same graph and grouping back (every stage round-trips), so the next
@@ -235,7 +241,22 @@ class RegionBuilder:
             inner[id(node)] = param
         get = inner.get
         for node in members:
-            inner[id(node)] = copy_mapped(node, get)
+            if type(node) is Call and not isinstance(node.op, Expr):
+                # copy_mapped's op call, inline (the one step PartitionGraph takes per node)
+                args = node.args
+                kids = tuple(map(get, map(id, args), args))
+                if all(map(is_, kids, args)):
+                    inner[id(node)] = node
+                    continue
+                new = _new(Call)
+                _SPAN(new, node.span)
+                _TYPE(new, node._type)
+                _OP(new, node.op)
+                _ARGS(new, kids)
+                _ATTRS(new, node.attrs)
+                inner[id(node)] = new
+            else:
+                inner[id(node)] = copy_mapped(node, get)
         results = [inner[k] for k in outs]
         mode = self.mode(region)
         if mode != "global" and len(results) == 1:  # the common case: one value, no split

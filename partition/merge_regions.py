@@ -27,6 +27,7 @@ from operator import attrgetter
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
+from partita.ir.nodes import Call
 from partita.passes.infra import Pass
 
 from .deferred import Pending, map_region_functions, pending_or_built
@@ -141,7 +142,7 @@ class _ItemGraph:
         inputs, users, item, find = [], [], item_of.get, self.find
         changed = False
         for i, node in enumerate(units):
-            kids = value_children(node)
+            kids = node.args if type(node) is Call else value_children(node)
             if len(kids) == 1:
                 j = item(id(kids[0]))
                 if j is None or j == i:
