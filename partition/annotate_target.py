@@ -26,7 +26,7 @@ from partita.ir.refs import REF_NODES
 from partita.ops.registry import Op
 from partita.passes.infra import Pass
 
-from .deferred import DeferredModule, pending_or_built
+from .deferred import DeferredModule, Pending, pending_or_built
 from .reasons import Explainer
 from .record import record_of, with_record
 from .regions import (
@@ -108,7 +108,10 @@ class AnnotateTarget(Pass):
             graph = Graph(flat, order)
             explainer = Explainer(graph, entries, names, record.refusals)
             region_of = self._annotate(graph, explainer, earlier)
-            return pending_or_built(fn, flat, region_of, graph.order)  # built when read
+            out = pending_or_built(fn, flat, region_of, graph.order)  # built when read
+            if type(out) is Pending:
+                out.singles = True  # every unit got a Region of its own
+            return out
 
         items = {}
         for name, fn in mod.items():

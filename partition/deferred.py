@@ -26,13 +26,14 @@ from .units import UNIT_TYPES, Region
 class Pending:
     """A function whose body is ``RegionBuilder(region_of).build(flat, order)``, not built yet."""
 
-    __slots__ = ("fn", "flat", "region_of", "order", "regions")
+    __slots__ = ("fn", "flat", "region_of", "order", "regions", "singles")
 
     def __init__(self, fn: Function, flat, region_of: dict, order: list):
         self.fn, self.flat, self.region_of, self.order = fn, flat, region_of, order
         # RegionPolicies' RegionBuilder.regions of this graph, with the labels and constant
         # binding it was computed for: PartitionGraph takes its regions from it (builder.py)
         self.regions = None
+        self.singles = False  # whether each Region labels one unit (AnnotateTarget's)
 
     def build(self) -> Function:
         return self.fn.with_body(RegionBuilder(self.region_of).build(self.flat, self.order))

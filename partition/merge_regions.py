@@ -42,7 +42,9 @@ class MergeCompilerRegions(Pass):
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
         def merge(_name: str, fn, flat, region_of: dict, order: list):
-            merged, changed = _merge(order, region_of)
+            # AnnotateTarget's graph: each Region labels one unit (no need to count them)
+            singles = type(fn) is Pending and fn.singles
+            merged, changed = _merge(order, region_of, singles=singles)
             if not changed and (type(fn) is Pending or fn.body is not flat):
                 return fn  # nothing merged: building again would give the same graph
             return pending_or_built(fn, flat, merged, order)
@@ -73,9 +75,11 @@ def merge_regions(
     return _merge(order, region_of, merge_host)[0]
 
 
-def _merge(order: list, region_of: dict, merge_host: bool = False) -> tuple[dict, bool]:
+def _merge(
+    order: list, region_of: dict, merge_host: bool = False, singles: bool = False
+) -> tuple[dict, bool]:
     """``merge_regions`` and whether any two regions merged."""
-    graph = _ItemGraph(order, region_of, merge_host)
+    graph = _ItemGraph(order, region_of, merge_host, singles)
     graph.merge_equal_labels()
     graph.contract_edges()
     return graph.result(order), graph.changed
@@ -84,7 +88,10 @@ def _merge(order: list, region_of: dict, merge_host: bool = False) -> tuple[dict
 class _ItemGraph:
     """Items (the input regions, and unlabelled units) and the edges between them."""
 
-    def __init__(self, order: list, region_of: dict, merge_host: bool = False):
+    def __init__(
+        self, order: list, region_of: dict, merge_host: bool = False, singles: bool = False
+    ):
+        """``singles``: the caller knows that no Region labels two units."""
         self.region_of = region_of
         self.changed = False  # whether any two items merged
         self.rep: list | None = None  # each item's group after step 1, while step 2 keeps it
@@ -92,7 +99,7 @@ class _ItemGraph:
         self.regions: list = []
         units = [n for n in order if type(n) in UNIT_TYPES]
         self.units = units
-        if len(set(map(id, region_of.values()))) == len(region_of):
+        if singles or len(set(map(id, region_of.values()))) == len(region_of):
             self._init_units(units, merge_host)  # every region one unit (AnnotateTarget's)
             return
         by_region: dict[int, int] = {}
