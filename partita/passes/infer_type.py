@@ -84,13 +84,14 @@ def _infer_ops(order: list, mod, memo: dict, dataflow: bool) -> bool:
                 # the common case first: an op call whose relation has run on the same
                 # attributes and argument types (a result is kept only for arguments with no
                 # pending type)
-                attrs, types = node.attrs, tuple(map(_TYPE_OF, node.args))
+                attrs = node.attrs
                 if type(attrs) is NoAttrs:
-                    same = (op, *map(id, types))
+                    same = (op, *map(id, map(_TYPE_OF, node.args)))
                     found = seen(same)
                     if found is not None:
                         _SET_TYPE(node, found)
                         continue
+                types = tuple(map(_TYPE_OF, node.args))
                 try:
                     found = known((op, attrs, *types))
                 except TypeError:  # an attribute that does not hash
