@@ -24,6 +24,7 @@ _MAC_OPS = {
     "nn.batch_matmul",
     "qnn.batch_matmul",
 }
+MAC_OPS = frozenset(_MAC_OPS)  # the ops count_macs counts: every other op does no MACs
 
 
 def _type(e: Expr) -> Type:

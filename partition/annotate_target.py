@@ -26,7 +26,7 @@ from partita.ir.refs import REF_NODES
 from partita.ops.registry import Op
 from partita.passes.infra import Pass
 
-from .deferred import DeferredModule, pending_or_built
+from .deferred import DeferredModule, Pending, pending_or_built
 from .reasons import Explainer
 from .record import record_of, with_record
 from .regions import (
@@ -108,7 +108,10 @@ class AnnotateTarget(Pass):
             graph = Graph(flat, order)
             explainer = Explainer(graph, entries, names, record.refusals)
             region_of = self._annotate(graph, explainer, earlier)
-            return pending_or_built(fn, flat, region_of, graph.order)  # built when read
+            out = pending_or_built(fn, flat, region_of, graph.order)  # built when read
+            if type(out) is Pending:
+                out.singles = True  # every unit got a Region of its own
+            return out
 
         items = {}
         for name, fn in mod.items():
@@ -127,26 +130,25 @@ class AnnotateTarget(Pass):
         # override forces decides the same target for every call: looked up once per op
         fixed: dict = {}
         overrides, call_region = self.overrides, self._call_region
-        get_earlier = earlier.get
+        get_earlier = earlier.get if earlier else None
+        get_fixed = fixed.get if not overrides else None
         for node in graph.order:
             t = type(node)
             if t is Call:
-                kept = get_earlier(id(node))
-                if kept is not None and not kept.host:
-                    region_of[id(node)] = Region(kept.target)
-                    continue
-                op = node.op
-                target = fixed.get(op) if not overrides and type(op) is Op else None
-                if target is None:
-                    if not overrides and type(op) is Op:
-                        target = fixed[op] = self._constant_target(op)
-                    if target is None or target is False:
-                        region_of[id(node)] = call_region(node, explainer)
+                if get_earlier is not None:
+                    kept = get_earlier(id(node))
+                    if kept is not None and not kept.host:
+                        region_of[id(node)] = Region(kept.target)
                         continue
-                elif target is False:
-                    region_of[id(node)] = call_region(node, explainer)
-                    continue
-                region_of[id(node)] = Region(target)
+                op = node.op
+                if get_fixed is not None and type(op) is Op:
+                    target = get_fixed(op)
+                    if target is None:
+                        target = fixed[op] = self._constant_target(op)
+                    if target is not False:
+                        region_of[id(node)] = Region(target)
+                        continue
+                region_of[id(node)] = call_region(node, explainer)
             elif t is TupleGetItem:
                 if type(node.tuple_value) is not Tuple:
                     region_of[id(node)] = self._item_region(node, region_of)

@@ -10,12 +10,26 @@ from __future__ import annotations
 
 import functools
 import weakref
+from operator import is_
 
 from partita.ir.graph import dataflow_order
 from partita.ir.nodes import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from partita.ir.types import TupleType
 
-from .units import UNIT_TYPES, Region, RegionError, copy_node, typed_copy, value_children
+from .units import (
+    UNIT_TYPES,
+    Region,
+    RegionError,
+    copy_mapped,
+    copy_node,
+    typed_copy,
+    value_children,
+)
+
+# the slots of a Call, written directly (as units.copy_node does)
+_new = object.__new__
+_SPAN, _TYPE = Expr.span.__set__, Expr._type.__set__
+_OP, _ARGS, _ATTRS = Call.op.__set__, Call.args.__set__, Call.attrs.__set__
 
 # RegionBuilder.build's inline output -> the labelled flat graph it was built from. Flattening
 # that output gives the same graph and grouping back (every stage round-trips), so the next
@@ -48,7 +62,7 @@ class RegionsMemo:
         if builder.bind_constants != self.bind or builder.region_of != self.labels:
             return None
         members = self.members
-        grouped = {id(r) for r in builder._grouping().values()}
+        grouped = builder._grouped_ids()
         if not grouped <= members.keys():
             return None
         keep = [k for k in members if k in grouped]
@@ -158,6 +172,25 @@ class RegionBuilder:
         self._grouped = out  # the labels do not change during a build
         return out
 
+    def _grouped_ids(self) -> set:
+        """The ids of the Regions that are built (not "plain"), from the distinct Regions."""
+        return {id(r) for r in set(self.region_of.values()) if self.mode(r) != "plain"}
+
+    def _lookup(self):
+        """``_grouping().get`` without the dict of every unit, for the few lookups of a build
+        whose regions are known (the memo's)."""
+        if type(self).mode is RegionBuilder.mode:
+            return self.region_of.get
+        if self._grouped is not None:
+            return self._grouped.get
+        get, kept = self.region_of.get, self._grouped_ids()
+
+        def grouped(key: int):
+            region = get(key)
+            return region if region is not None and id(region) in kept else None
+
+        return grouped
+
     def regions(self, order: list, root: Expr):
         """Per grouped region (by id): its members in order, its inputs and its outputs. Inputs
         and outputs are numbered in the order a depth-first walk from ``root`` completes the
@@ -166,34 +199,11 @@ class RegionBuilder:
         known = self.memo.regions_for(self) if self.memo is not None else None
         if known is not None:
             return known
-        grouped = self._grouping().get
-        members: dict[int, list] = {}
-        inputs: dict[int, dict] = {}
-        outputs: dict[int, dict] = {}
-        for node in order:
-            region = grouped(id(node))
-            if region is not None:
-                key = id(region)
-                found = members.get(key)
-                if found is None:
-                    members[key] = [node]
-                    inputs[key], outputs[key] = {}, {}
-                else:
-                    found.append(node)
-        bind = self.bind_constants
-        for kid, region, owner in _crossing_edges(root, grouped):
-            if owner is not None:
-                outputs[id(owner)].setdefault(id(kid), kid)
-            if region is not None and (not bind or type(kid) is not Constant):
-                inputs[id(region)].setdefault(id(kid), kid)
-        owner = grouped(id(root))
-        if owner is not None:
-            outputs[id(owner)][id(root)] = root
-        return members, {k: list(v.values()) for k, v in inputs.items()}, outputs
+        return _region_walk(root, self._grouping().get, self.bind_constants)
 
     def _emission_order(self, root: Expr, inputs) -> list:
         """Items (regions and plain nodes) after their inputs; a cycle is a RegionError."""
-        grouped = self._grouping().get
+        grouped = self._lookup()
 
         def deps(item):
             kids = inputs[id(item)] if type(item) is Region else value_children(item)
@@ -231,7 +241,22 @@ class RegionBuilder:
             inner[id(node)] = param
         get = inner.get
         for node in members:
-            inner[id(node)] = copy_node(node, [get(id(k), k) for k in value_children(node)])
+            if type(node) is Call and not isinstance(node.op, Expr):
+                # copy_mapped's op call, inline (the one step PartitionGraph takes per node)
+                args = node.args
+                kids = tuple(map(get, map(id, args), args))
+                if all(map(is_, kids, args)):
+                    inner[id(node)] = node
+                    continue
+                new = _new(Call)
+                _SPAN(new, node.span)
+                _TYPE(new, node._type)
+                _OP(new, node.op)
+                _ARGS(new, kids)
+                _ATTRS(new, node.attrs)
+                inner[id(node)] = new
+            else:
+                inner[id(node)] = copy_mapped(node, get)
         results = [inner[k] for k in outs]
         mode = self.mode(region)
         if mode != "global" and len(results) == 1:  # the common case: one value, no split
@@ -288,43 +313,91 @@ class RegionBuilder:
             start += w or 1
 
 
-def _crossing_edges(root: Expr, grouped) -> list[tuple]:
-    """(input, user's region, input's region) for every data edge under ``root`` whose
-    two ends ``grouped`` (id -> Region or None) puts in different regions, in the order a
-    depth-first walk (inputs left to right) completes the edges: when the input's walk
-    finishes, or at once when the input was finished already. One walk that keeps only the
-    crossing edges (most edges of a big region are inside it)."""
-    edges: list[tuple] = []
-    append = edges.append
+def _region_walk(root: Expr, grouped, bind: bool) -> tuple[dict, dict, dict]:
+    """``RegionBuilder.regions`` of the graph under ``root`` (``grouped``: id(unit) -> its
+    Region or None; ``bind``: constants stay inside the region). One depth-first walk, inputs
+    left to right, that finishes the nodes in ``dataflow_order``'s order (so it lists each
+    region's members in order) and meets every data edge whose two ends are in different
+    regions in the order it completes them: when the input's walk finishes, or at once when
+    the input was finished already. A region's inputs and outputs are numbered in that order.
+    """
+    members: dict[int, list] = {}
+    ins_of: dict[int, dict] = {}  # id(region) -> {id(input): input}
+    outs_of: dict[int, dict] = {}  # id(region) -> {id(output): output}
     done: set[int] = set()
     add = done.add
-    stack = [(root, iter(value_children(root)), grouped(id(root)))]
+    last, into = None, None  # the region whose member finished last, and its members
+    pushed, pushed_ins = None, None  # the region of the node pushed last, and its inputs
+
+    def inputs_of(region) -> dict:
+        found = ins_of.get(id(region))
+        if found is None:
+            found = ins_of[id(region)] = {}
+        return found
+
+    def cross(kid, region, owner, ins) -> None:
+        """The edge from ``kid`` (in ``owner``) to a node of ``region`` (inputs ``ins``)."""
+        if owner is not None:
+            outs = outs_of.get(id(owner))
+            if outs is None:
+                outs = outs_of[id(owner)] = {}
+            if id(kid) not in outs:
+                outs[id(kid)] = kid
+        if ins is not None and id(kid) not in ins and (not bind or type(kid) is not Constant):
+            ins[id(kid)] = kid
+
+    first = grouped(id(root))
+    stack = [(root, iter(value_children(root)), first, None if first is None else inputs_of(first))]
     push, pop = stack.append, stack.pop
     while stack:
-        node, kids, region = stack[-1]
+        node, kids, region, ins = stack[-1]
         for kid in kids:
             if id(kid) in done:
                 owner = grouped(id(kid))
                 if owner is not region:
-                    append((kid, region, owner))
+                    # most often a leaf many nodes of a region read (a shared input)
+                    if owner is not None or (ins is not None and id(kid) not in ins):
+                        cross(kid, region, owner, ins)
                 continue
-            grand = value_children(kid)
+            grand = kid.args if type(kid) is Call else value_children(kid)
+            owner = grouped(id(kid))
             if not grand:  # a leaf finishes at once: the edge completes here
                 add(id(kid))
-                owner = grouped(id(kid))
+                if owner is not None:
+                    if owner is not last:
+                        last, into = owner, members.setdefault(id(owner), [])
+                    into.append(kid)
                 if owner is not region:
-                    append((kid, region, owner))
+                    cross(kid, region, owner, ins)
                 continue
-            push((kid, iter(grand), grouped(id(kid))))
+            if owner is None:
+                push((kid, iter(grand), None, None))
+            else:
+                if owner is not pushed:
+                    pushed, pushed_ins = owner, inputs_of(owner)
+                push((kid, iter(grand), owner, pushed_ins))
             break
         else:
             pop()
             add(id(node))
+            if region is not None:
+                if region is not last:
+                    last, into = region, members.setdefault(id(region), [])
+                into.append(node)
             if stack:
-                above = stack[-1][2]
+                above, above_ins = stack[-1][2], stack[-1][3]
                 if above is not region:
-                    append((node, above, region))
-    return edges
+                    cross(node, above, region, above_ins)
+    if first is not None:
+        outs = outs_of.get(id(first))
+        if outs is None:
+            outs = outs_of[id(first)] = {}
+        outs[id(root)] = root
+    return (
+        members,
+        {k: list(ins_of[k].values()) if k in ins_of else [] for k in members},
+        {k: outs_of.get(k, {}) for k in members},
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -13,6 +13,8 @@ pass would have built, while the next region pass takes the labelled graph direc
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
 from partita.ir.nodes import Function
@@ -24,13 +26,14 @@ from .units import UNIT_TYPES, Region
 class Pending:
     """A function whose body is ``RegionBuilder(region_of).build(flat, order)``, not built yet."""
 
-    __slots__ = ("fn", "flat", "region_of", "order", "regions")
+    __slots__ = ("fn", "flat", "region_of", "order", "regions", "singles")
 
     def __init__(self, fn: Function, flat, region_of: dict, order: list):
         self.fn, self.flat, self.region_of, self.order = fn, flat, region_of, order
         # RegionPolicies' RegionBuilder.regions of this graph, with the labels and constant
         # binding it was computed for: PartitionGraph takes its regions from it (builder.py)
         self.regions = None
+        self.singles = False  # whether each Region labels one unit (AnnotateTarget's)
 
     def build(self) -> Function:
         return self.fn.with_body(RegionBuilder(self.region_of).build(self.flat, self.order))
@@ -41,11 +44,14 @@ class Pending:
         return self.flat, fresh_regions(self.region_of), self.order
 
 
+_NUMBER = attrgetter("number")
+
+
 def fresh_regions(labels: dict) -> dict:
     """id(unit) -> a new Region per distinct Region of ``labels``, with the target, host flag
     and reason a region function's attributes carry (no Relay number): what flattening a
     built region call reads off it (Relay's numbers live only until the first build)."""
-    if all(r.number is None for r in labels.values()):
+    if set(map(_NUMBER, labels.values())) <= {None}:
         # nothing to drop: the same grouping, and Regions are never changed after they are
         # made, so sharing them reads the same as copying
         return dict(labels)
@@ -132,6 +138,7 @@ def map_region_functions(mod: IRModule, rewrite) -> IRModule:
 def pending_or_built(fn, flat, region_of: dict, order: list):
     """``fn`` with the body built from the labelled graph, pending where it may be."""
     base = fn.fn if type(fn) is Pending else fn
-    if can_defer(flat, order):
+    # a pending graph with the same root and order could be deferred already
+    if (type(fn) is Pending and fn.flat is flat and fn.order is order) or can_defer(flat, order):
         return Pending(base, flat, region_of, order)
     return base.with_body(RegionBuilder(region_of).build(flat, order))

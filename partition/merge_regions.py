@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from operator import attrgetter
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
+from partita.ir.nodes import Call
 from partita.passes.infra import Pass
 
 from .deferred import Pending, map_region_functions, pending_or_built
@@ -40,12 +42,21 @@ class MergeCompilerRegions(Pass):
     @gc_paused
     def transform(self, mod: IRModule, ctx) -> IRModule:
         def merge(_name: str, fn, flat, region_of: dict, order: list):
-            merged, changed = _merge(order, region_of)
+            # AnnotateTarget's graph: each Region labels one unit (no need to count them)
+            singles = type(fn) is Pending and fn.singles
+            merged, changed = _merge(order, region_of, singles=singles)
             if not changed and (type(fn) is Pending or fn.body is not flat):
                 return fn  # nothing merged: building again would give the same graph
             return pending_or_built(fn, flat, merged, order)
 
         return map_region_functions(mod, merge)
+
+
+_KEY, _HOST = attrgetter("target", "host"), attrgetter("host")
+
+
+def _second(pair: tuple):
+    return pair[1]
 
 
 def _keys(regions: list, merge_host: bool) -> list:
@@ -64,9 +75,11 @@ def merge_regions(
     return _merge(order, region_of, merge_host)[0]
 
 
-def _merge(order: list, region_of: dict, merge_host: bool = False) -> tuple[dict, bool]:
+def _merge(
+    order: list, region_of: dict, merge_host: bool = False, singles: bool = False
+) -> tuple[dict, bool]:
     """``merge_regions`` and whether any two regions merged."""
-    graph = _ItemGraph(order, region_of, merge_host)
+    graph = _ItemGraph(order, region_of, merge_host, singles)
     graph.merge_equal_labels()
     graph.contract_edges()
     return graph.result(order), graph.changed
@@ -75,14 +88,18 @@ def _merge(order: list, region_of: dict, merge_host: bool = False) -> tuple[dict
 class _ItemGraph:
     """Items (the input regions, and unlabelled units) and the edges between them."""
 
-    def __init__(self, order: list, region_of: dict, merge_host: bool = False):
+    def __init__(
+        self, order: list, region_of: dict, merge_host: bool = False, singles: bool = False
+    ):
+        """``singles``: the caller knows that no Region labels two units."""
         self.region_of = region_of
         self.changed = False  # whether any two items merged
+        self.rep: list | None = None  # each item's group after step 1, while step 2 keeps it
         self.item_of: dict[int, int] = {}
         self.regions: list = []
         units = [n for n in order if type(n) in UNIT_TYPES]
         self.units = units
-        if len(set(map(id, region_of.values()))) == len(region_of):
+        if singles or len(set(map(id, region_of.values()))) == len(region_of):
             self._init_units(units, merge_host)  # every region one unit (AnnotateTarget's)
             return
         by_region: dict[int, int] = {}
@@ -114,22 +131,75 @@ class _ItemGraph:
 
     def _init_units(self, units: list, merge_host: bool) -> None:
         """Every item one unit: the units' dataflow order is a topological order of the items
-        (the one ``_topological_order`` gives), so the edges are kept as two flat lists and
-        step 1 runs over them without per-item edge sets."""
-        item_of = self.item_of = {id(u): i for i, u in enumerate(units)}
-        label_of = self.region_of.get
-        self.regions = [label_of(id(u)) for u in units]
-        self.key = _keys(self.regions, merge_host)
-        self.parent = list(range(len(units)))
-        self.topo = range(len(units))
-        users, inputs, item = [], [], item_of.get
+        (the one ``_topological_order`` gives), so step 1's labels and merges are made here, in
+        the one loop that finds the edges (a unit's inputs come before it, so their labels are
+        final when it is reached; the merges are the same, in the same order, as step 1's).
+        Only the edges between items that did not merge are kept."""
+        n = len(units)
+        ids = self.ids = list(map(id, units))
+        item_of = self.item_of = dict(zip(ids, range(n)))
+        regions = self.regions = list(map(self.region_of.get, ids))
+        if None in regions or (not merge_host and any(map(_HOST, regions))):
+            key = self.key = _keys(regions, merge_host)
+        else:  # every unit labelled, none on the host: the keys at C speed
+            key = self.key = list(map(_KEY, regions))
+        parent = self.parent = list(range(n))
+        self.topo = range(n)
+        label = self.label = [0] * n
+        inputs, users, item, find = [], [], item_of.get, self.find
+        changed = False
         for i, node in enumerate(units):
-            for kid in value_children(node):
-                j = item(id(kid))
-                if j is not None and j != i:
-                    users.append(i)
-                    inputs.append(j)
+            kids = node.args if type(node) is Call else value_children(node)
+            if len(kids) == 1:
+                j = item(id(kids[0]))
+                if j is None or j == i:
+                    continue
+            else:
+                found = [j for j in map(item, map(id, kids)) if j is not None and j != i]
+                if len(found) != 1:
+                    if found:
+                        changed = self._merge_inputs(i, found, inputs, users) or changed
+                    continue
+                j = found[0]
+            # the common case: one input that is a unit
+            ki, kj, lj = key[i], key[j], label[j]
+            if kj == ki:
+                label[i] = lj
+                if ki is not None:
+                    # nothing has merged into i yet: i is its own group's root
+                    a = parent[j]
+                    if parent[a] != a:
+                        a = find(j)
+                    parent[i] = a
+                    changed = True
+                    continue
+            else:
+                label[i] = lj + 1
+            inputs.append(j)
+            users.append(i)
+        self.changed = changed
         self.edges = (inputs, users)
+
+    def _merge_inputs(self, i: int, found: list, inputs: list, users: list) -> bool:
+        """Step 1 at a unit with several unit inputs (``found``): its label, the merges with
+        the inputs of its key and label, and the other edges kept; whether any merged."""
+        key, label, parent, find = self.key, self.label, self.parent, self.find
+        ki, li, changed = key[i], 0, False
+        for j in found:
+            step = label[j] + (key[j] != ki)
+            if step > li:
+                li = step
+        label[i] = li
+        for j in found:
+            if ki is not None and key[j] == ki and label[j] == li:
+                a, b = find(j), find(i)
+                if a != b:
+                    parent[b] = a
+                    changed = True
+            else:
+                inputs.append(j)
+                users.append(i)
+        return changed
 
     def _topological_order(self) -> list[int]:
         """Kahn's order, the smallest ready item first (so the items' own order when that is
@@ -165,18 +235,18 @@ class _ItemGraph:
 
     # ---- step 1 ------------------------------------------------------------------------------
     def merge_equal_labels(self) -> None:
-        if self.edges is None:
-            inputs = [j for i in range(len(self.pred)) for j in self.pred[i]]
-            users = [i for i in range(len(self.pred)) for _ in self.pred[i]]
-        else:
-            inputs, users = self.edges
+        if self.edges is not None:  # every item one unit: labelled and merged already
+            self._group_edges(*self.edges, self.label)
+            return
+        inputs = [j for i in range(len(self.pred)) for j in self.pred[i]]
+        users = [i for i in range(len(self.pred)) for _ in self.pred[i]]
         key, label, topo = self.key, [0] * len(self.key), self.topo
-        if self.edges is None:  # edges by their user's place in the topological order
-            rank = [0] * len(topo)
-            for r, i in enumerate(topo):
-                rank[i] = r
-            by_rank = sorted(range(len(users)), key=lambda e: rank[users[e]])
-            inputs, users = [inputs[e] for e in by_rank], [users[e] for e in by_rank]
+        # edges by their user's place in the topological order
+        rank = [0] * len(topo)
+        for r, i in enumerate(topo):
+            rank[i] = r
+        by_rank = sorted(range(len(users)), key=lambda e: rank[users[e]])
+        inputs, users = [inputs[e] for e in by_rank], [users[e] for e in by_rank]
         for p, i in zip(inputs, users):  # users in topological order: inputs labelled first
             step = label[p] + (key[p] != key[i])
             if step > label[i]:
@@ -188,12 +258,24 @@ class _ItemGraph:
                 if a != b:
                     parent[b] = a
                     self.changed = True
-        rep = self._reps()  # each item's group, found once
-        first: dict[int, tuple] = {}
-        for r, i in enumerate(topo):
-            g = rep[i]
-            if g not in first:
-                first[g] = (label[i], r)
+        self._group_edges(inputs, users, label)
+
+    def _group_edges(self, inputs: list, users: list, label: list) -> None:
+        """Step 1's groups: their places (by the label and topological rank of their first
+        item) and the edges between them (``inputs``, ``users``: every edge that may join two
+        groups)."""
+        topo = self.topo
+        rep = self.rep = self._reps()  # each item's group, found once
+        if type(topo) is range:  # the items' own order: a group's first item is its smallest
+            n = len(rep)
+            first_at = dict(zip(rep[::-1], range(n - 1, -1, -1)))  # the last write wins
+            first = {g: (label[r], r) for g, r in sorted(first_at.items(), key=_second)}
+        else:
+            first: dict[int, tuple] = {}
+            for r, i in enumerate(topo):
+                g = rep[i]
+                if g not in first:
+                    first[g] = (label[i], r)
         self.pos = dict(zip(sorted(first, key=first.__getitem__), range(len(first))))
         csucc = self.csucc = {g: set() for g in first}
         cpred = self.cpred = {g: set() for g in first}
@@ -269,6 +351,7 @@ class _ItemGraph:
         self.pos[keep] = self.pos[b]  # b now sits right before a: between all preds and succs
         self.parent[gone] = keep
         self.changed = True
+        self.rep = None  # the groups step 1 found changed
         for x in self.csucc.pop(gone):
             self.cpred[x].discard(gone)
             if x != keep:
@@ -284,16 +367,22 @@ class _ItemGraph:
 
     # ---- result ------------------------------------------------------------------------------
     def result(self, order: list) -> dict[int, Region]:
-        reps = self._reps()
+        reps = self.rep if self.rep is not None else self._reps()
         size = Counter(reps)
+        if self.edges is not None:  # one unit per item, in order: a Region per group
+            key, regions = self.key, self.regions
+            merged = {
+                g: regions[g] if count == 1 or key[g] is None else Region(*key[g])
+                for g, count in size.items()
+            }
+            out = dict(zip(self.ids, map(merged.__getitem__, reps)))
+            if None in merged.values():  # units no region labels stay unlabelled
+                out = {k: r for k, r in out.items() if r is not None}
+            return out
         merged: dict[int, Region] = {}
         out: dict[int, Region] = {}
         item_of, key, regions = self.item_of.get, self.key, self.regions
-        # one unit per item: the units in order are the items in order
-        pairs = enumerate(self.units) if self.edges is not None else (
-            (item_of(id(n)), n) for n in order
-        )
-        for i, node in pairs:
+        for i, node in ((item_of(id(n)), n) for n in order):
             if i is None:
                 continue
             if key[i] is None:

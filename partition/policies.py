@@ -12,7 +12,9 @@ MergeCompilerRegions and sends back to the CPU every region that is smaller than
 
 from __future__ import annotations
 
-from partita.backends.cost import RegionStats, count_macs, type_bytes
+from operator import attrgetter
+
+from partita.backends.cost import MAC_OPS, RegionStats, count_macs, type_bytes
 from partita.backends.registry import DEFAULT_HOST, find_backend
 
 from partita.errors import PartitaError
@@ -20,11 +22,14 @@ from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
 from partita.ir.nodes import Call, Constant, Function, Tuple, Var
 from partita.ir.visitor import post_order, substitute
+from partita.ops.registry import Op
 from partita.passes.infra import Pass
 
 from .builder import RegionsMemo
 from .deferred import Pending, map_region_functions, pending_or_built
 from .regions import Region, RegionBuilder, op_calls, unit_ops
+
+_SPAN_OF = attrgetter("span")
 
 
 class Overrides:
@@ -95,6 +100,9 @@ class Overrides:
 
 def source_ops(calls) -> int:
     """How many source ops ``calls`` come from (one per span; a call without a span is one)."""
+    spans = list(map(_SPAN_OF, calls))
+    if spans.count(None) == len(spans):  # no spans (a graph built in Python): one op a call
+        return len(set(map(id, calls)))
     keys = set()
     for call in calls:
         span = call.span
@@ -109,11 +117,16 @@ def region_stats(
 ) -> RegionStats:
     """What the cost hook sees of a region: source ops, MACs and the bytes crossing it (and,
     ``with_function``, the region as a function, for backends that plan over it)."""
-    calls = [c for m in members for c in unit_ops(m)]
+    calls = []
+    for m in members:
+        if type(m) is Call and isinstance(m.op, Op):
+            calls.append(m)
+        else:
+            calls += unit_ops(m)
     return RegionStats(
         region.target,
         source_ops(calls),
-        sum(count_macs(c) for c in calls),
+        sum(count_macs(c) for c in calls if c.op.name in MAC_OPS),  # the others do none
         sum(type_bytes(i.type_or_none) for i in inputs),
         sum(type_bytes(o.type_or_none) for o in outputs),
         _region_function(inputs, list(outputs)) if with_function else None,

@@ -113,10 +113,10 @@ def flatten_ordered(body: Expr, numbers: dict | None = None, order: list | None 
         }
         return flat, region_of, order
     order = dataflow_order(body) if order is None else order
-    calls = [n for n in order if type(n) is Call]  # a filter at C speed: most nodes are not
     # whether a call is a region call or an annotation depends on its callee only: each
-    # distinct callee is asked once (a graph of 100k op calls has a few dozen ops)
-    callees = {id(n.op): n.op for n in calls}.values()
+    # distinct callee is asked once (a graph of 100k op calls has a few dozen ops; ops and
+    # functions hash by identity, a GlobalVar by its name, which is all the test reads)
+    callees = {n.op for n in order if type(n) is Call}
     if not any(
         (type(op) is Function and "Compiler" in op.attrs)
         or (isinstance(op, Op) and op.name in _ANNOTATION_OPS)

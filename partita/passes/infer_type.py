@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from partita.errors import PartitaError, TypeInferenceError
+from partita.ir.attrs import NoAttrs
 from partita.ir.gc_pause import gc_paused
 from partita.ir.module import IRModule
 from partita.ir.nodes import (
@@ -34,25 +37,74 @@ from .infra import module_pass
 def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     """Type ``expr`` and everything under it (in place: types are write-once caches); return its
     type. Calls to global functions need ``mod``."""
-    order = post_order(expr)
-    lets = _let_values(order)
-    memo: dict = {}  # (op, attrs, *argument types) -> result type: relations are pure
-    known = memo.get
-    for node in order:
-        if node.type_or_none is not None and type(node) is not Function:
-            continue
-        if type(node) is Call and isinstance(node.op, Op):
-            # the common case first: an op call whose relation has run on the same attributes
-            # and argument types (a result is kept only for arguments with no pending type)
-            try:
-                found = known((node.op, node.attrs, *[a.type_or_none for a in node.args]))
-            except TypeError:  # an attribute that does not hash
-                found = None
-            if found is not None:
-                node.with_type(found)
-                continue
-        infer_node_type(node, mod, lets, memo)
+    order = _dataflow_nodes(expr)
+    if order is None or not _infer_ops(order, mod, {}, True):
+        order = post_order(expr)
+        _infer_ops(order, mod, {}, False)
     return expr.type_or_none
+
+
+_ENTERED = (Function, Let)  # where post_order's walk and the dataflow walk part
+_TYPE_OF = attrgetter("_type")
+_SET_TYPE = Expr._type.__set__
+
+
+def _dataflow_nodes(expr: Expr) -> list | None:
+    """The nodes ``post_order(expr)`` gives, in another valid order, taken from the dataflow
+    walk that the passes after InferType share (``dataflow_order``, remembered per graph), when
+    the graph holds no function or let (where the two walks differ); else None. A Function's
+    params come first, as in post_order."""
+    if type(expr) is Function:
+        body = dataflow_order(expr.body)
+        kinds = set(map(type, body))
+        order = [*expr.params, *body, expr]
+    else:
+        order = dataflow_order(expr)
+        kinds = set(map(type, order))
+    return None if any(k in kinds for k in _ENTERED) else order
+
+
+def _infer_ops(order: list, mod, memo: dict, dataflow: bool) -> bool:
+    """Type the untyped nodes of ``order``; ``memo``: (op, attrs, *argument types) -> result
+    type (relations are pure). ``dataflow``: ``order`` is ``_dataflow_nodes``', which skips the
+    callee of a call of a variable: False (nothing typed past that call) when one is met."""
+    lets = _let_values(order) if not dataflow else {}
+    known = memo.get
+    # ops without attributes: the memo keyed by the identities of the argument types, hashed at
+    # C speed (a TensorType hashes in Python); a node the memo typed shares its result type
+    # object, so a chain of such ops hits here. The types live as long as the nodes do.
+    plain: dict = {}
+    seen = plain.get
+    for node in order:
+        if node._type is not None and type(node) is not Function:
+            continue
+        if type(node) is Call:
+            op = node.op
+            if isinstance(op, Op):
+                # the common case first: an op call whose relation has run on the same
+                # attributes and argument types (a result is kept only for arguments with no
+                # pending type)
+                attrs = node.attrs
+                if type(attrs) is NoAttrs:
+                    same = (op, *map(id, map(_TYPE_OF, node.args)))
+                    found = seen(same)
+                    if found is not None:
+                        _SET_TYPE(node, found)
+                        continue
+                types = tuple(map(_TYPE_OF, node.args))
+                try:
+                    found = known((op, attrs, *types))
+                except TypeError:  # an attribute that does not hash
+                    found = None
+                if found is not None:
+                    if type(attrs) is NoAttrs:
+                        plain[same] = found
+                    _SET_TYPE(node, found)
+                    continue
+            elif dataflow and type(op) is Var:
+                return False
+        infer_node_type(node, mod, lets, memo)
+    return True
 
 
 def _let_values(nodes) -> dict:
