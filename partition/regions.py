@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from partita.ir.graph import dataflow_order, map_functions, map_inner_functions
 from partita.ir.module import IRModule
-from partita.ir.nodes import Call, Expr, Function, Tuple, TupleGetItem
+from partita.ir.nodes import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from partita.ops.registry import Op
 from partita.passes.infer_type import infer_type
 
@@ -204,6 +204,7 @@ def op_calls(root: Expr) -> list:
     out = []
     stack = [root]
     seen = set()
+    push = stack.extend
     while stack:
         node = stack.pop()
         if id(node) in seen:
@@ -214,8 +215,13 @@ def op_calls(root: Expr) -> list:
                 out.append(node)
             elif type(node.op) is Function:
                 stack.append(node.op.body)
-        stack.extend(value_children(node))
+        # leaves (constants, variables: most of a composite's inputs) hold no op call: not
+        # pushed, which leaves the calls' order as it was
+        push([k for k in value_children(node) if type(k) not in _LEAVES])
     return out
+
+
+_LEAVES = (Constant, Var)
 
 
 __all__ = [
