@@ -6,14 +6,18 @@ remainders (vector_plan.ubsw_split)."""
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I8, I32, I64, c64, for_range
+from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
 
 from .vector_types import B64, H16, Q32, V8, V16, vconcat, vpart, vsplat
 
 
-class ExactAVX2Steps:
-    """A mixin of VectorKernels: the nibbles kernel's k-steps and the ubsw kernel's second
-    product (it uses the kernel's ``vload``, ``mac_step`` and ``_intrinsic``)."""
+class ExactAVX2Steps(Family):
+    """A kernel family: the exact AVX2 k-steps of VectorKernels' ``k_vconv`` (the nibbles
+    kernel's steps and the ubsw kernel's second product)."""
+
+    # what it uses of the other kernel families (through the emit context)
+    vload = via("vector")
+    mac_step = via("vector")
 
     def nibble_steps(self, b, src, g, p, accs, tile, start, flip):
         """The exact VPMADDUBSW kernel for any weights (vector_plan.nibble_split): per k-step

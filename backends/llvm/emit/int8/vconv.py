@@ -14,7 +14,6 @@ from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
 
-from .exact_avx2 import ExactAVX2Steps
 from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconcat, vpart, vsplat
 
 # a pointwise convolution's single row: channel groups outer, pixel tiles inner (False: pixel
@@ -22,7 +21,7 @@ from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconca
 CHANNELS_OUTER = True
 
 
-class VectorKernels(ExactAVX2Steps, Family):
+class VectorKernels(Family):
     """A kernel family: ``k_vconv`` (its output stage is vector_output_stage.OutputStage,
     ``k_vdw`` vdepthwise.DepthwiseKernels)."""
 
@@ -32,6 +31,8 @@ class VectorKernels(ExactAVX2Steps, Family):
     vrequant = via("vstage")
     amx_cells = via("amx")
     amx_rows = via("amx")
+    nibble_steps = via("exact_avx2")
+    fix_steps = via("exact_avx2")
 
     def vglobals(self, k):
         return self.cargs
