@@ -106,6 +106,9 @@ def tflite_cases() -> dict:
             "tflite/ops/concat_same_scale.tflite", [("w", 816, "<I", 0)], "refused", "scale"),
         # found by tools/fuzz.py --seed 1313 --target "npu, llvm" (case 73,402): an int8 zero
         # point of 256 reached the NPU's RSQRT table and overflowed there
+        # the same campaign (case 95,765): a denormal input scale made RSQRT's rescale 1 / 0
+        "tflite_rsqrt_denormal_scale": (
+            "tflite/ops/rsqrt.tflite", [("w", 560, "<f", 1e-45)], "refused", "qnn.rsqrt"),
         "tflite_int8_zero_point_out_of_range": (
             "tflite/ops/rsqrt.tflite",
             [("w", 680, "<q", 256)],

@@ -134,7 +134,13 @@ def _mul(a: int, b: int) -> int:
 
 @lru_cache(maxsize=256)
 def _rsqrt_table(q) -> np.ndarray:
-    scale = 1.0 / float(F32(np.sqrt(F32(q.in_scale))) * F32(q.out_scale))
+    denominator = float(F32(np.sqrt(F32(q.in_scale))) * F32(q.out_scale))
+    if not (denominator > 0 and math.isfinite(1.0 / denominator)):
+        raise InterpreterError(
+            f"qnn.rsqrt: the rescale 1 / (sqrt(input scale {q.in_scale}) * output scale "
+            f"{q.out_scale}) is not a finite number in float32, so no multiplier represents it"
+        )
+    scale = 1.0 / denominator
     mult, shift = quantize_multiplier(scale)
     lo, hi = k.dtype_range(q.dtype)
     table = np.full(hi - lo + 1, hi, np.int64)
