@@ -36,6 +36,7 @@ def pytest_collection_modifyitems(session, config, items):
     first = {}
     for index, item in enumerate(items):
         first.setdefault(_module(item.nodeid), index)
+
     # Sorting is stable: a module's own tests keep their order; every worker sorts the same way.
     def key(item):
         module = _module(item.nodeid)
