@@ -55,11 +55,11 @@ def semantics(mod) -> dict[str, int]:
 def test_eager_x86_mobilenet_is_bit_exact_on_every_engine(engine, name):
     engine(name)
     model = torch.jit.load(str(MODEL))  # packed for this engine, as PyTorch runs it
-    mod = from_pytorch(MODEL, [SHAPE])  # follows torch.backends.quantized.engine
-    for x in images(16, 77):
-        want = model(torch.from_numpy(x[None])).numpy()
-        got = partita.interpret(mod, [x[None]])[0]
-        assert got.tobytes() == want.tobytes(), (name, float(np.abs(got - want).max()))
+    x = images(16, 77)  # one batch: the interpreter's numpy kernels run it ~4x faster per image
+    mod = from_pytorch(MODEL, [x.shape])  # follows torch.backends.quantized.engine
+    want = model(torch.from_numpy(x)).numpy()
+    got = partita.interpret(mod, [x])[0]
+    assert got.tobytes() == want.tobytes(), (name, float(np.abs(got - want).max()))
     kinds = semantics(mod)
     if name == "onednn" or (name == "x86" and torch.cpu._is_vnni_supported()):
         assert kinds.get("onednn", 0) > 0
@@ -72,10 +72,10 @@ def test_the_two_output_stages_differ_on_this_model(engine):
     tell the stages apart."""
     engine("onednn")
     model = torch.jit.load(str(MODEL))
-    wrong = from_pytorch(MODEL, [SHAPE], engine="fbgemm")
-    diffs = [np.abs(partita.interpret(wrong, [x[None]])[0]
-                    - model(torch.from_numpy(x[None])).numpy()).max() for x in images(64, 77)]
-    assert max(diffs) > 0
+    x = images(64, 77)  # one batch; on this seed only image 28 differs, by one output quantum
+    wrong = from_pytorch(MODEL, [x.shape], engine="fbgemm")
+    got = partita.interpret(wrong, [x])[0]
+    assert np.abs(got - model(torch.from_numpy(x)).numpy()).max() > 0
 
 
 def test_x86_engine_splits_convolutions_as_pytorch_does():
