@@ -2,7 +2,7 @@
 own profile (``SessionOptions.enable_profiling``), 1 thread, in one process:
 
     python benchmarks/float_profile.py [--model resnet50|bert|bert-dyn|PATH.onnx] [--runs 5]
-                                       [--layers N] [--isa avx2]
+                                       [--layers N] [--isa avx2] [--latency 1 2] [--repeat 6]
 
 Each kernel's (each ORT node's) figure is its **minimum** over ``--runs`` profiled runs: on a
 shared machine the minimum is the least disturbed run of each kernel (medians move with the
@@ -12,6 +12,12 @@ a convolution shape or a matrix product's M x K x N), partita's time next to ORT
 group, with GMAC/s and partita / ORT. ``resnet50`` is tools/gen_resnet50_v2.py's float
 ResNet-50 v2 (as benchmarks/cpu.py), ``bert`` benchmarks/transformers.py's BERT-base export at
 sequence 128 (``--layers N``: the first N layers), ``bert-dyn`` its ORT dynamic-int8 form.
+
+``--latency 1 2`` times the whole model instead, at those thread counts: partita's ``llvm``
+(``-threads=N``) and ONNX Runtime (``intra_op_num_threads=N``) alternating call by call in one
+process, ``--repeat`` calls each after a warm-up call, the median wall time and the median
+process CPU time per call (both threads' CPU at 2 threads), with the load average before and
+after: on a shared machine the CPU time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ import numpy as np  # noqa: E402
 
 import partita as P  # noqa: E402
 
-PRODUCTS = {"Conv", "Gemm", "MatMul", "FusedMatMul", "MatMulInteger", "FusedConv", "NhwcConv"}
+PRODUCTS = {"Conv", "Gemm", "MatMul", "FusedMatMul", "MatMulInteger", "FusedConv", "NhwcConv",
+            "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
 
 
 def node_macs(op: str, args: dict) -> int | None:
@@ -90,6 +97,42 @@ def profiles(path: Path, feed: dict, runs: int, isa: str):
     return ours, theirs
 
 
+def latency(path: Path, feed: dict, threads: int, repeat: int, isa: str) -> str:
+    """One line: partita and ORT at ``threads`` threads, alternating, medians."""
+    import statistics
+    import time
+
+    import onnxruntime as ort
+    from partita.frontends import from_onnx
+
+    exe = P.build(from_onnx(path, {k: v.shape for k, v in feed.items()}),
+                  f"llvm -isa={isa} -threads={threads}")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    got, want = exe.run(**feed)[0], sess.run(None, feed)[0]
+    scale = float(np.abs(want).max()) or 1.0
+    fns = [lambda: exe.run(**feed), lambda: sess.run(None, feed)]
+    samples = [([], []) for _ in fns]
+    before = load_average()
+    for _ in range(repeat):
+        for fn, (wall, cpu) in zip(fns, samples):
+            t, c = time.perf_counter(), time.process_time()
+            fn()
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+    (pw, pc), (ow, oc) = [(statistics.median(w), statistics.median(c)) for w, c in samples]
+    return (f"{threads} thread(s): partita {1e3 * pw:.1f} ms wall / {1e3 * pc:.1f} ms CPU, "
+            f"ONNX Runtime {1e3 * ow:.1f} / {1e3 * oc:.1f}; partita / ORT {pw / ow:.2f}x wall, "
+            f"{pc / oc:.2f}x CPU (within {float(np.abs(got - want).max()) / scale:.1e} of ORT's "
+            f"scale; load average {before} -> {load_average()})")
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
 def model_and_feed(args, tmp: Path):
     if args.model in ("bert", "bert-dyn"):
         from transformers import export  # benchmarks/transformers.py
@@ -125,12 +168,19 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--layers", type=int, help="bert: keep the first N encoder layers")
     ap.add_argument("--isa", default="avx2")
+    ap.add_argument("--latency", type=int, nargs="*", help="thread counts: whole-model times")
+    ap.add_argument("--repeat", type=int, default=6, help="--latency: calls of each runtime")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     with tempfile.TemporaryDirectory() as tmp:
         path, feed = model_and_feed(args, Path(tmp))
+        if args.latency:
+            for threads in args.latency:
+                print(f"{path.name}, {latency(path, feed, threads, args.repeat, args.isa)}",
+                      flush=True)
+            return 0
         ours, theirs = profiles(path, feed, args.runs, args.isa)
-    load = " ".join(f"{v:.1f}" for v in os.getloadavg())
+    load = load_average()
     print(f"{path.name}: 1 thread, minimum of {args.runs} profiled runs per kernel (alternating); "
           f"load average {load}")
     kinds = collections.Counter()
