@@ -3,14 +3,20 @@
 Runtime's at 1 and 2 threads (partita's ``-threads=2`` splits the large matrix products over a
 second thread), in one process.
 
-    python benchmarks/transformers.py [--seq 128] [--threads 1 2] [--repeat 10] [--tiny]
-                                      [--layers N] [--dyn-int8]
+    python benchmarks/transformers.py [--seq 128] [--threads 1 2] [--repeat 10] [--block 1]
+                                      [--tiny] [--layers N] [--dyn-int8]
 
 The encoder is tools/gen_transformer_models.py's (BERT_BASE config; --tiny: the 2-layer test
 geometry), exported with torch.onnx.export (legacy exporter, opset 17) to a temporary file.
 Medians of --repeat runs after a warm-up; the ratio is partita's time over ONNX Runtime's (the
 issue's goal: at most 1.5). Where the llvm backend cannot build the model yet, the line says
 why, and the reference interpreter's time is printed instead, for scale only.
+
+partita and ONNX Runtime run in one process, interleaved (``--block`` calls of each per round,
+``--repeat`` rounds, after a warm-up block of each), so load from other processes falls on both
+alike; each line gives the median wall time and the median process CPU time per call (on a
+shared machine the CPU time is the steadier figure; at 2 threads it counts both threads), and
+the load average before and after.
 
 --dyn-int8 also times ONNX Runtime's dynamic-int8 form of the same encoder (quantize_dynamic:
 DynamicQuantizeLinear + MatMulInteger, int8 weights, as tools/gen_transformer_models.py makes
@@ -22,6 +28,7 @@ N encoder layers (a shorter run with BERT-base's widths).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -48,6 +55,32 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def interleaved(fns, repeat: int, block: int = 1) -> list[tuple[float, float]]:
+    """(median wall seconds, median process CPU seconds) per call of each function, measured
+    round-robin: ``block`` calls of each per round, ``repeat`` rounds, each function warmed up
+    first by a block of its own."""
+    for fn in fns:
+        for _ in range(max(block, 1)):
+            fn()
+    wall = [[] for _ in fns]
+    cpu = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, w, c in zip(fns, wall, cpu):
+            t, pt = time.perf_counter(), time.process_time()
+            for _ in range(max(block, 1)):
+                fn()
+            w.append((time.perf_counter() - t) / max(block, 1))
+            c.append((time.process_time() - pt) / max(block, 1))
+    return [(statistics.median(w), statistics.median(c)) for w, c in zip(wall, cpu)]
+
+
+def load() -> str:
+    try:
+        return " ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def export(path: Path, seq: int, tiny: bool, layers: int | None = None) -> None:
     import dataclasses
 
@@ -59,35 +92,34 @@ def export(path: Path, seq: int, tiny: bool, layers: int | None = None) -> None:
     export_legacy(make_model(c=config), path, seq=seq)
 
 
-def ort_latency(path: Path, feed: dict, threads: int, repeat: int) -> float:
+def ort_session(path: Path, threads: int):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.log_severity_level = 3
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    return median_time(lambda: sess.run(None, feed), repeat)
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
-def partita_latency(mod, feed: dict, repeat: int, threads: int = 1) -> tuple[str, float, float]:
-    """(what ran, compile seconds, median run seconds): "llvm" (``-threads=2``: the large
-    matrix products split over a second thread), or the interpreter when the llvm build fails
-    (the reason goes in ``what``)."""
+def partita_build(mod, threads: int = 1):
+    """(what runs, compile seconds, a function running it once): "llvm" (``-threads=2``: the
+    large matrix products split over a second thread), or the interpreter when the llvm build
+    fails (the reason goes in ``what``)."""
     t = time.perf_counter()
     try:
         exe = P.build(mod, f"llvm -threads={threads}")
     except P.PartitaError as e:
         reason = str(e).splitlines()[0][:120]
-        return f"ref (llvm: {reason})", 0.0, median_time(lambda: P.interpret(mod, feed), 1)
-    compile_s = time.perf_counter() - t
-    return "llvm", compile_s, median_time(lambda: exe.run(**feed), repeat)
+        return f"ref (llvm: {reason})", 0.0, None
+    return "llvm", time.perf_counter() - t, exe
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=10, help="interleaved rounds")
+    ap.add_argument("--block", type=int, default=1, help="calls of each runtime per round")
     ap.add_argument("--tiny", action="store_true", help="the 2-layer test geometry")
     ap.add_argument("--layers", type=int, help="keep the first N encoder layers")
     ap.add_argument("--dyn-int8", action="store_true",
@@ -115,12 +147,27 @@ def main(argv=None) -> int:
             mod = from_onnx(file, shapes)
             print(f"{form}: import (from_onnx): {time.perf_counter() - t:.2f} s")
             for n in args.threads:
-                what, compile_s, ours = partita_latency(mod, feed, args.repeat, n)
-                peer = ort_latency(file, feed, n, args.repeat)
+                what, compile_s, exe = partita_build(mod, n)
+                sess = ort_session(file, n)
+                if exe is None:  # for scale only: the interpreter once, ORT alone
+                    ours = (median_time(lambda m=mod: P.interpret(m, feed), 1), float("nan"))
+                    peer = interleaved([lambda s=sess: s.run(None, feed)], args.repeat,
+                                       args.block)[0]
+                else:
+                    got, want = exe.run(**feed)[0], sess.run(None, feed)[0]
+                    scale = float(np.abs(want).max()) or 1.0
+                    what += f", within {float(np.abs(got - want).max()) / scale:.1e} of ORT's scale"
+                    before = load()
+                    ours, peer = interleaved([lambda e=exe: e.run(**feed),
+                                              lambda s=sess: s.run(None, feed)],
+                                             args.repeat, args.block)
+                    what += f"; load average {before} -> {load()}"
                 print(
-                    f"{form}, {n} thread(s): partita {what} {ours * 1e3:.1f} ms (compile "
-                    f"{compile_s:.2f} s), ONNX Runtime {peer * 1e3:.1f} ms; partita / ORT = "
-                    f"{ours / peer:.2f}", flush=True,
+                    f"{form}, {n} thread(s): partita {ours[0] * 1e3:.1f} ms wall / "
+                    f"{ours[1] * 1e3:.1f} ms CPU (compile {compile_s:.2f} s), ONNX Runtime "
+                    f"{peer[0] * 1e3:.1f} ms wall / {peer[1] * 1e3:.1f} ms CPU; partita / ORT = "
+                    f"{ours[0] / peer[0]:.2f} wall, {ours[1] / peer[1]:.2f} CPU ({what})",
+                    flush=True,
                 )
     return 0
 
