@@ -241,11 +241,18 @@ def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
 
 
 def op_cycles(
-    op: NPUOp, program: Program, config: NPUConfig, cascaded: set[int] | None = None
+    op: NPUOp,
+    program: Program,
+    config: NPUConfig,
+    cascaded: set[int] | None = None,
+    fused: set[int] | None = None,
 ) -> dict:
-    """Cycles, MACs, utilisation and bytes per memory of one operation."""
+    """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded`` and
+    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None)."""
     if cascaded is None:
         cascaded = cascaded_offchip(program, config)
+    if fused is None:
+        fused = fused_activations(program)
     out = program.tensors[op.output]
     ins = [program.tensors[t] for t in op.inputs]
     macs, compute, block, query = _compute(op, ins, out, config)
@@ -308,7 +315,7 @@ def op_cycles(
         n / _bandwidth(config, m) + (config.dma_latency_cycles if m != "sram" else 0)
         for m, n in scaled.items()
     )
-    total = int(ceil(max(compute, memory))) + _fixed_cycles(op, program, out, config)
+    total = int(ceil(max(compute, memory))) + _fixed_cycles(op, op.output in fused, out, config)
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
@@ -343,33 +350,37 @@ def _lstm_sequences(op: NPUOp, out) -> int:
     return int(out.shape[0]) if lstm and len(out.shape) == 2 else 1
 
 
-def _fused_activation(op: NPUOp, program: Program) -> bool:
-    """A native activation Vela fuses into the elementwise op producing its input: the value it
-    reads (through slices, which Vela reads at offsets) has no other reader, so the producer can
-    write the activated value; otherwise (the cell state, also read by the next step) Vela runs
-    it as an operation of its own."""
-    if not _native_activation(op):
-        return False
+def fused_activations(program: Program) -> set[int]:
+    """The outputs of the native activations Vela fuses into the elementwise op producing
+    their input: the value one reads (through slices, which Vela reads at offsets) has no other
+    reader, so the producer can write the activated value; otherwise (the cell state, also read
+    by the next step) Vela runs it as an operation of its own. One pass over the program builds
+    its producer and reader maps (a 64-step LSTM: ~1,000 operations, ~300 activations)."""
     producers = {o.output: o for o in program.ops}
     readers: dict[int, list[NPUOp]] = {}
     for o in program.ops:
         for t in set(o.inputs):
             readers.setdefault(t, []).append(o)
-    t = op.inputs[0]
-    if readers.get(t) != [op] or t in program.outputs:
-        return False
-    producer = producers.get(t)
-    while producer is not None and producer.params.get("op") == "strided_slice":
-        t = producer.inputs[0]
-        if t in program.outputs or any(
-            r.params.get("op") != "strided_slice" for r in readers.get(t, [])
-        ):
+    outputs = set(program.outputs)
+
+    def fused(op: NPUOp) -> bool:
+        t = op.inputs[0]
+        if readers.get(t) != [op] or t in outputs:
             return False
         producer = producers.get(t)
-    return producer is not None and producer.params.get("op") in FUSING_PRODUCERS
+        while producer is not None and producer.params.get("op") == "strided_slice":
+            t = producer.inputs[0]
+            if t in outputs or any(
+                r.params.get("op") != "strided_slice" for r in readers.get(t, [])
+            ):
+                return False
+            producer = producers.get(t)
+        return producer is not None and producer.params.get("op") in FUSING_PRODUCERS
+
+    return {op.output for op in program.ops if _native_activation(op) and fused(op)}
 
 
-def _fixed_cycles(op: NPUOp, program: Program, out, config: NPUConfig) -> int:
+def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig) -> int:
     """The per-operation fixed cost: the configured overhead, except for an LSTM's tiny
     elementwise operations, which Vela's per-layer report charges their output-stage cycles
     only (6-34 cycles for 16-64 values), and a fused activation (none; a standalone one pays
@@ -377,7 +388,7 @@ def _fixed_cycles(op: NPUOp, program: Program, out, config: NPUConfig) -> int:
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if _fused_activation(op, program):
+    if fused:
         return 0
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
         return 0
@@ -437,5 +448,5 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
-    cascaded = cascaded_offchip(program, config)
-    return [op_cycles(op, program, config, cascaded) for op in program.ops]
+    cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
+    return [op_cycles(op, program, config, cascaded, fused) for op in program.ops]

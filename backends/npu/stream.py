@@ -8,6 +8,7 @@ never executes or unpickles anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 import zlib
@@ -65,12 +66,18 @@ def encode(program: Program) -> bytes:
     """``program`` as a command stream."""
     data = bytearray()
     ops = []
+    stored: dict[tuple, int] = {}  # identical arrays are stored once (an LSTM's 64 KiB tables)
     for op in program.ops:
         arrays = {}
         for name, array in op.arrays.items():
             a = np.ascontiguousarray(array)
-            arrays[name] = [a.dtype.name, list(a.shape), len(data), a.nbytes]
-            data += a.tobytes()
+            raw = a.tobytes()
+            key = (a.dtype.name, hashlib.sha256(raw).digest())
+            offset = stored.get(key)
+            if offset is None or data[offset : offset + len(raw)] != raw:
+                offset = stored[key] = len(data)
+                data += raw
+            arrays[name] = [a.dtype.name, list(a.shape), offset, a.nbytes]
         ops.append(
             {
                 "kind": op.kind,

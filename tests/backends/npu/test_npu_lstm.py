@@ -93,6 +93,34 @@ def test_the_program_survives_its_command_stream():
     assert fc32 and all(o.name.startswith("npu.lstm_dense") for o in fc32)
 
 
+def test_the_stream_stores_identical_tables_once():
+    """The LSTM's 64 KiB int16 sigmoid/tanh tables (one per gate and step, two distinct
+    functions per scale) are stored once in the stream's data section and decode to the same
+    arrays, shared; the program's cycles are the same after the round trip."""
+    from partita.backends.npu.config import config_from_token
+    from partita.backends.npu.cycles import program_cycles
+    from partita.backends.npu.stream import decode, encode
+
+    program = P.build(from_tflite(MODELS / "lstm" / "lstm.tflite"), "npu, llvm").steps[0]
+    program = program.region.program
+    tables = [o.arrays["table"] for o in program.ops if o.params.get("op") == "lstm_table"]
+    distinct = {t.tobytes() for t in tables}
+    assert len(tables) == 39 and len(distinct) < len(tables)
+    stream = encode(program)
+    everything = sum(a.nbytes for o in program.ops for a in o.arrays.values())
+    assert len(stream) < everything - (len(tables) - len(distinct)) * tables[0].nbytes + 65536
+    again = decode(stream)
+    for a, b in zip(program.ops, again.ops):
+        assert a.arrays.keys() == b.arrays.keys()
+        for name in a.arrays:
+            assert np.array_equal(a.arrays[name], b.arrays[name]), (a.name, name)
+            assert a.arrays[name].dtype == b.arrays[name].dtype
+    decoded = [o.arrays["table"] for o in again.ops if o.params.get("op") == "lstm_table"]
+    assert len({t.ctypes.data for t in decoded}) == len(distinct)
+    config = config_from_token(program.config)
+    assert program_cycles(again, config) == program_cycles(program, config)
+
+
 # ---- the support checks ------------------------------------------------------------------------
 
 
