@@ -55,19 +55,28 @@ def _sum_as_conv(call: Call, new: Call):
     if not axes or (0 in axes and b != 1):
         return None
     axes = tuple(a for a in axes if a)  # a batch of one sums over nothing
-    window = _sum_window(axes, h, w)
-    if not axes or window is None:
-        return None
-    kh, kw = window
-    n = kh * kw * (c if 3 in axes else 1)
+    dims = {1: h, 2: w, 3: c}
+    n = int(np.prod([dims[a] for a in axes]))
     zp_n = int(np.asarray(call.args[2].data).reshape(()))
     if zp_n % n:
         return None
     zp_in = zp_n // n
-    if (kh, kw) != (h if 1 in axes else 1, w if 2 in axes else 1):  # H x W as kh x kw
-        reshape = get_op("reshape")
-        x = Call(reshape, [x], reshape.make_attrs({"newshape": (1, kh, kw, c)}), total.span)
-    conv = get_op("qnn.conv2d")
+    kh, kw = (h if 1 in axes else 1), (w if 2 in axes else 1)
+    reshape, conv = get_op("reshape"), get_op("qnn.conv2d")
+    if 3 not in axes and kh * kw > MAX_WINDOW:
+        # a window of more than 64 values: the summed values moved into the channels (and W)
+        # by a transpose, summed by the MAC array 32 channels at a time (Vela moves them too,
+        # for its ReduceSum); a convolution to one channel as below
+        order, newshape = _sum_transpose(axes, h, w, c)
+        perm = get_op("transpose")
+        x = Call(perm, [x], perm.make_attrs({"axes": order}), total.span)
+        h, w, c = (dims[a] for a in order[1:])
+        if newshape is not None:
+            x = Call(reshape, [x], reshape.make_attrs({"newshape": newshape}), total.span)
+            h, w, c = newshape[1:]
+        kh, kw, axes = 1, (w if order[2] in axes else 1), (3,)
+    if max(kh, kw) > MAX_WINDOW:
+        return None
     if 3 in axes:  # over the channels too: a convolution to one channel
         weights, groups, layout, channels = np.ones((1, kh, kw, c), "int8"), 1, "OHWI", 1
     else:  # depthwise: one sum per channel
@@ -102,7 +111,7 @@ def _sum_as_conv(call: Call, new: Call):
     args = [acc, call.args[1], typed(Constant(np.asarray(0, np.int32))), *call.args[3:]]
     req = Call(call.op, args, call.attrs, call.span)
     shape = tuple(int(d) for d in call.checked_type.shape)
-    if shape == (1, h - kh + 1 if 1 in axes else h, w - kw + 1 if 2 in axes else w, channels):
+    if shape == (1, h - kh + 1, w - kw + 1, channels):
         return req  # keepdims: the convolution's output has the sum's shape
     reshape = get_op("reshape")
     return Call(reshape, [req], reshape.make_attrs({"newshape": shape}), call.span)
@@ -111,20 +120,19 @@ def _sum_as_conv(call: Call, new: Call):
 MAX_WINDOW = 64  # the NPU's kernel height and width (constraints.kernel_size)
 
 
-def _sum_window(axes: tuple[int, ...], h: int, w: int) -> tuple[int, int] | None:
-    """The convolution window (kh, kw) summing ``axes`` (of 1, 2, 3) of an h x w map: the
-    summed dimensions themselves, or, for a sum over all of H and W larger than 64 in one of
-    them, H x W reshaped to kh x kw (the same values in the same order; the largest kh <= 64
-    with kh x kw = H x W, kw <= 64); None if the kernel cannot hold them."""
-    kh, kw = (h if 1 in axes else 1), (w if 2 in axes else 1)
-    if max(kh, kw) <= MAX_WINDOW:
-        return kh, kw
-    if not {1, 2} <= set(axes):
-        return None
-    for kh in range(min(MAX_WINDOW, h * w), 0, -1):
-        if (h * w) % kh == 0 and (h * w) // kh <= MAX_WINDOW:
-            return kh, h * w // kh
-    return None
+def _sum_transpose(axes: tuple[int, ...], h: int, w: int, c: int):
+    """(permutation, reshape or None) putting the summed axes (of 1, 2) last in an NHWC map: H
+    or W alone into the channels; H and W into W and the channels, the one of at most 64 values
+    in W (the convolution's window), or both into the channels (a reshape) if neither fits."""
+    if axes == (1,):
+        return (0, 2, 3, 1), None
+    if axes == (2,):
+        return (0, 1, 3, 2), None
+    if h <= MAX_WINDOW:
+        return (0, 3, 1, 2), None
+    if w <= MAX_WINDOW:
+        return (0, 3, 2, 1), None
+    return (0, 3, 1, 2), (1, c, 1, h * w)
 
 
 class _LegalizeSum(ExprMutator):
