@@ -30,7 +30,7 @@ import numpy as np
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .memory import streams
-from .program import NPUOp, Program
+from .program import NPUOp, Program, TensorDesc
 from .vela_ops import VELA_PASSES
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -218,6 +218,20 @@ def _ifm_block_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float
     return fetch, burst / min(burst, block.ifm[2] * item)
 
 
+def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
+    """The maps ``op`` reads as it reads them: a view (a slice read at an offset) is the box's
+    shape in its source's memory."""
+    views = op.params.get("views") or [None] * len(op.inputs)
+    out = []
+    for t, v in zip(op.inputs, views):
+        desc = program.tensors[t]
+        if v is not None:
+            shape = tuple(e - b for b, e in zip(*v))
+            desc = TensorDesc(shape, desc.dtype, desc.memory, desc.address)
+        out.append(desc)
+    return out
+
+
 def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
     """Maps spilled off-chip that Vela would cascade instead: written by a streaming op and read
     only by the next one, which streams too (Vela keeps their stripes in SRAM, so both ops move
@@ -254,7 +268,7 @@ def op_cycles(
     if fused is None:
         fused = fused_activations(program)
     out = program.tensors[op.output]
-    ins = [program.tensors[t] for t in op.inputs]
+    ins = input_descs(op, program)
     macs, compute, block, query = _compute(op, ins, out, config)
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
@@ -352,9 +366,10 @@ def _lstm_sequences(op: NPUOp, out) -> int:
 
 def fused_activations(program: Program) -> set[int]:
     """The outputs of the native activations Vela fuses into the elementwise op producing
-    their input: the value one reads (through slices, which Vela reads at offsets) has no other
-    reader, so the producer can write the activated value; otherwise (the cell state, also read
-    by the next step) Vela runs it as an operation of its own. One pass over the program builds
+    their input: the value one reads has no other reader (or, read at an offset, every reader
+    reads a box of it, as the gates do; slices are walked through), so the producer can write
+    the activated value; otherwise (the cell state, also read by the next step) Vela runs it as
+    an operation of its own. One pass over the program builds
     its producer and reader maps (a 64-step LSTM: ~1,000 operations, ~300 activations)."""
     producers = {o.output: o for o in program.ops}
     readers: dict[int, list[NPUOp]] = {}
@@ -363,9 +378,17 @@ def fused_activations(program: Program) -> set[int]:
             readers.setdefault(t, []).append(o)
     outputs = set(program.outputs)
 
+    def viewed(o: NPUOp, t: int) -> bool:  # o reads t only at offsets
+        views = o.params.get("views") or [None] * len(o.inputs)
+        return all(v is not None for s, v in zip(o.inputs, views) if s == t)
+
     def fused(op: NPUOp) -> bool:
         t = op.inputs[0]
-        if readers.get(t) != [op] or t in outputs:
+        if viewed(op, t):
+            alone = all(viewed(r, t) for r in readers[t])
+        else:
+            alone = readers.get(t) == [op]
+        if not alone or t in outputs:
             return False
         producer = producers.get(t)
         while producer is not None and producer.params.get("op") == "strided_slice":

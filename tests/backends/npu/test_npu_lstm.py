@@ -283,20 +283,26 @@ ROOT = TESTS.parent
 # (docs/npu.md, the LSTM subsection, compares them layer by layer). The cycle model charges
 # gemmlowp's int16 sigmoid/tanh as the NPU's native activation (no table load), fused into its
 # producer when Vela would fuse it, and no fixed cost for the LSTM's tiny elementwise ops, as
-# Vela does; the rest is the lowering: partita runs one input FC for all steps and one
-# recurrent FC per step where Vela runs eight FCs per step (each paying the U65's 500-cycle
-# DRAM latency) plus clamps and copies of the DRAM-resident state, and the slices as DMA
-# operations where Vela reads at offsets
+# Vela does; the rest is the lowering, cheaper than Vela's: partita runs one input FC for all
+# steps and one recurrent FC per step where Vela runs eight FCs per step (each paying the U65's
+# 500-cycle DRAM latency) plus clamps and copies of the DRAM-resident state; both read slices at
+# offsets (session 15; lstm_in_graph's and lstm_two_layers' slices of 20 and 12 int16 values
+# do not start on 16-byte boundaries and stay DMA operations)
 OUTSIDE = {
-    ("lstm", "u55-256"): (0.90, 1.00),
-    ("lstm_batch2", "u55-256"): (0.85, 1.00),
-    ("lstm_conv", "u55-256"): (1.20, 1.35),
-    ("lstm_in_graph", "u55-256"): (0.75, 0.90),
-    ("lstm_last", "u55-256"): (1.30, 1.45),
-    ("lstm_time_major", "u55-256"): (1.30, 1.50),
-    ("lstm_two_layers", "u55-256"): (0.80, 0.95),
-    ("lstm_batch2", "u65-256"): (0.20, 0.30),
-    **{(p.stem, "u65-256"): (0.35, 0.50) for p in LSTM if p.stem != "lstm_batch2"},
+    ("lstm", "u55-256"): (0.55, 0.65),
+    ("lstm_batch2", "u55-256"): (0.55, 0.65),
+    ("lstm_conv", "u55-256"): (0.57, 0.67),
+    ("lstm_in_graph", "u55-256"): (0.75, 0.85),
+    ("lstm_last", "u55-256"): (0.69, 0.79),
+    ("lstm_time_major", "u55-256"): (0.71, 0.81),
+    ("lstm_two_layers", "u55-256"): (0.65, 0.75),
+    ("lstm", "u65-256"): (0.17, 0.25),
+    ("lstm_batch2", "u65-256"): (0.12, 0.18),
+    ("lstm_conv", "u65-256"): (0.15, 0.23),
+    ("lstm_in_graph", "u65-256"): (0.40, 0.50),
+    ("lstm_last", "u65-256"): (0.20, 0.28),
+    ("lstm_time_major", "u65-256"): (0.20, 0.28),
+    ("lstm_two_layers", "u65-256"): (0.26, 0.34),
 }
 
 
@@ -347,9 +353,10 @@ def test_cycle_model_charges_the_lstm_as_vela_does(preset):
     units = [c for op, c, _ in one if op.params.get("op") in elementwise]
     assert len(units) == 37
     assert all(c["cycles"] < 100 for c in units), units
-    # a slice is a DMA operation of its own and pays the fixed cost
-    slices = [c for op, c, _ in one if op.params.get("op") == "strided_slice"]
-    assert slices and all(c["cycles"] >= config.op_overhead_cycles for c in slices)
+    # the slices are read at offsets (their readers' views), not operations of their own
+    assert not [op for op, _, _ in one if op.params.get("op") == "strided_slice"]
+    viewed = [op for op, _, _ in one if op.params.get("views")]
+    assert len(viewed) == 38, len(viewed)
 
     two = _npu_ops(
         P.build(from_tflite(MODELS / "lstm" / "lstm_batch2.tflite"), f"npu -config={preset}")
