@@ -93,6 +93,37 @@ def test_the_program_survives_its_command_stream():
     assert fc32 and all(o.name.startswith("npu.lstm_dense") for o in fc32)
 
 
+def test_slices_are_read_at_aligned_offsets():
+    """A unit-stride slice becomes its readers' view when the box starts on a 16-byte boundary
+    along the innermost axis; a slice of a slice composes; an unaligned one stays a DMA op."""
+    from partita.backends.npu.compiler import read_slices_at_offsets
+    from partita.backends.npu.program import NPUOp, TensorDesc
+
+    tensors = [TensorDesc((1, 64), "int16"), TensorDesc((1, 32), "int16")]
+    tensors += [TensorDesc((1, 16), "int16"), TensorDesc((1, 16), "int16")]
+    tensors += [TensorDesc((1, 5), "int16"), TensorDesc((1, 5), "int16")]
+
+    def slice_op(src, out, begin, end):
+        attrs = {"begin": begin, "end": end, "strides": None, "axes": None, "slice_mode": "end"}
+        params = {"op": "strided_slice", "attrs": attrs, "operands": ["t0"]}
+        return NPUOp("UNIT", "s", [src], out, {**params, "act_min": 0, "act_max": 0})
+
+    def reader(src, out):
+        return NPUOp("LUT", "r", [src], out, {"op": "lstm_table", "in_dtype": "int16"})
+
+    ops = [
+        slice_op(0, 1, [0, 32], [1, 64]),  # 64-byte offset: a view
+        slice_op(1, 2, [0, 16], [1, 32]),  # of the view: offset 48 values (96 bytes)
+        reader(2, 3),
+        slice_op(0, 4, [0, 3], [1, 8]),  # 6 bytes: stays
+        reader(4, 5),
+    ]
+    kept = read_slices_at_offsets(ops, [3, 5], tensors)
+    assert [o.kind for o in kept] == ["LUT", "UNIT", "LUT"]
+    assert kept[0].inputs == [0] and kept[0].params["views"] == [[[0, 48], [1, 64]]]
+    assert kept[2].inputs == [4] and "views" not in kept[2].params
+
+
 def test_the_stream_stores_identical_tables_once():
     """The LSTM's 64 KiB int16 sigmoid/tanh tables (one per gate and step, two distinct
     functions per scale) are stored once in the stream's data section and decode to the same
