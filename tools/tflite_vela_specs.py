@@ -167,6 +167,41 @@ VELA_SPECS: list[Spec] = [
         # BUILTIN_REF's int8 SUM is broken (tests/frontends/tflite/test_tflite_ops.py)
         extra={"known_bad": ("ref",)},
     ),
+    Spec(
+        "sum_h",
+        "sum over H without keepdims (a depthwise H x 1 window)",
+        unary(lambda x: tf.reduce_sum(x, [1]), shape=(1, 6, 5, 4)),
+        (want("SUM", keep_dims=False),),
+        extra={"known_bad": ("ref",)},
+    ),
+    Spec(
+        "sum_w",
+        "sum over W with keepdims (a depthwise 1 x W window)",
+        unary(lambda x: tf.reduce_sum(x, [2], keepdims=True), shape=(1, 6, 5, 4)),
+        (want("SUM", keep_dims=True),),
+        extra={"known_bad": ("ref",)},
+    ),
+    Spec(
+        "sum_wc",
+        "sum over W and the channels, keepdims",
+        unary(lambda x: tf.reduce_sum(x, [2, 3], keepdims=True), shape=(1, 6, 5, 4)),
+        (want("SUM", keep_dims=True),),
+        extra={"known_bad": ("ref",)},
+    ),
+    Spec(
+        "sum_all",
+        "sum over H, W and the channels without keepdims",
+        unary(lambda x: tf.reduce_sum(x, [1, 2, 3]), shape=(1, 6, 5, 4)),
+        (want("SUM", keep_dims=False),),
+        extra={"known_bad": ("ref",)},
+    ),
+    Spec(
+        "sum_hw_tall",
+        "sum over H and W of an 80 x 40 map (H > 64), keepdims",
+        unary(lambda x: tf.reduce_sum(x, [1, 2], keepdims=True), shape=(1, 80, 40, 4)),
+        (want("SUM", keep_dims=True),),
+        extra={"known_bad": ("ref",)},
+    ),
     *_pair(
         "reduce_max",
         "max over H and W, keepdims",

@@ -269,7 +269,8 @@ def compile_function(function: Function, config: NPUConfig) -> Program:
             ids[id(node)] = [out]
     inputs = [ids[id(p)][0] for p in function.params]
     outputs = _ids_of(function.body, ids)
-    program = Program(config.name, tensors, fuse_activations(ops, outputs), inputs, outputs)
+    ops = read_slices_at_offsets(fuse_activations(ops, outputs), outputs, tensors)
+    program = Program(config.name, tensors, ops, inputs, outputs)
     plan_memory(program, config)
     return program
 
@@ -301,6 +302,62 @@ def fuse_activations(ops: list[NPUOp], outputs: list[int]) -> list[NPUOp]:
             continue
         fused.append(op)
     return fused
+
+
+VIEW_ALIGN = 16  # bytes: a view's start along the innermost axis (the NPU's 16-byte bricks)
+
+
+def _box(op: NPUOp, shape) -> tuple[list[int], list[int]] | None:
+    """A unit-stride slice's [begin, end) box over the whole rank, or None."""
+    a = op.params["attrs"]
+    begin, end = a.get("begin"), a.get("end")
+    if (
+        a.get("axes")
+        or a.get("slice_mode", "end") != "end"
+        or any(s != 1 for s in a.get("strides") or [])
+    ):
+        return None
+    if not (
+        isinstance(begin, list) and isinstance(end, list) and len(begin) == len(end) == len(shape)
+    ):
+        return None
+    if not all(0 <= b < e <= d for b, e, d in zip(begin, end, shape)):
+        return None
+    return [int(b) for b in begin], [int(e) for e in end]
+
+
+def read_slices_at_offsets(ops: list[NPUOp], outputs: list[int], tensors) -> list[NPUOp]:
+    """A unit-stride slice whose output is not a region output is not an operation: its readers
+    read its input at an offset (``params["views"]``: per input None or [begin, end], the box of
+    the source they read), as Vela reads slices. The box must start on a 16-byte boundary along
+    the innermost axis; slices of slices compose."""
+    alias: dict[int, tuple[int, list[int], list[int]]] = {}
+    kept: list[NPUOp] = []
+    for op in ops:
+        if any(t in alias for t in op.inputs):
+            views = list(op.params.get("views") or [None] * len(op.inputs))
+            for i, t in enumerate(op.inputs):
+                if t in alias:
+                    op.inputs[i], begin, end = alias[t]
+                    views[i] = [begin, end]
+            op.params["views"] = views
+        if (
+            op.kind == "UNIT"
+            and op.params.get("op") == "strided_slice"
+            and op.output not in outputs
+        ):
+            src = op.inputs[0]
+            view = (op.params.get("views") or [None])[0]
+            shape = [e - b for b, e in zip(*view)] if view else list(tensors[src].shape)
+            box = _box(op, shape)
+            if box is not None and view is not None:  # a slice of a view: offsets add up
+                box = tuple([v + x for v, x in zip(view[0], side)] for side in box)
+            item = np.dtype(tensors[src].dtype).itemsize
+            if box is not None and (box[0][-1] * item) % VIEW_ALIGN == 0:
+                alias[op.output] = (src, box[0], box[1])
+                continue
+        kept.append(op)
+    return kept
 
 
 def _bind_constants(fn: Function, args) -> Function:

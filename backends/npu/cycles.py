@@ -30,7 +30,7 @@ import numpy as np
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .memory import streams
-from .program import NPUOp, Program
+from .program import NPUOp, Program, TensorDesc
 from .vela_ops import VELA_PASSES
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -218,6 +218,20 @@ def _ifm_block_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float
     return fetch, burst / min(burst, block.ifm[2] * item)
 
 
+def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
+    """The maps ``op`` reads as it reads them: a view (a slice read at an offset) is the box's
+    shape in its source's memory."""
+    views = op.params.get("views") or [None] * len(op.inputs)
+    out = []
+    for t, v in zip(op.inputs, views):
+        desc = program.tensors[t]
+        if v is not None:
+            shape = tuple(e - b for b, e in zip(*v))
+            desc = TensorDesc(shape, desc.dtype, desc.memory, desc.address)
+        out.append(desc)
+    return out
+
+
 def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
     """Maps spilled off-chip that Vela would cascade instead: written by a streaming op and read
     only by the next one, which streams too (Vela keeps their stripes in SRAM, so both ops move
@@ -241,13 +255,20 @@ def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
 
 
 def op_cycles(
-    op: NPUOp, program: Program, config: NPUConfig, cascaded: set[int] | None = None
+    op: NPUOp,
+    program: Program,
+    config: NPUConfig,
+    cascaded: set[int] | None = None,
+    fused: set[int] | None = None,
 ) -> dict:
-    """Cycles, MACs, utilisation and bytes per memory of one operation."""
+    """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded`` and
+    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None)."""
     if cascaded is None:
         cascaded = cascaded_offchip(program, config)
+    if fused is None:
+        fused = fused_activations(program)
     out = program.tensors[op.output]
-    ins = [program.tensors[t] for t in op.inputs]
+    ins = input_descs(op, program)
     macs, compute, block, query = _compute(op, ins, out, config)
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
@@ -308,7 +329,7 @@ def op_cycles(
         n / _bandwidth(config, m) + (config.dma_latency_cycles if m != "sram" else 0)
         for m, n in scaled.items()
     )
-    total = int(ceil(max(compute, memory))) + _fixed_cycles(op, program, out, config)
+    total = int(ceil(max(compute, memory))) + _fixed_cycles(op, op.output in fused, out, config)
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
@@ -343,33 +364,46 @@ def _lstm_sequences(op: NPUOp, out) -> int:
     return int(out.shape[0]) if lstm and len(out.shape) == 2 else 1
 
 
-def _fused_activation(op: NPUOp, program: Program) -> bool:
-    """A native activation Vela fuses into the elementwise op producing its input: the value it
-    reads (through slices, which Vela reads at offsets) has no other reader, so the producer can
-    write the activated value; otherwise (the cell state, also read by the next step) Vela runs
-    it as an operation of its own."""
-    if not _native_activation(op):
-        return False
+def fused_activations(program: Program) -> set[int]:
+    """The outputs of the native activations Vela fuses into the elementwise op producing
+    their input: the value one reads has no other reader (or, read at an offset, every reader
+    reads a box of it, as the gates do; slices are walked through), so the producer can write
+    the activated value; otherwise (the cell state, also read by the next step) Vela runs it as
+    an operation of its own. One pass over the program builds
+    its producer and reader maps (a 64-step LSTM: ~1,000 operations, ~300 activations)."""
     producers = {o.output: o for o in program.ops}
     readers: dict[int, list[NPUOp]] = {}
     for o in program.ops:
         for t in set(o.inputs):
             readers.setdefault(t, []).append(o)
-    t = op.inputs[0]
-    if readers.get(t) != [op] or t in program.outputs:
-        return False
-    producer = producers.get(t)
-    while producer is not None and producer.params.get("op") == "strided_slice":
-        t = producer.inputs[0]
-        if t in program.outputs or any(
-            r.params.get("op") != "strided_slice" for r in readers.get(t, [])
-        ):
+    outputs = set(program.outputs)
+
+    def viewed(o: NPUOp, t: int) -> bool:  # o reads t only at offsets
+        views = o.params.get("views") or [None] * len(o.inputs)
+        return all(v is not None for s, v in zip(o.inputs, views) if s == t)
+
+    def fused(op: NPUOp) -> bool:
+        t = op.inputs[0]
+        if viewed(op, t):
+            alone = all(viewed(r, t) for r in readers[t])
+        else:
+            alone = readers.get(t) == [op]
+        if not alone or t in outputs:
             return False
         producer = producers.get(t)
-    return producer is not None and producer.params.get("op") in FUSING_PRODUCERS
+        while producer is not None and producer.params.get("op") == "strided_slice":
+            t = producer.inputs[0]
+            if t in outputs or any(
+                r.params.get("op") != "strided_slice" for r in readers.get(t, [])
+            ):
+                return False
+            producer = producers.get(t)
+        return producer is not None and producer.params.get("op") in FUSING_PRODUCERS
+
+    return {op.output for op in program.ops if _native_activation(op) and fused(op)}
 
 
-def _fixed_cycles(op: NPUOp, program: Program, out, config: NPUConfig) -> int:
+def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig) -> int:
     """The per-operation fixed cost: the configured overhead, except for an LSTM's tiny
     elementwise operations, which Vela's per-layer report charges their output-stage cycles
     only (6-34 cycles for 16-64 values), and a fused activation (none; a standalone one pays
@@ -377,7 +411,7 @@ def _fixed_cycles(op: NPUOp, program: Program, out, config: NPUConfig) -> int:
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if _fused_activation(op, program):
+    if fused:
         return 0
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
         return 0
@@ -437,5 +471,5 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
-    cascaded = cascaded_offchip(program, config)
-    return [op_cycles(op, program, config, cascaded) for op in program.ops]
+    cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
+    return [op_cycles(op, program, config, cascaded, fused) for op in program.ops]

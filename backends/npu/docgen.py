@@ -140,13 +140,18 @@ VELA = [
     (
         "SUM",
         "stride rules",
-        "int8 over the channels or over H and W (H, W <= 64): an all-ones convolution with "
-        "TFLite's builtin arithmetic (the frontend imports the builtin kernels' float32 "
-        "rescale as a one-double-product requantize at a scale checked over every reachable "
-        "sum; backends/npu/legalize.py, `npu.conv2d` + `npu.reshape`): bit-exact with the "
-        "builtin kernels on every reachable sum. Other axes, and the scales (4% of random "
-        "ones) for which no such requantize exists (the float32 formula, op by op), stay on "
-        "the CPU. BUILTIN_REF's int8 SUM in ai-edge-litert 2.3 is broken (a constant -1 on "
+        "int8 over any of H, W and the channels: an all-ones convolution with TFLite's "
+        "builtin arithmetic (the frontend imports the builtin kernels' float32 rescale as a "
+        "one-double-product requantize at a scale checked over every reachable sum; "
+        "backends/npu/legalize.py, `npu.conv2d` + `npu.reshape`): a depthwise convolution over "
+        "a window of H and/or W of at most 64 values, a convolution to one channel when the "
+        "channels are summed (H and W windows up to 64 each), a larger H and/or W window "
+        "transposed into the channels first (`npu.transpose`, as Vela transposes for its "
+        "ReduceSum): bit-exact with the builtin kernels on every reachable sum. A sum over the "
+        "batch (of more than one), over the channels with H or W above 64, and the scales (4% "
+        "of random ones) for which no such requantize exists (the float32 formula, op by op), "
+        "stay on the CPU; int16 SUM is not imported (docs/npu.md). "
+        "BUILTIN_REF's int8 SUM in ai-edge-litert 2.3 is broken (a constant -1 on "
         "sum_hw, up to 177 LSB off), so the builtin kernels are the oracle",
     ),
     ("TANH", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),

@@ -23,6 +23,8 @@ def streams(op: NPUOp) -> bool:
     """Whether ``op`` reads and writes its maps a band of rows at a time (so its producer or
     consumer may cascade into it): the MAC array's convolutions, tables, elementwise and pooling
     ops. FC, mean, concatenation, reshape and resize need their whole input."""
+    if op.params.get("views"):
+        return False  # reads at an offset: its input whole
     if op.kind in ("CONV", "DWCONV", "LUT"):
         return True
     return op.kind == "UNIT" and op.params.get("op") in STREAMING_UNIT_OPS

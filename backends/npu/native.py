@@ -47,7 +47,7 @@ from partita.ops.emulation.tflite_fixedpoint import quantize_multiplier_array
 
 from .compiler import unit_attrs
 from .program import NPUOp, Program
-from .simulator import KERNELS
+from .simulator import KERNELS, op_inputs
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 TABLE_OPS = ("qnn.add", "qnn.subtract", "qnn.mul", "qnn.squared_difference")
@@ -85,6 +85,8 @@ class _Translation:
         return True
 
     def op(self, op: NPUOp) -> bool:
+        if op.params.get("views"):
+            return False  # an input read at an offset: numpy
         if any(self.dtype(t) == "int16" for t in (*op.inputs, op.output)):
             return False  # 16x8 ops run in numpy (the native kernels are 8-bit)
         if op.kind in ("CONV", "DWCONV", "FC"):
@@ -157,7 +159,8 @@ class _Translation:
         }
         arrays = {
             **self.scales(p["rounding"], a, n_out),
-            "bias": a["bias"].astype(np.int32).reshape(-1) if "bias" in a
+            "bias": a["bias"].astype(np.int32).reshape(-1)
+            if "bias" in a
             else np.zeros(n_out, np.int32),
             "w_zp": np.broadcast_to(a["w_zp"].reshape(-1), (n_out,)).astype(np.int32),
         }
@@ -287,7 +290,10 @@ class NativeProgram:
         self.per_op = t.per_op
         features = isa_features(self.isa) if self.isa == "avx2" else None
         obj, self.cached = compile_parts(  # two modules, compiled in parallel
-            generate_parts(self.plan), None, features, plan_digest(self.plan),
+            generate_parts(self.plan),
+            None,
+            features,
+            plan_digest(self.plan),
             unroll=wants_unrolling(self.plan),
         )
         self._loaded = Loaded(obj)
@@ -298,9 +304,7 @@ class NativeProgram:
         for name, args in zip(names, call_args(self.plan)):
             fn = self._loaded.function(name, [ctypes.c_void_p] * len(args))
             self._calls.append((fn, args))
-        self._consts = [
-            np.ascontiguousarray(c) for k in self.plan.kernels for c in _constants(k)
-        ]
+        self._consts = [np.ascontiguousarray(c) for k in self.plan.kernels for c in _constants(k)]
         self._local = threading.local()
 
     @property
@@ -327,7 +331,7 @@ class NativeProgram:
                     fn, pointers = calls[i]
                     fn(*pointers)
             else:
-                arrays[op.output][...] = KERNELS[op.kind](op, [arrays[t] for t in op.inputs])
+                arrays[op.output][...] = KERNELS[op.kind](op, op_inputs(op, arrays))
         return [arrays[t].copy() for t in self.program.outputs]
 
 

@@ -32,9 +32,18 @@ def run_program(program: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run ``program`` on its input feature maps; return its outputs."""
     values: dict[int, np.ndarray] = dict(zip(program.inputs, inputs))
     for op in program.ops:
-        args = [values[t] for t in op.inputs]
-        values[op.output] = KERNELS[op.kind](op, args)
+        values[op.output] = KERNELS[op.kind](op, op_inputs(op, values))
     return [values[t] for t in program.outputs]
+
+
+def op_inputs(op: NPUOp, values) -> list[np.ndarray]:
+    """The maps ``op`` reads: each input, or the box of it a view names (a slice read at an
+    offset: compiler.read_slices_at_offsets)."""
+    views = op.params.get("views") or [None] * len(op.inputs)
+    return [
+        values[t] if v is None else values[t][tuple(slice(b, e) for b, e in zip(*v))]
+        for t, v in zip(op.inputs, views)
+    ]
 
 
 def output_stage(acc: np.ndarray, op: NPUOp, bound: float = 2.0**62) -> np.ndarray:

@@ -8,6 +8,7 @@ never executes or unpickles anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 import zlib
@@ -65,12 +66,18 @@ def encode(program: Program) -> bytes:
     """``program`` as a command stream."""
     data = bytearray()
     ops = []
+    stored: dict[tuple, int] = {}  # identical arrays are stored once (an LSTM's 64 KiB tables)
     for op in program.ops:
         arrays = {}
         for name, array in op.arrays.items():
             a = np.ascontiguousarray(array)
-            arrays[name] = [a.dtype.name, list(a.shape), len(data), a.nbytes]
-            data += a.tobytes()
+            raw = a.tobytes()
+            key = (a.dtype.name, hashlib.sha256(raw).digest())
+            offset = stored.get(key)
+            if offset is None or data[offset : offset + len(raw)] != raw:
+                offset = stored[key] = len(data)
+                data += raw
+            arrays[name] = [a.dtype.name, list(a.shape), offset, a.nbytes]
         ops.append(
             {
                 "kind": op.kind,
@@ -131,7 +138,7 @@ def decode(blob: bytes) -> Program:
     _check(isinstance(meta, dict), "metadata must be an object")
     tensors = [_tensor(t, i) for i, t in enumerate(_list(meta.get("tensors"), "tensors"))]
     n = len(tensors)
-    ops = [_op(o, i, n, data) for i, o in enumerate(_list(meta.get("ops"), "ops"))]
+    ops = [_op(o, i, tensors, data) for i, o in enumerate(_list(meta.get("ops"), "ops"))]
     inputs = [_int(t, "input id", 0, n - 1) for t in _list(meta.get("inputs"), "inputs")]
     outputs = [_int(t, "output id", 0, n - 1) for t in _list(meta.get("outputs"), "outputs")]
     _check(isinstance(meta.get("config"), str), "config must be a string")
@@ -161,7 +168,8 @@ def _tensor(t, i: int) -> TensorDesc:
     return desc
 
 
-def _op(o, i: int, n: int, data: memoryview) -> NPUOp:
+def _op(o, i: int, tensors: list, data: memoryview) -> NPUOp:
+    n = len(tensors)
     _check(isinstance(o, dict), f"op {i} must be an object")
     kind = o.get("kind")
     _check(kind in KINDS, f"op {i} kind {kind!r}")
@@ -182,6 +190,20 @@ def _op(o, i: int, n: int, data: memoryview) -> NPUOp:
             _check(
                 params[key] in ("int8", "uint8", "int16", *index), f"op {i} {key} {params[key]!r}"
             )
+    views = params.get("views")
+    if views is not None:
+        _check(isinstance(views, list) and len(views) == len(inputs), f"op {i} views")
+        for k, v in enumerate(views):
+            if v is None:
+                continue
+            _check(isinstance(v, list) and len(v) == 2, f"op {i} view {k}")
+            shape = tensors[inputs[k]].shape
+            begin, end = (_list(side, "view") for side in v)
+            _check(len(begin) == len(end) == len(shape), f"op {i} view {k} rank")
+            for b, e, d in zip(begin, end, shape):
+                _check(
+                    type(b) is int and type(e) is int and 0 <= b < e <= d, f"op {i} view {k} box"
+                )
     arrays = {}
     specs = o.get("arrays")
     _check(isinstance(specs, dict), f"op {i} arrays")

@@ -69,6 +69,12 @@ def resign(meta: dict, data: bytes) -> bytes:
             r"lacks its output-stage scaling \(scale\)",
         ),
         (lambda m: m["ops"][0]["arrays"].pop("shift"), r"\(multiplier, shift\)"),
+        (lambda m: m["ops"][0]["params"].update(views=[None, None]), "views"),
+        (lambda m: m["ops"][0]["params"].update(views=[[[0], [1]]]), "view 0 rank"),
+        (
+            lambda m: m["ops"][0]["params"].update(views=[[[0, 0, 0, 0], [1, 10**6, 1, 1]]]),
+            "view 0 box",
+        ),
     ],
 )
 def test_field_checks_with_a_valid_checksum(region, edit, message):
