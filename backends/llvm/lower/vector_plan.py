@@ -30,6 +30,8 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
          # the ubsw kernel's panels of 16 channels: fewer (panel, k-step)s with an unsafe pair
          # than 32 (per-channel int8 weights of Laplace-like spread, 576 x 96: 16% vs 29%)
          "avx2_ubsw": {1: 4},
+         # the sign kernel: one more register per k-step (the signed weights) than plain pairs
+         "avx2_sign": {1: 4, 2: 2},
          "avxvnni": {1: 5, 2: 2}}
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
@@ -39,8 +41,10 @@ PREFETCH_BYTES = 1 << 16
 # process, interleaved: the ubsw kernel without any second product 0.68x the int16-weight
 # kernel's time, with one at every k-step 1.10-1.18x, the nibbles kernel 0.95-0.99x
 UBSW_MAX_FIX = 0.5
-# which exact AVX2 kernel: "auto" (ubsw where UBSW_MAX_FIX allows, else nibbles), or one forced:
-# "ubsw" (ubsw_split), "nibbles" (nibble_split), "wide" (int16 weights, VPMADDWD)
+# which exact AVX2 kernel: "auto" (sign where no weight is -128, else ubsw where UBSW_MAX_FIX
+# allows, else nibbles), or one forced: "sign" (VPMADDUBSW(|x|, sign(x) * w): |x| <= 128 and
+# |w| <= 127 keep every pair sum within int16; falls back where a weight is -128), "ubsw"
+# (ubsw_split), "nibbles" (nibble_split), "wide" (int16 weights, VPMADDWD)
 EXACT_AVX2 = "auto"
 DW_TAP_PAIRS = True  # exact depthwise without VNNI: two taps per VPMADDWD, else one VPMULLD
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
@@ -322,18 +326,24 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     wp[:, :, :c, :oc] = w.transpose(1, 2, 3, 0)
     packed = wp.reshape(kh * kw, cs // 4, 4, ocp).transpose(0, 1, 3, 2)
     colsum, wabs = _weight_sums(w)
-    consts = _output_constants(arrays, params, colsum, zx + (128 if signed else 0), ocp)
     nvec = ocp // 16
     # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly); plain writes
     # the same sums as generic vector IR (vconv.dot4)
     code_isa = "avx2" if params.get("pairs") and isa != "plain" else isa
+    # exact sums by VPMADDUBSW(|x|, sign(x) * w) on signed activations x (uint8 ones read as
+    # x ^ 0x80 = x - 128): |x| <= 128 and |w| <= 127 keep every pair sum within int16
+    sign = (code_isa == "avx2" and not params.get("pairs") and EXACT_AVX2 in ("auto", "sign")
+            and int(w.min(initial=0)) > -128)
+    consts = _output_constants(arrays, params, colsum,
+                               zx + (0 if sign else 128) if signed else zx - (128 if sign else 0),
+                               ocp)
     # exact sums without VNNI: VPMADDUBSW where every weight pair is safe (ubsw_split: the
     # unsafe pairs' remainders in a sparse second product), else int16 weights (packed wide
     # here, not in the loop) and VPMADDWD into int32 pair accumulators, reduced once per tile;
     # "plain" writes the same products as generic vector IR (sign-extended products, even +
     # odd lanes), which LLVM selects for any target (VPMADDWD on x86, widening multiply-adds
     # on Arm)
-    exact_avx2 = code_isa == "avx2" and not params.get("pairs")
+    exact_avx2 = code_isa == "avx2" and not params.get("pairs") and not sign
     fix, nibbles = None, exact_avx2 and EXACT_AVX2 in ("auto", "nibbles")
     if exact_avx2 and EXACT_AVX2 in ("auto", "ubsw"):
         v = min(max(TILES["avx2_ubsw"]), nvec)
@@ -344,12 +354,15 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
             fix = None
     wide = (code_isa in ("avx2", "plain") and not params.get("pairs") and fix is None
             and not nibbles)
-    tiles = TILES["avx2_wide" if wide else "avx2_nibbles" if nibbles else
-                  "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
+    wide = wide and not sign
+    tiles = TILES["avx2_sign" if sign else "avx2_wide" if wide else "avx2_nibbles" if nibbles
+                  else "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(_stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
+    if sign:
+        new["sign"] = True
     if nibbles:
         packed, new["nibbles"] = nibble_split(packed)
     packed = _panels(packed, v if nibbles else 16 * v)

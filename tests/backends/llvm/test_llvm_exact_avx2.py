@@ -15,7 +15,7 @@ from test_llvm_kernels import _isa_available, assert_equals_interpreter, build_g
 import partita as P
 
 
-@pytest.mark.parametrize("mode", ["ubsw", "nibbles", "wide"])
+@pytest.mark.parametrize("mode", ["sign", "ubsw", "nibbles", "wide"])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=convs(), wmax=st.sampled_from([127, 64, 127]), tap_pairs=st.booleans(),
        threads=st.sampled_from(["", " -threads=2"]))

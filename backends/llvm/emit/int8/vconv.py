@@ -33,6 +33,7 @@ class VectorKernels(Family):
     amx_rows = via("amx")
     nibble_steps = via("exact_avx2")
     fix_steps = via("exact_avx2")
+    sign_step = via("exact_avx2")
 
     def vglobals(self, k):
         return self.cargs
@@ -346,7 +347,9 @@ class VectorKernels(Family):
         c4 = p["Cs"] // 4
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
-        flip = ir.Constant(I32, 0x80808080 - (1 << 32)) if p["signed"] else None
+        # (the sign kernel reads signed bytes: it flips uint8 input instead)
+        flip = (ir.Constant(I32, 0x80808080 - (1 << 32))
+                if p["signed"] != bool(p.get("sign")) else None)
         size = 2 if wide or p.get("nibbles") else 1  # bytes per packed weight
         # the panel of this tile's channel group (vector_plan._panels)
         panel = b.udiv(o0, c64(16 * p["V"]))
@@ -405,6 +408,9 @@ class VectorKernels(Family):
                                            p["isa"]), accs[r][v])
                 continue
             a = vsplat(b, a)
+            if p.get("sign"):
+                self.sign_step(b, accs[r], a, ws)
+                continue
             for v in range(vecs):
                 b.store(self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"], pairs),
                         accs[r][v])
