@@ -1,7 +1,8 @@
 """The exact AVX2 int8 products' k-step loops of the vector convolution kernel (vconv.py):
+VPMADDUBSW(|x|, VPSIGNB(w, x)) on signed activations where no weight is -128 (sign_step);
 ``vpmaddubsw`` on the weights' two nibbles into int16 sums widened every few k-steps
-(vector_plan.nibble_split), and the sparse second product of the unsafe weight pairs'
-remainders (vector_plan.ubsw_split)."""
+(exact_avx2_plan.nibble_split), and the sparse second product of the unsafe weight pairs'
+remainders (exact_avx2_plan.ubsw_split)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class ExactAVX2Steps(Family):
     mac_step = via("vector")
 
     def nibble_steps(self, b, src, g, p, accs, tile, start, flip):
-        """The exact VPMADDUBSW kernel for any weights (vector_plan.nibble_split): per k-step
+        """The exact VPMADDUBSW kernel for any weights (exact_avx2_plan.nibble_split): per k-step
         the input quad times the weights' high nibbles h and low nibbles l, pair sums added in
         int16 (no int16 sum can overflow within ``nibbles`` k-steps); after each block of
         them widened into the int32 sums as 16 * VPMADDWD(h sums, 1) + VPMADDWD(l sums, 1)."""
