@@ -183,6 +183,11 @@ _ROUTES = (
     ("vpmaddubsw+vpmaddwd+vpaddd", 6 * 32, "".join(
         f"vpmaddubsw %ymm1, %ymm0, %ymm{2 + r}\nvpmaddwd %ymm15, %ymm{2 + r}, %ymm{2 + r}\n"
         f"vpaddd %ymm{2 + r}, %ymm{8 + r}, %ymm{8 + r}\n" for r in range(6))),
+    # the exact sign kernel's step (vconv sign_step): the weights signed by the activations
+    ("vpsignb+vpmaddubsw+vpmaddwd+vpaddd", 6 * 32, "".join(
+        f"vpsignb %ymm0, %ymm1, %ymm{2 + r}\nvpmaddubsw %ymm{2 + r}, %ymm0, %ymm{2 + r}\n"
+        f"vpmaddwd %ymm15, %ymm{2 + r}, %ymm{2 + r}\n"
+        f"vpaddd %ymm{2 + r}, %ymm{8 + r}, %ymm{8 + r}\n" for r in range(6))),
 )
 
 

@@ -21,6 +21,8 @@ from partita.backends.llvm.kinds import Kind
 
 from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 
+from .exact_avx2_plan import nibble_split, pair_safe, ubsw_split  # noqa: F401 (pair_safe: API)
+
 ISAS = ("auto", "amx", "vnni", "avxvnni", "avx2", "plain")
 FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector kernels only)
 # accumulator tiles (pixels R x vectors V): VNNI has 32 zmm registers, AVX2 16 ymm (a 16-lane
@@ -30,6 +32,8 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
          # the ubsw kernel's panels of 16 channels: fewer (panel, k-step)s with an unsafe pair
          # than 32 (per-channel int8 weights of Laplace-like spread, 576 x 96: 16% vs 29%)
          "avx2_ubsw": {1: 4},
+         # the sign kernel: one more register per k-step (the signed weights) than plain pairs
+         "avx2_sign": {1: 4, 2: 2},
          "avxvnni": {1: 5, 2: 2}}
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
@@ -39,8 +43,10 @@ PREFETCH_BYTES = 1 << 16
 # process, interleaved: the ubsw kernel without any second product 0.68x the int16-weight
 # kernel's time, with one at every k-step 1.10-1.18x, the nibbles kernel 0.95-0.99x
 UBSW_MAX_FIX = 0.5
-# which exact AVX2 kernel: "auto" (ubsw where UBSW_MAX_FIX allows, else nibbles), or one forced:
-# "ubsw" (ubsw_split), "nibbles" (nibble_split), "wide" (int16 weights, VPMADDWD)
+# which exact AVX2 kernel: "auto" (sign where no weight is -128, else ubsw where UBSW_MAX_FIX
+# allows, else nibbles), or one forced: "sign" (VPMADDUBSW(|x|, sign(x) * w): |x| <= 128 and
+# |w| <= 127 keep every pair sum within int16; falls back where a weight is -128), "ubsw"
+# (ubsw_split), "nibbles" (nibble_split), "wide" (int16 weights, VPMADDWD)
 EXACT_AVX2 = "auto"
 DW_TAP_PAIRS = True  # exact depthwise without VNNI: two taps per VPMADDWD, else one VPMULLD
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
@@ -322,18 +328,24 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     wp[:, :, :c, :oc] = w.transpose(1, 2, 3, 0)
     packed = wp.reshape(kh * kw, cs // 4, 4, ocp).transpose(0, 1, 3, 2)
     colsum, wabs = _weight_sums(w)
-    consts = _output_constants(arrays, params, colsum, zx + (128 if signed else 0), ocp)
     nvec = ocp // 16
     # saturating pairs: the AVX2 dot product (VPDPBUSD would sum them exactly); plain writes
     # the same sums as generic vector IR (vconv.dot4)
     code_isa = "avx2" if params.get("pairs") and isa != "plain" else isa
+    # exact sums by VPMADDUBSW(|x|, sign(x) * w) on signed activations x (uint8 ones read as
+    # x ^ 0x80 = x - 128): |x| <= 128 and |w| <= 127 keep every pair sum within int16
+    sign = (code_isa == "avx2" and not params.get("pairs") and EXACT_AVX2 in ("auto", "sign")
+            and int(w.min(initial=0)) > -128)
+    consts = _output_constants(arrays, params, colsum,
+                               zx + (0 if sign else 128) if signed else zx - (128 if sign else 0),
+                               ocp)
     # exact sums without VNNI: VPMADDUBSW where every weight pair is safe (ubsw_split: the
     # unsafe pairs' remainders in a sparse second product), else int16 weights (packed wide
     # here, not in the loop) and VPMADDWD into int32 pair accumulators, reduced once per tile;
     # "plain" writes the same products as generic vector IR (sign-extended products, even +
     # odd lanes), which LLVM selects for any target (VPMADDWD on x86, widening multiply-adds
     # on Arm)
-    exact_avx2 = code_isa == "avx2" and not params.get("pairs")
+    exact_avx2 = code_isa == "avx2" and not params.get("pairs") and not sign
     fix, nibbles = None, exact_avx2 and EXACT_AVX2 in ("auto", "nibbles")
     if exact_avx2 and EXACT_AVX2 in ("auto", "ubsw"):
         v = min(max(TILES["avx2_ubsw"]), nvec)
@@ -344,12 +356,15 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
             fix = None
     wide = (code_isa in ("avx2", "plain") and not params.get("pairs") and fix is None
             and not nibbles)
-    tiles = TILES["avx2_wide" if wide else "avx2_nibbles" if nibbles else
-                  "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
+    wide = wide and not sign
+    tiles = TILES["avx2_sign" if sign else "avx2_wide" if wide else "avx2_nibbles" if nibbles
+                  else "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(_stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
+    if sign:
+        new["sign"] = True
     if nibbles:
         packed, new["nibbles"] = nibble_split(packed)
     packed = _panels(packed, v if nibbles else 16 * v)
@@ -397,63 +412,6 @@ def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, s
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
     return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, 0
-
-
-def pair_safe(w: np.ndarray) -> np.ndarray:
-    """Per weight pair (the last axis, 2): whether VPMADDUBSW sums it without saturating for
-    every unsigned activation pair (0..255): the positive weights' sum at most 128 and the
-    negative ones' at least -128 (255 * 128 = 32640 fits in int16; 255 * 129 does not)."""
-    w = w.astype(np.int32)
-    return (np.clip(w, 0, None).sum(-1) <= 128) & (np.clip(w, None, 0).sum(-1) >= -128)
-
-
-def ubsw_split(packed: np.ndarray, width: int) -> tuple[np.ndarray, dict]:
-    """[KK][C/4][OCp][4] int8 weights as a main part whose every byte pair is safe for
-    VPMADDUBSW (pair_safe) and the remainder: an unsafe pair (w1, w2) keeps trunc(w / 2)
-    and leaves w - trunc(w / 2) (both halves at most 64 in magnitude: safe). The remainder is
-    kept sparse, per panel of ``width`` channels (_panels) and k-step (one 4-deep slice of
-    one tap): ``k`` the k-steps with any nonzero remainder (int32, panel by panel), ``off``
-    each panel's first entry (int32, panels + 1), ``w`` each entry's remainders
-    [width][4] int8 (a narrower last panel padded with zeros), ``density`` the fraction of
-    (panel, k-step)s with an entry."""
-    kk, c4, ocp, _ = packed.shape
-    pairs = packed.reshape(kk, c4, ocp, 2, 2)
-    safe = pair_safe(pairs)[..., None]
-    main = np.where(safe, pairs, np.fix(pairs / 2).astype(np.int8)).astype(np.int8)
-    rest = (pairs.astype(np.int16) - main).astype(np.int8).reshape(kk * c4, ocp, 4)
-    main = main.reshape(packed.shape)
-    ks, offs, ws = [], [0], []
-    for g in range(0, ocp, width):
-        part = rest[:, g : g + width]
-        used = np.flatnonzero(part.any(axis=(1, 2)))
-        entry = np.zeros((used.size, width, 4), np.int8)
-        entry[:, : part.shape[1]] = part[used]
-        ks.append(used.astype(np.int32))
-        ws.append(entry.reshape(-1))
-        offs.append(offs[-1] + used.size)
-    total = kk * c4 * len(ks)
-    return main, {"k": np.concatenate(ks), "off": np.array(offs, np.int32),
-                  "w": np.concatenate(ws), "density": offs[-1] / max(total, 1)}
-
-
-def nibble_split(packed: np.ndarray) -> tuple[np.ndarray, int]:
-    """[KK][C/4][OCp][4] int8 weights w as w = 16 h + l with h = (w + 8) >> 4 in -8..8 and
-    l in -8..7, packed [KK][C/4][OCp/16][2][16][4] (per 16-channel vector, h's 64 bytes then
-    l's; _panels of that takes vectors): VPMADDUBSW sums a pair of either exactly (at most
-    255 * 16 = 4080 in magnitude), and int16 accumulators take that many k-steps' pair sums
-    before they can overflow; returns the packing and that many steps (at least 8; more
-    where the layer's largest pair sums allow), after which the kernel widens them (VPMADDWD
-    by 16 and 1)."""
-    w = packed.astype(np.int16)
-    h = (w + 8) >> 4
-    kk, c4, ocp, _ = packed.shape
-    parts = np.stack([h, w - 16 * h], axis=2).astype(np.int8)  # [KK][C/4][2][OCp][4]
-    pairs = parts.reshape(kk, c4, 2, ocp, 2, 2).astype(np.int32)
-    pos = int(np.clip(pairs, 0, None).sum(-1).max(initial=0))
-    neg = int(-np.clip(pairs, None, 0).sum(-1).min(initial=0))
-    steps = min(32767 // (255 * max(pos, 1)), 32768 // (255 * max(neg, 1)), 64)
-    parts = parts.reshape(kk, c4, 2, ocp // 16, 64).transpose(0, 1, 3, 2, 4)
-    return parts.reshape(kk, c4, ocp // 16, 128), steps
 
 
 def _panels(packed: np.ndarray, width: int) -> np.ndarray:

@@ -1,8 +1,8 @@
 """The exact AVX2 int8 product routes (vector_plan.EXACT_AVX2), each forced on any machine that
-runs AVX2 code: VPMADDUBSW with unsafe weight pairs corrected by a sparse second product
-("ubsw"), VPMADDUBSW on the weights' nibbles ("nibbles"), int16 weights into VPMADDWD ("wide");
-their packing-time splits; and their two-thread splits. The shapes and the interpreter check
-are test_llvm_kernels.py's."""
+runs AVX2 code: VPMADDUBSW of |x| and the weights signed by x ("sign"), VPMADDUBSW with unsafe
+weight pairs corrected by a sparse second product ("ubsw"), VPMADDUBSW on the weights' nibbles
+("nibbles"), int16 weights into VPMADDWD ("wide"); their packing-time splits; and their
+two-thread splits. The shapes and the interpreter check are test_llvm_kernels.py's."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from test_llvm_kernels import _isa_available, assert_equals_interpreter, build_g
 import partita as P
 
 
-@pytest.mark.parametrize("mode", ["ubsw", "nibbles", "wide"])
+@pytest.mark.parametrize("mode", ["sign", "ubsw", "nibbles", "wide"])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=convs(), wmax=st.sampled_from([127, 64, 127]), tap_pairs=st.booleans(),
        threads=st.sampled_from(["", " -threads=2"]))
@@ -137,5 +137,45 @@ def test_pointwise_row_in_either_loop_order(mode, channels_outer, threads, tmp_p
         assert k.params["OH"] == 1 and k.params["OW"] % k.params["R"]
         assert k.params.get(mode) and k.params.get("threads", 1) == (2 if threads else 1)
         assert_equals_interpreter(mod, "avx2", seed=4, threads=threads)
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("in_dtype", ["int8", "uint8"])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**16), kind=st.sampled_from(["conv", "dense"]),
+       cin=st.sampled_from([4, 17, 64]), cout=st.sampled_from([5, 16, 40]),
+       minus128=st.booleans(), threads=st.sampled_from(["", " -threads=2"]))
+def test_sign_kernel_on_extreme_pairs(in_dtype, seed, kind, cin, cout, minus128, threads):
+    """The sign kernel (VPMADDUBSW(|x|, VPSIGNB(w, x))) where its pair sums are largest:
+    weights of +-127 (and a few small ones) against inputs at the ends of their range (int8
+    -128 and 127, uint8 0 and 255, read as x ^ 0x80), so pairs reach 2 * 128 * 127 = 32512;
+    with a weight of -128 the layer is no sign kernel (-128 signed stays -128) and falls back
+    to another exact route. The same bits as the interpreter."""
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "EXACT_AVX2", "auto")
+    mp.setenv("PARTITA_REGION_CACHE", "0")
+    try:
+        geo = ({"rows": 3} if kind == "dense" else
+               {"hw": (5, 6), "k": (3, 1), "strides": (1, 1), "dilation": (1, 1),
+                "padding": (1, 0, 1, 0)})
+        values = [-127, 127, -127, 127, -1, 0, 2] + ([-128] if minus128 else [])
+        mod, _ = build_graph(kind, in_dtype, cin, cout, geo, seed, True, None,
+                             wvalues=values)
+        kernels = lower(P.InferType()(mod)["main"], "avx2", 1).kernels
+        (conv,) = [k for k in kernels if k.kind.name == "VCONV"]
+        assert bool(conv.params.get("sign")) == (not minus128)
+        exe = P.build(mod, f"llvm -isa=avx2{threads}")
+        ty = exe.input_types[0]
+        info = np.iinfo(ty.dtype)
+        rng = np.random.default_rng(seed)
+        ends = np.array([info.min, info.max, info.min, info.max, info.min + 1], ty.dtype)
+        data = rng.choice(ends, ty.shape)
+        assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
     finally:
         mp.undo()

@@ -54,10 +54,11 @@ def convs(draw):
 
 def build_graph(
     kind, in_dtype, cin, cout, geo, seed, per_channel, clip, semantics="tflite",
-    accumulate="exact", pre_clip=False, wmax=127,
+    accumulate="exact", pre_clip=False, wmax=127, wvalues=None,
 ):
     """The fused graph; ``pre_clip``: the convolution reads a clip of the input (a buffer of
-    the segment's arena) instead of the input itself."""
+    the segment's arena) instead of the input itself; ``wvalues``: the weights drawn from
+    these values (else uniform over -wmax..wmax)."""
     rng = np.random.default_rng(seed)
     op = P.get_op
     info = np.iinfo(in_dtype)
@@ -70,6 +71,8 @@ def build_graph(
         wshape = (cout, *geo["k"], 1 if kind == "depthwise" else cin)
     data = op("clip")(x, a_min=float(info.min + 1), a_max=float(info.max)) if pre_clip else x
     w = rng.integers(-wmax, wmax + 1, wshape, dtype=np.int8)
+    if wvalues is not None:
+        w = rng.choice(np.asarray(wvalues, np.int8), wshape)
     n = cout if per_channel else 1
     w_scale = (rng.uniform(0.002, 0.05, n)).astype(np.float32)
     in_scale = np.float32(rng.uniform(0.01, 0.1))
@@ -183,9 +186,9 @@ def test_the_forced_variant_is_the_one_compiled():
         assert P.build(mod, f"llvm -isa={isa}").steps[0].region.kernels[0].startswith("VCONV ")
         (conv,) = lower(P.InferType()(mod)["main"], isa).kernels
         assert conv.kind == "VCONV" and conv.params["isa"] == isa
-        # plain: int16 weights; avx2: VPMADDUBSW (the sparse second product, or nibbles)
+        # plain: int16 weights; avx2: VPMADDUBSW (no weight of -128 here: the sign kernel)
         assert conv.params["wide"] == (isa == "plain")
-        assert isa == "plain" or conv.params.get("ubsw") or conv.params.get("nibbles")
+        assert isa == "plain" or conv.params.get("sign")
 
 
 @pytest.mark.parametrize("timed", [True, False])

@@ -1,7 +1,8 @@
 """The exact AVX2 int8 products' k-step loops of the vector convolution kernel (vconv.py):
+VPMADDUBSW(|x|, VPSIGNB(w, x)) on signed activations where no weight is -128 (sign_step);
 ``vpmaddubsw`` on the weights' two nibbles into int16 sums widened every few k-steps
-(vector_plan.nibble_split), and the sparse second product of the unsafe weight pairs'
-remainders (vector_plan.ubsw_split)."""
+(exact_avx2_plan.nibble_split), and the sparse second product of the unsafe weight pairs'
+remainders (exact_avx2_plan.ubsw_split)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class ExactAVX2Steps(Family):
     mac_step = via("vector")
 
     def nibble_steps(self, b, src, g, p, accs, tile, start, flip):
-        """The exact VPMADDUBSW kernel for any weights (vector_plan.nibble_split): per k-step
+        """The exact VPMADDUBSW kernel for any weights (exact_avx2_plan.nibble_split): per k-step
         the input quad times the weights' high nibbles h and low nibbles l, pair sums added in
         int16 (no int16 sum can overflow within ``nibbles`` k-steps); after each block of
         them widened into the int32 sums as 16 * VPMADDWD(h sums, 1) + VPMADDWD(l sums, 1)."""
@@ -81,6 +82,24 @@ class ExactAVX2Steps(Family):
             block(b.mul(n, c64(blk)), c64(blk))
         if rest:
             block(c64(full * blk), c64(rest))
+
+    def sign_step(self, b, accs, a, ws):
+        """One k-step of one pixel of the sign kernel: acc += VPMADDWD(VPMADDUBSW(|a|,
+        VPSIGNB(w, a)), 1) per weight vector, a the splat of 4 signed input bytes: each
+        product a * w = |a| * (sign(a) * w) with |a| <= 128 and |sign(a) * w| <= 127 (no
+        weight is -128), so a pair sums to at most 2 * 128 * 127 = 32512: exact in int16."""
+        ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
+        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+        psign = self._intrinsic("llvm.x86.avx2.psign.b", Q32, [Q32, Q32])
+        absb = self._intrinsic("llvm.abs.v32i8", Q32, [Q32, ir.IntType(1)])
+        ones = ir.Constant(H16, [1] * 16)
+        a = vpart(b, b.bitcast(a, B64), 0, 32)  # the same 4 bytes in both halves
+        mag = b.call(absb, [a, ir.Constant(ir.IntType(1), 0)])
+        for acc, w in zip(accs, ws):
+            w = b.bitcast(w, B64)
+            halves = [b.call(madd, [b.call(ubsw, [mag, b.call(psign, [vpart(b, w, i, 32), a])]),
+                                    ones]) for i in range(2)]
+            b.store(b.add(b.load(acc, typ=V16), vconcat(b, *halves)), acc)
 
     def fix_steps(self, b, src, g, p, accs, tile, panel, flip):
         """The second, sparse product of the exact VPMADDUBSW kernel: for each of the panel's

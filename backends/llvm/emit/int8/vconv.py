@@ -1,7 +1,7 @@
 """The vector kernels' IR (plans in vector_plan.py): a register tile of 16 x int32 accumulators per
 (pixel, 16 output channels), fed by ``vpdpbusd`` (VNNI), or without VNNI exactly by
 ``vpmaddubsw`` on weights whose every pair is safe plus a sparse second product for the rest
-(vector_plan.ubsw_split), by ``vpmaddubsw`` on the weights' two nibbles into int16 sums widened
+(exact_avx2_plan.ubsw_split), by ``vpmaddubsw`` on the weights' two nibbles into int16 sums widened
 every few k-steps (nibble_split), or by ``vpmaddwd`` of int16 weights into int32 pair
 accumulators; or by ``vpmaddubsw`` alone where it is the semantics (the int16 pair saturation
 ONNX Runtime and PyTorch have there); the output stage is vector_output_stage.py, depthwise
@@ -33,6 +33,7 @@ class VectorKernels(Family):
     amx_rows = via("amx")
     nibble_steps = via("exact_avx2")
     fix_steps = via("exact_avx2")
+    sign_step = via("exact_avx2")
 
     def vglobals(self, k):
         return self.cargs
@@ -132,7 +133,7 @@ class VectorKernels(Family):
         256-bit ones with AVX-VNNI), or
         with ``pairs`` adjacent products summed into an int16 with saturation first (VPMADDUBSW,
         then VPMADDWD to widen): the semantics, or exact where no weight pair can saturate
-        (vector_plan.ubsw_split). Other exact sums without VNNI take ``madd_wide`` or
+        (exact_avx2_plan.ubsw_split). Other exact sums without VNNI take ``madd_wide`` or
         ``nibble_steps``."""
         if isa == "vnni" and not pairs:
             fn = self.module.declare_intrinsic(
@@ -346,7 +347,9 @@ class VectorKernels(Family):
         c4 = p["Cs"] // 4
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
-        flip = ir.Constant(I32, 0x80808080 - (1 << 32)) if p["signed"] else None
+        # (the sign kernel reads signed bytes: it flips uint8 input instead)
+        flip = (ir.Constant(I32, 0x80808080 - (1 << 32))
+                if p["signed"] != bool(p.get("sign")) else None)
         size = 2 if wide or p.get("nibbles") else 1  # bytes per packed weight
         # the panel of this tile's channel group (vector_plan._panels)
         panel = b.udiv(o0, c64(16 * p["V"]))
@@ -355,7 +358,7 @@ class VectorKernels(Family):
             self.nibble_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
         else:
             self.main_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
-        if p.get("fix"):  # the unsafe pairs' remainders (vector_plan.ubsw_split)
+        if p.get("fix"):  # the unsafe pairs' remainders (exact_avx2_plan.ubsw_split)
             self.fix_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), panel, flip)
         for r in range(rows):
             for v in range(vecs):
@@ -405,6 +408,9 @@ class VectorKernels(Family):
                                            p["isa"]), accs[r][v])
                 continue
             a = vsplat(b, a)
+            if p.get("sign"):
+                self.sign_step(b, accs[r], a, ws)
+                continue
             for v in range(vecs):
                 b.store(self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"], pairs),
                         accs[r][v])
