@@ -79,8 +79,20 @@ def lower_lut(low: LowerContext, call: Call) -> bool:
         and call.args[0] is data[0]
     ):
         return False
-    low.emit(Kind.LUT, call, [low.src(data[0])], {}, {"table": lut_table(call, dtypes[0], out)})
+    low.emit(Kind.LUT, call, [low.src(data[0])], split_elements(low, call),
+             {"table": lut_table(call, dtypes[0], out)})
     return True
+
+
+SPLIT_ELEMENTS = 1 << 16  # a QUANT or LUT this large goes over both threads (-threads=2)
+
+
+def split_elements(low: LowerContext, call: Call) -> dict:
+    """``{"threads": 2}`` for an element-by-element kernel (QUANT, LUT) of SPLIT_ELEMENTS or
+    more under ``-threads=2``: chunks of its flat indices the worker shares
+    (emit/int8/scalar.py ``elements``)."""
+    size = int(np.prod([int(d) for d in call.checked_type.shape], dtype=np.int64))
+    return {"threads": 2} if low.threads > 1 and size >= SPLIT_ELEMENTS else {}
 
 
 @lowers("qnn.quantize", priority=CORE + 8)
@@ -94,7 +106,9 @@ def lower_quantize(low: LowerContext, call: Call) -> bool:
         and call.attrs.semantics in ("tflite", "onnx", "fbgemm")
     ):
         return False
-    low.emit(Kind.QUANT, call, [low.src(data[0])], *quant_params(call, out))
+    params, arrays = quant_params(call, out)
+    low.emit(Kind.QUANT, call, [low.src(data[0])], {**params, **split_elements(low, call)},
+             arrays)
     return True
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 from llvmlite import ir
-from partita.backends.llvm.emit import base
 from partita.backends.llvm.emit.base import F32, F64, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 
@@ -51,41 +50,19 @@ class RowKernels(Family):
     # what it uses of the other kernel families (through the emit context)
     intrinsic = via("floats")
     operand = via("floats")
-    chunk_counter = via("gemm")
-    part_function = via("gemm")
-    split_run = via("pool")
+    split_chunks = via("pool")
 
     def row_split(self, k, b, pointers, emit) -> None:
         """``emit(builder, pointers, lo, hi)`` writes the lines of outer indices [lo, hi) from
         ``pointers`` (the kernel's arguments, then its constants). One thread: all of them
         here. ``threads`` 2: chunks (row_chunk_plan) claimed by this thread and the worker,
-        each running ``{name}_range`` (noalias pointers, as the kernel's)."""
+        each running ``{name}_range`` (runtime/threads.py split_chunks)."""
         p = k.params
         if p.get("threads", 1) < 2 or p["outer"] < 2:
             emit(b, pointers, c64(0), c64(p["outer"]))
             return
-        ptr = ir.PointerType()
-        ty = ir.FunctionType(ir.VoidType(), [ptr] * len(pointers) + [I64, I64])
-        rng = ir.Function(self.module, ty, f"{k.name}_range")
-        rng.linkage = "internal"
-        for arg in rng.args[: len(pointers)]:
-            arg.add_attribute("noalias")
-        rb = ir.IRBuilder(rng.append_basic_block("entry"))
-        emit(rb, list(rng.args[: len(pointers)]), *rng.args[len(pointers) :])
-        rb.ret_void()
-        size, count = row_chunk_plan(p)
-        counter = self.chunk_counter(k)
-        b.store_atomic(c64(0), counter, "release", 8)
-
-        def chunks(cb, ps):
-            with base.claimed_chunks(cb, counter, count) as c:
-                lo = cb.mul(c, c64(size))
-                end = cb.add(lo, c64(size))
-                hi = cb.select(cb.icmp_signed("<", end, c64(p["outer"])), end, c64(p["outer"]))
-                cb.call(rng, [*ps, lo, hi])
-
-        part = self.part_function(k, "chunks", pointers, chunks)
-        self.split_run(k, b, pointers, [part, part])
+        size, _ = row_chunk_plan(p)
+        self.split_chunks(k, b, pointers, p["outer"], size, emit)
 
     def rows(self, b, p, body, lo=None, hi=None):
         """For each (outer, inner) line along the normalized axis (outer in [lo, hi), all by
