@@ -1,7 +1,8 @@
-"""QUANT and LUT over two threads (runtime/threads.py split_chunks, emit/int8/scalar.py
-``elements``): the flat indices in chunks the driver's thread and its worker claim one at a
-time. Both drivers (with the worker and without it) give the bits of -threads=1 and of the
-interpreter; small kernels stay on one thread."""
+"""QUANT, LUT and TRANSPOSE over two threads (runtime/threads.py split_chunks; emit/int8/scalar.py
+``elements`` and ``first_axis``): the flat indices (TRANSPOSE: its first axis longer than 1) in
+chunks the driver's thread and its worker claim one at a time. Both drivers (with the worker
+and without it) give the bits of -threads=1 and of the interpreter; small kernels stay on one
+thread."""
 
 from __future__ import annotations
 
@@ -76,3 +77,42 @@ def test_small_element_kernels_stay_on_one_thread():
     mod = _module((1, 16, 20, 20), 1, "int8", "onnx")
     assert all(k.params.get("threads", 1) == 1
                for k in lower(mod["main"], host_isa(), threads=2).kernels)
+
+
+def _forced_both(exe, data, want) -> None:
+    """Both drivers of every split region, alternating, each run equal to ``want``."""
+    regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
+    assert regions and all(r._alone is not None for r in regions)
+    for r in regions:
+        turns = iter(["pool", "alone"] * 3)
+        r.modes.choose = lambda turns=turns: next(turns)
+    for _ in range(6):
+        assert exe.run(data)[0].tobytes() == want.tobytes()
+
+
+def test_two_threads_split_transpose(monkeypatch, tmp_path):
+    """TRANSPOSE (the first axis longer than 1) in chunks (scalar.py first_axis): the bits of
+    -threads=1 and of the interpreter; a small one stays on one thread."""
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
+    firsts = []
+    real = scalar.ScalarKernels.first_axis
+    monkeypatch.setattr(scalar.ScalarKernels, "first_axis", lambda self, k, *a: firsts.append(
+        (k.kind, k.params.get("threads", 1))) or real(self, k, *a))
+    rng = np.random.default_rng(2)
+    x = Var("x", TensorType((1, 3, 61, 400), "int8"))  # 73,200 elements: split
+    mod = P.InferType()(relay.IRModule.from_expr(
+        relay.Function([x], get_op("transpose")(x, axes=[0, 2, 3, 1]))))
+    assert [k.params.get("threads", 1) for k in
+            lower(mod["main"], host_isa(), threads=2).kernels] == [2]
+    data = rng.integers(-128, 128, (1, 3, 61, 400), dtype=np.int8)
+    want = P.interpret(mod, [data])[0]
+    assert P.build(mod, "llvm -threads=1").run(data)[0].tobytes() == want.tobytes()
+    _forced_both(P.build(mod, "llvm -threads=2"), data, want)
+    assert ("TRANSPOSE", 2) in firsts
+    small = P.InferType()(relay.IRModule.from_expr(relay.Function(
+        [y := Var("y", TensorType((1, 3, 20, 40), "int8"))],
+        get_op("transpose")(y, axes=[0, 2, 3, 1]))))
+    assert [k.params.get("threads", 1) for k in
+            lower(small["main"], host_isa(), threads=2).kernels] == [1]

@@ -254,22 +254,41 @@ class ScalarKernels(Family):
     @emits(Kind.TRANSPOSE)
     def k_transpose(self, k: Kernel):
         """out[i0, i1, ...] = x[...] with out axis j = input axis perm[j], element by element."""
-        import contextlib
-
         fn, b, (x, y) = self.function(k, 1)
         in_shape, out_shape = self.shape(k.inputs[0]), self.shape(k.output)
         size = np.dtype(self.dtype(k.output)).itemsize
         ty = {1: I8, 2: ir.IntType(16), 4: I32, 8: I64}[size]
         in_strides = np.cumprod((list(in_shape) + [1])[:0:-1])[::-1].tolist() if in_shape else []
+        # the split axis (threads 2): the first longer than 1; the loops above it run once
+        axis = next((j for j, n in enumerate(out_shape) if n > 1), None)
+        if axis is None:
+            axis, n_axis, inner = 0, 1, 1
+        else:
+            n_axis, inner = out_shape[axis], int(np.prod(out_shape[axis + 1 :]))
+        self.first_axis(k, b, [x, y], n_axis, inner, lambda rb, ps, lo, hi: self.transpose_part(
+            k, rb, ps, lo, hi, axis, ty, in_strides))
+        b.ret_void()
+        return fn
+
+    def transpose_part(self, k, b, pointers, lo, hi, axis, ty, in_strides) -> None:
+        """TRANSPOSE with output axis ``axis`` over [lo, hi) (the axes before it are 1)."""
+        import contextlib
+
+        x, y = pointers
+        out_shape = self.shape(k.output)
         with contextlib.ExitStack() as stack:
-            idx = [stack.enter_context(for_range(b, n, f"t{j}")) for j, n in enumerate(out_shape)]
+            idx = []
+            for j, n in enumerate(out_shape):
+                if out_shape and j == axis:
+                    i = stack.enter_context(for_range(b, b.sub(hi, lo), f"t{j}"))
+                    idx.append(b.add(i, lo))
+                else:
+                    idx.append(stack.enter_context(for_range(b, n, f"t{j}")))
             src, dst = c64(0), c64(0)
             for j, i in enumerate(idx):
                 src = b.add(src, b.mul(i, c64(in_strides[k.params["perm"][j]])))
                 dst = b.add(b.mul(dst, c64(out_shape[j])), i)
             self.store_at(b, self.load_at(b, x, src, ty), y, dst, ty)
-        b.ret_void()
-        return fn
 
     @emits(Kind.IM2COL)
     def k_im2col(self, k: Kernel):
@@ -303,6 +322,16 @@ class ScalarKernels(Family):
                         self.store_at(b, zp, y, b.add(dst, ic), ety)
         b.ret_void()
         return fn
+
+    def first_axis(self, k, b, pointers, n: int, inner: int, emit) -> None:
+        """``emit(builder, pointers, lo, hi)`` over [0, n) of the kernel's split loop (each
+        index ``inner`` elements): all here, or with ``threads`` 2 in chunks of about
+        ELEMENT_CHUNK elements the driver's worker shares (runtime/threads.py split_chunks)."""
+        if k.params.get("threads", 1) > 1 and n > 1:
+            size = min(max(1, ELEMENT_CHUNK // max(1, inner)), -(-n // 2))
+            self.split_chunks(k, b, pointers, n, size, emit)
+        else:
+            emit(b, pointers, c64(0), c64(n))
 
     @emits(Kind.MAXPOOL)
     def k_maxpool(self, k: Kernel):
