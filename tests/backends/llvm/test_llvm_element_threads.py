@@ -116,3 +116,29 @@ def test_two_threads_split_transpose(monkeypatch, tmp_path):
         get_op("transpose")(y, axes=[0, 2, 3, 1]))))
     assert [k.params.get("threads", 1) for k in
             lower(small["main"], host_isa(), threads=2).kernels] == [1]
+
+
+def test_two_threads_split_im2col_rows(monkeypatch, tmp_path):
+    """The int8 IM2COL of a 3-channel convolution (ORT's u8s8 pairs, im2col order) in chunks
+    of window rows (scalar.py first_axis): the bits of -threads=1 and of the interpreter."""
+    from pathlib import Path
+
+    from partita.backends.llvm.lower import mac
+    from partita.frontends import from_onnx
+
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(mac, "SPLIT_COPY", 1 << 12)  # 48 x 48 x 27 = 62,208 bytes: split here
+    firsts = []
+    real = scalar.ScalarKernels.first_axis
+    monkeypatch.setattr(scalar.ScalarKernels, "first_axis", lambda self, k, *a: firsts.append(
+        (k.kind, k.params.get("threads", 1))) or real(self, k, *a))
+    nets = Path(__file__).resolve().parents[2] / "models" / "onnx" / "nets"
+    mod = from_onnx(nets / "mobilenet_v1_025_96.qop_u8s8_pc.onnx")
+    rng = np.random.default_rng(4)
+    image = rng.standard_normal((1, 3, 96, 96)).astype(np.float32)
+    want = P.interpret(mod, [image])[0]
+    assert P.build(mod, "llvm -threads=1").run(image)[0].tobytes() == want.tobytes()
+    exe = P.build(mod, "llvm -threads=2")
+    assert ("IM2COL", 2) in firsts
+    _forced_both(exe, image, want)

@@ -295,6 +295,15 @@ class ScalarKernels(Family):
         """y[oy, ox, (ky, kx, c)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], the input
         zero point outside (8-bit data) or 0.0 (float32)."""
         fn, b, (x, y) = self.function(k, 1)
+        _, oh, ow, kc = self.shape(k.output)
+        self.first_axis(k, b, [x, y], oh, ow * kc,
+                        lambda rb, ps, lo, hi: self.im2col_rows(k, rb, ps, lo, hi))
+        b.ret_void()
+        return fn
+
+    def im2col_rows(self, k, b, pointers, lo, hi) -> None:
+        """IM2COL's output rows [lo, hi)."""
+        x, y = pointers
         _, h, w, c = self.shape(k.inputs[0])
         _, oh, ow, kc = self.shape(k.output)
         p = k.params
@@ -303,11 +312,12 @@ class ScalarKernels(Family):
         ety = F32 if self.dtype(k.inputs[0]) == "float32" else I8  # float conv: zeros outside
         zp = ir.Constant(F32, 0.0) if ety is F32 else ir.Constant(I8, p["in_zp"] & 0xFF)
         with (
-            for_range(b, oh, "oy") as oy,
+            for_range(b, b.sub(hi, lo), "oy") as oy0,
             for_range(b, ow, "ox") as ox,
             for_range(b, kh, "ky") as ky,
             for_range(b, kw, "kx") as kx,
         ):
+            oy = b.add(oy0, lo)
             iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
                                                  (top, left), (h, w))
             base = b.mul(b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(kh)), ky), c64(kw))
@@ -320,8 +330,6 @@ class ScalarKernels(Family):
                         self.store_at(b, v, y, b.add(dst, ic), ety)
                     with otherwise:
                         self.store_at(b, zp, y, b.add(dst, ic), ety)
-        b.ret_void()
-        return fn
 
     def first_axis(self, k, b, pointers, n: int, inner: int, emit) -> None:
         """``emit(builder, pointers, lo, hi)`` over [0, n) of the kernel's split loop (each
