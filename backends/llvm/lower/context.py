@@ -35,6 +35,9 @@ from .vector_plan import (
 )
 
 EIGHT_BIT = ("int8", "uint8")
+# -threads=2: a TRANSPOSE or an int8 IM2COL (one image) of this many output elements or more
+# splits its first axis longer than 1 over both threads (emit/int8/scalar.py first_axis)
+SPLIT_COPY = 1 << 16
 MEAN_ROW = 1 << 14  # MEAN sums up to this many channels at once, in a stack row of int32
 
 

@@ -376,6 +376,9 @@ def _bmm(low: LowerContext, call) -> bool:
     return True
 
 
+SPLIT_SOFTMAX, SPLIT_LAYERNORM = 1 << 14, 1 << 16  # elements: the smallest split row kernels
+
+
 def _normalize(low: LowerContext, call, name: str) -> bool:
     data = call.args[0]
     shape = [int(d) for d in data.checked_type.shape]
@@ -385,6 +388,13 @@ def _normalize(low: LowerContext, call, name: str) -> bool:
         "n": shape[axis],
         "inner": int(np.prod(shape[axis + 1 :], dtype=np.int64)),
     }
+    # -threads=2: whole lines in chunks over both threads (rows.py row_split) once the lines
+    # are worth a hand-off: softmax's exp per element from 2^14 elements, layer norm from 2^16
+    size = int(np.prod(shape, dtype=np.int64))
+    if low.threads > 1 and params["outer"] > 1 and size >= (
+        SPLIT_SOFTMAX if name == "nn.softmax" else SPLIT_LAYERNORM
+    ):
+        params["threads"] = 2
     if name == "nn.softmax":
         if isinstance(data, Constant):
             return False

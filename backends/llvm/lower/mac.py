@@ -17,7 +17,7 @@ from partita.backends.llvm.kinds import Kind
 
 from partita.ir import Call, Constant
 
-from .context import LowerContext, where
+from .context import SPLIT_COPY, LowerContext, where
 from .float_conv import ungrouped
 from .output_stage import output_stage
 from .registry import CORE, lowers
@@ -167,6 +167,8 @@ def im2col(low: LowerContext, call: Call, params: dict, arrays: dict, src: int):
     if n > 1:
         p["batch"] = int(n)
     shape = im2col_as_1x1(call.checked_type.shape, params, arrays)
+    if low.threads > 1 and int(np.prod(shape[1:])) >= SPLIT_COPY:
+        p["threads"] = 2  # rows of windows in chunks the worker shares (scalar.py first_axis)
     out = low.scratch(Kind.IM2COL, [src], shape, call.args[0].checked_type.dtype,
                        {**p, "kernel": [kh, kw]})
     return [out], shape

@@ -7,11 +7,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 from partita.backends.llvm.kinds import Kind
 
 from partita.ir import Call
 
-from .context import LowerContext, data_operands
+from .context import SPLIT_COPY, LowerContext, data_operands
 from .float_ops import lower_view
 from .registry import CORE, lowers
 
@@ -33,7 +34,10 @@ def lower_copy(low: LowerContext, call: Call) -> bool:
 @lowers("transpose", priority=CORE + 3)
 def lower_transpose(low: LowerContext, call: Call) -> bool:
     """transpose of any dtype: TRANSPOSE."""
-    low.emit(Kind.TRANSPOSE, call, [low.src(data_operands(call)[0][0])], {"perm": _perm(call)})
+    params = {"perm": _perm(call)}
+    if low.threads > 1 and int(np.prod([int(d) for d in call.checked_type.shape])) >= SPLIT_COPY:
+        params["threads"] = 2  # the first axis longer than 1 in chunks (scalar.py first_axis)
+    low.emit(Kind.TRANSPOSE, call, [low.src(data_operands(call)[0][0])], params)
     return True
 
 

@@ -250,6 +250,47 @@ class ThreadPool(Family):
                 b.call(parts[0], [table])
                 b.call(parts[1], [table])
 
+    def split_chunks(self, k, b, pointers, total: int, size: int, emit) -> None:
+        """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread and
+        the driver's worker claim one at a time (a worker the OS deschedules holds up one chunk,
+        not half the kernel): ``emit(builder, pointers, lo, hi)`` writes indices [lo, hi) in a
+        function of its own, ``{name}_range``, whose pointers are noalias as the kernel's (read
+        from the split's table they would not be). Each index is computed by one chunk with
+        the one-thread code, so the bits are one thread's."""
+        ptr = ir.PointerType()
+        n = len(pointers)
+        rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
+                          f"{k.name}_range")
+        rng.linkage = "internal"
+        for arg in rng.args[:n]:
+            arg.add_attribute("noalias")
+        rb = ir.IRBuilder(rng.append_basic_block("entry"))
+        emit(rb, list(rng.args[:n]), *rng.args[n:])
+        rb.ret_void()
+        count = -(-total // size)
+        counter = ir.GlobalVariable(self.module, I64, f"{k.name}_next_chunk")
+        counter.linkage = "internal"
+        counter.initializer = c64(0)
+        b.store_atomic(c64(0), counter, "release", 8)
+        part = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]), f"{k.name}_chunks")
+        part.linkage = "internal"
+        pb = ir.IRBuilder(part.append_basic_block("entry"))
+        ps = [pb.load(pb.gep(part.args[0], [c64(i)], source_etype=ptr), typ=ptr)
+              for i in range(n)]
+        loop, work, done = (part.append_basic_block(name) for name in ("claim", "chunk", "out"))
+        pb.branch(loop)
+        pb.position_at_end(loop)
+        c = pb.atomic_rmw("add", counter, c64(1), "acq_rel")
+        pb.cbranch(pb.icmp_signed("<", c, c64(count)), work, done)
+        pb.position_at_end(work)
+        lo = pb.mul(c, c64(size))
+        end = pb.add(lo, c64(size))
+        pb.call(rng, [*ps, lo, pb.select(pb.icmp_signed("<", end, c64(total)), end, c64(total))])
+        pb.branch(loop)
+        pb.position_at_end(done)
+        pb.ret_void()
+        self.split_run(k, b, pointers, [part, part])
+
     def wait_done(self, b, g, job, limit: int = WAIT) -> None:
         """Spin until the worker has finished ``job``; a wait of ``limit`` pauses (the worker
         was descheduled: the machine is busy) marks the run slow, so its remaining kernels run

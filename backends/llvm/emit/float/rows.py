@@ -1,7 +1,11 @@
 """Row kernels of float_ops.py: softmax and layer norm along one axis (float64 sums, libm's
 exp). Contiguous rows (the axis is the last) go 8 doubles at a time for the max, the sums and
-the scaling, with a scalar tail; other layouts walk each line element by element. A kernel
-family (emit/base.py's Family)."""
+the scaling, with a scalar tail; other layouts walk each line element by element. ``threads``
+2 (lower/float_ops.py: large enough): the outer lines in chunks of about ROW_CHUNK elements
+that the driver's thread and its worker claim one at a time (row_split, as EWISE's chunks),
+each chunk a function of its own with noalias pointers; every line is computed whole by one
+thread with the one-thread code, so the bits are one thread's. A kernel family (emit/base.py's
+Family)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,32 @@ import math
 from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, F64, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
+
+ROW_CHUNK = 1 << 14  # elements per claimed chunk of a split row kernel (whole lines)
+
+
+def row_chunk_plan(p) -> tuple[int, int]:
+    """(size, count): chunks of ``size`` outer indices (each ``n * inner`` elements), about
+    ROW_CHUNK elements each, at least two; the last may be shorter."""
+    outer, line = int(p["outer"]), int(p["n"]) * int(p["inner"])
+    size = min(max(1, ROW_CHUNK // max(1, line)), -(-outer // 2))
+    return size, -(-outer // size)
+
+
+def span(b, lo, hi, name):
+    """``for (o = lo; o < hi; o++)``: yields o (i64)."""
+    return _Span(b, lo, hi, name)
+
+
+class _Span:
+    def __init__(self, b, lo, hi, name):
+        self.b, self.lo, self.inner = b, lo, for_range(b, b.sub(hi, lo), name)
+
+    def __enter__(self):
+        return self.b.add(self.lo, self.inner.__enter__())
+
+    def __exit__(self, *exc):
+        return self.inner.__exit__(*exc)
 
 
 def fconst(v) -> ir.Constant:
@@ -20,12 +50,26 @@ class RowKernels(Family):
     # what it uses of the other kernel families (through the emit context)
     intrinsic = via("floats")
     operand = via("floats")
+    split_chunks = via("pool")
 
-    def rows(self, b, p, body):
-        """For each (outer, inner) line along the normalized axis: ``body(at)``, where
-        ``at(j)`` is the flat index of element j of the line."""
+    def row_split(self, k, b, pointers, emit) -> None:
+        """``emit(builder, pointers, lo, hi)`` writes the lines of outer indices [lo, hi) from
+        ``pointers`` (the kernel's arguments, then its constants). One thread: all of them
+        here. ``threads`` 2: chunks (row_chunk_plan) claimed by this thread and the worker,
+        each running ``{name}_range`` (runtime/threads.py split_chunks)."""
+        p = k.params
+        if p.get("threads", 1) < 2 or p["outer"] < 2:
+            emit(b, pointers, c64(0), c64(p["outer"]))
+            return
+        size, _ = row_chunk_plan(p)
+        self.split_chunks(k, b, pointers, p["outer"], size, emit)
+
+    def rows(self, b, p, body, lo=None, hi=None):
+        """For each (outer, inner) line along the normalized axis (outer in [lo, hi), all by
+        default): ``body(at)``, where ``at(j)`` is the flat index of element j of the line."""
         n, inner = p["n"], p["inner"]
-        with for_range(b, p["outer"], "o") as o, for_range(b, inner, "in") as i:
+        lo, hi = lo if lo is not None else c64(0), hi if hi is not None else c64(p["outer"])
+        with span(b, lo, hi, "o") as o, for_range(b, inner, "in") as i:
             base = b.add(b.mul(o, c64(n * inner)), i)
             body(lambda j: b.add(base, b.mul(j, c64(inner))))
 
@@ -83,13 +127,20 @@ class RowKernels(Family):
 
     @emits(Kind.FSOFTMAX)
     def k_fsoftmax(self, k):
-        p = k.params
         fn, b, (x, y) = self.function(k, 1)
+        self.row_split(k, b, [x, y], lambda eb, ps, lo, hi: self.softmax_lines(k, eb, *ps, lo, hi))
+        b.ret_void()
+        return fn
+
+    def softmax_lines(self, k, b, x, y, lo, hi) -> None:
+        """The softmax of the lines of outer indices [lo, hi)."""
+        p = k.params
         n = p["n"]
         exp = self.intrinsic("llvm.exp", F64)
         cell = b.alloca(F64)
         if p["inner"] == 1:
-            return self.softmax_rows(k, fn, b, x, y, exp, cell)
+            self.softmax_rows(k, b, x, y, exp, cell, lo, hi)
+            return
 
         def line(at):
             def get(j):
@@ -107,16 +158,14 @@ class RowKernels(Family):
                 e = b.fpext(self.load_at(b, y, at(j), F32), F64)
                 self.store_at(b, b.fptrunc(b.fdiv(e, total), F32), y, at(j), F32)
 
-        self.rows(b, p, line)
-        b.ret_void()
-        return fn
+        self.rows(b, p, line, lo, hi)
 
-    def softmax_rows(self, k, fn, b, x, y, exp, cell):
-        """Contiguous rows: the max and the final scaling 8 lanes at a time; exp (libm's, per
-        element) and its float64 sum in order."""
+    def softmax_rows(self, k, b, x, y, exp, cell, lo, hi) -> None:
+        """Contiguous rows [lo, hi): the max and the final scaling 8 lanes at a time; exp
+        (libm's, per element) and its float64 sum in order."""
         n = k.params["n"]
         vcell = b.alloca(ir.VectorType(F64, 8))
-        with for_range(b, k.params["outer"], "o") as o:
+        with span(b, lo, hi, "o") as o:
             base = b.mul(o, c64(n))
             b.store(fconst(-math.inf), cell)
             b.store(ir.Constant(ir.VectorType(F64, 8), [-math.inf] * 8), vcell)
@@ -146,8 +195,6 @@ class RowKernels(Family):
                 self.store_f32(b, b.fdiv(self.load_f64(b, y, at, w), den), y, at, w)
 
             self.chunks(b, n, scale)
-        b.ret_void()
-        return fn
 
     def splat_d(self, b, value, w):
         ty = ir.VectorType(F64, w)
@@ -221,8 +268,22 @@ class RowKernels(Family):
         p = k.params
         n_in = sum(1 for s in p["sources"] if s[0] == "buf")
         fn, b, args = self.function(k, n_in)
-        ins, y = args[:-1], args[-1]
-        x, gamma, beta = (self.operand(k, j, ins) for j in range(3))
+        names = list(self.cargs)
+        pointers = [*args, *(self.cargs[name] for name in names)]
+
+        def emit(eb, ps, lo, hi):
+            ins, y, consts = ps[:n_in], ps[n_in], dict(zip(names, ps[n_in + 1 :]))
+            x, gamma, beta = (consts[w] if kind == "const" else ins[w]
+                              for kind, w in p["sources"][:3])
+            self.layernorm_lines(k, eb, x, gamma, beta, y, lo, hi)
+
+        self.row_split(k, b, pointers, emit)
+        b.ret_void()
+        return fn
+
+    def layernorm_lines(self, k, b, x, gamma, beta, y, lo, hi) -> None:
+        """The layer norm of the lines of outer indices [lo, hi)."""
+        p = k.params
         n = p["n"]
         sqrt = self.intrinsic("llvm.sqrt", F64)
         cell = b.alloca(F64)
@@ -261,12 +322,10 @@ class RowKernels(Family):
                     out(j)
 
         if rows:
-            with for_range(b, p["outer"], "o") as o:
+            with span(b, lo, hi, "o") as o:
                 line(None, b.mul(o, c64(n)))
         else:
-            self.rows(b, p, line)
-        b.ret_void()
-        return fn
+            self.rows(b, p, line, lo, hi)
 
 
 __all__ = ["RowKernels"]

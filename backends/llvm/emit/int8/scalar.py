@@ -26,6 +26,7 @@ from partita.backends.llvm.plan import Kernel
 from .vector_types import PTR8, kconst
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+ELEMENT_CHUNK = 1 << 14  # elements per claimed chunk of a split QUANT / LUT (threads 2)
 
 
 class ScalarKernels(Family):
@@ -35,6 +36,7 @@ class ScalarKernels(Family):
     mbqm_upward = via("ints")
     part_function = via("gemm")
     split_run = via("pool")
+    split_chunks = via("pool")
 
     def weight(self, b, g, index, k: Kernel):
         """A weight widened to i64 (stored as bytes, signed or not as the model's weights)."""
@@ -125,9 +127,16 @@ class ScalarKernels(Family):
         i16 = ir.IntType(16)  # int16 -> int16: a 65,536-entry table (16x8 LOGISTIC / TANH)
         ety = F32 if out == "float32" else i16 if out == "int16" else I8
         offset = {"int8": 128, "int16": 32768}.get(src, 0)
-        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
-            v = self.signed(b, self.load_at(b, x, e, i16 if src == "int16" else I8), src)
-            self.store_at(b, self.load_at(b, table, b.add(v, c64(offset)), ety), y, e, ety)
+
+        def lut_range(lb, ps, lo, hi):
+            x, y, table = ps
+            with for_range(lb, lb.sub(hi, lo), "e") as e:
+                e = lb.add(e, lo)
+                v = self.signed(lb, self.load_at(lb, x, e, i16 if src == "int16" else I8), src)
+                self.store_at(lb, self.load_at(lb, table, lb.add(v, c64(offset)), ety), y, e,
+                              ety)
+
+        self.elements(k, b, [x, y, table], lut_range)
         b.ret_void()
         return fn
 
@@ -138,18 +147,36 @@ class ScalarKernels(Family):
         + zero point, saturated; "fbgemm" (PyTorch): one fused multiply-add by float32(1 /
         scale) with the zero point, rounded half to even."""
         fn, b, (x, y) = self.function(k, 1)
+        pointers = [x, y, self.cargs["scale"], self.cargs["zp"]]
+        self.elements(k, b, pointers, lambda eb, ps, lo, hi: self.quant_range(k, eb, ps, lo, hi))
+        b.ret_void()
+        return fn
+
+    def elements(self, k, b, pointers, emit) -> None:
+        """``emit(builder, pointers, lo, hi)`` over the output's flat indices: all here, or
+        with ``threads`` 2 in chunks of ELEMENT_CHUNK the driver's worker shares
+        (runtime/threads.py split_chunks)."""
+        total = int(np.prod(self.shape(k.output)))
+        if k.params.get("threads", 1) > 1:
+            self.split_chunks(k, b, pointers, total, ELEMENT_CHUNK, emit)
+        else:
+            emit(b, pointers, c64(0), c64(total))
+
+    def quant_range(self, k, b, pointers, lo, hi) -> None:
+        x, y, scales, zps = pointers
         p = k.params
         out_ty = {"int8": I8, "uint8": I8, "int16": ir.IntType(16), "int32": I32}[p["out_dtype"]]
         info = np.iinfo(p["out_dtype"])
-        lo, hi = int(info.min), int(info.max)
+        lo_q, hi_q = int(info.min), int(info.max)
         floor = self.module.declare_intrinsic("llvm.floor", [F64])
         fabs = self.module.declare_intrinsic("llvm.fabs", [F64])
         rint = self.module.declare_intrinsic("llvm.rint", [F64])
         fma = self.module.declare_intrinsic("llvm.fma", [F32], ir.FunctionType(F32, [F32] * 3))
-        with for_range(b, int(np.prod(self.shape(k.output))), "e") as e:
+        with for_range(b, b.sub(hi, lo), "e") as e:
+            e = b.add(e, lo)
             c = b.urem(b.udiv(e, c64(p["inner"])), c64(p["C"])) if p["C"] > 1 else c64(0)
-            scale = b.fptrunc(self.load_at(b, self.cargs["scale"], c, F64), F32)
-            zp = b.sext(self.load_at(b, self.cargs["zp"], c, I32), I64)
+            scale = b.fptrunc(self.load_at(b, scales, c, F64), F32)
+            zp = b.sext(self.load_at(b, zps, c, I32), I64)
             v = self.load_at(b, x, e, F32)
             q = b.fpext(b.fdiv(v, scale), F64)
             if p["round"] == "fbgemm":  # fma(x, float32(1 / scale), zp), one rounding, even
@@ -170,10 +197,8 @@ class ScalarKernels(Family):
             r = b.select(
                 b.fcmp_ordered(">", r, ir.Constant(F64, 2.0**40)), ir.Constant(F64, 2.0**40), r
             )
-            v = self.clamp(b, b.add(b.fptosi(r, I64), zp), lo, hi)
+            v = self.clamp(b, b.add(b.fptosi(r, I64), zp), lo_q, hi_q)
             self.store_at(b, b.trunc(v, out_ty), y, e, out_ty)
-        b.ret_void()
-        return fn
 
     @emits(Kind.LUT2)
     def k_lut2(self, k: Kernel):
@@ -229,28 +254,56 @@ class ScalarKernels(Family):
     @emits(Kind.TRANSPOSE)
     def k_transpose(self, k: Kernel):
         """out[i0, i1, ...] = x[...] with out axis j = input axis perm[j], element by element."""
-        import contextlib
-
         fn, b, (x, y) = self.function(k, 1)
         in_shape, out_shape = self.shape(k.inputs[0]), self.shape(k.output)
         size = np.dtype(self.dtype(k.output)).itemsize
         ty = {1: I8, 2: ir.IntType(16), 4: I32, 8: I64}[size]
         in_strides = np.cumprod((list(in_shape) + [1])[:0:-1])[::-1].tolist() if in_shape else []
+        # the split axis (threads 2): the first longer than 1; the loops above it run once
+        axis = next((j for j, n in enumerate(out_shape) if n > 1), None)
+        if axis is None:
+            axis, n_axis, inner = 0, 1, 1
+        else:
+            n_axis, inner = out_shape[axis], int(np.prod(out_shape[axis + 1 :]))
+        self.first_axis(k, b, [x, y], n_axis, inner, lambda rb, ps, lo, hi: self.transpose_part(
+            k, rb, ps, lo, hi, axis, ty, in_strides))
+        b.ret_void()
+        return fn
+
+    def transpose_part(self, k, b, pointers, lo, hi, axis, ty, in_strides) -> None:
+        """TRANSPOSE with output axis ``axis`` over [lo, hi) (the axes before it are 1)."""
+        import contextlib
+
+        x, y = pointers
+        out_shape = self.shape(k.output)
         with contextlib.ExitStack() as stack:
-            idx = [stack.enter_context(for_range(b, n, f"t{j}")) for j, n in enumerate(out_shape)]
+            idx = []
+            for j, n in enumerate(out_shape):
+                if out_shape and j == axis:
+                    i = stack.enter_context(for_range(b, b.sub(hi, lo), f"t{j}"))
+                    idx.append(b.add(i, lo))
+                else:
+                    idx.append(stack.enter_context(for_range(b, n, f"t{j}")))
             src, dst = c64(0), c64(0)
             for j, i in enumerate(idx):
                 src = b.add(src, b.mul(i, c64(in_strides[k.params["perm"][j]])))
                 dst = b.add(b.mul(dst, c64(out_shape[j])), i)
             self.store_at(b, self.load_at(b, x, src, ty), y, dst, ty)
-        b.ret_void()
-        return fn
 
     @emits(Kind.IM2COL)
     def k_im2col(self, k: Kernel):
         """y[oy, ox, (ky, kx, c)] = x[oy*sh + ky*dh - top, ox*sw + kx*dw - left, c], the input
         zero point outside (8-bit data) or 0.0 (float32)."""
         fn, b, (x, y) = self.function(k, 1)
+        _, oh, ow, kc = self.shape(k.output)
+        self.first_axis(k, b, [x, y], oh, ow * kc,
+                        lambda rb, ps, lo, hi: self.im2col_rows(k, rb, ps, lo, hi))
+        b.ret_void()
+        return fn
+
+    def im2col_rows(self, k, b, pointers, lo, hi) -> None:
+        """IM2COL's output rows [lo, hi)."""
+        x, y = pointers
         _, h, w, c = self.shape(k.inputs[0])
         _, oh, ow, kc = self.shape(k.output)
         p = k.params
@@ -259,11 +312,12 @@ class ScalarKernels(Family):
         ety = F32 if self.dtype(k.inputs[0]) == "float32" else I8  # float conv: zeros outside
         zp = ir.Constant(F32, 0.0) if ety is F32 else ir.Constant(I8, p["in_zp"] & 0xFF)
         with (
-            for_range(b, oh, "oy") as oy,
+            for_range(b, b.sub(hi, lo), "oy") as oy0,
             for_range(b, ow, "ox") as ox,
             for_range(b, kh, "ky") as ky,
             for_range(b, kw, "kx") as kx,
         ):
+            oy = b.add(oy0, lo)
             iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
                                                  (top, left), (h, w))
             base = b.mul(b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(kh)), ky), c64(kw))
@@ -276,8 +330,16 @@ class ScalarKernels(Family):
                         self.store_at(b, v, y, b.add(dst, ic), ety)
                     with otherwise:
                         self.store_at(b, zp, y, b.add(dst, ic), ety)
-        b.ret_void()
-        return fn
+
+    def first_axis(self, k, b, pointers, n: int, inner: int, emit) -> None:
+        """``emit(builder, pointers, lo, hi)`` over [0, n) of the kernel's split loop (each
+        index ``inner`` elements): all here, or with ``threads`` 2 in chunks of about
+        ELEMENT_CHUNK elements the driver's worker shares (runtime/threads.py split_chunks)."""
+        if k.params.get("threads", 1) > 1 and n > 1:
+            size = min(max(1, ELEMENT_CHUNK // max(1, inner)), -(-n // 2))
+            self.split_chunks(k, b, pointers, n, size, emit)
+        else:
+            emit(b, pointers, c64(0), c64(n))
 
     @emits(Kind.MAXPOOL)
     def k_maxpool(self, k: Kernel):

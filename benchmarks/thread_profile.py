@@ -1,0 +1,211 @@
+"""One thread against two, kernel by kernel: where the second thread works and where it waits.
+
+    python benchmarks/thread_profile.py [--model tflite|qop|qdq|bert|PATH] [--runs 9] [--top 8]
+
+Builds the model for ``llvm -threads=1`` and ``llvm -threads=2`` (host ISA) and, interleaved:
+- runs: wall and process CPU per run of the one-thread build, of the two-thread build as it
+  runs (TwoModes decides), and of the two-thread build with the worker forced; for the forced
+  runs, each thread's CPU time and run-queue wait per run (/proc/self/task/*/schedstat) — the
+  second thread's share is what it does;
+- the timed drivers (``Executable.profile``): per kernel, the minimum time over rounds (a
+  kernel the OS preempted is not the kernel's time) with one thread and with two (the worker
+  forced), summed per kernel kind and per "split" (a kernel with a one-thread form
+  ``{name}_whole``: its work is shared) or "one thread" (the worker idles).
+Bits: every run's output equals the one-thread build's. Quote ``uptime`` with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's partita
+
+import partita as P  # noqa: E402
+
+MODELS = {
+    "tflite": ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite",
+    "qop": ROOT / "tests" / "models" / "onnx" / "large" / "mobilenet_v2_100_224.qop_u8s8_pc.onnx",
+    "qdq": "onnx/mobilenet_v2_100_224.qdq_s8s8_pc",
+}
+
+
+def load(name: str, tmp: Path, layers: int, seq: int):
+    """(module, feed dict or input list)."""
+    if name == "bert":
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        sys.path.insert(0, str(ROOT / "tools"))
+        from partita.frontends.onnx import from_onnx
+        from transformers import export
+
+        path = tmp / "bert.onnx"
+        export(path, seq, False, layers)
+        rng = np.random.default_rng(0)
+        feed = {"input_ids": rng.integers(1, 100, (1, seq)),
+                "attention_mask": np.ones((1, seq), np.int64)}
+        return from_onnx(path, {k: v.shape for k, v in feed.items()}), feed
+    path = MODELS.get(name, name)
+    if not Path(path).exists():
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from models import get_model
+
+        path = get_model(str(path))
+    path = Path(path)
+    if path.suffix == ".onnx":
+        from partita.frontends import from_onnx
+
+        mod = from_onnx(path)
+    else:
+        from partita.frontends import from_tflite
+
+        mod = from_tflite(str(path))
+    return mod, None
+
+
+def regions(exe) -> list:
+    return [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
+
+
+def split_names(exe) -> set:
+    """The kernel labels whose function has a one-thread form (split over two threads)."""
+    out = set()
+    for step in exe.steps:
+        r = step.region
+        loaded, calls = getattr(r, "_loaded", None), getattr(r, "calls", None)
+        if loaded is None or calls is None:
+            continue
+        for label, (fn, _) in zip(r.kernels, calls):
+            if loaded.engine.get_function_address(f"{fn}_whole"):
+                out.add(label.split(" ", 1)[1])
+    return out
+
+
+def tasks() -> dict:
+    """{tid: (ns on CPU, ns waiting on the run queue)} of this process's threads."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                run, wait, _ = (int(v) for v in f.read().split())
+            out[tid] = (run, wait)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="tflite")
+    ap.add_argument("--runs", type=int, default=9, help="interleaved rounds")
+    ap.add_argument("--block", type=int, default=5, help="runs of each build per round")
+    ap.add_argument("--top", type=int, default=8, help="one-thread kernels listed")
+    ap.add_argument("--layers", type=int, default=2, help="bert: encoder layers kept")
+    ap.add_argument("--seq", type=int, default=128)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("PARTITA_CACHE_DIR", str(Path(tmp) / "cache"))
+        mod, feed = load(args.model, Path(tmp), args.layers, args.seq)
+        one = P.build(mod, "llvm -threads=1")
+        two = P.build(mod, "llvm -threads=2")
+        forced = P.build(mod, "llvm -threads=2")
+    for r in regions(forced):
+        r.modes.choose = lambda: "pool"
+    if feed is None:
+        ty = one.input_types[0]
+        rng = np.random.default_rng(0)
+        x = (rng.standard_normal(ty.shape).astype(np.float32) if ty.dtype == "float32"
+             else rng.integers(-128 if ty.dtype == "int8" else 0, 128, ty.shape, dtype=ty.dtype))
+        call, prof = (lambda e: e.run(x)), (lambda e: e.profile(x))
+    else:
+        call, prof = (lambda e: e.run(**feed)), (lambda e: e.profile(**feed))
+    want = call(one)[0]
+    for e in (two, forced):
+        assert call(e)[0].tobytes() == want.tobytes(), "two threads changed the bits"
+    load0 = os.getloadavg()
+    wall, cpu = defaultdict(list), defaultdict(list)
+    threads_cpu: dict[str, list] = defaultdict(list)
+    main_tid = str(__import__("threading").get_native_id())
+    for _ in range(args.runs):
+        builds = (("1 thread", one), ("2 threads (TwoModes)", two), ("2 threads forced", forced))
+        for name, e in builds:
+            before = tasks() if name == "2 threads forced" else None
+            for _ in range(args.block):
+                w, c = time.perf_counter(), time.process_time()
+                out = call(e)[0]
+                wall[name].append(time.perf_counter() - w)
+                cpu[name].append(time.process_time() - c)
+                assert out.tobytes() == want.tobytes()
+            if before is not None:
+                after = tasks()
+                for tid, (run, wait) in after.items():
+                    b = before.get(tid, (0, 0))
+                    if run - b[0] > 0:
+                        who = "driver" if tid == main_tid else f"thread {tid}"
+                        threads_cpu[who].append(((run - b[0]) / args.block / 1e6,
+                                                 (wait - b[1]) / args.block / 1e6))
+    load1 = os.getloadavg()
+    print(f"model {args.model}; load average {load0[0]:.1f} -> {load1[0]:.1f}; "
+          f"{args.runs} rounds x {args.block} runs, medians, bits equal to one thread's")
+    base = median(wall["1 thread"])
+    for name in wall:
+        modes = ""
+        if name.startswith("2 threads (") and regions(two):
+            pooled = sum(len(r.modes.times["pool"]) for r in regions(two))
+            modes = f"; with the worker {pooled} of its last runs"
+        print(f"  {name:22s} wall {median(wall[name]) * 1e3:8.2f} ms  CPU "
+              f"{median(cpu[name]) * 1e3:8.2f} ms  wall / 1 thread "
+              f"{median(wall[name]) / base:.3f}{modes}")
+    for who, vals in sorted(threads_cpu.items()):
+        on, wait = median(v[0] for v in vals), median(v[1] for v in vals)
+        print(f"  forced, per run: {who:16s} on CPU {on:8.2f} ms, run-queue wait {wait:8.2f} ms")
+    # kernel by kernel: timed drivers, interleaved
+    split = split_names(two)
+    times: dict[str, dict] = {"1": defaultdict(list), "2": defaultdict(list)}
+    kinds: dict[str, str] = {}
+    for _ in range(max(3, args.runs)):
+        for tag, e in (("1", one), ("2", forced)):
+            p = prof(e)
+            for si, step in enumerate(p.steps):
+                for oi, op in enumerate(step.ops):
+                    key = f"{si}:{oi}:{op.name}"
+                    times[tag][key].append(op.time_s)
+                    kinds[key] = op.metrics.get("kernel", step.target)
+    groups = defaultdict(lambda: [0.0, 0.0, 0])
+    rows = []
+    for key in times["1"]:
+        # the minimum over rounds: a kernel the OS preempted is not the kernel's time
+        t1, t2 = min(times["1"][key]), min(times["2"].get(key, [0.0]))
+        name = key.split(":", 2)[2]
+        how = "split" if name in split else "one thread"
+        g = groups[(kinds[key], how)]
+        g[0] += t1
+        g[1] += t2
+        g[2] += 1
+        rows.append((t1, t2, kinds[key], how, name))
+    tot1, tot2 = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    print(f"  kernels (timed drivers, minima): 1 thread {tot1 * 1e3:.2f} ms, 2 threads "
+          f"(worker forced) {tot2 * 1e3:.2f} ms, ratio {tot2 / max(tot1, 1e-12):.3f}")
+    print(f"  {'kind':12s} {'how':11s} {'n':>4s} {'1 thr ms':>9s} {'2 thr ms':>9s} "
+          f"{'ratio':>6s} {'share of 2-thr':>14s}")
+    for (kind, how), (t1, t2, n) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {kind:12s} {how:11s} {n:4d} {t1 * 1e3:9.3f} {t2 * 1e3:9.3f} "
+              f"{t2 / max(t1, 1e-12):6.2f} {t2 / max(tot2, 1e-12):14.1%}")
+    alone = sorted((r for r in rows if r[3] == "one thread"), reverse=True)[: args.top]
+    if alone:
+        print("  largest one-thread kernels (the worker idles):")
+        for t1, t2, kind, _, name in alone:
+            print(f"    {kind:10s} {t1 * 1e3:7.3f} / {t2 * 1e3:7.3f} ms  {name[:70]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
