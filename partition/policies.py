@@ -168,6 +168,7 @@ class RegionPolicies(Pass):
         builder = RegionBuilder(region_of)
         members, inputs, outputs = builder.regions(order, flat)
         refused, gone = False, set()
+        labels = region_of  # the labels given (shared with the previous pass: copied on write)
         for key, nodes in members.items():
             region = region_of[id(nodes[0])]
             backend = None if region.host else find_backend(region.target)
@@ -180,6 +181,8 @@ class RegionPolicies(Pass):
                     region_stats(region, nodes, inputs[key], outputs[key].values(), whole),
                 )
             )
+            if why and region_of is labels:
+                region_of = dict(labels)
             for node in nodes if why else ():
                 region_of[id(node)] = Region(self.host, True, why)
             if why:
