@@ -30,6 +30,7 @@ from .deferred import DeferredModule, Pending, pending_or_built
 from .reasons import Explainer
 from .record import record_of, with_record
 from .regions import (
+    UNIT_TYPES,
     Region,
     RegionBuilder,
     ensure_typed,
@@ -108,7 +109,12 @@ class AnnotateTarget(Pass):
             graph = Graph(flat, order)
             explainer = Explainer(graph, entries, names, record.refusals)
             region_of = self._annotate(graph, explainer, earlier)
-            out = pending_or_built(fn, flat, region_of, graph.order)  # built when read
+            if flat is fn.body and graph.order is order and type(flat) in UNIT_TYPES:
+                # nothing inlined, and no inner functions (above): it may stay pending
+                # (deferred.can_defer, without walking the order again)
+                out = Pending(fn, flat, region_of, order)
+            else:
+                out = pending_or_built(fn, flat, region_of, graph.order)  # built when read
             if type(out) is Pending:
                 out.singles = True  # every unit got a Region of its own
             return out

@@ -48,7 +48,10 @@ class RegionsMemo:
     def __init__(self, region_of: dict, bind: bool, members, inputs, outputs, gone=()):
         """``region_of``: the labels now (a copy is kept); ``gone``: the keys of regions whose
         units were relabelled since ``regions`` ran (they are dropped)."""
-        self.labels, self.bind = dict(region_of), bind
+        # the labels dict itself: the passes never change a labels dict once a pass has
+        # handed it on (RegionPolicies copies before it relabels), and PartitionGraph, given
+        # the same dict, then skips comparing 100k entries
+        self.labels, self.bind = region_of, bind
         keep = [k for k in members if k not in gone]
         self.members = {k: members[k] for k in keep}
         self.inputs = {k: inputs[k] for k in keep}
@@ -59,7 +62,9 @@ class RegionsMemo:
     def regions_for(self, builder: RegionBuilder):
         """``builder.regions`` from the memo, or None when it does not apply (other labels,
         other constant binding, or a grouped region the memo does not hold)."""
-        if builder.bind_constants != self.bind or builder.region_of != self.labels:
+        if builder.bind_constants != self.bind or (
+            builder.region_of is not self.labels and builder.region_of != self.labels
+        ):
             return None
         members = self.members
         grouped = builder._grouped_ids()

@@ -40,7 +40,10 @@ class Pending:
 
     def labels(self) -> tuple:
         """What ``flatten_ordered`` gives for the built body: the flat graph, its order, and
-        fresh Regions read back as the built functions' attributes say them."""
+        fresh Regions read back as the built functions' attributes say them. When no Region
+        carries a Relay number the labels read the same, and ``region_of`` itself is returned
+        (no copy of 100k entries): the region passes never change a labels dict they are
+        given (RegionPolicies copies before it relabels)."""
         return self.flat, fresh_regions(self.region_of), self.order
 
 
@@ -53,8 +56,9 @@ def fresh_regions(labels: dict) -> dict:
     built region call reads off it (Relay's numbers live only until the first build)."""
     if set(map(_NUMBER, labels.values())) <= {None}:
         # nothing to drop: the same grouping, and Regions are never changed after they are
-        # made, so sharing them reads the same as copying
-        return dict(labels)
+        # made, so sharing them reads the same as copying (the dict too: callers do not
+        # change it)
+        return labels
     fresh: dict[int, Region] = {}
     return {
         k: fresh.get(id(r)) or fresh.setdefault(id(r), Region(r.target, r.host, r.reason))

@@ -154,6 +154,15 @@ class _ItemGraph:
                 j = item(id(kids[0]))
                 if j is None or j == i:
                     continue
+            elif len(kids) == 2:  # the else branch's list, without building it
+                j, b = item(id(kids[0])), item(id(kids[1]))
+                if j is None or j == i:
+                    if b is None or b == i:
+                        continue
+                    j = b
+                elif b is not None and b != i:
+                    changed = self._merge_inputs(i, [j, b], inputs, users) or changed
+                    continue
             else:
                 found = [j for j in map(item, map(id, kids)) if j is not None and j != i]
                 if len(found) != 1:

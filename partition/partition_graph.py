@@ -129,7 +129,8 @@ class PartitionGraph(Pass):
                     flat, region_of, order = pending.labels()
                 else:
                     flat, region_of, order = flatten_ordered(body, numbers)
-                if has_inner_functions(order):
+                # (a pending graph holds none: deferred.can_defer)
+                if pending is None and has_inner_functions(order):
                     inner = map_inner_functions(body, lift)
                     flat, region_of, order = flatten_ordered(inner, numbers)
                 lifter = _Lifter(region_of, taken, counters, placement, self.prefix)

@@ -62,7 +62,10 @@ def dataflow_order(
             out = list(found)
             out.append(root)
             return out
-    order = _walk(root, leaves, inputs)
+    if inputs is value_inputs and not leaves:
+        order = _walk_values(root)
+    else:
+        order = _walk(root, leaves, inputs)
     ORDER_STATS["walks"] += 1
     ORDER_STATS["nodes"] += len(order)
     if cacheable:
@@ -94,6 +97,35 @@ def _walk(root: Expr, leaves: tuple, inputs: Callable[[Expr], tuple]) -> list[Ex
             if id(kid) not in seen:
                 add(id(kid))
                 kins = () if leaves and type(kid) in leaves else inputs(kid)
+                if kins:
+                    push((kid, iter(kins)))
+                    break
+                append(kid)
+        else:
+            pop()
+            append(node)
+    return order
+
+
+def _walk_values(root: Expr) -> list[Expr]:
+    """``_walk(root, (), value_inputs)`` with an op call's inputs read inline (the common node
+    of a 100k-node graph: a call per node was a fifth of the walk)."""
+    order: list[Expr] = []
+    seen: set[int] = set()
+    add, append = seen.add, order.append
+    ins = (*root.params, root.body) if type(root) is Function else value_inputs(root)
+    add(id(root))
+    stack = [(root, iter(ins))]
+    push, pop = stack.append, stack.pop
+    while stack:
+        node, pending = stack[-1]
+        for kid in pending:
+            if id(kid) not in seen:
+                add(id(kid))
+                if type(kid) is Call and type(kid.op) is not Function:
+                    kins = kid.args
+                else:
+                    kins = value_inputs(kid)
                 if kins:
                     push((kid, iter(kins)))
                     break

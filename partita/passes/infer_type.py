@@ -86,7 +86,13 @@ def _infer_ops(order: list, mod, memo: dict, dataflow: bool) -> bool:
                 # pending type)
                 attrs = node.attrs
                 if type(attrs) is NoAttrs:
-                    same = (op, *map(id, map(_TYPE_OF, node.args)))
+                    args = node.args  # the key of one or two arguments built directly
+                    if len(args) == 1:
+                        same = (op, id(args[0]._type))
+                    elif len(args) == 2:
+                        same = (op, id(args[0]._type), id(args[1]._type))
+                    else:
+                        same = (op, *map(id, map(_TYPE_OF, args)))
                     found = seen(same)
                     if found is not None:
                         _SET_TYPE(node, found)
