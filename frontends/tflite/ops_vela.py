@@ -74,11 +74,11 @@ def prelu(ctx: OpContext) -> Expr:
 
 def _reduce_axes(ctx: OpContext) -> tuple[int, ...]:
     ndim = len(ctx.shape(0))
-    axes = sorted({int(a) % ndim for a in np.asarray(ctx.constant(1, "the axes")).reshape(-1)})
-    for a in np.asarray(ctx.constant(1, "the axes")).reshape(-1):
-        if not -ndim <= int(a) < ndim:
-            ctx.fail(f"reduction axis {int(a)} is out of range for rank {ndim}")
-    return tuple(axes)
+    given = [int(a) for a in np.asarray(ctx.constant(1, "the axes")).reshape(-1)]
+    for a in given:  # checked before `% ndim`: a rank-0 input has no axis at all
+        if not -ndim <= a < ndim:
+            ctx.fail(f"reduction axis {a} is out of range for rank {ndim}")
+    return tuple(sorted({a % ndim for a in given}))
 
 
 def reduce_min_max(ctx: OpContext) -> Expr:
