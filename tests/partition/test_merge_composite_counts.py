@@ -6,7 +6,6 @@ when every match is a single node (the op-only chain of benchmarks/partition.py)
 from __future__ import annotations
 
 import numpy as np
-import partita.patterns.claims as claims_mod
 from partita.partition import MergeComposite
 from partita.patterns import is_constant, is_op, wildcard
 from partita.patterns.claims import Claimer
@@ -79,21 +78,28 @@ def test_claim_problem_is_region_problems():
 
 def test_single_node_matches_count_no_uses(monkeypatch):
     """The op-only chain's table matches single nodes: the region check needs no counts."""
-    calls = []
-    real = claims_mod.Claimer._self_contained
+    import partita.partition.merge_composite as mc
 
-    def spy(self, root, interior, claimed):
-        out = real(self, root, interior, claimed)
-        calls.append(self._uses is not None)
-        return out
+    counted = []
+    real = mc.use_counts
 
-    monkeypatch.setattr(claims_mod.Claimer, "_self_contained", spy)
+    def spy(nodes):
+        counted.append(1)
+        return real(nodes)
+
+    monkeypatch.setattr(mc, "use_counts", spy)
     x = P.var("x", (4,))
     y = x
     for i in range(50):
         y = P.get_op("nn.relu")(y) if i % 2 else P.get_op("add")(y, x)
     mod = InferType()(P.IRModule.from_expr(y))
     out = MergeComposite([("relu", is_op("nn.relu")(wildcard()))])(mod)
-    assert len(calls) == 25 and not any(calls)  # 25 claims, uses never counted
+    assert not counted  # uses never counted
     composites = [n for n in post_order(out["main"]) if type(n) is Function and n.attrs]
     assert len(composites) == 25 and all(f.attrs["Composite"] == "relu" for f in composites)
+    # a two-node pattern counts once, at its first match, however many matches follow
+    mod = InferType()(P.IRModule.from_expr(y))
+    out = MergeComposite([("relu_add", RELU_ADD)])(mod)
+    assert len(counted) == 1
+    composites = [n for n in post_order(out["main"]) if type(n) is Function and n.attrs]
+    assert len(composites) == 25
