@@ -19,7 +19,15 @@ from itertools import chain, compress
 
 from partita.backends.registry import normalize_table
 from partita.backends.verdict import run_check, takes_match
-from partita.patterns.claims import GENERIC, NEED_USES, Claim, Claimer, Match, claim_program
+from partita.patterns.claims import (
+    GENERIC,
+    NEED_USES,
+    Claim,
+    Claimer,
+    Match,
+    claim_program,
+    shared_values,
+)
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph, use_counts
@@ -69,19 +77,27 @@ class MergeComposite(Pass):
         return with_record(out, pattern_table=tuple(self.entries), refusals=refusals)
 
 
-def _index(units: list) -> dict[str, list[int]]:
-    """Positions in ``units`` filed under their op name (or node kind)."""
+def _index(units: list) -> tuple[dict[str, list[int]], list, list]:
+    """Positions in ``units`` filed under their op name (or node kind); the op calls and the
+    other units."""
     by_key: dict[str, list[int]] = {}
     get = by_key.get
+    calls, others = [], []
+    call, other = calls.append, others.append
     for i, node in enumerate(units):
         t = type(node)
-        key = node.op.name if t is Call and not isinstance(node.op, Expr) else t.__name__
+        if t is Call and not isinstance(node.op, Expr):
+            key = node.op.name
+            call(node)
+        else:
+            key = t.__name__
+            other(node)
         found = get(key)
         if found is None:
             by_key[key] = [i]
         else:
             found.append(i)
-    return by_key
+    return by_key, calls, others
 
 
 class _Claims:
@@ -106,11 +122,11 @@ def _claim(graph: Graph, rules: list, accept, refuse) -> tuple[_Claims, list]:
     # the constants and variables that make up most of a frontend's graph, and a match is only
     # taken at a unit). Positions are in ``units``, which keeps the graph's order.
     units = list(compress(graph.order, map(_UNIT_SET.__contains__, map(type, graph.order))))
-    by_key = _index(units)
+    by_key, calls, others = _index(units)
     out = _Claims()
     claimed = out.claimed
-    uses = None
-    claimer = Claimer(graph, count_uses=lambda: uses if uses is not None else use_counts(units))
+    shared = None  # ids of the values used more than once, found at the first match that asks
+    claimer = Claimer(graph, count_uses=lambda: use_counts(units))
     for rule in rules:
         keys = rule.pattern.root_keys()
         if keys is None:
@@ -127,12 +143,12 @@ def _claim(graph: Graph, rules: list, accept, refuse) -> tuple[_Claims, list]:
             if id(node) in claimed:
                 continue
             if match is not None:
-                found = match(node, claimed, uses)
+                found = match(node, claimed, shared)
                 if found is None:
                     continue
                 if found is NEED_USES:
-                    uses = use_counts(units)
-                    found = match(node, claimed, uses)
+                    shared = shared_values(calls, others)
+                    found = match(node, claimed, shared)
                 if found is not GENERIC:
                     shape = program.shapes[found[0]]
                     interior = shape.interior(found)

@@ -32,10 +32,17 @@ from .compiled import Fallback, compiled, run_compiled
 from .group import Group, region_of, region_problem
 from .matcher import Match, Solver
 from .partition import extract_function
-from .programs import GENERIC, NEED_USES, Program, claim_program
+from .programs import GENERIC, NEED_USES, Program, claim_program, shared_values
 
 __all__ = [
-    "GENERIC", "NEED_USES", "Claim", "Claimer", "Match", "Program", "claim_program"
+    "GENERIC",
+    "NEED_USES",
+    "Claim",
+    "Claimer",
+    "Match",
+    "Program",
+    "claim_program",
+    "shared_values",
 ]
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 from partita.patterns import is_op, wildcard
-from partita.patterns.claims import GENERIC, NEED_USES, Claimer, claim_program
+from partita.patterns.claims import GENERIC, NEED_USES, Claimer, claim_program, shared_values
 from test_patterns_compiled import _graphs, _patterns
 
 import partita as P
 from partita.ir.graph import Graph, use_counts
+from partita.ir.order import value_inputs
 from partita.ops import get_op
 
 
@@ -30,14 +31,16 @@ def _same_function(got, want) -> None:
 def _compare(body, patterns, counts) -> None:
     graph = Graph(body)
     claimer = Claimer(graph)
-    uses = use_counts(graph.order)
+    shared = {k for k, n in use_counts(graph.order).items() if n > 1}
+    units = [n for n in graph.order if value_inputs(n)]
+    assert shared_values([], units) == shared
     programs = [(p, claim_program(p)) for p in patterns]
     claimed: set[int] = set()
     for node in reversed(graph.order):
         for pattern, program in programs:
             if program is None:
                 continue
-            found = program.match(node, claimed, uses)
+            found = program.match(node, claimed, shared)
             assert found is not NEED_USES
             want = claimer.claim(pattern, node, claimed)
             if found is None:
