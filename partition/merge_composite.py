@@ -139,6 +139,7 @@ def _claim(graph: Graph, rules: list, accept, refuse) -> tuple[_Claims, list]:
                 candidates = [units[i] for i in sorted(chain(*lists), reverse=True)]
         program = claim_program(rule.pattern)
         match = program.match if program is not None else None
+        attrs = [] if program is None else [program.attrs(s, rule.attrs) for s in program.shapes]
         for node in candidates:
             if id(node) in claimed:
                 continue
@@ -155,7 +156,7 @@ def _claim(graph: Graph, rules: list, accept, refuse) -> tuple[_Claims, list]:
                     why = accept(rule, node, interior, lambda s=shape, f=found: s.bindings(f))
                     if why is None:
                         claimed.update(map(id, interior))
-                        out.fast[id(node)] = (rule, program, shape, found)
+                        out.fast[id(node)] = (shape.build, found, attrs[found[0]])
                     else:
                         refuse(rule, interior, why)
                     continue
@@ -197,7 +198,6 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
         _keep_refusals(refused, {}, set(), refusals)
         return body
     general, fast = claims.general, claims.fast
-    attrs_of: dict[tuple, dict | None] = {}  # (rule, shape) -> the composite's attributes
     # only units are copied: a leaf (constant, variable, function) stands for itself
     memo: dict[int, Expr] = {}
     get = memo.get
@@ -208,37 +208,26 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
             continue
         hit = fast.get(key)
         if hit is not None:
-            fn, inputs = _build_fast(hit, counter[0], attrs_of)
+            build, found, attrs = hit
+            call = build(found, counter[0], attrs, get)  # typed when the root is
+            counter[0] += 1
         else:
             group = general.get(key)
             if group is None:
                 continue  # inside a composite
             fn, inputs = group.to_function(counter[0])
-        counter[0] += 1
-        call = _call_function(fn, [get(id(x), x) for x in inputs], node.span)
-        result = fn.body.type_or_none
-        if result is not None:  # the body's copies kept their types: so do fn and call
-            _TYPE(fn, result)
-            _TYPE(call, result)
-        else:
+            counter[0] += 1
+            call = _call_function(fn, [get(id(x), x) for x in inputs], node.span)
+            result = fn.body.type_or_none
+            if result is not None:  # the body's copies kept their types: so do fn and call
+                _TYPE(fn, result)
+                _TYPE(call, result)
+        if call._type is None:
             infer_new_types(call, mod)  # its inputs are typed; its consumers copy types
         memo[key] = call
     out = memo.get(id(body), body)
     _keep_refusals(refused, memo, claimed, refusals)
     return out
-
-
-def _build_fast(hit: tuple, number: int, attrs_of: dict) -> tuple[Function, list]:
-    """A program's match as a composite function of its inputs (``Claim.to_function``)."""
-    rule, program, shape, found = hit
-    attrs = attrs_of.get((rule, shape), attrs_of)
-    if attrs is attrs_of:
-        attrs = attrs_of[(rule, shape)] = program.attrs(shape, rule.attrs)
-    if attrs is None:  # an attribute that is not str -> scalar: Function's constructor says so
-        fn, inputs = shape.build(found, number, {})
-        return Function(fn.params, fn.body, None, {**fn.attrs, "PartitionedFromPattern":
-                                                   shape.name, **rule.attrs}), inputs
-    return shape.build(found, number, attrs)
 
 
 _new = object.__new__

@@ -62,7 +62,6 @@ MAX_SHAPES = 64  # more alternatives than this: the closures and the general pat
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NONE = object()
-_set = object.__setattr__
 _ATTRS_TYPE = type(Function((), Tuple(())).attrs)  # the immutable dict of Function attrs
 _SCALARS = (str, int, float, bool)
 # the types an input position may hold on the fast path (anything else, or a Constant that an
@@ -335,32 +334,47 @@ class _Shape:
         return lines
 
     def _build_source(self, ex: _Expander) -> list[str]:
+        """``build_<n>(found, number, attrs, get)``: the call of the composite function
+        (``extract_function``'s function, called with ``get(id(input), input)`` for each
+        input), typed as the root when the root has a type. ``attrs``: a Function attrs dict,
+        shared by the composites of one rule and shape (it is immutable)."""
         n = self.number
-        lines = [f"def build_{n}(found, number, attrs):", f"    {self.unpack()}"]
+        lines = [f"def build_{n}(found, number, attrs, get):", f"    {self.unpack()}"]
         new = {}  # position var -> the expression standing for it in the body
         for p in self.positions:
             if p.kind == "const":
                 new[p.var] = p.var
-        if self.inputs:
+
+        def param(v, index):
+            return [
+                f"p_{v} = NEW(Var)",
+                f"SPAN(p_{v}, None)",
+                f"TYPE(p_{v}, {v}._type)",
+                f"VNAME(p_{v}, f'FunctionVar_{{number}}_{{{index}}}')",
+                f"VANN(p_{v}, {v}._type)",
+            ]
+
+        if len(self.inputs) == 1:
+            (v,) = self.inputs
+            lines += [f"    {x}" for x in param(v, 0)]
+            new[v] = f"p_{v}"
+            params, args = f"(p_{v},)", f"(get(id({v}), {v}),)"
+        elif self.inputs:
             first = self.inputs[0]
-            lines.append(f"    p_{first} = NEW_VAR(f'FunctionVar_{{number}}_0', {first}._type)")
-            lines.append(f"    ins = [{first}]")
-            lines.append(f"    params = [p_{first}]")
+            lines += [f"    {x}" for x in param(first, 0)]
+            lines += [f"    ins = [{first}]", f"    params = [p_{first}]"]
             new[first] = f"p_{first}"
             for i, v in enumerate(self.inputs[1:], 1):
-                earlier = self.inputs[:i]
-                cond = " or ".join(f"{v} is {e}" for e in earlier)
+                cond = " or ".join(f"{v} is {e}" for e in self.inputs[:i])
                 lines.append(f"    if {cond}:")
                 lines.append(f"        p_{v} = params[[x is {v} for x in ins].index(True)]")
                 lines.append("    else:")
-                lines.append(
-                    f"        p_{v} = NEW_VAR(f'FunctionVar_{{number}}_{{len(ins)}}', {v}._type)"
-                )
-                lines.append(f"        ins.append({v})")
-                lines.append(f"        params.append(p_{v})")
+                lines += [f"        {x}" for x in param(v, "len(ins)")]
+                lines += [f"        ins.append({v})", f"        params.append(p_{v})"]
                 new[v] = f"p_{v}"
+            params, args = "tuple(params)", "tuple([get(id(x), x) for x in ins])"
         else:
-            lines += ["    ins = []", "    params = []"]
+            params, args = "()", "()"
         for p in reversed(self.positions):  # children before parents
             if p.kind not in ("call", "tuple", "item"):
                 continue
@@ -386,8 +400,23 @@ class _Shape:
                     f"        {c}.with_type({p.var}._type)",
                 ]
             new[p.var] = c
+        body = new[self.root.var]
         lines += [
-            f"    return NEW_FUNCTION(params, {new[self.root.var]}, attrs), ins",
+            f"    result = {body}._type",
+            "    fn = NEW(Function)",
+            "    SPAN(fn, None)",
+            "    TYPE(fn, result)",
+            f"    FPARAMS(fn, {params})",
+            f"    FBODY(fn, {body})",
+            "    FRET(fn, None)",
+            "    FATTRS(fn, attrs)",
+            "    call = NEW(Call)",
+            f"    SPAN(call, {self.root.var}.span)",
+            "    TYPE(call, result)",
+            "    OP(call, fn)",
+            f"    ARGS(call, {args})",
+            "    ATTRS(call, None)",
+            "    return call",
         ]
         return lines
 
@@ -429,12 +458,13 @@ class Program:
         self.needs_uses = any(s.inner_nonroot for s in shapes)
 
     def attrs(self, shape: _Shape, extra: dict):
-        """The composite attributes of ``shape`` (``{"PartitionedFromPattern": ..., **extra}``),
-        or None when one is not a str -> scalar (Function's constructor then says which)."""
+        """The composite attributes of ``shape`` (``{"PartitionedFromPattern": ..., **extra}``)
+        as a Function keeps them (immutable: the composites of one rule and shape share them);
+        a value that is not a str -> scalar raises Function's error, which names it."""
         attrs = {"PartitionedFromPattern": shape.name, **extra}
-        if all(type(k) is str and type(v) in _SCALARS for k, v in attrs.items()):
-            return attrs
-        return None
+        if not all(type(k) is str and type(v) in _SCALARS for k, v in attrs.items()):
+            Function((), Tuple(()), None, attrs)  # raises, naming the attribute
+        return _ATTRS_TYPE(attrs)
 
 
 def shared_values(calls, others=()) -> set[int]:
@@ -453,29 +483,6 @@ def shared_values(calls, others=()) -> set[int]:
     ids.sort()
     later = ids[1:]
     return set(later[later == ids[:-1]].tolist())
-
-
-def _new_var(name: str, ty) -> Var:
-    """A parameter named here, typed as the value it stands for (no checks)."""
-    new = object.__new__(Var)
-    _set(new, "span", None)
-    _set(new, "_type", ty)
-    _set(new, "name_hint", name)
-    _set(new, "type_annotation", ty)
-    return new
-
-
-def _new_function(params: list, body: Expr, attrs: dict) -> Function:
-    """``Function(params, body, None, attrs)`` without the checks (``attrs`` checked once per
-    shape by Program.attrs)."""
-    new = object.__new__(Function)
-    _set(new, "span", None)
-    _set(new, "_type", None)
-    _set(new, "params", tuple(params))
-    _set(new, "body", body)
-    _set(new, "ret_type", None)
-    _set(new, "attrs", _ATTRS_TYPE(attrs))
-    return new
 
 
 def _same_expr(a, b):
@@ -503,6 +510,11 @@ _GLOBALS = {
     "OP": Call.op.__set__,
     "ARGS": Call.args.__set__,
     "ATTRS": Call.attrs.__set__,
-    "NEW_VAR": _new_var,
-    "NEW_FUNCTION": _new_function,
+    "Function": Function,
+    "VNAME": Var.name_hint.__set__,
+    "VANN": Var.type_annotation.__set__,
+    "FPARAMS": Function.params.__set__,
+    "FBODY": Function.body.__set__,
+    "FRET": Function.ret_type.__set__,
+    "FATTRS": Function.attrs.__set__,
 }

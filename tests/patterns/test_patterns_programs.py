@@ -23,7 +23,8 @@ def _same_function(got, want) -> None:
     assert [p.type_annotation for p in fn.params] == [p.type_annotation for p in fn2.params]
     assert len(ins) == len(ins2) and all(a is b for a, b in zip(ins, ins2))
     assert dict(fn.attrs) == dict(fn2.attrs)
-    assert str(fn) == str(fn2)
+    assert str(fn.body) == str(fn2.body)
+    assert fn.type_or_none == fn.body.type_or_none  # as MergeComposite types it
     assert P.ir.structural_equal(fn, fn2)
     assert fn.body.type_or_none == fn2.body.type_or_none
 
@@ -59,7 +60,10 @@ def _compare(body, patterns, counts) -> None:
             assert [id(n) for n in interior] == list(want.interior), (pattern, node.short())
             attrs = program.attrs(shape, {"Composite": "c"})
             want.rule = type("Rule", (), {"attrs": {"Composite": "c"}})()
-            _same_function(shape.build(found, 7, attrs), want.to_function(7))
+            call = shape.build(found, 7, attrs, lambda key, x: x)
+            want_fn, want_inputs = want.to_function(7)
+            _same_function((call.op, call.args), (want_fn, want_inputs))
+            assert call.span is node.span and call.type_or_none == want_fn.body.type_or_none
             if len(interior) > 1 and len(claimed) < 40:
                 # claim some (the next nodes see claimed interiors, as in MergeComposite)
                 claimed.update(id(n) for n in interior[1:])
