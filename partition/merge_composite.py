@@ -16,6 +16,7 @@ for the placement report.
 from __future__ import annotations
 
 from itertools import chain, compress
+from operator import attrgetter
 
 from partita.backends.registry import normalize_table
 from partita.backends.verdict import run_check, takes_match
@@ -111,10 +112,14 @@ class _Claims:
         self.claimed: set[int] = set()
 
 
-def _claim(graph: Graph, rules: list, accept, refuse) -> tuple[_Claims, list]:
+_BINDINGS = attrgetter("bindings")
+
+
+def _claim(graph: Graph, rules: list, accept, refuse, forced: bool) -> tuple[_Claims, list]:
     """Each rule in table order claims its matches, from the output down, among the nodes no
     earlier rule claimed (so an earlier entry wins everywhere, as in Relay). Also returns the
     graph's units (calls, tuples, ...) in post-order: the only nodes the rebuild copies.
+    ``forced``: whether overrides may force nodes onto the CPU (``accept`` is then asked).
     A rule whose pattern has a claim program (patterns/programs.py) runs it; what the program
     hands back (``GENERIC``) and the other rules go through ``Claimer.claim``."""
     # the units (calls, tuples, ...) filtered at C speed, then filed under their op name (or
@@ -138,8 +143,15 @@ def _claim(graph: Graph, rules: list, accept, refuse) -> tuple[_Claims, list]:
             else:
                 candidates = [units[i] for i in sorted(chain(*lists), reverse=True)]
         program = claim_program(rule.pattern)
-        match = program.match if program is not None else None
-        attrs = [] if program is None else [program.attrs(s, rule.attrs) for s in program.shapes]
+        if program is not None:
+            match, shapes = program.match, program.shapes
+            builds = [s.build for s in shapes]
+            attrs = [program.attrs(s, rule.attrs) for s in shapes]
+        else:
+            match = None
+        # nothing to ask before taking a match: no override, no check
+        plain = not forced and rule.check is None
+        fast = out.fast
         for node in candidates:
             if id(node) in claimed:
                 continue
@@ -151,19 +163,20 @@ def _claim(graph: Graph, rules: list, accept, refuse) -> tuple[_Claims, list]:
                     shared = shared_values(calls, others)
                     found = match(node, claimed, shared)
                 if found is not GENERIC:
-                    shape = program.shapes[found[0]]
-                    interior = shape.interior(found)
-                    why = accept(rule, node, interior, lambda s=shape, f=found: s.bindings(f))
+                    interior = found[1]
+                    why = None if plain else accept(rule, node, interior, shapes[found[0]].bindings,
+                                                    found)
                     if why is None:
                         claimed.update(map(id, interior))
-                        out.fast[id(node)] = (shape.build, found, attrs[found[0]])
+                        number = found[0]
+                        fast[id(node)] = (builds[number], found, attrs[number])
                     else:
                         refuse(rule, interior, why)
                     continue
             found = claimer.claim(rule.pattern, node, claimed, rule)
             if found is None or found.problem:
                 continue
-            why = accept(rule, node, found.interior.values(), lambda f=found: f.bindings)
+            why = accept(rule, node, found.interior.values(), _BINDINGS, found)
             if why is None:
                 claimed.update(found.interior)
                 out.general[id(node)] = found
@@ -176,15 +189,16 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
     graph = Graph(body)
     refused: dict[int, tuple] = {}  # id(old node) -> (old node, reason), first refusal wins
 
-    def accept(rule, root, interior, bindings) -> str | None:
-        """None when ``rule`` may take the match, else why not (an override or the check)."""
+    def accept(rule, root, interior, bindings_of, source) -> str | None:
+        """None when ``rule`` may take the match, else why not (an override or the check);
+        ``bindings_of(source)``: the match's bindings, built only for a check that takes them."""
         forced = overrides.forced_any(interior) if overrides else None
         if forced:
             return forced
         check = rule.check
         if check is None:
             return None
-        match = Match(root, bindings()) if rule.wants_match else None
+        match = Match(root, bindings_of(source)) if rule.wants_match else None
         verdict = run_check(check, root, match)
         return None if verdict else verdict.reason or f"the check of {rule.name} refused"
 
@@ -192,7 +206,7 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
         for node in interior:
             refused.setdefault(id(node), (node, f"{rule.name}: {why}"))
 
-    claims, units = _claim(graph, rules, accept, refuse)
+    claims, units = _claim(graph, rules, accept, refuse, bool(overrides))
     claimed = claims.claimed
     if not claimed:
         _keep_refusals(refused, {}, set(), refusals)

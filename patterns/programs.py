@@ -15,11 +15,11 @@ interior, inputs or embedded constants, the bindings' key order, the parameter o
 ``shared_values``) returns None (no match), ``GENERIC`` (the general path must decide: the
 Solver's reassociation of divide and multiply, an interior node claimed or used more than once
 (outside the match, or at two positions of it), a shape this module does not copy),
-``NEED_USES`` (find the shared values and ask again) or ``(shape number, node at each
-position...)``. Then ``shape.interior(found)`` lists the interior nodes in region_of's order,
-``shape.bindings(found)`` is the match's bindings in the closures' order and
-``shape.build(found, number, attrs)`` the composite function and its inputs (what
-``extract_function`` returns). tests/patterns/test_patterns_programs.py compares all of it with
+``NEED_USES`` (find the shared values and ask again) or ``(shape number, interior nodes, node
+at each position...)``. The interior nodes are in region_of's order; ``shape.bindings(found)``
+is the match's bindings in the closures' order and ``shape.build(found, number, attrs, get)``
+the call of the composite function (what ``extract_function`` returns, called with the inputs'
+copies). tests/patterns/test_patterns_programs.py compares all of it with
 the general path (``Claimer.claim``, ``region_of``, ``extract_function``) at every node of real
 graphs.
 """
@@ -313,16 +313,16 @@ class _Shape:
             lines.append("    if shared is None: return NEED_USES")
             for v in self.inner_nonroot:
                 lines.append(f"    if id({v}) in claimed or id({v}) in shared: return GENERIC")
-        lines.append(f"    return ({self.number}, {', '.join(self.slots)})")
+        interior = _tuple(", ".join(self.interior_vars))
+        lines.append(f"    return ({self.number}, {interior}, {', '.join(self.slots)})")
         return lines
 
     def unpack(self) -> str:
-        return f"_, {', '.join(self.slots)}, = found"
+        return f"_, _, {', '.join(self.slots)}, = found"
 
     def helpers_source(self, ex: _Expander) -> list[str]:
         n = self.number
-        inner = ", ".join(self.interior_vars)
-        lines = [f"def interior_{n}(found):", f"    {self.unpack()}", f"    return {_tuple(inner)}"]
+        lines = [f"def interior_{n}(found):", "    return found[1]"]
         pairs = ", ".join(
             f"{ex.k(key) if not isinstance(key, str) else repr(key)}: "
             f"{var if var is not None else ex.k(key.op)}"
