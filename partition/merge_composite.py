@@ -78,27 +78,19 @@ class MergeComposite(Pass):
         return with_record(out, pattern_table=tuple(self.entries), refusals=refusals)
 
 
-def _index(units: list) -> tuple[dict[str, list[int]], list, list]:
-    """Positions in ``units`` filed under their op name (or node kind); the op calls and the
-    other units."""
+def _index(units: list) -> dict[str, list[int]]:
+    """Positions in ``units`` filed under their op name (or node kind)."""
     by_key: dict[str, list[int]] = {}
     get = by_key.get
-    calls, others = [], []
-    call, other = calls.append, others.append
     for i, node in enumerate(units):
         t = type(node)
-        if t is Call and not isinstance(node.op, Expr):
-            key = node.op.name
-            call(node)
-        else:
-            key = t.__name__
-            other(node)
+        key = node.op.name if t is Call and not isinstance(node.op, Expr) else t.__name__
         found = get(key)
         if found is None:
             by_key[key] = [i]
         else:
             found.append(i)
-    return by_key, calls, others
+    return by_key
 
 
 class _Claims:
@@ -127,7 +119,7 @@ def _claim(graph: Graph, rules: list, accept, refuse, forced: bool) -> tuple[_Cl
     # the constants and variables that make up most of a frontend's graph, and a match is only
     # taken at a unit). Positions are in ``units``, which keeps the graph's order.
     units = list(compress(graph.order, map(_UNIT_SET.__contains__, map(type, graph.order))))
-    by_key, calls, others = _index(units)
+    by_key = _index(units)
     out = _Claims()
     claimed = out.claimed
     shared = None  # ids of the values used more than once, found at the first match that asks
@@ -160,7 +152,7 @@ def _claim(graph: Graph, rules: list, accept, refuse, forced: bool) -> tuple[_Cl
                 if found is None:
                     continue
                 if found is NEED_USES:
-                    shared = shared_values(calls, others)
+                    shared = shared_values(units)
                     found = match(node, claimed, shared)
                 if found is not GENERIC:
                     interior = found[1]

@@ -467,14 +467,17 @@ class Program:
         return _ATTRS_TYPE(attrs)
 
 
-def shared_values(calls, others=()) -> set[int]:
-    """The ids of the values used more than once by ``calls`` (op calls: their args) and
-    ``others`` (any units: their ``value_inputs``). A node interior to a match is used by its
-    parent in the match; when it is not in this set, that is its only use (what
-    ``Claimer._self_contained`` asks with counts, found here by sorting the ids with numpy
-    instead of counting them in a dict: a few times cheaper at 100k nodes)."""
+def shared_values(units: list) -> set[int]:
+    """The ids of the values that ``units`` (a graph's calls, tuples, ...: the nodes that use
+    values) use more than once. A node interior to a match is used by its parent in the match;
+    when it is not in this set, that is its only use (what ``Claimer._self_contained`` asks with
+    counts, found here by sorting the ids with numpy instead of counting them in a dict: a few
+    times cheaper at 100k nodes)."""
+    calls = [u for u in units if type(u) is Call]
+    others = [u for u in units if type(u) is not Call]
+    called = [u.op for u in calls if type(u.op) is Function]  # a composite call uses its fn
     ids = np.fromiter(
-        map(id, chain(chain.from_iterable(map(_ARGS, calls)),
+        map(id, chain(chain.from_iterable(map(_ARGS, calls)), called,
                       chain.from_iterable(map(value_inputs, others)))),
         np.int64,
     )

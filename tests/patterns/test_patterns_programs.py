@@ -34,7 +34,7 @@ def _compare(body, patterns, counts) -> None:
     claimer = Claimer(graph)
     shared = {k for k, n in use_counts(graph.order).items() if n > 1}
     units = [n for n in graph.order if value_inputs(n)]
-    assert shared_values([], units) == shared
+    assert shared_values(units) == shared
     programs = [(p, claim_program(p)) for p in patterns]
     claimed: set[int] = set()
     for node in reversed(graph.order):
@@ -110,3 +110,19 @@ def test_the_npu_table_has_programs():
         if not all(s.build is not None for s in program.shapes):
             general.append(entry.name)
     assert general == ["npu.concat", "npu.resize_bilinear", "npu.lstm_mul"]
+
+
+def test_shared_values_are_the_values_used_twice():
+    """shared_values against use_counts, on a graph with composite calls (a call uses its
+    function), tuples and projections."""
+    from partita.partition import MergeComposite
+
+    body = _residual_with_shared_values()
+    t = P.ir.Tuple([body, get_op("nn.relu")(body)])
+    mod = P.IRModule.from_expr(P.ir.TupleGetItem(t, 1))
+    mod = MergeComposite([("relu", is_op("nn.relu")(wildcard()))])(mod)
+    graph = Graph(mod["main"].body)
+    units = [n for n in graph.order if value_inputs(n)]
+    assert any(type(n) is P.ir.Call and type(n.op) is P.ir.Function for n in units)
+    counts = use_counts(graph.order)
+    assert shared_values(units) == {k for k, n in counts.items() if n > 1}
