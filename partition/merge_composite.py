@@ -38,7 +38,8 @@ from partita.passes.infer_type import infer_new_types
 from partita.passes.infra import Pass
 
 from .record import with_record
-from .regions import UNIT_TYPES, copy_node, ensure_typed, is_partition_function, value_children
+from .regions import UNIT_TYPES, ensure_typed, is_partition_function
+from .units import copy_mapped
 
 _UNIT_SET = frozenset(UNIT_TYPES)
 
@@ -210,7 +211,7 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
     for node in units:
         key = id(node)
         if key not in claimed:
-            memo[key] = copy_node(node, [get(id(k), k) for k in value_children(node)])
+            memo[key] = copy_mapped(node, get)
             continue
         hit = fast.get(key)
         if hit is not None:
