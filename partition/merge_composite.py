@@ -42,6 +42,7 @@ from .regions import UNIT_TYPES, ensure_typed, is_partition_function
 from .units import copy_mapped
 
 _UNIT_SET = frozenset(UNIT_TYPES)
+PROGRAM_MIN = 32  # candidates of a rule from which it runs its pattern's claim program
 
 
 class _Rule:
@@ -135,7 +136,11 @@ def _claim(graph: Graph, rules: list, accept, refuse, forced: bool) -> tuple[_Cl
                 candidates = [units[i] for i in reversed(lists[0])]
             else:
                 candidates = [units[i] for i in sorted(chain(*lists), reverse=True)]
-        program = claim_program(rule.pattern)
+        if not candidates:
+            continue
+        # a program costs ~1-20 ms to generate (per table build): worth it for many candidates;
+        # for a few, the closures (the same answers: tests/patterns/test_patterns_programs.py)
+        program = claim_program(rule.pattern) if len(candidates) >= PROGRAM_MIN else None
         if program is not None:
             match, shapes = program.match, program.shapes
             builds = [s.build for s in shapes]

@@ -62,6 +62,11 @@ MAX_SHAPES = 64  # more alternatives than this: the closures and the general pat
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NONE = object()
+# source -> code object: the source names constants by number (K0, K1, ...), so patterns of the
+# same structure share it, each run with its own constants (backends build their tables anew
+# for every pipeline)
+_CODE: dict[str, object] = {}
+_CODE_MAX = 512
 _ATTRS_TYPE = type(Function((), Tuple(())).attrs)  # the immutable dict of Function attrs
 _SCALARS = (str, int, float, bool)
 # the types an input position may hold on the fast path (anything else, or a Constant that an
@@ -449,7 +454,14 @@ class Program:
         self.source = "\n".join(lines)
         space = dict(_GLOBALS)
         space.update((f"K{i}", c) for i, c in enumerate(ex.consts))
-        exec(compile(self.source, f"<claim program {len(shapes)} shapes>", "exec"), space)
+        code = _CODE.get(self.source)
+        if code is None:  # compiling is most of the cost; a table rebuilt per call repeats it
+            if len(_CODE) >= _CODE_MAX:
+                _CODE.clear()
+            code = _CODE[self.source] = compile(
+                self.source, f"<claim program {len(shapes)} shapes>", "exec"
+            )
+        exec(code, space)
         self.match = space["match"]
         for s in shapes:
             s.interior = space[f"interior_{s.number}"]

@@ -88,6 +88,7 @@ def test_single_node_matches_count_no_uses(monkeypatch):
         return real(*units)
 
     monkeypatch.setattr(mc, "shared_values", spy)
+    monkeypatch.setattr(mc, "PROGRAM_MIN", 0)  # the programs even for a few candidates
     x = P.var("x", (4,))
     y = x
     for i in range(50):
@@ -103,3 +104,21 @@ def test_single_node_matches_count_no_uses(monkeypatch):
     assert len(counted) == 1
     composites = [n for n in post_order(out["main"]) if type(n) is Function and n.attrs]
     assert len(composites) == 25
+
+
+def test_programs_and_closures_merge_the_same(monkeypatch):
+    """MergeComposite with claim programs for every rule and with none: the same module (a
+    check that refuses some matches included)."""
+    import partita.partition.merge_composite as mc
+    from partita.backends import Verdict
+
+    def odd(root) -> Verdict:
+        return Verdict(len(root.args) % 2 == 0 or id(root) % 3 == 0, "odd")
+
+    table = [("ta", TANH_RELU_ADD), ("ra", RELU_ADD, odd), ("ma", MUL_ADD), ("ac", ADD_CONST)]
+    mod = InferType()(_shared_graph(40))
+    texts = []
+    for minimum in (0, 10**9):
+        monkeypatch.setattr(mc, "PROGRAM_MIN", minimum)
+        texts.append(str(MergeComposite(table)(mod)))
+    assert texts[0] == texts[1] and "Composite" in texts[0]
