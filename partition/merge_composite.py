@@ -16,10 +16,19 @@ for the placement report.
 from __future__ import annotations
 
 from itertools import chain, compress
+from operator import attrgetter
 
 from partita.backends.registry import normalize_table
-from partita.backends.verdict import run_check
-from partita.patterns.claims import Claim, Claimer
+from partita.backends.verdict import run_check, takes_match
+from partita.patterns.claims import (
+    GENERIC,
+    NEED_USES,
+    Claim,
+    Claimer,
+    Match,
+    claim_program,
+    shared_values,
+)
 
 from partita.ir.gc_pause import gc_paused
 from partita.ir.graph import Graph, use_counts
@@ -29,17 +38,20 @@ from partita.passes.infer_type import infer_new_types
 from partita.passes.infra import Pass
 
 from .record import with_record
-from .regions import UNIT_TYPES, copy_node, ensure_typed, is_partition_function, value_children
+from .regions import UNIT_TYPES, ensure_typed, is_partition_function
+from .units import copy_mapped
 
 _UNIT_SET = frozenset(UNIT_TYPES)
+PROGRAM_MIN = 32  # candidates of a rule from which it runs its pattern's claim program
 
 
 class _Rule:
-    __slots__ = ("pattern", "attrs", "check", "name")
+    __slots__ = ("pattern", "attrs", "check", "name", "wants_match")
 
     def __init__(self, entry):
         self.pattern, self.check, self.name = entry.pattern, entry.check, entry.name
         self.attrs = {"Composite": entry.name}
+        self.wants_match = entry.check is not None and takes_match(entry.check)
 
 
 class MergeComposite(Pass):
@@ -68,15 +80,8 @@ class MergeComposite(Pass):
         return with_record(out, pattern_table=tuple(self.entries), refusals=refusals)
 
 
-def _claim(graph: Graph, rules: list, accept) -> tuple[list[Claim], list]:
-    """Each rule in table order claims its matches, from the output down, among the nodes no
-    earlier rule claimed (so an earlier entry wins everywhere, as in Relay). Also returns the
-    graph's units (calls, tuples, ...) in post-order: the only nodes the rebuild copies."""
-    # the units (calls, tuples, ...) filtered at C speed, then filed under their op name (or
-    # node kind); a rule tries only the units its pattern's root can match (no pattern roots at
-    # the constants and variables that make up most of a frontend's graph, and a match is only
-    # taken at a unit). Positions are in ``units``, which keeps the graph's order.
-    units = list(compress(graph.order, map(_UNIT_SET.__contains__, map(type, graph.order))))
+def _index(units: list) -> dict[str, list[int]]:
+    """Positions in ``units`` filed under their op name (or node kind)."""
     by_key: dict[str, list[int]] = {}
     get = by_key.get
     for i, node in enumerate(units):
@@ -87,8 +92,39 @@ def _claim(graph: Graph, rules: list, accept) -> tuple[list[Claim], list]:
             by_key[key] = [i]
         else:
             found.append(i)
-    claimed: set[int] = set()
-    claims: list[Claim] = []
+    return by_key
+
+
+class _Claims:
+    """What the rules claimed: the general path's Claims and the programs' fast matches
+    (``(shape, found)``: the shape's helpers read the nodes in ``found``) by root id, and the
+    ids of every claimed node."""
+
+    def __init__(self):
+        self.general: dict[int, Claim] = {}
+        self.fast: dict[int, tuple] = {}
+        self.claimed: set[int] = set()
+
+
+_BINDINGS = attrgetter("bindings")
+
+
+def _claim(graph: Graph, rules: list, accept, refuse, forced: bool) -> tuple[_Claims, list]:
+    """Each rule in table order claims its matches, from the output down, among the nodes no
+    earlier rule claimed (so an earlier entry wins everywhere, as in Relay). Also returns the
+    graph's units (calls, tuples, ...) in post-order: the only nodes the rebuild copies.
+    ``forced``: whether overrides may force nodes onto the CPU (``accept`` is then asked).
+    A rule whose pattern has a claim program (patterns/programs.py) runs it; what the program
+    hands back (``GENERIC``) and the other rules go through ``Claimer.claim``."""
+    # the units (calls, tuples, ...) filtered at C speed, then filed under their op name (or
+    # node kind); a rule tries only the units its pattern's root can match (no pattern roots at
+    # the constants and variables that make up most of a frontend's graph, and a match is only
+    # taken at a unit). Positions are in ``units``, which keeps the graph's order.
+    units = list(compress(graph.order, map(_UNIT_SET.__contains__, map(type, graph.order))))
+    by_key = _index(units)
+    out = _Claims()
+    claimed = out.claimed
+    shared = None  # ids of the values used more than once, found at the first match that asks
     claimer = Claimer(graph, count_uses=lambda: use_counts(units))
     for rule in rules:
         keys = rule.pattern.root_keys()
@@ -100,49 +136,97 @@ def _claim(graph: Graph, rules: list, accept) -> tuple[list[Claim], list]:
                 candidates = [units[i] for i in reversed(lists[0])]
             else:
                 candidates = [units[i] for i in sorted(chain(*lists), reverse=True)]
+        if not candidates:
+            continue
+        # a program costs ~1-20 ms to generate (per table build): worth it for many candidates;
+        # for a few, the closures (the same answers: tests/patterns/test_patterns_programs.py)
+        program = claim_program(rule.pattern) if len(candidates) >= PROGRAM_MIN else None
+        if program is not None:
+            match, shapes = program.match, program.shapes
+            builds = [s.build for s in shapes]
+            attrs = [program.attrs(s, rule.attrs) for s in shapes]
+        else:
+            match = None
+        # nothing to ask before taking a match: no override, no check
+        plain = not forced and rule.check is None
+        fast = out.fast
         for node in candidates:
             if id(node) in claimed:
                 continue
+            if match is not None:
+                found = match(node, claimed, shared)
+                if found is None:
+                    continue
+                if found is NEED_USES:
+                    shared = shared_values(units)
+                    found = match(node, claimed, shared)
+                if found is not GENERIC:
+                    interior = found[1]
+                    why = None if plain else accept(rule, node, interior, shapes[found[0]].bindings,
+                                                    found)
+                    if why is None:
+                        claimed.update(map(id, interior))
+                        number = found[0]
+                        fast[id(node)] = (builds[number], found, attrs[number])
+                    else:
+                        refuse(rule, interior, why)
+                    continue
             found = claimer.claim(rule.pattern, node, claimed, rule)
-            if found is not None and not found.problem and accept(rule, found):
+            if found is None or found.problem:
+                continue
+            why = accept(rule, node, found.interior.values(), _BINDINGS, found)
+            if why is None:
                 claimed.update(found.interior)
-                claims.append(found)
-    return claims, units
+                out.general[id(node)] = found
+            else:
+                refuse(rule, found.interior.values(), why)
+    return out, units
 
 
 def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, overrides) -> Expr:
     graph = Graph(body)
     refused: dict[int, tuple] = {}  # id(old node) -> (old node, reason), first refusal wins
 
-    def accept(rule, claim: Claim) -> bool:
-        forced = overrides.forced_any(claim.interior.values()) if overrides else None
-        verdict = (
-            None
-            if forced
-            else run_check(rule.check, claim.root, claim.match)
-            if rule.check
-            else True
-        )
-        if forced or not verdict:
-            why = forced or verdict.reason or f"the check of {rule.name} refused"
-            for k, node in claim.interior.items():
-                refused.setdefault(k, (node, f"{rule.name}: {why}"))
-            return False
-        return True
+    def accept(rule, root, interior, bindings_of, source) -> str | None:
+        """None when ``rule`` may take the match, else why not (an override or the check);
+        ``bindings_of(source)``: the match's bindings, built only for a check that takes them."""
+        forced = overrides.forced_any(interior) if overrides else None
+        if forced:
+            return forced
+        check = rule.check
+        if check is None:
+            return None
+        match = Match(root, bindings_of(source)) if rule.wants_match else None
+        verdict = run_check(check, root, match)
+        return None if verdict else verdict.reason or f"the check of {rule.name} refused"
 
-    groups, units = _claim(graph, rules, accept)
-    if not groups:
+    def refuse(rule, interior, why: str) -> None:
+        for node in interior:
+            refused.setdefault(id(node), (node, f"{rule.name}: {why}"))
+
+    claims, units = _claim(graph, rules, accept, refuse, bool(overrides))
+    claimed = claims.claimed
+    if not claimed:
         _keep_refusals(refused, {}, set(), refusals)
         return body
-    by_root = {id(g.root): g for g in groups}
-    inside = {k for g in groups for k in g.interior if k != id(g.root)}
+    general, fast = claims.general, claims.fast
     # only units are copied: a leaf (constant, variable, function) stands for itself
     memo: dict[int, Expr] = {}
     get = memo.get
     for node in units:
         key = id(node)
-        group = by_root.get(key)
-        if group is not None:
+        if key not in claimed:
+            memo[key] = copy_mapped(node, get)
+            continue
+        hit = fast.get(key)
+        if hit is not None:
+            build, found, attrs = hit
+            call = build(found, counter[0], attrs, get)  # typed when the root is
+            counter[0] += 1
+        else:
+            group = general.get(key)
+            if group is None:
+                continue  # inside a composite
             fn, inputs = group.to_function(counter[0])
             counter[0] += 1
             call = _call_function(fn, [get(id(x), x) for x in inputs], node.span)
@@ -150,13 +234,11 @@ def _merge_body(body: Expr, rules: list, mod, counter: list, refusals: dict, ove
             if result is not None:  # the body's copies kept their types: so do fn and call
                 _TYPE(fn, result)
                 _TYPE(call, result)
-            else:
-                infer_new_types(call, mod)  # its inputs are typed; its consumers copy types
-            memo[key] = call
-        elif key not in inside:
-            memo[key] = copy_node(node, [get(id(k), k) for k in value_children(node)])
+        if call._type is None:
+            infer_new_types(call, mod)  # its inputs are typed; its consumers copy types
+        memo[key] = call
     out = memo.get(id(body), body)
-    _keep_refusals(refused, memo, inside | set(by_root), refusals)
+    _keep_refusals(refused, memo, claimed, refusals)
     return out
 
 

@@ -11,6 +11,10 @@ node already belongs to another claim and no interior value is used outside the 
     if found and not found.problem and check(node, found.match):
         fn, inputs = found.to_function(number)               # the unit as a Function
 
+A table pattern that is a tree also has a claim program (programs.py): ``claim_program(pattern)``
+matches, checks the region and copies the composite with code generated for the pattern, and
+hands anything unusual back to ``Claimer.claim`` (``GENERIC``).
+
 ``check(root, match)`` is how a backend's check sees the claim: the root and the ``Match`` with its
 captures (``match["weights"]``); checks written for the root alone still work (backends.verdict).
 """
@@ -28,6 +32,18 @@ from .compiled import Fallback, compiled, run_compiled
 from .group import Group, region_of, region_problem
 from .matcher import Match, Solver
 from .partition import extract_function
+from .programs import GENERIC, NEED_USES, Program, claim_program, shared_values
+
+__all__ = [
+    "GENERIC",
+    "NEED_USES",
+    "Claim",
+    "Claimer",
+    "Match",
+    "Program",
+    "claim_program",
+    "shared_values",
+]
 
 
 class Claim(Group):

@@ -315,6 +315,8 @@ class Call(Expr):
 
 
 def _op_name(op) -> str:
+    if type(op) is Op:  # the common case first (a backend's check asks at every match)
+        return op.name
     if isinstance(op, Function):
         return str(op.attrs.get("Composite", "fn"))
     if isinstance(op, GlobalVar):

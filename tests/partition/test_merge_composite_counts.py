@@ -6,7 +6,6 @@ when every match is a single node (the op-only chain of benchmarks/partition.py)
 from __future__ import annotations
 
 import numpy as np
-import partita.patterns.claims as claims_mod
 from partita.partition import MergeComposite
 from partita.patterns import is_constant, is_op, wildcard
 from partita.patterns.claims import Claimer
@@ -79,21 +78,47 @@ def test_claim_problem_is_region_problems():
 
 def test_single_node_matches_count_no_uses(monkeypatch):
     """The op-only chain's table matches single nodes: the region check needs no counts."""
-    calls = []
-    real = claims_mod.Claimer._self_contained
+    import partita.partition.merge_composite as mc
 
-    def spy(self, root, interior, claimed):
-        out = real(self, root, interior, claimed)
-        calls.append(self._uses is not None)
-        return out
+    counted = []
+    real = mc.shared_values
 
-    monkeypatch.setattr(claims_mod.Claimer, "_self_contained", spy)
+    def spy(*units):
+        counted.append(1)
+        return real(*units)
+
+    monkeypatch.setattr(mc, "shared_values", spy)
+    monkeypatch.setattr(mc, "PROGRAM_MIN", 0)  # the programs even for a few candidates
     x = P.var("x", (4,))
     y = x
     for i in range(50):
         y = P.get_op("nn.relu")(y) if i % 2 else P.get_op("add")(y, x)
     mod = InferType()(P.IRModule.from_expr(y))
     out = MergeComposite([("relu", is_op("nn.relu")(wildcard()))])(mod)
-    assert len(calls) == 25 and not any(calls)  # 25 claims, uses never counted
+    assert not counted  # uses never counted (shared values never sought)
     composites = [n for n in post_order(out["main"]) if type(n) is Function and n.attrs]
     assert len(composites) == 25 and all(f.attrs["Composite"] == "relu" for f in composites)
+    # a two-node pattern counts once, at its first match, however many matches follow
+    mod = InferType()(P.IRModule.from_expr(y))
+    out = MergeComposite([("relu_add", RELU_ADD)])(mod)
+    assert len(counted) == 1
+    composites = [n for n in post_order(out["main"]) if type(n) is Function and n.attrs]
+    assert len(composites) == 25
+
+
+def test_programs_and_closures_merge_the_same(monkeypatch):
+    """MergeComposite with claim programs for every rule and with none: the same module (a
+    check that refuses some matches included)."""
+    import partita.partition.merge_composite as mc
+    from partita.backends import Verdict
+
+    def odd(root) -> Verdict:
+        return Verdict(len(root.args) % 2 == 0 or id(root) % 3 == 0, "odd")
+
+    table = [("ta", TANH_RELU_ADD), ("ra", RELU_ADD, odd), ("ma", MUL_ADD), ("ac", ADD_CONST)]
+    mod = InferType()(_shared_graph(40))
+    texts = []
+    for minimum in (0, 10**9):
+        monkeypatch.setattr(mc, "PROGRAM_MIN", minimum)
+        texts.append(str(MergeComposite(table)(mod)))
+    assert texts[0] == texts[1] and "Composite" in texts[0]
