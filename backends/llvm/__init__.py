@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from partita.backends.llvm.emit.emulate import emulate_ir
 from partita.backends.llvm.emit.module import (
     call_args,
     constants,
@@ -26,6 +27,7 @@ from partita.backends.llvm.runtime.jit import (
     amx_permitted,
     best_isa,
     compile_parts,
+    host_features,
     host_isa,
     isa_features,
     runs_isa,
@@ -51,14 +53,26 @@ def resolve_isa(options: dict) -> str:
         raise LLVMError(f"llvm: unknown instruction set {isa!r} (one of {', '.join(ISAS)})")
     if isa == "auto":
         return best_isa() if options.get("mcpu") in (None, "native") else "plain"
-    if isa == "amx" and not amx_permitted():
+    emulate = wants_emulation(options)
+    if isa == "amx" and not amx_permitted() and not emulate:
         raise LLVMError("llvm: -isa=amx needs a CPU with AMX-INT8 and an OS that grants the "
                         f"tile state; this host's best is -isa={host_isa()}")
-    if isa == "avxvnni" and not runs_isa(isa) and options.get("mcpu") in (None, "native"):
+    if (isa == "avxvnni" and not runs_isa(isa) and options.get("mcpu") in (None, "native")
+            and not emulate):
         raise LLVMError("llvm: -isa=avxvnni needs a CPU with AVX-VNNI; this host's best is "
                         f"-isa={host_isa()}")
     host_cpu.check_isa_for_cpu(isa, options.get("mcpu"))
     return isa
+
+
+def wants_emulation(options: dict) -> bool:
+    """Option ``-emulate=``: yes or no; auto (the default) reads $PARTITA_LLVM_EMULATE."""
+    value = str(options.get("emulate") or "auto")
+    if value == "auto":
+        value = os.environ.get("PARTITA_LLVM_EMULATE", "no")
+    if value not in ("yes", "no"):
+        raise LLVMError(f"llvm: -emulate takes yes or no (PARTITA_LLVM_EMULATE={value!r})")
+    return value == "yes"
 
 
 def compile_region(function, options: dict) -> LLVMRegion:
@@ -70,28 +84,40 @@ def compile_region(function, options: dict) -> LLVMRegion:
     if threads not in (1, 2):
         raise LLVMError(f"llvm: threads must be 1 or 2, got {threads}")
     native = options.get("mcpu") in (None, "native")
+    emulate = wants_emulation(options)
+    if emulate and not native:
+        raise LLVMError("llvm: -emulate=yes runs on this host: it does not combine with -mcpu")
+    if emulate and runs_isa(isa) and (isa != "amx" or amx_permitted()):
+        emulate = False  # this CPU runs the instructions: nothing to stand in for
     features = isa_features(isa) if native and isa in ("avx2", "avxvnni") else None
-    key = region_key(function, isa, threads, options.get("mcpu"), features)
+    if emulate:
+        features = None  # the host's own: the instructions it lacks get stand-ins
+    key = region_key(function, f"{isa}+emulate" if emulate else isa, threads,
+                     options.get("mcpu"), features)
     data = fetch(key)
     if data is not None:
         try:
             return load_region(data)
         except LLVMError:
             pass  # a corrupt entry with a matching checksum: rebuilt below
-    region = _compile_region(function, isa, threads, options.get("mcpu"), features)
+    region = _compile_region(function, isa, threads, options.get("mcpu"), features, emulate)
     keep(key, region.to_bytes())
     return region
 
 
-def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMRegion:
+def _compile_region(function, isa: str, threads: int, mcpu, features,
+                    emulate: bool = False) -> LLVMRegion:
     plan = lower(function, isa, threads)
     used = {k.params.get(p) for k in plan.kernels for p in ("isa", "gather")}
-    lacking = host_cpu.lacking(used) if mcpu in (None, "native") else []
+    lacking = host_cpu.lacking(used) if mcpu in (None, "native") and not emulate else []
     if lacking:  # kernels this host cannot run: compiled for a CPU with them, refused at run
         features = ",".join([isa_features(isa) if features is None else features, *lacking])
-    obj, cached = compile_parts(
-        generate_parts(plan), mcpu, features, plan_digest(plan), unroll=wants_unrolling(plan)
-    )
+    parts, digest = generate_parts(plan), plan_digest(plan)
+    if emulate:  # the instructions this host lacks become exact stand-ins (emit/emulate.py)
+        have, tiles = set(host_features().split(",")), amx_permitted()
+        parts = [lambda make=make: emulate_ir(make(), have, tiles) for make in parts]
+        digest += b"|emulate:" + ",".join(sorted(have)).encode() + str(tiles).encode()
+    obj, cached = compile_parts(parts, mcpu, features, digest, unroll=wants_unrolling(plan))
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     kernels = [f"{k.kind} {k.name}" for k in plan.kernels]
     arena = plan_arena(plan)
@@ -100,7 +126,8 @@ def _compile_region(function, isa: str, threads: int, mcpu, features) -> LLVMReg
         names.append(first.setdefault(signature(plan, k), k.name))
     calls = list(zip(names, call_args(plan)))
     consts = [a for k in plan.kernels for _, a in constants(k)]
-    needs = ["amx"] if any(k.params.get("isa") == "amx" for k in plan.kernels) else []
+    tiles = any(k.params.get("isa") == "amx" for k in plan.kernels) and not emulate
+    needs = ["amx"] if tiles else []
     needs += lacking or host_cpu.needs_of(mcpu)
     return LLVMRegion(
         name=name, obj=obj, buffers=plan.buffers, inputs=plan.inputs, outputs=plan.outputs,
@@ -124,6 +151,14 @@ backend = Backend(
             "conv/dense kernels: amx (VNNI plus AMX tiles for pointwise convolutions), vnni "
             "(AVX-512), avxvnni (AVX2 with AVX-VNNI), avx2, plain (auto: the host's best, or "
             "$PARTITA_LLVM_ISA)",
+        ),
+        "emulate": Option(
+            "auto",
+            ("auto", "no", "yes"),
+            "yes: the instructions of an -isa= this CPU lacks (AVX-512 VNNI, AVX-VNNI, AMX "
+            "tiles, AVX2) run as exact generic-code stand-ins, so any kernel family runs (slowly, "
+            "bit for bit) on any x86-64 host: for checking a tier's code where it cannot run "
+            "(auto: $PARTITA_LLVM_EMULATE, else no)",
         ),
         "threads": Option(
             "1",

@@ -1,7 +1,9 @@
 """The AMX kernels (-isa=amx: pointwise convolutions and dense layers of 32 rows and more on
-AMX tiles, everything else VNNI) equal the interpreter bit for bit; on a CPU or OS without AMX
+AMX tiles, everything else VNNI) equal the interpreter bit for bit, on every x86-64 CPU: on
+tiles where the CPU and OS grant them, elsewhere through -emulate=yes (the tile instructions as
+exact stand-ins, backends/llvm/emit/emulate.py). Without -emulate on a CPU or OS without AMX
 the ISA is refused with a reason, and a saved region that needs AMX says so when loaded. The
-VNNI kernels, the fallback, are tested by test_llvm_kernels.py on every AVX-512 VNNI CPU."""
+VNNI kernels, the fallback, are tested by test_llvm_kernels.py."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.runtime import jit
-from test_llvm_kernels import build_graph
+from test_llvm_kernels import build_graph, llvm_target
 
 import partita as P
 
 needs_amx = pytest.mark.skipif(not jit.amx_permitted(), reason="this CPU or OS has no AMX")
+# emulated tiles compile and run slower: fewer draws there (every case kind still drawn)
+EXAMPLES = 25 if jit.amx_permitted() else 10
 
 
 @st.composite
@@ -45,12 +49,11 @@ def _run_both(mod, target, seed):
     return exe.run(data)[0], P.interpret(mod, [data])[0]
 
 
-@needs_amx
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=pointwise(), pre_clip=st.booleans(), threads=st.sampled_from([1, 2]))
 def test_amx_kernels_equal_the_interpreter(case, pre_clip, threads):
     mod, _ = build_graph(*case, pre_clip=pre_clip)
-    got, ref = _run_both(mod, f"llvm -isa=amx -threads={threads}", seed=3)
+    got, ref = _run_both(mod, llvm_target("amx", f" -threads={threads}"), seed=3)
     assert np.array_equal(got, ref), f"{np.count_nonzero(got != ref)} outputs differ"
     # the case really ran on tiles: a graph input is read by AMX only when C is a multiple of
     # 64 (its tile rows may not read past the caller's array)
@@ -59,13 +62,12 @@ def test_amx_kernels_equal_the_interpreter(case, pre_clip, threads):
     assert mac[0].params["isa"] == ("amx" if pre_clip or case[2] % 64 == 0 else "vnni")
 
 
-@needs_amx
 def test_a_short_row_stays_on_vnni():
     """Fewer than 32 rows (a batch-1 classifier) is a matrix-vector product: VNNI's."""
     mod, _ = build_graph("dense", "int8", 64, 10, {"rows": 1}, 0, True, None)
     plan = lower(P.InferType()(mod)["main"], "amx")
     assert [k.params["isa"] for k in plan.kernels if k.kind == "VCONV"] == ["vnni"]
-    got, ref = _run_both(mod, "llvm -isa=amx", seed=0)
+    got, ref = _run_both(mod, llvm_target("amx"), seed=0)
     assert np.array_equal(got, ref)
 
 
@@ -95,7 +97,6 @@ def test_amx_is_refused_with_a_reason_where_the_host_lacks_it(monkeypatch):
     assert resolve_isa({}) != "amx"
 
 
-@needs_amx
 @pytest.mark.parametrize("pixels", [49, 33, 96])
 def test_a_short_row_of_amx_blocks_splits_over_two_threads(pixels):
     """MobileNet's 7 x 7 pointwise layers: 49 pixels are one full AMX block and a partial one,
@@ -107,7 +108,7 @@ def test_a_short_row_of_amx_blocks_splits_over_two_threads(pixels):
     plan = lower(P.InferType()(mod)["main"], "amx", threads=2)
     (mac,) = [k for k in plan.kernels if k.kind == "VCONV"]
     assert mac.params["isa"] == "amx" and mac.params.get("threads") == 2
-    exe = P.build(mod, "llvm -isa=amx -threads=2")
+    exe = P.build(mod, llvm_target("amx", " -threads=2"))
     data = np.random.default_rng(1).integers(-128, 128, (1, 1, pixels, 160), dtype=np.int8)
     want = P.interpret(mod, [data])[0]
     for _ in range(12):

@@ -1,6 +1,7 @@
 """Each conv/dense kernel variant of the LLVM backend (vnni, avxvnni, avx2, plain) equals the
 interpreter bit for bit on hypothesis-generated shapes, strides, paddings, dilations, depthwise
-groups, dtypes and per-channel requantization (each where the CPU runs it)."""
+groups, dtypes and per-channel requantization: every variant on every x86-64 CPU (natively
+where the CPU runs it, else through -emulate=yes: backends/llvm/emit/emulate.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,16 @@ ISAS = ["vnni", "avxvnni", "avx2", "plain"]
 
 
 def _isa_available(isa: str) -> bool:
-    from partita.backends.llvm.runtime.jit import runs_isa
+    from partita.backends.llvm.runtime.jit import amx_permitted, runs_isa
 
-    return runs_isa(isa)
+    return amx_permitted() if isa == "amx" else runs_isa(isa)
+
+
+def llvm_target(isa: str, rest: str = "") -> str:
+    """``llvm -isa=ISA`` and ``rest``; where this CPU lacks the ISA, with ``-emulate=yes``
+    (its instructions as exact stand-ins, backends/llvm/emit/emulate.py), so every kernel
+    family is checked on every x86-64 machine."""
+    return f"llvm -isa={isa}{rest}" + ("" if _isa_available(isa) else " -emulate=yes")
 
 
 @st.composite
@@ -117,7 +125,7 @@ def build_graph(
 
 def assert_equals_interpreter(mod, isa: str, seed: int, threads: str = "") -> None:
     """The ``isa`` build of ``mod`` on inputs over the whole 8-bit range."""
-    exe = P.build(mod, f"llvm -isa={isa}{threads}")
+    exe = P.build(mod, llvm_target(isa, threads))
     ty = exe.input_types[0]
     info = np.iinfo(ty.dtype)
     data = np.random.default_rng(seed).integers(
@@ -130,8 +138,6 @@ def assert_equals_interpreter(mod, isa: str, seed: int, threads: str = "") -> No
 @settings(max_examples=9, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=convs())
 def test_conv_dense_depthwise_kernels_equal_the_interpreter(isa, case):
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     mod, x = build_graph(*case)
     assert_equals_interpreter(mod, isa, seed=1)
 
@@ -147,8 +153,6 @@ def test_pair_saturating_kernels_equal_the_interpreter(isa, case, tap):
     kind, *rest = case
     if kind == "depthwise":
         kind = "conv"
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     accumulate = "vpmaddubsw_tap" if tap and kind == "conv" else "vpmaddubsw"
     mod, _ = build_graph(kind, *rest, accumulate=accumulate)
     assert_equals_interpreter(mod, isa, seed=2)
@@ -183,7 +187,7 @@ def test_the_forced_variant_is_the_one_compiled():
     from partita.backends.llvm.lower import lower
 
     for isa in ("plain", "avx2"):  # plain: the same kernel as generic vector IR (any target)
-        assert P.build(mod, f"llvm -isa={isa}").steps[0].region.kernels[0].startswith("VCONV ")
+        assert P.build(mod, llvm_target(isa)).steps[0].region.kernels[0].startswith("VCONV ")
         (conv,) = lower(P.InferType()(mod)["main"], isa).kernels
         assert conv.kind == "VCONV" and conv.params["isa"] == isa
         # plain: int16 weights; avx2: VPMADDUBSW (no weight of -128 here: the sign kernel)
@@ -245,8 +249,6 @@ def test_two_input_tables_equal_the_interpreter(isa, size, dtype, semantics, op,
     """qnn.add/subtract/mul of two 8-bit tensors (LUT2): the vector variants gather whole
     vectors of same-shape inputs from the 256 x 256 table (sizes off the vector width test
     the scalar tail), broadcasting inputs take the scalar loop."""
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     rng = np.random.default_rng(seed)
     shapes = [(1, 3, size), (1, 1, size) if broadcast else (1, 3, size)]
     dtypes = [dtype, dtype]
@@ -260,7 +262,7 @@ def test_two_input_tables_equal_the_interpreter(isa, size, dtype, semantics, op,
     (s1, z1), (s2, z2), (so, zo) = q(dtype), q(dtype), q(dtype)
     y = P.get_op(op)(xs[0], xs[1], s1, z1, s2, z2, so, zo, semantics=semantics)
     mod = P.IRModule.from_expr(P.Function(xs, y))
-    exe = P.build(mod, f"llvm -isa={isa}")
+    exe = P.build(mod, llvm_target(isa))
     data = [rng.integers(np.iinfo(d).min, np.iinfo(d).max, s, dtype=d, endpoint=True)
             for s, d in zip(shapes, dtypes)]
     assert np.array_equal(exe.run(*data)[0], P.interpret(mod, data)[0])
@@ -330,8 +332,6 @@ def test_a_convolution_writes_into_its_depthwise_readers_halo(
     """conv -> depthwise: the conv's kernel stores into the depthwise kernel's padded input
     (no copy) when it is the only reader and the channels are a multiple of 16; the same bits
     as the interpreter either way, on one and two threads."""
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     from partita.backends.llvm.lower.context import lower
 
     rng = np.random.default_rng(seed)
@@ -344,7 +344,7 @@ def test_a_convolution_writes_into_its_depthwise_readers_halo(
     plan = lower(mod["main"], isa)
     halo = [kk for kk in plan.kernels if kk.params.get("prepadded")]
     assert len(halo) == (0 if shared or mid % 16 else 1)
-    exe = P.build(mod, f"llvm -isa={isa} -threads={threads}")
+    exe = P.build(mod, llvm_target(isa, f" -threads={threads}"))
     data = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
     for got, want in zip(exe.run(data), P.interpret(mod, [data])):
         assert np.array_equal(got, want)
@@ -357,8 +357,6 @@ def test_output_stage_on_accumulators_across_the_int32_range(isa, seed):
     large biases) and multipliers below and above 1 (right shifts 0-30, left shifts), against
     the interpreter: the vector kernels' shortcuts (unsigned high multiply, folded zero point,
     saturating narrowing) must agree everywhere, including x < 0 with SRDHM(x, M) = 0."""
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     rng = np.random.default_rng(seed)
     cout = 64
     x = P.var("x", (256, 1), "int8")
@@ -377,7 +375,7 @@ def test_output_stage_on_accumulators_across_the_int32_range(isa, seed):
     )
     mod = P.IRModule.from_expr(P.Function([x], y))
     data = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
-    got = P.build(mod, f"llvm -isa={isa}").run(data)[0]
+    got = P.build(mod, llvm_target(isa)).run(data)[0]
     assert np.array_equal(got, P.interpret(mod, [data])[0])
 
 
@@ -395,14 +393,12 @@ def test_images_of_one_to_three_channels_are_padded_16_pixels_at_a_time(
 ):
     """A first layer's input (1-3 channels into 4-byte slots, rows of 16 pixels and more, the
     last pixels of a row by an overlapping shuffle) equals the interpreter."""
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     rng = np.random.default_rng(seed)
     x = P.var("x", (1, *hw, cin), "int8")
     y = _layer(x, rng, cin, 16, 3, stride, pad, 1)
     mod = P.IRModule.from_expr(P.Function([x], y))
     data = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
-    got = P.build(mod, f"llvm -isa={isa}").run(data)[0]
+    got = P.build(mod, llvm_target(isa)).run(data)[0]
     assert np.array_equal(got, P.interpret(mod, [data])[0])
 
 
@@ -423,8 +419,6 @@ def test_depthwise_rows_in_pairs_and_overlapping_tiles(
     output rows per step (an odd last row again with the row before), 8-pixel tiles (a row's
     last pixels again with the tile before them), one- and two-thread row ranges, strides and
     dilations: the same bits as the interpreter."""
-    if not _isa_available("vnni"):
-        pytest.skip("this CPU does not run vnni code")
     from partita.backends.llvm.lower import vector_plan as vplan
 
     mp = pytest.MonkeyPatch()
@@ -448,7 +442,7 @@ def test_depthwise_rows_in_pairs_and_overlapping_tiles(
     mod = P.IRModule.from_expr(P.Function([x], y))
     data = rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
     try:
-        got = P.build(mod, f"llvm -isa=vnni -threads={threads}").run(data)[0]
+        got = P.build(mod, llvm_target("vnni", f" -threads={threads}")).run(data)[0]
     finally:
         mp.undo()
     assert np.array_equal(got, P.interpret(mod, [data])[0])
@@ -461,8 +455,6 @@ def test_depthwise_rows_in_pairs_and_overlapping_tiles(
 def test_convolutions_of_several_images(isa, case, batch, threads, pairs):
     """A batch of images: each convolution kernel (vector, scalar, paired-saturating through
     IM2COL for odd channel counts) computes one image and loops over the batch."""
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     kind, *rest = case
     if kind == "dense":
         return
@@ -493,10 +485,8 @@ def test_an_isa_the_cpu_lacks_is_refused(monkeypatch):
 def test_pair_saturation_with_the_tflite_builtin_output_stage(isa, kernel):
     """The vector kernels' 'tflite_builtin' output stage (ties upward twice) after saturating
     pairs; -isa=plain runs the same kernel as generic vector IR. Bit for bit either way."""
-    if not _isa_available(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     mod, _ = build_graph("dense", "uint8", 8, 16, {"rows": 4}, 0, False, None,
                          semantics="tflite_builtin", accumulate="vpmaddubsw")
-    kinds = P.build(mod, f"llvm -isa={isa}").steps[0].region.kernels
+    kinds = P.build(mod, llvm_target(isa)).steps[0].region.kernels
     assert [k.split()[0] for k in kinds] == [kernel]
     assert_equals_interpreter(mod, isa, seed=4)

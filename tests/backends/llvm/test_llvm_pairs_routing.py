@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from partita.backends.llvm.lower import wide_mac as q16_lower
 from partita.backends.llvm.lower.context import lower
-from partita.backends.llvm.runtime.jit import runs_isa
-from test_llvm_kernels import build_graph
+from test_llvm_kernels import build_graph, llvm_target
 
 import partita as P
 from partita.ir import Constant, Function, IRModule, TensorType, Var
@@ -25,11 +24,6 @@ F32, I32 = np.float32, np.int32
 MODES = ("vpmaddubsw", "vpmaddubsw_tap")
 VECTOR_ISAS = ("vnni", "avx2")
 GEO = {"hw": (5, 6), "k": (3, 3), "strides": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1)}
-
-
-def _need(isa: str) -> None:
-    if not runs_isa(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
 
 
 def _layer(op: str, mode: str, semantics: str = "tflite", data: str = "uint8", seed: int = 0):
@@ -65,7 +59,7 @@ def _grouped(mode: str, groups: int, cin: int, cout: int, data: str = "uint8",
 def _check(mod, isa: str, kind: str, seed: int = 1) -> None:
     """``llvm -isa=isa`` builds ``mod`` with a ``kind`` kernel (WMAC: and none of the 8-bit MAC
     ones) and equals the interpreter on data over the whole 8-bit range."""
-    exe = P.build(mod, f"llvm -isa={isa}")
+    exe = P.build(mod, llvm_target(isa))
     assert [s.target for s in exe.steps] == ["llvm"]
     kinds = {k.split()[0] for k in exe.steps[0].region.kernels}
     assert kind in kinds, kinds
@@ -101,7 +95,6 @@ def test_plain_isa_takes_pairs_on_generic_vector_kernels(op, mode, semantics):
 @pytest.mark.parametrize("op", ["conv", "dense"])
 def test_tflite_builtin_requantize_on_vector_isas(isa, op, mode, data):
     """The vector kernels' "tflite_builtin" output stage (ties upward twice) after pairs."""
-    _need(isa)
     _check(_layer(op, mode, "tflite_builtin", data), isa, "VCONV")
 
 
@@ -109,7 +102,6 @@ def test_tflite_builtin_requantize_on_vector_isas(isa, op, mode, data):
 @pytest.mark.parametrize("mode", MODES)
 def test_grouped_convolutions_that_are_not_depthwise(isa, mode):
     """groups=2 over 8 input channels (4 per group, 3 or 6 outputs per group)."""
-    _need(isa)
     _check(_grouped(mode, 2, 8, 6), isa, "WMAC")
     _check(_grouped(mode, 2, 8, 12, semantics="onnx", seed=3), isa, "WMAC")
 
@@ -118,7 +110,6 @@ def test_grouped_convolutions_that_are_not_depthwise(isa, mode):
 def test_depthwise_pairs_the_vector_kernels_refuse(isa):
     """A channel multiplier of 2 (groups = input channels, not output channels) and int8 data
     (fbgemm's depthwise tap pairs read raw uint8 activations only)."""
-    _need(isa)
     _check(_grouped("vpmaddubsw", 8, 8, 16), isa, "WMAC")
     _check(_grouped("vpmaddubsw", 8, 8, 8, data="int8", seed=2), isa, "WMAC")
 
@@ -127,7 +118,6 @@ def test_depthwise_pairs_the_vector_kernels_refuse(isa):
 @pytest.mark.parametrize("mode", MODES)
 def test_raw_accumulators(isa, mode):
     """No requantize: the int32 accumulator (plus bias), where pairs do saturate."""
-    _need(isa)
     mod = _grouped(mode, 1, 8, 16, semantics=None)
     _check(mod, isa, "WMAC")
     exact = _grouped("exact", 1, 8, 16, semantics=None)
@@ -147,7 +137,6 @@ def _kinds(mod, isa: str) -> list[str]:
 def test_what_the_vector_kernels_take_stays_on_them(isa, mode, semantics):
     """Ungrouped uint8 convolutions and dense layers: VCONV (an odd channel count through an
     IM2COL copy for "vpmaddubsw"); depthwise uint8 "vpmaddubsw": VDW."""
-    _need(isa)
     assert _kinds(_layer("conv", mode, semantics), isa) == ["VCONV"]
     assert _kinds(_layer("dense", mode, semantics), isa) == ["VCONV"]
     odd = build_graph("conv", "uint8", 3, 16, GEO, 4, False, None, semantics=semantics,

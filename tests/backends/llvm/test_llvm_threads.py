@@ -207,11 +207,7 @@ def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
     group included, over the two threads; the same bits as the interpreter on every run."""
     from partita.backends.llvm.lower.context import lower
     from partita.backends.llvm.lower.vector_plan import by_channels
-    from partita.backends.llvm.runtime.jit import amx_permitted, runs_isa
-    from test_llvm_kernels import build_graph
-
-    if not (amx_permitted() if isa == "amx" else runs_isa(isa)):
-        pytest.skip(f"this CPU does not run {isa} code")
+    from test_llvm_kernels import build_graph, llvm_target
     geo = ({"rows": pixels} if kind == "dense" else
            {"hw": (1, pixels), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
             "padding": (0, 0, 0, 0)})
@@ -220,7 +216,7 @@ def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
     (mac,) = [k for k in plan.kernels if k.kind == "VCONV"]
     assert mac.params.get("threads") == 2
     assert by_channels("VCONV", mac.params) == (isa == "amx" or pixels == 1)
-    region = _pooled_region(mod, f"llvm -isa={isa} -threads=2")
+    region = _pooled_region(mod, llvm_target(isa, " -threads=2"))
     shape = (pixels, cin) if kind == "dense" else (1, 1, pixels, cin)
     rng = np.random.default_rng(2)
     for _ in range(6):
@@ -234,10 +230,8 @@ def test_two_input_tables_split_their_vectors_over_two_threads(isa, size, dtype)
     """LUT2 (a residual qnn.add) of 4096 elements and more gathers half of its vectors on the
     worker; the scalar tail (sizes off the vector width) stays with the calling thread."""
     from partita.backends.llvm.lower.context import lower
-    from partita.backends.llvm.runtime.jit import runs_isa
+    from test_llvm_kernels import llvm_target
 
-    if not runs_isa(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     xs = [P.var(f"x{i}", (1, size), dtype) for i in range(2)]
     zp = 3 if dtype == "int8" else 131
     q = [P.const(np.float32(s)) for s in (0.05, 0.07, 0.09)]
@@ -246,7 +240,7 @@ def test_two_input_tables_split_their_vectors_over_two_threads(isa, size, dtype)
     mod = P.IRModule.from_expr(P.Function(xs, y))
     (lut,) = lower(P.InferType()(mod)["main"], isa, threads=2).kernels
     assert lut.kind == "LUT2" and lut.params["threads"] == 2
-    region = _pooled_region(mod, f"llvm -isa={isa} -threads=2")
+    region = _pooled_region(mod, llvm_target(isa, " -threads=2"))
     rng = np.random.default_rng(5)
     info = np.iinfo(dtype)
     for _ in range(6):
@@ -287,18 +281,16 @@ def test_float_products_in_mlas_order_split_over_two_threads(isa, kind):
     32 registers or 16): the same bits as one thread and the interpreter on every run."""
     from partita.backends.llvm.layout import LLVMConvertLayout
     from partita.backends.llvm.lower import lower
-    from partita.backends.llvm.runtime.jit import runs_isa
+    from test_llvm_kernels import llvm_target
 
-    if isa != "plain" and not runs_isa(isa):
-        pytest.skip(f"this CPU does not run {isa} code")
     mod, shape = _onnx_float_model(kind)
     nhwc = LLVMConvertLayout()(P.InferType()(mod))  # as the llvm host's pass gives it
     (conv,) = [k for k in lower(P.InferType()(nhwc)["main"], isa, threads=2).kernels
                if k.kind == "FCONV"]
     assert conv.params["threads"] == 2
     assert conv.params["regs"] == (32 if isa == "vnni" else 16)
-    region = _pooled_region(mod, f"llvm -isa={isa} -threads=2")
-    one = P.build(mod, f"llvm -isa={isa}").steps[0].region
+    region = _pooled_region(mod, llvm_target(isa, " -threads=2"))
+    one = P.build(mod, llvm_target(isa)).steps[0].region
     rng = np.random.default_rng(9)
     for _ in range(4):
         x = rng.standard_normal(shape).astype(np.float32)
