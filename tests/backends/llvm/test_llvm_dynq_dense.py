@@ -107,8 +107,9 @@ def test_dynamic_quantize_range_scan_in_lanes(shape, data):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatch):
     """ORT's VNNI semantics (exact sums, int8 weights) on -isa=avxvnni / vnni: VPDPBUSD in the
-    IR (checked on any CPU: elsewhere the region is compiled for a CPU with it); run (bit-exact
-    with the interpreter, pairs of products past int16 included) where this CPU has it."""
+    IR (checked on any CPU: elsewhere the region is compiled for a CPU with it); run bit-exact
+    with the interpreter, pairs of products past int16 included, on every CPU (-emulate=yes
+    stands in for the instruction where this CPU lacks it)."""
     from partita.backends import llvm as llvm_backend
     from partita.backends.llvm.runtime.jit import runs_isa
 
@@ -129,7 +130,5 @@ def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatc
         exe = P.build(mod, target if runs_isa(isa) else f"{target} -mcpu={cpu}")
         assert "DYNQ_DENSE" in " ".join(exe.steps[0].region.kernels)
         assert any(f"llvm.x86.avx512.{intrinsic}\"" in t for t in texts)
-        if runs_isa(isa):
-            check(mod, f"llvm -isa={isa} -threads={threads}", inputs(m, k, x_dtype, 3, (2,)))
-    if not runs_isa(isa):
-        pytest.skip(f"IR checked; this CPU does not run {isa} code")
+        # run where this CPU has it, else through exact stand-ins of VPDPBUSD (-emulate=yes)
+        check(mod, f"{target} -emulate=yes", inputs(m, k, x_dtype, 3, (2,)))

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.lower.context import LLVMError
+from test_llvm_kernels import llvm_target
 from test_llvm_ops_more import assert_same_bits, run_llvm, sample
 
 import partita as P
@@ -24,17 +25,11 @@ F32, I32 = np.float32, np.int32
 ISAS = ("plain", "avx2", "vnni")
 
 
-def _isa(isa: str) -> str:
-    from partita.backends.llvm.runtime.jit import runs_isa
-
-    return isa if runs_isa(isa) else "plain"
-
-
 def check(params, out, kinds, seed=0, isa="plain", feeds=None):
     """Build for ``llvm -isa=...`` (one region with ``kinds``), run: the interpreter's bits."""
     assert_same_bits(*run_llvm(params, out, kinds, seed, feeds,
                                lambda rng, shape, dtype: np.asarray(sample(rng, shape, dtype)),
-                               target=f"llvm -isa={_isa(isa)}"))
+                               target=llvm_target(isa)))
 
 
 # ---- nn.pad with a run-time pad value ----------------------------------------------------------

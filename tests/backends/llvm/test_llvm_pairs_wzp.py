@@ -14,6 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.lower.wide_mac import pair_slots
+from test_llvm_kernels import llvm_target
 from test_llvm_more_refusals import ISAS
 from test_llvm_q16 import SEMANTICS, VECTOR, _check_wmac, _ints, _stage
 
@@ -129,7 +130,7 @@ def test_saturating_pairs_exact(op, mode, xd, isa):
     want = P.interpret(mod, [feed])[0]
     exact = P.interpret(_exact(mod), [feed])[0]
     assert not np.array_equal(want, exact)  # the case does saturate
-    exe = P.build(mod, f"llvm -isa={_isa(isa)}")
+    exe = P.build(mod, llvm_target(isa))
     assert "WMAC" in {k.split()[0] for k in exe.steps[0].region.kernels}
     assert np.array_equal(exe.run(feed)[0], want)
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.lower.context import LLVMError
+from test_llvm_kernels import llvm_target
 from test_llvm_more_refusals import ISAS, check
 
 import partita as P
@@ -148,7 +149,7 @@ def _check_wmac(params, out, seed, isa):
     """Build for ``llvm -isa=...``: one WMAC kernel and none of the 8-bit MAC ones (they
     declined), and the interpreter's bits on random data over the dtypes' whole ranges."""
     mod = IRModule({"main": Function(params, out)})
-    exe = P.build(mod, f"llvm -isa={_run_isa(isa)}")
+    exe = P.build(mod, llvm_target(isa))
     assert [s.target for s in exe.steps] == ["llvm"]
     kinds = {k.split()[0] for k in exe.steps[0].region.kernels}
     assert "WMAC" in kinds and not kinds & VECTOR, kinds
@@ -157,12 +158,6 @@ def _check_wmac(params, out, seed, isa):
     got, want = exe.run(*feeds)[0], P.interpret(mod, feeds)[0]
     assert got.dtype == want.dtype and got.shape == want.shape
     assert np.array_equal(got, want)
-
-
-def _run_isa(isa):
-    from partita.backends.llvm.runtime.jit import runs_isa
-
-    return isa if runs_isa(isa) else "plain"
 
 
 def _tflite_16x8(op: str, x, n_out, relu: bool, rng):
