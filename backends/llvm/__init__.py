@@ -56,11 +56,13 @@ def resolve_isa(options: dict) -> str:
     emulate = wants_emulation(options)
     if isa == "amx" and not amx_permitted() and not emulate:
         raise LLVMError("llvm: -isa=amx needs a CPU with AMX-INT8 and an OS that grants the "
-                        f"tile state; this host's best is -isa={host_isa()}")
+                        f"tile state; this host's best is -isa={host_isa()} (-emulate=yes runs "
+                        "the AMX kernels here through exact, slow stand-ins)")
     if (isa == "avxvnni" and not runs_isa(isa) and options.get("mcpu") in (None, "native")
             and not emulate):
         raise LLVMError("llvm: -isa=avxvnni needs a CPU with AVX-VNNI; this host's best is "
-                        f"-isa={host_isa()}")
+                        f"-isa={host_isa()} (-emulate=yes runs its kernels here through exact, "
+                        "slow stand-ins)")
     host_cpu.check_isa_for_cpu(isa, options.get("mcpu"))
     return isa
 

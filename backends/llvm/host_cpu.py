@@ -176,7 +176,8 @@ def why_not_here(needs) -> str | None:
     return (
         f"this region's code was compiled for a CPU with {what}, which this host ({host_cpu()}) "
         "lacks: running it would stop the process with an illegal instruction. Run it on such a "
-        "CPU, or compile again here (-isa=auto, -mcpu=native)"
+        "CPU, or compile again here (-isa=auto, -mcpu=native; or -emulate=yes to check that "
+        "tier's code here through exact, slow stand-ins of its instructions)"
     )
 
 
