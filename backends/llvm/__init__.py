@@ -27,7 +27,6 @@ from partita.backends.llvm.runtime.jit import (
     amx_permitted,
     best_isa,
     compile_parts,
-    host_features,
     host_isa,
     isa_features,
     runs_isa,
@@ -116,7 +115,7 @@ def _compile_region(function, isa: str, threads: int, mcpu, features,
         features = ",".join([isa_features(isa) if features is None else features, *lacking])
     parts, digest = generate_parts(plan), plan_digest(plan)
     if emulate:  # the instructions this host lacks become exact stand-ins (emit/emulate.py)
-        have, tiles = set(host_features().split(",")), amx_permitted()
+        have, tiles = host_cpu.host_features(), amx_permitted()
         parts = [lambda make=make: emulate_ir(make(), have, tiles) for make in parts]
         digest += b"|emulate:" + ",".join(sorted(have)).encode() + str(tiles).encode()
     obj, cached = compile_parts(parts, mcpu, features, digest, unroll=wants_unrolling(plan))

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from partita.backends import llvm as llvm_backend
 from partita.backends.llvm.emit.emulate import emulate_ir, lacking_instructions
 from partita.backends.llvm.runtime import jit
 from test_llvm_kernels import build_graph
@@ -223,3 +224,29 @@ def test_the_option_is_checked():
         P.build(mod, "llvm -isa=vnni -emulate=maybe")
     with pytest.raises(P.PartitaError, match="does not combine with -mcpu"):
         P.build(mod, "llvm -isa=vnni -emulate=yes -mcpu=znver3")
+
+
+def test_a_cpu_without_avx2_runs_the_avx2_kernels(monkeypatch, tmp_path):
+    """A host reporting no AVX, AVX2 or FMA (an older x86-64) builds -isa=avx2 with stand-ins
+    for VPMADDUBSW, VPMADDWD and VPSIGNB, compiled for that CPU: the interpreter's bits."""
+    real = jit.host_features()
+    old = ",".join("-" + f[1:] if f[1:].startswith(("avx", "fma", "f16c", "amx")) else f
+                   for f in real.split(","))
+    monkeypatch.setattr(jit, "host_features", lambda: old)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))  # compiled here, not fetched,
+    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")  # and in this process
+    assert not jit.runs_isa("avx2")
+    seen = []
+    real_emulate = llvm_backend.emulate_ir
+
+    def emulate(text, have, tiles):
+        seen.extend(lacking_instructions(text, have, tiles))
+        return real_emulate(text, have, tiles)
+
+    monkeypatch.setattr(llvm_backend, "emulate_ir", emulate)
+    mod = _conv()
+    exe = P.build(mod, "llvm -isa=avx2 -emulate=yes")
+    assert "llvm.x86.avx2.pmadd.wd" in seen
+    data = np.random.default_rng(3).integers(-128, 128, (1, 8, 8, 64), dtype=np.int8)
+    assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
