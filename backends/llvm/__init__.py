@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from partita.backends.llvm.emit.emulate import emulate_ir
+from partita.backends.llvm.emit.emulate import emulated_parts
 from partita.backends.llvm.emit.module import (
     call_args,
     constants,
@@ -115,9 +115,8 @@ def _compile_region(function, isa: str, threads: int, mcpu, features,
         features = ",".join([isa_features(isa) if features is None else features, *lacking])
     parts, digest = generate_parts(plan), plan_digest(plan)
     if emulate:  # the instructions this host lacks become exact stand-ins (emit/emulate.py)
-        have, tiles = host_cpu.host_features(), amx_permitted()
-        parts = [lambda make=make: emulate_ir(make(), have, tiles) for make in parts]
-        digest += b"|emulate:" + ",".join(sorted(have)).encode() + str(tiles).encode()
+        parts, digest = emulated_parts(parts, digest, host_cpu.host_features(),
+                                       amx_permitted())
     obj, cached = compile_parts(parts, mcpu, features, digest, unroll=wants_unrolling(plan))
     name = str((function.attrs or {}).get("global_symbol", "llvm"))
     kernels = [f"{k.kind} {k.name}" for k in plan.kernels]

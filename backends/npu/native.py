@@ -31,11 +31,13 @@ from partita.backends.llvm.public import (
     call_args,
     compile_parts,
     constants,
+    for_this_host,
     generate_parts,
     host_isa,
     isa_features,
     mean_params,
     plan_digest,
+    runs_isa,
     signature,
     strides_for,
     vector_kernel,
@@ -289,12 +291,12 @@ class NativeProgram:
         self.plan = Plan(t.buffers, t.kernels, list(program.inputs), list(program.outputs))
         self.per_op = t.per_op
         features = isa_features(self.isa) if self.isa == "avx2" else None
+        parts, digest = generate_parts(self.plan), plan_digest(self.plan)
+        if not runs_isa(self.isa):  # a forced family this CPU lacks: exact stand-ins
+            parts, digest = for_this_host(parts, digest)
+            features = None
         obj, self.cached = compile_parts(  # two modules, compiled in parallel
-            generate_parts(self.plan),
-            None,
-            features,
-            plan_digest(self.plan),
-            unroll=wants_unrolling(self.plan),
+            parts, None, features, digest, unroll=wants_unrolling(self.plan)
         )
         self._loaded = Loaded(obj)
         names, first = [], {}

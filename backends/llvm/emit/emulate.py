@@ -74,6 +74,14 @@ def emulate_ir(text: str, have: set[str], amx_native: bool = False) -> str:
     return body + "\n" + "\n".join(defs) + "\n"
 
 
+def emulated_parts(parts, digest: bytes, have: set[str], amx_native: bool):
+    """``parts`` (functions making modules' IR, as generate_parts gives them) with stand-ins for
+    what ``have`` lacks, and the object-code key ``digest`` extended to say so."""
+    parts = [lambda make=make: emulate_ir(make(), have, amx_native) for make in parts]
+    tag = "|emulate:" + ",".join(sorted(have)) + f"|amx:{amx_native}"
+    return parts, digest + tag.encode()
+
+
 def lacking_instructions(text: str, have: set[str], amx_native: bool = False) -> list[str]:
     """The instructions of ``text`` the features ``have`` do not execute (by intrinsic name)."""
     return sorted(m.group(1) for m in map(_DECLARE.match, text.splitlines())

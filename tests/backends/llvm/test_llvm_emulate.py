@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partita.backends import llvm as llvm_backend
+from partita.backends.llvm.emit import emulate as emulate_module
 from partita.backends.llvm.emit.emulate import emulate_ir, lacking_instructions
 from partita.backends.llvm.runtime import jit
 from test_llvm_kernels import build_graph
@@ -238,13 +238,13 @@ def test_a_cpu_without_avx2_runs_the_avx2_kernels(monkeypatch, tmp_path):
     monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")  # and in this process
     assert not jit.runs_isa("avx2")
     seen = []
-    real_emulate = llvm_backend.emulate_ir
+    real_emulate = emulate_module.emulate_ir
 
     def emulate(text, have, tiles):
         seen.extend(lacking_instructions(text, have, tiles))
         return real_emulate(text, have, tiles)
 
-    monkeypatch.setattr(llvm_backend, "emulate_ir", emulate)
+    monkeypatch.setattr(emulate_module, "emulate_ir", emulate)
     mod = _conv()
     exe = P.build(mod, "llvm -isa=avx2 -emulate=yes")
     assert "llvm.x86.avx2.pmadd.wd" in seen
