@@ -50,7 +50,9 @@ def avg_pool(ctx: OpContext) -> Expr:
     return ctx.activation(y, out)
 
 
-def _reduce_axes(ctx: OpContext) -> tuple[int, ...]:
+def reduce_axes(ctx: OpContext) -> tuple[int, ...]:
+    """A reduction's axes input (operand 1), each checked against the input's rank before it is
+    taken modulo the rank (a rank-0 input has no axis at all), sorted, without repeats."""
     ndim = len(ctx.shape(0))
     axes = ctx.constant(1, "the reduction axes").reshape(-1)
     out = []
@@ -64,7 +66,7 @@ def _reduce_axes(ctx: OpContext) -> tuple[int, ...]:
 
 def mean(ctx: OpContext) -> Expr:
     """MEAN over the axes input, keep_dims option."""
-    axes, keep = _reduce_axes(ctx), bool(ctx.opt("KeepDims"))
+    axes, keep = reduce_axes(ctx), bool(ctx.opt("KeepDims"))
     if not axes:
         return ctx.expr(0)  # TFLite's ReduceIsCopy (axis () would mean "all axes" here)
     if not ctx.quantized():
@@ -93,7 +95,7 @@ def reduce_sum(ctx: OpContext) -> Expr:
     is checked over the whole range (``_sum_exact_scale``); an integer op the NPU runs as a
     convolution. Where no such scale exists, the float32 formula itself, op by op. 16-bit: the
     reference requantize."""
-    axes, keep = _reduce_axes(ctx), bool(ctx.opt("KeepDims"))
+    axes, keep = reduce_axes(ctx), bool(ctx.opt("KeepDims"))
     if not axes:
         return ctx.expr(0)
     if not ctx.quantized():

@@ -17,6 +17,7 @@ from .ops_conv import (
     same_padding,
     weight_array,
 )
+from .ops_pool import reduce_axes
 
 
 def _lut(ctx: OpContext, qnn_op: str, float_op: str) -> Expr:
@@ -72,19 +73,10 @@ def prelu(ctx: OpContext) -> Expr:
     )
 
 
-def _reduce_axes(ctx: OpContext) -> tuple[int, ...]:
-    ndim = len(ctx.shape(0))
-    given = [int(a) for a in np.asarray(ctx.constant(1, "the axes")).reshape(-1)]
-    for a in given:  # checked before `% ndim`: a rank-0 input has no axis at all
-        if not -ndim <= a < ndim:
-            ctx.fail(f"reduction axis {a} is out of range for rank {ndim}")
-    return tuple(sorted({a % ndim for a in given}))
-
-
 def reduce_min_max(ctx: OpContext) -> Expr:
     """REDUCE_MAX / REDUCE_MIN over the axes input: TFLite compares the stored values (no
     rescaling, whatever the output's quantization)."""
-    axes, keep = _reduce_axes(ctx), bool(ctx.opt("KeepDims"))
+    axes, keep = reduce_axes(ctx), bool(ctx.opt("KeepDims"))
     if not axes:
         return ctx.expr(0)
     op = "max" if ctx.op.name == "REDUCE_MAX" else "min"
