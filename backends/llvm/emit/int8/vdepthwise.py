@@ -163,14 +163,25 @@ class DepthwiseKernels(Family):
         ext = b.sext if p["signed"] else b.zext
         h16 = ir.VectorType(ir.IntType(16), 16)
         w32 = ir.VectorType(ir.IntType(16), 32)
-        if size == 2:
-            dot = self.module.declare_intrinsic(
-                "llvm.x86.avx512.vpdpwssd.512", (), ir.FunctionType(V16, [V16, w32, w32]))
-            wty, step = w32, 4
+        if size == 2 and p.get("isa") in ("avx2", "avxvnni"):  # VPMADDWD + VPADDD per half
+            madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+
+            def dot(acc, col, w):
+                halves = [b.call(madd, [vpart(b, col, i, 16), vpart(b, w, i, 16)])
+                          for i in range(2)]
+                return b.add(acc, vconcat(b, *halves))
+
+            wty = w32
         else:
-            dot = self.module.declare_intrinsic(
-                "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64]))
-            wty, step = B64, 4
+            fn = (self._intrinsic("llvm.x86.avx512.vpdpwssd.512", V16, [V16, w32, w32])
+                  if size == 2 else
+                  self._intrinsic("llvm.x86.avx512.vpdpbusd.512", V16, [V16, B64, B64]))
+            wty = w32 if size == 2 else B64
+
+            def dot(acc, col, w):
+                return b.call(fn, [acc, col, w])
+
+        step = 4
         zip_ = ir.Constant(V32, [i // 2 + (16 if i % 2 else 0) for i in range(32)])
         quad = ir.Constant(ir.VectorType(I32, 64),
                            [k * 16 + c for c in range(16) for k in range(4)])
@@ -198,7 +209,8 @@ class DepthwiseKernels(Family):
             high = b.shuffle_vector(parts[2], parts[3], cat)
             return b.shuffle_vector(low, high, quad)
 
-        full, rest = divmod(p["OW"], DW_TILE)
+        tile_w = p.get("dw_tile", DW_TILE)
+        full, rest = divmod(p["OW"], tile_w)
         with for_range(b, cs // 16, "cv") as cv:
             o = b.mul(cv, c64(16))
             ws = {(j, q, kx): self.vload(b, table, b.mul(b.add(
@@ -219,8 +231,8 @@ class DepthwiseKernels(Family):
                                                       rows)
                             for j in range(nrows):
                                 if (j, q, kx) in ws:
-                                    accs[j][r] = b.call(dot, [accs[j][r], columns[col],
-                                                              ws[j, q, kx]])
+                                    accs[j][r] = dot(accs[j][r], columns[col],
+                                                        ws[j, q, kx])
                 for j in range(nrows):
                     for r in range(count):
                         value = self.vrequant(b, accs[j][r], g, o, p, corr=False)
@@ -232,9 +244,9 @@ class DepthwiseKernels(Family):
                 tile(c64(0), rest)
                 return
             with for_range(b, full + (1 if rest else 0), "ot") as t:
-                ox0 = b.mul(t, c64(DW_TILE))
-                last = c64(p["OW"] - DW_TILE)
-                tile(b.select(b.icmp_signed(">", ox0, last), last, ox0), DW_TILE)
+                ox0 = b.mul(t, c64(tile_w))
+                last = c64(p["OW"] - tile_w)
+                tile(b.select(b.icmp_signed(">", ox0, last), last, ox0), tile_w)
 
     def sat16(self, b, v):
         lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)

@@ -1,0 +1,52 @@
+"""The exact AVX2 depthwise kernels (vector_plan.DW_ROW_PAIRS / DW_TAP_PAIRS), each forced on any
+machine that runs AVX2 code, where their sums are largest: weights of -128 and +-127 against
+inputs at the ends of their range, strides 1 and 2, rows narrower than a tile, an odd row count,
+one thread or two. The same bits as the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_llvm_kernels import _isa_available, build_graph
+
+import partita as P
+
+
+@pytest.mark.parametrize("route", ["rows", "rows2", "taps"])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**16), in_dtype=st.sampled_from(["int8", "uint8"]),
+       hw=st.sampled_from([(1, 1), (3, 5), (7, 9), (10, 13)]), stride=st.integers(1, 2),
+       channels=st.sampled_from([3, 16, 40]), minus128=st.booleans(),
+       threads=st.sampled_from(["", " -threads=2"]))
+def test_avx2_depthwise_on_extreme_values(route, seed, in_dtype, hw, stride, channels,
+                                          minus128, threads):
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "DW_ROW_PAIRS", route.startswith("rows"))
+    mp.setattr(vplan, "DW_AVX2_TILE", 2 if route == "rows2" else 4)
+    mp.setattr(vplan, "DW_TAP_PAIRS", route == "taps")
+    mp.setenv("PARTITA_REGION_CACHE", "0")
+    try:
+        geo = {"hw": hw, "k": (3, 3), "strides": (stride, stride), "dilation": (1, 1),
+               "padding": (1, 1, 1, 1)}
+        values = [-127, 127, -127, 127, 1, 0] + ([-128, -128] if minus128 else [])
+        mod, _ = build_graph("depthwise", in_dtype, channels, channels, geo, seed, True, None,
+                             wvalues=values)
+        (dw,) = [k for k in lower(P.InferType()(mod)["main"], "avx2", 1).kernels
+                 if k.kind.name == "VDW"]
+        assert bool(dw.params.get("rowpairs")) == route.startswith("rows")
+        assert bool(dw.params.get("tap_pairs")) == (route == "taps")
+        exe = P.build(mod, f"llvm -isa=avx2{threads}")
+        ty = exe.input_types[0]
+        info = np.iinfo(ty.dtype)
+        ends = np.array([info.min, info.max, info.min, info.max, 0], ty.dtype)
+        data = np.random.default_rng(seed).choice(ends, ty.shape)
+        assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+    finally:
+        mp.undo()
