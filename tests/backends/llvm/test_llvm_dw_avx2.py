@@ -50,3 +50,45 @@ def test_avx2_depthwise_on_extreme_values(route, seed, in_dtype, hw, stride, cha
         assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
     finally:
         mp.undo()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hw=st.tuples(st.integers(1, 9), st.integers(1, 21)),
+       k=st.tuples(st.sampled_from([1, 3, 5]), st.sampled_from([1, 3])),
+       stride=st.integers(1, 2), dilation=st.sampled_from([1, 2]),
+       threads=st.sampled_from([1, 2]), tile=st.sampled_from([2, 4, 8]),
+       seed=st.integers(0, 2**16))
+def test_avx2_depthwise_row_pairs_geometry(hw, k, stride, dilation, threads, tile, seed):
+    """The AVX2 row-pair depthwise kernel over kernel sizes, strides, dilations and row widths
+    (two output rows per step, an odd last row again with the row before; tiles of ``tile``
+    pixels, a row's last pixels again with the tile before them), one and two threads."""
+    if not _isa_available("avx2"):
+        pytest.skip("this CPU does not run avx2 code")
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vplan, "DW_ROW_PAIRS", True)
+    mp.setattr(vplan, "DW_AVX2_TILE", tile)
+    mp.setenv("PARTITA_REGION_CACHE", "0")
+    rng = np.random.default_rng(seed)
+    c = 32
+    pad = (k[0] // 2 * dilation, k[1] // 2 * dilation) * 2
+    x = P.var("x", (1, *hw, c), "int8")
+    y = P.get_op("qnn.conv2d")(
+        x, P.const(rng.integers(-128, 128, (c, *k, 1), dtype=np.int8)),
+        P.const(np.int32(rng.integers(-128, 128))), P.const(np.int32(0)),
+        P.const(np.float32(0.05)), P.const(rng.uniform(0.002, 0.05, c).astype(np.float32)),
+        strides=(stride, stride), padding=pad, dilation=(dilation, dilation), groups=c,
+        data_layout="NHWC", kernel_layout="OHWI",
+    )
+    y = P.get_op("qnn.requantize")(
+        y, P.const(rng.uniform(1e-4, 2e-3, c).astype(np.float32)), P.const(np.int32(0)),
+        P.const(np.float32(0.1)), P.const(np.int32(3)), axis=-1, out_dtype="int8",
+    )
+    mod = P.IRModule.from_expr(P.Function([x], y))
+    data = rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
+    try:
+        got = P.build(mod, f"llvm -isa=avx2 -threads={threads}").run(data)[0]
+    finally:
+        mp.undo()
+    assert np.array_equal(got, P.interpret(mod, [data])[0])
