@@ -142,19 +142,27 @@ class DepthwiseKernels(Family):
         with the row before it again, a row's last pixels with the tile before them (the same
         bytes written twice), so each kernel has one unrolled body."""
         oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
-        if p["OH"] < 2:
-            with for_range(b, b.sub(oy1, oy0), "oy") as i:
-                self.dw_paired_rows(b, src, y, g, p, b.add(oy0, i), 1)
-            return
-        steps = b.ashr(b.add(b.sub(oy1, oy0), c64(1)), c64(1))
-        with for_range(b, steps, "oy2") as i:
-            oy = b.add(oy0, b.shl(i, c64(1)))
-            last = c64(p["OH"] - 2)
-            oy = b.select(b.icmp_signed(">", oy, last), last, oy)
-            self.dw_paired_rows(b, src, y, g, p, oy, 2)
 
-    def dw_paired_rows(self, b, src, y, g, p, oy, nrows):
-        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector. Each input
+        def rows(cv=None):
+            if p["OH"] < 2:
+                with for_range(b, b.sub(oy1, oy0), "oy") as i:
+                    self.dw_paired_rows(b, src, y, g, p, b.add(oy0, i), 1, cv)
+                return
+            steps = b.ashr(b.add(b.sub(oy1, oy0), c64(1)), c64(1))
+            with for_range(b, steps, "oy2") as i:
+                oy = b.add(oy0, b.shl(i, c64(1)))
+                last = c64(p["OH"] - 2)
+                oy = b.select(b.icmp_signed(">", oy, last), last, oy)
+                self.dw_paired_rows(b, src, y, g, p, oy, 2, cv)
+
+        if not p.get("cv_outer"):  # channel vectors inside each row step
+            return rows()
+        with for_range(b, p["Cs"] // 16, "cv") as cv:  # each vector's weights loaded once
+            rows(cv)
+
+    def dw_paired_rows(self, b, src, y, g, p, oy, nrows, cv=None):
+        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector (or the
+        channel vector ``cv``, an i64 value). Each input
         column of a row group becomes one vector: 16 channels x (4 bytes, read as x ^ 0x80
         for int8, summed by VPDPBUSD) or x (2 int16, by VPDPWSSD)."""
         cs, kh, kw, size = p["Cs"], p["KH"], p["KW"], p["rowpairs"]
@@ -188,8 +196,8 @@ class DepthwiseKernels(Family):
         cat = ir.Constant(V32, list(range(32)))
         flip = kconst(B16, -128) if p["signed"] else None
 
-        def column(ix, rows):
-            """One input column of a row group, interleaved per channel."""
+        def column(ix, rows, o):
+            """One input column of a row group (channels o ..), interleaved per channel."""
             parts = []
             for rel in rows:
                 if rel is None:
@@ -211,7 +219,7 @@ class DepthwiseKernels(Family):
 
         tile_w = p.get("dw_tile", DW_TILE)
         full, rest = divmod(p["OW"], tile_w)
-        with for_range(b, cs // 16, "cv") as cv:
+        def channels(cv):
             o = b.mul(cv, c64(16))
             ws = {(j, q, kx): self.vload(b, table, b.mul(b.add(
                       c64((((j * len(groups)) + q) * kw + kx) * cs), o), c64(step)), wty)
@@ -228,7 +236,7 @@ class DepthwiseKernels(Family):
                             col = r * p["sw"] + kx * p["dw"]
                             if col not in columns:
                                 columns[col] = column(b.add(b.mul(ox0, c64(p["sw"])), c64(col)),
-                                                      rows)
+                                                      rows, o)
                             for j in range(nrows):
                                 if (j, q, kx) in ws:
                                     accs[j][r] = dot(accs[j][r], columns[col],
@@ -247,6 +255,11 @@ class DepthwiseKernels(Family):
                 ox0 = b.mul(t, c64(tile_w))
                 last = c64(p["OW"] - tile_w)
                 tile(b.select(b.icmp_signed(">", ox0, last), last, ox0), tile_w)
+
+        if cv is not None:
+            return channels(cv)
+        with for_range(b, cs // 16, "cv") as cv:
+            channels(cv)
 
     def sat16(self, b, v):
         lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)
