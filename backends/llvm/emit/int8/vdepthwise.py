@@ -1,6 +1,7 @@
 """The depthwise vector kernel (VDW): 16 channels per vector; with VNNI, input rows in byte
-quads or int16 pairs shared by two output rows (vector_plan.dw_row_pairs), else a tap loop (with
-fbgemm's int16 pair saturation where asked). A kernel family (``em.vdw``)."""
+quads or int16 pairs shared by two output rows (vector_plan.dw_row_pairs), on AVX2 the int16
+pairs by VPMADDWD (rows at least DW_ROW_PAIRS_MIN_WIDTH wide), else a tap loop (with fbgemm's
+int16 pair saturation where asked). A kernel family (``em.vdw``)."""
 
 from __future__ import annotations
 
@@ -136,7 +137,8 @@ class DepthwiseKernels(Family):
 
     def dw_rows_paired(self, b, src, y, g, p, oy0, oy1):
         """VNNI depthwise: input rows in groups (byte quads by VPDPBUSD, or int16 pairs by
-        VPDPWSSD; exact either way). Output rows go two at a time: both read each interleaved
+        VPDPWSSD; exact either way); AVX2: int16 pairs by VPMADDWD + VPADDD, channel vectors
+        outer with ``cv_outer``. Output rows go two at a time: both read each interleaved
         group of input rows (vector_plan.dw_row_pairs), and
         DW_TILE output pixels per step share each input column. An odd last row is computed
         with the row before it again, a row's last pixels with the tile before them (the same
