@@ -49,6 +49,16 @@ UBSW_MAX_FIX = 0.5
 # (ubsw_split), "nibbles" (nibble_split), "wide" (int16 weights, VPMADDWD)
 EXACT_AVX2 = "auto"
 DW_TAP_PAIRS = True  # exact depthwise without VNNI: two taps per VPMADDWD, else one VPMULLD
+# exact depthwise without VNNI: int16 pairs of input rows by VPMADDWD, shared by two output rows
+# and by a tile's pixels (vdepthwise.dw_rows_paired, as VNNI's VPDPWSSD route), before
+# DW_TAP_PAIRS; DW_AVX2_TILE output pixels per step (AVX2's 16 ymm registers)
+DW_ROW_PAIRS = True
+DW_AVX2_TILE = 4
+DW_CV_OUTER = True  # the AVX2 row-pair kernel: channel vectors outer, row pairs inner
+# ... for output rows at least this wide (MobileNetV2 on Zen 3, per kernel, interleaved: 1.2-1.5x
+# faster at 112 and 56 pixels, even at 14, slower at 7 and 14 with stride 2: the overlapping
+# last tile and repeated last row cost more than the shared loads save), else DW_TAP_PAIRS
+DW_ROW_PAIRS_MIN_WIDTH = 16
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
 
 
@@ -312,7 +322,13 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                 consts["corr"] = wrap_int32(
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
-        if isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_TAP_PAIRS:
+        if (isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_ROW_PAIRS
+                and geo["OW"] >= DW_ROW_PAIRS_MIN_WIDTH):
+            taps = packed.reshape(geo["KH"], geo["KW"], cs)
+            for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
+                consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows, 2)
+            new.update(rowpairs=2, isa=isa, dw_tile=DW_AVX2_TILE, cv_outer=DW_CV_OUTER)
+        elif isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_TAP_PAIRS:
             # VPMADDWD on interleaved pairs of taps (vdepthwise); "isa" names what the code
             # needs of the CPU (host_cpu.lacking)
             new.update(tap_pairs=True, isa=isa)

@@ -17,23 +17,29 @@ import partita as P
 
 @pytest.mark.parametrize("mode", ["sign", "ubsw", "nibbles", "wide"])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=convs(), wmax=st.sampled_from([127, 64, 127]), tap_pairs=st.booleans(),
+@given(case=convs(), wmax=st.sampled_from([127, 64, 127]),
+       dw=st.sampled_from(["rows", "rows2", "taps", "mul"]),
        threads=st.sampled_from(["", " -threads=2"]))
-def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, tap_pairs, threads):
+def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, dw, threads):
     """Each exact AVX2 convolution/dense kernel, forced (vector_plan.EXACT_AVX2): VPMADDUBSW
     on weights whose unsafe pairs (same-sign pairs summing past 128 in magnitude, which would
     saturate int16) keep a safe half, the rest in a sparse second product ("ubsw"); VPMADDUBSW
     on the weights' two nibbles with int16 sums widened every few k-steps ("nibbles"); int16
     weights into VPMADDWD ("wide"). Weights over -127..127 make about a quarter of the pairs
-    unsafe; ``wmax`` 64 none (no second product). Depthwise layers: two taps per VPMADDWD
-    (``tap_pairs``) or one VPMULLD per tap; one thread or two (rows or channel panels split)."""
+    unsafe; ``wmax`` 64 none (no second product). Depthwise layers (``dw``): int16 pairs of
+    input rows shared by two output rows and a tile of 4 (``rows``) or 2 pixels (``rows2``),
+    two taps per VPMADDWD (``taps``) or one VPMULLD per tap; one thread or two (rows or
+    channel panels split)."""
     if not _isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.lower import vector_plan as vplan
 
     mp = pytest.MonkeyPatch()
     mp.setattr(vplan, "EXACT_AVX2", mode)
-    mp.setattr(vplan, "DW_TAP_PAIRS", tap_pairs)
+    mp.setattr(vplan, "DW_ROW_PAIRS", dw.startswith("rows"))
+    mp.setattr(vplan, "DW_ROW_PAIRS_MIN_WIDTH", 1)
+    mp.setattr(vplan, "DW_AVX2_TILE", 2 if dw == "rows2" else 4)
+    mp.setattr(vplan, "DW_TAP_PAIRS", dw == "taps")
     mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
     try:
         mod, _ = build_graph(*case, wmax=wmax)

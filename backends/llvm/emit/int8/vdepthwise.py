@@ -1,6 +1,7 @@
 """The depthwise vector kernel (VDW): 16 channels per vector; with VNNI, input rows in byte
-quads or int16 pairs shared by two output rows (vector_plan.dw_row_pairs), else a tap loop (with
-fbgemm's int16 pair saturation where asked). A kernel family (``em.vdw``)."""
+quads or int16 pairs shared by two output rows (vector_plan.dw_row_pairs), on AVX2 the int16
+pairs by VPMADDWD (rows at least DW_ROW_PAIRS_MIN_WIDTH wide), else a tap loop (with fbgemm's
+int16 pair saturation where asked). A kernel family (``em.vdw``)."""
 
 from __future__ import annotations
 
@@ -136,25 +137,34 @@ class DepthwiseKernels(Family):
 
     def dw_rows_paired(self, b, src, y, g, p, oy0, oy1):
         """VNNI depthwise: input rows in groups (byte quads by VPDPBUSD, or int16 pairs by
-        VPDPWSSD; exact either way). Output rows go two at a time: both read each interleaved
+        VPDPWSSD; exact either way); AVX2: int16 pairs by VPMADDWD + VPADDD, channel vectors
+        outer with ``cv_outer``. Output rows go two at a time: both read each interleaved
         group of input rows (vector_plan.dw_row_pairs), and
         DW_TILE output pixels per step share each input column. An odd last row is computed
         with the row before it again, a row's last pixels with the tile before them (the same
         bytes written twice), so each kernel has one unrolled body."""
         oy0, oy1 = (v if isinstance(v, ir.Value) else c64(v) for v in (oy0, oy1))
-        if p["OH"] < 2:
-            with for_range(b, b.sub(oy1, oy0), "oy") as i:
-                self.dw_paired_rows(b, src, y, g, p, b.add(oy0, i), 1)
-            return
-        steps = b.ashr(b.add(b.sub(oy1, oy0), c64(1)), c64(1))
-        with for_range(b, steps, "oy2") as i:
-            oy = b.add(oy0, b.shl(i, c64(1)))
-            last = c64(p["OH"] - 2)
-            oy = b.select(b.icmp_signed(">", oy, last), last, oy)
-            self.dw_paired_rows(b, src, y, g, p, oy, 2)
 
-    def dw_paired_rows(self, b, src, y, g, p, oy, nrows):
-        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector. Each input
+        def rows(cv=None):
+            if p["OH"] < 2:
+                with for_range(b, b.sub(oy1, oy0), "oy") as i:
+                    self.dw_paired_rows(b, src, y, g, p, b.add(oy0, i), 1, cv)
+                return
+            steps = b.ashr(b.add(b.sub(oy1, oy0), c64(1)), c64(1))
+            with for_range(b, steps, "oy2") as i:
+                oy = b.add(oy0, b.shl(i, c64(1)))
+                last = c64(p["OH"] - 2)
+                oy = b.select(b.icmp_signed(">", oy, last), last, oy)
+                self.dw_paired_rows(b, src, y, g, p, oy, 2, cv)
+
+        if not p.get("cv_outer"):  # channel vectors inside each row step
+            return rows()
+        with for_range(b, p["Cs"] // 16, "cv") as cv:  # each vector's weights loaded once
+            rows(cv)
+
+    def dw_paired_rows(self, b, src, y, g, p, oy, nrows, cv=None):
+        """Output rows oy .. oy + nrows - 1 (nrows 1 or 2), every channel vector (or the
+        channel vector ``cv``, an i64 value). Each input
         column of a row group becomes one vector: 16 channels x (4 bytes, read as x ^ 0x80
         for int8, summed by VPDPBUSD) or x (2 int16, by VPDPWSSD)."""
         cs, kh, kw, size = p["Cs"], p["KH"], p["KW"], p["rowpairs"]
@@ -163,22 +173,33 @@ class DepthwiseKernels(Family):
         ext = b.sext if p["signed"] else b.zext
         h16 = ir.VectorType(ir.IntType(16), 16)
         w32 = ir.VectorType(ir.IntType(16), 32)
-        if size == 2:
-            dot = self.module.declare_intrinsic(
-                "llvm.x86.avx512.vpdpwssd.512", (), ir.FunctionType(V16, [V16, w32, w32]))
-            wty, step = w32, 4
+        if size == 2 and p.get("isa") in ("avx2", "avxvnni"):  # VPMADDWD + VPADDD per half
+            madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
+
+            def dot(acc, col, w):
+                halves = [b.call(madd, [vpart(b, col, i, 16), vpart(b, w, i, 16)])
+                          for i in range(2)]
+                return b.add(acc, vconcat(b, *halves))
+
+            wty = w32
         else:
-            dot = self.module.declare_intrinsic(
-                "llvm.x86.avx512.vpdpbusd.512", (), ir.FunctionType(V16, [V16, B64, B64]))
-            wty, step = B64, 4
+            fn = (self._intrinsic("llvm.x86.avx512.vpdpwssd.512", V16, [V16, w32, w32])
+                  if size == 2 else
+                  self._intrinsic("llvm.x86.avx512.vpdpbusd.512", V16, [V16, B64, B64]))
+            wty = w32 if size == 2 else B64
+
+            def dot(acc, col, w):
+                return b.call(fn, [acc, col, w])
+
+        step = 4
         zip_ = ir.Constant(V32, [i // 2 + (16 if i % 2 else 0) for i in range(32)])
         quad = ir.Constant(ir.VectorType(I32, 64),
                            [k * 16 + c for c in range(16) for k in range(4)])
         cat = ir.Constant(V32, list(range(32)))
         flip = kconst(B16, -128) if p["signed"] else None
 
-        def column(ix, rows):
-            """One input column of a row group, interleaved per channel."""
+        def column(ix, rows, o):
+            """One input column of a row group (channels o ..), interleaved per channel."""
             parts = []
             for rel in rows:
                 if rel is None:
@@ -198,8 +219,9 @@ class DepthwiseKernels(Family):
             high = b.shuffle_vector(parts[2], parts[3], cat)
             return b.shuffle_vector(low, high, quad)
 
-        full, rest = divmod(p["OW"], DW_TILE)
-        with for_range(b, cs // 16, "cv") as cv:
+        tile_w = p.get("dw_tile", DW_TILE)
+        full, rest = divmod(p["OW"], tile_w)
+        def channels(cv):
             o = b.mul(cv, c64(16))
             ws = {(j, q, kx): self.vload(b, table, b.mul(b.add(
                       c64((((j * len(groups)) + q) * kw + kx) * cs), o), c64(step)), wty)
@@ -216,11 +238,11 @@ class DepthwiseKernels(Family):
                             col = r * p["sw"] + kx * p["dw"]
                             if col not in columns:
                                 columns[col] = column(b.add(b.mul(ox0, c64(p["sw"])), c64(col)),
-                                                      rows)
+                                                      rows, o)
                             for j in range(nrows):
                                 if (j, q, kx) in ws:
-                                    accs[j][r] = b.call(dot, [accs[j][r], columns[col],
-                                                              ws[j, q, kx]])
+                                    accs[j][r] = dot(accs[j][r], columns[col],
+                                                        ws[j, q, kx])
                 for j in range(nrows):
                     for r in range(count):
                         value = self.vrequant(b, accs[j][r], g, o, p, corr=False)
@@ -232,9 +254,14 @@ class DepthwiseKernels(Family):
                 tile(c64(0), rest)
                 return
             with for_range(b, full + (1 if rest else 0), "ot") as t:
-                ox0 = b.mul(t, c64(DW_TILE))
-                last = c64(p["OW"] - DW_TILE)
-                tile(b.select(b.icmp_signed(">", ox0, last), last, ox0), DW_TILE)
+                ox0 = b.mul(t, c64(tile_w))
+                last = c64(p["OW"] - tile_w)
+                tile(b.select(b.icmp_signed(">", ox0, last), last, ox0), tile_w)
+
+        if cv is not None:
+            return channels(cv)
+        with for_range(b, cs // 16, "cv") as cv:
+            channels(cv)
 
     def sat16(self, b, v):
         lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)
