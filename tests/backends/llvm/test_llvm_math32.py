@@ -81,3 +81,43 @@ def test_softmax_over_two_threads_and_special_rows():
         finite = ~np.isnan(want)
         assert got[finite].tobytes() == want[finite].tobytes()
     assert np.isnan(want[0, :3]).all() and not np.isnan(want[0, 3:]).any()
+
+
+def test_no_fused_multiply_add_in_the_emitted_code(monkeypatch):
+    """The kernels' IR for -isa=avx2, compiled as the JIT compiles it but for a CPU with FMA
+    (Zen 3): no vfmadd / vfmsub / vfnmadd anywhere (LLVM contracts nothing: no fast-math or
+    contract flags), so the float32 steps stay the reference's roundings."""
+    from partita.backends import llvm as llvm_backend
+    from partita.backends.llvm.runtime import jit
+
+    class Captured(Exception):
+        pass
+
+    texts = []
+
+    def compile_parts(parts, *args, **kwargs):
+        texts.extend(t() for t in parts)
+        raise Captured
+
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setattr(llvm_backend, "compile_parts", compile_parts)
+    x = relay.var("x", shape=(4, 128))
+    torch_gelu = relay.multiply(relay.multiply(x, relay.const(np.float32(0.5))), relay.add(
+        relay.const(np.float32(1.0)), relay.erf(relay.divide(x, relay.const(np.float32(1.4))))))
+    body = relay.add(relay.nn.softmax(torch_gelu, axis=-1), relay.nn.gelu(x))
+    with pytest.raises(Captured):
+        P.build(_mod(body, x), "llvm -isa=avx2 -threads=1")
+    assert texts
+    import llvmlite.binding as llvm
+
+    with jit.LLVM_LOCK:
+        machine = jit._machine("znver3", "+avx2,+fma,+avx,+sse4.1")
+        for text in texts:
+            module = llvm.parse_assembly(text)
+            pb = llvm.create_pass_builder(machine, llvm.PipelineTuningOptions(speed_level=3))
+            pb.getModulePassManager().run(module, pb)
+            asm = machine.emit_assembly(module)
+            assert "vmulps" in asm or "vmulss" in asm
+            fused = [ln for ln in asm.splitlines() if "vfmadd" in ln or "vfmsub" in ln
+                     or "vfnmadd" in ln or "vfnmsub" in ln]
+            assert not fused, fused[:5]
