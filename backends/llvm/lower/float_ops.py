@@ -247,6 +247,10 @@ def _bmm(low: LowerContext, call) -> bool:
         "vec": not a.transpose_b and n % 16 == 0,
         "dot": a.transpose_b and not a.transpose_a and k % 16 == 0, **gemm_tile(low.isa),
     }  # fmt: skip
+    if low.threads > 1 and (params["vec"] or params["dot"]) and params["B"] >= 2 and (
+        params["B"] * m * k * n >= 1 << 22
+    ):  # 4 M multiply-adds: batches claimed one at a time by both threads (gemm.py batches)
+        params["threads"] = 2
     low.emit(Kind.FBMM, call, [low.src(x), low.src(y)], params)
     return True
 
