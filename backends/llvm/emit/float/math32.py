@@ -31,13 +31,16 @@ def iconst(ty, v: int) -> ir.Constant:
     return ir.Constant(it, [v] * it.count) if isinstance(it, ir.VectorType) else ir.Constant(it, v)
 
 
-def horner(b: ir.IRBuilder, cs, v: ir.Value) -> ir.Value:
-    """float32_math.horner: acc = acc * v + c, highest power first."""
-    ty = v.type
-    acc = const(ty, cs[-1])
-    for c in cs[-2::-1]:
-        acc = b.fadd(b.fmul(acc, v), const(ty, c))
-    return acc
+def estrin(b: ir.IRBuilder, cs, v: ir.Value) -> ir.Value:
+    """float32_math.estrin: pairs c + v c', then with v^2, v^4, ..."""
+    terms = [const(v.type, c) for c in cs]
+    power = v
+    while len(terms) > 1:
+        terms = [b.fadd(terms[j], b.fmul(power, terms[j + 1])) if j + 1 < len(terms)
+                 else terms[j] for j in range(0, len(terms), 2)]
+        if len(terms) > 1:
+            power = b.fmul(power, power)
+    return terms[0]
 
 
 def exp32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
@@ -49,7 +52,7 @@ def exp32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     n = b.fsub(b.fadd(t, const(ty, m.ROUNDER)), const(ty, m.ROUNDER))
     r = b.fsub(c, b.fmul(n, const(ty, m.LN2_HI)))
     r = b.fsub(r, b.fmul(n, const(ty, m.LN2_LO)))
-    p = horner(b, m.EXP_POLY, r)
+    p = estrin(b, m.EXP_POLY, r)
     p = b.fmul(p, b.fmul(r, r))
     p = b.fadd(p, r)
     p = b.fadd(p, const(ty, 1.0))
@@ -67,9 +70,8 @@ def erf32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     ty, it = x.type, _int_type(x.type)
     a = b.bitcast(b.and_(b.bitcast(x, it), iconst(ty, 0x7FFFFFFF)), ty)  # numpy's abs
     z = b.fmul(a, a)
-    small = b.fadd(x, b.fmul(x, horner(b, m.ERF_SMALL, z)))
-    q = horner(b, m.ERF_LARGE, a)
-    big = b.fsub(const(ty, 1.0), b.fmul(exp32(b, b.fneg(z)), q))
+    small = b.fadd(x, b.fmul(x, estrin(b, m.ERF_SMALL, z)))
+    big = b.fsub(const(ty, 1.0), estrin(b, m.ERF_LARGE, b.fsub(a, const(ty, m.ERF_CENTRE))))
     big = b.select(b.fcmp_ordered(">=", a, const(ty, m.ERF_TOP)), const(ty, 1.0), big)
     big = b.select(b.fcmp_ordered("<", x, const(ty, 0.0)), b.fneg(big), big)
     return b.select(b.fcmp_ordered(">=", a, const(ty, m.ERF_SPLIT)), big, small)
@@ -82,4 +84,4 @@ def gelu32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.fmul(b.fmul(x, const(ty, 0.5)), b.fadd(const(ty, 1.0), e))
 
 
-__all__ = ["const", "erf32", "exp32", "gelu32", "horner"]
+__all__ = ["const", "erf32", "estrin", "exp32", "gelu32"]
