@@ -7,7 +7,8 @@ second thread), in one process.
                                       [--tiny] [--layers N] [--dyn-int8]
 
 The encoder is tools/gen_transformer_models.py's (BERT_BASE config; --tiny: the 2-layer test
-geometry), exported with torch.onnx.export (legacy exporter, opset 17) to a temporary file.
+geometry, 32 positions: its default --seq is 32), exported with torch.onnx.export (legacy
+exporter, opset 17) to a temporary file.
 Medians of --repeat runs after a warm-up; the ratio is partita's time over ONNX Runtime's (the
 issue's goal: at most 1.5). Where the llvm backend cannot build the model yet, the line says
 why, and the reference interpreter's time is printed instead, for scale only.
@@ -87,6 +88,9 @@ def export(path: Path, seq: int, tiny: bool, layers: int | None = None) -> None:
     from gen_transformer_models import BERT_BASE, Config, export_legacy, make_model
 
     config = Config() if tiny else BERT_BASE
+    if seq > config.max_pos:  # the position embedding has max_pos rows
+        raise SystemExit(f"--seq {seq}: this geometry has {config.max_pos} positions at most"
+                         + (" (--tiny)" if tiny else ""))
     if layers:
         config = dataclasses.replace(config, layers=layers)
     export_legacy(make_model(c=config), path, seq=seq)
@@ -116,7 +120,7 @@ def partita_build(mod, threads: int = 1):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--seq", type=int, help="sequence length (default 128; --tiny: 32, its most)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=10, help="interleaved rounds")
     ap.add_argument("--block", type=int, default=1, help="calls of each runtime per round")
@@ -125,6 +129,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dyn-int8", action="store_true",
                     help="also ONNX Runtime's dynamic-int8 form (quantize_dynamic)")
     args = ap.parse_args(argv)
+    if args.seq is None:
+        args.seq = 32 if args.tiny else 128
     from partita.frontends.onnx import from_onnx
 
     with tempfile.TemporaryDirectory() as tmp:

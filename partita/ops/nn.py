@@ -14,6 +14,7 @@ from partita.errors import PartitaError
 from partita.ir.types import TensorType
 from partita.ops.emulation import onnxruntime_mlas as mlas
 
+from .float32_math import softmax32
 from .nn_common import OUT_DTYPES, cast_result, exact_matmul, product_dtype
 from .registry import Attrs, choice, register_op
 from .relations import fail, float_only, identity_rel, normalize_axis, tensor
@@ -67,8 +68,12 @@ def _softmax_rel(types, attrs):
     "nn.softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel, kind="opaque"
 )
 def softmax(data, attrs):
-    """Float data: exp(x - max(x)) / sum(exp(x - max(x))) along ``axis``, computed in float64
-    (subtracting the max keeps exp from overflowing) and cast to data's dtype."""
+    """Float data: exp(x - max(x)) / sum(exp(x - max(x))) along ``axis``. float32: the explicit
+    float32 algorithm of float32_math.softmax32 (its exp32, a float64 sum in a fixed order, one
+    float32 reciprocal and multiply); other dtypes: computed in float64 (subtracting the max
+    keeps exp from overflowing) and cast to data's dtype."""
+    if data.dtype == np.float32:
+        return softmax32(data, attrs.axis)
     x = data.astype(np.float64)
     e = np.exp(x - x.max(axis=attrs.axis, keepdims=True))
     return (e / e.sum(axis=attrs.axis, keepdims=True)).astype(data.dtype)

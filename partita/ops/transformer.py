@@ -2,7 +2,8 @@
 ``equal`` / ``less`` / ``logical_not`` (attention masks), ``broadcast_to``, ``erf``,
 ``nn.gelu``, ``nn.layer_norm`` and ``qnn.dynamic_quantize`` (ONNX's DynamicQuantizeLinear).
 
-Float math is computed in float64 and rounded to the data's dtype once, as nn.softmax does.
+Float math is computed in float64 and rounded to the data's dtype once, except float32 erf and
+GELU: explicit float32 algorithms (float32_math.py), as nn.softmax's float32 exp.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from partita.ir.types import TensorType, TupleType
 
+from .float32_math import erf32, gelu32
 from .nn_norm import NormAttrs
 from .registry import Attrs, NoAttrs, choice, register_op
 from .relations import compare_rel, fail, float_only, normalize_axis, tensor
@@ -148,7 +150,10 @@ def _erf64(x: np.ndarray) -> np.ndarray:
 
 @register_op("erf", inputs=("data",), type_rel=_float_rel, kind="elemwise")
 def erf(data, attrs):
-    """The error function, computed in float64 (C's erf) and rounded to data's dtype."""
+    """The error function: float32 data by float32_math.erf32's explicit float32 algorithm
+    (within 2 ulp of erf), other dtypes computed in float64 (C's erf) and rounded once."""
+    if data.dtype == np.float32:
+        return erf32(data)
     return _erf64(data).astype(data.dtype)
 
 
@@ -162,7 +167,10 @@ class GeluAttrs(Attrs):
 
 @register_op("nn.gelu", inputs=("data",), attrs=GeluAttrs, type_rel=_float_rel, kind="elemwise")
 def gelu(data, attrs):
-    """GELU, computed in float64 and rounded to data's dtype once."""
+    """GELU. approximate "none" of float32: float32_math.gelu32 ((x * 0.5) * (1 + erf32(x *
+    (1 / sqrt 2))), float32 steps); otherwise computed in float64 and rounded once."""
+    if attrs.approximate == "none" and data.dtype == np.float32:
+        return gelu32(data)
     x = data.astype(np.float64)
     if attrs.approximate == "tanh":
         y = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))

@@ -7,10 +7,12 @@
     nn.softmax, nn.layer_norm of float32                                    FSOFTMAX, FLAYERNORM
     take (any dtype, int32/int64 indices)                                   TAKE
 
-Each computes as the reference implementation does (float64 sums, libm's exp and erf), so
+Each computes as the reference implementation does (float64 sums, libm's exp; float32 erf,
+GELU and softmax by the reference's own float32 algorithms, partita/ops/float32_math.py), so
 results equal the interpreter's except where a float64 sum is taken in another order or a
 float32 math function (tanh, sigmoid's exp) rounds differently: a few ulps at most (tests check
-1e-6 relative). Constant operands are passed as arrays in their own dtype.
+1e-6 relative). Constant operands are passed as arrays in their own dtype. The EWISE
+expression tree is lower/ewise_tree.py's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
-from .integer import READ, TYPES, requantize_node, requantize_ok
+from .ewise_tree import FILLS, Tree, emit_ewise
+from .ewise_tree import clip_bounds as clip_bounds  # their importers' old address
+from .ewise_tree import strides_for as strides_for
+from .integer import READ, TYPES, requantize_ok
 from .qmean import lower_qmean_builtin
 from .registry import FLOAT, lowers
 
@@ -41,16 +46,7 @@ EWISE_OPS = {
     "nn.bias_add", "nn.leaky_relu", "nn.hardswish", "broadcast_to",
     "zeros", "ones", "zeros_like", "ones_like",
 }  # fmt: skip
-FILLS = {"zeros": 0, "ones": 1, "zeros_like": 0, "ones_like": 1}
 INTS = ("int8", "uint8", "int16", "int32", "int64")
-
-
-def strides_for(shape, out_shape) -> list[int]:
-    """Element strides of an operand of ``shape`` read at each index of ``out_shape``
-    (numpy broadcasting: 0 along broadcast axes)."""
-    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    dense = [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
-    return [0 if d == 1 and o != 1 else s for d, o, s in zip(shape, out_shape, dense)]
 
 
 def _float_types(call) -> bool:
@@ -158,112 +154,6 @@ def ewise_ok(call) -> bool:
     return name in EWISE_OPS and out in READ and all(t in READ for t in types)
 
 
-class Tree:
-    """An EWISE kernel's expression: its leaves (buffers or constants, read with broadcast
-    strides) and the ops over them; producers used only here, of the same shape, are inlined
-    (each step rounded to its own dtype, so the fused kernel computes what the separate ones
-    would)."""
-
-    def __init__(self, low, out_shape):
-        self.low, self.out_shape = low, out_shape
-        self.inputs, self.arrays, self.sources, self.dtypes, self.strides = [], {}, [], [], []
-        self.leaf_of: dict = {}
-
-    def leaf(self, expr, strides=None, array=None) -> list:
-        key = (id(expr), tuple(strides) if strides else None)
-        if key not in self.leaf_of:
-            if isinstance(expr, Constant) or array is not None:
-                name = f"c{len(self.arrays)}"
-                data = np.asarray(expr.data) if array is None else array
-                self.arrays[name] = np.ascontiguousarray(data)
-                self.sources.append(["const", name])
-                self.dtypes.append(str(self.arrays[name].dtype))
-            else:
-                self.inputs.append(self.low.src(expr))
-                self.sources.append(["buf", len(self.inputs) - 1])
-                self.dtypes.append(expr.checked_type.dtype)
-            self.strides.append(
-                strides or strides_for(expr.checked_type.shape, self.out_shape)
-            )
-            self.leaf_of[key] = ["leaf", len(self.sources) - 1]
-        return self.leaf_of[key]
-
-    def node(self, call) -> list:
-        name = call.op.name
-        extra = {}
-        if name == "clip":
-            extra["bounds"] = [float(call.attrs.a_min), float(call.attrs.a_max)]
-            extra.update(clip_bounds(call))
-        if name == "nn.gelu":
-            extra["approximate"] = call.attrs.approximate
-        if name == "nn.leaky_relu":  # one multiply by alpha in the data's dtype
-            extra["alpha"] = float(np.dtype(call.checked_type.dtype).type(call.attrs.alpha))
-        if name == "qnn.dequantize":
-            return self.dequantize(call)
-        if name == "qnn.requantize":
-            return requantize_node(self, call, self.kid(call.args[0]))
-        if name in FILLS:  # the data (of *_like) is not read
-            return ["op", "fill", [], {"value": FILLS[name]}, call.checked_type.dtype]
-        if name == "broadcast_to":  # its leaf reads the input with broadcast strides
-            return ["op", "copy", [self.kid(call.args[0])], {}, call.checked_type.dtype]
-        if name == "nn.bias_add":  # an add with the bias along ``axis``
-            data, bias = call.args
-            inline = self.low.deferred(data)
-            shape = [1] * len(self.out_shape)
-            shape[call.attrs.axis % len(shape)] = self.out_shape[call.attrs.axis % len(shape)]
-            kids = [self.node(inline) if inline is not None else self.leaf(data),
-                    self.leaf(bias, strides_for(shape, self.out_shape))]
-            return ["op", "add", kids, {}, call.checked_type.dtype]
-        kids = []
-        for a in call.args:
-            inline = self.low.deferred(a)
-            kids.append(self.node(inline) if inline is not None else self.leaf(a))
-        return ["op", name, kids, extra, call.checked_type.dtype]
-
-    def kid(self, expr) -> list:
-        """``expr`` inlined (a deferred EWISE producer) or read as a leaf."""
-        inline = self.low.deferred(expr)
-        return self.node(inline) if inline is not None else self.leaf(expr)
-
-    def array_leaf(self, array, pshape) -> list:
-        """A leaf of a compile-time array of ``pshape`` (never shared with another leaf)."""
-        name = f"c{len(self.arrays)}"
-        self.arrays[name] = np.ascontiguousarray(array)
-        self.sources.append(["const", name])
-        self.dtypes.append(str(self.arrays[name].dtype))
-        self.strides.append(strides_for(pshape, self.out_shape))
-        return ["leaf", len(self.sources) - 1]
-
-    def dequantize(self, call) -> list:
-        data, scale, zp = call.args
-        shape = [int(d) for d in data.checked_type.shape]
-        axis = call.attrs.axis % len(shape) if shape else 0
-        pshape = [1] * len(shape)
-        per_channel = np.asarray(scale.data).size > 1 or np.asarray(zp.data).size > 1
-        if per_channel:
-            pshape[axis] = shape[axis]
-        size = int(np.prod(pshape))
-        sc = np.broadcast_to(np.asarray(scale.data, np.float64).ravel(), (size,)).copy()
-        z = np.broadcast_to(np.asarray(zp.data, np.int64).ravel(), (size,)).copy()
-        inline = self.low.deferred(data)
-        kids = [
-            self.node(inline) if inline is not None else self.leaf(data),
-            self.leaf(scale, strides_for(pshape, self.out_shape), sc),
-            self.leaf(zp, strides_for(pshape, self.out_shape), z),
-        ]
-        return ["op", "dequantize", kids, {}, "float32"]
-
-
-def clip_bounds(call) -> dict:
-    """An integer clip's bounds as the op computes them (it clips its dtype's extremes)."""
-    dtype = call.checked_type.dtype
-    if dtype not in ("int8", "uint8", "int16", "int32", "int64"):
-        return {}
-    info = np.iinfo(dtype)
-    ends = call.op.impl(np.array([info.min, info.max], dtype), call.attrs)
-    return {"ibounds": [int(v) for v in ends]}
-
-
 def _ewise(low: LowerContext, call, name: str) -> bool:
     """One EWISE kernel, or none yet: a producer whose only reader is an EWISE op of the same
     shape waits for it (``low.defer``) and is inlined into its kernel."""
@@ -281,21 +171,6 @@ def _ewise(low: LowerContext, call, name: str) -> bool:
     tree = Tree(low, out_shape)
     emit_ewise(low, call, tree, tree.node(call))
     return True
-
-
-def emit_ewise(low: LowerContext, call, tree, root) -> None:
-    """The EWISE kernel computing ``root`` (a node of ``tree``, over call's output shape)."""
-    out_shape = tree.out_shape
-    params = {
-        "tree": root,
-        "out_shape": out_shape,
-        "sources": tree.sources,
-        "dtypes": tree.dtypes,
-        "strides": tree.strides,
-    }
-    if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
-        params["threads"] = 2  # 128 K elements or more: worth a thread start
-    low.emit(Kind.EWISE, call, tree.inputs, params, tree.arrays)
 
 
 def _dense(low: LowerContext, call) -> bool:
@@ -372,6 +247,10 @@ def _bmm(low: LowerContext, call) -> bool:
         "vec": not a.transpose_b and n % 16 == 0,
         "dot": a.transpose_b and not a.transpose_a and k % 16 == 0, **gemm_tile(low.isa),
     }  # fmt: skip
+    if low.threads > 1 and (params["vec"] or params["dot"]) and params["B"] >= 2 and (
+        params["B"] * m * k * n >= 1 << 22
+    ):  # 4 M multiply-adds: batches claimed one at a time by both threads (gemm.py batches)
+        params["threads"] = 2
     low.emit(Kind.FBMM, call, [low.src(x), low.src(y)], params)
     return True
 

@@ -55,6 +55,7 @@ def lanes(count: int) -> ir.Constant:
 class FloatGemm(Family):
     # what it uses of the other kernel families (through the emit context)
     split_run = via("pool")
+    split_chunks = via("pool")
 
     def vfma(self, b, a, w, acc):
         name = "llvm.fma.v16f32"
@@ -381,11 +382,29 @@ class FloatGemm(Family):
 
     def k_fbmm_vec(self, k):
         """Batched, B read as [K][N] (transpose_b false): one gemm per batch."""
-        p = k.params
         fn, b, (x, w, y) = self.function(k, 2)
+        self.batches(k, b, [x, w, y], self.fbmm_vec_batches)
+        b.ret_void()
+        return fn
+
+    def batches(self, k, b, pointers, emit) -> None:
+        """``emit(k, builder, pointers, lo, hi)`` computes batches [lo, hi): all of them here,
+        or (``threads`` 2, lower/float_ops.py: large enough) one batch per chunk claimed by this
+        thread and the driver's worker (runtime/threads.py split_chunks); each batch computed
+        whole by one thread with the one-thread code, so the bits are one thread's."""
+        total = k.params["B"]
+        if k.params.get("threads", 1) < 2 or total < 2:
+            emit(k, b, *pointers, c64(0), c64(total))
+            return
+        self.split_chunks(k, b, pointers, total, 1,
+                          lambda eb, ps, lo, hi: emit(k, eb, *ps, lo, hi))
+
+    def fbmm_vec_batches(self, k, b, x, w, y, lo, hi) -> None:
+        p = k.params
         m_, k_, n_ = p["M"], p["K"], p["N"]
         cells = self.gemm_cells(b, p)
-        with for_range(b, p["B"], "bt") as bt:
+        with for_range(b, b.sub(hi, lo), "bt") as bt0:
+            bt = b.add(lo, bt0)
             xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
             wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
             yb = b.mul(bt, c64(m_ * n_))
@@ -402,22 +421,25 @@ class FloatGemm(Family):
                 lambda m, n: b.add(yb, b.add(b.mul(m, c64(n_)), n)),
                 x, w, y,
             )  # fmt: skip
-        b.ret_void()
-        return fn
-
 
     def k_fbmm_dot(self, k):
         """Batched with B read as [N][K] (transpose_b, K a multiple of 16): each output a dot
         product of 16-float chunks along k, reduced once."""
-        p = k.params
         fn, b, (x, w, y) = self.function(k, 2)
+        self.batches(k, b, [x, w, y], self.fbmm_dot_batches)
+        b.ret_void()
+        return fn
+
+    def fbmm_dot_batches(self, k, b, x, w, y, lo, hi) -> None:
+        p = k.params
         m_, k_, n_ = p["M"], p["K"], p["N"]
         cell = b.alloca(V16F)
         name = "llvm.vector.reduce.fadd.v16f32"
         reduce = self.module.globals.get(name) or ir.Function(
             self.module, ir.FunctionType(F32, [F32, V16F]), name=name
         )
-        with for_range(b, p["B"], "bt") as bt, for_range(b, m_, "m") as m:
+        with for_range(b, b.sub(hi, lo), "bt") as bt0, for_range(b, m_, "m") as m:
+            bt = b.add(lo, bt0)
             xb = b.add(b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_)), b.mul(m, c64(k_)))
             wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
             yb = b.mul(b.add(b.mul(bt, c64(m_)), m), c64(n_))
@@ -431,8 +453,6 @@ class FloatGemm(Family):
                     b.store(self.vfma(b, xv, wv, b.load(cell, typ=V16F)), cell)
                 total = b.call(reduce, [ir.Constant(F32, 0.0), b.load(cell, typ=V16F)])
                 self.store_at(b, total, y, b.add(yb, n), F32)
-        b.ret_void()
-        return fn
 
 
 CHUNK_MACS = 1 << 21  # a chunk's multiply-adds, at least (tens of microseconds: the claim's

@@ -23,8 +23,7 @@ from partita.backends.llvm.emit.base import (
 )
 from partita.backends.llvm.kinds import Kind, emits
 
-from . import ewise_vec
-from .erf32 import emit_erf32
+from . import ewise_vec, math32
 
 # float16 is loaded to double and stored rounded to half (EWISE computes on it so); other ops
 # on float16 run as float32 kernels between EWISE casts (half.py)
@@ -209,8 +208,11 @@ class FloatKernels(Family):
         if op == "rsqrt":  # float32: sqrt rounded, then 1 / it rounded (the reference's steps)
             s = b.fptrunc(b.call(self.intrinsic("llvm.sqrt", F64), [x]), F32)
             return b.fpext(b.fdiv(ir.Constant(F32, 1.0), s), F64)
-        if op == "erf" and p.get("out_dtype") == "float32":  # libm's bits after rounding
-            return emit_erf32(self, b, x)
+        if op in ("erf", "nn.gelu") and p.get("out_dtype") == "float32" and (
+            p.get("approximate", "none") == "none"
+        ):  # the reference's float32 algorithms (float32_math.py), step for step
+            f = math32.erf32 if op == "erf" else math32.gelu32
+            return b.fpext(f(b, b.fptrunc(x, F32)), F64)
         if op in ("tanh", "erf"):
             return b.call(self.libm(op), [x])
         if op == "nn.gelu":  # the reference's float64 formula, in its order

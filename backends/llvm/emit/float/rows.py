@@ -1,6 +1,8 @@
-"""Row kernels of float_ops.py: softmax and layer norm along one axis (float64 sums, libm's
-exp). Contiguous rows (the axis is the last) go 8 doubles at a time for the max, the sums and
-the scaling, with a scalar tail; other layouts walk each line element by element. ``threads``
+"""Row kernels of float_ops.py: softmax and layer norm along one axis. Softmax: the reference's
+float32 algorithm (float32_math.softmax32: math32.exp32, a float64 sum in 8 lanes then the
+tail, one float32 reciprocal), the interpreter's bits; layer norm: float64 sums. Contiguous rows
+(the axis is the last) go 8 at a time for the max, the sums and the scaling, with a scalar
+tail; other layouts walk each line element by element. ``threads``
 2 (lower/float_ops.py: large enough): the outer lines in chunks of about ROW_CHUNK elements
 that the driver's thread and its worker claim one at a time (row_split, as EWISE's chunks),
 each chunk a function of its own with noalias pointers; every line is computed whole by one
@@ -14,6 +16,10 @@ import math
 from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, F64, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
+
+from partita.ops.float32_math import LANES
+
+from . import math32
 
 ROW_CHUNK = 1 << 14  # elements per claimed chunk of a split row kernel (whole lines)
 
@@ -133,68 +139,115 @@ class RowKernels(Family):
         return fn
 
     def softmax_lines(self, k, b, x, y, lo, hi) -> None:
-        """The softmax of the lines of outer indices [lo, hi)."""
+        """The softmax of the lines of outer indices [lo, hi): float32_math.softmax32's steps
+        (math32.exp32 per element, its float64 sum in LANES lanes then the tail, y = e *
+        float32(1 / sum)), so the bits are the interpreter's."""
         p = k.params
-        n = p["n"]
-        exp = self.intrinsic("llvm.exp", F64)
         cell = b.alloca(F64)
+        vcell = b.alloca(ir.VectorType(F64, LANES))
         if p["inner"] == 1:
-            self.softmax_rows(k, b, x, y, exp, cell, lo, hi)
+            self.softmax_rows(k, b, x, y, cell, vcell, lo, hi)
             return
+        n = p["n"]
+        full = n // LANES * LANES
 
         def line(at):
             def get(j):
                 return b.fpext(self.load_at(b, x, at(j), F32), F64)
 
-            top = self.reduce(b, cell, n, get, -math.inf, "max")
+            top = b.fptrunc(self.reduce(b, cell, n, get, -math.inf, "max"), F32)
 
-            def exp_kept(j):  # exp once per element: kept (as float32) in the output
-                e = b.call(exp, [b.fsub(get(j), top)])
-                self.store_at(b, b.fptrunc(e, F32), y, at(j), F32)
-                return e
+            def exp_kept(j):  # float32 e, kept in the output
+                e = math32.exp32(b, b.fsub(self.load_at(b, x, at(j), F32), top))
+                self.store_at(b, e, y, at(j), F32)
+                return b.fpext(e, F64)
 
-            total = self.reduce(b, cell, n, exp_kept)
+            b.store(ir.Constant(ir.VectorType(F64, LANES), [0.0] * LANES), vcell)
+            if full:
+                with for_range(b, full // LANES, "c") as c:
+                    vec = ir.Constant(ir.VectorType(F64, LANES), ir.Undefined)
+                    for lane in range(LANES):
+                        j = b.add(b.mul(c, c64(LANES)), c64(lane))
+                        vec = b.insert_element(vec, exp_kept(j), ir.Constant(I32, lane))
+                    b.store(b.fadd(b.load(vcell, typ=vec.type), vec), vcell)
+            b.store(fconst(0), cell)
+            if n > full:
+                with for_range(b, n - full, "t") as t:
+                    e = exp_kept(b.add(t, c64(full)))
+                    b.store(b.fadd(b.load(cell, typ=F64), e), cell)
+            inv = self.reciprocal(b, cell, vcell)
             with for_range(b, n, "j") as j:
-                e = b.fpext(self.load_at(b, y, at(j), F32), F64)
-                self.store_at(b, b.fptrunc(b.fdiv(e, total), F32), y, at(j), F32)
+                e = self.load_at(b, y, at(j), F32)
+                self.store_at(b, b.fmul(e, inv), y, at(j), F32)
 
         self.rows(b, p, line, lo, hi)
 
-    def softmax_rows(self, k, b, x, y, exp, cell, lo, hi) -> None:
-        """Contiguous rows [lo, hi): the max and the final scaling 8 lanes at a time; exp
-        (libm's, per element) and its float64 sum in order."""
+    def reciprocal(self, b, cell, vcell):
+        """float32(1 / (tail + lane 0 + ... + lane 7)): the tail sum in ``cell``, the lanes'
+        in ``vcell``."""
+        total, vec = b.load(cell, typ=F64), b.load(vcell, typ=ir.VectorType(F64, LANES))
+        for lane in range(LANES):
+            total = b.fadd(total, b.extract_element(vec, ir.Constant(I32, lane)))
+        return b.fptrunc(b.fdiv(fconst(1.0), total), F32)
+
+    def softmax_rows(self, k, b, x, y, cell, vcell, lo, hi) -> None:
+        """Contiguous rows [lo, hi): the max, exp32 with the float64 lane sums, and the final
+        scaling, LANES floats at a time, each with a scalar tail."""
         n = k.params["n"]
-        vcell = b.alloca(ir.VectorType(F64, 8))
+        v64 = ir.VectorType(F64, LANES)
         with span(b, lo, hi, "o") as o:
             base = b.mul(o, c64(n))
             b.store(fconst(-math.inf), cell)
-            b.store(ir.Constant(ir.VectorType(F64, 8), [-math.inf] * 8), vcell)
+            b.store(ir.Constant(v64, [-math.inf] * LANES), vcell)
 
             def top_of(j, w):
                 c = vcell if w > 1 else cell
-                typ = ir.VectorType(F64, 8) if w > 1 else F64
+                typ = v64 if w > 1 else F64
                 v, old = self.load_f64(b, x, b.add(base, j), w), b.load(c, typ=typ)
                 b.store(b.select(b.fcmp_unordered(">", v, old), v, old), c)
 
-            self.chunks(b, n, top_of)
-            top, vec = b.load(cell, typ=F64), b.load(vcell, typ=ir.VectorType(F64, 8))
-            for lane in range(8):
+            self.chunks(b, n, top_of, LANES)
+            top, vec = b.load(cell, typ=F64), b.load(vcell, typ=v64)
+            for lane in range(LANES):
                 v = b.extract_element(vec, ir.Constant(I32, lane))
                 top = b.select(b.fcmp_unordered(">", v, top), v, top)
+            top = b.fptrunc(top, F32)
             b.store(fconst(0), cell)
-            with for_range(b, n, "j") as j:
+            b.store(ir.Constant(v64, [0.0] * LANES), vcell)
+
+            def exp_of(j, w):
                 at = b.add(base, j)
-                e = b.call(exp, [b.fsub(self.load_f64(b, x, at, 1), top)])
-                self.store_at(b, b.fptrunc(e, F32), y, at, F32)
-                b.store(b.fadd(b.load(cell, typ=F64), e), cell)
-            total = b.load(cell, typ=F64)
+                x32 = self.load_f32(b, x, at, w)
+                e = math32.exp32(b, b.fsub(x32, top if w == 1 else self.splat(b, top, w)))
+                self.put_f32(b, e, y, at)
+                c = vcell if w > 1 else cell
+                typ = v64 if w > 1 else F64
+                b.store(b.fadd(b.load(c, typ=typ), b.fpext(e, typ)), c)
+
+            self.chunks(b, n, exp_of, LANES)
+            inv = self.reciprocal(b, cell, vcell)
 
             def scale(j, w):
                 at = b.add(base, j)
-                den = total if w == 1 else self.splat_d(b, total, w)
-                self.store_f32(b, b.fdiv(self.load_f64(b, y, at, w), den), y, at, w)
+                den = inv if w == 1 else self.splat(b, inv, w)
+                self.put_f32(b, b.fmul(self.load_f32(b, y, at, w), den), y, at)
 
-            self.chunks(b, n, scale)
+            self.chunks(b, n, scale, LANES)
+
+    def load_f32(self, b, ptr, index, w):
+        if w == 1:
+            return self.load_at(b, ptr, index, F32)
+        return b.load(b.gep(ptr, [index], source_etype=F32), typ=ir.VectorType(F32, w), align=4)
+
+    def put_f32(self, b, value, ptr, index):
+        """A float or a vector of floats stored at ``index``."""
+        b.store(value, b.gep(ptr, [index], source_etype=F32), align=4)
+
+    def splat(self, b, value, w):
+        ty = ir.VectorType(value.type, w)
+        vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+        return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined),
+                                ir.Constant(ir.VectorType(I32, w), [0] * w))
 
     def splat_d(self, b, value, w):
         ty = ir.VectorType(F64, w)
