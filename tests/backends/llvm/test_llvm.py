@@ -45,9 +45,12 @@ def test_whole_nets_on_llvm_and_npu_llvm_equal_the_interpreter(name, tmp_path):
             assert np.array_equal(e.run(x)[0], want)
 
 
-def test_a_second_compile_comes_from_the_cache_and_a_corrupt_entry_is_rebuilt():
+def test_a_second_compile_comes_from_the_cache_and_a_corrupt_entry_is_rebuilt(
+    tmp_path, monkeypatch
+):
     from partita.backends.llvm.runtime.jit import cache_dir
 
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))  # it spoils every entry it sees
     mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
     first = P.build(mod, "llvm").steps[0].region
     second = P.build(mod, "llvm").steps[0].region

@@ -17,15 +17,22 @@ import partita as P
 
 def build_fresh(tmp_path, monkeypatch, name, jobs=None):
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / name))
-    if jobs is not None:
+    if jobs is None:  # the default: parts in forked children (conftest.py sets 1 for the suite)
+        monkeypatch.delenv("PARTITA_COMPILE_JOBS", raising=False)
+    else:
         monkeypatch.setenv("PARTITA_COMPILE_JOBS", jobs)
     mod = from_tflite(str(NETS / "resnet_mini_64.tflite"))
     return mod, P.build(mod, "llvm").steps[0].region
 
 
 def test_parallel_and_serial_compiles_run_the_same(tmp_path, monkeypatch):
+    forks = []
+    real_fork = jit._fork_compile
+    monkeypatch.setattr(jit, "_fork_compile", lambda *a, **k: forks.append(1) or real_fork(*a, **k))
     mod, parallel = build_fresh(tmp_path, monkeypatch, "a")
+    assert len(forks) == 1  # by default the first part compiles in a child
     _, serial = build_fresh(tmp_path, monkeypatch, "b", jobs="1")
+    assert len(forks) == 1
     assert not parallel.cached and not serial.cached
     assert parallel.obj.startswith(jit.MAGIC) and len(jit.split_objects(parallel.obj)) == 2
     x = np.random.default_rng(0).integers(-128, 128, (1, 64, 64, 3), dtype=np.int8)
