@@ -276,6 +276,9 @@ def op_cycles(
     out = program.tensors[op.output]
     ins = input_descs(op, program)
     macs, compute, block, query = _compute(op, ins, out, config)
+    if _elementwise(op) and op.output not in program.outputs:
+        rate = getattr(config, ELEMENTWISE_RATES[op.params["op"]])
+        compute = elementwise_cycles(config, ins, out, rate, brick=True)
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
 
@@ -521,11 +524,14 @@ def _elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) 
         scaled[memory] = scaled.get(memory, 0.0) + nbytes * factor
 
 
-def elementwise_cycles(config: NPUConfig, ins, out, rate: float) -> float:
+def elementwise_cycles(config: NPUConfig, ins, out, rate: float, brick: bool = False) -> float:
     """Vela 5.2's cycles for a native elementwise operation (regor's
     EstimateElementwiseCycles): per output element the output ``rate``, but at least
     (minimum memory cycles of one block / block elements + rate) / 4, the minimum memory cycles
-    being the slowest input block's transfer plus the output block's (``_block_transfer``);
+    being the slowest input block's transfer plus the output block's (``_block_transfer``),
+    over the output's elements (``brick``: an intermediate map, which Vela stores in NHCWB16
+    bricks, its depth rounded up to 16: MobileNetV2's 8-channel residual ADD costs twice its
+    elements' rate on u65-512);
     the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
     search of Vela matters only where this bound binds: small maps and off-chip ones)."""
     shape = _nhwc(out.shape)
@@ -539,6 +545,8 @@ def elementwise_cycles(config: NPUConfig, ins, out, rate: float) -> float:
     write = _block_transfer(config, out.memory, shape, block, item, True)
     minimum = max(reads, default=0.0) + write
     per_elem = max(rate, (minimum / (block[0] * block[1] * block[2]) + rate) / 4)
+    if brick:  # an intermediate map in Vela's NHCWB16 layout: the depth in bricks of 16
+        return per_elem * shape[0] * shape[1] * _up(shape[2], 16)
     return per_elem * int(np.prod(out.shape))
 
 
