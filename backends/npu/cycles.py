@@ -277,7 +277,7 @@ def op_cycles(
     ins = input_descs(op, program)
     macs, compute, block, query = _compute(op, ins, out, config)
     if _elementwise(op) and op.output not in program.outputs:
-        rate = getattr(config, ELEMENTWISE_RATES[op.params["op"]])
+        rate = getattr(config, _elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
@@ -311,6 +311,7 @@ def op_cycles(
         for name, a in op.arrays.items()
         if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
         and not _native_activation(op)
+        and not (op.kind == "LUT" and _elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= _lstm_sequences(op, out)
     if constant_bytes:
@@ -446,8 +447,26 @@ SRAM_BURST_BYTES = 32  # vela.ini's Sram_burst_length
 OFFCHIP_WRITE_LATENCY = {"dram": 250, "flash": 0}  # vela.ini's *_write_latency
 
 
+# our tables for what Vela runs as a native unary elementwise operation: TFLite's int8 ABS
+# (Vela's ABS, the plain output rate) and NEG (Vela's NEG, at the add/sub rate: 192 cycles
+# for 256 values on u55-256)
+UNARY_RATES = {
+    "negative": "add_output_cycles",
+    "cast+subtract+abs+qnn.requantize": "conv_output_cycles",
+}
+
+
 def _elementwise(op: NPUOp) -> bool:
-    return op.kind == "UNIT" and op.params.get("op") in ELEMENTWISE_RATES
+    return _elementwise_rate_name(op) is not None
+
+
+def _elementwise_rate_name(op: NPUOp) -> str | None:
+    name = op.params.get("op")
+    if op.kind == "UNIT":
+        return ELEMENTWISE_RATES.get(name)
+    if op.kind == "LUT":
+        return UNARY_RATES.get(name)
+    return None
 
 
 def _latency(config: NPUConfig, memory: str, write: bool) -> int:
@@ -570,6 +589,9 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         compute, block = mac_cycles(config, query, max(stage, lut))
         return macs, compute, block, query
+    if _elementwise(op):
+        rate = getattr(config, _elementwise_rate_name(op))
+        return 0, elementwise_cycles(config, ins, out, rate), None, None
     if op.kind == "LUT" and op.params.get("op") == "qnn.requantize" and len(out.shape) == 4:
         # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
         q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
@@ -587,9 +609,6 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
         taps = op.arrays["c0"]
         return 0, resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps), None, None
-    if _elementwise(op):
-        rate = getattr(config, ELEMENTWISE_RATES[op.params["op"]])
-        return 0, elementwise_cycles(config, ins, out, rate), None, None
     unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
