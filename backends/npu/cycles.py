@@ -275,7 +275,13 @@ def op_cycles(
         fused = fused_activations(program)
     out = program.tensors[op.output]
     ins = input_descs(op, program)
-    macs, compute, block, query = _compute(op, ins, out, config)
+    # the maps' memories for the per-block minimum: a region's input or output where it lives,
+    # any other map in SRAM (Vela keeps or cascades what our plan spills)
+    io = (
+        ins[0].memory if op.inputs and op.inputs[0] in program.inputs else "sram",
+        out.memory if op.output in program.outputs else "sram",
+    )
+    macs, compute, block, query = _compute(op, ins, out, config, io)
     if _elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, _elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
@@ -569,6 +575,20 @@ def elementwise_cycles(config: NPUConfig, ins, out, rate: float, brick: bool = F
     return per_elem * int(np.prod(out.shape))
 
 
+def _map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
+    """The minimum memory cycles of one block of a MAC-array operation, Vela 5.2's
+    EstimateMinimumMemoryCycles: the input block's first-byte latency and bytes in bursts
+    plus the output block's, each in the memory its map lives in."""
+    ishape, oshape = _nhwc(ifm.shape), _nhwc(ofm.shape)
+    isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
+
+    def transfer(ifm_block, ofm_block) -> float:
+        read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
+        return read + _block_transfer(config, io[1], oshape, ofm_block, osize, True)
+
+    return transfer
+
+
 def _up(x: int, m: int) -> int:
     return -(-x // m) * m
 
@@ -577,7 +597,7 @@ def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def _compute(op: NPUOp, ins, out, config: NPUConfig):
+def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram")):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
@@ -587,7 +607,8 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig):
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
-        compute, block = mac_cycles(config, query, max(stage, lut))
+        transfer = _map_transfer(config, ins[0], out, io)
+        compute, block = mac_cycles(config, query, max(stage, lut), transfer)
         return macs, compute, block, query
     if _elementwise(op):
         rate = getattr(config, _elementwise_rate_name(op))
