@@ -233,8 +233,13 @@ def _output_stage_elems(config: NPUConfig, q: Query, ofm_block) -> float:
     return h * w * slices * config.ofm_block[2] * config.cores / min(config.cores, slices)
 
 
-def mac_cycles(config: NPUConfig, q: Query, output_cycles_per_elem: float) -> tuple[float, Block]:
-    """Compute cycles of one MAC-array operation and the block it runs with."""
+def mac_cycles(
+    config: NPUConfig, q: Query, output_cycles_per_elem: float, transfer=None
+) -> tuple[float, Block]:
+    """Compute cycles of one MAC-array operation and the block it runs with. ``transfer``
+    (input block, output block) -> cycles: the minimum memory cycles of one block where the
+    maps live (Vela 5.2's EstimateMinimumMemoryCycles); default: both in SRAM, one byte per
+    element, full bursts (Vela's legacy estimate)."""
     block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
@@ -244,11 +249,14 @@ def mac_cycles(config: NPUConfig, q: Query, output_cycles_per_elem: float) -> tu
     if q.kind != "pool":  # scale and bias fetch per block
         output = max(output, 10 * ofm_block[2] * config.sram_latency_cycles / 256)
     # per-block command overhead: the input and output block transfers through SRAM
-    transfer = (
-        2 * config.sram_latency_cycles
-        + (ifm_block[0] * ifm_block[1] * ifm_block[2] + out_elems) / config.sram_bandwidth
-    )
-    cmd = (transfer + output + dpu) / 4
+    if transfer is None:
+        moved = (
+            2 * config.sram_latency_cycles
+            + (ifm_block[0] * ifm_block[1] * ifm_block[2] + out_elems) / config.sram_bandwidth
+        )
+    else:
+        moved = transfer(block.ifm, block.ofm)
+    cmd = (moved + output + dpu) / 4
     dpu, output = max(dpu, cmd), max(output, cmd)
     blocks = (
         ceil(q.ofm[0] / ofm_block[0])

@@ -44,6 +44,11 @@ OUTSIDE = {
     # MobileNet v1 224 (539k against 266k cycles, on u65-256 too); we charge both as MobileNet
     # v1's. Every other layer is within a few percent (0.875 in all; 0.95 on u65-256)
     ("mobilenet_v2_100_224", "u65-512"): 0.85,
+    # session 16: its ten residual ADDs are now charged as Vela's report (no 300-cycle fixed
+    # cost: 864 cycles in all, as Vela's); the 300 cycles had covered for its expansion
+    # convolutions whose weights stream from DRAM, where Vela charges 2,567-7,391 cycles against
+    # our 1,057-2,817 (a per-block scale fetch from DRAM we do not model): 0.918 -> 0.895
+    ("digits_mobilenetv2", "u65-512"): 0.88,
 }
 
 
