@@ -127,9 +127,10 @@ def test_u55_puts_a_region_whose_maps_exceed_its_sram_on_the_cpu_with_the_reason
     assert [s.target for s in P.build(mod, "npu -config=u65-256 -sram=16k, ref").steps] == ["npu"]
 
 
-@pytest.mark.parametrize(
-    "slower, faster", [("u55-128", "u55-256"), ("u65-256", "u65-512"), ("u55-256", "u65-256")]
-)
+# the same memory system with more MACs; not u55-256 against u65-256: the U65 keeps a model's
+# inputs and outputs in DRAM (Dedicated_Sram), and Vela 5.2 charges it more than the U55-256 on
+# 109 of the 141 models in data/vela_cycles.json (a one-conv model: 3,138 against 1,600 cycles)
+@pytest.mark.parametrize("slower, faster", [("u55-128", "u55-256"), ("u65-256", "u65-512")])
 def test_more_macs_or_bandwidth_is_never_slower(slower, faster):
     mod = conv_graph(24, 24, 32, 64, 3, 1, 1, 1, False, True)
     cycles = {}
