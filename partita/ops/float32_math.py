@@ -20,9 +20,9 @@ float32 range): EXP_ULPS ulp for normal results.
 erf32(x): |x| < 1: x + x P(x^2) (P of degree 5, fit to erf(x)/x - 1); 1 <= |x| < ERF_TOP: +-(1 -
 Q(|x| - ERF_CENTRE)) (Q of degree 14, fit to erfc: only its absolute error counts there, as
 1 - erfc rounds to a float32 of spacing 2^-24 or 2^-25, so no exp is needed); |x| >= ERF_TOP
-(erf rounds to +-1 there): +-1. NaN gives NaN, -0.0 gives -0.0. Max error against float64
-math.erf: ERF_ULPS ulp. All fits: least squares on Chebyshev nodes, coefficients rounded to
-float32.
+(erf rounds to +-1 there): +-1. NaN gives the input NaN itself, -0.0 gives -0.0. Max error
+against float64 math.erf: ERF_ULPS ulp. All fits: least squares on Chebyshev nodes,
+coefficients rounded to float32.
 
 gelu32(x) = (x * 0.5) * (1 + erf32(x * (1 / sqrt 2))), in that order (ONNX Runtime's Gelu
 formula).
@@ -105,7 +105,8 @@ def erf32(x: np.ndarray) -> np.ndarray:
         big = F32(1.0) - estrin(ERF_LARGE, a - F32(ERF_CENTRE))
         big = np.where(a >= F32(ERF_TOP), F32(1.0), big)
         big = np.where(x < F32(0.0), -big, big)
-        return np.where(a >= F32(ERF_SPLIT), big, small)  # NaN: small (NaN)
+        y = np.where(a >= F32(ERF_SPLIT), big, small)
+        return np.where(np.isnan(x), x, y)  # NaN: the input itself (its sign and payload)
 
 
 def gelu32(x: np.ndarray) -> np.ndarray:

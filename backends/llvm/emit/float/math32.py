@@ -74,7 +74,10 @@ def erf32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     big = b.fsub(const(ty, 1.0), estrin(b, m.ERF_LARGE, b.fsub(a, const(ty, m.ERF_CENTRE))))
     big = b.select(b.fcmp_ordered(">=", a, const(ty, m.ERF_TOP)), const(ty, 1.0), big)
     big = b.select(b.fcmp_ordered("<", x, const(ty, 0.0)), b.fneg(big), big)
-    return b.select(b.fcmp_ordered(">=", a, const(ty, m.ERF_SPLIT)), big, small)
+    y = b.select(b.fcmp_ordered(">=", a, const(ty, m.ERF_SPLIT)), big, small)
+    # NaN: the input itself, as the reference gives (arithmetic on NaNs would leave the sign to
+    # LLVM's operand order, which it may commute)
+    return b.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
 def gelu32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
