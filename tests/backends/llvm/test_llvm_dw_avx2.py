@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_llvm_kernels import _isa_available, build_graph
+from test_llvm_kernels import _isa_available, build_graph, depthwise_graph
 
 import partita as P
 
@@ -74,23 +74,7 @@ def test_avx2_depthwise_row_pairs_geometry(hw, k, stride, dilation, threads, til
     mp.setattr(vplan, "DW_CV_OUTER", seed % 2 == 0)
     mp.setattr(vplan, "DW_AVX2_TILE", tile)
     mp.setenv("PARTITA_REGION_CACHE", "0")
-    rng = np.random.default_rng(seed)
-    c = 32
-    pad = (k[0] // 2 * dilation, k[1] // 2 * dilation) * 2
-    x = P.var("x", (1, *hw, c), "int8")
-    y = P.get_op("qnn.conv2d")(
-        x, P.const(rng.integers(-128, 128, (c, *k, 1), dtype=np.int8)),
-        P.const(np.int32(rng.integers(-128, 128))), P.const(np.int32(0)),
-        P.const(np.float32(0.05)), P.const(rng.uniform(0.002, 0.05, c).astype(np.float32)),
-        strides=(stride, stride), padding=pad, dilation=(dilation, dilation), groups=c,
-        data_layout="NHWC", kernel_layout="OHWI",
-    )
-    y = P.get_op("qnn.requantize")(
-        y, P.const(rng.uniform(1e-4, 2e-3, c).astype(np.float32)), P.const(np.int32(0)),
-        P.const(np.float32(0.1)), P.const(np.int32(3)), axis=-1, out_dtype="int8",
-    )
-    mod = P.IRModule.from_expr(P.Function([x], y))
-    data = rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
+    mod, data = depthwise_graph(np.random.default_rng(seed), hw, k, stride, dilation)
     try:
         got = P.build(mod, f"llvm -isa=avx2 -threads={threads}").run(data)[0]
     finally:

@@ -402,6 +402,27 @@ def test_images_of_one_to_three_channels_are_padded_16_pixels_at_a_time(
     assert np.array_equal(got, P.interpret(mod, [data])[0])
 
 
+def depthwise_graph(rng, hw, k, stride, dilation, wmin=-128):
+    """A 32-channel int8 depthwise qnn.conv2d with "same" padding, per-channel requantize to
+    int8, weights from [wmin, 127]; and an input over the whole int8 range."""
+    c = 32
+    pad = (k[0] // 2 * dilation, k[1] // 2 * dilation) * 2
+    x = P.var("x", (1, *hw, c), "int8")
+    y = P.get_op("qnn.conv2d")(
+        x, P.const(rng.integers(wmin, 128, (c, *k, 1), dtype=np.int8)),
+        P.const(np.int32(rng.integers(-128, 128))), P.const(np.int32(0)),
+        P.const(np.float32(0.05)), P.const(rng.uniform(0.002, 0.05, c).astype(np.float32)),
+        strides=(stride, stride), padding=pad, dilation=(dilation, dilation), groups=c,
+        data_layout="NHWC", kernel_layout="OHWI",
+    )
+    y = P.get_op("qnn.requantize")(
+        y, P.const(rng.uniform(1e-4, 2e-3, c).astype(np.float32)), P.const(np.int32(0)),
+        P.const(np.float32(0.1)), P.const(np.int32(3)), axis=-1, out_dtype="int8",
+    )
+    mod = P.IRModule.from_expr(P.Function([x], y))
+    return mod, rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     hw=st.tuples(st.integers(1, 9), st.integers(1, 21)),
@@ -424,23 +445,7 @@ def test_depthwise_rows_in_pairs_and_overlapping_tiles(
     mp = pytest.MonkeyPatch()
     mp.setattr(vplan, "DW_QUADS", quads)
     mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
-    rng = np.random.default_rng(seed)
-    c = 32
-    pad = (k[0] // 2 * dilation, k[1] // 2 * dilation) * 2
-    x = P.var("x", (1, *hw, c), "int8")
-    y = P.get_op("qnn.conv2d")(
-        x, P.const(rng.integers(-127, 128, (c, *k, 1), dtype=np.int8)),
-        P.const(np.int32(rng.integers(-128, 128))), P.const(np.int32(0)),
-        P.const(np.float32(0.05)), P.const(rng.uniform(0.002, 0.05, c).astype(np.float32)),
-        strides=(stride, stride), padding=pad, dilation=(dilation, dilation), groups=c,
-        data_layout="NHWC", kernel_layout="OHWI",
-    )
-    y = P.get_op("qnn.requantize")(
-        y, P.const(rng.uniform(1e-4, 2e-3, c).astype(np.float32)), P.const(np.int32(0)),
-        P.const(np.float32(0.1)), P.const(np.int32(3)), axis=-1, out_dtype="int8",
-    )
-    mod = P.IRModule.from_expr(P.Function([x], y))
-    data = rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
+    mod, data = depthwise_graph(np.random.default_rng(seed), hw, k, stride, dilation, wmin=-127)
     try:
         got = P.build(mod, llvm_target("vnni", f" -threads={threads}")).run(data)[0]
     finally:
