@@ -26,7 +26,7 @@ from .units import UNIT_TYPES, Region
 class Pending:
     """A function whose body is ``RegionBuilder(region_of).build(flat, order)``, not built yet."""
 
-    __slots__ = ("fn", "flat", "region_of", "order", "regions", "singles")
+    __slots__ = ("fn", "flat", "region_of", "order", "regions", "singles", "_fresh")
 
     def __init__(self, fn: Function, flat, region_of: dict, order: list):
         self.fn, self.flat, self.region_of, self.order = fn, flat, region_of, order
@@ -34,6 +34,7 @@ class Pending:
         # binding it was computed for: PartitionGraph takes its regions from it (builder.py)
         self.regions = None
         self.singles = False  # whether each Region labels one unit (AnnotateTarget's)
+        self._fresh = None  # labels() once read (a pass that keeps the graph hands it on)
 
     def build(self) -> Function:
         return self.fn.with_body(RegionBuilder(self.region_of).build(self.flat, self.order))
@@ -44,7 +45,9 @@ class Pending:
         carries a Relay number the labels read the same, and ``region_of`` itself is returned
         (no copy of 100k entries): the region passes never change a labels dict they are
         given (RegionPolicies copies before it relabels)."""
-        return self.flat, fresh_regions(self.region_of), self.order
+        if self._fresh is None:  # read once: the labels never change (nor do Regions)
+            self._fresh = fresh_regions(self.region_of)
+        return self.flat, self._fresh, self.order
 
 
 _NUMBER = attrgetter("number")
