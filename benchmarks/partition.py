@@ -10,8 +10,9 @@ The graph is a chain of residual stages (conv + bias + requantize + clip twice, 
 with the stage's input); every so often a stage runs an op the benchmark backend does not take
 (qnn.sigmoid), which cuts the accelerator region, and its residual add reaches across the cut so
 that MergeCompilerRegions must refuse merges that would make a cycle. Columns: nodes, regions,
-total wall time, time per node in microseconds, the ratio of that to the smallest graph's (flat
-means linear), then the CPU time of each pass and of the whole pipeline (``cpu``: on a machine
+the median, best and worst wall time of ``--repeat`` runs (each on a fresh graph), time per
+node in microseconds (of the median), the ratio of that to the smallest graph's (flat means
+linear), then the CPU time of each pass and of the whole pipeline (``cpu``: on a machine
 other processes share, wall time counts their turns too). On the smallest graph the interpreter
 checks that the partitioned module computes the same bits. (Relay's PartitionGraph took 187 s
 on a 2,400-op chain with 80 regions.)
@@ -197,16 +198,20 @@ def main(argv=None) -> None:
 def _series(build, args) -> None:
     _time(build(200, 10), "bench, llvm")  # warm up (imports, caches) before the first figure
     base = None
-    print(f"{'nodes':>8} {'regions':>8} {'total s':>9} {'us/node':>8} {'ratio':>6}  per pass (s)")
+    print(
+        f"{'nodes':>8} {'regions':>8} {'median s':>9} {'best':>7} {'worst':>7} {'us/node':>8} "
+        f"{'ratio':>6}  per pass (s, the median run)"
+    )
     for size in args.sizes:
-        best = None
+        runs = []
         for _ in range(args.repeat):
             # a fresh graph every time: a second run on the same module would find its types
             # already inferred and time less than a user's first (and only) partitioning
             mod = build(size, args.regions)
             out, total, passes = _time(mod, "bench, llvm")
-            best = (total, passes, out, mod) if best is None or total < best[0] else best
-        total, passes, out, mod = best
+            runs.append((total, passes, out, mod))
+        runs.sort(key=lambda r: r[0])
+        total, passes, out, mod = runs[(len(runs) - 1) // 2]  # the median (the lower one)
         n = len(post_order(mod["main"]))
         if size == min(args.sizes):
             _check_bits(mod, out)
@@ -214,8 +219,8 @@ def _series(build, args) -> None:
         base = base or per_node
         parts = "  ".join(f"{k} {v:.3f}" for k, v in passes.items())
         print(
-            f"{n:>8} {len(out.functions) - 1:>8} {total:>9.3f} {per_node:>8.2f} "
-            f"{per_node / base:>6.2f}  {parts}"
+            f"{n:>8} {len(out.functions) - 1:>8} {total:>9.3f} {runs[0][0]:>7.3f} "
+            f"{runs[-1][0]:>7.3f} {per_node:>8.2f} {per_node / base:>6.2f}  {parts}"
         )
 
 
