@@ -109,17 +109,17 @@ def _walk(root: Expr, leaves: tuple, inputs: Callable[[Expr], tuple]) -> list[Ex
 
 def _walk_values(root: Expr) -> list[Expr]:
     """``_walk(root, (), value_inputs)`` with an op call's inputs read inline (the common node
-    of a 100k-node graph: a call per node was a fifth of the walk)."""
+    of a 100k-node graph: a call per node was a fifth of the walk), and the stack as two lists
+    (nodes and their input iterators: no tuple per node; a sixth less on a 100k chain)."""
     order: list[Expr] = []
     seen: set[int] = set()
     add, append = seen.add, order.append
     ins = (*root.params, root.body) if type(root) is Function else value_inputs(root)
     add(id(root))
-    stack = [(root, iter(ins))]
-    push, pop = stack.append, stack.pop
-    while stack:
-        node, pending = stack[-1]
-        for kid in pending:
+    nodes, pending = [root], [iter(ins)]
+    push_node, push_kids, pop_node, pop_kids = nodes.append, pending.append, nodes.pop, pending.pop
+    while pending:
+        for kid in pending[-1]:
             if id(kid) not in seen:
                 add(id(kid))
                 if type(kid) is Call and type(kid.op) is not Function:
@@ -127,10 +127,11 @@ def _walk_values(root: Expr) -> list[Expr]:
                 else:
                     kins = value_inputs(kid)
                 if kins:
-                    push((kid, iter(kins)))
+                    push_node(kid)
+                    push_kids(iter(kins))
                     break
                 append(kid)
         else:
-            pop()
-            append(node)
+            pop_kids()
+            append(pop_node())
     return order
