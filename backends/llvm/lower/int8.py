@@ -110,6 +110,9 @@ def lower_quantize(low: LowerContext, call: Call) -> bool:
         return False
     params, arrays = quant_params(call, out)
     params.update(split_elements(low, call, SPLIT_QUANT))
+    if low.isa != "plain" and params["C"] == 1 and params["round"] == "onnx" \
+            and out in (*EIGHT_BIT, "int16"):
+        params["vector"] = True  # 16 elements a step (emit/int8/scalar.py quant_vectors)
     low.emit(Kind.QUANT, call, [low.src(data[0])], params, arrays)
     return True
 
