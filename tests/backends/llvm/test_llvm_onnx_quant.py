@@ -80,3 +80,28 @@ def test_vector_quantize_equals_onnxruntime():
     data[~np.isfinite(data)] = 7.0
     want = sess.run(None, {"x": data})[0]
     assert np.array_equal(exe.run(data)[0], want)
+
+
+@pytest.mark.parametrize("shape,dtype,scale,zp", [
+    ((1, 7, 5, 3), "int8", 0.05, 3),
+    ((15,), "uint8", 0.0173, 128),
+    ((1, 64, 40, 41), "int8", 1e-30, -128),  # 104,960: split in chunks under -threads=2
+    ((2, 33, 47), "uint8", 3.3e4, 255),
+    ((3, 17), "int8", 0.1, 100000),  # a zero point outside the data's range
+])  # fmt: skip
+@pytest.mark.parametrize("threads", [1, 2])
+def test_vector_dequantize_equals_the_table(shape, dtype, scale, zp, threads):
+    """qnn.dequantize of 8-bit data to float32 (LUT, 16 elements a step in float64 arithmetic,
+    emit/int8/scalar.py ``lut_dequantize``; the tail through the table): the reference's
+    float64 product rounded to float32, for every 8-bit value."""
+    x = Var("x", TensorType(shape, dtype))
+    out = get_op("qnn.dequantize")(x, Constant(np.float32(scale)), Constant(np.int32(zp)))
+    mod = P.InferType()(relay.IRModule.from_expr(relay.Function([x], out)))
+    luts = [k for k in lower(mod["main"], "avx2", threads=threads).kernels if k.kind == "LUT"]
+    assert luts and all(k.params.get("dequant") for k in luts)
+    exe = P.build(mod, llvm_target("avx2", f" -threads={threads}"))
+    info = np.iinfo(dtype)
+    data = np.resize(np.arange(info.min, info.max + 1, dtype=dtype), shape)  # every value
+    want = P.interpret(mod, [data])[0]
+    got = exe.run(data)[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()

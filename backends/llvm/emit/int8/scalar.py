@@ -129,16 +129,44 @@ class ScalarKernels(Family):
         offset = {"int8": 128, "int16": 32768}.get(src, 0)
 
         def lut_range(lb, ps, lo, hi):
-            x, y, table = ps
+            x, y, table = ps[:3]
+            if k.params.get("dequant"):  # whole vectors of 16 first, the rest by the table
+                lo = self.lut_dequantize(lb, k, ps, lo, hi, src)
             with for_range(lb, lb.sub(hi, lo), "e") as e:
                 e = lb.add(e, lo)
                 v = self.signed(lb, self.load_at(lb, x, e, i16 if src == "int16" else I8), src)
                 self.store_at(lb, self.load_at(lb, table, lb.add(v, c64(offset)), ety), y, e,
                               ety)
 
-        self.elements(k, b, [x, y, table], lut_range)
+        extra = [self.cargs["dq_scale"], self.cargs["dq_zp"]] if k.params.get("dequant") else []
+        self.elements(k, b, [x, y, table, *extra], lut_range)
         b.ret_void()
         return fn
+
+    def lut_dequantize(self, b, k, pointers, lo, hi, src: str):
+        """qnn.dequantize of 8-bit data to float32, per tensor, 16 elements a step: (x - zp)
+        (an exact integer) as float64, times float64(scale), rounded to float64 and then to
+        float32 -- the reference's arithmetic, so the table's values. Returns where the
+        table loop starts."""
+        x, y, _, scale_ptr, zp_ptr = pointers
+        v16i, v16d = ir.VectorType(I32, 16), ir.VectorType(F64, 16)
+        mask = ir.Constant(v16i, [0] * 16)
+
+        def splat(value, ty):
+            vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+            return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined), mask)
+
+        scale = splat(self.load_at(b, scale_ptr, c64(0), F64), v16d)
+        zp = splat(self.load_at(b, zp_ptr, c64(0), I32), v16i)
+        steps = b.udiv(b.sub(hi, lo), c64(16))
+        with for_range(b, steps, "ev") as i:
+            e = b.add(lo, b.mul(i, c64(16)))
+            v = b.load(b.gep(x, [e], source_etype=I8), typ=ir.VectorType(I8, 16), align=1)
+            v = b.sext(v, v16i) if src == "int8" else b.zext(v, v16i)
+            f = b.fmul(b.sitofp(b.sub(v, zp), v16d), scale)
+            b.store(b.fptrunc(f, ir.VectorType(F32, 16)), b.gep(y, [e], source_etype=F32),
+                    align=4)
+        return b.add(lo, b.mul(steps, c64(16)))
 
     @emits(Kind.QUANT)
     def k_quant(self, k: Kernel):
