@@ -159,8 +159,29 @@ def _lower_tiles(low: LowerContext, call, weights, s: ConvShape, tiles: list[Til
               "tiles": [[t.p0, t.p1, t.m0, t.m1, [list(b) for b in t.blocks]] for t in tiles]}
     arrays = {"wt": wt}
     last = epilogue(low, call, o, params, arrays, True, (g - 1) * m + mp)
+    last = quantize_epilogue(low, last, params, arrays)
     low.emit(Kind.FCONV, last, [src], split_fconv(low, params), arrays)
     return True
+
+
+def quantize_epilogue(low: LowerContext, last, params: dict, arrays: dict):
+    """Absorb the qnn.quantize (ONNX's QuantizeLinear: per tensor, to int8/uint8) that alone
+    reads the product's result (QDQ models' float convolutions): FCONV stores the 8-bit values
+    (emit/float/conv.py ``quantize``: float32 x / scale, rint, clamped, + zero point, as QUANT
+    computes), not the float32 tensor. The node it computes (``last`` when none follows)."""
+    q = low.only_user(last, "qnn.quantize")
+    if q is None or q.args[0] is not last or q.attrs.semantics != "onnx":
+        return last
+    out = q.checked_type.dtype
+    scale, zp = (const_value(low, a) for a in q.args[1:3])
+    if (out not in ("int8", "uint8") or scale is None or zp is None or scale.size != 1
+            or zp.size != 1):
+        return last
+    params["quant"] = out
+    arrays["qscale"] = np.asarray(scale, np.float32).reshape(1)
+    arrays["qzp"] = np.asarray(zp, np.int64).astype(np.int32).reshape(1)
+    low.absorb(q)
+    return q
 
 
 SPLIT_MACS = 1 << 22  # a float product this large (multiply-adds) is split over two threads
@@ -186,7 +207,7 @@ def epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict, relu_o
     if bias is not None:
         chain.append(bias)
         params["bias"] = "n"
-        values = np.asarray(bias.args[1].data, np.float32).reshape(-1)
+        values = np.asarray(const_value(low, bias.args[1]), np.float32).reshape(-1)
         if padded is not None:
             values = np.concatenate([values, np.zeros(max(0, padded - n), np.float32)])
         arrays["bias"] = values
@@ -210,9 +231,11 @@ def _bias(low: LowerContext, call, n: int):
     """The nn.bias_add (last axis) or add of a constant [n] vector that only reads ``call``."""
     for name in ("nn.bias_add", "add"):
         node = low.only_user(call, name)
-        if node is None or node.args[0] is not call or not isinstance(node.args[1], Constant):
+        if node is None or node.args[0] is not call:
             continue
-        bias = np.asarray(node.args[1].data)
+        bias = const_value(low, node.args[1])  # a constant, or a dequantize of one (QDQ)
+        if bias is None:
+            continue
         axis = getattr(node.attrs, "axis", -1) if name == "nn.bias_add" else -1
         if bias.dtype == np.float32 and bias.size == n and axis in (-1, 3) and (
             name == "nn.bias_add" or bias.shape[-1:] == (n,)
@@ -278,7 +301,15 @@ def weight_only(low: LowerContext, call) -> bool:
     users = low.users_of(call)
     if not users or any(call is o for o in outs):
         return False
-    return all(_folds_weight(u, call) or weight_only(low, u) for u in users)
+    return all(_folds_weight(u, call) or weight_only(low, u) or _folded_bias(low, u, call)
+               for u in users)
+
+
+def _folded_bias(low: LowerContext, user, bias) -> bool:
+    """Whether ``user`` is a bias add of ``bias`` that a float product absorbed (``epilogue``,
+    lowered before the bias's own constant expression: the add reads the product first)."""
+    return (low.absorbed(user) and getattr(user.op, "name", "") in ("add", "nn.bias_add")
+            and user.args[1] is bias and user.args[0] is not bias)
 
 
 def _folds_weight(user, weight) -> bool:

@@ -79,8 +79,15 @@ def lower_lut(low: LowerContext, call: Call) -> bool:
         and call.args[0] is data[0]
     ):
         return False
-    low.emit(Kind.LUT, call, [low.src(data[0])], split_elements(low, call, SPLIT_LUT),
-             {"table": lut_table(call, dtypes[0], out)})
+    params, arrays = split_elements(low, call, SPLIT_LUT), {"table": lut_table(call, dtypes[0],
+                                                                                out)}
+    if (call.op.name == "qnn.dequantize" and low.isa != "plain" and out == "float32"
+            and dtypes[0] in EIGHT_BIT and abs(int(const_array(call.args[2]))) < 1 << 30):
+        # arithmetic in vectors (scalar.py lut_dequantize; x - zp exact in int32)
+        params["dequant"] = True
+        arrays["dq_scale"] = np.float64(np.float32(const_array(call.args[1]))).reshape(1)
+        arrays["dq_zp"] = np.asarray(const_array(call.args[2]), np.int64).reshape(1)
+    low.emit(Kind.LUT, call, [low.src(data[0])], params, arrays)
     return True
 
 
@@ -110,6 +117,9 @@ def lower_quantize(low: LowerContext, call: Call) -> bool:
         return False
     params, arrays = quant_params(call, out)
     params.update(split_elements(low, call, SPLIT_QUANT))
+    if low.isa != "plain" and params["C"] == 1 and params["round"] == "onnx" \
+            and out in (*EIGHT_BIT, "int16"):
+        params["vector"] = True  # 16 elements a step (emit/int8/scalar.py quant_vectors)
     low.emit(Kind.QUANT, call, [low.src(data[0])], params, arrays)
     return True
 

@@ -14,6 +14,7 @@ is set, so LLVM neither reassociates nor contracts a product and a sum into an F
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
@@ -21,6 +22,7 @@ from partita.backends.llvm.numerics.sum_order import ZERO, pool_program
 
 from .gemm import V16F, VEC
 
+I8T = ir.IntType(8)
 I32T = ir.IntType(32)
 I64T = ir.IntType(64)
 NEG0 = ir.Constant(V16F, [ir.Constant(F32, -0.0)] * VEC)
@@ -129,16 +131,20 @@ class FloatConvKernels(Family):
         fn, b, args = self.function(k, len(k.inputs))
         (a_ptr, y), bias = (args[0], args[-1]), self.cargs.get("bias")
         wt = self.cargs["wt"] if "wt" in self.cargs else args[1]  # packed at run time: WPACK
+        quant = (self.cargs["qscale"], self.cargs["qzp"]) if p.get("quant") else (None, None)
         if p.get("threads", 1) < 2:
-            self._fconv_rows(b, p, (a_ptr, wt, bias, y))
+            self._fconv_rows(b, p, (a_ptr, wt, bias, y, *quant))
             b.ret_void()
             return fn
         null = ir.Constant(ir.PointerType(), None)
-        pointers = [a_ptr, wt, null if bias is None else bias, y]
+        pointers = [a_ptr, wt, null if bias is None else bias, y,
+                    *(null if q is None else q for q in quant)]
 
         def half(i):
             def emit(pb, ps):
-                self._fconv_rows(pb, p, (ps[0], ps[1], None if bias is None else ps[2], ps[3]), i)
+                self._fconv_rows(pb, p, (ps[0], ps[1], None if bias is None else ps[2], ps[3],
+                                         *(None if q is None else ps[4 + j]
+                                           for j, q in enumerate(quant))), i)
 
             return self.part_function(k, f"h{i}", pointers, emit)
 
@@ -202,7 +208,7 @@ class FloatConvKernels(Family):
     def _fconv_step(self, b, p, ptrs, cells, g, row, mm, nrows, nvec, lanes, blocks):
         """nrows x nvec outputs at (row, channel mm of group g): their blocks, epilogue, store
         (the last vector's first ``lanes`` lanes)."""
-        _, _, bias, y = ptrs
+        _, _, bias, y = ptrs[:4]
         step = _Step(self, b, p, ptrs, cells, (g, row, mm), (nrows, nvec))
         chans = [b.add(b.add(b.mul(g, c64(p["M"])), mm), c64(v * VEC)) for v in range(nvec)]
         start = None
@@ -214,7 +220,40 @@ class FloatConvKernels(Family):
             for v in range(nvec):
                 value = self.epilogue(b, sums[r * nvec + v], p, bias, chans[v])
                 at = b.add(b.mul(b.add(row, c64(r)), c64(p["O"])), chans[v])
-                self.vstore_lanes(b, value, y, at, lanes if v == nvec - 1 else VEC)
+                if p.get("quant"):
+                    self.store_quantized(b, value, p, ptrs[4:], y, at,
+                                         lanes if v == nvec - 1 else VEC)
+                else:
+                    self.vstore_lanes(b, value, y, at, lanes if v == nvec - 1 else VEC)
+
+    def store_quantized(self, b, value, p, quant, y, at, lanes: int):
+        """ONNX's QuantizeLinear of 16 float32 outputs to int8/uint8, per tensor, stored at
+        y[at]: x / scale (float32), rint (half to even), NaN -> 0, clamped to [min - zp, max -
+        zp] in float32 (integers: exact), + zp: the QUANT kernel's values (emit/int8/scalar.py
+        quant_vectors) for the same float32 inputs."""
+        scale_ptr, zp_ptr = quant
+        info = np.iinfo(p["quant"])
+        zp = self.load_at(b, zp_ptr, c64(0), I32T)
+        scale = self.splat_f(b, self.load_at(b, scale_ptr, c64(0), F32))
+        low = self.splat_f(b, b.sitofp(b.sub(ir.Constant(I32T, int(info.min)), zp), F32))
+        high = self.splat_f(b, b.sitofp(b.sub(ir.Constant(I32T, int(info.max)), zp), F32))
+        rint = self.module.globals.get("llvm.rint.v16f32") or ir.Function(
+            self.module, ir.FunctionType(V16F, [V16F]), name="llvm.rint.v16f32")
+        r = b.call(rint, [b.fdiv(value, scale)])
+        r = b.select(b.fcmp_unordered("uno", r, r), POS0, r)
+        r = b.select(b.fcmp_ordered("<", r, low), low, r)
+        r = b.select(b.fcmp_ordered(">", r, high), high, r)
+        v16i = ir.VectorType(I32T, VEC)
+        zv = b.insert_element(ir.Constant(v16i, ir.Undefined), zp, ir.Constant(I32T, 0))
+        zv = b.shuffle_vector(zv, ir.Constant(v16i, ir.Undefined),
+                              ir.Constant(v16i, [0] * VEC))
+        q = b.trunc(b.add(b.fptosi(r, v16i), zv), ir.VectorType(I8T, VEC))
+        if lanes == VEC:
+            b.store(q, b.gep(y, [at], source_etype=I8T), align=1)
+            return
+        for i in range(lanes):
+            self.store_at(b, b.extract_element(q, ir.Constant(I32T, i)), y,
+                          b.add(at, c64(i)), I8T)
 
     # -- FPAD, FDW ---------------------------------------------------------------------------
     @emits(Kind.FPAD)

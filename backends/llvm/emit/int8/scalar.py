@@ -129,16 +129,44 @@ class ScalarKernels(Family):
         offset = {"int8": 128, "int16": 32768}.get(src, 0)
 
         def lut_range(lb, ps, lo, hi):
-            x, y, table = ps
+            x, y, table = ps[:3]
+            if k.params.get("dequant"):  # whole vectors of 16 first, the rest by the table
+                lo = self.lut_dequantize(lb, k, ps, lo, hi, src)
             with for_range(lb, lb.sub(hi, lo), "e") as e:
                 e = lb.add(e, lo)
                 v = self.signed(lb, self.load_at(lb, x, e, i16 if src == "int16" else I8), src)
                 self.store_at(lb, self.load_at(lb, table, lb.add(v, c64(offset)), ety), y, e,
                               ety)
 
-        self.elements(k, b, [x, y, table], lut_range)
+        extra = [self.cargs["dq_scale"], self.cargs["dq_zp"]] if k.params.get("dequant") else []
+        self.elements(k, b, [x, y, table, *extra], lut_range)
         b.ret_void()
         return fn
+
+    def lut_dequantize(self, b, k, pointers, lo, hi, src: str):
+        """qnn.dequantize of 8-bit data to float32, per tensor, 16 elements a step: (x - zp)
+        (an exact integer) as float64, times float64(scale), rounded to float64 and then to
+        float32 -- the reference's arithmetic, so the table's values. Returns where the
+        table loop starts."""
+        x, y, _, scale_ptr, zp_ptr = pointers
+        v16i, v16d = ir.VectorType(I32, 16), ir.VectorType(F64, 16)
+        mask = ir.Constant(v16i, [0] * 16)
+
+        def splat(value, ty):
+            vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+            return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined), mask)
+
+        scale = splat(self.load_at(b, scale_ptr, c64(0), F64), v16d)
+        zp = splat(self.load_at(b, zp_ptr, c64(0), I32), v16i)
+        steps = b.udiv(b.sub(hi, lo), c64(16))
+        with for_range(b, steps, "ev") as i:
+            e = b.add(lo, b.mul(i, c64(16)))
+            v = b.load(b.gep(x, [e], source_etype=I8), typ=ir.VectorType(I8, 16), align=1)
+            v = b.sext(v, v16i) if src == "int8" else b.zext(v, v16i)
+            f = b.fmul(b.sitofp(b.sub(v, zp), v16d), scale)
+            b.store(b.fptrunc(f, ir.VectorType(F32, 16)), b.gep(y, [e], source_etype=F32),
+                    align=4)
+        return b.add(lo, b.mul(steps, c64(16)))
 
     @emits(Kind.QUANT)
     def k_quant(self, k: Kernel):
@@ -165,6 +193,8 @@ class ScalarKernels(Family):
     def quant_range(self, k, b, pointers, lo, hi) -> None:
         x, y, scales, zps = pointers
         p = k.params
+        if p.get("vector"):  # whole vectors of 16 first, the rest one by one below
+            lo = self.quant_vectors(k, b, pointers, lo, hi)
         out_ty = {"int8": I8, "uint8": I8, "int16": ir.IntType(16), "int32": I32}[p["out_dtype"]]
         info = np.iinfo(p["out_dtype"])
         lo_q, hi_q = int(info.min), int(info.max)
@@ -199,6 +229,42 @@ class ScalarKernels(Family):
             )
             v = self.clamp(b, b.add(b.fptosi(r, I64), zp), lo_q, hi_q)
             self.store_at(b, b.trunc(v, out_ty), y, e, out_ty)
+
+    def quant_vectors(self, k, b, pointers, lo, hi):
+        """QUANT "onnx" per tensor to 8 or 16 bits, 16 elements a step: float32 x / scale,
+        rint (half to even: exact in float32, as the scalar loop's float64 rint of the same
+        float32), NaN -> 0, clamped to [min - zp, max - zp] (integers, exact in float32), + zp:
+        the scalar loop's values element for element. Returns where the scalar rest starts."""
+        p = k.params
+        x, y, scales, zps = pointers
+        bits = 16 if p["out_dtype"] == "int16" else 8
+        info = np.iinfo(p["out_dtype"])
+        v16f, v16i = ir.VectorType(F32, 16), ir.VectorType(I32, 16)
+        out_ty = ir.VectorType(ir.IntType(bits), 16)
+        rint = self.module.globals.get("llvm.rint.v16f32") or ir.Function(
+            self.module, ir.FunctionType(v16f, [v16f]), name="llvm.rint.v16f32")
+
+        def splat(value, ty):
+            vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+            return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined),
+                                    ir.Constant(ir.VectorType(I32, 16), [0] * 16))
+
+        scale = splat(b.fptrunc(self.load_at(b, scales, c64(0), F64), F32), v16f)
+        zp = self.load_at(b, zps, c64(0), I32)
+        low_f = splat(b.sitofp(b.sub(ir.Constant(I32, int(info.min)), zp), F32), v16f)
+        high_f = splat(b.sitofp(b.sub(ir.Constant(I32, int(info.max)), zp), F32), v16f)
+        zero = ir.Constant(v16f, [ir.Constant(F32, 0.0)] * 16)
+        steps = b.udiv(b.sub(hi, lo), c64(16))
+        with for_range(b, steps, "ev") as i:
+            e = b.add(lo, b.mul(i, c64(16)))
+            v = b.load(b.gep(x, [e], source_etype=F32), typ=v16f, align=4)
+            r = b.call(rint, [b.fdiv(v, scale)])
+            r = b.select(b.fcmp_unordered("uno", r, r), zero, r)
+            r = b.select(b.fcmp_ordered("<", r, low_f), low_f, r)
+            r = b.select(b.fcmp_ordered(">", r, high_f), high_f, r)
+            q = b.add(b.fptosi(r, v16i), splat(zp, v16i))
+            b.store(b.trunc(q, out_ty), b.gep(y, [e], source_etype=ir.IntType(bits)), align=1)
+        return b.add(lo, b.mul(steps, c64(16)))
 
     @emits(Kind.LUT2)
     def k_lut2(self, k: Kernel):
