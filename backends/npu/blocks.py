@@ -50,7 +50,7 @@ class Block(NamedTuple):
     partkernel: bool
 
 
-def _up(x: int, m: int) -> int:
+def round_up(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
@@ -66,15 +66,15 @@ def _partkernel(q: Query) -> bool:
     if depth <= 8:
         return True
     wide = q.bits == 16
-    depth_util = depth / _up(depth, 16 if wide else 32)
-    part_util = depth * elems / (_up(depth, 8) * _up(elems, 2 if wide else 4))
+    depth_util = depth / round_up(depth, 16 if wide else 32)
+    part_util = depth * elems / (round_up(depth, 8) * round_up(elems, 2 if wide else 4))
     return part_util > depth_util
 
 
 def _ifm_block(q: Query, ofm: tuple[int, int, int], ublock, ifm_depth: int):
     areas = _area(q)
     dims = [
-        _up((o - 1) * s + min(a, SUB_KERNEL), u)
+        round_up((o - 1) * s + min(a, SUB_KERNEL), u)
         for o, s, a, u in zip(ofm[:2], q.strides, areas, ublock[:2])
     ]
     return (dims[0], dims[1], ifm_depth)
@@ -94,12 +94,12 @@ def _acc40(q: Query) -> bool:
 def _fits(config: NPUConfig, ofm, ifm, q: Query | None = None) -> bool:
     """Input block (double-buffered) and 32- or 40-bit accumulators fit the SHRAM banks."""
     bits = q.bits if q is not None else 8
-    ifm_bytes = ifm[0] * ifm[1] * _up(ifm[2] * bits // 8, 8)
-    ifm_banks = _up(-(-ifm_bytes // BANK_BYTES) * 2, config.shram_ifm_granule)
+    ifm_bytes = ifm[0] * ifm[1] * round_up(ifm[2] * bits // 8, 8)
+    ifm_banks = round_up(-(-ifm_bytes // BANK_BYTES) * 2, config.shram_ifm_granule)
     wide = q is not None and _acc40(q)
-    acc_bytes = ofm[0] * ofm[1] * _up(ofm[2], 8) * (40 if wide else 32) // 8
+    acc_bytes = ofm[0] * ofm[1] * round_up(ofm[2], 8) * (40 if wide else 32) // 8
     granule = _acc40_granule(config) if wide else config.shram_acc_granule
-    acc_banks = _up(-(-acc_bytes // BANK_BYTES) * 2, granule)
+    acc_banks = round_up(-(-acc_bytes // BANK_BYTES) * 2, granule)
     acc_start = config.shram_banks - RESERVED_END_BANKS - acc_banks  # the LUT banks at the end
     return RESERVED_OUTPUT_BANKS + ifm_banks <= acc_start
 
@@ -128,16 +128,16 @@ def find_block(config: NPUConfig, q: Query) -> Block:
     partkernel = _partkernel(q)
     equal_depth = q.kind in ("dwconv", "pool")
     if q.bits == 16:
-        ifm_depth = _up(min(q.ifm[2], 16), 4)
+        ifm_depth = round_up(min(q.ifm[2], 16), 4)
     else:
-        ifm_depth = _up(min(q.ifm[2], 16 if partkernel else 32), 8)
-    space = [_up(min(o, m), u) for o, m, u in zip(q.ofm, BLOCK_MAX, ublock)]
+        ifm_depth = round_up(min(q.ifm[2], 16 if partkernel else 32), 8)
+    space = [round_up(min(o, m), u) for o, m, u in zip(q.ofm, BLOCK_MAX, ublock)]
     repeats = ceil(_area(q)[0] / SUB_KERNEL) * ceil(_area(q)[1] / SUB_KERNEL)
     weight_wh = _area(q)[0] * _area(q)[1] if q.kind != "pool" else 0  # Vela uses the dilated area
     best, best_cost, best_coverage = None, inf, inf
     depth = max(ublock[2], min(space[2], SPLIT_DEPTH))
     if depth < oc:
-        depth = _up(depth, SPLIT_DEPTH)
+        depth = round_up(depth, SPLIT_DEPTH)
     while depth <= space[2]:
         wont_fit = set()  # Vela skips the transpose of a block that did not fit
         for h in range(ublock[0], space[0] + 1, ublock[0]):
@@ -163,7 +163,7 @@ def find_block(config: NPUConfig, q: Query) -> Block:
                         best, best_coverage = Block((h, w, depth), ifm, partkernel), coverage
         depth += ublock[2]
         if depth < oc:
-            depth = _up(depth, SPLIT_DEPTH)
+            depth = round_up(depth, SPLIT_DEPTH)
     if best is None:  # nothing fits: the smallest block (Vela would refuse the op)
         best = Block(tuple(ublock), _ifm_block(q, ublock, ublock, ifm_depth), partkernel)
     return best

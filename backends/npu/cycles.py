@@ -37,17 +37,17 @@ from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .memory import streams
 from .program import NPUOp, Program, TensorDesc
+from .vela_access import (
+    bandwidth,
+    elementwise_access,
+    elementwise_cycles,
+    elementwise_rate_name,
+    is_elementwise,
+    map_transfer,
+)
 from .vela_ops import VELA_PASSES
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
-
-
-def _bandwidth(config: NPUConfig, memory: str) -> float:
-    if memory == "sram":
-        return config.sram_bandwidth
-    if memory == config.weight_memory:
-        return config.weight_bandwidth
-    return config.spill_bandwidth or config.weight_bandwidth
 
 
 DMA_OPS = (
@@ -282,8 +282,8 @@ def op_cycles(
         out.memory if op.output in program.outputs else "sram",
     )
     macs, compute, block, query = _compute(op, ins, out, config, io)
-    if _elementwise(op) and op.output not in program.outputs:
-        rate = getattr(config, _elementwise_rate_name(op))
+    if is_elementwise(op) and op.output not in program.outputs:
+        rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
@@ -317,7 +317,7 @@ def op_cycles(
         for name, a in op.arrays.items()
         if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
         and not _native_activation(op)
-        and not (op.kind == "LUT" and _elementwise(op))  # Vela's native ABS/NEG: no table
+        and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= _lstm_sequences(op, out)
     if constant_bytes:
@@ -328,8 +328,8 @@ def op_cycles(
         # the DMA from the weight memory above double-buffers under the previous block)
         (oh, ow, _), (bh, bw, _) = query.ofm, block.ofm
         add("sram", op.arrays["weights"].nbytes * ceil(oh / bh) * ceil(ow / bw))
-    if _elementwise(op):
-        _elementwise_access(config, op, ins, out, moved, scaled)
+    if is_elementwise(op):
+        elementwise_access(config, op, ins, out, moved, scaled)
     # each memory transfers in parallel with the others (Vela's pass cycles: the slowest memory)
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean":
         _, weights, sums = mean_as_vela(config, ins[0].shape, _bits(ins[0]))
@@ -345,9 +345,9 @@ def op_cycles(
         add("sram", middle)
     # Vela's memory access cycles carry no first-byte latency: for its elementwise operations
     # the latency is in the per-block bound of their compute (elementwise_cycles)
-    latency = 0 if _elementwise(op) else config.dma_latency_cycles
+    latency = 0 if is_elementwise(op) else config.dma_latency_cycles
     memory = max(
-        n / _bandwidth(config, m) + (latency if m != "sram" else 0) for m, n in scaled.items()
+        n / bandwidth(config, m) + (latency if m != "sram" else 0) for m, n in scaled.items()
     )
     total = int(ceil(max(compute, memory))) + _fixed_cycles(op, op.output in fused, out, config)
     capacity = total * config.macs_per_cycle
@@ -431,166 +431,11 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig) -> int:
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or _elementwise(op):
+    if fused or is_elementwise(op):
         return 0
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
         return 0
     return config.op_overhead_cycles * _lstm_sequences(op, out)
-
-
-# Vela 5.2's native elementwise operations (regor's EstimateElementwiseCycles) and the output
-# rate each runs at: ADD/SUB its advanced add/sub rate, MUL the multiplier's, MAXIMUM/MINIMUM
-# the plain output rate (the conv output rate's entry of the same table)
-ELEMENTWISE_RATES = {
-    "qnn.add": "add_output_cycles",
-    "qnn.subtract": "add_output_cycles",
-    "qnn.mul": "mul_output_cycles",
-    "maximum": "conv_output_cycles",
-    "minimum": "conv_output_cycles",
-}
-BLOCK_MAX = (32, 64, 128)  # Vela's largest output block (h, w, c)
-SRAM_BURST_BYTES = 32  # vela.ini's Sram_burst_length
-OFFCHIP_WRITE_LATENCY = {"dram": 250, "flash": 0}  # vela.ini's *_write_latency
-
-
-# our tables for what Vela runs as a native unary elementwise operation: TFLite's int8 ABS
-# (Vela's ABS, the plain output rate) and NEG (Vela's NEG, at the add/sub rate: 192 cycles
-# for 256 values on u55-256)
-UNARY_RATES = {
-    "negative": "add_output_cycles",
-    "cast+subtract+abs+qnn.requantize": "conv_output_cycles",
-}
-
-
-def _elementwise(op: NPUOp) -> bool:
-    return _elementwise_rate_name(op) is not None
-
-
-def _elementwise_rate_name(op: NPUOp) -> str | None:
-    name = op.params.get("op")
-    if op.kind == "UNIT":
-        return ELEMENTWISE_RATES.get(name)
-    if op.kind == "LUT":
-        return UNARY_RATES.get(name)
-    return None
-
-
-def _latency(config: NPUConfig, memory: str, write: bool) -> int:
-    if memory == "sram":
-        return config.sram_latency_cycles
-    if write:
-        return OFFCHIP_WRITE_LATENCY.get(memory, config.dma_latency_cycles // 2)
-    return config.dma_latency_cycles
-
-
-def _nhwc(shape: tuple) -> tuple[int, int, int]:
-    shape = tuple(int(d) for d in shape) or (1,)
-    shape = (1,) * max(0, 3 - len(shape)) + shape
-    return (int(np.prod(shape[:-2])), shape[-2], shape[-1])
-
-
-def _burst_factor(config, memory: str, shape, block, item: int, write: bool) -> float:
-    """Bytes moved per byte of a map in ``memory`` (h x w x c ``shape``) read or written a
-    ``block`` at a time: each burst carries one contiguous run, the block's rows when the block
-    spans the map's depth, else one block depth (Vela's EstimateMemoryTransfer for NHWC)."""
-    burst = SRAM_BURST_BYTES if memory == "sram" else config.offchip_burst_bytes
-    run = block[1] * block[2] * item if shape[2] * item == block[2] else block[2] * item
-    if write and not (block[2] <= 16 and shape[2] * item == block[2]):
-        run = min(64, 16 * item * config.cores, block[2] * item)
-    return burst / max(1, min(burst, run))
-
-
-def _block_transfer(config, memory: str, shape, block, item: int, write: bool) -> float:
-    """Cycles to move one block of a map in ``memory``: its first-byte latency and its bytes
-    in bursts (``_burst_factor``)."""
-    nbytes = int(np.prod([min(a, b) for a, b in zip(shape, block)])) * item
-    moved = nbytes * _burst_factor(config, memory, shape, block, item, write)
-    return _latency(config, memory, write) + moved / _bandwidth(config, memory)
-
-
-def _elementwise_block(config: NPUConfig, shape) -> tuple[int, int, int]:
-    """The output block of an elementwise operation: the map up to Vela's largest block, in
-    micro-blocks (the SHRAM-limited search of Vela matters only where the block's costs
-    bind: small maps and off-chip ones)."""
-    ub = config.ofm_block
-    depth = ub[2] * config.cores
-    return (
-        _up(min(shape[0], BLOCK_MAX[0]), ub[0]),
-        _up(min(shape[1], BLOCK_MAX[1]), ub[1]),
-        max(depth, _up(min(shape[2], BLOCK_MAX[2]), depth)),
-    )
-
-
-def _elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -> None:
-    """Vela's element access of an elementwise operation that broadcasts (an input or a
-    constant operand with more than one element but fewer than the output): every operand is
-    read at the output's size, and each map moves in the bursts of its NHWC shape (Vela keeps
-    the shapes; without broadcasting it reshapes the maps and bursts are full): the one-op
-    ``add_broadcast`` (8x8x4 maps, 8-channel blocks: 8-byte runs) reads 3,072 SRAM bytes on
-    u55-256 for 768 bytes of maps, as Vela's report."""
-    elems = int(np.prod(out.shape))
-    operands = [(t.memory, int(np.prod(t.shape)), np.dtype(t.dtype).itemsize) for t in ins]
-    operands += [
-        (config.weight_memory, a.size, a.itemsize)
-        for a in op.arrays.values()
-        if a.size > 1 and op.params.get("op") in ELEMENTWISE_RATES
-    ]
-    if not any(1 < n < elems for _, n, _ in operands):
-        return
-    moved.clear()
-    scaled.clear()
-    shape = _nhwc(out.shape)
-    block = _elementwise_block(config, shape)
-    item = np.dtype(out.dtype).itemsize
-    for i, (memory, _, size) in enumerate([*operands, (out.memory, elems, item)]):
-        nbytes = elems * size
-        factor = _burst_factor(config, memory, shape, block, size, i == len(operands))
-        moved[memory] = moved.get(memory, 0) + nbytes
-        scaled[memory] = scaled.get(memory, 0.0) + nbytes * factor
-
-
-def elementwise_cycles(config: NPUConfig, ins, out, rate: float, brick: bool = False) -> float:
-    """Vela 5.2's cycles for a native elementwise operation (regor's
-    EstimateElementwiseCycles): per output element the output ``rate``, but at least
-    (minimum memory cycles of one block / block elements + rate) / 4, the minimum memory cycles
-    being the slowest input block's transfer plus the output block's (``_block_transfer``),
-    over the output's elements (``brick``: an intermediate map, which Vela stores in NHCWB16
-    bricks, its depth rounded up to 16: MobileNetV2's 8-channel residual ADD costs twice its
-    elements' rate on u65-512);
-    the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
-    search of Vela matters only where this bound binds: small maps and off-chip ones)."""
-    shape = _nhwc(out.shape)
-    block = _elementwise_block(config, shape)
-    item = np.dtype(out.dtype).itemsize
-    reads = [
-        _block_transfer(config, t.memory, _nhwc(t.shape), block, np.dtype(t.dtype).itemsize, False)
-        for t in ins
-        if int(np.prod(t.shape)) > 1
-    ]
-    write = _block_transfer(config, out.memory, shape, block, item, True)
-    minimum = max(reads, default=0.0) + write
-    per_elem = max(rate, (minimum / (block[0] * block[1] * block[2]) + rate) / 4)
-    if brick:  # an intermediate map in Vela's NHCWB16 layout: the depth in bricks of 16
-        return per_elem * shape[0] * shape[1] * _up(shape[2], 16)
-    return per_elem * int(np.prod(out.shape))
-
-
-def _map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
-    """The minimum memory cycles of one block of a MAC-array operation, Vela 5.2's
-    EstimateMinimumMemoryCycles: the input block's first-byte latency and bytes in bursts
-    plus the output block's, each in the memory its map lives in."""
-    ishape, oshape = _nhwc(ifm.shape), _nhwc(ofm.shape)
-    isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
-
-    def transfer(ifm_block, ofm_block) -> float:
-        read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
-        return read + _block_transfer(config, io[1], oshape, ofm_block, osize, True)
-
-    return transfer
-
-
-def _up(x: int, m: int) -> int:
-    return -(-x // m) * m
 
 
 def _bits(t) -> int:
@@ -607,11 +452,11 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram")):
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
-        transfer = _map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io)
         compute, block = mac_cycles(config, query, max(stage, lut), transfer)
         return macs, compute, block, query
-    if _elementwise(op):
-        rate = getattr(config, _elementwise_rate_name(op))
+    if is_elementwise(op):
+        rate = getattr(config, elementwise_rate_name(op))
         return 0, elementwise_cycles(config, ins, out, rate), None, None
     if op.kind == "LUT" and op.params.get("op") == "qnn.requantize" and len(out.shape) == 4:
         # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table

@@ -1,0 +1,173 @@
+"""Vela 5.2's memory access rules, per block, and its rule for native elementwise operations
+(regor's EstimateMinimumMemoryCycles, EstimateMemoryTransfer and EstimateElementwiseCycles),
+as the cycle model (cycles.py) uses them: the first-byte latency of each memory, the bursts a
+block of an NHWC map moves in, an elementwise operation's output block and element access, and
+its cycles (per output element the output stage's rate, but at least a quarter of one block's
+minimum memory cycles per block element plus the rate)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .blocks import BLOCK_MAX, round_up
+from .config import NPUConfig
+from .program import NPUOp
+
+
+def bandwidth(config: NPUConfig, memory: str) -> float:
+    if memory == "sram":
+        return config.sram_bandwidth
+    if memory == config.weight_memory:
+        return config.weight_bandwidth
+    return config.spill_bandwidth or config.weight_bandwidth
+
+
+
+# Vela 5.2's native elementwise operations (regor's EstimateElementwiseCycles) and the output
+# rate each runs at: ADD/SUB its advanced add/sub rate, MUL the multiplier's, MAXIMUM/MINIMUM
+# the plain output rate (the conv output rate's entry of the same table)
+ELEMENTWISE_RATES = {
+    "qnn.add": "add_output_cycles",
+    "qnn.subtract": "add_output_cycles",
+    "qnn.mul": "mul_output_cycles",
+    "maximum": "conv_output_cycles",
+    "minimum": "conv_output_cycles",
+}
+SRAM_BURST_BYTES = 32  # vela.ini's Sram_burst_length
+OFFCHIP_WRITE_LATENCY = {"dram": 250, "flash": 0}  # vela.ini's *_write_latency
+
+
+# our tables for what Vela runs as a native unary elementwise operation: TFLite's int8 ABS
+# (Vela's ABS, the plain output rate) and NEG (Vela's NEG, at the add/sub rate: 192 cycles
+# for 256 values on u55-256)
+UNARY_RATES = {
+    "negative": "add_output_cycles",
+    "cast+subtract+abs+qnn.requantize": "conv_output_cycles",
+}
+
+
+def is_elementwise(op: NPUOp) -> bool:
+    return elementwise_rate_name(op) is not None
+
+
+def elementwise_rate_name(op: NPUOp) -> str | None:
+    name = op.params.get("op")
+    if op.kind == "UNIT":
+        return ELEMENTWISE_RATES.get(name)
+    if op.kind == "LUT":
+        return UNARY_RATES.get(name)
+    return None
+
+
+def _latency(config: NPUConfig, memory: str, write: bool) -> int:
+    if memory == "sram":
+        return config.sram_latency_cycles
+    if write:
+        return OFFCHIP_WRITE_LATENCY.get(memory, config.dma_latency_cycles // 2)
+    return config.dma_latency_cycles
+
+
+def _nhwc(shape: tuple) -> tuple[int, int, int]:
+    shape = tuple(int(d) for d in shape) or (1,)
+    shape = (1,) * max(0, 3 - len(shape)) + shape
+    return (int(np.prod(shape[:-2])), shape[-2], shape[-1])
+
+
+def _burst_factor(config, memory: str, shape, block, item: int, write: bool) -> float:
+    """Bytes moved per byte of a map in ``memory`` (h x w x c ``shape``) read or written a
+    ``block`` at a time: each burst carries one contiguous run, the block's rows when the block
+    spans the map's depth, else one block depth (Vela's EstimateMemoryTransfer for NHWC)."""
+    burst = SRAM_BURST_BYTES if memory == "sram" else config.offchip_burst_bytes
+    run = block[1] * block[2] * item if shape[2] * item == block[2] else block[2] * item
+    if write and not (block[2] <= 16 and shape[2] * item == block[2]):
+        run = min(64, 16 * item * config.cores, block[2] * item)
+    return burst / max(1, min(burst, run))
+
+
+def _block_transfer(config, memory: str, shape, block, item: int, write: bool) -> float:
+    """Cycles to move one block of a map in ``memory``: its first-byte latency and its bytes
+    in bursts (``_burst_factor``)."""
+    nbytes = int(np.prod([min(a, b) for a, b in zip(shape, block)])) * item
+    moved = nbytes * _burst_factor(config, memory, shape, block, item, write)
+    return _latency(config, memory, write) + moved / bandwidth(config, memory)
+
+
+def _elementwise_block(config: NPUConfig, shape) -> tuple[int, int, int]:
+    """The output block of an elementwise operation: the map up to Vela's largest block, in
+    micro-blocks (the SHRAM-limited search of Vela matters only where the block's costs
+    bind: small maps and off-chip ones)."""
+    ub = config.ofm_block
+    depth = ub[2] * config.cores
+    return (
+        round_up(min(shape[0], BLOCK_MAX[0]), ub[0]),
+        round_up(min(shape[1], BLOCK_MAX[1]), ub[1]),
+        max(depth, round_up(min(shape[2], BLOCK_MAX[2]), depth)),
+    )
+
+
+def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -> None:
+    """Vela's element access of an elementwise operation that broadcasts (an input or a
+    constant operand with more than one element but fewer than the output): every operand is
+    read at the output's size, and each map moves in the bursts of its NHWC shape (Vela keeps
+    the shapes; without broadcasting it reshapes the maps and bursts are full): the one-op
+    ``add_broadcast`` (8x8x4 maps, 8-channel blocks: 8-byte runs) reads 3,072 SRAM bytes on
+    u55-256 for 768 bytes of maps, as Vela's report."""
+    elems = int(np.prod(out.shape))
+    operands = [(t.memory, int(np.prod(t.shape)), np.dtype(t.dtype).itemsize) for t in ins]
+    operands += [
+        (config.weight_memory, a.size, a.itemsize)
+        for a in op.arrays.values()
+        if a.size > 1 and op.params.get("op") in ELEMENTWISE_RATES
+    ]
+    if not any(1 < n < elems for _, n, _ in operands):
+        return
+    moved.clear()
+    scaled.clear()
+    shape = _nhwc(out.shape)
+    block = _elementwise_block(config, shape)
+    item = np.dtype(out.dtype).itemsize
+    for i, (memory, _, size) in enumerate([*operands, (out.memory, elems, item)]):
+        nbytes = elems * size
+        factor = _burst_factor(config, memory, shape, block, size, i == len(operands))
+        moved[memory] = moved.get(memory, 0) + nbytes
+        scaled[memory] = scaled.get(memory, 0.0) + nbytes * factor
+
+
+def elementwise_cycles(config: NPUConfig, ins, out, rate: float, brick: bool = False) -> float:
+    """Vela 5.2's cycles for a native elementwise operation (regor's
+    EstimateElementwiseCycles): per output element the output ``rate``, but at least
+    (minimum memory cycles of one block / block elements + rate) / 4, the minimum memory cycles
+    being the slowest input block's transfer plus the output block's (``_block_transfer``),
+    over the output's elements (``brick``: an intermediate map, which Vela stores in NHCWB16
+    bricks, its depth rounded up to 16: MobileNetV2's 8-channel residual ADD costs twice its
+    elements' rate on u65-512);
+    the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
+    search of Vela matters only where this bound binds: small maps and off-chip ones)."""
+    shape = _nhwc(out.shape)
+    block = _elementwise_block(config, shape)
+    item = np.dtype(out.dtype).itemsize
+    reads = [
+        _block_transfer(config, t.memory, _nhwc(t.shape), block, np.dtype(t.dtype).itemsize, False)
+        for t in ins
+        if int(np.prod(t.shape)) > 1
+    ]
+    write = _block_transfer(config, out.memory, shape, block, item, True)
+    minimum = max(reads, default=0.0) + write
+    per_elem = max(rate, (minimum / (block[0] * block[1] * block[2]) + rate) / 4)
+    if brick:  # an intermediate map in Vela's NHCWB16 layout: the depth in bricks of 16
+        return per_elem * shape[0] * shape[1] * round_up(shape[2], 16)
+    return per_elem * int(np.prod(out.shape))
+
+
+def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
+    """The minimum memory cycles of one block of a MAC-array operation, Vela 5.2's
+    EstimateMinimumMemoryCycles: the input block's first-byte latency and bytes in bursts
+    plus the output block's, each in the memory its map lives in."""
+    ishape, oshape = _nhwc(ifm.shape), _nhwc(ofm.shape)
+    isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
+
+    def transfer(ifm_block, ofm_block) -> float:
+        read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
+        return read + _block_transfer(config, io[1], oshape, ofm_block, osize, True)
+
+    return transfer
