@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import warnings
@@ -365,6 +366,12 @@ class _Graph:
         ctx = NodeContext(self, node, index)
         if domain not in self.model.opsets:
             return self._unsupported(ctx, f"domain {node.domain!r} is not imported by the model")
+        if domain == "ai.onnx":
+            arity = _arity(node.op_type, self.model.opsets["ai.onnx"])
+            if arity is not None and not arity[0] <= len(node.input) <= arity[1]:
+                low, high = arity
+                takes = f"{low}" if low == high else f"{low} to {high}"
+                ctx.fail(f"has {len(node.input)} inputs; ONNX's {node.op_type} takes {takes}")
         if domain == "ai.onnx" and node.op_type not in NO_FOLD and self._fold(ctx):
             return
         entry = CONVERTERS.get((domain, node.op_type))
@@ -438,3 +445,15 @@ class _Graph:
         op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
         self.unsupported.append((ctx.index, op, node.name, reason))
         self.poisoned.update(node.output)
+
+
+@functools.lru_cache(maxsize=512)
+def _arity(op_type: str, opset: int) -> tuple[int, int] | None:
+    """How many inputs ONNX's schema lets ``op_type`` take at ``opset`` (optional inputs
+    included), or None when onnx has no schema for it (a malformed node's extra inputs were
+    silently ignored by converters that read only the first ones)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return None
+    return schema.min_input, schema.max_input

@@ -40,7 +40,7 @@ def lower_fmean(low: LowerContext, call: Call) -> bool:
     """A float32 mean over H, W of dequantized 8-bit data (``_exact_float_mean``): FMEAN."""
     if not _exact_float_mean(call):
         return False
-    low.emit(Kind.FMEAN, call, [low.src(data_operands(call)[0][0])])
+    low.emit(Kind.FMEAN, call, [low.src(call.args[0])])
     return True
 
 

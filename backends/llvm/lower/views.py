@@ -12,7 +12,7 @@ from partita.backends.llvm.kinds import Kind
 
 from partita.ir import Call
 
-from .context import SPLIT_COPY, LowerContext, data_operands
+from .context import SPLIT_COPY, LowerContext
 from .float_ops import lower_view
 from .registry import CORE, lowers
 
@@ -27,7 +27,7 @@ def lower_strided_slice(low: LowerContext, call: Call) -> bool:
 @lowers("reshape", "squeeze", "expand_dims", priority=CORE + 2)
 def lower_copy(low: LowerContext, call: Call) -> bool:
     """A view that keeps the element order: COPY."""
-    low.emit(Kind.COPY, call, [low.src(data_operands(call)[0][0])])
+    low.emit(Kind.COPY, call, [low.src(call.args[0])])
     return True
 
 
@@ -37,7 +37,7 @@ def lower_transpose(low: LowerContext, call: Call) -> bool:
     params = {"perm": _perm(call)}
     if low.threads > 1 and int(np.prod([int(d) for d in call.checked_type.shape])) >= SPLIT_COPY:
         params["threads"] = 2  # the first axis longer than 1 in chunks (scalar.py first_axis)
-    low.emit(Kind.TRANSPOSE, call, [low.src(data_operands(call)[0][0])], params)
+    low.emit(Kind.TRANSPOSE, call, [low.src(call.args[0])], params)
     return True
 
 

@@ -70,6 +70,21 @@ def test_unknown_domains_and_ops_are_listed_at_once():
         from_onnx(m)
 
 
+def test_a_node_with_more_or_fewer_inputs_than_its_schema_is_refused():
+    """Found by the fuzzer (seed 1717, case 83872: a Mul turned into a Transpose of two
+    inputs): the converters read only the inputs they know, so the extra one was dropped."""
+    m = make([helper.make_node("Transpose", ["x", "x"], ["y"], name="t0", perm=[0, 1, 3, 2])])
+    with pytest.raises(ONNXError, match=r"#0 Transpose 't0': has 2 inputs; ONNX's Transpose "
+                                        r"takes 1"):
+        from_onnx(m)
+    m = make([helper.make_node("Add", ["x"], ["y"], name="a0")])
+    with pytest.raises(ONNXError, match=r"#0 Add 'a0': has 1 inputs; ONNX's Add takes 2"):
+        from_onnx(m)
+    clip = helper.make_node("Clip", ["x", "", "hi"], ["y"], name="c0")  # optional inputs
+    hi = numpy_helper.from_array(np.float32(1.0), "hi")
+    assert from_onnx(make([clip], inits=[hi])) is not None
+
+
 def test_dynamic_shape_needs_input_shapes():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 6, 6])
     m = make([helper.make_node("Relu", ["x"], ["y"])], inputs=[x])
