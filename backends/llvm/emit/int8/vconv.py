@@ -19,6 +19,9 @@ from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconca
 # a pointwise convolution's single row: channel groups outer, pixel tiles inner (False: pixel
 # tiles outer, every channel group per tile)
 CHANNELS_OUTER = True
+# the output stage's per-channel constants loaded once per channel vector of a tile, not once
+# per pixel (conv_epilogue)
+HOIST_CHANNELS = True
 
 
 class VectorKernels(Family):
@@ -421,10 +424,10 @@ class VectorKernels(Family):
         (an i64): the first rows another tile has stored already."""
         oy, ox0, o0, rows, vecs = tile
 
-        def stage(v, r):
+        def stage(v, r, cache=None):
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
             o = b.add(o0, b.mul(v, c64(16)))
-            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr)
+            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr, cache=cache)
             pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, r))
             if p.get("out_pad"):  # into a depthwise kernel's padded input (write_into_halos)
                 ws, cs, top, left, width = p["out_pad"]
@@ -436,8 +439,9 @@ class VectorKernels(Family):
         # loop, which is unrolled where its count is known (no loop counter per 16 outputs)
         with for_range(b, vecs, "ev") as v:
             if skip is None:
+                cache = {} if HOIST_CHANNELS else None  # one block: the loads dominate
                 for r in range(rows):
-                    stage(v, c64(r))
+                    stage(v, c64(r), cache)
             else:
                 count = c64(rows) if skip is None else b.sub(c64(rows), skip)
                 with for_range(b, count, "er") as r:

@@ -15,12 +15,18 @@ class OutputStage(Family):
     # what it uses of the other kernel families (through the emit context)
     vload = via("vector")
 
-    def vrequant(self, b, acc, g, o, p, corr=True):
+    def vrequant(self, b, acc, g, o, p, corr=True, cache=None):
         """16 int32 accumulators of channels o.. o+15 -> 16 output bytes (TFLite's stage);
-        ``corr`` False: the accumulators started from the channels' constant term."""
+        ``corr`` False: the accumulators started from the channels' constant term; ``cache``
+        (a dict): the channels' constants loaded once for every pixel of a tile (LLVM cannot
+        reuse them across the output stores, which may alias them)."""
 
         def chan(name):
-            return self.vload(b, g[name], b.mul(o, c64(4)), V16)
+            if cache is None:
+                return self.vload(b, g[name], b.mul(o, c64(4)), V16)
+            if name not in cache:
+                cache[name] = self.vload(b, g[name], b.mul(o, c64(4)), V16)
+            return cache[name]
 
         a = b.add(acc, chan("corr")) if corr else acc  # int32 wrap-around, as TFLite's
         if p["rounding"] in ("onnx", "fbgemm", "onednn"):
