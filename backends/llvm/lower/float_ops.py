@@ -203,10 +203,53 @@ def _dense(low: LowerContext, call) -> bool:
             (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
         ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
             params["threads"] = 2  # (a classifier's one row: each core half the panels)
-        low.emit(Kind.FDENSE, call, [low.src(x)], params, arrays)
+        last = dense_epilogue(low, call, n, params, arrays) if params["vec"] and (
+            call.op.name == "nn.dense") else call
+        inputs = [low.src(x)]
+        if "residual_of" in params:
+            inputs.append(low.src(params.pop("residual_of")))
+        low.emit(Kind.FDENSE, last, inputs, params, arrays)
     else:
         low.emit(Kind.FDENSE, call, [low.src(x), low.src(w)], params, arrays)
     return True
+
+
+def dense_epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict):
+    """Absorb into a vector FDENSE what follows the product (ONNX's MatMul then Add, BERT's
+    projections): an add of a constant [n] (or [1, .., n]) vector, then an add of a float32
+    value of the product's shape already computed (a residual), then a relu, each the only
+    reader of the one before, either operand order (float32 addition commutes, bit for bit).
+    gemm.py adds them to the float32 sums in this order: the bits of the separate ops. The last
+    node computed; params["residual_of"]: the residual's node (the caller passes its buffer)."""
+    shape = tuple(call.checked_type.shape)
+    last = call
+    add = low.only_user(last, "add")
+    if add is not None:
+        other = add.args[1] if add.args[0] is last else add.args[0]
+        data = np.asarray(other.data) if isinstance(other, Constant) else None
+        if (data is not None and other is not last and data.dtype == np.float32
+                and data.size == n and data.shape[-1:] == (n,)
+                and tuple(add.checked_type.shape) == shape):
+            params["bias"] = "n"
+            arrays["bias"] = np.ascontiguousarray(data.reshape(-1))
+            low.absorb(add)
+            last = add
+    add = low.only_user(last, "add")
+    if add is not None:
+        other = add.args[1] if add.args[0] is last else add.args[0]
+        if (other is not last and not isinstance(other, Constant) and low.has_buffer(other)
+                and other.checked_type.dtype == "float32"
+                and tuple(other.checked_type.shape) == shape
+                and tuple(add.checked_type.shape) == shape):
+            params["residual"], params["residual_of"] = True, other
+            low.absorb(add)
+            last = add
+    relu = low.only_user(last, "nn.relu")
+    if relu is not None:
+        params["relu"] = True
+        low.absorb(relu)
+        last = relu
+    return last
 
 
 def gemm_tile(isa: str) -> dict:

@@ -94,3 +94,33 @@ def test_every_register_tile_gives_the_same_bits(monkeypatch, tile, threads):
                  if kk.kind == "FDENSE"]
     assert (fdense.params["rows"], fdense.params["cols"]) == (tile["rows"], tile["cols"])
     assert exe.run(a)[0].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("bias_first, residual_first", [(False, False), (True, True)])
+@pytest.mark.parametrize("n", [768, 100])
+@pytest.mark.parametrize("target", ["llvm -isa=avx2", "llvm -isa=plain", "llvm -threads=2"])
+def test_bias_residual_and_relu_fuse_into_the_dense_with_the_separate_ops_bits(
+        bias_first, residual_first, n, target):
+    """ONNX's MatMul then Add of a bias, then the residual add (BERT's projections, either
+    operand order): one FDENSE adds both to its float32 sums in that order (lower/float_ops
+    dense_epilogue), then a relu: the bits of the product alone followed by the float32 adds."""
+    rng = np.random.default_rng(n)
+    m, k = 50, 300
+    x, r = relay.var("x", shape=(1, m, k)), relay.var("r", shape=(1, m, n))
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    bias = rng.standard_normal((n,)).astype(np.float32)
+    y = relay.nn.dense(x, relay.const(w))
+    y = relay.add(relay.const(bias), y) if bias_first else relay.add(y, relay.const(bias))
+    y = relay.add(r, y) if residual_first else relay.add(y, r)
+    mod = relay.transform.InferType()(
+        relay.IRModule.from_expr(relay.Function([x, r], relay.nn.relu(y))))
+    alone = relay.transform.InferType()(relay.IRModule.from_expr(
+        relay.Function([x], relay.nn.dense(x, relay.const(w)))))
+    exe = P.build(mod, target)
+    kinds = [kk.split()[0] for kk in exe.steps[0].region.kernels]
+    assert kinds == ["FDENSE"]
+    a = rng.standard_normal((1, m, k)).astype(np.float32)
+    res = rng.standard_normal((1, m, n)).astype(np.float32)
+    product = P.build(alone, target).run(a)[0]
+    want = np.maximum((product + bias) + res, np.float32(0))
+    assert exe.run(a, res)[0].tobytes() == want.tobytes()
