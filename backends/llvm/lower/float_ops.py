@@ -32,7 +32,7 @@ from .ewise_tree import clip_bounds as clip_bounds  # their importers' old addre
 from .ewise_tree import strides_for as strides_for
 from .integer import READ, TYPES, requantize_ok
 from .qmean import lower_qmean_builtin
-from .registry import FLOAT, lowers
+from .registry import FLOAT, OP, lowers
 
 if TYPE_CHECKING:
     from .context import LowerContext
@@ -249,7 +249,46 @@ def dense_epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict):
         params["relu"] = True
         low.absorb(relu)
         last = relu
-    return last
+    return absorb_reshapes(low, last)
+
+
+def absorb_reshapes(low: LowerContext, node):
+    """The reshapes that alone read ``node`` (and each other), absorbed: a product kernel
+    (FDENSE, FBMM: their geometry is in their params) writes the last one's buffer, the same
+    elements in the same order, and no COPY runs (BERT's heads: 4 of its reshapes per layer)."""
+    while True:
+        nxt = low.only_user(node, "reshape")
+        if nxt is None:
+            return node
+        low.absorb(nxt)
+        node = nxt
+
+
+# what reads a reshape's buffer by params alone (the kernels never read the buffer's shape)
+PRODUCTS = ("nn.batch_matmul", "nn.dense")
+
+
+@lowers("reshape", priority=OP + 9)
+def lower_reshape_view(low: LowerContext, call) -> bool:
+    """A float32 reshape read only by float products (nn.batch_matmul, exact nn.dense) is its
+    input's buffer (``low.alias``), not a COPY: the element order is the same and FBMM / FDENSE
+    take their geometry from their params. Not for a segment's output (its buffer's shape is
+    the output's) nor for any other reader (TRANSPOSE, EWISE, ... read the buffer's shape)."""
+    data = call.args[0]
+    users = low.users_of(call)
+    if (
+        call.checked_type.dtype != "float32"
+        or not low.has_buffer(data)
+        or any(o is call for o in low.outputs)
+        or not users
+        or any(getattr(u.op, "name", "") not in PRODUCTS
+               or getattr(u.attrs, "accumulate", "exact") != "exact"
+               or any(a.checked_type.dtype != "float32" for a in u.args)
+               for u in users)
+    ):
+        return False
+    low.alias(call, data)
+    return True
 
 
 def gemm_tile(isa: str) -> dict:
@@ -294,7 +333,8 @@ def _bmm(low: LowerContext, call) -> bool:
         params["B"] * m * k * n >= 1 << 22
     ):  # 4 M multiply-adds: batches claimed one at a time by both threads (gemm.py batches)
         params["threads"] = 2
-    low.emit(Kind.FBMM, call, [low.src(x), low.src(y)], params)
+    inputs = [low.src(x), low.src(y)]
+    low.emit(Kind.FBMM, absorb_reshapes(low, call), inputs, params)
     return True
 
 

@@ -124,3 +124,47 @@ def test_bias_residual_and_relu_fuse_into_the_dense_with_the_separate_ops_bits(
     product = P.build(alone, target).run(a)[0]
     want = np.maximum((product + bias) + res, np.float32(0))
     assert exe.run(a, res)[0].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("target", ["llvm -isa=avx2", "llvm -isa=plain", "llvm -threads=2"])
+def test_attention_heads_reshapes_run_no_copy_and_keep_the_bits(monkeypatch, target):
+    """BERT's heads: dense -> reshape -> transpose -> reshape -> batch_matmul -> reshape. The
+    products write their reshapes' buffers (lower/float_ops absorb_reshapes) and a reshape
+    read only by products is its input's buffer (lower_reshape_view): no COPY kernel, and the
+    bits of the build that copies (the lowerings turned off)."""
+    from partita.backends.llvm.lower import float_ops as float_lower
+
+    rng = np.random.default_rng(3)
+    s, heads, d = 24, 4, 16
+    x = relay.var("x", shape=(1, s, heads * d))
+    wq, wk = (relay.const(rng.standard_normal((heads * d, heads * d)).astype(np.float32))
+              for _ in range(2))
+
+    def head_major(y, axes, shape):
+        y = relay.reshape(relay.nn.dense(x, y), (1, s, heads, d))
+        return relay.reshape(relay.transpose(y, axes), shape)
+
+    q = head_major(wq, (0, 2, 1, 3), (heads, s, d))
+    k = head_major(wk, (0, 2, 3, 1), (heads, d, s))
+    scores = relay.reshape(relay.nn.batch_matmul(q, k, transpose_b=False), (1, heads, s, s))
+    probs = relay.reshape(relay.nn.softmax(scores), (heads, s, s))
+    ctx = relay.reshape(relay.nn.batch_matmul(probs, q, transpose_b=False), (1, heads, s, d))
+    out = relay.reshape(relay.transpose(ctx, (0, 2, 1, 3)), (1, s, heads * d))
+    out = relay.nn.dense(out, wq)
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x], out)))
+    a = rng.standard_normal((1, s, heads * d)).astype(np.float32)
+    exe = P.build(mod, target)
+    kinds = [kk.split()[0] for kk in exe.steps[0].region.kernels]
+    assert "COPY" not in kinds and kinds.count("FBMM") == 2, kinds
+    got = exe.run(a)[0]
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
+    monkeypatch.setattr(float_lower, "absorb_reshapes", lambda low, node: node)
+    from partita.backends.llvm.lower import registry
+
+    monkeypatch.setitem(registry._BY_OP, "reshape", [
+        c for c in registry._BY_OP["reshape"] if c.fn is not float_lower.lower_reshape_view])
+    copied = P.build(mod, target)
+    assert [kk.split()[0] for kk in copied.steps[0].region.kernels].count("COPY") == 8
+    assert got.tobytes() == copied.run(a)[0].tobytes()
+    want = P.interpret(mod, [a])[0]
+    assert float(np.abs(got - want).max()) <= 1e-5 * float(np.abs(want).max())
