@@ -27,7 +27,7 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
-from .ewise_tree import FILLS, Tree, emit_ewise
+from .ewise_tree import FILLS, Tree, absorb_reshapes, emit_ewise
 from .ewise_tree import clip_bounds as clip_bounds  # their importers' old address
 from .ewise_tree import strides_for as strides_for
 from .integer import READ, TYPES, requantize_ok
@@ -250,18 +250,6 @@ def dense_epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict):
         low.absorb(relu)
         last = relu
     return absorb_reshapes(low, last)
-
-
-def absorb_reshapes(low: LowerContext, node):
-    """The reshapes that alone read ``node`` (and each other), absorbed: a product kernel
-    (FDENSE, FBMM: their geometry is in their params) writes the last one's buffer, the same
-    elements in the same order, and no COPY runs (BERT's heads: 4 of its reshapes per layer)."""
-    while True:
-        nxt = low.only_user(node, "reshape")
-        if nxt is None:
-            return node
-        low.absorb(nxt)
-        node = nxt
 
 
 # what reads a reshape's buffer by params alone (the kernels never read the buffer's shape)
