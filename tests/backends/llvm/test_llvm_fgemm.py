@@ -168,3 +168,34 @@ def test_attention_heads_reshapes_run_no_copy_and_keep_the_bits(monkeypatch, tar
     assert got.tobytes() == copied.run(a)[0].tobytes()
     want = P.interpret(mod, [a])[0]
     assert float(np.abs(got - want).max()) <= 1e-5 * float(np.abs(want).max())
+
+
+@pytest.mark.parametrize("target", ["llvm -isa=avx2", "llvm -isa=plain", "llvm -threads=2"])
+def test_a_residual_product_in_row_order_keeps_the_panel_order_bits(monkeypatch, tmp_path,
+                                                                   target):
+    """A product adding a residual, with weights in L2 and one k block (ResNet's 1 x 1
+    expansions), runs row tiles outer (emit/float/gemm.py ROWS_FIRST_WEIGHTS): the bits of the
+    panels-outer order (each output one FMA chain in k order either way). Short row tiles
+    (m % 6) and a masked last vector included; each build its own object cache."""
+    from partita.backends.llvm.emit.float import gemm
+
+    rng = np.random.default_rng(11)
+    m, k, n = 331, 64, 200  # 4.2 M multiply-adds: two threads split it
+    x, r = relay.var("x", shape=(m, k)), relay.var("r", shape=(m, n))
+    w = relay.const(rng.standard_normal((n, k)).astype(np.float32))
+    b = relay.const(rng.standard_normal((n,)).astype(np.float32))
+    y = relay.nn.relu(relay.add(relay.add(relay.nn.dense(x, w), b), r))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x, r], y)))
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    res = rng.standard_normal((m, n)).astype(np.float32)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "rows"))
+    assert k * n <= gemm.ROWS_FIRST_WEIGHTS
+    exe = P.build(mod, target)
+    assert [kk.split()[0] for kk in exe.steps[0].region.kernels] == ["FDENSE"]
+    rows = exe.run(a, res)[0]
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "panels"))
+    monkeypatch.setattr(gemm, "ROWS_FIRST_WEIGHTS", 0)
+    assert P.build(mod, target).run(a, res)[0].tobytes() == rows.tobytes()
+    want = P.interpret(mod, [a, res])[0]
+    assert float(np.abs(rows - want).max()) <= 1e-5 * float(np.abs(want).max())
