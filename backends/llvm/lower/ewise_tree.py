@@ -146,7 +146,19 @@ def emit_ewise(low: LowerContext, call, tree, root) -> None:
     }
     if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
         params["threads"] = 2  # 128 K elements or more: worth a thread start
-    low.emit(Kind.EWISE, call, tree.inputs, params, tree.arrays)
+    low.emit(Kind.EWISE, absorb_reshapes(low, call), tree.inputs, params, tree.arrays)
 
 
-__all__ = ["FILLS", "Tree", "clip_bounds", "emit_ewise", "strides_for"]
+def absorb_reshapes(low: LowerContext, node):
+    """The reshapes that alone read ``node`` (and each other), absorbed: a kernel that
+    takes its geometry from its params (EWISE, FDENSE, FBMM) writes the last one's buffer, the same
+    elements in the same order, and no COPY runs (BERT's heads: 4 of its reshapes per layer)."""
+    while True:
+        nxt = low.only_user(node, "reshape")
+        if nxt is None:
+            return node
+        low.absorb(nxt)
+        node = nxt
+
+
+__all__ = ["FILLS", "Tree", "absorb_reshapes", "clip_bounds", "emit_ewise", "strides_for"]

@@ -27,12 +27,12 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
-from .ewise_tree import FILLS, Tree, emit_ewise
+from .ewise_tree import FILLS, Tree, absorb_reshapes, emit_ewise
 from .ewise_tree import clip_bounds as clip_bounds  # their importers' old address
 from .ewise_tree import strides_for as strides_for
 from .integer import READ, TYPES, requantize_ok
 from .qmean import lower_qmean_builtin
-from .registry import FLOAT, lowers
+from .registry import FLOAT, OP, lowers
 
 if TYPE_CHECKING:
     from .context import LowerContext
@@ -203,9 +203,79 @@ def _dense(low: LowerContext, call) -> bool:
             (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
         ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
             params["threads"] = 2  # (a classifier's one row: each core half the panels)
-        low.emit(Kind.FDENSE, call, [low.src(x)], params, arrays)
+        last = dense_epilogue(low, call, n, params, arrays) if params["vec"] and (
+            call.op.name == "nn.dense") else call
+        inputs = [low.src(x)]
+        if "residual_of" in params:
+            inputs.append(low.src(params.pop("residual_of")))
+        low.emit(Kind.FDENSE, last, inputs, params, arrays)
     else:
         low.emit(Kind.FDENSE, call, [low.src(x), low.src(w)], params, arrays)
+    return True
+
+
+def dense_epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict):
+    """Absorb into a vector FDENSE what follows the product (ONNX's MatMul then Add, BERT's
+    projections): an add of a constant [n] (or [1, .., n]) vector, then an add of a float32
+    value of the product's shape already computed (a residual), then a relu, each the only
+    reader of the one before, either operand order (float32 addition commutes, bit for bit).
+    gemm.py adds them to the float32 sums in this order: the bits of the separate ops. The last
+    node computed; params["residual_of"]: the residual's node (the caller passes its buffer)."""
+    shape = tuple(call.checked_type.shape)
+    last = call
+    add = low.only_user(last, "add")
+    if add is not None:
+        other = add.args[1] if add.args[0] is last else add.args[0]
+        data = np.asarray(other.data) if isinstance(other, Constant) else None
+        if (data is not None and other is not last and data.dtype == np.float32
+                and data.size == n and data.shape[-1:] == (n,)
+                and tuple(add.checked_type.shape) == shape):
+            params["bias"] = "n"
+            arrays["bias"] = np.ascontiguousarray(data.reshape(-1))
+            low.absorb(add)
+            last = add
+    add = low.only_user(last, "add")
+    if add is not None:
+        other = add.args[1] if add.args[0] is last else add.args[0]
+        if (other is not last and not isinstance(other, Constant) and low.has_buffer(other)
+                and other.checked_type.dtype == "float32"
+                and tuple(other.checked_type.shape) == shape
+                and tuple(add.checked_type.shape) == shape):
+            params["residual"], params["residual_of"] = True, other
+            low.absorb(add)
+            last = add
+    relu = low.only_user(last, "nn.relu")
+    if relu is not None:
+        params["relu"] = True
+        low.absorb(relu)
+        last = relu
+    return absorb_reshapes(low, last)
+
+
+# what reads a reshape's buffer by params alone (the kernels never read the buffer's shape)
+PRODUCTS = ("nn.batch_matmul", "nn.dense")
+
+
+@lowers("reshape", priority=OP + 9)
+def lower_reshape_view(low: LowerContext, call) -> bool:
+    """A float32 reshape read only by float products (nn.batch_matmul, exact nn.dense) is its
+    input's buffer (``low.alias``), not a COPY: the element order is the same and FBMM / FDENSE
+    take their geometry from their params. Not for a segment's output (its buffer's shape is
+    the output's) nor for any other reader (TRANSPOSE, EWISE, ... read the buffer's shape)."""
+    data = call.args[0]
+    users = low.users_of(call)
+    if (
+        call.checked_type.dtype != "float32"
+        or not low.has_buffer(data)
+        or any(o is call for o in low.outputs)
+        or not users
+        or any(getattr(u.op, "name", "") not in PRODUCTS
+               or getattr(u.attrs, "accumulate", "exact") != "exact"
+               or any(a.checked_type.dtype != "float32" for a in u.args)
+               for u in users)
+    ):
+        return False
+    low.alias(call, data)
     return True
 
 
@@ -251,7 +321,8 @@ def _bmm(low: LowerContext, call) -> bool:
         params["B"] * m * k * n >= 1 << 22
     ):  # 4 M multiply-adds: batches claimed one at a time by both threads (gemm.py batches)
         params["threads"] = 2
-    low.emit(Kind.FBMM, call, [low.src(x), low.src(y)], params)
+    inputs = [low.src(x), low.src(y)]
+    low.emit(Kind.FBMM, absorb_reshapes(low, call), inputs, params)
     return True
 
 

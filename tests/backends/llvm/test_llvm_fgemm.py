@@ -94,3 +94,108 @@ def test_every_register_tile_gives_the_same_bits(monkeypatch, tile, threads):
                  if kk.kind == "FDENSE"]
     assert (fdense.params["rows"], fdense.params["cols"]) == (tile["rows"], tile["cols"])
     assert exe.run(a)[0].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("bias_first, residual_first", [(False, False), (True, True)])
+@pytest.mark.parametrize("n", [768, 100])
+@pytest.mark.parametrize("target", ["llvm -isa=avx2", "llvm -isa=plain", "llvm -threads=2"])
+def test_bias_residual_and_relu_fuse_into_the_dense_with_the_separate_ops_bits(
+        bias_first, residual_first, n, target):
+    """ONNX's MatMul then Add of a bias, then the residual add (BERT's projections, either
+    operand order): one FDENSE adds both to its float32 sums in that order (lower/float_ops
+    dense_epilogue), then a relu: the bits of the product alone followed by the float32 adds."""
+    rng = np.random.default_rng(n)
+    m, k = 50, 300
+    x, r = relay.var("x", shape=(1, m, k)), relay.var("r", shape=(1, m, n))
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    bias = rng.standard_normal((n,)).astype(np.float32)
+    y = relay.nn.dense(x, relay.const(w))
+    y = relay.add(relay.const(bias), y) if bias_first else relay.add(y, relay.const(bias))
+    y = relay.add(r, y) if residual_first else relay.add(y, r)
+    mod = relay.transform.InferType()(
+        relay.IRModule.from_expr(relay.Function([x, r], relay.nn.relu(y))))
+    alone = relay.transform.InferType()(relay.IRModule.from_expr(
+        relay.Function([x], relay.nn.dense(x, relay.const(w)))))
+    exe = P.build(mod, target)
+    kinds = [kk.split()[0] for kk in exe.steps[0].region.kernels]
+    assert kinds == ["FDENSE"]
+    a = rng.standard_normal((1, m, k)).astype(np.float32)
+    res = rng.standard_normal((1, m, n)).astype(np.float32)
+    product = P.build(alone, target).run(a)[0]
+    want = np.maximum((product + bias) + res, np.float32(0))
+    assert exe.run(a, res)[0].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("target", ["llvm -isa=avx2", "llvm -isa=plain", "llvm -threads=2"])
+def test_attention_heads_reshapes_run_no_copy_and_keep_the_bits(monkeypatch, target):
+    """BERT's heads: dense -> reshape -> transpose -> reshape -> batch_matmul -> reshape. The
+    products write their reshapes' buffers (lower/float_ops absorb_reshapes) and a reshape
+    read only by products is its input's buffer (lower_reshape_view): no COPY kernel, and the
+    bits of the build that copies (the lowerings turned off)."""
+    from partita.backends.llvm.lower import float_ops as float_lower
+
+    rng = np.random.default_rng(3)
+    s, heads, d = 24, 4, 16
+    x = relay.var("x", shape=(1, s, heads * d))
+    wq, wk = (relay.const(rng.standard_normal((heads * d, heads * d)).astype(np.float32))
+              for _ in range(2))
+
+    def head_major(y, axes, shape):
+        y = relay.reshape(relay.nn.dense(x, y), (1, s, heads, d))
+        return relay.reshape(relay.transpose(y, axes), shape)
+
+    q = head_major(wq, (0, 2, 1, 3), (heads, s, d))
+    k = head_major(wk, (0, 2, 3, 1), (heads, d, s))
+    scores = relay.reshape(relay.nn.batch_matmul(q, k, transpose_b=False), (1, heads, s, s))
+    probs = relay.reshape(relay.nn.softmax(scores), (heads, s, s))
+    ctx = relay.reshape(relay.nn.batch_matmul(probs, q, transpose_b=False), (1, heads, s, d))
+    out = relay.reshape(relay.transpose(ctx, (0, 2, 1, 3)), (1, s, heads * d))
+    out = relay.nn.dense(out, wq)
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x], out)))
+    a = rng.standard_normal((1, s, heads * d)).astype(np.float32)
+    exe = P.build(mod, target)
+    kinds = [kk.split()[0] for kk in exe.steps[0].region.kernels]
+    assert "COPY" not in kinds and kinds.count("FBMM") == 2, kinds
+    got = exe.run(a)[0]
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
+    monkeypatch.setattr(float_lower, "absorb_reshapes", lambda low, node: node)
+    from partita.backends.llvm.lower import registry
+
+    monkeypatch.setitem(registry._BY_OP, "reshape", [
+        c for c in registry._BY_OP["reshape"] if c.fn is not float_lower.lower_reshape_view])
+    copied = P.build(mod, target)
+    assert [kk.split()[0] for kk in copied.steps[0].region.kernels].count("COPY") == 8
+    assert got.tobytes() == copied.run(a)[0].tobytes()
+    want = P.interpret(mod, [a])[0]
+    assert float(np.abs(got - want).max()) <= 1e-5 * float(np.abs(want).max())
+
+
+@pytest.mark.parametrize("target", ["llvm -isa=avx2", "llvm -isa=plain", "llvm -threads=2"])
+def test_a_residual_product_in_row_order_keeps_the_panel_order_bits(monkeypatch, tmp_path,
+                                                                   target):
+    """A product adding a residual, with weights in L2 and one k block (ResNet's 1 x 1
+    expansions), runs row tiles outer (emit/float/gemm.py ROWS_FIRST_WEIGHTS): the bits of the
+    panels-outer order (each output one FMA chain in k order either way). Short row tiles
+    (m % 6) and a masked last vector included; each build its own object cache."""
+    from partita.backends.llvm.emit.float import gemm
+
+    rng = np.random.default_rng(11)
+    m, k, n = 331, 64, 200  # 4.2 M multiply-adds: two threads split it
+    x, r = relay.var("x", shape=(m, k)), relay.var("r", shape=(m, n))
+    w = relay.const(rng.standard_normal((n, k)).astype(np.float32))
+    b = relay.const(rng.standard_normal((n,)).astype(np.float32))
+    y = relay.nn.relu(relay.add(relay.add(relay.nn.dense(x, w), b), r))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x, r], y)))
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    res = rng.standard_normal((m, n)).astype(np.float32)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "rows"))
+    assert k * n <= gemm.ROWS_FIRST_WEIGHTS
+    exe = P.build(mod, target)
+    assert [kk.split()[0] for kk in exe.steps[0].region.kernels] == ["FDENSE"]
+    rows = exe.run(a, res)[0]
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "panels"))
+    monkeypatch.setattr(gemm, "ROWS_FIRST_WEIGHTS", 0)
+    assert P.build(mod, target).run(a, res)[0].tobytes() == rows.tobytes()
+    want = P.interpret(mod, [a, res])[0]
+    assert float(np.abs(rows - want).max()) <= 1e-5 * float(np.abs(want).max())

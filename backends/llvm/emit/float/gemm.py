@@ -22,6 +22,11 @@ ROWS, COLS = 4, 4
 PANEL_FLOATS = 4096
 ROW_BLOCK_FLOATS = 16384
 BIG_WEIGHTS = 1 << 18  # floats (1 MB): more than L2 holds beside x
+# a product that adds a residual (ResNet's expansions) with at most this many weights (floats:
+# 256 KB, in L2) and one k block runs row tiles outer (rows_outer): y and the residual move row
+# by row; the panels-outer order read them in 64-byte column strips 1-8 KB apart, which the
+# residual (a cold input) paid for: 56 x 56 64 -> 256 + residual 2.2 -> 1.8 ms
+ROWS_FIRST_WEIGHTS = 1 << 16
 PF_LOCALITY = 2  # prefetches ahead in a panel: prefetcht1, into L2
 
 
@@ -89,7 +94,7 @@ class FloatGemm(Family):
         return b.shuffle_vector(vec, undef, ir.Constant(ir.VectorType(I32T, VEC), [0] * VEC))
 
     def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y, bias=None,
-             relu=False):
+             relu=False, rows_first=False):
         """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
         ``cols``-vector column block at n0, for n in steps of 16 (the last n_count % 16
         columns: one vector, masked: its weight panel is zero-padded to 16).
@@ -160,7 +165,21 @@ class FloatGemm(Family):
                     body(b.mul(kb, c64(kc)), kc, b.icmp_unsigned("!=", kb, c64(0)), False)
             body(c64((nkb - 1) * kc), klast, nkb > 1, True)
 
-        def block(t0, tiles: int, with_rem: bool):
+        def rows_outer(t0, tiles: int, with_rem: bool):
+            """Row tiles outer, every panel inner (one k block): x's tile stays in L1 while
+            the panels pass, y and a residual are read and written row by row."""
+            def row_tile(rows, m0):
+                for group in groups:
+                    with for_range(b, group[2], "nt") as nt:
+                        tile(rows, m0, nt, (c64(0), klast, False), True, group)
+            if tiles:
+                with for_range(b, tiles, "mt") as mt:
+                    row_tile(tr, b.mul(b.add(t0, mt), c64(tr)))
+            if with_rem:
+                for rows, start in shorts:
+                    row_tile(rows, c64(start))
+
+        def panels_outer(t0, tiles: int, with_rem: bool):
             """Row tiles t0 .. t0 + tiles (and the short last tile) over every k block: k
             blocks outer (each panel's block read from memory once per row block); with
             a single row block, the panels outer, each read in k order once (one stream
@@ -180,6 +199,7 @@ class FloatGemm(Family):
 
             k_loop(step)
 
+        block = rows_outer if nkb == 1 and rows_first else panels_outer
         if count > 1:
             with for_range(b, count - 1, "mb") as mb:
                 block(b.mul(mb, c64(per)), per, False)
@@ -295,6 +315,7 @@ class FloatGemm(Family):
             w_at,
             lambda m, n: b.add(b.mul(m, c64(n_)), n),
             x, w, y, bias, bool(p.get("relu")),
+            bool(p.get("residual")) and "implicit" not in p and k_ * n_ <= ROWS_FIRST_WEIGHTS,
         )  # fmt: skip
         b.ret_void()
         return fn
