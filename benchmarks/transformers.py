@@ -105,6 +105,23 @@ def ort_session(path: Path, threads: int):
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
+def count_modes(exe) -> dict:
+    """Counts of the runs each ``-threads=2`` region made with the worker ("pool") and without
+    it ("alone"), filled in as it runs (TwoModes' choice, counted by wrapping its record)."""
+    counts = {"pool": 0, "alone": 0}
+    for step in exe.steps:
+        modes = getattr(getattr(step, "region", None), "modes", None)
+        if modes is None or getattr(step.region, "_alone", None) is None:
+            continue
+
+        def record(mode, seconds, inner=modes.record):
+            counts[mode] += 1
+            inner(mode, seconds)
+
+        modes.record = record
+    return counts
+
+
 def partita_build(mod, threads: int = 1):
     """(what runs, compile seconds, a function running it once): "llvm" (``-threads=2``: the
     large matrix products split over a second thread), or the interpreter when the llvm build
@@ -164,10 +181,14 @@ def main(argv=None) -> int:
                     scale = float(np.abs(want).max()) or 1.0
                     what += f", within {float(np.abs(got - want).max()) / scale:.1e} of ORT's scale"
                     before = load()
+                    counts = count_modes(exe)
                     ours, peer = interleaved([lambda e=exe: e.run(**feed),
                                               lambda s=sess: s.run(None, feed)],
                                              args.repeat, args.block)
                     what += f"; load average {before} -> {load()}"
+                    if n > 1 and sum(counts.values()):
+                        what += (f"; runs with the worker {counts['pool']} of "
+                                 f"{sum(counts.values())}")
                 print(
                     f"{form}, {n} thread(s): partita {ours[0] * 1e3:.1f} ms wall / "
                     f"{ours[1] * 1e3:.1f} ms CPU (compile {compile_s:.2f} s), ONNX Runtime "

@@ -16,8 +16,9 @@ IDLE_SPINS pauses (back-to-back inferences find it awake), then sleeps on a fute
 call wakes it. ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the
 region is collected, and at exit); a forked child starts a worker of its own. Whether a call
 uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``): one
-thread first, the worker tried on a few runs while another CPU looks idle, and dropped at the
-first run it makes slower. Linux only (futex), as is the rest of the backend's
+thread first, the worker tried on a few runs while other processes leave a second CPU free
+(this process's own threads, another runtime's spinning pool included, do not count), and
+dropped at the first run it makes slower. Linux only (futex), as is the rest of the backend's
 threading.
 """
 
@@ -345,41 +346,61 @@ def parse_stat(line: str) -> tuple[int, int]:
     return ticks[3] + ticks[4], sum(ticks)
 
 
+def _ticks_per_second() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, OSError, ValueError):
+        return 100
+
+
 class IdleCPU:
-    """Whether another CPU than the caller's looks idle: the idle share of all CPUs' time in
-    /proc/stat since the last look (at least SPAN seconds ago; a run of one thread keeps one
-    CPU busy, so ``idle_cpus`` counts the others), or off Linux the one-minute load average
-    below the CPU count minus one."""
+    """Whether a CPU besides the caller's is left free by *other processes*: over the time since
+    the last look (at least SPAN seconds ago), all CPUs' busy time in /proc/stat minus this
+    process's own CPU time (all its threads: ``time.process_time``), as CPUs; the CPUs the others
+    leave must hold the caller's thread and NEED of the worker's. Threads of this process are
+    not "another CPU's load": a runtime's pool spinning next to partita in the same process
+    (ONNX Runtime's spins for 100 ms or more after each of its calls) neither keeps the worker
+    from a core another process would hold nor stays when the measured runs say otherwise, and
+    the run times (TwoModes) judge that case; another process on the second core does. Off
+    Linux: the one-minute load average below the CPU count minus one."""
 
     SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
-    NEED = 0.6  # idle CPUs (averaged over the span) for the worker to have one
+    NEED = 0.6  # CPUs (averaged over the span) the worker needs besides the caller's one
 
-    def __init__(self, stat=_proc_stat, clock=None, loadavg=None, cpus: int | None = None):
+    def __init__(self, stat=_proc_stat, clock=None, loadavg=None, cpus: int | None = None,
+                 own=None, hz: int | None = None):
         self.stat, self.clock = stat, clock or time.monotonic
+        self.own = own or time.process_time  # this process's CPU seconds, all threads
+        self.hz = hz or _ticks_per_second()  # /proc/stat's jiffies per second
         self.loadavg = loadavg or (os.getloadavg if hasattr(os, "getloadavg") else None)
         self.cpus = cpus or os.cpu_count() or 1
         self.last, self.when, self.answer = stat(), self.clock(), None
+        self.mine = self.own()
 
-    def idle_cpus(self) -> float | None:
+    def free_cpus(self) -> float | None:
+        """CPUs other processes left unused since the last look (this process's threads count
+        as free: the caller's own thread is one of them), or None without /proc/stat."""
         now = self.clock()
         if now - self.when < self.SPAN and self.answer is not None:
             return self.answer  # too soon for new jiffies: the last answer
-        sample = self.stat()
+        sample, mine = self.stat(), self.own()
         if sample is None or self.last is None:
             return None
         d_idle, d_total = sample[0] - self.last[0], sample[1] - self.last[1]
         if d_total <= 0:
             return self.answer
-        self.last, self.when = sample, now
-        self.answer = self.cpus * d_idle / d_total
+        d_mine = (mine - self.mine) * self.hz  # in jiffies, as /proc/stat counts
+        self.last, self.when, self.mine = sample, now, mine
+        others = min(max(d_total - d_idle - d_mine, 0.0), d_total)
+        self.answer = self.cpus * (1.0 - others / d_total)
         return self.answer
 
     def __call__(self) -> bool:
         if self.cpus < 2:
             return False
-        idle = self.idle_cpus()
-        if idle is not None:
-            return idle >= self.NEED
+        free = self.free_cpus()
+        if free is not None:
+            return free >= 1.0 + self.NEED
         if self.loadavg is None:
             return True
         return self.loadavg()[0] < self.cpus - 1
@@ -390,9 +411,10 @@ class TwoModes:
 
     One thread is the safe mode: a region starts there (its first BASELINE runs time it) and
     goes back to it at once when a run with the worker is slower than the median of the last
-    WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says another CPU
-    looks idle, every ``interval`` runs: PROBE at first, doubled up to MAX_PROBE after each
-    probe the worker lost (or each time the machine was busy at a probe's turn). A probe is
+    WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says other processes
+    leave a second CPU free (IdleCPU), every ``interval`` runs: PROBE at first, doubled up to
+    MAX_PROBE after each probe the worker lost (or each time the machine was busy at a probe's
+    turn). A probe is
     ACCEPT runs with the worker, each faster than MARGIN of the median alone (the worker's
     first run ever, which starts the thread, is not judged); then the region stays with the
     worker, re-timing one run alone every ``interval`` runs, until one run with the worker is
