@@ -414,11 +414,10 @@ class TwoModes:
     WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says other processes
     leave a second CPU free (IdleCPU), every ``interval`` runs: PROBE at first, doubled up to
     MAX_PROBE after each probe the worker lost (or each time the machine was busy at a probe's
-    turn). A probe is
-    ACCEPT runs with the worker, each faster than MARGIN of the median alone (the worker's
-    first run ever, which starts the thread, is not judged); then the region stays with the
-    worker, re-timing one run alone every ``interval`` runs, until one run with the worker is
-    slower than the median alone. So on a busy machine at most one run in PROBE (fewer later)
+    turn). A probe is ACCEPT runs with the worker, each faster than MARGIN of the median alone
+    (the worker's first run ever, which starts the thread, is not judged); then the region stays
+    with the worker, re-timing one run alone every ``interval`` runs, until one run with the
+    worker is slower than the median alone. So on a busy machine at most one run in PROBE (fewer later)
     pays for a slow worker, and no run of the first BASELINE does."""
 
     WINDOW = 5
