@@ -328,22 +328,34 @@ def split_work(k) -> int:
     return 0
 
 
-def _proc_stat() -> tuple[int, int] | None:
-    """(idle, total) jiffies of all CPUs from /proc/stat's first line, or None off Linux."""
+def _proc_stat(nice_free: bool = False) -> tuple[int, int] | None:
+    """(free, total) jiffies of all CPUs from /proc/stat's first line (see parse_stat), or None
+    off Linux."""
     try:
         with open("/proc/stat") as f:
-            return parse_stat(f.readline())
+            return parse_stat(f.readline(), nice_free)
     except (OSError, ValueError):
         return None
 
 
-def parse_stat(line: str) -> tuple[int, int]:
-    """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies."""
+def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
+    """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies; with ``nice_free`` the niced
+    processes' time (``nice``: user time at a nice level above 0) counts as free too, as it is
+    for a caller at the default priority (the scheduler gives a nice-19 process 1.5% of a CPU
+    against it)."""
     fields = line.split()
     if not fields or fields[0] != "cpu":
         raise ValueError(f"not /proc/stat's cpu line: {line!r}")
     ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    return ticks[3] + ticks[4], sum(ticks)
+    return ticks[3] + ticks[4] + (ticks[1] if nice_free else 0), sum(ticks)
+
+
+def _not_niced() -> bool:
+    """This process runs at nice 0 or better (niced processes then yield their CPU to it)."""
+    try:
+        return os.getpriority(os.PRIO_PROCESS, 0) <= 0
+    except (AttributeError, OSError):
+        return False
 
 
 def _ticks_per_second() -> int:
@@ -357,18 +369,21 @@ class IdleCPU:
     """Whether a CPU besides the caller's is left free by *other processes*: over the time since
     the last look (at least SPAN seconds ago), all CPUs' busy time in /proc/stat minus this
     process's own CPU time (all its threads: ``time.process_time``), as CPUs; the CPUs the others
-    leave must hold the caller's thread and NEED of the worker's. Threads of this process are
-    not "another CPU's load": a runtime's pool spinning next to partita in the same process
-    (ONNX Runtime's spins for 100 ms or more after each of its calls) neither keeps the worker
-    from a core another process would hold nor stays when the measured runs say otherwise, and
-    the run times (TwoModes) judge that case; another process on the second core does. Off
-    Linux: the one-minute load average below the CPU count minus one."""
+    leave must hold the caller's thread and NEED of the worker's. This process's threads are not
+    another CPU's load: a runtime's pool spinning next to partita in the same process (ONNX
+    Runtime's spins for tens of milliseconds after each of its calls) is left to the measured
+    run times (TwoModes), another process on the second core is not. Niced processes' time
+    counts as free when this process is not niced (a background job at nice 19 gives way to
+    it). Off Linux: the one-minute load average below the CPU count minus one."""
 
     SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
     NEED = 0.6  # CPUs (averaged over the span) the worker needs besides the caller's one
 
-    def __init__(self, stat=_proc_stat, clock=None, loadavg=None, cpus: int | None = None,
+    def __init__(self, stat=None, clock=None, loadavg=None, cpus: int | None = None,
                  own=None, hz: int | None = None):
+        if stat is None:  # niced processes' time is free to a caller that is not niced
+            nice_free = _not_niced()
+            stat = lambda: _proc_stat(nice_free)  # noqa: E731
         self.stat, self.clock = stat, clock or time.monotonic
         self.own = own or time.process_time  # this process's CPU seconds, all threads
         self.hz = hz or _ticks_per_second()  # /proc/stat's jiffies per second
@@ -417,8 +432,8 @@ class TwoModes:
     turn). A probe is ACCEPT runs with the worker, each faster than MARGIN of the median alone
     (the worker's first run ever, which starts the thread, is not judged); then the region stays
     with the worker, re-timing one run alone every ``interval`` runs, until one run with the
-    worker is slower than the median alone. So on a busy machine at most one run in PROBE (fewer later)
-    pays for a slow worker, and no run of the first BASELINE does."""
+    worker is slower than the median alone. So on a busy machine at most one run in PROBE
+    (fewer later) pays for a slow worker, and no run of the first BASELINE does."""
 
     WINDOW = 5
     BASELINE = 2

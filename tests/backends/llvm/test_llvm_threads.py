@@ -118,6 +118,9 @@ def test_the_worker_is_probed_only_while_another_cpu_looks_idle():
 
 def test_free_cpus_from_proc_stat_minus_this_process_and_the_load_average():
     assert parse_stat("cpu  10 0 5 100 3 0 1 0 0 0") == (103, 119)
+    # niced processes' time (the second field) is free to a caller that is not niced
+    assert parse_stat("cpu  10 7 5 100 3 0 1 0 0 0", nice_free=True) == (110, 126)
+    assert parse_stat("cpu  10 7 5 100 3 0 1 0 0 0") == (103, 126)
     with pytest.raises(ValueError, match="cpu line"):
         parse_stat("intr 1 2 3")
     clock, own = [0.0], [0.0]
