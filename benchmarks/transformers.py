@@ -112,21 +112,12 @@ def ort_session(path: Path, threads: int):
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
-def count_modes(exe) -> dict:
-    """Counts of the runs each ``-threads=2`` region made with the worker ("pool") and without
-    it ("alone"), filled in as it runs (TwoModes' choice, counted by wrapping its record)."""
-    counts = {"pool": 0, "alone": 0}
-    for step in exe.steps:
-        modes = getattr(getattr(step, "region", None), "modes", None)
-        if modes is None or getattr(step.region, "_alone", None) is None:
-            continue
-
-        def record(mode, seconds, inner=modes.record):
-            counts[mode] += 1
-            inner(mode, seconds)
-
-        modes.record = record
-    return counts
+def worker_runs(exe) -> tuple[int, int]:
+    """(runs with the worker, runs) of ``exe``'s ``-threads=2`` regions so far (TwoModes'
+    choice, counted by mode)."""
+    counts = [step.region.modes.counts for step in exe.steps
+              if getattr(getattr(step, "region", None), "_alone", None) is not None]
+    return sum(c["pool"] for c in counts), sum(c["pool"] + c["alone"] for c in counts)
 
 
 def partita_build(mod, threads: int = 1):
@@ -189,14 +180,14 @@ def main(argv=None) -> int:
                     scale = float(np.abs(want).max()) or 1.0
                     what += f", within {float(np.abs(got - want).max()) / scale:.1e} of ORT's scale"
                     before = load()
-                    counts = count_modes(exe)
+                    pooled, runs = worker_runs(exe)
                     ours, peer = interleaved([lambda e=exe: e.run(**feed),
                                               lambda s=sess: s.run(None, feed)],
                                              args.repeat, args.block)
                     what += f"; load average {before} -> {load()}"
-                    if n > 1 and sum(counts.values()):
-                        what += (f"; runs with the worker {counts['pool']} of "
-                                 f"{sum(counts.values())}")
+                    if n > 1:
+                        now = worker_runs(exe)
+                        what += f"; runs with the worker {now[0] - pooled} of {now[1] - runs}"
                 print(
                     f"{form}, {n} thread(s): partita {ours[0] * 1e3:.1f} ms wall / "
                     f"{ours[1] * 1e3:.1f} ms CPU ({ours[2] * 1e3:.1f} the caller's thread; compile "

@@ -444,6 +444,7 @@ class TwoModes:
     def __init__(self, idle=None):
         self.idle = idle if idle is not None else IdleCPU()
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
+        self.counts = {"pool": 0, "alone": 0}  # runs recorded in each mode (for benchmarks)
         self.runs = 0
         self.best = "alone"
         self.streak = 0  # runs with the worker in a row faster than alone (during a probe)
@@ -475,6 +476,7 @@ class TwoModes:
 
     def record(self, mode: str, seconds: float) -> None:
         self.times[mode].append(seconds)
+        self.counts[mode] += 1
         if mode != "pool":
             return
         first, self.started = not self.started, True
