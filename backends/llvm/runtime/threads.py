@@ -428,12 +428,13 @@ class TwoModes:
     goes back to it at once when a run with the worker is slower than the median of the last
     WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says other processes
     leave a second CPU free (IdleCPU), every ``interval`` runs: PROBE at first, doubled up to
-    MAX_PROBE after each probe the worker lost (or each time the machine was busy at a probe's
-    turn). A probe is ACCEPT runs with the worker, each faster than MARGIN of the median alone
-    (the worker's first run ever, which starts the thread, is not judged); then the region stays
-    with the worker, re-timing one run alone every ``interval`` runs, until one run with the
-    worker is slower than the median alone. So on a busy machine at most one run in PROBE
-    (fewer later) pays for a slow worker, and no run of the first BASELINE does."""
+    MAX_PROBE after each probe the worker lost (a probe's turn on a busy machine is only put off
+    by PROBE runs: the reading costs no slow run). A probe is ACCEPT runs with the worker, each
+    faster than MARGIN of the median alone (the worker's first run ever, which starts the
+    thread, is not judged); then the region stays with the worker, re-timing one run alone
+    every ``interval`` runs, until one run with the worker is slower than the median alone. So
+    on a busy machine at most one run in PROBE (fewer later) pays for a slow worker, and no run
+    of the first BASELINE does."""
 
     WINDOW = 5
     BASELINE = 2
@@ -464,8 +465,8 @@ class TwoModes:
         self.next_probe = self.runs + self.interval
         if self.best == "pool":
             return "alone"  # re-time one thread now and then
-        if not self.idle():
-            self.back_off()
+        if not self.idle():  # look again PROBE runs on: a reading costs no slow run
+            self.next_probe = self.runs + PROBE
             return "alone"
         self.probing, self.streak = True, 0
         return "pool"
