@@ -341,8 +341,8 @@ def _proc_stat(nice_free: bool = False) -> tuple[int, int] | None:
 def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
     """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies; with ``nice_free`` the niced
     processes' time (``nice``: user time at a nice level above 0) counts as free too, as it is
-    for a caller at the default priority (the scheduler gives a nice-19 process 1.5% of a CPU
-    against it)."""
+    for a caller at the default priority where nice levels compare across the machine (the
+    scheduler then gives a nice-19 process 1.5% of a CPU against it)."""
     fields = line.split()
     if not fields or fields[0] != "cpu":
         raise ValueError(f"not /proc/stat's cpu line: {line!r}")
@@ -350,12 +350,21 @@ def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
     return ticks[3] + ticks[4] + (ticks[1] if nice_free else 0), sum(ticks)
 
 
-def _not_niced() -> bool:
-    """This process runs at nice 0 or better (niced processes then yield their CPU to it)."""
+def _niced_give_way() -> bool:
+    """Niced processes give their CPU to this one: it is not niced, and the scheduler weighs
+    processes, not sessions (with autogroups, /proc/sys/kernel/sched_autogroup_enabled = 1, a
+    process's nice level counts only against its own session's, so a nice-19 job started from
+    another shell takes its full share)."""
     try:
-        return os.getpriority(os.PRIO_PROCESS, 0) <= 0
+        if os.getpriority(os.PRIO_PROCESS, 0) > 0:
+            return False
     except (AttributeError, OSError):
         return False
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "0"
+    except OSError:
+        return True  # no autogroups in this kernel
 
 
 def _ticks_per_second() -> int:
@@ -373,16 +382,16 @@ class IdleCPU:
     another CPU's load: a runtime's pool spinning next to partita in the same process (ONNX
     Runtime's spins for tens of milliseconds after each of its calls) is left to the measured
     run times (TwoModes), another process on the second core is not. Niced processes' time
-    counts as free when this process is not niced (a background job at nice 19 gives way to
-    it). Off Linux: the one-minute load average below the CPU count minus one."""
+    counts as free where they give way to this process (``_niced_give_way``). Off Linux: the
+    one-minute load average below the CPU count minus one."""
 
     SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
     NEED = 0.6  # CPUs (averaged over the span) the worker needs besides the caller's one
 
     def __init__(self, stat=None, clock=None, loadavg=None, cpus: int | None = None,
                  own=None, hz: int | None = None):
-        if stat is None:  # niced processes' time is free to a caller that is not niced
-            nice_free = _not_niced()
+        if stat is None:  # niced processes' time is free where they give way to this one
+            nice_free = _niced_give_way()
             stat = lambda: _proc_stat(nice_free)  # noqa: E731
         self.stat, self.clock = stat, clock or time.monotonic
         self.own = own or time.process_time  # this process's CPU seconds, all threads
