@@ -350,7 +350,7 @@ def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
     return ticks[3] + ticks[4] + (ticks[1] if nice_free else 0), sum(ticks)
 
 
-def _niced_give_way() -> bool:
+def _niced_give_way(autogroup: str = "/proc/sys/kernel/sched_autogroup_enabled") -> bool:
     """Niced processes give their CPU to this one: it is not niced, and the scheduler weighs
     processes, not sessions (with autogroups, /proc/sys/kernel/sched_autogroup_enabled = 1, a
     process's nice level counts only against its own session's, so a nice-19 job started from
@@ -361,7 +361,7 @@ def _niced_give_way() -> bool:
     except (AttributeError, OSError):
         return False
     try:
-        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+        with open(autogroup) as f:
             return f.read().strip() == "0"
     except OSError:
         return True  # no autogroups in this kernel

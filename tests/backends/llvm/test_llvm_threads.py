@@ -151,6 +151,18 @@ def test_free_cpus_from_proc_stat_minus_this_process_and_the_load_average():
     assert not IdleCPU(stat=lambda: None, loadavg=lambda: (0.0, 0, 0), cpus=1)()
 
 
+def test_niced_processes_give_way_only_without_autogroups(tmp_path):
+    from partita.backends.llvm.runtime.threads import _niced_give_way
+
+    off, on = tmp_path / "off", tmp_path / "on"
+    off.write_text("0\n")
+    on.write_text("1\n")
+    not_niced = os.getpriority(os.PRIO_PROCESS, 0) <= 0
+    assert _niced_give_way(str(off)) == not_niced
+    assert not _niced_give_way(str(on))  # a nice level counts within its own session only
+    assert _niced_give_way(str(tmp_path / "absent")) == not_niced  # no autogroups here
+
+
 def _machine(own_share: float):
     """A 2-CPU machine whose CPUs are busy all the time, ``own_share`` of it this process's:
     (clock, advance, IdleCPU) with /proc/stat and the process's CPU time functions of the
