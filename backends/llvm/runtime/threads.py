@@ -413,7 +413,8 @@ class IdleCPU:
         d_idle, d_total = sample[0] - self.last[0], sample[1] - self.last[1]
         if d_total <= 0:
             return self.answer
-        d_mine = (mine - self.mine) * self.hz  # in jiffies, as /proc/stat counts
+        # in jiffies, as /proc/stat counts (a forked child's clock starts again at 0)
+        d_mine = max(mine - self.mine, 0.0) * self.hz
         self.last, self.when, self.mine = sample, now, mine
         others = min(max(d_total - d_idle - d_mine, 0.0), d_total)
         self.answer = self.cpus * (1.0 - others / d_total)
