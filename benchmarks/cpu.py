@@ -228,6 +228,13 @@ def run_model(args) -> None:
         print(f"{'runtime':36} {'threads':>7} {'median ms':>10} {'vs partita':>11}")
         for name, t, ti in rows + [(n, t, ti) for (n, t, _), ti in zip(peers, theirs)]:
             print(f"{name:36} {t:>7} {1e3 * ti:10.2f} {ti / base:10.3f}x")
+        for t, exe in sorted(builds[tier].items()):
+            counts = [s.region.modes.counts for s in exe.steps
+                      if getattr(getattr(s, "region", None), "_alone", None) is not None]
+            if t > 1 and counts:
+                print(f"  -threads={t}: runs with the worker "
+                      f"{sum(c['pool'] for c in counts)} of "
+                      f"{sum(c['pool'] + c['alone'] for c in counts)} (TwoModes' choice)")
         for line in peak_summary(builds[tier][1], x, args.profile_runs):
             print(line)
 

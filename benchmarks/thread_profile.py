@@ -159,8 +159,9 @@ def main(argv=None) -> int:
     for name in wall:
         modes = ""
         if name.startswith("2 threads (") and regions(two):
-            pooled = sum(len(r.modes.times["pool"]) for r in regions(two))
-            modes = f"; with the worker {pooled} of its last runs"
+            pooled = sum(r.modes.counts["pool"] for r in regions(two))
+            total = sum(r.modes.counts["pool"] + r.modes.counts["alone"] for r in regions(two))
+            modes = f"; with the worker {pooled} of {total} runs"
         print(f"  {name:22s} wall {median(wall[name]) * 1e3:8.2f} ms  CPU "
               f"{median(cpu[name]) * 1e3:8.2f} ms  wall / 1 thread "
               f"{median(wall[name]) / base:.3f}{modes}")

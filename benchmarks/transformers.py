@@ -16,8 +16,10 @@ why, and the reference interpreter's time is printed instead, for scale only.
 partita and ONNX Runtime run in one process, interleaved (``--block`` calls of each per round,
 ``--repeat`` rounds, after a warm-up block of each), so load from other processes falls on both
 alike; each line gives the median wall time and the median process CPU time per call (on a
-shared machine the CPU time is the steadier figure; at 2 threads it counts both threads), and
-the load average before and after.
+shared machine the CPU time is the steadier figure; at 2 threads it counts both threads, and
+also the other runtime's pool while it still spins from its last call), the calling thread's
+CPU time, the load average before and after, and at 2 threads how many of partita's runs used
+its worker (TwoModes' choice).
 
 --dyn-int8 also times ONNX Runtime's dynamic-int8 form of the same encoder (quantize_dynamic:
 DynamicQuantizeLinear + MatMulInteger, int8 weights, as tools/gen_transformer_models.py makes
@@ -56,23 +58,28 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def interleaved(fns, repeat: int, block: int = 1) -> list[tuple[float, float]]:
-    """(median wall seconds, median process CPU seconds) per call of each function, measured
-    round-robin: ``block`` calls of each per round, ``repeat`` rounds, each function warmed up
-    first by a block of its own."""
+def interleaved(fns, repeat: int, block: int = 1) -> list[tuple[float, float, float]]:
+    """(median wall seconds, median process CPU seconds, median CPU seconds of the calling
+    thread) per call of each function, measured round-robin: ``block`` calls of each per round,
+    ``repeat`` rounds, each function warmed up first by a block of its own. The process's CPU
+    time counts every thread of the process, a peer's pool still spinning from its last call
+    included; the calling thread's is its own share."""
     for fn in fns:
         for _ in range(max(block, 1)):
             fn()
     wall = [[] for _ in fns]
     cpu = [[] for _ in fns]
+    own = [[] for _ in fns]
     for _ in range(repeat):
-        for fn, w, c in zip(fns, wall, cpu):
-            t, pt = time.perf_counter(), time.process_time()
+        for fn, w, c, o in zip(fns, wall, cpu, own):
+            t, pt, tt = time.perf_counter(), time.process_time(), time.thread_time()
             for _ in range(max(block, 1)):
                 fn()
             w.append((time.perf_counter() - t) / max(block, 1))
             c.append((time.process_time() - pt) / max(block, 1))
-    return [(statistics.median(w), statistics.median(c)) for w, c in zip(wall, cpu)]
+            o.append((time.thread_time() - tt) / max(block, 1))
+    return [(statistics.median(w), statistics.median(c), statistics.median(o))
+            for w, c, o in zip(wall, cpu, own)]
 
 
 def load() -> str:
@@ -103,6 +110,14 @@ def ort_session(path: Path, threads: int):
     so.intra_op_num_threads = threads
     so.log_severity_level = 3
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def worker_runs(exe) -> tuple[int, int]:
+    """(runs with the worker, runs) of ``exe``'s ``-threads=2`` regions so far (TwoModes'
+    choice, counted by mode)."""
+    counts = [step.region.modes.counts for step in exe.steps
+              if getattr(getattr(step, "region", None), "_alone", None) is not None]
+    return sum(c["pool"] for c in counts), sum(c["pool"] + c["alone"] for c in counts)
 
 
 def partita_build(mod, threads: int = 1):
@@ -156,7 +171,8 @@ def main(argv=None) -> int:
                 what, compile_s, exe = partita_build(mod, n)
                 sess = ort_session(file, n)
                 if exe is None:  # for scale only: the interpreter once, ORT alone
-                    ours = (median_time(lambda m=mod: P.interpret(m, feed), 1), float("nan"))
+                    ours = (median_time(lambda m=mod: P.interpret(m, feed), 1), float("nan"),
+                            float("nan"))
                     peer = interleaved([lambda s=sess: s.run(None, feed)], args.repeat,
                                        args.block)[0]
                 else:
@@ -164,14 +180,19 @@ def main(argv=None) -> int:
                     scale = float(np.abs(want).max()) or 1.0
                     what += f", within {float(np.abs(got - want).max()) / scale:.1e} of ORT's scale"
                     before = load()
+                    pooled, runs = worker_runs(exe)
                     ours, peer = interleaved([lambda e=exe: e.run(**feed),
                                               lambda s=sess: s.run(None, feed)],
                                              args.repeat, args.block)
                     what += f"; load average {before} -> {load()}"
+                    if n > 1:
+                        now = worker_runs(exe)
+                        what += f"; runs with the worker {now[0] - pooled} of {now[1] - runs}"
                 print(
                     f"{form}, {n} thread(s): partita {ours[0] * 1e3:.1f} ms wall / "
-                    f"{ours[1] * 1e3:.1f} ms CPU (compile {compile_s:.2f} s), ONNX Runtime "
-                    f"{peer[0] * 1e3:.1f} ms wall / {peer[1] * 1e3:.1f} ms CPU; partita / ORT = "
+                    f"{ours[1] * 1e3:.1f} ms CPU ({ours[2] * 1e3:.1f} the caller's thread; compile "
+                    f"{compile_s:.2f} s), ONNX Runtime {peer[0] * 1e3:.1f} ms wall / "
+                    f"{peer[1] * 1e3:.1f} ms CPU ({peer[2] * 1e3:.1f}); partita / ORT = "
                     f"{ours[0] / peer[0]:.2f} wall, {ours[1] / peer[1]:.2f} CPU ({what})",
                     flush=True,
                 )

@@ -16,8 +16,9 @@ IDLE_SPINS pauses (back-to-back inferences find it awake), then sleeps on a fute
 call wakes it. ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the
 region is collected, and at exit); a forked child starts a worker of its own. Whether a call
 uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``): one
-thread first, the worker tried on a few runs while another CPU looks idle, and dropped at the
-first run it makes slower. Linux only (futex), as is the rest of the backend's
+thread first, the worker tried on a few runs while other processes leave a second CPU free
+(this process's own threads, another runtime's spinning pool included, do not count), and
+dropped at the first run it makes slower. Linux only (futex), as is the rest of the backend's
 threading.
 """
 
@@ -327,59 +328,104 @@ def split_work(k) -> int:
     return 0
 
 
-def _proc_stat() -> tuple[int, int] | None:
-    """(idle, total) jiffies of all CPUs from /proc/stat's first line, or None off Linux."""
+def _proc_stat(nice_free: bool = False) -> tuple[int, int] | None:
+    """(free, total) jiffies of all CPUs from /proc/stat's first line (see parse_stat), or None
+    off Linux."""
     try:
         with open("/proc/stat") as f:
-            return parse_stat(f.readline())
+            return parse_stat(f.readline(), nice_free)
     except (OSError, ValueError):
         return None
 
 
-def parse_stat(line: str) -> tuple[int, int]:
-    """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies."""
+def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
+    """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies; with ``nice_free`` the niced
+    processes' time (``nice``: user time at a nice level above 0) counts as free too, as it is
+    for a caller at the default priority where nice levels compare across the machine (the
+    scheduler then gives a nice-19 process 1.5% of a CPU against it)."""
     fields = line.split()
     if not fields or fields[0] != "cpu":
         raise ValueError(f"not /proc/stat's cpu line: {line!r}")
     ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    return ticks[3] + ticks[4], sum(ticks)
+    return ticks[3] + ticks[4] + (ticks[1] if nice_free else 0), sum(ticks)
+
+
+def _niced_give_way(autogroup: str = "/proc/sys/kernel/sched_autogroup_enabled") -> bool:
+    """Niced processes give their CPU to this one: it is not niced, and the scheduler weighs
+    processes, not sessions (with autogroups, /proc/sys/kernel/sched_autogroup_enabled = 1, a
+    process's nice level counts only against its own session's, so a nice-19 job started from
+    another shell takes its full share)."""
+    try:
+        if os.getpriority(os.PRIO_PROCESS, 0) > 0:
+            return False
+    except (AttributeError, OSError):
+        return False
+    try:
+        with open(autogroup) as f:
+            return f.read().strip() == "0"
+    except OSError:
+        return True  # no autogroups in this kernel
+
+
+def _ticks_per_second() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, OSError, ValueError):
+        return 100
 
 
 class IdleCPU:
-    """Whether another CPU than the caller's looks idle: the idle share of all CPUs' time in
-    /proc/stat since the last look (at least SPAN seconds ago; a run of one thread keeps one
-    CPU busy, so ``idle_cpus`` counts the others), or off Linux the one-minute load average
-    below the CPU count minus one."""
+    """Whether a CPU besides the caller's is left free by *other processes*: over the time since
+    the last look (at least SPAN seconds ago), all CPUs' busy time in /proc/stat minus this
+    process's own CPU time (all its threads: ``time.process_time``), as CPUs; the CPUs the others
+    leave must hold the caller's thread and NEED of the worker's. This process's threads are not
+    another CPU's load: a runtime's pool spinning next to partita in the same process (ONNX
+    Runtime's spins for tens of milliseconds after each of its calls) is left to the measured
+    run times (TwoModes), another process on the second core is not. Niced processes' time
+    counts as free where they give way to this process (``_niced_give_way``). Off Linux: the
+    one-minute load average below the CPU count minus one."""
 
     SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
-    NEED = 0.6  # idle CPUs (averaged over the span) for the worker to have one
+    NEED = 0.6  # CPUs (averaged over the span) the worker needs besides the caller's one
 
-    def __init__(self, stat=_proc_stat, clock=None, loadavg=None, cpus: int | None = None):
+    def __init__(self, stat=None, clock=None, loadavg=None, cpus: int | None = None,
+                 own=None, hz: int | None = None):
+        if stat is None:  # niced processes' time is free where they give way to this one
+            nice_free = _niced_give_way()
+            stat = lambda: _proc_stat(nice_free)  # noqa: E731
         self.stat, self.clock = stat, clock or time.monotonic
+        self.own = own or time.process_time  # this process's CPU seconds, all threads
+        self.hz = hz or _ticks_per_second()  # /proc/stat's jiffies per second
         self.loadavg = loadavg or (os.getloadavg if hasattr(os, "getloadavg") else None)
         self.cpus = cpus or os.cpu_count() or 1
         self.last, self.when, self.answer = stat(), self.clock(), None
+        self.mine = self.own()
 
-    def idle_cpus(self) -> float | None:
+    def free_cpus(self) -> float | None:
+        """CPUs other processes left unused since the last look (this process's threads count
+        as free: the caller's own thread is one of them), or None without /proc/stat."""
         now = self.clock()
         if now - self.when < self.SPAN and self.answer is not None:
             return self.answer  # too soon for new jiffies: the last answer
-        sample = self.stat()
+        sample, mine = self.stat(), self.own()
         if sample is None or self.last is None:
             return None
         d_idle, d_total = sample[0] - self.last[0], sample[1] - self.last[1]
         if d_total <= 0:
             return self.answer
-        self.last, self.when = sample, now
-        self.answer = self.cpus * d_idle / d_total
+        # in jiffies, as /proc/stat counts (a forked child's clock starts again at 0)
+        d_mine = max(mine - self.mine, 0.0) * self.hz
+        self.last, self.when, self.mine = sample, now, mine
+        others = min(max(d_total - d_idle - d_mine, 0.0), d_total)
+        self.answer = self.cpus * (1.0 - others / d_total)
         return self.answer
 
     def __call__(self) -> bool:
         if self.cpus < 2:
             return False
-        idle = self.idle_cpus()
-        if idle is not None:
-            return idle >= self.NEED
+        free = self.free_cpus()
+        if free is not None:
+            return free >= 1.0 + self.NEED
         if self.loadavg is None:
             return True
         return self.loadavg()[0] < self.cpus - 1
@@ -390,14 +436,15 @@ class TwoModes:
 
     One thread is the safe mode: a region starts there (its first BASELINE runs time it) and
     goes back to it at once when a run with the worker is slower than the median of the last
-    WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says another CPU
-    looks idle, every ``interval`` runs: PROBE at first, doubled up to MAX_PROBE after each
-    probe the worker lost (or each time the machine was busy at a probe's turn). A probe is
-    ACCEPT runs with the worker, each faster than MARGIN of the median alone (the worker's
-    first run ever, which starts the thread, is not judged); then the region stays with the
-    worker, re-timing one run alone every ``interval`` runs, until one run with the worker is
-    slower than the median alone. So on a busy machine at most one run in PROBE (fewer later)
-    pays for a slow worker, and no run of the first BASELINE does."""
+    WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says other processes
+    leave a second CPU free (IdleCPU), every ``interval`` runs: PROBE at first, doubled up to
+    MAX_PROBE after each probe the worker lost (a probe's turn on a busy machine is only put off
+    by PROBE runs: the reading costs no slow run). A probe is ACCEPT runs with the worker, each
+    faster than MARGIN of the median alone (the worker's first run ever, which starts the
+    thread, is not judged); then the region stays with the worker, re-timing one run alone
+    every ``interval`` runs, until one run with the worker is slower than the median alone. So
+    on a busy machine at most one run in PROBE (fewer later) pays for a slow worker, and no run
+    of the first BASELINE does."""
 
     WINDOW = 5
     BASELINE = 2
@@ -408,6 +455,7 @@ class TwoModes:
     def __init__(self, idle=None):
         self.idle = idle if idle is not None else IdleCPU()
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
+        self.counts = {"pool": 0, "alone": 0}  # runs recorded in each mode (for benchmarks)
         self.runs = 0
         self.best = "alone"
         self.streak = 0  # runs with the worker in a row faster than alone (during a probe)
@@ -427,8 +475,8 @@ class TwoModes:
         self.next_probe = self.runs + self.interval
         if self.best == "pool":
             return "alone"  # re-time one thread now and then
-        if not self.idle():
-            self.back_off()
+        if not self.idle():  # look again PROBE runs on: a reading costs no slow run
+            self.next_probe = self.runs + PROBE
             return "alone"
         self.probing, self.streak = True, 0
         return "pool"
@@ -439,6 +487,7 @@ class TwoModes:
 
     def record(self, mode: str, seconds: float) -> None:
         self.times[mode].append(seconds)
+        self.counts[mode] += 1
         if mode != "pool":
             return
         first, self.started = not self.started, True
