@@ -454,6 +454,6 @@ def _arity(op_type: str, opset: int) -> tuple[int, int] | None:
     silently ignored by converters that read only the first ones)."""
     try:
         schema = onnx.defs.get_schema(op_type, opset, "")
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError, ValueError):  # a name onnx cannot read (bytes)
         return None
     return schema.min_input, schema.max_input
