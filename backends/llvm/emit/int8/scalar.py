@@ -150,14 +150,8 @@ class ScalarKernels(Family):
         table loop starts."""
         x, y, _, scale_ptr, zp_ptr = pointers
         v16i, v16d = ir.VectorType(I32, 16), ir.VectorType(F64, 16)
-        mask = ir.Constant(v16i, [0] * 16)
-
-        def splat(value, ty):
-            vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
-            return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined), mask)
-
-        scale = splat(self.load_at(b, scale_ptr, c64(0), F64), v16d)
-        zp = splat(self.load_at(b, zp_ptr, c64(0), I32), v16i)
+        scale = _splat16(b, self.load_at(b, scale_ptr, c64(0), F64), v16d)
+        zp = _splat16(b, self.load_at(b, zp_ptr, c64(0), I32), v16i)
         steps = b.udiv(b.sub(hi, lo), c64(16))
         with for_range(b, steps, "ev") as i:
             e = b.add(lo, b.mul(i, c64(16)))
@@ -244,15 +238,10 @@ class ScalarKernels(Family):
         rint = self.module.globals.get("llvm.rint.v16f32") or ir.Function(
             self.module, ir.FunctionType(v16f, [v16f]), name="llvm.rint.v16f32")
 
-        def splat(value, ty):
-            vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
-            return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined),
-                                    ir.Constant(ir.VectorType(I32, 16), [0] * 16))
-
-        scale = splat(b.fptrunc(self.load_at(b, scales, c64(0), F64), F32), v16f)
+        scale = _splat16(b, b.fptrunc(self.load_at(b, scales, c64(0), F64), F32), v16f)
         zp = self.load_at(b, zps, c64(0), I32)
-        low_f = splat(b.sitofp(b.sub(ir.Constant(I32, int(info.min)), zp), F32), v16f)
-        high_f = splat(b.sitofp(b.sub(ir.Constant(I32, int(info.max)), zp), F32), v16f)
+        low_f = _splat16(b, b.sitofp(b.sub(ir.Constant(I32, int(info.min)), zp), F32), v16f)
+        high_f = _splat16(b, b.sitofp(b.sub(ir.Constant(I32, int(info.max)), zp), F32), v16f)
         zero = ir.Constant(v16f, [ir.Constant(F32, 0.0)] * 16)
         steps = b.udiv(b.sub(hi, lo), c64(16))
         with for_range(b, steps, "ev") as i:
@@ -262,7 +251,7 @@ class ScalarKernels(Family):
             r = b.select(b.fcmp_unordered("uno", r, r), zero, r)
             r = b.select(b.fcmp_ordered("<", r, low_f), low_f, r)
             r = b.select(b.fcmp_ordered(">", r, high_f), high_f, r)
-            q = b.add(b.fptosi(r, v16i), splat(zp, v16i))
+            q = b.add(b.fptosi(r, v16i), _splat16(b, zp, v16i))
             b.store(b.trunc(q, out_ty), b.gep(y, [e], source_etype=ir.IntType(bits)), align=1)
         return b.add(lo, b.mul(steps, c64(16)))
 
@@ -591,3 +580,11 @@ class ScalarKernels(Family):
             words = b.call(gather, [kconst(vi, 0), table, index, *extra])
             b.store(b.trunc(words, vb), b.gep(y, [at], source_etype=I8), align=1)
         return hi * lanes
+
+
+def _splat16(b, value, ty):
+    """``value`` in all 16 lanes of vector type ``ty`` (the per-tensor scale and zero point of
+    the vector quantize and dequantize loops)."""
+    vec = b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(I32, 0))
+    return b.shuffle_vector(vec, ir.Constant(ty, ir.Undefined),
+                            ir.Constant(ir.VectorType(I32, 16), [0] * 16))
