@@ -16,7 +16,7 @@ from partita.errors import ArityError, AttrError, PartitaError
 
 from .attrs import Attrs, coerce
 from .span import Span
-from .types import TensorType, Type, check_dtype
+from .types import TensorType, Type, check_dtype, interned_tensor_type
 
 # How str() prints nodes and modules: the Relay text printer installs itself here when
 # partita.text is imported (``import partita`` does), so the IR never imports the text format.
@@ -244,7 +244,7 @@ class Constant(Expr):
             arr = arr.copy()
             arr.flags.writeable = False
         object.__setattr__(self, "data", arr.view(TensorData))
-        self.with_type(TensorType(arr.shape, arr.dtype.name))
+        self.with_type(interned_tensor_type(arr.shape, arr.dtype.name))
 
     def short(self):
         t = self._type

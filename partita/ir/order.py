@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
-from .nodes import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from .nodes import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from .refs import REF_NODES, ref_inputs
 
 
@@ -109,7 +109,8 @@ def _walk(root: Expr, leaves: tuple, inputs: Callable[[Expr], tuple]) -> list[Ex
 
 def _walk_values(root: Expr) -> list[Expr]:
     """``_walk(root, (), value_inputs)`` with an op call's inputs read inline (the common node
-    of a 100k-node graph: a call per node was a fifth of the walk), and the stack as two lists
+    of a 100k-node graph: a call per node was a fifth of the walk) and constants and variables
+    taken as leaves inline, and the stack as two lists
     (nodes and their input iterators: no tuple per node; a sixth less on a 100k chain)."""
     order: list[Expr] = []
     seen: set[int] = set()
@@ -120,10 +121,15 @@ def _walk_values(root: Expr) -> list[Expr]:
     push_node, push_kids, pop_node, pop_kids = nodes.append, pending.append, nodes.pop, pending.pop
     while pending:
         for kid in pending[-1]:
-            if id(kid) not in seen:
-                add(id(kid))
-                if type(kid) is Call and type(kid.op) is not Function:
+            key = id(kid)
+            if key not in seen:
+                add(key)
+                kind = type(kid)
+                if kind is Call and type(kid.op) is not Function:
                     kins = kid.args
+                elif kind is Constant or kind is Var:  # the leaves most graphs are made of
+                    append(kid)
+                    continue
                 else:
                     kins = value_inputs(kid)
                 if kins:

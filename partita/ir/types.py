@@ -73,6 +73,25 @@ class TensorType(Type):
     __str__ = __repr__
 
 
+_INTERNED: dict = {}
+_INTERNED_MAX = 1 << 16  # distinct (shape, dtype) pairs kept; past it the table starts again
+
+
+def interned_tensor_type(shape: tuple, dtype: str) -> TensorType:
+    """The TensorType of ``shape`` (a tuple of ints) and ``dtype``, one object per pair: a
+    constant's type comes from here, so equal types are the same object and InferType's memo
+    finds them by identity (hashing a TensorType runs Python code; an id hashes in C). Only a
+    speed-up: equality never relies on it."""
+    key = (shape, dtype)
+    found = _INTERNED.get(key)
+    if found is None:
+        found = TensorType(shape, dtype)
+        if len(_INTERNED) >= _INTERNED_MAX:
+            _INTERNED.clear()
+        _INTERNED[key] = found
+    return found
+
+
 class TupleType(Type):
     """A tuple of types (the result of split, or the inputs of concatenate)."""
 

@@ -70,9 +70,10 @@ def _infer_ops(order: list, mod, memo: dict, dataflow: bool) -> bool:
     callee of a call of a variable: False (nothing typed past that call) when one is met."""
     lets = _let_values(order) if not dataflow else {}
     known = memo.get
-    # ops without attributes: the memo keyed by the identities of the argument types, hashed at
-    # C speed (a TensorType hashes in Python); a node the memo typed shares its result type
-    # object, so a chain of such ops hits here. The types live as long as the nodes do.
+    # ``plain``: the memo keyed by the identities of the argument types, hashed at C speed (a
+    # TensorType hashes in Python); a node the memo typed shares its result type object, so a
+    # chain of such ops hits here, and constants' types are interned. The types live as long as
+    # the nodes do, so an id is not reused during the walk.
     plain: dict = {}
     seen = plain.get
     for node in order:
@@ -99,7 +100,14 @@ def _infer_ops(order: list, mod, memo: dict, dataflow: bool) -> bool:
                         continue
                 types = tuple(map(_TYPE_OF, node.args))
                 try:
-                    found = known((op, attrs, *types))
+                    # by the types' identities first (constants' types are interned), then
+                    # by their values
+                    mine = (op, attrs, *map(id, types))
+                    found = seen(mine)
+                    if found is None:
+                        found = known((op, attrs, *types))
+                        if found is not None:
+                            plain[mine] = found
                 except TypeError:  # an attribute that does not hash
                     found = None
                 if found is not None:

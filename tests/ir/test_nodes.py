@@ -105,3 +105,36 @@ def test_module_access():
     assert "main" in mod and len(mod) == 1
     with pytest.raises(P.PartitaError, match="no function @foo"):
         mod["foo"]
+
+
+def test_constant_types_are_interned_and_still_compare_by_value(monkeypatch):
+    """Constants of one shape and dtype share their type object (InferType's memo finds them by
+    identity); a full intern table starts again, and types made elsewhere stay equal."""
+    import partita.ir.types as types
+
+    a, b = Constant(np.zeros((2, 3), np.int8)), Constant(np.ones((2, 3), np.int8))
+    assert a.type_or_none is b.type_or_none
+    assert Constant(np.zeros((2, 3), np.int16)).type_or_none is not a.type_or_none
+    assert TensorType((2, 3), "int8") == a.type_or_none
+    monkeypatch.setattr(types, "_INTERNED_MAX", 2)
+    monkeypatch.setattr(types, "_INTERNED", {})
+    kept = [Constant(np.zeros(n, np.float32)).type_or_none for n in (1, 2, 3, 1)]
+    assert len(types._INTERNED) <= 2
+    assert kept[0] == kept[3] and kept[0].shape == (1,)
+
+
+def test_infer_type_memo_by_identity_gives_each_call_its_own_result():
+    """Two requantizes of different input shapes whose constant arguments share type objects:
+    the identity memo must key on the data argument too."""
+    q = get_op("qnn.requantize")
+
+    def requant(shape):
+        x = var("x", shape, "int32")
+        return q(x, const(np.float32(0.5)), const(np.int32(0)), const(np.float32(0.25)),
+                 const(np.int32(3)), out_dtype="int8")
+
+    a, b = requant((1, 4)), requant((2, 4))
+    out = Tuple([a, b, requant((1, 4))])
+    P.infer_type(out)
+    assert a.checked_type == TensorType((1, 4), "int8")
+    assert b.checked_type == TensorType((2, 4), "int8")
