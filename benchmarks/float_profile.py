@@ -39,22 +39,45 @@ import numpy as np  # noqa: E402
 import partita as P  # noqa: E402
 
 PRODUCTS = {"Conv", "Gemm", "MatMul", "FusedMatMul", "MatMulInteger", "FusedConv", "NhwcConv",
-            "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
+            "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearConv", "ConvInteger",
+            "QLinearMatMul"}
+_WEIGHT_AT = {"Conv": 1, "FusedConv": 1, "NhwcConv": 1, "ConvInteger": 1, "QLinearConv": 3}
 
 
-def node_macs(op: str, args: dict) -> int | None:
-    """Multiply-adds of an ORT product node from its profiled shapes."""
+def node_macs(op: str, args: dict, weight_shapes: dict | None = None, name: str = "") -> int | None:
+    """Multiply-adds of an ORT product node from its profiled shapes. ORT leaves a prepacked
+    weight out of the shapes it profiles (QLinearConv's, prepacked at session start): then the
+    weight's shape comes from ``weight_shapes`` (node name -> the model's weight shape)."""
     try:
-        ins = [next(iter(s.values())) for s in args["input_type_shape"]]
+        ins = [next(iter(s.values()), None) for s in args["input_type_shape"]]
         out = next(iter(args["output_type_shape"][0].values()))
     except (KeyError, IndexError, StopIteration):
         return None
-    if op in ("Conv", "FusedConv", "NhwcConv"):
-        w = ins[1]
+    if op in _WEIGHT_AT:  # QLinearConv's weight follows x, x_scale, x_zero_point
+        at = _WEIGHT_AT[op]
+        w = ins[at] if len(ins) > at and ins[at] is not None and len(ins[at]) >= 3 else None
+        if w is None:
+            w = (weight_shapes or {}).get(name)
+        if w is None:
+            return None
         return int(np.prod(out)) * int(np.prod(w)) // int(w[0])
     if op == "Gemm":
         return int(np.prod(out)) * int(ins[0][0] if args.get("transA") else ins[0][-1])
     return int(np.prod(out)) * int(ins[0][-1])  # MatMul-like: A's last dimension is K
+
+
+def conv_weight_shapes(path: Path) -> dict:
+    """Node name -> weight shape for the model's convolutions whose weight is an initializer."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    dims = {t.name: list(t.dims) for t in model.graph.initializer}
+    out = {}
+    for node in model.graph.node:
+        at = _WEIGHT_AT.get(node.op_type)
+        if at is not None and len(node.input) > at and node.input[at] in dims:
+            out[node.name] = dims[node.input[at]]
+    return out
 
 
 def profiles(path: Path, feed: dict, runs: int, isa: str):
@@ -83,6 +106,7 @@ def profiles(path: Path, feed: dict, runs: int, isa: str):
             sess.run(None, feed)
         events = json.loads(Path(sess.end_profiling()).read_text())
     theirs: dict = {}
+    weights = conv_weight_shapes(path)
     seen = collections.Counter()
     for e in events:
         if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
@@ -91,7 +115,8 @@ def profiles(path: Path, feed: dict, runs: int, isa: str):
         if seen[e["name"]] == 1:  # the warm-up run
             continue
         op = e["args"].get("op_name", "?")
-        macs = node_macs(op, e["args"]) if op in PRODUCTS else None
+        name = e["name"].removesuffix("_kernel_time")
+        macs = node_macs(op, e["args"], weights, name) if op in PRODUCTS else None
         old = theirs.get(e["name"], (op, macs, float("inf")))
         theirs[e["name"]] = (op, macs, min(old[2], e["dur"] / 1e6))
     return ours, theirs
