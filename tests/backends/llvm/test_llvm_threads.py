@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from partita.backends.llvm.runtime.idle import IdleCPU, parse_stat
 from partita.backends.llvm.runtime.jit import host_isa
-from partita.backends.llvm.runtime.threads import PROBE, IdleCPU, TwoModes, parse_stat
+from partita.backends.llvm.runtime.threads import PROBE, TwoModes
 from partita.frontends import from_tflite
 
 import partita as P
@@ -152,7 +153,7 @@ def test_free_cpus_from_proc_stat_minus_this_process_and_the_load_average():
 
 
 def test_niced_processes_give_way_only_without_autogroups(tmp_path):
-    from partita.backends.llvm.runtime.threads import _niced_give_way
+    from partita.backends.llvm.runtime.idle import _niced_give_way
 
     off, on = tmp_path / "off", tmp_path / "on"
     off.write_text("0\n")
@@ -217,7 +218,7 @@ def test_the_reading_leaves_out_a_thread_spinning_in_this_process_as_the_kernel_
     says is idle (without the exclusion the two readings are equal)."""
     import threading
 
-    from partita.backends.llvm.runtime.threads import _proc_stat
+    from partita.backends.llvm.runtime.idle import _proc_stat
 
     seen = []
 
