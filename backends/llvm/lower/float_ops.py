@@ -47,6 +47,7 @@ EWISE_OPS = {
     "zeros", "ones", "zeros_like", "ones_like",
 }  # fmt: skip
 INTS = ("int8", "uint8", "int16", "int32", "int64")
+DYNQ_THREADS = 1 << 15  # -threads=2: a DYNQ of this many elements or more in chunks
 
 
 def _float_types(call) -> bool:
@@ -421,7 +422,10 @@ def lower_item(low: LowerContext, item) -> bool:
         return lower_batch_norm_item(low, item, producer)
     if name == "qnn.dynamic_quantize":  # each field its own pass over the data
         src = producer.args[0]
-        low.emit(Kind.DYNQ, item, [low.src(src)], {"field": item.index})
+        params = {"field": item.index}
+        if low.threads > 1 and int(np.prod(src.checked_type.shape)) >= DYNQ_THREADS:
+            params["threads"] = 2  # the range scan (and the data) in chunks over two threads
+        low.emit(Kind.DYNQ, item, [low.src(src)], params)
         return True
     if name != "split":
         return False

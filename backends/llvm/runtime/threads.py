@@ -250,17 +250,18 @@ class ThreadPool(Family):
                 b.call(parts[0], [table])
                 b.call(parts[1], [table])
 
-    def split_chunks(self, k, b, pointers, total: int, size: int, emit) -> None:
+    def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "") -> None:
         """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread and
         the driver's worker claim one at a time (a worker the OS deschedules holds up one chunk,
         not half the kernel): ``emit(builder, pointers, lo, hi)`` writes indices [lo, hi) in a
         function of its own, ``{name}_range``, whose pointers are noalias as the kernel's (read
         from the split's table they would not be). Each index is computed by one chunk with
-        the one-thread code, so the bits are one thread's."""
+        the one-thread code, so the bits are one thread's. ``tag`` names a kernel's second
+        split (its functions and counter ``{name}{tag}_...``)."""
         ptr = ir.PointerType()
         n = len(pointers)
         rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
-                          f"{k.name}_range")
+                          f"{k.name}{tag}_range")
         rng.linkage = "internal"
         for arg in rng.args[:n]:
             arg.add_attribute("noalias")
@@ -268,11 +269,12 @@ class ThreadPool(Family):
         emit(rb, list(rng.args[:n]), *rng.args[n:])
         rb.ret_void()
         count = -(-total // size)
-        counter = ir.GlobalVariable(self.module, I64, f"{k.name}_next_chunk")
+        counter = ir.GlobalVariable(self.module, I64, f"{k.name}{tag}_next_chunk")
         counter.linkage = "internal"
         counter.initializer = c64(0)
         b.store_atomic(c64(0), counter, "release", 8)
-        part = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]), f"{k.name}_chunks")
+        part = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]),
+                           f"{k.name}{tag}_chunks")
         part.linkage = "internal"
         pb = ir.IRBuilder(part.append_basic_block("entry"))
         ps = [pb.load(pb.gep(part.args[0], [c64(i)], source_etype=ptr), typ=ptr)
