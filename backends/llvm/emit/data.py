@@ -16,6 +16,14 @@ H16I = ir.VectorType(ir.IntType(16), 16)  # ... of int16
 V8I = ir.VectorType(I32, 8)  # ... of int32
 DYNQ_CHUNK = 1 << 14  # elements per chunk of a split DYNQ (-threads=2)
 DYNQ_TILE = (2, 4)  # DYNQ_DENSE's register tile: data rows x weight rows (8 accumulators)
+DYNQ_DENSE_CHUNKS = 12  # chunks of a split DYNQ_DENSE's weight rows (whole tiles each)
+
+
+def dynq_dense_chunk(n: int) -> int:
+    """Weight rows per chunk of a split DYNQ_DENSE: whole tiles, about DYNQ_DENSE_CHUNKS
+    chunks (BERT's 768 rows: 12 chunks of 64)."""
+    tiles = -(-n // DYNQ_TILE[1])
+    return max(1, -(-tiles // DYNQ_DENSE_CHUNKS)) * DYNQ_TILE[1]
 
 
 class DataKernels(Family):
@@ -63,7 +71,9 @@ class DataKernels(Family):
         """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar
         (lower/dynamic_int8.py has the algebra): x' (x as uint8) packed into rows of Kp bytes
         with their sums, then register tiles of TILE_M rows x TILE_N weight rows over 32-byte
-        steps of K; with ``threads`` 2 each core takes half the weight rows."""
+        steps of K; with ``threads`` 2 the weight rows in chunks of whole tiles (about
+        DYNQ_DENSE_CHUNKS of them) that this thread and the driver's worker claim one at a time
+        (runtime/threads.py split_chunks): a late worker holds up one chunk, not half."""
         p = k.params
         fn, b, (x, zx_ptr, ws, y) = self.function(k, 3)
         self._dynq_pack(b, k, x, ws)
@@ -75,13 +85,8 @@ class DataKernels(Family):
             b.call(rows, [*pointers, c64(0), c64(n_)])
             b.ret_void()
             return fn
-        mid = n_ // DYNQ_TILE[1] // 2 * DYNQ_TILE[1]
-        halves = [
-            self.part_function(k, f"half{i}", pointers,
-                               lambda pb, ps, lo=lo, hi=hi: pb.call(rows, [*ps, c64(lo), c64(hi)]))
-            for i, (lo, hi) in enumerate([(0, mid), (mid, n_)])
-        ]
-        self.split_run(k, b, pointers, halves)
+        self.split_chunks(k, b, pointers, n_, dynq_dense_chunk(n_),
+                          lambda eb, ps, lo, hi: eb.call(rows, [*ps, lo, hi]))
         b.ret_void()
         return fn
 

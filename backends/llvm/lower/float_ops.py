@@ -201,8 +201,8 @@ def _dense(low: LowerContext, call) -> bool:
         width = 16 * params["cols"]
         arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16))), width) if params["vec"] else wt
         if params["vec"] and low.threads > 1 and (
-            (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
-        ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
+            (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 19)
+        ):  # worth a thread start (~20 us): 4 M multiply-adds, or 2 MB of weights to stream
             params["threads"] = 2  # (a classifier's one row: each core half the panels)
         last = dense_epilogue(low, call, n, params, arrays) if params["vec"] and (
             call.op.name == "nn.dense") else call

@@ -1,15 +1,19 @@
 """DynamicQuantizeLinear's fields (DYNQ, emit/data.py) over two threads: the range scan in
 chunks whose ranges are taken in chunk order, and the data field's elements in chunks
-(runtime/threads.py split_chunks). Both drivers (with the worker and without it) give the bits
-of -threads=1 and of the interpreter; a small DYNQ stays on one thread."""
+(runtime/threads.py split_chunks); and the int32 product after it (DYNQ_DENSE), its weight
+rows in chunks of whole tiles, a pooler's single row included. Both drivers (with the worker
+and without it) give the bits of -threads=1 and of the interpreter; a small DYNQ stays on one
+thread."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from partita.backends.llvm.emit.data import DYNQ_CHUNK
+from partita.backends.llvm.emit.data import DYNQ_CHUNK, dynq_dense_chunk
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.runtime.jit import host_isa
+from partita.backends.llvm.runtime.threads import ThreadPool
+from test_llvm_dynq_dense import dense_module, inputs
 
 import partita as P
 from partita.ir import Function, IRModule, TensorType, Var, get_op
@@ -71,3 +75,44 @@ def test_small_dynq_stays_on_one_thread():
     mod = _module((64, 256))  # 16,384 elements
     assert all(k.params.get("threads", 1) == 1
                for k in lower(mod["main"], host_isa(), threads=2).kernels)
+
+
+def _both_drivers(exe):
+    regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
+    assert regions and all(r._alone is not None for r in regions)
+    for r in regions:
+        turns = iter(["pool", "alone"] * 3)
+        r.modes.choose = lambda turns=turns: next(turns)  # both drivers, whatever the load
+    return regions
+
+
+@pytest.mark.parametrize("isa", ["plain", "avx2"])
+@pytest.mark.parametrize(("m", "accumulate"), [(1, "vpmaddubsw"), (5, "exact")])
+def test_dynq_dense_weight_rows_in_chunks(isa, m, accumulate, monkeypatch, tmp_path):
+    """770 weight rows of K = 768 (a pooler's row: 591 K weights, split): 12 chunks of 68 rows
+    (17 tiles), the last of 22 with a 2-row tail; both drivers give the interpreter's bits."""
+    if isa == "avx2" and host_isa() == "plain":
+        pytest.skip("avx2 code does not run on this host")
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
+    claims = []
+    real = ThreadPool.split_chunks
+    monkeypatch.setattr(ThreadPool, "split_chunks", lambda self, k, b, ps, total,
+                        size, emit, **kw: claims.append((k.kind, total, size)) or
+                        real(self, k, b, ps, total, size, emit, **kw))
+    k_, n = 768, 770
+    assert dynq_dense_chunk(n) == 68 and -(-n // 68) == 12
+    mod = dense_module(m, k_, n, "uint8", "int8", accumulate, 4)
+    dense = [k for k in lower(mod["main"], host_isa(), threads=2).kernels
+             if k.kind == "DYNQ_DENSE"]
+    assert len(dense) == 1 and dense[0].params.get("threads") == 2
+    xs = inputs(m, k_, "uint8", 4)
+    want = P.interpret(mod, xs)[0]
+    assert P.build(mod, f"llvm -isa={isa} -threads=1").run(*xs)[0].tobytes() == want.tobytes()
+    exe = P.build(mod, f"llvm -isa={isa} -threads=2")
+    assert ("DYNQ_DENSE", n, 68) in claims
+    regions = _both_drivers(exe)
+    for _ in range(6):
+        assert exe.run(*xs)[0].tobytes() == want.tobytes()
+    assert all(len(t) >= 3 for r in regions for t in r.modes.times.values())
