@@ -48,6 +48,9 @@ SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linu
 # product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
 WAIT, WAIT_SHIFT = 1 << 14, 12
 JOB = ("job_table",)  # ptr globals
+# chunks of a split int8 convolution or depthwise kernel (chunk_size): claimed one at a time, so
+# a late worker holds up one chunk, not half the kernel
+SPLIT_CHUNKS = 8
 
 
 class ThreadPool(Family):
@@ -314,6 +317,13 @@ class ThreadPool(Family):
         value = b.load_atomic(g["done"], "acquire", 8, typ=I64)
         b.cbranch(b.icmp_signed("==", value, job), out, spin)
         b.position_at_end(out)
+
+
+def chunk_size(total: int, chunks: int = SPLIT_CHUNKS, multiple: int = 1) -> int:
+    """Units per chunk for about ``chunks`` chunks of [0, ``total``) (split_chunks), a
+    multiple of ``multiple`` (a depthwise kernel's row pairs)."""
+    size = max(1, -(-total // chunks))
+    return -(-size // multiple) * multiple
 
 
 def split_work(k) -> int:
