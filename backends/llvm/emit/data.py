@@ -33,9 +33,7 @@ class DataKernels(Family):
     nest = via("floats")
     operand = via("floats")
     store_value = via("floats")
-    split_run = via("pool")
     split_chunks = via("pool")
-    part_function = via("gemm")
 
     def k_isum(self, k):
         """An integer sum (i64 accumulation, stored in the dtype: int32 wraps), max or min."""
