@@ -1,6 +1,10 @@
 """One thread against two, kernel by kernel: where the second thread works and where it waits.
 
-    python benchmarks/thread_profile.py [--model tflite|qop|qdq|bert|PATH] [--runs 9] [--top 8]
+    python benchmarks/thread_profile.py [--model tflite|qop|qdq|bert|bert-int8|PATH] [--runs 9]
+        [--top 8]
+
+``bert-int8`` is ONNX Runtime's dynamic-int8 form of the ``bert`` encoder (quantize_dynamic, as
+``transformers.py --dyn-int8``), imported with this CPU's ONNX Runtime semantics.
 
 Builds the model for ``llvm -threads=1`` and ``llvm -threads=2`` (host ISA) and, interleaved:
 - runs: wall and process CPU per run of the one-thread build, of the two-thread build as it
@@ -41,7 +45,7 @@ MODELS = {
 
 def load(name: str, tmp: Path, layers: int, seq: int):
     """(module, feed dict or input list)."""
-    if name == "bert":
+    if name in ("bert", "bert-int8"):
         sys.path.insert(0, str(ROOT / "benchmarks"))
         sys.path.insert(0, str(ROOT / "tools"))
         from partita.frontends.onnx import from_onnx
@@ -49,6 +53,11 @@ def load(name: str, tmp: Path, layers: int, seq: int):
 
         path = tmp / "bert.onnx"
         export(path, seq, False, layers)
+        if name == "bert-int8":
+            from gen_transformer_models import quantize_dynamic_int8
+
+            quantize_dynamic_int8(path, tmp / "bert.dyn_int8.onnx")
+            path = tmp / "bert.dyn_int8.onnx"
         rng = np.random.default_rng(0)
         feed = {"input_ids": rng.integers(1, 100, (1, seq)),
                 "attention_mask": np.ones((1, seq), np.int64)}

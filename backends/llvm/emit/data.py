@@ -14,7 +14,16 @@ from .base import F32, I8, I16, I32, I64, Family, c64, for_range, via
 Q32I = ir.VectorType(I8, 32)  # one AVX2 register of bytes
 H16I = ir.VectorType(ir.IntType(16), 16)  # ... of int16
 V8I = ir.VectorType(I32, 8)  # ... of int32
+DYNQ_CHUNK = 1 << 14  # elements per chunk of a split DYNQ (-threads=2)
 DYNQ_TILE = (2, 4)  # DYNQ_DENSE's register tile: data rows x weight rows (8 accumulators)
+DYNQ_DENSE_CHUNKS = 12  # chunks of a split DYNQ_DENSE's weight rows (whole tiles each)
+
+
+def dynq_dense_chunk(n: int) -> int:
+    """Weight rows per chunk of a split DYNQ_DENSE: whole tiles, about DYNQ_DENSE_CHUNKS
+    chunks (BERT's 768 rows: 12 chunks of 64)."""
+    tiles = -(-n // DYNQ_TILE[1])
+    return max(1, -(-tiles // DYNQ_DENSE_CHUNKS)) * DYNQ_TILE[1]
 
 
 class DataKernels(Family):
@@ -24,8 +33,7 @@ class DataKernels(Family):
     nest = via("floats")
     operand = via("floats")
     store_value = via("floats")
-    split_run = via("pool")
-    part_function = via("gemm")
+    split_chunks = via("pool")
 
     def k_isum(self, k):
         """An integer sum (i64 accumulation, stored in the dtype: int32 wraps), max or min."""
@@ -61,7 +69,9 @@ class DataKernels(Family):
         """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar
         (lower/dynamic_int8.py has the algebra): x' (x as uint8) packed into rows of Kp bytes
         with their sums, then register tiles of TILE_M rows x TILE_N weight rows over 32-byte
-        steps of K; with ``threads`` 2 each core takes half the weight rows."""
+        steps of K; with ``threads`` 2 the weight rows in chunks of whole tiles (about
+        DYNQ_DENSE_CHUNKS of them) that this thread and the driver's worker claim one at a time
+        (runtime/threads.py split_chunks): a late worker holds up one chunk, not half."""
         p = k.params
         fn, b, (x, zx_ptr, ws, y) = self.function(k, 3)
         self._dynq_pack(b, k, x, ws)
@@ -73,13 +83,8 @@ class DataKernels(Family):
             b.call(rows, [*pointers, c64(0), c64(n_)])
             b.ret_void()
             return fn
-        mid = n_ // DYNQ_TILE[1] // 2 * DYNQ_TILE[1]
-        halves = [
-            self.part_function(k, f"half{i}", pointers,
-                               lambda pb, ps, lo=lo, hi=hi: pb.call(rows, [*ps, c64(lo), c64(hi)]))
-            for i, (lo, hi) in enumerate([(0, mid), (mid, n_)])
-        ]
-        self.split_run(k, b, pointers, halves)
+        self.split_chunks(k, b, pointers, n_, dynq_dense_chunk(n_),
+                          lambda eb, ps, lo, hi: eb.call(rows, [*ps, lo, hi]))
         b.ret_void()
         return fn
 
@@ -223,7 +228,12 @@ class DataKernels(Family):
     def k_dynq(self, k):
         """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),
         max(x, 0)], scale = (hi - lo) / 255 (1 for an empty range), zero point = rint(clamp(0 -
-        lo / scale, 0, 255)), data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0)."""
+        lo / scale, 0, 255)), data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0).
+        ``threads`` 2: the range scan in chunks of DYNQ_CHUNK elements, each chunk's range
+        kept, then taken in chunk order by the scan's rule; the data field's elements in chunks
+        too (runtime/threads.py split_chunks). The scan's rule (a strictly smaller / larger
+        value, NaN never, +0.0 to start) makes the range the same values whatever the order, so
+        the bits are one thread's."""
         fn, b, (x, y) = self.function(k, 1)
         n = 1
         for d in self.shape(k.inputs[0]):
@@ -231,54 +241,101 @@ class DataKernels(Family):
         f32 = lambda v: ir.Constant(F32, v)  # noqa: E731
         rint = self.intrinsic("llvm.roundeven", F32)
         lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
-        # the range in 8 lanes (each the scan's rule: a strictly smaller / larger value, NaN
-        # never), then the lanes and the last n % 8 elements by the same rule: the same min and
-        # max as one scan (ties are equal values; +0.0 starts every lane)
-        vf = ir.VectorType(F32, 8)
-        lo_v, hi_v = b.alloca(vf), b.alloca(vf)
-        zeros = ir.Constant(vf, [0.0] * 8)
-        b.store(zeros, lo_v)
-        b.store(zeros, hi_v)
-        with for_range(b, n // 8, "ev") as e:
-            v = b.load(b.gep(x, [b.mul(e, c64(8))], source_etype=F32), typ=vf, align=4)
-            lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
-            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
-            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
-        b.store(f32(0.0), lo_cell)
-        b.store(f32(0.0), hi_cell)
+        split = k.params.get("threads", 1) > 1
+        if not split:
+            self.dynq_scan(b, x, c64(0), c64(n), lo_cell, hi_cell)
+        else:
+            count = -(-n // DYNQ_CHUNK)
+            ranges = b.alloca(F32, c64(2 * count))  # each chunk's (lo, hi)
 
-        def take(v):
-            lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
-            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
-            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
+            def scan(eb, ps, c0, c1):
+                xs, rs = ps
+                lc, hc = eb.alloca(F32), eb.alloca(F32)
+                lanes = eb.alloca(ir.VectorType(F32, 8)), eb.alloca(ir.VectorType(F32, 8))
+                with for_range(eb, eb.sub(c1, c0), "chunk") as i:
+                    c = eb.add(c0, i)
+                    first = eb.mul(c, c64(DYNQ_CHUNK))
+                    last = eb.add(first, c64(DYNQ_CHUNK))
+                    last = eb.select(eb.icmp_signed("<", last, c64(n)), last, c64(n))
+                    self.dynq_scan(eb, xs, first, eb.sub(last, first), lc, hc, lanes)
+                    two = eb.mul(c, c64(2))
+                    self.store_at(eb, eb.load(lc, typ=F32), rs, two, F32)
+                    self.store_at(eb, eb.load(hc, typ=F32), rs, eb.add(two, c64(1)), F32)
 
-        for lane in range(8):
-            lo = b.extract_element(b.load(lo_v, typ=vf), ir.Constant(I32, lane))
-            hi = b.extract_element(b.load(hi_v, typ=vf), ir.Constant(I32, lane))
-            take(lo)
-            take(hi)
-        with for_range(b, n % 8, "e") as e:
-            take(self.load_at(b, x, b.add(e, c64(n // 8 * 8)), F32))
+            self.split_chunks(k, b, [x, ranges], count, 1, scan, tag="_scan")
+            b.store(f32(0.0), lo_cell)
+            b.store(f32(0.0), hi_cell)
+            with for_range(b, 2 * count, "kept") as e:
+                self.dynq_take(b, self.load_at(b, ranges, e, F32), lo_cell, hi_cell)
         lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
         scale = b.select(b.fcmp_ordered("==", hi, lo), f32(1.0), b.fdiv(b.fsub(hi, lo), f32(255.0)))
 
-        def clamp(v):
+        def clamp(b, v):
             v = b.select(b.fcmp_ordered("<", v, f32(0.0)), f32(0.0), v)
             return b.select(b.fcmp_ordered(">", v, f32(255.0)), f32(255.0), v)
 
-        zp = b.call(rint, [clamp(b.fsub(f32(0.0), b.fdiv(lo, scale)))])
+        zp = b.call(rint, [clamp(b, b.fsub(f32(0.0), b.fdiv(lo, scale)))])
         field = k.params["field"]
+
+        def data(b, x, y, scale, zp, lo, hi):
+            with for_range(b, b.sub(hi, lo), "e") as i:
+                e = b.add(lo, i)
+                q = b.fadd(b.call(rint, [b.fdiv(self.load_at(b, x, e, F32), scale)]), zp)
+                q = b.select(b.fcmp_unordered("uno", q, q), f32(0.0), clamp(b, q))
+                self.store_at(b, b.fptoui(q, I8), y, e, I8)
+
         if field == 1:
             self.store_at(b, scale, y, c64(0), F32)
         elif field == 2:
             self.store_at(b, b.fptoui(zp, I8), y, c64(0), I8)
+        elif not split:
+            data(b, x, y, scale, zp, c64(0), c64(n))
         else:
-            with for_range(b, n, "e") as e:
-                q = b.fadd(b.call(rint, [b.fdiv(self.load_at(b, x, e, F32), scale)]), zp)
-                q = b.select(b.fcmp_unordered("uno", q, q), f32(0.0), clamp(q))
-                self.store_at(b, b.fptoui(q, I8), y, e, I8)
+            pair = b.alloca(F32, c64(2))
+            self.store_at(b, scale, pair, c64(0), F32)
+            self.store_at(b, zp, pair, c64(1), F32)
+
+            def chunk(eb, ps, lo, hi):
+                xs, ys, ps_ = ps
+                data(eb, xs, ys, self.load_at(eb, ps_, c64(0), F32),
+                     self.load_at(eb, ps_, c64(1), F32), lo, hi)
+
+            self.split_chunks(k, b, [x, y, pair], n, DYNQ_CHUNK, chunk, tag="_data")
         b.ret_void()
         return fn
+
+    def dynq_take(self, b, v, lo_cell, hi_cell) -> None:
+        """The range scan's rule: a strictly smaller / larger value replaces (NaN never)."""
+        lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
+        b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
+        b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
+
+    def dynq_scan(self, b, x, first, count, lo_cell, hi_cell, lanes=None) -> None:
+        """The range of x[first, first + count) into the two cells: in 8 lanes (each by the
+        scan's rule; +0.0 starts every lane), then the lanes and the last count % 8 elements
+        by the same rule: the same min and max as one scan (ties are equal values). ``lanes``:
+        the two lane cells, allocated outside a loop that calls this."""
+        vf = ir.VectorType(F32, 8)
+        zeros = ir.Constant(vf, [0.0] * 8)
+        lo_v, hi_v = lanes or (b.alloca(vf), b.alloca(vf))
+        b.store(zeros, lo_v)
+        b.store(zeros, hi_v)
+        vectors = b.udiv(count, c64(8))
+        with for_range(b, vectors, "ev") as e:
+            at = b.add(first, b.mul(e, c64(8)))
+            v = b.load(b.gep(x, [at], source_etype=F32), typ=vf, align=4)
+            lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
+            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
+            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
+        b.store(ir.Constant(F32, 0.0), lo_cell)
+        b.store(ir.Constant(F32, 0.0), hi_cell)
+        for lane in range(8):
+            lane_i = ir.Constant(I32, lane)
+            self.dynq_take(b, b.extract_element(b.load(lo_v, typ=vf), lane_i), lo_cell, hi_cell)
+            self.dynq_take(b, b.extract_element(b.load(hi_v, typ=vf), lane_i), lo_cell, hi_cell)
+        tail = b.add(first, b.mul(vectors, c64(8)))
+        with for_range(b, b.urem(count, c64(8)), "e") as e:
+            self.dynq_take(b, self.load_at(b, x, b.add(tail, e), F32), lo_cell, hi_cell)
 
     @emits(Kind.CONST)
     def k_const(self, k):

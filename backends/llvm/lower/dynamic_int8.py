@@ -68,8 +68,10 @@ def lower_int_dense(low: LowerContext, call) -> bool:
             call.attrs.accumulate != "exact" and weights.dtype != np.int8) else "avx2"),
         "step": step,
     }  # fmt: skip
-    if low.threads > 1 and n >= 2 * TILE_N and m * n * k >= 1 << 21:
-        params["threads"] = 2  # each core half the weight rows (2 M multiply-adds or more)
+    if low.threads > 1 and n >= 2 * TILE_N and (m * n * k >= 1 << 21 or n * k >= 1 << 19):
+        # weight rows in chunks over both threads: 2 M multiply-adds or more, or (a pooler's
+        # or classifier's few rows) 512 KB of weights to stream
+        params["threads"] = 2
     arrays = {
         "weights": (padded & 0xFF).astype(np.uint8),  # bytes (w_dtype says how to read them)
         "zw": _wrap32(zw),

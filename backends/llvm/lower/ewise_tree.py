@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 FILLS = {"zeros": 0, "ones": 1, "zeros_like": 0, "ones_like": 1}
 
 
+# -threads=2: an EWISE of this many elements or more in chunks over both threads (BERT's
+# 128 x 768 activations: a residual add, a GELU's glue, a dynamic-int8 dense's scale); the
+# hand-off to a spinning worker costs about a microsecond, a 32 K-element add tens
+EWISE_THREADS = 1 << 15
+
 def strides_for(shape, out_shape) -> list[int]:
     """Element strides of an operand of ``shape`` read at each index of ``out_shape``
     (numpy broadcasting: 0 along broadcast axes)."""
@@ -144,8 +149,8 @@ def emit_ewise(low: LowerContext, call, tree, root) -> None:
         "dtypes": tree.dtypes,
         "strides": tree.strides,
     }
-    if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= 1 << 17:
-        params["threads"] = 2  # 128 K elements or more: worth a thread start
+    if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= EWISE_THREADS:
+        params["threads"] = 2
     low.emit(Kind.EWISE, absorb_reshapes(low, call), tree.inputs, params, tree.arrays)
 
 

@@ -47,6 +47,7 @@ EWISE_OPS = {
     "zeros", "ones", "zeros_like", "ones_like",
 }  # fmt: skip
 INTS = ("int8", "uint8", "int16", "int32", "int64")
+DYNQ_THREADS = 1 << 15  # -threads=2: a DYNQ of this many elements or more in chunks
 
 
 def _float_types(call) -> bool:
@@ -200,8 +201,8 @@ def _dense(low: LowerContext, call) -> bool:
         width = 16 * params["cols"]
         arrays["wt"] = panels(np.pad(wt, ((0, 0), (0, -n % 16))), width) if params["vec"] else wt
         if params["vec"] and low.threads > 1 and (
-            (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 20)
-        ):  # worth a thread start (~20 us): 4 M multiply-adds, or 4 MB of weights to stream
+            (m >= 16 and m * n * k >= 1 << 22) or (n >= 128 and n * k >= 1 << 19)
+        ):  # worth a thread start (~20 us): 4 M multiply-adds, or 2 MB of weights to stream
             params["threads"] = 2  # (a classifier's one row: each core half the panels)
         last = dense_epilogue(low, call, n, params, arrays) if params["vec"] and (
             call.op.name == "nn.dense") else call
@@ -421,7 +422,10 @@ def lower_item(low: LowerContext, item) -> bool:
         return lower_batch_norm_item(low, item, producer)
     if name == "qnn.dynamic_quantize":  # each field its own pass over the data
         src = producer.args[0]
-        low.emit(Kind.DYNQ, item, [low.src(src)], {"field": item.index})
+        params = {"field": item.index}
+        if low.threads > 1 and int(np.prod(src.checked_type.shape)) >= DYNQ_THREADS:
+            params["threads"] = 2  # the range scan (and the data) in chunks over two threads
+        low.emit(Kind.DYNQ, item, [low.src(src)], params)
         return True
     if name != "split":
         return False

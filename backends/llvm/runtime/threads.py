@@ -24,14 +24,13 @@ threading.
 
 from __future__ import annotations
 
-import os
-import time
 from collections import deque
 from statistics import median
 
 from llvmlite import ir
 from partita.backends.llvm.emit.base import I64, Family, c64
 from partita.backends.llvm.kinds import Kind
+from partita.backends.llvm.runtime.idle import IdleCPU
 
 I32 = ir.IntType(32)
 
@@ -49,6 +48,9 @@ SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linu
 # product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
 WAIT, WAIT_SHIFT = 1 << 14, 12
 JOB = ("job_table",)  # ptr globals
+# chunks of a split int8 convolution or depthwise kernel (chunk_size): claimed one at a time, so
+# a late worker holds up one chunk, not half the kernel
+SPLIT_CHUNKS = 8
 
 
 class ThreadPool(Family):
@@ -251,17 +253,18 @@ class ThreadPool(Family):
                 b.call(parts[0], [table])
                 b.call(parts[1], [table])
 
-    def split_chunks(self, k, b, pointers, total: int, size: int, emit) -> None:
+    def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "") -> None:
         """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread and
         the driver's worker claim one at a time (a worker the OS deschedules holds up one chunk,
         not half the kernel): ``emit(builder, pointers, lo, hi)`` writes indices [lo, hi) in a
         function of its own, ``{name}_range``, whose pointers are noalias as the kernel's (read
         from the split's table they would not be). Each index is computed by one chunk with
-        the one-thread code, so the bits are one thread's."""
+        the one-thread code, so the bits are one thread's. ``tag`` names a kernel's second
+        split (its functions and counter ``{name}{tag}_...``)."""
         ptr = ir.PointerType()
         n = len(pointers)
         rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
-                          f"{k.name}_range")
+                          f"{k.name}{tag}_range")
         rng.linkage = "internal"
         for arg in rng.args[:n]:
             arg.add_attribute("noalias")
@@ -269,11 +272,12 @@ class ThreadPool(Family):
         emit(rb, list(rng.args[:n]), *rng.args[n:])
         rb.ret_void()
         count = -(-total // size)
-        counter = ir.GlobalVariable(self.module, I64, f"{k.name}_next_chunk")
+        counter = ir.GlobalVariable(self.module, I64, f"{k.name}{tag}_next_chunk")
         counter.linkage = "internal"
         counter.initializer = c64(0)
         b.store_atomic(c64(0), counter, "release", 8)
-        part = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]), f"{k.name}_chunks")
+        part = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]),
+                           f"{k.name}{tag}_chunks")
         part.linkage = "internal"
         pb = ir.IRBuilder(part.append_basic_block("entry"))
         ps = [pb.load(pb.gep(part.args[0], [c64(i)], source_etype=ptr), typ=ptr)
@@ -315,6 +319,13 @@ class ThreadPool(Family):
         b.position_at_end(out)
 
 
+def chunk_size(total: int, chunks: int = SPLIT_CHUNKS, multiple: int = 1) -> int:
+    """Units per chunk for about ``chunks`` chunks of [0, ``total``) (split_chunks), a
+    multiple of ``multiple`` (a depthwise kernel's row pairs)."""
+    size = max(1, -(-total // chunks))
+    return -(-size // multiple) * multiple
+
+
 def split_work(k) -> int:
     """A split kernel's multiply-adds (or elements), for its wait limit."""
     p = k.params
@@ -326,109 +337,6 @@ def split_work(k) -> int:
         depth = p.get("C", 1) if k.kind == Kind.VCONV else 1
         return int(p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth)
     return 0
-
-
-def _proc_stat(nice_free: bool = False) -> tuple[int, int] | None:
-    """(free, total) jiffies of all CPUs from /proc/stat's first line (see parse_stat), or None
-    off Linux."""
-    try:
-        with open("/proc/stat") as f:
-            return parse_stat(f.readline(), nice_free)
-    except (OSError, ValueError):
-        return None
-
-
-def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
-    """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies; with ``nice_free`` the niced
-    processes' time (``nice``: user time at a nice level above 0) counts as free too, as it is
-    for a caller at the default priority where nice levels compare across the machine (the
-    scheduler then gives a nice-19 process 1.5% of a CPU against it)."""
-    fields = line.split()
-    if not fields or fields[0] != "cpu":
-        raise ValueError(f"not /proc/stat's cpu line: {line!r}")
-    ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    return ticks[3] + ticks[4] + (ticks[1] if nice_free else 0), sum(ticks)
-
-
-def _niced_give_way(autogroup: str = "/proc/sys/kernel/sched_autogroup_enabled") -> bool:
-    """Niced processes give their CPU to this one: it is not niced, and the scheduler weighs
-    processes, not sessions (with autogroups, /proc/sys/kernel/sched_autogroup_enabled = 1, a
-    process's nice level counts only against its own session's, so a nice-19 job started from
-    another shell takes its full share)."""
-    try:
-        if os.getpriority(os.PRIO_PROCESS, 0) > 0:
-            return False
-    except (AttributeError, OSError):
-        return False
-    try:
-        with open(autogroup) as f:
-            return f.read().strip() == "0"
-    except OSError:
-        return True  # no autogroups in this kernel
-
-
-def _ticks_per_second() -> int:
-    try:
-        return int(os.sysconf("SC_CLK_TCK"))
-    except (AttributeError, OSError, ValueError):
-        return 100
-
-
-class IdleCPU:
-    """Whether a CPU besides the caller's is left free by *other processes*: over the time since
-    the last look (at least SPAN seconds ago), all CPUs' busy time in /proc/stat minus this
-    process's own CPU time (all its threads: ``time.process_time``), as CPUs; the CPUs the others
-    leave must hold the caller's thread and NEED of the worker's. This process's threads are not
-    another CPU's load: a runtime's pool spinning next to partita in the same process (ONNX
-    Runtime's spins for tens of milliseconds after each of its calls) is left to the measured
-    run times (TwoModes), another process on the second core is not. Niced processes' time
-    counts as free where they give way to this process (``_niced_give_way``). Off Linux: the
-    one-minute load average below the CPU count minus one."""
-
-    SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
-    NEED = 0.6  # CPUs (averaged over the span) the worker needs besides the caller's one
-
-    def __init__(self, stat=None, clock=None, loadavg=None, cpus: int | None = None,
-                 own=None, hz: int | None = None):
-        if stat is None:  # niced processes' time is free where they give way to this one
-            nice_free = _niced_give_way()
-            stat = lambda: _proc_stat(nice_free)  # noqa: E731
-        self.stat, self.clock = stat, clock or time.monotonic
-        self.own = own or time.process_time  # this process's CPU seconds, all threads
-        self.hz = hz or _ticks_per_second()  # /proc/stat's jiffies per second
-        self.loadavg = loadavg or (os.getloadavg if hasattr(os, "getloadavg") else None)
-        self.cpus = cpus or os.cpu_count() or 1
-        self.last, self.when, self.answer = stat(), self.clock(), None
-        self.mine = self.own()
-
-    def free_cpus(self) -> float | None:
-        """CPUs other processes left unused since the last look (this process's threads count
-        as free: the caller's own thread is one of them), or None without /proc/stat."""
-        now = self.clock()
-        if now - self.when < self.SPAN and self.answer is not None:
-            return self.answer  # too soon for new jiffies: the last answer
-        sample, mine = self.stat(), self.own()
-        if sample is None or self.last is None:
-            return None
-        d_idle, d_total = sample[0] - self.last[0], sample[1] - self.last[1]
-        if d_total <= 0:
-            return self.answer
-        # in jiffies, as /proc/stat counts (a forked child's clock starts again at 0)
-        d_mine = max(mine - self.mine, 0.0) * self.hz
-        self.last, self.when, self.mine = sample, now, mine
-        others = min(max(d_total - d_idle - d_mine, 0.0), d_total)
-        self.answer = self.cpus * (1.0 - others / d_total)
-        return self.answer
-
-    def __call__(self) -> bool:
-        if self.cpus < 2:
-            return False
-        free = self.free_cpus()
-        if free is not None:
-            return free >= 1.0 + self.NEED
-        if self.loadavg is None:
-            return True
-        return self.loadavg()[0] < self.cpus - 1
 
 
 class TwoModes:

@@ -80,3 +80,25 @@ def test_both_tile_orders_and_two_threads_give_the_same_bytes(order, monkeypatch
     two = check(mod, xs, llvm_target("avx2", " -threads=2"), 4)
     assert one.tobytes() == two.tobytes()
     assert len(np.unique(one)) > 50 and (one == 127).any() and (one == -128).any()
+
+
+def test_a_qdq_mobilenet_sized_fconv_splits_through_both_drivers(monkeypatch, tmp_path):
+    """The QDQ MobileNetV2's 14 x 14 x 192 -> 64 pointwise convolution (2.4 M multiply-adds,
+    at least SPLIT_MACS): split over two threads; with the worker and without it the bytes of
+    one thread and of the interpreter."""
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    mod, xs = qdq_conv(1, 14, 14, 192, 64, 1, 1, "int8", 2.0, 3, 5)
+    (conv,) = [k for k in lower(mod["main"], "avx2", threads=2).kernels if k.kind == "FCONV"]
+    assert conv.params.get("threads") == 2
+    one = check(mod, xs, llvm_target("avx2"), 6)
+    exe = P.build(mod, llvm_target("avx2", " -threads=2"))
+    regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
+    assert regions
+    for r in regions:
+        turns = iter(["pool", "alone"] * 3)
+        r.modes.choose = lambda turns=turns: next(turns)  # both drivers, whatever the load
+    x = np.random.default_rng(6).integers(-4, 5, xs).astype(F32)
+    for _ in range(6):
+        assert exe.run(x)[0].tobytes() == one.tobytes()
+    assert all(len(t) >= 3 for r in regions for t in r.modes.times.values())

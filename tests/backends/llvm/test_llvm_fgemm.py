@@ -68,6 +68,29 @@ def test_a_classifier_row_splits_its_weight_panels_over_two_threads(m, n):
     assert float(np.abs(two - want).max()) <= 1e-5 * float(np.abs(want).max())
 
 
+def test_a_pooler_row_splits_its_panels_through_both_drivers():
+    """BERT's pooler, one row of 768 x 768 (2.4 MB of weights): split over two threads, and
+    with the worker and without it the same bits as one thread."""
+    rng = np.random.default_rng(768)
+    x = relay.var("x", shape=(1, 768))
+    w = relay.const(rng.standard_normal((768, 768)).astype(np.float32))
+    fn = relay.Function([x], relay.tanh(relay.nn.dense(x, w)))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(fn))
+    plan = lower(mod["main"], host_isa(), threads=2)
+    assert plan.kernels[0].kind == "FDENSE" and plan.kernels[0].params["threads"] == 2
+    a = rng.standard_normal((1, 768)).astype(np.float32)
+    one = P.build(mod, "llvm").run(a)[0]
+    exe = P.build(mod, "llvm -threads=2")
+    regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
+    assert regions
+    for r in regions:
+        turns = iter(["pool", "alone"] * 3)
+        r.modes.choose = lambda turns=turns: next(turns)  # both drivers, whatever the load
+    for _ in range(6):
+        assert exe.run(a)[0].tobytes() == one.tobytes()
+    assert all(len(t) >= 3 for r in regions for t in r.modes.times.values())
+
+
 @pytest.mark.parametrize("tile", [{"rows": 6, "cols": 4}, {"rows": 6, "cols": 1},
                                   {"rows": 4, "cols": 4}])
 @pytest.mark.parametrize("threads", [1, 2])

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from partita.backends.llvm.runtime.idle import IdleCPU, parse_stat
 from partita.backends.llvm.runtime.jit import host_isa
-from partita.backends.llvm.runtime.threads import PROBE, IdleCPU, TwoModes, parse_stat
+from partita.backends.llvm.runtime.threads import PROBE, TwoModes
 from partita.frontends import from_tflite
 
 import partita as P
@@ -152,7 +153,7 @@ def test_free_cpus_from_proc_stat_minus_this_process_and_the_load_average():
 
 
 def test_niced_processes_give_way_only_without_autogroups(tmp_path):
-    from partita.backends.llvm.runtime.threads import _niced_give_way
+    from partita.backends.llvm.runtime.idle import _niced_give_way
 
     off, on = tmp_path / "off", tmp_path / "on"
     off.write_text("0\n")
@@ -217,7 +218,7 @@ def test_the_reading_leaves_out_a_thread_spinning_in_this_process_as_the_kernel_
     says is idle (without the exclusion the two readings are equal)."""
     import threading
 
-    from partita.backends.llvm.runtime.threads import _proc_stat
+    from partita.backends.llvm.runtime.idle import _proc_stat
 
     seen = []
 
@@ -426,3 +427,42 @@ def test_float_products_in_mlas_order_split_over_two_threads(isa, kind):
         want = P.interpret(mod, [x])[0]
         assert region.run([x])[0].tobytes() == want.tobytes()
         assert one.run([x])[0].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("isa", ["avx2", "vnni"])
+@pytest.mark.parametrize(
+    "kind, hw, k, cin, cout",
+    [("depthwise", (15, 40), (3, 3), 64, 64),  # 13 rows: chunks of 2 (row pairs), the last of 1
+     ("depthwise", (9, 60), (3, 3), 192, 192),  # 7 rows: chunks of 1 or 2
+     ("conv", (14, 14), (3, 3), 32, 48),  # 12 output rows
+     ("conv", (1, 49), (1, 1), 160, 96)],  # a pointwise row: pixel tiles, the tail with the last
+)
+def test_int8_kernels_split_in_chunks_keep_the_bits(isa, kind, hw, k, cin, cout, monkeypatch):
+    """VDW's output rows and VCONV's rows or pixel tiles in chunks (runtime/threads.py
+    chunk_size, about SPLIT_CHUNKS of them) that the driver's thread and the worker claim;
+    with the worker on every run the same bits as the interpreter."""
+    from partita.backends.llvm.lower.context import lower
+    from partita.backends.llvm.runtime import threads
+    from test_llvm_kernels import build_graph, llvm_target
+    claims = []
+    real = threads.ThreadPool.split_chunks
+    monkeypatch.setattr(threads.ThreadPool, "split_chunks", lambda self, kk, b, ps, total, size,
+                        emit, **kw: claims.append((kk.kind, total, size)) or
+                        real(self, kk, b, ps, total, size, emit, **kw))
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
+    geo = {"hw": hw, "k": k, "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0)}
+    mod, _ = build_graph(kind, "int8", cin, cout, geo, 5, True, None, pre_clip=True)
+    plan = lower(P.InferType()(mod)["main"], isa, threads=2)
+    want_kind = "VDW" if kind == "depthwise" else "VCONV"
+    (mac,) = [kk for kk in plan.kernels if kk.kind == want_kind]
+    assert mac.params.get("threads") == 2
+    region = _pooled_region(mod, llvm_target(isa, " -threads=2"))
+    split = [c for c in claims if c[0] == want_kind]
+    assert split and all(-(-total // size) >= 3 for _, total, size in split)
+    if kind == "depthwise" and mac.params.get("rowpairs"):
+        assert all(size % 2 == 0 for _, _, size in split)
+    rng = np.random.default_rng(4)
+    for _ in range(6):
+        x = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
+        assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])

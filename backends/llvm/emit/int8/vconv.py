@@ -13,6 +13,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
+from partita.backends.llvm.runtime.threads import chunk_size
 
 from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconcat, vpart, vsplat
 
@@ -29,8 +30,7 @@ class VectorKernels(Family):
     ``k_vdw`` vdepthwise.DepthwiseKernels)."""
 
     # what it uses of the other kernel families (through the emit context)
-    part_function = via("gemm")
-    split_run = via("pool")
+    split_chunks = via("pool")
     vrequant = via("vstage")
     amx_cells = via("amx")
     amx_rows = via("amx")
@@ -190,7 +190,8 @@ class VectorKernels(Family):
     @emits(Kind.VCONV)
     def k_vconv(self, k):
         """The convolution; with ``threads`` 2 the output rows (a pointwise convolution's
-        pixel tiles) split in two halves, the second on a POSIX thread (split_run)."""
+        pixel tiles, AMX blocks or channel groups) in chunks that this thread and the driver's
+        worker claim one at a time (split_chunks)."""
         p = k.params
 
         def rows(rb, args, g):
@@ -229,15 +230,8 @@ class VectorKernels(Family):
         else:
             total = (-(-p["OW"] // p["R"]) if amx else
                      p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
-        halves = [(0, total // 2), (total // 2, total)]
-        parts = [
-            self.part_function(
-                k, f"half{i}", pointers,
-                lambda pb, ps, lo=lo, hi=hi: pb.call(ranged, [*ps, c64(lo), c64(hi)]),
-            )
-            for i, (lo, hi) in enumerate(halves)
-        ]
-        self.split_run(k, b, pointers, parts)
+        self.split_chunks(k, b, pointers, total, chunk_size(total),
+                          lambda eb, ps, lo, hi: eb.call(ranged, [*ps, lo, hi]), tag="_units")
         b.ret_void()
         return fn
 

@@ -9,6 +9,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.base import I32, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import dw_row_pairs
+from partita.backends.llvm.runtime.threads import chunk_size
 
 from .vector_types import B16, B64, H16, V8, V16, V32, kconst, vconcat, vpart
 
@@ -18,9 +19,8 @@ DW_TILE = 8  # output pixels per step of the paired depthwise kernel
 class DepthwiseKernels(Family):
     # what it uses of the other kernel families (through the emit context)
     pack_input = via("vector")
-    part_function = via("gemm")
     ranged = via("vector")
-    split_run = via("pool")
+    split_chunks = via("pool")
     vglobals = via("vector")
     vload = via("vector")
     vrequant = via("vstage")
@@ -28,7 +28,8 @@ class DepthwiseKernels(Family):
 
     @emits(Kind.VDW)
     def k_vdw(self, k):
-        """Depthwise; with ``threads`` 2 the output rows split in two halves (split_run)."""
+        """Depthwise; with ``threads`` 2 the output rows in chunks (even-sized with row pairs)
+        that this thread and the driver's worker claim one at a time (split_chunks)."""
         p = k.params
 
         def rows(rb, args, g):
@@ -44,16 +45,10 @@ class DepthwiseKernels(Family):
             return fn
         names = list(self.vglobals(k))
         pointers = [src, y, *(self.vglobals(k)[n] for n in names)]
-        ranged = self.ranged(k, names, rows)  # one body for both halves
-        mid = p["OH"] // 2
-        parts = [
-            self.part_function(
-                k, f"half{i}", pointers,
-                lambda pb, ps, lo=lo, hi=hi: pb.call(ranged, [*ps, c64(lo), c64(hi)]),
-            )
-            for i, (lo, hi) in enumerate(((0, mid), (mid, p["OH"])))
-        ]
-        self.split_run(k, b, pointers, parts)
+        ranged = self.ranged(k, names, rows)  # one body for every chunk of rows
+        size = chunk_size(p["OH"], multiple=2 if p.get("rowpairs") else 1)
+        self.split_chunks(k, b, pointers, p["OH"], size,
+                          lambda eb, ps, lo, hi: eb.call(ranged, [*ps, lo, hi]), tag="_rows")
         b.ret_void()
         return fn
 
