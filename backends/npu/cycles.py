@@ -44,6 +44,8 @@ from .vela_access import (
     elementwise_rate_name,
     is_elementwise,
     map_transfer,
+    prelu_as_max,
+    prelu_as_vela,
 )
 from .vela_ops import VELA_PASSES
 
@@ -285,6 +287,18 @@ def op_cycles(
     if is_elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
+    if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
+        total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
+        return {
+            "cycles": total,
+            "compute_cycles": total,
+            "memory_cycles": 0,
+            "macs": 0,
+            "utilisation": 0.0,
+            "bytes": {ins[0].memory: ins[0].nbytes, out.memory: out.nbytes},
+            "stripes": op.stripes,
+            "time_at_clock_s": total / config.clock_hz,
+        }
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
 
