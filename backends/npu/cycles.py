@@ -44,6 +44,7 @@ from .vela_access import (
     elementwise_rate_name,
     is_elementwise,
     map_transfer,
+    nhwc,
     prelu_as_max,
     prelu_as_vela,
 )
@@ -284,7 +285,9 @@ def op_cycles(
         ins[0].memory if op.inputs and op.inputs[0] in program.inputs else "sram",
         out.memory if op.output in program.outputs else "sram",
     )
-    macs, compute, block, query = _compute(op, ins, out, config, io)
+    # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
+    bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
+    macs, compute, block, query = _compute(op, ins, out, config, io, bricked)
     if is_elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
@@ -335,7 +338,11 @@ def op_cycles(
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= _lstm_sequences(op, out)
-    if constant_bytes:
+    if constant_bytes and _standalone_table(op) and bricked:
+        # Vela loads the table of an operation between two others while the previous one runs
+        # (its per-layer report charges the load to no operation)
+        moved[config.weight_memory] = moved.get(config.weight_memory, 0) + constant_bytes
+    elif constant_bytes:
         add(config.weight_memory, constant_bytes)
     if block is not None and "weights" in op.arrays:
         # the MAC array reads the weights from their SRAM buffer once per output block of
@@ -364,7 +371,8 @@ def op_cycles(
     memory = max(
         n / bandwidth(config, m) + (latency if m != "sram" else 0) for m, n in scaled.items()
     )
-    total = int(ceil(max(compute, memory))) + _fixed_cycles(op, op.output in fused, out, config)
+    fixed = _fixed_cycles(op, op.output in fused, out, config, bricked)
+    total = int(ceil(max(compute, memory))) + fixed
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
@@ -443,7 +451,7 @@ def fused_activations(program: Program) -> set[int]:
     return {op.output for op in program.ops if _native_activation(op) and fused(op)}
 
 
-def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig) -> int:
+def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool = False) -> int:
     """The per-operation fixed cost: the configured overhead, except for an LSTM's tiny
     elementwise operations, which Vela's per-layer report charges their output-stage cycles
     only (6-34 cycles for 16-64 values), and a fused activation (none; a standalone one pays
@@ -453,18 +461,29 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig) -> int:
     elems = int(np.prod(out.shape))
     if fused or is_elementwise(op):
         return 0
-    if op.kind in MAC_KINDS and not _lstm_op(op, out):
+    if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not _lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
         return 0
     return config.op_overhead_cycles * _lstm_sequences(op, out)
 
 
+def _standalone_table(op: NPUOp) -> bool:
+    """A table lookup Vela runs as a pooling operation of its own (not its native elementwise
+    ABS/NEG, not a rescaling QUANTIZE, not the int16 sigmoid/tanh activation)."""
+    return (
+        op.kind == "LUT"
+        and not is_elementwise(op)
+        and not _native_activation(op)
+        and op.params.get("op") != "qnn.requantize"
+    )
+
+
 def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram")):
+def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
@@ -486,9 +505,21 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram")):
         return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
     if _native_activation(op):  # the output stage's int16 sigmoid/tanh
         return 0, out_elems * config.lut_cycles, None, None
-    if op.kind == "LUT":  # a table on its own: Vela 5.2 runs it at one element per cycle per
-        # 128 MACs of the array (measured on its per-layer report; a table fused into a MAC
-        # op runs in the output stage at lut_cycles instead)
+    if _standalone_table(op) and bricked:  # a table on its own between two operations: Vela
+        # 5.2 runs it as a 1x1 pooling operation with the table in its output stage (the block
+        # model, its first block unoverlapped); a table fused into a MAC op runs in that op's
+        # output stage at lut_cycles instead
+        shape = nhwc(out.shape)
+        q = Query("pool", shape, shape)
+        transfer = map_transfer(config, ins[0], out, io)
+        return (
+            0,
+            mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
+            None,
+            None,
+        )
+    if op.kind == "LUT":  # on a region's NHWC input or output: one element per cycle per 128
+        # MACs of the array (measured on Vela 5.2's per-layer report of EfficientNet)
         return 0, out_elems * STANDALONE_LUT_MACS / config.macs_per_cycle, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
         return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None

@@ -66,7 +66,7 @@ def _latency(config: NPUConfig, memory: str, write: bool) -> int:
     return config.dma_latency_cycles
 
 
-def _nhwc(shape: tuple) -> tuple[int, int, int]:
+def nhwc(shape: tuple) -> tuple[int, int, int]:
     shape = tuple(int(d) for d in shape) or (1,)
     shape = (1,) * max(0, 3 - len(shape)) + shape
     return (int(np.prod(shape[:-2])), shape[-2], shape[-1])
@@ -122,7 +122,7 @@ def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -
         return
     moved.clear()
     scaled.clear()
-    shape = _nhwc(out.shape)
+    shape = nhwc(out.shape)
     block = _elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
     for i, (memory, _, size) in enumerate([*operands, (out.memory, elems, item)]):
@@ -142,11 +142,11 @@ def elementwise_cycles(config: NPUConfig, ins, out, rate: float, brick: bool = F
     elements' rate on u65-512);
     the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
     search of Vela matters only where this bound binds: small maps and off-chip ones)."""
-    shape = _nhwc(out.shape)
+    shape = nhwc(out.shape)
     block = _elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
     reads = [
-        _block_transfer(config, t.memory, _nhwc(t.shape), block, np.dtype(t.dtype).itemsize, False)
+        _block_transfer(config, t.memory, nhwc(t.shape), block, np.dtype(t.dtype).itemsize, False)
         for t in ins
         if int(np.prod(t.shape)) > 1
     ]
@@ -162,7 +162,7 @@ def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
     """The minimum memory cycles of one block of a MAC-array operation, Vela 5.2's
     EstimateMinimumMemoryCycles: the input block's first-byte latency and bytes in bursts
     plus the output block's, each in the memory its map lives in."""
-    ishape, oshape = _nhwc(ifm.shape), _nhwc(ofm.shape)
+    ishape, oshape = nhwc(ifm.shape), nhwc(ofm.shape)
     isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
 
     def transfer(ifm_block, ofm_block) -> float:
@@ -178,7 +178,7 @@ def _elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool) ->
     first-byte latency; a broadcast operand read at the output's size: ``elementwise_access``)."""
     op = NPUOp("UNIT", name, [], 0, {"op": name}, arrays)
     compute = elementwise_cycles(config, ins, out, getattr(config, ELEMENTWISE_RATES[name]), brick)
-    shape = _nhwc(out.shape)
+    shape = nhwc(out.shape)
     bricks = round_up(shape[2], 16) / shape[2] if brick else 1.0  # NHCWB16: depth in 16s
     scaled: dict[str, float] = {}
     for t in (*ins, out):
