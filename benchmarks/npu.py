@@ -126,6 +126,42 @@ def vela(model: Path, preset: str) -> dict | None:
     }
 
 
+def vela_layers(model: Path, preset: str) -> list[dict] | None:
+    """Vela's per-layer report (``--verbose-performance``): per NPU operation after its
+    rewrites, the source operator, its own operator, 'Op Cycles' and the 'NPU' column."""
+    try:
+        from ethosu.vela import vela as vela_main
+    except ImportError:
+        return None
+    with tempfile.TemporaryDirectory() as out:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+            vela_main.main(
+                [
+                    str(model),
+                    "--accelerator-config",
+                    VELA_NAMES[preset],
+                    "--output-dir",
+                    out,
+                    "--verbose-performance",
+                ]
+            )
+    lines = printed.getvalue().split("Original Operator")[1].split("Network summary")[0]
+    rows = []
+    for line in lines.splitlines()[2:]:
+        cells = line.split()
+        if len(cells) > 7 and cells[2] == "NPU":
+            rows.append(
+                {
+                    "operator": cells[0],
+                    "vela_operator": cells[1],
+                    "op_cycles": int(cells[5]),
+                    "npu_cycles": int(cells[7]),
+                }
+            )
+    return rows
+
+
 def ours(model: Path, preset: str) -> dict:
     exe = P.build(from_tflite(str(model)), f"npu -config={preset}, ref")
     summary = exe.report.summary()

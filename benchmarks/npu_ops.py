@@ -2,6 +2,7 @@
 (tests/models/tflite/ops) that partita's NPU takes, on the given presets.
 
     python benchmarks/npu_ops.py [--presets u55-256 u65-256] [--names exp prelu ...] [--markdown]
+    python benchmarks/npu_ops.py --layers --names prelu   # Vela's per-layer report (JSON)
 
 For each model: partita's total NPU cycles (the sum over its NPU partitions), Vela 5.2's total
 cycles (its default system config for the accelerator, run in this process as benchmarks/npu.py
@@ -18,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's partita
 
-from npu import ROOT, ours, vela_or_recorded  # noqa: E402
+from npu import ROOT, ours, vela_layers, vela_or_recorded  # noqa: E402
 
 OPS = ROOT / "tests" / "models" / "tflite" / "ops"
 
@@ -37,12 +38,25 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--record", action="store_true", help="use and extend the recorded Vela figures"
     )
+    parser.add_argument(
+        "--layers",
+        action="store_true",
+        help="print Vela's per-layer report of each model instead (JSON rows, Vela needed)",
+    )
     args = parser.parse_args(argv)
     models = (
         [args.dir / f"{n}.tflite" for n in args.names]
         if args.names
         else sorted(args.dir.glob("*.tflite"))
     )
+    if args.layers:
+        import json
+
+        for model in models:
+            for preset in args.presets:
+                rows = vela_layers(model, preset)
+                print(json.dumps({"model": model.stem, "preset": preset, "layers": rows}))
+        return
     if args.markdown:
         print("| model | preset | ours | Vela | ratio | our NPU ops | Vela NPU ops |")
         print("|---|---|---|---|---|---|---|")

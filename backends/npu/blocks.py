@@ -234,7 +234,7 @@ def _output_stage_elems(config: NPUConfig, q: Query, ofm_block) -> float:
 
 
 def mac_cycles(
-    config: NPUConfig, q: Query, output_cycles_per_elem: float, transfer=None
+    config: NPUConfig, q: Query, output_cycles_per_elem: float, transfer=None, fill: bool = False
 ) -> tuple[float, Block]:
     """Compute cycles of one MAC-array operation and the block it runs with. ``transfer``
     (input block, output block) -> cycles: the minimum memory cycles of one block where the
@@ -256,12 +256,15 @@ def mac_cycles(
         )
     else:
         moved = transfer(block.ifm, block.ofm)
-    cmd = (moved + output + dpu) / 4
+    first = moved + output + dpu
+    cmd = first / 4
     dpu, output = max(dpu, cmd), max(output, cmd)
     blocks = (
         ceil(q.ofm[0] / ofm_block[0])
         * ceil(q.ofm[1] / ofm_block[1])
         * ceil(q.ofm[2] / ofm_block[2])
     )
+    if fill:  # Vela 5.2: the first block's transfers, MACs and output stage in sequence
+        return first + (blocks - 1) * max(dpu, output), block
     total = dpu * blocks + output if dpu > output else output * blocks + dpu
     return total, block

@@ -18,7 +18,11 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                bandwidth plus the first-byte latency of an off-chip one; a map spilled
                off-chip between two streaming operations moves at SRAM speed (Vela cascades it)
     total      max(compute, the slowest memory) + per-operation overhead (memories work in
-               parallel, as Vela's pass cycles; weight DMA double-buffers under compute)
+               parallel, as Vela's pass cycles; weight DMA double-buffers under compute); a
+               MAC op and a table between two ops pay no overhead: their first block's
+               transfers, MACs and output stage run in sequence (Vela 5.2, blocks.mac_cycles'
+               fill); a table between two ops runs as a 1x1 pool, its table loaded under the
+               previous op; PReLU as Vela's MUL, MUL and MAXIMUM (vela_access.prelu_as_vela)
     elementwise Vela 5.2's rule for its native elementwise operations (ADD, SUB, MUL, MAXIMUM,
                MINIMUM): no per-operation overhead and no first-byte latency on the memory
                side; per output element the output stage's rate, but at least a quarter of one
@@ -44,6 +48,17 @@ from .vela_access import (
     elementwise_rate_name,
     is_elementwise,
     map_transfer,
+    nhwc,
+    prelu_as_max,
+    prelu_as_vela,
+)
+from .vela_decompose import (
+    BIAS_RECORD_BYTES,
+    STANDALONE_LUT_MACS,
+    argmax_as_vela,
+    half_pixel,
+    mean_as_vela,
+    resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
 
@@ -63,6 +78,7 @@ DMA_OPS = (
     "nn.dilate",
     "reverse",
 )
+MAC_KINDS = ("CONV", "DWCONV", "FC")
 POOL_OPS = ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
 
@@ -85,104 +101,6 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     if name == "qnn.softmax":  # Vela lowers int8 softmax to a chain of ~20 elementwise ops
         return SOFTMAX_PASSES * config.add_output_cycles
     return config.add_output_cycles
-
-
-# Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
-# per MAC-array size and cores; other designs: 1.5x the add rate
-WIDE_ELEMENTWISE_CYCLES = {(128, 1): 1.25, (256, 1): 1.125, (512, 2): 0.5625}
-STANDALONE_LUT_MACS = 128
-MEAN_KERNEL_MAX = 4096  # Vela's largest depthwise kernel area for one MEAN convolution
-MEAN_HEIGHT_MAX = 64  # and its largest kernel height
-
-
-def _wide_elementwise_cycles(config: NPUConfig) -> float:
-    key = (config.macs_per_cycle, config.cores)
-    return WIDE_ELEMENTWISE_CYCLES.get(key, 1.5 * config.add_output_cycles)
-
-
-def mean_as_vela(config: NPUConfig, ifm: tuple, bits: int) -> tuple[float, int, int]:
-    """A MEAN over H and W of an (N, H, W, C) map the way Vela runs it: depthwise convolutions
-    with all-ones kernels of at most 64 rows and 4,096 elements (a map taller than 64 rows whose
-    area fits one kernel is first flattened to one row) summing into 32-bit maps, additions of
-    their partial sums, and one multiplication that scales the sum to the output.
-    Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
-    intermediate sums written and read in SRAM)."""
-    _, h, w, c = ifm
-    if h > MEAN_HEIGHT_MAX and h * w <= MEAN_KERNEL_MAX:
-        h, w = 1, h * w
-    rows = max(1, min(MEAN_KERNEL_MAX // w, h, MEAN_HEIGHT_MAX))
-    convs = ceil(h / rows)
-    compute, weights = 0.0, 0
-    for i in range(convs):
-        kh = min(rows, h - i * rows)
-        q = Query("dwconv", (kh, w, c), (1, 1, c), (kh, w), bits=bits)
-        compute += mac_cycles(config, q, config.mul_output_cycles)[0]
-        weights += kh * w * c + BIAS_RECORD_BYTES * c
-    wide = _wide_elementwise_cycles(config)
-    compute += (convs - 1) * c * wide + c * wide  # the partial-sum additions and the scaling
-    return compute, weights, 4 * c * 2 * convs
-
-
-BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
-
-
-def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
-    """ARG_MAX along the channels of an (..., C) map as Vela runs it: a 1x1 depthwise
-    convolution widening the map to 16 bits with the reversed channel index in its low bits,
-    a 16-bit max pool with a 1 x C window over the map viewed as (H*W, C, 1), a 16-bit table
-    extracting the index, and an elementwise pass writing the 32-bit indices.
-    Returns (compute cycles of the four operations plus the per-operation overhead of the
-    three beyond the first, weight bytes, bytes of the 16-bit intermediates in SRAM)."""
-    c = int(ifm[-1])
-    hw = int(np.prod(ifm[:-1]))
-    h, w = (int(ifm[-3]), int(ifm[-2])) if len(ifm) >= 3 else (1, hw)
-    widen = Query("dwconv", (h, w, c), (h, w, c))
-    pool = Query("pool", (hw, c, 1), (hw, 1, 1), (1, c), bits=16)
-    compute = mac_cycles(config, widen, config.conv_output_cycles)[0]
-    compute += mac_cycles(config, pool, config.pool_output_cycles)[0]
-    compute += hw * STANDALONE_LUT_MACS / config.macs_per_cycle + hw * config.add_output_cycles
-    compute += 3 * config.op_overhead_cycles
-    return compute, c + BIAS_RECORD_BYTES * c, 2 * (2 * hw * c + 2 * hw)
-
-
-def _half_pixel(taps: np.ndarray) -> bool:
-    """Whether a bilinear resize's tap matrix (output x input positions along one axis) is
-    TFLite's half-pixel 2x one (output 1 mixes two inputs unequally; the asymmetric resize gives
-    it equal weights)."""
-    taps = np.asarray(taps)
-    if taps.ndim != 2 or taps.shape[0] != 2 * taps.shape[1] or taps.shape[1] < 2:
-        return False
-    taps = taps[1].astype(np.float64).ravel()
-    taps = taps[taps != 0]
-    return len(taps) == 2 and taps[0] != taps[1]
-
-
-def resize_bilinear_as_vela(config: NPUConfig, ifm: tuple, ofm: tuple, taps) -> float:
-    """A bilinear resize as Vela runs it, in compute cycles including the per-operation overhead
-    of the operations beyond the first:
-      - a 1x1 input: one elementwise pass;
-      - half-pixel 2x: the input copied into a map with a one-pixel border (a copy per edge),
-        then four depthwise convolutions with 2x2 kernels, one per output phase;
-      - otherwise (2x, 4x, 8x): log2(factor) - 1 average pools with a 1x1 window, each reading
-        its input upscaled 2x (nearest), then an average pool with a factor x factor window."""
-    _, h, w, c = ifm
-    _, oh, ow, _ = ofm
-    if h == w == 1:
-        return oh * ow * c * config.add_output_cycles
-    if _half_pixel(taps):
-        q = Query("dwconv", (oh, ow, c), (oh - 1, ow - 1, c), (2, 2))
-        compute = 4 * mac_cycles(config, q, config.conv_output_cycles)[0]
-        return compute + 8 * config.op_overhead_cycles  # 5 copies and 4 convolutions
-    factor = max(2, round(oh / h))
-    steps = max(1, int(round(np.log2(factor))))
-    compute, sh, sw = 0.0, h, w
-    for _ in range(steps - 1):
-        q = Query("pool", (2 * sh, 2 * sw, c), (2 * sh, 2 * sw, c))
-        compute += mac_cycles(config, q, config.conv_output_cycles)[0]
-        sh, sw = 2 * sh, 2 * sw
-    q = Query("pool", (oh, ow, c), (oh, ow, c), (factor, factor))
-    compute += mac_cycles(config, q, config.conv_output_cycles)[0]
-    return compute + (steps - 1) * config.op_overhead_cycles
 
 
 def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query, int]:
@@ -281,10 +199,24 @@ def op_cycles(
         ins[0].memory if op.inputs and op.inputs[0] in program.inputs else "sram",
         out.memory if op.output in program.outputs else "sram",
     )
-    macs, compute, block, query = _compute(op, ins, out, config, io)
+    # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
+    bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
+    macs, compute, block, query = _compute(op, ins, out, config, io, bricked)
     if is_elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
+    if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
+        total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
+        return {
+            "cycles": total,
+            "compute_cycles": total,
+            "memory_cycles": 0,
+            "macs": 0,
+            "utilisation": 0.0,
+            "bytes": {ins[0].memory: ins[0].nbytes, out.memory: out.nbytes},
+            "stripes": op.stripes,
+            "time_at_clock_s": total / config.clock_hz,
+        }
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
 
@@ -320,7 +252,11 @@ def op_cycles(
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= _lstm_sequences(op, out)
-    if constant_bytes:
+    if constant_bytes and _standalone_table(op) and bricked:
+        # Vela loads the table of an operation between two others while the previous one runs
+        # (its per-layer report charges the load to no operation)
+        moved[config.weight_memory] = moved.get(config.weight_memory, 0) + constant_bytes
+    elif constant_bytes:
         add(config.weight_memory, constant_bytes)
     if block is not None and "weights" in op.arrays:
         # the MAC array reads the weights from their SRAM buffer once per output block of
@@ -337,7 +273,7 @@ def op_cycles(
         add("sram", sums)
     if op.kind == "UNIT" and op.params["op"] == "resize_bilinear_taps" and len(out.shape) == 4:
         c = ins[0].shape[-1]
-        if _half_pixel(op.arrays["c0"]):  # four 2x2 kernels and their biases
+        if half_pixel(op.arrays["c0"]):  # four 2x2 kernels and their biases
             add(config.weight_memory, 4 * (4 + BIAS_RECORD_BYTES) * c)
     if op.kind == "UNIT" and op.params["op"] == "argmax":
         _, weights, middle = argmax_as_vela(config, ins[0].shape)
@@ -349,7 +285,8 @@ def op_cycles(
     memory = max(
         n / bandwidth(config, m) + (latency if m != "sram" else 0) for m, n in scaled.items()
     )
-    total = int(ceil(max(compute, memory))) + _fixed_cycles(op, op.output in fused, out, config)
+    fixed = _fixed_cycles(op, op.output in fused, out, config, bricked)
+    total = int(ceil(max(compute, memory))) + fixed
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
@@ -376,12 +313,17 @@ def _native_activation(op: NPUOp) -> bool:
     return op.kind == "LUT" and op.params.get("op") == "lstm_table"
 
 
+def _lstm_op(op: NPUOp, out) -> bool:
+    """An operation of the integer LSTM's lowering (lstm_ops.py), which keeps the fixed cost
+    per operation and sequence its Vela figures were matched with (test_npu_lstm.py)."""
+    name = op.params.get("op")
+    return name in LSTM_UNITS or name == "lstm_table" or (op.kind == "FC" and out.dtype == "int32")
+
+
 def _lstm_sequences(op: NPUOp, out) -> int:
     """How many times Vela runs an LSTM operation of a batch: once per sequence (ethosu's
     lstm.py lowers each batch row to its own operations); 1 for any other operation."""
-    name = op.params.get("op")
-    lstm = name in LSTM_UNITS or name == "lstm_table" or (op.kind == "FC" and out.dtype == "int32")
-    return int(out.shape[0]) if lstm and len(out.shape) == 2 else 1
+    return int(out.shape[0]) if _lstm_op(op, out) and len(out.shape) == 2 else 1
 
 
 def fused_activations(program: Program) -> set[int]:
@@ -423,7 +365,7 @@ def fused_activations(program: Program) -> set[int]:
     return {op.output for op in program.ops if _native_activation(op) and fused(op)}
 
 
-def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig) -> int:
+def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool = False) -> int:
     """The per-operation fixed cost: the configured overhead, except for an LSTM's tiny
     elementwise operations, which Vela's per-layer report charges their output-stage cycles
     only (6-34 cycles for 16-64 values), and a fused activation (none; a standalone one pays
@@ -433,16 +375,29 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig) -> int:
     elems = int(np.prod(out.shape))
     if fused or is_elementwise(op):
         return 0
+    if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not _lstm_op(op, out):
+        return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
         return 0
     return config.op_overhead_cycles * _lstm_sequences(op, out)
+
+
+def _standalone_table(op: NPUOp) -> bool:
+    """A table lookup Vela runs as a pooling operation of its own (not its native elementwise
+    ABS/NEG, not a rescaling QUANTIZE, not the int16 sigmoid/tanh activation)."""
+    return (
+        op.kind == "LUT"
+        and not is_elementwise(op)
+        and not _native_activation(op)
+        and op.params.get("op") != "qnn.requantize"
+    )
 
 
 def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram")):
+def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
@@ -453,7 +408,7 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram")):
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         transfer = map_transfer(config, ins[0], out, io)
-        compute, block = mac_cycles(config, query, max(stage, lut), transfer)
+        compute, block = mac_cycles(config, query, max(stage, lut), transfer, fill=True)
         return macs, compute, block, query
     if is_elementwise(op):
         rate = getattr(config, elementwise_rate_name(op))
@@ -464,9 +419,21 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram")):
         return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
     if _native_activation(op):  # the output stage's int16 sigmoid/tanh
         return 0, out_elems * config.lut_cycles, None, None
-    if op.kind == "LUT":  # a table on its own: Vela 5.2 runs it at one element per cycle per
-        # 128 MACs of the array (measured on its per-layer report; a table fused into a MAC
-        # op runs in the output stage at lut_cycles instead)
+    if _standalone_table(op) and bricked:  # a table on its own between two operations: Vela
+        # 5.2 runs it as a 1x1 pooling operation with the table in its output stage (the block
+        # model, its first block unoverlapped); a table fused into a MAC op runs in that op's
+        # output stage at lut_cycles instead
+        shape = nhwc(out.shape)
+        q = Query("pool", shape, shape)
+        transfer = map_transfer(config, ins[0], out, io)
+        return (
+            0,
+            mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
+            None,
+            None,
+        )
+    if op.kind == "LUT":  # on a region's NHWC input or output: one element per cycle per 128
+        # MACs of the array (measured on Vela 5.2's per-layer report of EfficientNet)
         return 0, out_elems * STANDALONE_LUT_MACS / config.macs_per_cycle, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
         return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None

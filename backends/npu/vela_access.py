@@ -11,7 +11,7 @@ import numpy as np
 
 from .blocks import BLOCK_MAX, round_up
 from .config import NPUConfig
-from .program import NPUOp
+from .program import NPUOp, TensorDesc
 
 
 def bandwidth(config: NPUConfig, memory: str) -> float:
@@ -20,7 +20,6 @@ def bandwidth(config: NPUConfig, memory: str) -> float:
     if memory == config.weight_memory:
         return config.weight_bandwidth
     return config.spill_bandwidth or config.weight_bandwidth
-
 
 
 # Vela 5.2's native elementwise operations (regor's EstimateElementwiseCycles) and the output
@@ -67,7 +66,7 @@ def _latency(config: NPUConfig, memory: str, write: bool) -> int:
     return config.dma_latency_cycles
 
 
-def _nhwc(shape: tuple) -> tuple[int, int, int]:
+def nhwc(shape: tuple) -> tuple[int, int, int]:
     shape = tuple(int(d) for d in shape) or (1,)
     shape = (1,) * max(0, 3 - len(shape)) + shape
     return (int(np.prod(shape[:-2])), shape[-2], shape[-1])
@@ -123,7 +122,7 @@ def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -
         return
     moved.clear()
     scaled.clear()
-    shape = _nhwc(out.shape)
+    shape = nhwc(out.shape)
     block = _elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
     for i, (memory, _, size) in enumerate([*operands, (out.memory, elems, item)]):
@@ -143,11 +142,11 @@ def elementwise_cycles(config: NPUConfig, ins, out, rate: float, brick: bool = F
     elements' rate on u65-512);
     the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
     search of Vela matters only where this bound binds: small maps and off-chip ones)."""
-    shape = _nhwc(out.shape)
+    shape = nhwc(out.shape)
     block = _elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
     reads = [
-        _block_transfer(config, t.memory, _nhwc(t.shape), block, np.dtype(t.dtype).itemsize, False)
+        _block_transfer(config, t.memory, nhwc(t.shape), block, np.dtype(t.dtype).itemsize, False)
         for t in ins
         if int(np.prod(t.shape)) > 1
     ]
@@ -163,7 +162,7 @@ def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
     """The minimum memory cycles of one block of a MAC-array operation, Vela 5.2's
     EstimateMinimumMemoryCycles: the input block's first-byte latency and bytes in bursts
     plus the output block's, each in the memory its map lives in."""
-    ishape, oshape = _nhwc(ifm.shape), _nhwc(ofm.shape)
+    ishape, oshape = nhwc(ifm.shape), nhwc(ofm.shape)
     isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
 
     def transfer(ifm_block, ofm_block) -> float:
@@ -171,3 +170,52 @@ def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
         return read + _block_transfer(config, io[1], oshape, ofm_block, osize, True)
 
     return transfer
+
+
+def _elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool) -> float:
+    """One native elementwise operation as Vela charges it: the slower of its output stage
+    (``elementwise_cycles``) and each memory's access (bytes in bursts / bandwidth, no
+    first-byte latency; a broadcast operand read at the output's size: ``elementwise_access``)."""
+    op = NPUOp("UNIT", name, [], 0, {"op": name}, arrays)
+    compute = elementwise_cycles(config, ins, out, getattr(config, ELEMENTWISE_RATES[name]), brick)
+    shape = nhwc(out.shape)
+    bricks = round_up(shape[2], 16) / shape[2] if brick else 1.0  # NHCWB16: depth in 16s
+    scaled: dict[str, float] = {}
+    for t in (*ins, out):
+        nbytes = int(np.prod(t.shape)) * np.dtype(t.dtype).itemsize * bricks
+        scaled[t.memory] = scaled.get(t.memory, 0.0) + nbytes
+    broadcast: dict[str, float] = {}
+    elementwise_access(config, op, ins, out, {}, broadcast)
+    if broadcast:  # every operand read at the output's size, in the bursts of its shape
+        scaled = {m: n * bricks for m, n in broadcast.items()}
+    return max(compute, *(n / bandwidth(config, m) for m, n in scaled.items()))
+
+
+def prelu_as_max(op: NPUOp) -> bool:
+    """Whether Vela rewrites this PReLU as a maximum of two products: its constant alpha takes
+    more than one value, all below 1 (equal values make it a leaky ReLU, larger ones a
+    minimum, a product, a ReLU and an addition)."""
+    alpha = (op.arrays["c0"].astype(np.int64) - op.arrays["c4"].astype(np.int64)) * op.arrays[
+        "c3"
+    ].astype(np.float64)
+    return bool(alpha.min() != alpha.max() and alpha.max() < 1)
+
+
+def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool) -> float:
+    """A PReLU with a constant alpha whose largest value is below 1, as Vela 5.2 rewrites it:
+    a multiplication by alpha (the constant read from the weight memory, broadcast over H and
+    W), a multiplication by one that rescales the input to the output's quantization (none
+    when the two quantizations are equal), and a maximum of the two products, which writes the
+    output. The products are SRAM intermediates. Vela charges each operation the slower of its
+    output stage and its memories, and no fixed cost; the sum of the two or three is returned.
+    ``brick``: the output is an intermediate map, which Vela stores, with the two products
+    (copies of the output's tensor), in NHCWB16 bricks; a region output's products are NHWC."""
+    alpha = op.arrays["c0"]
+    if not prelu_as_max(op):
+        raise ValueError("prelu_as_vela: alpha must vary and stay below 1 (prelu_as_max)")
+    sram = TensorDesc(tuple(ofm.shape), ofm.dtype, "sram")
+    cycles = _elementwise_pass(config, "qnn.mul", [ifm], sram, {"alpha": alpha}, brick)
+    same = all(np.array_equal(op.arrays[a], op.arrays[b]) for a, b in (("c1", "c5"), ("c2", "c6")))
+    if not same:
+        cycles += _elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick)
+    return cycles + _elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick)

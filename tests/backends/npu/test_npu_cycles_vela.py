@@ -44,11 +44,15 @@ OUTSIDE = {
     # MobileNet v1 224 (539k against 266k cycles, on u65-256 too); we charge both as MobileNet
     # v1's. Every other layer is within a few percent (0.875 in all; 0.95 on u65-256)
     ("mobilenet_v2_100_224", "u65-512"): 0.85,
-    # session 16: its ten residual ADDs are now charged as Vela's report (no 300-cycle fixed
-    # cost: 864 cycles in all, as Vela's); the 300 cycles had covered for its expansion
-    # convolutions whose weights stream from DRAM, where Vela charges 2,567-7,391 cycles against
-    # our 1,057-2,817 (a per-block scale fetch from DRAM we do not model): 0.918 -> 0.895
-    ("digits_mobilenetv2", "u65-512"): 0.88,
+    # session 18: a MAC operation pays no fixed cost, its first block runs unoverlapped (Vela
+    # 5.2's rule, exact on the one-op convolutions); the 300-cycle fixed cost had covered for
+    # the nine expansion convolutions that read a residual ADD's output, whose weights Vela does
+    # not stage in SRAM (its staging usage 1,792 bytes against 4,672 for the stage's first
+    # expansion, DRAM access 241 cycles against 80): Vela charges them 2,018-7,660 cycles,
+    # ours 1,040-3,314 (25,882 cycles in all on u65-256, more than the row's whole gap,
+    # 20,547). Modelling Vela's staging choice would close it
+    ("digits_mobilenetv2", "u65-256"): 0.86,
+    ("digits_mobilenetv2", "u65-512"): 0.78,
 }
 
 

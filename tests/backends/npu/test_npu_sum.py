@@ -210,12 +210,12 @@ def test_the_exact_scale_equals_the_builtin_formula_or_is_refused():
     assert _sum_exact_scale(64, x, out) is None
 
 
-# Vela 5.2's figures (recorded by benchmarks/npu.py --record): on the one-op models of a few
-# dozen values both tools' totals are their fixed per-operation costs (docs/npu.md); the 80 x 40
-# sum, Vela's transpose and ReduceSum against partita's transpose and convolution, is held to
-# within 10% on the U55; on the U65 partita's transpose is cheaper (1,867 cycles against
-# Vela's 4,766 for the same 12,800 bytes; its ReduceSum 4,213, our convolution 4,327)
-SUM_BANDS = {"u55-256": (0.90, 1.10), "u65-256": (0.70, 0.90)}
+# Vela 5.2's figures (recorded by benchmarks/npu.py --record): the 80 x 40 sum, Vela's
+# transpose and ReduceSum against partita's transpose and convolution. Partita's transpose is
+# cheaper (u55-256: 3,500 cycles against Vela's 4,800; u65-256: 1,867 against 4,766 for the
+# same 12,800 bytes) and so is our convolution since it pays no fixed cost (session 18: 3,428
+# and 3,347 against Vela's ReduceSum 3,949 and 4,213): 0.83 and 0.67 of Vela's totals
+SUM_BANDS = {"u55-256": (0.78, 0.88), "u65-256": (0.62, 0.72)}
 
 
 @pytest.mark.parametrize("preset", sorted(SUM_BANDS))

@@ -1,0 +1,110 @@
+"""Operators Vela 5.2 runs as several NPU operations, charged as its rewrite (the cycle model,
+cycles.py, calls these for one operation of ours): MEAN over H and W (all-ones depthwise
+convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four operations) and
+the bilinear resizes (copies and 2x2 depthwise convolutions, or upscaling average pools)."""
+
+from __future__ import annotations
+
+from math import ceil
+
+import numpy as np
+
+from .blocks import Query, mac_cycles
+from .config import NPUConfig
+
+# Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
+# per MAC-array size and cores; other designs: 1.5x the add rate
+WIDE_ELEMENTWISE_CYCLES = {(128, 1): 1.25, (256, 1): 1.125, (512, 2): 0.5625}
+STANDALONE_LUT_MACS = 128
+MEAN_KERNEL_MAX = 4096  # Vela's largest depthwise kernel area for one MEAN convolution
+MEAN_HEIGHT_MAX = 64  # and its largest kernel height
+
+
+def _wide_elementwise_cycles(config: NPUConfig) -> float:
+    key = (config.macs_per_cycle, config.cores)
+    return WIDE_ELEMENTWISE_CYCLES.get(key, 1.5 * config.add_output_cycles)
+
+
+def mean_as_vela(config: NPUConfig, ifm: tuple, bits: int) -> tuple[float, int, int]:
+    """A MEAN over H and W of an (N, H, W, C) map the way Vela runs it: depthwise convolutions
+    with all-ones kernels of at most 64 rows and 4,096 elements (a map taller than 64 rows whose
+    area fits one kernel is first flattened to one row) summing into 32-bit maps, additions of
+    their partial sums, and one multiplication that scales the sum to the output.
+    Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
+    intermediate sums written and read in SRAM)."""
+    _, h, w, c = ifm
+    if h > MEAN_HEIGHT_MAX and h * w <= MEAN_KERNEL_MAX:
+        h, w = 1, h * w
+    rows = max(1, min(MEAN_KERNEL_MAX // w, h, MEAN_HEIGHT_MAX))
+    convs = ceil(h / rows)
+    compute, weights = 0.0, 0
+    for i in range(convs):
+        kh = min(rows, h - i * rows)
+        q = Query("dwconv", (kh, w, c), (1, 1, c), (kh, w), bits=bits)
+        compute += mac_cycles(config, q, config.mul_output_cycles)[0]
+        weights += kh * w * c + BIAS_RECORD_BYTES * c
+    wide = _wide_elementwise_cycles(config)
+    compute += (convs - 1) * c * wide + c * wide  # the partial-sum additions and the scaling
+    return compute, weights, 4 * c * 2 * convs
+
+
+BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
+
+
+def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
+    """ARG_MAX along the channels of an (..., C) map as Vela runs it: a 1x1 depthwise
+    convolution widening the map to 16 bits with the reversed channel index in its low bits,
+    a 16-bit max pool with a 1 x C window over the map viewed as (H*W, C, 1), a 16-bit table
+    extracting the index, and an elementwise pass writing the 32-bit indices.
+    Returns (compute cycles of the four operations plus the per-operation overhead of the
+    three beyond the first, weight bytes, bytes of the 16-bit intermediates in SRAM)."""
+    c = int(ifm[-1])
+    hw = int(np.prod(ifm[:-1]))
+    h, w = (int(ifm[-3]), int(ifm[-2])) if len(ifm) >= 3 else (1, hw)
+    widen = Query("dwconv", (h, w, c), (h, w, c))
+    pool = Query("pool", (hw, c, 1), (hw, 1, 1), (1, c), bits=16)
+    compute = mac_cycles(config, widen, config.conv_output_cycles)[0]
+    compute += mac_cycles(config, pool, config.pool_output_cycles)[0]
+    compute += hw * STANDALONE_LUT_MACS / config.macs_per_cycle + hw * config.add_output_cycles
+    compute += 3 * config.op_overhead_cycles
+    return compute, c + BIAS_RECORD_BYTES * c, 2 * (2 * hw * c + 2 * hw)
+
+
+def half_pixel(taps: np.ndarray) -> bool:
+    """Whether a bilinear resize's tap matrix (output x input positions along one axis) is
+    TFLite's half-pixel 2x one (output 1 mixes two inputs unequally; the asymmetric resize gives
+    it equal weights)."""
+    taps = np.asarray(taps)
+    if taps.ndim != 2 or taps.shape[0] != 2 * taps.shape[1] or taps.shape[1] < 2:
+        return False
+    taps = taps[1].astype(np.float64).ravel()
+    taps = taps[taps != 0]
+    return len(taps) == 2 and taps[0] != taps[1]
+
+
+def resize_bilinear_as_vela(config: NPUConfig, ifm: tuple, ofm: tuple, taps) -> float:
+    """A bilinear resize as Vela runs it, in compute cycles including the per-operation overhead
+    of the operations beyond the first:
+      - a 1x1 input: one elementwise pass;
+      - half-pixel 2x: the input copied into a map with a one-pixel border (a copy per edge),
+        then four depthwise convolutions with 2x2 kernels, one per output phase;
+      - otherwise (2x, 4x, 8x): log2(factor) - 1 average pools with a 1x1 window, each reading
+        its input upscaled 2x (nearest), then an average pool with a factor x factor window."""
+    _, h, w, c = ifm
+    _, oh, ow, _ = ofm
+    if h == w == 1:
+        return oh * ow * c * config.add_output_cycles
+    if half_pixel(taps):
+        q = Query("dwconv", (oh, ow, c), (oh - 1, ow - 1, c), (2, 2))
+        compute = 4 * mac_cycles(config, q, config.conv_output_cycles)[0]
+        return compute + 8 * config.op_overhead_cycles  # 5 copies and 4 convolutions
+    factor = max(2, round(oh / h))
+    steps = max(1, int(round(np.log2(factor))))
+    compute, sh, sw = 0.0, h, w
+    for _ in range(steps - 1):
+        q = Query("pool", (2 * sh, 2 * sw, c), (2 * sh, 2 * sw, c))
+        compute += mac_cycles(config, q, config.conv_output_cycles)[0]
+        sh, sw = 2 * sh, 2 * sw
+    q = Query("pool", (oh, ow, c), (oh, ow, c), (factor, factor))
+    compute += mac_cycles(config, q, config.conv_output_cycles)[0]
+    return compute + (steps - 1) * config.op_overhead_cycles
