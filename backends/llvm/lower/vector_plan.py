@@ -53,7 +53,13 @@ DW_TAP_PAIRS = True  # exact depthwise without VNNI: two taps per VPMADDWD, else
 # and by a tile's pixels (vdepthwise.dw_rows_paired, as VNNI's VPDPWSSD route), before
 # DW_TAP_PAIRS; DW_AVX2_TILE output pixels per step (AVX2's 16 ymm registers)
 DW_ROW_PAIRS = True
-DW_AVX2_TILE = 4
+# 2 pixels (session 18, MobileNetV2 on Zen 3 after vdepthwise.WEAVE_BYTES, per kernel,
+# interleaved: 0.8-0.93x the 4-pixel tile's time at 28-56 pixels, equal at 112; 4 pixels x 2
+# rows x 2 ymm accumulators took all 16 registers and spilled)
+DW_AVX2_TILE = 2
+# ... for strides up to this (stride 2 shares a column between fewer pixels: its 112 -> 56
+# and 56 -> 28 layers ran 0.6-0.7x the time by tap pairs)
+DW_ROW_PAIRS_MAX_STRIDE = 1
 DW_CV_OUTER = True  # the AVX2 row-pair kernel: channel vectors outer, row pairs inner
 # ... for output rows at least this wide (MobileNetV2 on Zen 3, per kernel, interleaved: 1.2-1.5x
 # faster at 112 and 56 pixels, even at 14, slower at 7 and 14 with stride 2: the overlapping
@@ -323,7 +329,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
         if (isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_ROW_PAIRS
-                and geo["OW"] >= DW_ROW_PAIRS_MIN_WIDTH):
+                and geo["OW"] >= DW_ROW_PAIRS_MIN_WIDTH
+                and max(geo["sh"], geo["sw"]) <= DW_ROW_PAIRS_MAX_STRIDE):
             taps = packed.reshape(geo["KH"], geo["KW"], cs)
             for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
                 consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows, 2)

@@ -35,6 +35,7 @@ def test_avx2_depthwise_on_extreme_values(route, seed, in_dtype, hw, stride, cha
         mp.setenv("PARTITA_CACHE_DIR", str(tmp_path_factory.mktemp("dw-int16")))
     mp.setattr(vplan, "DW_ROW_PAIRS", route.startswith("rows"))
     mp.setattr(vplan, "DW_ROW_PAIRS_MIN_WIDTH", 1)
+    mp.setattr(vplan, "DW_ROW_PAIRS_MAX_STRIDE", 2)
     mp.setattr(vplan, "DW_CV_OUTER", route != "rows2")
     mp.setattr(vplan, "DW_AVX2_TILE", 2 if route == "rows2" else 4)
     mp.setattr(vplan, "DW_TAP_PAIRS", route.startswith("taps"))
@@ -76,6 +77,7 @@ def test_avx2_depthwise_row_pairs_geometry(hw, k, stride, dilation, threads, til
     mp = pytest.MonkeyPatch()
     mp.setattr(vplan, "DW_ROW_PAIRS", True)
     mp.setattr(vplan, "DW_ROW_PAIRS_MIN_WIDTH", 1)
+    mp.setattr(vplan, "DW_ROW_PAIRS_MAX_STRIDE", 2)
     mp.setattr(vplan, "DW_CV_OUTER", seed % 2 == 0)
     mp.setattr(vplan, "DW_AVX2_TILE", tile)
     mp.setenv("PARTITA_REGION_CACHE", "0")
@@ -87,18 +89,22 @@ def test_avx2_depthwise_row_pairs_geometry(hw, k, stride, dilation, threads, til
     assert np.array_equal(got, P.interpret(mod, [data])[0])
 
 
-@pytest.mark.parametrize("width", [7, 16])
-def test_avx2_depthwise_route_by_row_width(width):
+@pytest.mark.parametrize("width", [7, 16, 40])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_avx2_depthwise_route_by_row_width(width, stride):
     """By default the row-pair kernel takes output rows of at least DW_ROW_PAIRS_MIN_WIDTH
-    pixels, the tap-pair kernel narrower ones (lowering only: any machine)."""
+    pixels at strides up to DW_ROW_PAIRS_MAX_STRIDE, the tap-pair kernel the others (lowering
+    only: any machine)."""
     from partita.backends.llvm.lower import lower
     from partita.backends.llvm.lower import vector_plan as vplan
 
-    geo = {"hw": (4, width), "k": (3, 3), "strides": (1, 1), "dilation": (1, 1),
-           "padding": (1, 1, 1, 1)}
+    geo = {"hw": (4, width * stride), "k": (3, 3), "strides": (stride, stride),
+           "dilation": (1, 1), "padding": (1, 1, 1, 1)}
     mod, _ = build_graph("depthwise", "int8", 16, 16, geo, 3, True, None)
     (dw,) = [k for k in lower(P.InferType()(mod)["main"], "avx2", 1).kernels
              if k.kind.name == "VDW"]
-    wide = width >= vplan.DW_ROW_PAIRS_MIN_WIDTH
-    assert bool(dw.params.get("rowpairs")) == wide
-    assert bool(dw.params.get("tap_pairs")) == (not wide)
+    rows = width >= vplan.DW_ROW_PAIRS_MIN_WIDTH and stride <= vplan.DW_ROW_PAIRS_MAX_STRIDE
+    assert bool(dw.params.get("rowpairs")) == rows
+    assert bool(dw.params.get("tap_pairs")) == (not rows)
+    if rows:
+        assert dw.params["dw_tile"] == vplan.DW_AVX2_TILE

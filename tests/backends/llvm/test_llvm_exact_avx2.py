@@ -38,6 +38,7 @@ def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, dw, threads
     mp.setattr(vplan, "EXACT_AVX2", mode)
     mp.setattr(vplan, "DW_ROW_PAIRS", dw.startswith("rows"))
     mp.setattr(vplan, "DW_ROW_PAIRS_MIN_WIDTH", 1)
+    mp.setattr(vplan, "DW_ROW_PAIRS_MAX_STRIDE", 2)
     mp.setattr(vplan, "DW_AVX2_TILE", 2 if dw == "rows2" else 4)
     mp.setattr(vplan, "DW_TAP_PAIRS", dw == "taps")
     mp.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
