@@ -22,6 +22,9 @@ CHANNELS_OUTER = True
 # the output stage's per-channel constants loaded once per channel vector of a tile, not once
 # per pixel (conv_epilogue)
 HOIST_CHANNELS = True
+# the sign kernel leaves out the products of a channel vector's upper half where it is padding
+# (OC % 16 in 1..8: a 24-channel layer computes 24 channels, not 32; _live_halves)
+SKIP_PADDING_HALF = True
 
 
 class VectorKernels(Family):
@@ -314,9 +317,14 @@ class VectorKernels(Family):
                     self.conv_tile(b, src, y, g, p, accs, out,
                                    (c64(0), c64(r_full * p["R"]), o0, r_tail, vecs))
 
-        if g_full:
-            with for_range(b, g_full, "og") as og:
+        # the last full group by itself where its last vector's upper half is padding (a
+        # constant o0: conv_tile leaves that half's products out, _live_halves)
+        peel = 1 if g_full and not v_tail and 0 < p["OC"] % 16 <= 8 else 0
+        if g_full - peel:
+            with for_range(b, g_full - peel, "og") as og:
                 over_tiles(b.mul(og, c64(16 * p["V"])), p["V"])
+        if peel:
+            over_tiles(c64(16 * p["V"] * (g_full - 1)), p["V"])
         if v_tail:
             over_tiles(c64(16 * p["V"] * g_full), v_tail)
 
@@ -327,6 +335,15 @@ class VectorKernels(Family):
         (oy, ox0, rows), nvec = at, -(-p["OC"] // 16)
         g_full, v_tail = divmod(nvec, p["V"])
         lo, hi = groups if groups is not None else (c64(0), c64(g_full + (v_tail > 0)))
+        if groups is None and g_full and not v_tail and 0 < p["OC"] % 16 <= 8:
+            # the last group with a constant o0 (its padding half skipped, _live_halves)
+            if g_full > 1:
+                with for_range(b, g_full - 1, "og") as og:
+                    o0 = b.mul(og, c64(16 * p["V"]))
+                    self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
+            o0 = c64(16 * p["V"] * (g_full - 1))
+            self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
+            return
         if g_full:
             with for_range(b, b.sub(self.clamp(b, hi, 0, g_full), lo), "og") as og:
                 o0 = b.mul(b.add(og, lo), c64(16 * p["V"]))
@@ -348,6 +365,7 @@ class VectorKernels(Family):
             for v in range(vecs):
                 b.store(starts[v], accs[r][v])
         c4 = p["Cs"] // 4
+        tile_at = (oy, ox0, rows, vecs, _live_halves(p, o0, vecs))
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
         # (the sign kernel reads signed bytes: it flips uint8 input instead)
@@ -360,7 +378,7 @@ class VectorKernels(Family):
         if p.get("nibbles"):
             self.nibble_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
         else:
-            self.main_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
+            self.main_steps(b, src, g, p, accs, tile_at, start, flip)
         if p.get("fix"):  # the unsafe pairs' remainders (exact_avx2_plan.ubsw_split)
             self.fix_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), panel, flip)
         for r in range(rows):
@@ -393,7 +411,7 @@ class VectorKernels(Family):
     def mac_step(self, b, src, p, accs, tile, step, ws, flip):
         """One k-step of a tile: the 4 input bytes at (ky, kx, channel quad c) of each of the
         tile's pixels against the step's weight vectors ``ws``."""
-        (oy, ox0, rows, vecs), (ky, kx, c) = tile, step
+        (oy, ox0, rows, vecs, *halves), (ky, kx, c) = tile, step
         wide = p.get("wide", False)
         pairs = p.get("pairs", False) or p.get("ubsw", False)
         iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
@@ -412,7 +430,7 @@ class VectorKernels(Family):
                 continue
             a = vsplat(b, a)
             if p.get("sign"):
-                self.sign_step(b, accs[r], a, ws)
+                self.sign_step(b, accs[r], a, ws, halves[0] if halves else None)
                 continue
             for v in range(vecs):
                 b.store(self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"], pairs),
@@ -446,6 +464,19 @@ class VectorKernels(Family):
                 count = c64(rows) if skip is None else b.sub(c64(rows), skip)
                 with for_range(b, count, "er") as r:
                     stage(v, r if skip is None else b.add(r, skip))
+
+
+def _live_halves(p, o0, vecs: int):
+    """Per channel vector of a tile at the constant first channel ``o0``, how many of its two
+    8-channel halves hold output channels (2 or 1; a vector past OC keeps 1); None where o0 is
+    not a constant or no vector has an empty upper half (the sign kernel skips such halves'
+    products: a layer of 24 channels computes 24, not 32)."""
+    if (not SKIP_PADDING_HALF or not isinstance(o0, ir.Constant) or p["OC"] % 16 == 0
+            or p["OC"] % 16 > 8):
+        return None
+    live = [p["OC"] - (o0.constant + 16 * v) for v in range(vecs)]
+    halves = [2 if n > 8 else 1 for n in live]
+    return halves if 1 in halves else None
 
 
 def _lanes(b, vec, first: int, count: int):
