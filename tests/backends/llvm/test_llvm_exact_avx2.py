@@ -171,7 +171,10 @@ def test_sign_kernel_on_extreme_pairs(in_dtype, seed, kind, cin, cout, minus128,
         geo = ({"rows": 3} if kind == "dense" else
                {"hw": (5, 6), "k": (3, 1), "strides": (1, 1), "dilation": (1, 1),
                 "padding": (1, 0, 1, 0)})
-        values = [-127, 127, -127, 127, -1, 0, 2] + ([-128] if minus128 else [])
+        values = [-127, 127, -127, 127, -1, 0, 2]
+        # with -128 drawn as often as the rest together: the smallest layer (4 x 5 weights)
+        # has one but for 1 seed in a million (one -128 among 8 values missed 7% of them)
+        values += [-128] * len(values) if minus128 else []
         mod, _ = build_graph(kind, in_dtype, cin, cout, geo, seed, True, None,
                              wvalues=values)
         kernels = lower(P.InferType()(mod)["main"], "avx2", 1).kernels

@@ -448,8 +448,14 @@ class VectorKernels(Family):
         oy, ox0, o0, rows, vecs = tile
         caches = [{} if HOIST_CHANNELS else None for _ in range(vecs)]
         whole = vecs == 2 and p["OC"] % 16 == 0 and MERGE_STORES
+        # a tile never crosses a row of the padded output when the row width is a multiple
+        # of the tile: one division per tile, not per pixel
+        pad = p.get("out_pad")
+        first = (_out_index(b, p, oy, ox0)
+                 if pad and pad[4] % p["R"] == 0 and p["isa"] != "amx" else None)
         for r in range(rows):
-            at = _out_index(b, p, oy, b.add(ox0, c64(r)))
+            at = (_out_index(b, p, oy, b.add(ox0, c64(r))) if first is None else
+                  b.add(first, c64(r * p["OC"])))
             values = []
             for v in range(vecs):
                 slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
