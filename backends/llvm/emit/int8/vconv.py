@@ -14,7 +14,21 @@ from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
 
-from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconcat, vpart, vsplat
+from .vector_types import (
+    B16,
+    B64,
+    H16,
+    PTR8,
+    Q32,
+    V8,
+    V16,
+    V32,
+    W64,
+    kconst,
+    vconcat,
+    vpart,
+    vsplat,
+)
 
 # a pointwise convolution's single row: channel groups outer, pixel tiles inner (False: pixel
 # tiles outer, every channel group per tile)
@@ -29,6 +43,9 @@ SKIP_PADDING_HALF = True
 # whole vectors' bytes stored together (MERGE_STORES)
 UNROLL_EPILOGUE = True
 MERGE_STORES = True
+# a 1-3 channel image's 16-pixel packing as four 16-byte shuffles (VPSHUFB + blend of the
+# zero point; LLVM compiles the one 48 -> 64-byte shuffle to VPINSRB / VPEXTRB per byte)
+PACK_BY_QUARTERS = True
 
 
 class VectorKernels(Family):
@@ -102,11 +119,25 @@ class VectorKernels(Family):
         picks = [j * c + k if k < c else 16 * c for j in range(16) for k in range(4)]
         mask = ir.Constant(ir.VectorType(I32, 64), picks)
 
+        fill16 = vsplat(b, zp, B16)
+        keep = ir.InlineAsm(ir.FunctionType(B16, [B16]), "", "=x,0")
+
         def move(y, px):  # pixels px .. px+15 of row y
-            pixels = self.vload(b, x, b.mul(b.add(b.mul(y, c64(width)), px), c64(c)), src_ty)
+            src = b.mul(b.add(b.mul(y, c64(width)), px), c64(c))
             at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(px, c64(left))), c64(4))
-            b.store(b.shuffle_vector(pixels, fill, mask), b.gep(dst, [at], source_etype=I8),
-                    align=1)
+            if not PACK_BY_QUARTERS:
+                pixels = self.vload(b, x, src, src_ty)
+                b.store(b.shuffle_vector(pixels, fill, mask),
+                        b.gep(dst, [at], source_etype=I8), align=1)
+                return
+            for j in range(4):  # 4 pixels (4c bytes) from a 16-byte load inside the 16c
+                start = min(4 * c * j, 16 * c - 16)  # the last quarter's load ends with them
+                chunk = b.call(keep, [self.vload(b, x, b.add(src, c64(start)), B16)])
+                picks16 = [4 * c * j - start + q * c + k if k < c else 16
+                           for q in range(4) for k in range(4)]
+                quarter = b.shuffle_vector(chunk, fill16, ir.Constant(V16, picks16))
+                b.store(quarter, b.gep(dst, [b.add(at, c64(16 * j))], source_etype=I8),
+                        align=1)
 
         with for_range(b, p["H"], "py") as y:
             with for_range(b, width // 16, "pv") as v:
