@@ -83,7 +83,7 @@ def lower_lut(low: LowerContext, call: Call) -> bool:
                                                                                 out)}
     if (call.op.name == "qnn.dequantize" and low.isa != "plain" and out == "float32"
             and dtypes[0] in EIGHT_BIT and abs(int(const_array(call.args[2]))) < 1 << 30):
-        # arithmetic in vectors (scalar.py lut_dequantize; x - zp exact in int32)
+        # arithmetic in vectors (emit/int8/quant_vectors.py; x - zp exact in int32)
         params["dequant"] = True
         arrays["dq_scale"] = np.float64(np.float32(const_array(call.args[1]))).reshape(1)
         arrays["dq_zp"] = np.asarray(const_array(call.args[2]), np.int64).reshape(1)
@@ -119,7 +119,7 @@ def lower_quantize(low: LowerContext, call: Call) -> bool:
     params.update(split_elements(low, call, SPLIT_QUANT))
     if low.isa != "plain" and params["C"] == 1 and params["round"] == "onnx" \
             and out in (*EIGHT_BIT, "int16"):
-        params["vector"] = True  # 16 elements a step (emit/int8/scalar.py quant_vectors)
+        params["vector"] = True  # 16 elements a step (emit/int8/quant_vectors.py)
     low.emit(Kind.QUANT, call, [low.src(data[0])], params, arrays)
     return True
 

@@ -53,12 +53,22 @@ DW_TAP_PAIRS = True  # exact depthwise without VNNI: two taps per VPMADDWD, else
 # and by a tile's pixels (vdepthwise.dw_rows_paired, as VNNI's VPDPWSSD route), before
 # DW_TAP_PAIRS; DW_AVX2_TILE output pixels per step (AVX2's 16 ymm registers)
 DW_ROW_PAIRS = True
-DW_AVX2_TILE = 4
+# 2 pixels (session 18, MobileNetV2 on Zen 3 after vdepthwise.WEAVE_BYTES, per kernel,
+# interleaved: 0.8-0.93x the 4-pixel tile's time at 28-56 pixels, equal at 112; 4 pixels x 2
+# rows x 2 ymm accumulators took all 16 registers and spilled)
+DW_AVX2_TILE = 2
+# ... for strides up to this (stride 2 shares a column between fewer pixels: its 112 -> 56
+# and 56 -> 28 layers ran 0.6-0.7x the time by tap pairs)
+DW_ROW_PAIRS_MAX_STRIDE = 1
 DW_CV_OUTER = True  # the AVX2 row-pair kernel: channel vectors outer, row pairs inner
 # ... for output rows at least this wide (MobileNetV2 on Zen 3, per kernel, interleaved: 1.2-1.5x
 # faster at 112 and 56 pixels, even at 14, slower at 7 and 14 with stride 2: the overlapping
 # last tile and repeated last row cost more than the shared loads save), else DW_TAP_PAIRS
 DW_ROW_PAIRS_MIN_WIDTH = 16
+# the TFLite output stage's unsigned high multiply on accumulators offset by ACC_OFFSET where
+# every sum's bound is below it (_offset_accumulators), so its sign term is one comparison
+STAGE_OFFSET = True
+ACC_OFFSET = 1 << 30
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
 
 
@@ -145,7 +155,8 @@ def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
     - ``round_all``: every channel shifts right (e > 0), so the sign term needs no mask;
     - ``saturate``: the clamp is the output type's whole range, so the clamp bounds are code
       constants and the narrowing a saturating one."""
-    flags = {"fold_zp": False, "round_all": False, "saturate": False, "umul": False}
+    flags = {"fold_zp": False, "round_all": False, "saturate": False, "umul": False,
+             "offset": 0}
     if params["rounding"] != "tflite":
         return flags
     n = wabs.size
@@ -163,7 +174,25 @@ def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
     if not params["rq_zp"]:
         _unsigned_high_mul(consts)
         flags["umul"] = True
+        bound = np.abs(consts["corr"][:n].astype(np.int64)) + 255 * wabs + 1
+        if STAGE_OFFSET and flags["round_all"] and not params["left"] \
+                and (bound < ACC_OFFSET).all():
+            _offset_accumulators(consts)
+            flags["offset"] = ACC_OFFSET  # the code compares the sums with it
     return flags
+
+
+def _offset_accumulators(consts: dict) -> None:
+    """The unsigned stage's constants for accumulators started at corr + ACC_OFFSET (every
+    sum then in [0, 2^31): its unsigned reading is its value): the 64-bit addends lose
+    ACC_OFFSET * 2M, so high32(x' * 2M + addend) = SRDHM(x, M) + rnd as before, and where the
+    sum is negative (x' < ACC_OFFSET) only RDBPOT's sign term -1 is added (no masked -2M:
+    vector_output_stage.vrequant, one comparison in place of a shift and a mask)."""
+    consts["corr"] = (consts["corr"].astype(np.int64) + ACC_OFFSET).astype(np.int32)
+    two_m = (2 * consts["mult"].astype(np.int64)) & 0xFFFFFFFF
+    less = two_m * ACC_OFFSET  # < 2^63
+    for name, lanes in (("heven", slice(0, None, 2)), ("hodd", slice(1, None, 2))):
+        consts[name] = (consts[name].astype(np.int64) - less[lanes]).astype(np.int64)
 
 
 def _unsigned_high_mul(consts: dict) -> None:
@@ -323,7 +352,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                     consts["corr"].astype(np.int64) - 128 * np.pad(colsum, (0, cs - colsum.size))
                 ).astype(np.int32)
         if (isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_ROW_PAIRS
-                and geo["OW"] >= DW_ROW_PAIRS_MIN_WIDTH):
+                and geo["OW"] >= DW_ROW_PAIRS_MIN_WIDTH
+                and max(geo["sh"], geo["sw"]) <= DW_ROW_PAIRS_MAX_STRIDE):
             taps = packed.reshape(geo["KH"], geo["KW"], cs)
             for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
                 consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows, 2)

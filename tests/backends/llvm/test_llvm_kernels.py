@@ -282,15 +282,29 @@ def test_output_stage_shortcuts_are_taken_only_where_exact():
     params = {"rounding": "tflite", "rq_zp": 0, "left": False, "out_zp": 5, "lo": -128, "hi": 127}
     c = consts([100, -100], [3, 7])
     flags = _stage_flags(params, c, np.array([1000, 2000]))
-    assert flags == {"fold_zp": True, "round_all": True, "saturate": "int8", "umul": True}
+    assert flags == {"fold_zp": True, "round_all": True, "saturate": "int8", "umul": True,
+                     "offset": 1 << 30}
     assert c["rnd"].tolist() == [4 + (5 << 3), 64 + (5 << 7)] and not c["ozp"].any()
+    # every sum is far below 2^30: the accumulators start 2^30 higher, the addends lose
+    # 2^30 * 2M, so high32(x' * 2M + addend) is SRDHM(x, M) + rnd for negative x too
+    assert c["corr"].tolist() == [100 + (1 << 30), -100 + (1 << 30)]
+    x = np.array([-(1 << 29), -12345, -1, 0, 1, 999, (1 << 29) - 1], np.int64)
+    for ch, h in ((0, c["heven"][0]), (1, c["hodd"][0])):
+        m, rnd = int(3 << 29), int(c["rnd"][ch])
+        got = (((x + (1 << 30)) * (2 * m) + int(h)) >> 32)  # int64: the 64-bit sum's high half
+        want = ((x * m + (1 << 30)) >> 31) + rnd  # TFLite's SRDHM (m > 0), then + rnd
+        assert got.tolist() == want.tolist()
     c = consts([2**31 - 2**10, 0], [0, 7])  # |corr| + 255 * 1000 would wrap
     flags = _stage_flags({**params, "lo": -100}, c, np.array([1000, 2000]))
-    assert flags == {"fold_zp": False, "round_all": False, "saturate": False, "umul": True}
+    assert flags == {"fold_zp": False, "round_all": False, "saturate": False, "umul": True,
+                     "offset": 0}
     # the unsigned form's constants: 2M mod 2^32, and -2M - [e > 0] for negative accumulators
     assert c["mult2"].view(np.uint32).tolist() == [3 << 30] * 2
     assert c["negc"].view(np.uint32).tolist() == [(1 << 32) - (3 << 30), (1 << 32) - (3 << 30) - 1]
     assert c["ozp"].tolist() == [5, 5]
+    c = consts([2**30 - 2**10, 0], [3, 7])  # every channel shifts, but a sum may reach 2^30
+    assert _stage_flags(params, c, np.array([1000, 2000]))["offset"] == 0
+    assert c["corr"].tolist() == [2**30 - 2**10, 0]
     assert not _stage_flags({**params, "rounding": "onnx"}, consts([0], [1]), np.ones(1))["fold_zp"]
 
 

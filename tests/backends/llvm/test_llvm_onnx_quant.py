@@ -1,5 +1,5 @@
 """ONNX Runtime's QuantizeLinear per tensor (qnn.quantize, semantics "onnx") in whole vectors of
-16 (emit/int8/scalar.py ``quant_vectors``: x / scale in float32, rint, NaN -> 0, clamped, + zero
+16 (emit/int8/quant_vectors.py: x / scale in float32, rint, NaN -> 0, clamped, + zero
 point; the rest of the elements one by one): the interpreter's bits for any float32, ties, NaN,
 infinities and values far out of range included, to int8, uint8 and int16, every length's
 tail, one and two threads, on any x86-64 CPU (`-isa=avx2`, emulated where the CPU lacks it)."""
@@ -92,7 +92,7 @@ def test_vector_quantize_equals_onnxruntime():
 @pytest.mark.parametrize("threads", [1, 2])
 def test_vector_dequantize_equals_the_table(shape, dtype, scale, zp, threads):
     """qnn.dequantize of 8-bit data to float32 (LUT, 16 elements a step in float64 arithmetic,
-    emit/int8/scalar.py ``lut_dequantize``; the tail through the table): the reference's
+    emit/int8/quant_vectors.py ``lut_dequantize``; the tail through the table): the reference's
     float64 product rounded to float32, for every 8-bit value."""
     x = Var("x", TensorType(shape, dtype))
     out = get_op("qnn.dequantize")(x, Constant(np.float32(scale)), Constant(np.int32(zp)))

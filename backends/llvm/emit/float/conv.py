@@ -229,8 +229,8 @@ class FloatConvKernels(Family):
     def store_quantized(self, b, value, p, quant, y, at, lanes: int):
         """ONNX's QuantizeLinear of 16 float32 outputs to int8/uint8, per tensor, stored at
         y[at]: x / scale (float32), rint (half to even), NaN -> 0, clamped to [min - zp, max -
-        zp] in float32 (integers: exact), + zp: the QUANT kernel's values (emit/int8/scalar.py
-        quant_vectors) for the same float32 inputs."""
+        zp] in float32 (integers: exact), + zp: the QUANT kernel's values
+        (emit/int8/quant_vectors.py) for the same float32 inputs."""
         scale_ptr, zp_ptr = quant
         info = np.iinfo(p["quant"])
         zp = self.load_at(b, zp_ptr, c64(0), I32T)

@@ -83,11 +83,13 @@ class ExactAVX2Steps(Family):
         if rest:
             block(c64(full * blk), c64(rest))
 
-    def sign_step(self, b, accs, a, ws):
+    def sign_step(self, b, accs, a, ws, halves=None):
         """One k-step of one pixel of the sign kernel: acc += VPMADDWD(VPMADDUBSW(|a|,
         VPSIGNB(w, a)), 1) per weight vector, a the splat of 4 signed input bytes: each
         product a * w = |a| * (sign(a) * w) with |a| <= 128 and |sign(a) * w| <= 127 (no
-        weight is -128), so a pair sums to at most 2 * 128 * 127 = 32512: exact in int16."""
+        weight is -128), so a pair sums to at most 2 * 128 * 127 = 32512: exact in int16.
+        ``halves``: per vector, how many of its two 8-channel halves hold output channels (1:
+        the upper half is padding, its products skipped and its sums left as they are)."""
         ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16, [Q32, Q32])
         madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
         psign = self._intrinsic("llvm.x86.avx2.psign.b", Q32, [Q32, Q32])
@@ -95,11 +97,16 @@ class ExactAVX2Steps(Family):
         ones = ir.Constant(H16, [1] * 16)
         a = vpart(b, b.bitcast(a, B64), 0, 32)  # the same 4 bytes in both halves
         mag = b.call(absb, [a, ir.Constant(ir.IntType(1), 0)])
-        for acc, w in zip(accs, ws):
+        for v, (acc, w) in enumerate(zip(accs, ws)):
             w = b.bitcast(w, B64)
-            halves = [b.call(madd, [b.call(ubsw, [mag, b.call(psign, [vpart(b, w, i, 32), a])]),
-                                    ones]) for i in range(2)]
-            b.store(b.add(b.load(acc, typ=V16), vconcat(b, *halves)), acc)
+            live = 2 if halves is None else halves[v]
+            sums = [b.call(madd, [b.call(ubsw, [mag, b.call(psign, [vpart(b, w, i, 32), a])]),
+                                  ones]) for i in range(live)]
+            old = b.load(acc, typ=V16)
+            if live == 2:
+                b.store(b.add(old, vconcat(b, *sums)), acc)
+            else:
+                b.store(vconcat(b, b.add(vpart(b, old, 0, 8), sums[0]), vpart(b, old, 1, 8)), acc)
 
     def fix_steps(self, b, src, g, p, accs, tile, panel, flip):
         """The second, sparse product of the exact VPMADDUBSW kernel: for each of the panel's

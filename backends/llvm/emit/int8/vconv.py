@@ -15,7 +15,21 @@ from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
 from partita.backends.llvm.runtime.threads import chunk_size
 
-from .vector_types import B64, H16, PTR8, Q32, V8, V16, V32, W64, kconst, vconcat, vpart, vsplat
+from .vector_types import (
+    B16,
+    B64,
+    H16,
+    PTR8,
+    Q32,
+    V8,
+    V16,
+    V32,
+    W64,
+    kconst,
+    vconcat,
+    vpart,
+    vsplat,
+)
 
 # a pointwise convolution's single row: channel groups outer, pixel tiles inner (False: pixel
 # tiles outer, every channel group per tile)
@@ -23,6 +37,16 @@ CHANNELS_OUTER = True
 # the output stage's per-channel constants loaded once per channel vector of a tile, not once
 # per pixel (conv_epilogue)
 HOIST_CHANNELS = True
+# the sign kernel leaves out the products of a channel vector's upper half where it is padding
+# (OC % 16 in 1..8: a 24-channel layer computes 24 channels, not 32; _live_halves)
+SKIP_PADDING_HALF = True
+# the output stage of a tile of one or two channel vectors unrolled (epilogue_unrolled), two
+# whole vectors' bytes stored together (MERGE_STORES)
+UNROLL_EPILOGUE = True
+MERGE_STORES = True
+# a 1-3 channel image's 16-pixel packing as four 16-byte shuffles (VPSHUFB + blend of the
+# zero point; LLVM compiles the one 48 -> 64-byte shuffle to VPINSRB / VPEXTRB per byte)
+PACK_BY_QUARTERS = True
 
 
 class VectorKernels(Family):
@@ -95,11 +119,25 @@ class VectorKernels(Family):
         picks = [j * c + k if k < c else 16 * c for j in range(16) for k in range(4)]
         mask = ir.Constant(ir.VectorType(I32, 64), picks)
 
+        fill16 = vsplat(b, zp, B16)
+        keep = ir.InlineAsm(ir.FunctionType(B16, [B16]), "", "=x,0")
+
         def move(y, px):  # pixels px .. px+15 of row y
-            pixels = self.vload(b, x, b.mul(b.add(b.mul(y, c64(width)), px), c64(c)), src_ty)
+            src = b.mul(b.add(b.mul(y, c64(width)), px), c64(c))
             at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(px, c64(left))), c64(4))
-            b.store(b.shuffle_vector(pixels, fill, mask), b.gep(dst, [at], source_etype=I8),
-                    align=1)
+            if not PACK_BY_QUARTERS:
+                pixels = self.vload(b, x, src, src_ty)
+                b.store(b.shuffle_vector(pixels, fill, mask),
+                        b.gep(dst, [at], source_etype=I8), align=1)
+                return
+            for j in range(4):  # 4 pixels (4c bytes) from a 16-byte load inside the 16c
+                start = min(4 * c * j, 16 * c - 16)  # the last quarter's load ends with them
+                chunk = b.call(keep, [self.vload(b, x, b.add(src, c64(start)), B16)])
+                picks16 = [4 * c * j - start + q * c + k if k < c else 16
+                           for q in range(4) for k in range(4)]
+                quarter = b.shuffle_vector(chunk, fill16, ir.Constant(V16, picks16))
+                b.store(quarter, b.gep(dst, [b.add(at, c64(16 * j))], source_etype=I8),
+                        align=1)
 
         with for_range(b, p["H"], "py") as y:
             with for_range(b, width // 16, "pv") as v:
@@ -308,9 +346,14 @@ class VectorKernels(Family):
                     self.conv_tile(b, src, y, g, p, accs, out,
                                    (c64(0), c64(r_full * p["R"]), o0, r_tail, vecs))
 
-        if g_full:
-            with for_range(b, g_full, "og") as og:
+        # the last full group by itself where its last vector's upper half is padding (a
+        # constant o0: conv_tile leaves that half's products out, _live_halves)
+        peel = 1 if g_full and not v_tail and 0 < p["OC"] % 16 <= 8 else 0
+        if g_full - peel:
+            with for_range(b, g_full - peel, "og") as og:
                 over_tiles(b.mul(og, c64(16 * p["V"])), p["V"])
+        if peel:
+            over_tiles(c64(16 * p["V"] * (g_full - 1)), p["V"])
         if v_tail:
             over_tiles(c64(16 * p["V"] * g_full), v_tail)
 
@@ -321,6 +364,15 @@ class VectorKernels(Family):
         (oy, ox0, rows), nvec = at, -(-p["OC"] // 16)
         g_full, v_tail = divmod(nvec, p["V"])
         lo, hi = groups if groups is not None else (c64(0), c64(g_full + (v_tail > 0)))
+        if groups is None and g_full and not v_tail and 0 < p["OC"] % 16 <= 8:
+            # the last group with a constant o0 (its padding half skipped, _live_halves)
+            if g_full > 1:
+                with for_range(b, g_full - 1, "og") as og:
+                    o0 = b.mul(og, c64(16 * p["V"]))
+                    self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
+            o0 = c64(16 * p["V"] * (g_full - 1))
+            self.conv_tile(b, src, y, g, p, accs, out, (oy, ox0, o0, rows, p["V"]))
+            return
         if g_full:
             with for_range(b, b.sub(self.clamp(b, hi, 0, g_full), lo), "og") as og:
                 o0 = b.mul(b.add(og, lo), c64(16 * p["V"]))
@@ -342,6 +394,7 @@ class VectorKernels(Family):
             for v in range(vecs):
                 b.store(starts[v], accs[r][v])
         c4 = p["Cs"] // 4
+        tile_at = (oy, ox0, rows, vecs, _live_halves(p, o0, vecs))
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
         # (the sign kernel reads signed bytes: it flips uint8 input instead)
@@ -354,7 +407,7 @@ class VectorKernels(Family):
         if p.get("nibbles"):
             self.nibble_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
         else:
-            self.main_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), start, flip)
+            self.main_steps(b, src, g, p, accs, tile_at, start, flip)
         if p.get("fix"):  # the unsafe pairs' remainders (exact_avx2_plan.ubsw_split)
             self.fix_steps(b, src, g, p, accs, (oy, ox0, rows, vecs), panel, flip)
         for r in range(rows):
@@ -387,7 +440,7 @@ class VectorKernels(Family):
     def mac_step(self, b, src, p, accs, tile, step, ws, flip):
         """One k-step of a tile: the 4 input bytes at (ky, kx, channel quad c) of each of the
         tile's pixels against the step's weight vectors ``ws``."""
-        (oy, ox0, rows, vecs), (ky, kx, c) = tile, step
+        (oy, ox0, rows, vecs, *halves), (ky, kx, c) = tile, step
         wide = p.get("wide", False)
         pairs = p.get("pairs", False) or p.get("ubsw", False)
         iy = b.add(b.mul(oy, c64(p["sh"])), b.mul(ky, c64(p["dh"])))
@@ -406,11 +459,41 @@ class VectorKernels(Family):
                 continue
             a = vsplat(b, a)
             if p.get("sign"):
-                self.sign_step(b, accs[r], a, ws)
+                self.sign_step(b, accs[r], a, ws, halves[0] if halves else None)
                 continue
             for v in range(vecs):
                 b.store(self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"], pairs),
                         accs[r][v])
+
+    def epilogue_unrolled(self, b, y, g, p, out, tile, corr):
+        """conv_epilogue for tiles of one or two channel vectors, unrolled over both (the
+        sums' slots at constant indices, so they stay in registers), and where the two
+        vectors are whole (OC a multiple of 16) their 32 output bytes per pixel narrowed and
+        stored together (one VPACKSSDW pair, VPACKSSWB and VPERMQ for 32 channels)."""
+        oy, ox0, o0, rows, vecs = tile
+        caches = [{} if HOIST_CHANNELS else None for _ in range(vecs)]
+        whole = vecs == 2 and p["OC"] % 16 == 0 and MERGE_STORES
+        # a tile never crosses a row of the padded output when the row width is a multiple
+        # of the tile: one division per tile, not per pixel
+        pad = p.get("out_pad")
+        first = (_out_index(b, p, oy, ox0)
+                 if pad and pad[4] % p["R"] == 0 and p["isa"] != "amx" else None)
+        for r in range(rows):
+            at = (_out_index(b, p, oy, b.add(ox0, c64(r))) if first is None else
+                  b.add(first, c64(r * p["OC"])))
+            values = []
+            for v in range(vecs):
+                slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
+                o = b.add(o0, c64(16 * v))
+                values.append(self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr,
+                                            cache=caches[v]))
+            if whole:
+                ptr = b.gep(y, [b.add(at, o0)], source_etype=I8)
+                b.store(vconcat(b, *values), ptr, align=1)
+                continue
+            for v, value in enumerate(values):
+                o = b.add(o0, c64(16 * v))
+                self.vstore(b, value, y, b.add(at, o), o, p["OC"])
 
     def conv_epilogue(self, b, y, g, p, out, tile, corr, skip=None):
         """The output stage of a tile's sums, ``out[r][v]`` (16 x int32 each): requantized and
@@ -429,6 +512,8 @@ class VectorKernels(Family):
                 pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
             self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
 
+        if skip is None and UNROLL_EPILOGUE and vecs <= 2:
+            return self.epilogue_unrolled(b, y, g, p, out, tile, corr)
         # channels outer: the per-channel constants and the tail test stay out of the pixel
         # loop, which is unrolled where its count is known (no loop counter per 16 outputs)
         with for_range(b, vecs, "ev") as v:
@@ -440,6 +525,30 @@ class VectorKernels(Family):
                 count = c64(rows) if skip is None else b.sub(c64(rows), skip)
                 with for_range(b, count, "er") as r:
                     stage(v, r if skip is None else b.add(r, skip))
+
+
+def _out_index(b, p, oy, ox):
+    """The output byte offset of pixel (oy, ox)'s first channel (in a depthwise kernel's
+    padded input with ``out_pad``, write_into_halos)."""
+    pix = b.add(b.mul(oy, c64(p["OW"])), ox)
+    if p.get("out_pad"):
+        ws, _, top, left, width = p["out_pad"]
+        row = b.add(b.udiv(pix, c64(width)), c64(top))
+        pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
+    return b.mul(pix, c64(p["OC"]))
+
+
+def _live_halves(p, o0, vecs: int):
+    """Per channel vector of a tile at the constant first channel ``o0``, how many of its two
+    8-channel halves hold output channels (2 or 1; a vector past OC keeps 1); None where o0 is
+    not a constant or no vector has an empty upper half (the sign kernel skips such halves'
+    products: a layer of 24 channels computes 24, not 32)."""
+    if (not SKIP_PADDING_HALF or not isinstance(o0, ir.Constant) or p["OC"] % 16 == 0
+            or p["OC"] % 16 > 8):
+        return None
+    live = [p["OC"] - (o0.constant + 16 * v) for v in range(vecs)]
+    halves = [2 if n > 8 else 1 for n in live]
+    return halves if 1 in halves else None
 
 
 def _lanes(b, vec, first: int, count: int):

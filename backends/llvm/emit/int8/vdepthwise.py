@@ -14,6 +14,9 @@ from partita.backends.llvm.runtime.threads import chunk_size
 from .vector_types import B16, B64, H16, V8, V16, V32, kconst, vconcat, vpart
 
 DW_TILE = 8  # output pixels per step of the paired depthwise kernel
+# AVX2 depthwise: a pair of byte vectors interleaved as bytes, then widened (weave_bytes), else
+# widened first and interleaved as int16 (what LLVM turns into cross-lane shuffles)
+WEAVE_BYTES = True
 
 
 class DepthwiseKernels(Family):
@@ -118,13 +121,18 @@ class DepthwiseKernels(Family):
                     iy = b.add(b.mul(oy, c64(p["sh"])), c64(ky * p["dh"]))
                     ix = b.add(b.mul(ox, c64(p["sw"])), c64(kx * p["dw"]))
                     at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
-                    return ext(self.vload(b, src, at, B16), H16)
+                    return self.vload(b, src, at, B16)
 
                 for (t0, t1), (w_lo, w_hi) in zip(groups, ws):
                     x0 = tap_input(t0)
-                    x = b.shuffle_vector(x0, x0 if t1 is None else tap_input(t1), weave)
-                    lo = b.call(madd, [vpart(b, x, 0, 16), w_lo])
-                    hi = b.call(madd, [vpart(b, x, 1, 16), w_hi])
+                    x1 = x0 if t1 is None else tap_input(t1)
+                    if WEAVE_BYTES:
+                        x_lo, x_hi = weave_bytes(b, x0, x1, ext)
+                    else:
+                        x = b.shuffle_vector(ext(x0, H16), ext(x1, H16), weave)
+                        x_lo, x_hi = vpart(b, x, 0, 16), vpart(b, x, 1, 16)
+                    lo = b.call(madd, [x_lo, w_lo])
+                    hi = b.call(madd, [x_hi, w_hi])
                     acc = b.add(acc, vconcat(b, lo, hi))
                 value = self.vrequant(b, acc, g, o, p, corr=False)
                 pix = b.add(b.mul(oy, c64(p["OW"])), ox)
@@ -168,13 +176,15 @@ class DepthwiseKernels(Family):
         ext = b.sext if p["signed"] else b.zext
         h16 = ir.VectorType(ir.IntType(16), 16)
         w32 = ir.VectorType(ir.IntType(16), 32)
-        if size == 2 and p.get("isa") in ("avx2", "avxvnni"):  # VPMADDWD + VPADDD per half
+        avx2 = size == 2 and p.get("isa") in ("avx2", "avxvnni")
+        halves = avx2 and WEAVE_BYTES  # a column as two halves (weave_bytes)
+        if avx2:  # VPMADDWD + VPADDD per half
             madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8, [H16, H16])
 
             def dot(acc, col, w):
-                halves = [b.call(madd, [vpart(b, col, i, 16), vpart(b, w, i, 16)])
-                          for i in range(2)]
-                return b.add(acc, vconcat(b, *halves))
+                col = col if halves else [vpart(b, col, i, 16) for i in range(2)]
+                products = [b.call(madd, [col[i], vpart(b, w, i, 16)]) for i in range(2)]
+                return b.add(acc, vconcat(b, *products))
 
             wty = w32
         else:
@@ -198,16 +208,19 @@ class DepthwiseKernels(Family):
             parts = []
             for rel in rows:
                 if rel is None:
-                    parts.append(ir.Constant(B16, None) if size == 4 else ir.Constant(h16, None))
+                    parts.append(ir.Constant(B16, None) if size == 4 or halves
+                                 else ir.Constant(h16, None))
                     continue
                 iy = b.add(b.mul(oy, c64(p["sh"])), c64(rel))
                 at = b.add(b.mul(b.add(b.mul(iy, c64(p["Ws"])), ix), c64(cs)), o)
                 v = self.vload(b, src, at, B16)
-                if size == 2:
+                if size == 2 and not halves:
                     v = ext(v, h16)
-                elif flip is not None:
+                elif flip is not None and size == 4:
                     v = b.xor(v, flip)
                 parts.append(v)
+            if halves:
+                return weave_bytes(b, parts[0], parts[1], ext)
             if size == 2:
                 return b.shuffle_vector(parts[0], parts[1], zip_)
             low = b.shuffle_vector(parts[0], parts[1], cat)
@@ -262,3 +275,17 @@ class DepthwiseKernels(Family):
         lo, hi = kconst(V16, -(1 << 15)), kconst(V16, (1 << 15) - 1)
         v = b.select(b.icmp_signed("<", v, lo), lo, v)
         return b.select(b.icmp_signed(">", v, hi), hi, v)
+
+
+def weave_bytes(b, first, second, ext):
+    """Two 16-channel byte vectors interleaved per channel and widened to int16 pairs, as two
+    halves of 8 channels each: (first[c], second[c]) for c = 0..7, then c = 8..15 (the
+    weights' pair layout). The bytes are interleaved before widening (VPUNPCKLBW /
+    VPUNPCKHBW within 128 bits, then VPMOVSXBW), so no shuffle crosses 128-bit lanes; an empty
+    inline asm keeps LLVM from merging the two halves back into one 256-bit shuffle (it
+    otherwise builds them with two VPERMQ, a 256-bit VPUNPCKLBW and VEXTRACTI128)."""
+    low = ir.Constant(V16, [i // 2 + (i % 2) * 16 for i in range(16)])
+    high = ir.Constant(V16, [8 + i // 2 + (i % 2) * 16 for i in range(16)])
+    keep = ir.InlineAsm(ir.FunctionType(B16, [B16]), "", "=x,0")
+    return tuple(ext(b.call(keep, [b.shuffle_vector(first, second, m)]), H16)
+                 for m in (low, high))

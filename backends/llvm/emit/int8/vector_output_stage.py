@@ -50,8 +50,12 @@ class OutputStage(Family):
             # SRDHM + rnd + RDBPOT's sign term in one (vector_plan._unsigned_high_mul)
             if p.get("umul"):
                 t = self.vsrdhm_unsigned(b, a, chan)
-                negative = b.icmp_signed("<", a, kconst(V16, 0))
-                t = b.add(t, b.select(negative, chan("negc"), kconst(V16, 0)))
+                if p.get("offset"):  # a = x + offset (vector_plan._offset_accumulators)
+                    negative = b.icmp_signed("<", a, kconst(V16, p["offset"]))
+                    t = b.add(t, b.sext(negative, V16))  # RDBPOT's -1 (every e > 0)
+                else:
+                    negative = b.icmp_signed("<", a, kconst(V16, 0))
+                    t = b.add(t, b.select(negative, chan("negc"), kconst(V16, 0)))
                 y = b.ashr(t, chan("rshift"))
                 return self.vfinish(b, y, chan, p)
             high = self.vsrdhm(b, a, chan("mult"), chan("multo") if "multo" in g else None)
