@@ -121,11 +121,14 @@ class VectorKernels(Family):
 
         fill16 = vsplat(b, zp, B16)
         keep = ir.InlineAsm(ir.FunctionType(B16, [B16]), "", "=x,0")
+        # by quarters only on the x86 tiers: the empty asm that keeps the 16-byte loads apart
+        # names an x86 register class, and -isa=plain is generic IR for any CPU
+        quarters = PACK_BY_QUARTERS and p.get("isa", "plain") != "plain"
 
         def move(y, px):  # pixels px .. px+15 of row y
             src = b.mul(b.add(b.mul(y, c64(width)), px), c64(c))
             at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(px, c64(left))), c64(4))
-            if not PACK_BY_QUARTERS:
+            if not quarters:
                 pixels = self.vload(b, x, src, src_ty)
                 b.store(b.shuffle_vector(pixels, fill, mask),
                         b.gep(dst, [at], source_etype=I8), align=1)
