@@ -508,12 +508,8 @@ class VectorKernels(Family):
             slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
             o = b.add(o0, b.mul(v, c64(16)))
             value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr, cache=cache)
-            pix = b.add(b.mul(oy, c64(p["OW"])), b.add(ox0, r))
-            if p.get("out_pad"):  # into a depthwise kernel's padded input (write_into_halos)
-                ws, cs, top, left, width = p["out_pad"]
-                row = b.add(b.udiv(pix, c64(width)), c64(top))
-                pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
-            self.vstore(b, value, y, b.add(b.mul(pix, c64(p["OC"])), o), o, p["OC"])
+            at = _out_index(b, p, oy, b.add(ox0, r))
+            self.vstore(b, value, y, b.add(at, o), o, p["OC"])
 
         if skip is None and UNROLL_EPILOGUE and vecs <= 2:
             return self.epilogue_unrolled(b, y, g, p, out, tile, corr)
