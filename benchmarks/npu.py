@@ -101,8 +101,9 @@ def vela_or_recorded(model: Path, preset: str, use_record: bool) -> dict | None:
     return row
 
 
-def vela(model: Path, preset: str) -> dict | None:
-    """Vela's estimate: total and NPU cycles, and its NPU/CPU operator counts."""
+def _run_vela(model: Path, preset: str, *extra: str, read=None):
+    """Vela 5.2 on ``model`` for ``preset`` (its stdout captured): (what it printed, ``read`` of
+    its output folder), or None when Vela is not installed."""
     try:
         from ethosu.vela import vela as vela_main
     except ImportError:
@@ -111,11 +112,23 @@ def vela(model: Path, preset: str) -> dict | None:
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
             vela_main.main(
-                [str(model), "--accelerator-config", VELA_NAMES[preset], "--output-dir", out]
+                [str(model), "--accelerator-config", VELA_NAMES[preset], "--output-dir", out,
+                 *extra]
             )
-        (summary,) = Path(out).glob("*_summary_*.csv")
-        row = next(csv.DictReader(summary.open()))
-    text = printed.getvalue()
+        return printed.getvalue(), read(Path(out)) if read is not None else None
+
+
+def _summary_row(out: Path) -> dict:
+    (summary,) = out.glob("*_summary_*.csv")
+    return next(csv.DictReader(summary.open()))
+
+
+def vela(model: Path, preset: str) -> dict | None:
+    """Vela's estimate: total and NPU cycles, and its NPU/CPU operator counts."""
+    ran = _run_vela(model, preset, read=_summary_row)
+    if ran is None:
+        return None
+    text, row = ran
     npu_ops = int(text.split("NPU operators = ")[1].split()[0]) if "NPU operators" in text else 0
     cpu_ops = int(text.split("CPU operators = ")[1].split()[0]) if "CPU operators" in text else 0
     return {
@@ -129,24 +142,10 @@ def vela(model: Path, preset: str) -> dict | None:
 def vela_layers(model: Path, preset: str) -> list[dict] | None:
     """Vela's per-layer report (``--verbose-performance``): per NPU operation after its
     rewrites, the source operator, its own operator, 'Op Cycles' and the 'NPU' column."""
-    try:
-        from ethosu.vela import vela as vela_main
-    except ImportError:
+    ran = _run_vela(model, preset, "--verbose-performance")
+    if ran is None:
         return None
-    with tempfile.TemporaryDirectory() as out:
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
-            vela_main.main(
-                [
-                    str(model),
-                    "--accelerator-config",
-                    VELA_NAMES[preset],
-                    "--output-dir",
-                    out,
-                    "--verbose-performance",
-                ]
-            )
-    lines = printed.getvalue().split("Original Operator")[1].split("Network summary")[0]
+    lines = ran[0].split("Original Operator")[1].split("Network summary")[0]
     rows = []
     for line in lines.splitlines()[2:]:
         cells = line.split()
