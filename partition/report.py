@@ -223,11 +223,16 @@ def semantics_notes(mod: IRModule) -> list[str]:
         elif "detail" in out:
             lines.append(f"{out['name']}: may differ from {note['runtime']}: {out['detail']}")
         else:
-            lines.append(
-                f"{out['name']}: may differ from {note['runtime']}, which saturates int16 "
-                f"pairs in {out['exact_sums']} of the convolutions / matmuls it depends on and "
-                f"runs {out['integer_groups']} of its QDQ groups in float"
-            )
+            why = []
+            if out["exact_sums"]:
+                why.append(
+                    f"saturates int16 pairs in {out['exact_sums']} of the convolutions / "
+                    "matmuls it depends on"
+                )
+            if out["integer_groups"]:
+                why.append(f"runs {out['integer_groups']} of its QDQ groups in float")
+            lines.append(f"{out['name']}: may differ from {note['runtime']}, which "
+                         + " and ".join(why))
     return lines
 
 

@@ -45,6 +45,8 @@ def resolve_isa(options: dict) -> str:
     """The kernel family: option ``-isa=``, else $PARTITA_LLVM_ISA, else the host's best (plain
     when ``-mcpu`` names another CPU)."""
     host_cpu.check_mcpu(options.get("mcpu"))
+    if wants_emulation(options) and options.get("mcpu") not in (None, "native"):
+        raise LLVMError("llvm: -emulate=yes runs on this host: it does not combine with -mcpu")
     isa = str(options.get("isa") or "auto")
     if isa == "auto":
         isa = os.environ.get("PARTITA_LLVM_ISA", "auto")
@@ -85,9 +87,7 @@ def compile_region(function, options: dict) -> LLVMRegion:
     if threads not in (1, 2):
         raise LLVMError(f"llvm: threads must be 1 or 2, got {threads}")
     native = options.get("mcpu") in (None, "native")
-    emulate = wants_emulation(options)
-    if emulate and not native:
-        raise LLVMError("llvm: -emulate=yes runs on this host: it does not combine with -mcpu")
+    emulate = wants_emulation(options)  # resolve_isa refused it with -mcpu
     if emulate and runs_isa(isa) and (isa != "amx" or amx_permitted()):
         emulate = False  # this CPU runs the instructions: nothing to stand in for
     features = isa_features(isa) if native and isa in ("avx2", "avxvnni") else None

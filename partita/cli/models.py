@@ -64,4 +64,16 @@ def load_model(path, shapes=None, semantics=None, match=None, ort_cpu=None):
 
 
 def is_executable(path) -> bool:
-    return Path(path).suffix.lower() == EXECUTABLE
+    """A saved executable: named ``.partita``, or any name whose zip comment is partita's
+    (``partita compile -o model.bin`` runs as ``partita run model.bin``)."""
+    if Path(path).suffix.lower() == EXECUTABLE:
+        return True
+    import zipfile
+
+    from partita.runtime.writer import COMMENT
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return z.comment.startswith(COMMENT)
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False

@@ -52,6 +52,23 @@ def test_compile_run_profile_a_tflite_model(capsys, tmp_path):
     assert status == 0 and [s["symbol"] for s in data["steps"]] == ["host_0"]
 
 
+def test_an_executable_is_known_by_its_contents_not_only_its_name(capsys, tmp_path):
+    """`compile -o model.bin` then `run model.bin`: the zip comment says it is partita's; a
+    zip that is not (a PyTorch archive, say) is still read as a model."""
+    exe_path = tmp_path / "m.bin"
+    status, _, err = run(capsys, "compile", MOBILENET, "-t", "ref", "-o", exe_path)
+    assert status == 0, err
+    status, out, err = run(capsys, "run", exe_path, "--random", "--json")
+    assert status == 0, err
+    assert json.loads(out)["outputs"][0]["shape"] == [1, 16]
+    import zipfile
+
+    other = tmp_path / "other.bin"
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("data.pkl", b"x")
+    assert not cli.models.is_executable(other) and cli.models.is_executable(exe_path)
+
+
 def test_run_compiles_a_model_in_memory_and_random_is_seeded(capsys):
     first = run(capsys, "run", MOBILENET, "-t", "ref", "--random", "--seed", "3", "--json")
     second = run(capsys, "run", MOBILENET, "-t", "ref", "--random", "--seed", "3", "--json")

@@ -50,8 +50,9 @@ CASES = {
     # implicit 3x3 convolution (x read in place from the padded image, rows from a run-time
     # first row), k blocked (576 > 384), a residual in the epilogue: row chunks
     "conv3x3_rows": lambda rng: _conv(rng, 28, 64, 64, 3, True),
-    # 49 rows: 7 full tiles and two short ones (7 = 4 + 3), k blocked, panel chunks
-    "few_rows_panels": lambda rng: _gemm(rng, 49, 1000, 512, "n"),
+    # 49 rows: 8 full tiles and a short one, k blocked, panel chunks (1024 columns: 16 AVX-512
+    # panels of 4 vectors, 64 AVX2 ones; either way more panels than row tiles)
+    "few_rows_panels": lambda rng: _gemm(rng, 49, 1000, 1024, "n"),
     # a per-element bias moves with the rows; 1000 columns: a masked last vector
     "rows_mn_bias": lambda rng: _gemm(rng, 300, 200, 1000, "mn"),
 }
