@@ -37,7 +37,7 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import Query, mac_cycles
+from .blocks import Query, find_block, mac_cycles
 from .config import NPUConfig
 from .memory import streams
 from .program import NPUOp, Program, TensorDesc
@@ -61,6 +61,7 @@ from .vela_decompose import (
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
+from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -184,9 +185,12 @@ def op_cycles(
     config: NPUConfig,
     cascaded: set[int] | None = None,
     fused: set[int] | None = None,
+    slack: float | None = None,
 ) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded`` and
-    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None)."""
+    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None;
+    ``slack``: the previous operation's cycles, None for the program's first, which decide
+    whether Vela stages the weights in SRAM: weight_staging.py)."""
     if cascaded is None:
         cascaded = cascaded_offchip(program, config)
     if fused is None:
@@ -201,7 +205,8 @@ def op_cycles(
     )
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
     bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
-    macs, compute, block, query = _compute(op, ins, out, config, io, bricked)
+    staged = _staged(op, ins, out, config, slack)
+    macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged)
     if is_elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
@@ -252,13 +257,16 @@ def op_cycles(
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= _lstm_sequences(op, out)
-    if constant_bytes and _standalone_table(op) and bricked:
+    if block is not None and "weights" in op.arrays and not staged:
+        # weights, scales and biases read where they live, once per block of rows and columns
+        add(config.weight_memory, constant_bytes * refetches(query, block))
+    elif constant_bytes and _standalone_table(op) and bricked:
         # Vela loads the table of an operation between two others while the previous one runs
         # (its per-layer report charges the load to no operation)
         moved[config.weight_memory] = moved.get(config.weight_memory, 0) + constant_bytes
     elif constant_bytes:
         add(config.weight_memory, constant_bytes)
-    if block is not None and "weights" in op.arrays:
+    if block is not None and "weights" in op.arrays and staged:
         # the MAC array reads the weights from their SRAM buffer once per output block of
         # rows and columns (Vela's weight fetch: kernel x input depth x block depth per block;
         # the DMA from the weight memory above double-buffers under the previous block)
@@ -397,8 +405,21 @@ def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False):
-    """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
+def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None) -> bool:
+    """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
+    any other operation and for the integer LSTM's, whose figures were matched staged)."""
+    if op.kind not in MAC_KINDS or _lstm_op(op, out):
+        return True
+    query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]))
+    nbytes = op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
+    return weights_staged(config, query, find_block(config, query), nbytes, slack)
+
+
+def _compute(
+    op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False, staged=True
+):
+    """(MACs, compute cycles, the MAC array's block or None, its block query or None);
+    ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
         bits = _bits(ins[0])
@@ -408,7 +429,10 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricke
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         transfer = map_transfer(config, ins[0], out, io)
-        compute, block = mac_cycles(config, query, max(stage, lut), transfer, fill=True)
+        latency = None if staged else config.dma_latency_cycles
+        compute, block = mac_cycles(
+            config, query, max(stage, lut), transfer, fill=True, const_latency=latency
+        )
         return macs, compute, block, query
     if is_elementwise(op):
         rate = getattr(config, elementwise_rate_name(op))
@@ -463,4 +487,8 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
     cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
-    return [op_cycles(op, program, config, cascaded, fused) for op in program.ops]
+    out, slack = [], None
+    for op in program.ops:
+        out.append(op_cycles(op, program, config, cascaded, fused, slack))
+        slack = out[-1]["cycles"]
+    return out
