@@ -284,8 +284,13 @@ def mac_cycles(
         * ceil(q.ofm[2] / ofm_block[2])
     )
     if fill:  # Vela 5.2: the first block's transfers, MACs and output stage in sequence, then
-        # the rest in micro-blocks (regor's fractional numOfmBlks: a 144-deep map in 128-deep
-        # blocks is 1.125 blocks, not 2)
-        return first + (_fractional_blocks(config, q, ofm_block) - 1) * max(dpu, output), block
+        # a MAC operation's other blocks counted in micro-blocks (regor's fractional
+        # numOfmBlks: a 144-deep map in 128-deep blocks is 1.125 blocks, not 2); a pooling
+        # operation's in whole blocks (fractional counts take EfficientNet's 1x1-pool tables
+        # from 302,596 to 198,644 cycles on u65-256, Vela 378,773: our pooling blocks are not
+        # Vela's)
+        if q.kind != "pool":
+            blocks = _fractional_blocks(config, q, ofm_block)
+        return first + (blocks - 1) * max(dpu, output), block
     total = dpu * blocks + output if dpu > output else output * blocks + dpu
     return total, block
