@@ -14,7 +14,9 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                block, with the kernel's overlap, and per block of output channels for a
                convolution: Vela's element access), weights and tables from the weight memory
                and, once per block of output rows and columns, from their SRAM buffer; halo
-               rows re-read by each extra stripe; per memory, bytes /
+               rows re-read by each extra stripe (weights Vela leaves in DRAM on the U65:
+               read from there once per block of rows and columns, weight_staging.py); per
+               memory, bytes /
                bandwidth plus the first-byte latency of an off-chip one; a map spilled
                off-chip between two streaming operations moves at SRAM speed (Vela cascades it)
     total      max(compute, the slowest memory) + per-operation overhead (memories work in
