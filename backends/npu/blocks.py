@@ -169,7 +169,12 @@ def find_block(config: NPUConfig, q: Query) -> Block:
     return best
 
 
-def _dpu_block_cycles(config: NPUConfig, q: Query, block: Block, ofm_block) -> float:
+def _dpu_block_cycles(
+    config: NPUConfig, q: Query, block: Block, ofm_block, regor: bool = False
+) -> float:
+    """MAC cycles of one output block; ``regor``: Vela 5.2's estimate, whose pooling takes
+    ifm bits / 2 cycles per micro-block and kernel element (4 for 8-bit inputs; the legacy
+    estimate 1, 2 for 16-bit)."""
     ublock = config.ofm_block
     one_d = q.kind != "pool" and q.ofm[0] == 1 and q.kernel[0] == 1
     if one_d and ublock[0] == 2 and q.ofm[1] % 2 == 0:  # 1-D rows use a 1x4 micro-block
@@ -191,7 +196,7 @@ def _dpu_block_cycles(config: NPUConfig, q: Query, block: Block, ofm_block) -> f
     for elems in subs:
         wide = 2 if q.bits == 16 else 1  # 16-bit depthwise and pooling passes take twice as long
         if q.kind == "pool":
-            steps, c = 1, max(4, elems) * n_xy * n_z * wide
+            steps, c = 1, max(4, elems) * n_xy * n_z * (q.bits // 2 if regor else wide)
         elif q.kind == "dwconv":
             steps = ceil(elems / 4)
             c = max(wb, per_ublock * n_xy * wide) * steps * n_z
@@ -261,7 +266,7 @@ def mac_cycles(
     block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
-    dpu = _dpu_block_cycles(config, q, block, ofm_block)
+    dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=fill)
     out_elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
     output = ceil(output_cycles_per_elem * _output_stage_elems(config, q, ofm_block))
     if q.kind != "pool":  # scale and bias fetch per block
@@ -284,13 +289,9 @@ def mac_cycles(
         * ceil(q.ofm[2] / ofm_block[2])
     )
     if fill:  # Vela 5.2: the first block's transfers, MACs and output stage in sequence, then
-        # a MAC operation's other blocks counted in micro-blocks (regor's fractional
-        # numOfmBlks: a 144-deep map in 128-deep blocks is 1.125 blocks, not 2); a pooling
-        # operation's in whole blocks (fractional counts take EfficientNet's 1x1-pool tables
-        # from 302,596 to 198,644 cycles on u65-256, Vela 378,773: our pooling blocks are not
-        # Vela's)
-        if q.kind != "pool":
-            blocks = _fractional_blocks(config, q, ofm_block)
+        # the other blocks counted in micro-blocks (regor's fractional numOfmBlks: a 144-deep
+        # map in 128-deep blocks is 1.125 blocks, not 2)
+        blocks = _fractional_blocks(config, q, ofm_block)
         return first + (blocks - 1) * max(dpu, output), block
     total = dpu * blocks + output if dpu > output else output * blocks + dpu
     return total, block
