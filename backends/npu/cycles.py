@@ -83,6 +83,7 @@ DMA_OPS = (
 )
 MAC_KINDS = ("CONV", "DWCONV", "FC")
 POOL_OPS = ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
+BLOCK_POOLS = {"nn.max_pool2d": "pool_output_cycles", "qnn.avg_pool2d": "conv_output_cycles"}
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
 
 
@@ -383,7 +384,7 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or is_elementwise(op):
+    if fused or is_elementwise(op) or name in BLOCK_POOLS:
         return 0
     if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not _lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
@@ -461,6 +462,24 @@ def _compute(
     if op.kind == "LUT":  # on a region's NHWC input or output: one element per cycle per 128
         # MACs of the array (measured on Vela 5.2's per-layer report of EfficientNet)
         return 0, out_elems * STANDALONE_LUT_MACS / config.macs_per_cycle, None, None
+    if op.params["op"] in BLOCK_POOLS and len(ins[0].shape) == 4:
+        # Vela 5.2 runs MAX_POOL_2D and AVERAGE_POOL_2D in the block model, the first block
+        # unoverlapped and no fixed cost; its output stage at the max-pool rate (regor's
+        # index 6) or, averaging, the plain output rate (index 7)
+        a = op.params["attrs"]
+        q = Query(
+            "pool",
+            tuple(ins[0].shape[1:]),
+            tuple(out.shape[1:]),
+            tuple(a["pool_size"]),
+            tuple(a["strides"]),
+            tuple(a.get("dilation", (1, 1))),
+            _bits(ins[0]),
+        )
+        rate = BLOCK_POOLS[op.params["op"]]
+        transfer = map_transfer(config, ins[0], out, io)
+        compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
+        return 0, compute, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
         return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None
     if op.params["op"] == "argmax":
