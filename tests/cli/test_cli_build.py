@@ -78,6 +78,8 @@ def test_an_executable_for_a_cpu_this_host_is_not_is_refused_by_run(capsys, tmp_
 
     zen3 = {"+sse4.2", "+avx", "+avx2", "+fma", "+bmi2", "+f16c", "+popcnt"}
     monkeypatch.setattr(host_cpu, "host_features", lambda: zen3)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region holds the real host's
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "cache"))  # record of its needs
     conv = ROOT / "tests" / "models" / "tflite" / "ops" / "conv2d_same_s1_relu.tflite"
     exe_path = tmp_path / "spr.p"
     status, _, err = run(capsys, "compile", conv, "-t", "llvm -mcpu=sapphirerapids", "-o",
