@@ -5,7 +5,8 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                per block kernel elements x 32-channel passes x micro-blocks (at least the
                weight-buffer refill), the output stage overlapping the next block
                (16-bit inputs with Vela's 16-bit rules)
-    unit ops   output elements / elementwise rate (pooling: input elements); operations Vela
+    pools      MAX_POOL_2D and AVERAGE_POOL_2D in Vela 5.2's block model (BLOCK_POOLS)
+    unit ops   output elements / elementwise rate (MEAN: input elements); operations Vela
                decomposes are charged as its decomposition: MEAN (all-ones depthwise
                convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
                operations), bilinear resize (copies and 2x2 depthwise convolutions, or
