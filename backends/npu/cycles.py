@@ -72,6 +72,7 @@ from .vela_decompose import (
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
+from .vela_pad import pad_as_vela, pads_as_vela
 from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -224,6 +225,20 @@ def op_cycles(
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
+        return {
+            "cycles": total,
+            "compute_cycles": total,
+            "memory_cycles": 0,
+            "macs": 0,
+            "utilisation": 0.0,
+            "bytes": {ins[0].memory: ins[0].nbytes, out.memory: out.nbytes},
+            "stripes": op.stripes,
+            "time_at_clock_s": total / config.clock_hz,
+        }
+    if pads_as_vela(op, ins[0]):  # Vela's copies: the interior, then one per border
+        a = op.params["attrs"]
+        reflect = a.get("pad_mode") == "reflect"
+        total = int(ceil(pad_as_vela(config, ins[0], out, a["pad_width"], reflect, io)))
         return {
             "cycles": total,
             "compute_cycles": total,
