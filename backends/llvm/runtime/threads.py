@@ -261,11 +261,12 @@ class ThreadPool(Family):
         whose pointers are noalias as the kernel's (read from the split's table they would not
         be). Each index is computed by one chunk with the one-thread code, so the bits are one
         thread's. From the two ends, each thread keeps to its side of every kernel on a quiet
-        machine, as fixed halves did: the rows a thread writes are, mostly, the rows it reads
-        in the next kernel, in its own core's cache (chunks claimed in turn from one end sent
-        about half of every layer's data to the other core: AMX MobileNetV2's depthwise layers
-        ran at 0.90x of one thread with the worker, 0.71x in halves). ``tag`` names a kernel's
-        second split (its functions and counter ``{name}{tag}_...``)."""
+        machine, as fixed halves did, so the rows a thread writes are mostly the rows it reads
+        in the next kernel (chunks claimed in turn from one end go to either core). Measured
+        on an Intel Xeon (AMX MobileNetV2, worker forced, interleaved in one process): the
+        same time as claiming from one end, within this shared machine's noise (session 19,
+        docs/performance.md). ``tag`` names a kernel's second split (its functions and
+        counter ``{name}{tag}_...``)."""
         ptr = ir.PointerType()
         n = len(pointers)
         rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
