@@ -20,6 +20,18 @@ def _proc_stat(nice_free: bool = False) -> tuple[int, int] | None:
         return None
 
 
+def _proc_stat_nice() -> tuple[int, int, int] | None:
+    """(free, total, niced) jiffies of all CPUs (parse_stat; ``niced``: the niced processes'
+    user time, free or not as IdleCPU.niced_free says at each reading), or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            line = f.readline()
+        free, total = parse_stat(line)
+        return free, total, parse_stat(line, True)[0] - free
+    except (OSError, ValueError):
+        return None
+
+
 def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
     """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies; with ``nice_free`` the niced
     processes' time (``nice``: user time at a nice level above 0) counts as free too, as it is
@@ -112,9 +124,8 @@ class IdleCPU:
         # (False), or as niced_groups says (None); an injected ``stat`` counts it as it does
         self.nice_mode = _niced_give_way() if stat is None else False
         self.groups: dict = {}  # niced_groups' CPU ticks per process
-        self.nice_when = None
-        self.nice_free = self.niced_free()
-        self.stat = stat or (lambda: _proc_stat(self.nice_free))
+        self.nice_when, self.nice_free = None, False  # niced_groups' last look and answer
+        self.stat = stat or _proc_stat_nice
         self.own = own or time.process_time  # this process's CPU seconds, all threads
         self.hz = hz or _ticks_per_second()  # /proc/stat's jiffies per second
         self.loadavg = loadavg or (os.getloadavg if hasattr(os, "getloadavg") else None)
@@ -128,15 +139,12 @@ class IdleCPU:
         now = self.clock()
         if now - self.when < self.SPAN and self.answer is not None:
             return self.answer  # too soon for new jiffies: the last answer
-        nice_free = self.niced_free()
-        if nice_free != self.nice_free:  # counted the other way since the last look: begin anew
-            self.nice_free = nice_free
-            self.last, self.when, self.mine = self.stat(), now, self.own()
-            return 0.0 if self.answer is None else self.answer  # busy until the next look
         sample, mine = self.stat(), self.own()
         if sample is None or self.last is None:
             return None
         d_idle, d_total = sample[0] - self.last[0], sample[1] - self.last[1]
+        if len(sample) > 2 and self.niced_free():  # the niced processes' time is free
+            d_idle += sample[2] - self.last[2]
         if d_total <= 0:
             return self.answer
         # in jiffies, as /proc/stat counts (a forked child's clock starts again at 0)
@@ -154,7 +162,8 @@ class IdleCPU:
         if self.nice_when is not None and self.clock() - self.nice_when < self.RESCAN:
             return self.nice_free
         self.nice_when = self.clock()
-        return niced_groups(seen=self.groups)
+        self.nice_free = niced_groups(seen=self.groups)
+        return self.nice_free
 
     def __call__(self) -> bool:
         if self.cpus < 2:

@@ -178,6 +178,22 @@ def test_niced_processes_give_way_without_autogroups_or_in_niced_ones(tmp_path):
     assert _niced_give_way(str(tmp_path / "absent")) == not_niced  # no autogroups here
 
 
+def test_niced_ticks_count_free_as_niced_free_says_at_each_reading():
+    """The default reading carries the niced processes' ticks apart (free, total, niced): a
+    CPU held by a niced job is free or busy as ``niced_free`` says at that reading, with no
+    new baseline when the answer changes."""
+    clock = [0.0]
+
+    def stat():  # one CPU idle, the other running a niced job: 100 jiffies a second each
+        return int(clock[0] * 100), int(clock[0] * 200), int(clock[0] * 100)
+
+    idle = IdleCPU(stat=stat, clock=lambda: clock[0], own=lambda: 0.0, cpus=2, hz=100)
+    for niced_free, want in ((True, 2.0), (False, 1.0), (True, 2.0)):
+        idle.nice_mode = niced_free
+        clock[0] += 1.0
+        assert idle.free_cpus() == pytest.approx(want)
+
+
 def _fake_proc(root, procs):
     """A /proc with processes {pid: (state, cpu ticks, nice, autogroup nice)}."""
     for pid, (state, ticks, nice, group) in procs.items():
