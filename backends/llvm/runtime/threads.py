@@ -263,10 +263,10 @@ class ThreadPool(Family):
         thread's. From the two ends, each thread keeps to its side of every kernel on a quiet
         machine, as fixed halves did, so the rows a thread writes are mostly the rows it reads
         in the next kernel (chunks claimed in turn from one end go to either core). Measured
-        on an Intel Xeon (AMX MobileNetV2, worker forced, interleaved in one process): the
-        same time as claiming from one end, within this shared machine's noise (session 19,
-        docs/performance.md). ``tag`` names a kernel's second split (its functions and
-        counter ``{name}{tag}_...``)."""
+        on an Intel Xeon (AMX MobileNetV2, worker forced): 0.65-0.68 of one thread against
+        0.76-0.79 from one end in separate processes on quiet minutes, alike interleaved in
+        one process (session 19, docs/performance.md). ``tag`` names a kernel's second split
+        (its functions and counter ``{name}{tag}_...``)."""
         ptr = ir.PointerType()
         n = len(pointers)
         rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
