@@ -119,13 +119,15 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=8, help="one-thread kernels listed")
     ap.add_argument("--layers", type=int, default=2, help="bert: encoder layers kept")
     ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--options", default="", help="more llvm options, e.g. -isa=vnni")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("PARTITA_CACHE_DIR", str(Path(tmp) / "cache"))
         mod, feed = load(args.model, Path(tmp), args.layers, args.seq)
-        one = P.build(mod, "llvm -threads=1")
-        two = P.build(mod, "llvm -threads=2")
-        forced = P.build(mod, "llvm -threads=2")
+        opts = f" {args.options}" if args.options else ""
+        one = P.build(mod, f"llvm -threads=1{opts}")
+        two = P.build(mod, f"llvm -threads=2{opts}")
+        forced = P.build(mod, f"llvm -threads=2{opts}")
     for r in regions(forced):
         r.modes.choose = lambda: "pool"
     if feed is None:
@@ -162,7 +164,7 @@ def main(argv=None) -> int:
                         threads_cpu[who].append(((run - b[0]) / args.block / 1e6,
                                                  (wait - b[1]) / args.block / 1e6))
     load1 = os.getloadavg()
-    print(f"model {args.model}; load average {load0[0]:.1f} -> {load1[0]:.1f}; "
+    print(f"model {args.model} {args.options}; load average {load0[0]:.1f} -> {load1[0]:.1f}; "
           f"{args.runs} rounds x {args.block} runs, medians, bits equal to one thread's")
     base = median(wall["1 thread"])
     for name in wall:

@@ -1,7 +1,8 @@
 """Whether other processes leave this one a second CPU: /proc/stat's busy time since the last
 look, minus this process's own CPU time (all its threads), with niced processes' time counted as
-free where they give way to this one (no autogroups). The two-mode driver (threads.py TwoModes)
-asks it before trying the worker thread."""
+free where they give way to this one (no autogroups, or every running niced process in an
+autogroup niced above 0). The two-mode driver (threads.py TwoModes) asks it before trying the
+worker thread."""
 
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ def _proc_stat(nice_free: bool = False) -> tuple[int, int] | None:
         return None
 
 
+def _proc_stat_nice() -> tuple[int, int, int] | None:
+    """(free, total, niced) jiffies of all CPUs (parse_stat; ``niced``: the niced processes'
+    user time, free or not as IdleCPU.niced_free says at each reading), or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            line = f.readline()
+        free, total = parse_stat(line)
+        return free, total, parse_stat(line, True)[0] - free
+    except (OSError, ValueError):
+        return None
+
+
 def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
     """/proc/stat's ``cpu`` line: (idle + iowait, total) jiffies; with ``nice_free`` the niced
     processes' time (``nice``: user time at a nice level above 0) counts as free too, as it is
@@ -31,11 +44,16 @@ def parse_stat(line: str, nice_free: bool = False) -> tuple[int, int]:
     return ticks[3] + ticks[4] + (ticks[1] if nice_free else 0), sum(ticks)
 
 
-def _niced_give_way(autogroup: str = "/proc/sys/kernel/sched_autogroup_enabled") -> bool:
-    """Niced processes give their CPU to this one: it is not niced, and the scheduler weighs
-    processes, not sessions (with autogroups, /proc/sys/kernel/sched_autogroup_enabled = 1, a
-    process's nice level counts only against its own session's, so a nice-19 job started from
-    another shell takes its full share)."""
+def _niced_give_way(autogroup: str = "/proc/sys/kernel/sched_autogroup_enabled",
+                    proc: str = "/proc") -> bool | None:
+    """Niced processes give their CPU to this one: it is not niced, and either the scheduler
+    weighs processes, not sessions, or (with autogroups, /proc/sys/kernel/sched_autogroup_enabled
+    = 1, where a process's nice level counts only against its own session's) every niced
+    process that runs sits in an autogroup niced above 0 (``niced_groups``; a nice-19 job
+    started from another shell takes its full share, one whose autogroup is niced gives way: a
+    2-core machine shared with such jobs left XNNPACK's second thread 0.58x of one thread while
+    the strict reading kept partita's worker out). None: ask ``niced_groups`` (it changes as
+    processes come and go)."""
     try:
         if os.getpriority(os.PRIO_PROCESS, 0) > 0:
             return False
@@ -43,9 +61,38 @@ def _niced_give_way(autogroup: str = "/proc/sys/kernel/sched_autogroup_enabled")
         return False
     try:
         with open(autogroup) as f:
-            return f.read().strip() == "0"
+            return True if f.read().strip() == "0" else None
     except OSError:
         return True  # no autogroups in this kernel
+
+
+def niced_groups(proc: str = "/proc", seen: dict | None = None) -> bool:
+    """Every niced process that runs (state R, or CPU time grown since ``seen``, which this
+    updates: pid -> ticks) sits in an autogroup niced above 0 (/proc/PID/autogroup, "... nice
+    N"), so the scheduler gives its time to a process of an autogroup at nice 0."""
+    seen = {} if seen is None else seen
+    ok = True
+    try:
+        names = [n for n in os.listdir(proc) if n.isdigit()]
+    except OSError:
+        return False
+    for name in names:
+        try:
+            with open(f"{proc}/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            state, ticks, nice = fields[0], int(fields[11]) + int(fields[12]), int(fields[16])
+        except (OSError, ValueError, IndexError):
+            continue
+        grew = ticks > seen.get(name, ticks)
+        seen[name] = ticks
+        if nice <= 0 or not (state == "R" or grew) or not ok:
+            continue
+        try:
+            with open(f"{proc}/{name}/autogroup") as f:
+                ok = int(f.read().split()[-1]) > 0
+        except (OSError, ValueError, IndexError):
+            ok = False
+    return ok
 
 
 def _ticks_per_second() -> int:
@@ -68,18 +115,22 @@ class IdleCPU:
 
     SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
     NEED = 0.6  # CPUs (averaged over the span) the worker needs besides the caller's one
+    RESCAN = 2.0  # seconds between two looks at the niced processes' autogroups (niced_groups)
 
     def __init__(self, stat=None, clock=None, loadavg=None, cpus: int | None = None,
                  own=None, hz: int | None = None):
-        if stat is None:  # niced processes' time is free where they give way to this one
-            nice_free = _niced_give_way()
-            stat = lambda: _proc_stat(nice_free)  # noqa: E731
-        self.stat, self.clock = stat, clock or time.monotonic
+        self.clock = clock or time.monotonic
+        # niced processes' time is free where they give way to this one: always (True), never
+        # (False), or as niced_groups says (None); an injected ``stat`` counts it as it does
+        self.nice_mode = _niced_give_way() if stat is None else False
+        self.groups: dict = {}  # niced_groups' CPU ticks per process
+        self.nice_when, self.nice_free = None, False  # niced_groups' last look and answer
+        self.stat = stat or _proc_stat_nice
         self.own = own or time.process_time  # this process's CPU seconds, all threads
         self.hz = hz or _ticks_per_second()  # /proc/stat's jiffies per second
         self.loadavg = loadavg or (os.getloadavg if hasattr(os, "getloadavg") else None)
         self.cpus = cpus or os.cpu_count() or 1
-        self.last, self.when, self.answer = stat(), self.clock(), None
+        self.last, self.when, self.answer = self.stat(), self.clock(), None
         self.mine = self.own()
 
     def free_cpus(self) -> float | None:
@@ -92,6 +143,8 @@ class IdleCPU:
         if sample is None or self.last is None:
             return None
         d_idle, d_total = sample[0] - self.last[0], sample[1] - self.last[1]
+        if len(sample) > 2 and self.niced_free():  # the niced processes' time is free
+            d_idle += sample[2] - self.last[2]
         if d_total <= 0:
             return self.answer
         # in jiffies, as /proc/stat counts (a forked child's clock starts again at 0)
@@ -100,6 +153,17 @@ class IdleCPU:
         others = min(max(d_total - d_idle - d_mine, 0.0), d_total)
         self.answer = self.cpus * (1.0 - others / d_total)
         return self.answer
+
+    def niced_free(self) -> bool:
+        """Whether niced processes' time counts as free now (_niced_give_way; with autogroups
+        niced_groups, looked at again at most every RESCAN seconds)."""
+        if self.nice_mode is not None:
+            return self.nice_mode
+        if self.nice_when is not None and self.clock() - self.nice_when < self.RESCAN:
+            return self.nice_free
+        self.nice_when = self.clock()
+        self.nice_free = niced_groups(seen=self.groups)
+        return self.nice_free
 
     def __call__(self) -> bool:
         if self.cpus < 2:

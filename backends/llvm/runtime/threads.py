@@ -254,13 +254,19 @@ class ThreadPool(Family):
                 b.call(parts[1], [table])
 
     def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "") -> None:
-        """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread and
-        the driver's worker claim one at a time (a worker the OS deschedules holds up one chunk,
-        not half the kernel): ``emit(builder, pointers, lo, hi)`` writes indices [lo, hi) in a
-        function of its own, ``{name}_range``, whose pointers are noalias as the kernel's (read
-        from the split's table they would not be). Each index is computed by one chunk with
-        the one-thread code, so the bits are one thread's. ``tag`` names a kernel's second
-        split (its functions and counter ``{name}{tag}_...``)."""
+        """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread claims
+        from the front and the driver's worker from the back, one at a time, until they meet
+        (a worker the OS deschedules holds up one chunk, not half the kernel): ``emit(builder,
+        pointers, lo, hi)`` writes indices [lo, hi) in a function of its own, ``{name}_range``,
+        whose pointers are noalias as the kernel's (read from the split's table they would not
+        be). Each index is computed by one chunk with the one-thread code, so the bits are one
+        thread's. From the two ends, each thread keeps to its side of every kernel on a quiet
+        machine, as fixed halves did, so the rows a thread writes are mostly the rows it reads
+        in the next kernel (chunks claimed in turn from one end go to either core). Measured
+        on an Intel Xeon (AMX MobileNetV2, worker forced): 0.65-0.68 of one thread against
+        0.76-0.79 from one end in separate processes on quiet minutes, alike interleaved in
+        one process (session 19, docs/performance.md). ``tag`` names a kernel's second split
+        (its functions and counter ``{name}{tag}_...``)."""
         ptr = ir.PointerType()
         n = len(pointers)
         rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
@@ -272,29 +278,37 @@ class ThreadPool(Family):
         emit(rb, list(rng.args[:n]), *rng.args[n:])
         rb.ret_void()
         count = -(-total // size)
+        # claims from the front count in the low 32 bits, from the back in the high 32: one
+        # atomic add claims a chunk while the two counts' sum (before it) is below ``count``
         counter = ir.GlobalVariable(self.module, I64, f"{k.name}{tag}_next_chunk")
         counter.linkage = "internal"
         counter.initializer = c64(0)
         b.store_atomic(c64(0), counter, "release", 8)
-        part = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]),
-                           f"{k.name}{tag}_chunks")
-        part.linkage = "internal"
-        pb = ir.IRBuilder(part.append_basic_block("entry"))
-        ps = [pb.load(pb.gep(part.args[0], [c64(i)], source_etype=ptr), typ=ptr)
-              for i in range(n)]
-        loop, work, done = (part.append_basic_block(name) for name in ("claim", "chunk", "out"))
-        pb.branch(loop)
-        pb.position_at_end(loop)
-        c = pb.atomic_rmw("add", counter, c64(1), "acq_rel")
-        pb.cbranch(pb.icmp_signed("<", c, c64(count)), work, done)
-        pb.position_at_end(work)
-        lo = pb.mul(c, c64(size))
-        end = pb.add(lo, c64(size))
-        pb.call(rng, [*ps, lo, pb.select(pb.icmp_signed("<", end, c64(total)), end, c64(total))])
-        pb.branch(loop)
-        pb.position_at_end(done)
-        pb.ret_void()
-        self.split_run(k, b, pointers, [part, part])
+        parts = []
+        for end, step in (("chunks", 1), ("chunks_back", 1 << 32)):
+            part = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr]),
+                               f"{k.name}{tag}_{end}")
+            part.linkage = "internal"
+            pb = ir.IRBuilder(part.append_basic_block("entry"))
+            ps = [pb.load(pb.gep(part.args[0], [c64(i)], source_etype=ptr), typ=ptr)
+                  for i in range(n)]
+            loop, work, done = (part.append_basic_block(m) for m in ("claim", "chunk", "out"))
+            pb.branch(loop)
+            pb.position_at_end(loop)
+            old = pb.atomic_rmw("add", counter, c64(step), "acq_rel")
+            front, back = pb.and_(old, c64((1 << 32) - 1)), pb.lshr(old, c64(32))
+            pb.cbranch(pb.icmp_signed("<", pb.add(front, back), c64(count)), work, done)
+            pb.position_at_end(work)
+            c = front if step == 1 else pb.sub(c64(count - 1), back)
+            lo = pb.mul(c, c64(size))
+            end_ = pb.add(lo, c64(size))
+            pb.call(rng, [*ps, lo,
+                          pb.select(pb.icmp_signed("<", end_, c64(total)), end_, c64(total))])
+            pb.branch(loop)
+            pb.position_at_end(done)
+            pb.ret_void()
+            parts.append(part)
+        self.split_run(k, b, pointers, parts)
 
     def wait_done(self, b, g, job, limit: int = WAIT) -> None:
         """Spin until the worker has finished ``job``; a wait of ``limit`` pauses (the worker
@@ -343,22 +357,28 @@ class TwoModes:
     """Which driver a region calls: with the worker ("pool") or without ("alone").
 
     One thread is the safe mode: a region starts there (its first BASELINE runs time it) and
-    goes back to it at once when a run with the worker is slower than the median of the last
-    WINDOW runs alone. The worker is only tried (a probe) when ``idle()`` says other processes
-    leave a second CPU free (IdleCPU), every ``interval`` runs: PROBE at first, doubled up to
-    MAX_PROBE after each probe the worker lost (a probe's turn on a busy machine is only put off
-    by PROBE runs: the reading costs no slow run). A probe is ACCEPT runs with the worker, each
+    goes back to it when MISSES runs in a row with the kept worker (one run during a probe)
+    are slower than the median of the last WINDOW runs alone. The worker is only tried (a
+    probe) when ``idle()`` says other processes leave a second CPU free (IdleCPU), every
+    ``interval`` runs: PROBE at first, doubled up to MAX_PROBE after each probe the worker lost
+    (a probe's turn on a busy machine is only put off by PROBE runs: the reading costs no slow
+    run). A probe is ACCEPT runs with the worker, each
     faster than MARGIN of the median alone (the worker's first run ever, which starts the
     thread, is not judged); then the region stays with the worker, re-timing one run alone
-    every ``interval`` runs, until one run with the worker is slower than the median alone. So
-    on a busy machine at most one run in PROBE (fewer later) pays for a slow worker, and no run
-    of the first BASELINE does."""
+    every ``interval`` runs, until MISSES runs with the worker in a row are slower than the
+    median alone. So on a busy machine at most one run in PROBE (fewer later) pays for a slow
+    worker, MISSES where the machine turns busy while the worker is kept, and no run of the
+    first BASELINE does."""
 
     WINDOW = 5
     BASELINE = 2
     ACCEPT = 2
     MARGIN = 0.97
     MAX_PROBE = 256
+    # slower runs in a row that end a kept worker (a probe ends at its first): a single slow
+    # run (a peer's pool spinning after its call, a preemption) cost the worker PROBE or more
+    # runs; a machine turned busy costs one more slow run
+    MISSES = 2
 
     def __init__(self, idle=None):
         self.idle = idle if idle is not None else IdleCPU()
@@ -367,6 +387,7 @@ class TwoModes:
         self.runs = 0
         self.best = "alone"
         self.streak = 0  # runs with the worker in a row faster than alone (during a probe)
+        self.misses = 0  # runs with the kept worker in a row slower than alone
         self.probing = False
         self.started = False  # the worker has run once (its thread exists)
         self.interval, self.next_probe = PROBE, self.BASELINE + 1
@@ -403,8 +424,14 @@ class TwoModes:
             return  # the run that started the thread
         alone = self.alone_median()
         faster = alone is not None and seconds < self.MARGIN * alone
-        if not faster:  # slower with the worker: back to one thread at once
-            self.best, self.probing = "alone", False
+        if not faster and not self.probing and self.best == "pool":
+            self.misses += 1  # a kept worker: back to one thread at the MISSES-th slow run
+            if self.misses < self.MISSES:  # in a row (one may be another runtime's spin)
+                return
+        if faster:
+            self.misses = 0
+        else:  # slower with the worker: back to one thread
+            self.best, self.probing, self.misses = "alone", False, 0
             self.back_off()
             return
         if self.probing:

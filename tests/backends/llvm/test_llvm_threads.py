@@ -71,15 +71,28 @@ def test_one_thread_first_then_the_worker_when_it_is_faster_on_an_idle_cpu():
     assert 1 <= tail.count("alone") <= len(tail) // PROBE + 1
 
 
-def test_a_slower_run_with_the_worker_goes_back_to_one_thread_at_once():
+def _pool_runs(modes, count, pool, alone):
+    """Runs until ``count`` of them ran with the worker (re-timing runs alone in between)."""
+    chosen = []
+    while chosen.count("pool") < count:
+        chosen += _drive(modes, 1, pool=pool, alone=alone)
+    return chosen
+
+
+def test_slower_runs_in_a_row_with_the_kept_worker_go_back_to_one_thread():
     modes = TwoModes(idle=lambda: True)
     _drive(modes, 2 * PROBE, pool=1.0, alone=2.0)
     assert modes.best == "pool"
-    # the machine gets busy: the first slower run with the worker ends it
-    chosen = _drive(modes, 1, pool=3.0, alone=2.0)
-    if chosen == ["alone"]:  # a re-timing run came first
-        chosen = _drive(modes, 1, pool=3.0, alone=2.0)
-    assert chosen == ["pool"] and modes.best == "alone"
+    # one slower run (a peer's pool spinning after its call, a preemption) keeps the worker,
+    # and a faster one after it starts the count again
+    _pool_runs(modes, 1, pool=3.0, alone=2.0)
+    assert modes.best == "pool"
+    _pool_runs(modes, 1, pool=1.0, alone=2.0)
+    _pool_runs(modes, TwoModes.MISSES - 1, pool=3.0, alone=2.0)
+    assert modes.best == "pool"
+    # the machine gets busy: MISSES slower runs in a row end it
+    _pool_runs(modes, 1, pool=3.0, alone=2.0)
+    assert modes.best == "alone"
     # then probes back off (PROBE, 2 PROBE, 4 PROBE ... runs apart), each one run long
     chosen = _drive(modes, 16 * PROBE, pool=3.0, alone=2.0)
     pools = [i for i, m in enumerate(chosen) if m == "pool"]
@@ -152,7 +165,7 @@ def test_free_cpus_from_proc_stat_minus_this_process_and_the_load_average():
     assert not IdleCPU(stat=lambda: None, loadavg=lambda: (0.0, 0, 0), cpus=1)()
 
 
-def test_niced_processes_give_way_only_without_autogroups(tmp_path):
+def test_niced_processes_give_way_without_autogroups_or_in_niced_ones(tmp_path):
     from partita.backends.llvm.runtime.idle import _niced_give_way
 
     off, on = tmp_path / "off", tmp_path / "on"
@@ -160,8 +173,52 @@ def test_niced_processes_give_way_only_without_autogroups(tmp_path):
     on.write_text("1\n")
     not_niced = os.getpriority(os.PRIO_PROCESS, 0) <= 0
     assert _niced_give_way(str(off)) == not_niced
-    assert not _niced_give_way(str(on))  # a nice level counts within its own session only
+    # with autogroups a nice level counts within its own session only: niced_groups decides
+    assert _niced_give_way(str(on)) is (None if not_niced else False)
     assert _niced_give_way(str(tmp_path / "absent")) == not_niced  # no autogroups here
+
+
+def test_niced_ticks_count_free_as_niced_free_says_at_each_reading():
+    """The default reading carries the niced processes' ticks apart (free, total, niced): a
+    CPU held by a niced job is free or busy as ``niced_free`` says at that reading, with no
+    new baseline when the answer changes."""
+    clock = [0.0]
+
+    def stat():  # one CPU idle, the other running a niced job: 100 jiffies a second each
+        return int(clock[0] * 100), int(clock[0] * 200), int(clock[0] * 100)
+
+    idle = IdleCPU(stat=stat, clock=lambda: clock[0], own=lambda: 0.0, cpus=2, hz=100)
+    for niced_free, want in ((True, 2.0), (False, 1.0), (True, 2.0)):
+        idle.nice_mode = niced_free
+        clock[0] += 1.0
+        assert idle.free_cpus() == pytest.approx(want)
+
+
+def _fake_proc(root, procs):
+    """A /proc with processes {pid: (state, cpu ticks, nice, autogroup nice)}."""
+    for pid, (state, ticks, nice, group) in procs.items():
+        d = root / str(pid)
+        d.mkdir(parents=True, exist_ok=True)
+        rest = [state, *["0"] * 10, str(ticks), "0", "0", "0", "20", str(nice), "1"]
+        (d / "stat").write_text(f"{pid} (py thon) " + " ".join(rest) + "\n")
+        (d / "autogroup").write_text(f"/autogroup-{pid} nice {group}\n")
+
+
+def test_niced_time_is_free_when_every_running_niced_process_is_in_a_niced_autogroup(tmp_path):
+    """niced_groups: a nice-19 job in an autogroup at nice 19 gives way (its time is free);
+    one in an autogroup at nice 0 takes its full share, whether it runs now (state R) or ran
+    since the last look (its CPU ticks grew); sleeping niced processes and busy ones at nice 0
+    do not count (the second is busy in /proc/stat anyway)."""
+    from partita.backends.llvm.runtime.idle import niced_groups
+
+    seen = {}
+    _fake_proc(tmp_path, {10: ("R", 500, 19, 19), 11: ("S", 3, 19, 0), 12: ("R", 900, 0, 0)})
+    assert niced_groups(str(tmp_path), seen)
+    _fake_proc(tmp_path, {11: ("S", 9, 19, 0)})  # it ran between the two looks
+    assert not niced_groups(str(tmp_path), seen)
+    assert niced_groups(str(tmp_path), seen)  # it did not since
+    _fake_proc(tmp_path, {13: ("R", 1, 5, 0)})  # a niced job started from another shell
+    assert not niced_groups(str(tmp_path), seen)
 
 
 def _machine(own_share: float):
@@ -466,3 +523,40 @@ def test_int8_kernels_split_in_chunks_keep_the_bits(isa, kind, hw, k, cin, cout,
     for _ in range(6):
         x = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
         assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
+
+
+@pytest.mark.parametrize("isa", ["amx", "vnni", "avxvnni", "avx2"])
+@pytest.mark.parametrize(
+    "kind, hw, k, cin, cout",
+    [("depthwise", (15, 40), (3, 3), 64, 64),  # 13 rows in 7 chunks of 2, the last of 1
+     ("conv", (1, 200), (1, 1), 64, 96)],  # a pointwise row: pixel tiles or AMX blocks, a tail
+)
+def test_chunks_from_either_end_cover_the_kernel(isa, kind, hw, k, cin, cout, monkeypatch):
+    """split_chunks: this thread claims chunks from the front, the worker from the back, until
+    they meet. The driver without the worker runs the front claimer, then the back one (which
+    finds nothing left); with the two swapped, the back claimer takes every chunk, so its
+    index (count - 1 - claims from the back) and the short chunk's end are each checked; and
+    with the worker both ends meet somewhere. Every way the interpreter's bits."""
+    from partita.backends.llvm.lower.context import lower
+    from partita.backends.llvm.runtime import threads
+    from test_llvm_kernels import build_graph, llvm_target
+
+    real = threads.ThreadPool.split_run
+    monkeypatch.setattr(threads.ThreadPool, "split_run", lambda self, kk, b, ps, parts:
+                        real(self, kk, b, ps, parts[::-1]))
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    geo = {"hw": hw, "k": k, "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0)}
+    mod, _ = build_graph(kind, "int8", cin, cout, geo, 5, True, None, pre_clip=True)
+    (mac,) = [kk for kk in lower(P.InferType()(mod)["main"], isa, threads=2).kernels
+              if kk.kind in ("VCONV", "VDW")]
+    assert mac.params.get("threads") == 2  # split
+    back_first = P.build(mod, llvm_target(isa, " -threads=2")).steps[0].region
+    monkeypatch.setattr(threads.ThreadPool, "split_run", real)
+    front_first = P.build(mod, llvm_target(isa, " -threads=2")).steps[0].region
+    rng = np.random.default_rng(6)
+    for mode in ("alone", "pool", "alone", "pool"):
+        x = rng.integers(-128, 128, (1, *hw, cin), dtype=np.int8)
+        want = P.interpret(mod, [x])[0]
+        for region in (back_first, front_first):
+            region.modes.choose = lambda mode=mode: mode
+            assert np.array_equal(region.run([x])[0], want), (mode, region is back_first)
