@@ -19,11 +19,12 @@ DYNQ_TILE = (2, 4)  # DYNQ_DENSE's register tile: data rows x weight rows (8 acc
 DYNQ_DENSE_CHUNKS = 12  # chunks of a split DYNQ_DENSE's weight rows (whole tiles each)
 
 
-def dynq_dense_chunk(n: int) -> int:
-    """Weight rows per chunk of a split DYNQ_DENSE: whole tiles, about DYNQ_DENSE_CHUNKS
-    chunks (BERT's 768 rows: 12 chunks of 64)."""
-    tiles = -(-n // DYNQ_TILE[1])
-    return max(1, -(-tiles // DYNQ_DENSE_CHUNKS)) * DYNQ_TILE[1]
+def dynq_dense_chunk(n: int, isa: str = "") -> int:
+    """Weight rows per chunk of a split DYNQ_DENSE: whole tiles (on ``isa`` amx, AMX blocks of
+    32 weight rows), about DYNQ_DENSE_CHUNKS chunks (BERT's 768 rows: 12 chunks of 64)."""
+    unit = 32 if isa == "amx" else DYNQ_TILE[1]
+    tiles = -(-n // unit)
+    return max(1, -(-tiles // DYNQ_DENSE_CHUNKS)) * unit
 
 
 class DataKernels(Family):
@@ -34,6 +35,7 @@ class DataKernels(Family):
     operand = via("floats")
     store_value = via("floats")
     split_chunks = via("pool")
+    amx_dense_rows = via("amx")
 
     def k_isum(self, k):
         """An integer sum (i64 accumulation, stored in the dtype: int32 wraps), max or min."""
@@ -83,7 +85,7 @@ class DataKernels(Family):
             b.call(rows, [*pointers, c64(0), c64(n_)])
             b.ret_void()
             return fn
-        self.split_chunks(k, b, pointers, n_, dynq_dense_chunk(n_),
+        self.split_chunks(k, b, pointers, n_, dynq_dense_chunk(n_, p["isa"]),
                           lambda eb, ps, lo, hi: eb.call(rows, [*ps, lo, hi]))
         b.ret_void()
         return fn
@@ -125,6 +127,10 @@ class DataKernels(Family):
         offset = 128 if p["x_dtype"] == "int8" else 0
         zx = b.trunc(self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1], I32)
         zx = b.add(zx, ir.Constant(I32, offset))
+        if p["isa"] == "amx":  # AMX tiles (emit/int8/amx.py)
+            self.amx_dense_rows(b, [ws, y, w, zw, cz, zx, lo, hi], p)
+            b.ret_void()
+            return fn
         step_bytes = p.get("step", 32)
         vt = ir.VectorType(I32, step_bytes // 4)  # the accumulators: 8 lanes, 16 in zmm
         cells = [[b.alloca(vt) for _ in range(tn)] for _ in range(tm)]

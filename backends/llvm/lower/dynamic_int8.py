@@ -57,6 +57,8 @@ def lower_int_dense(low: LowerContext, call) -> bool:
     padded = np.zeros((n, kp), np.int64)
     padded[:, :k] = weights
     colsum = weights.astype(np.int64).sum(axis=1)
+    # AMX tiles (TDPBUSD, exact as VPDPBUSD) for whole 16-row B tiles and 16 data rows or more
+    amx = low.isa == "amx" and vnni == "vnni" and n % 16 == 0 and m >= 16
     params = {
         "M": m, "K": int(k), "N": int(n), "Kp": int(kp),
         "x_dtype": x.checked_type.dtype, "zx_dtype": zx.checked_type.dtype,
@@ -64,16 +66,19 @@ def lower_int_dense(low: LowerContext, call) -> bool:
         # a dense has one tap: "vpmaddubsw_tap" pairs as "vpmaddubsw" does
         "pairs": call.attrs.accumulate != "exact",
         # VPMADDUBSW reads int8 weights; uint8 ones pair in generic vector IR
-        "isa": vnni or ("plain" if low.isa == "plain" or (
+        "isa": "amx" if amx else vnni or ("plain" if low.isa == "plain" or (
             call.attrs.accumulate != "exact" and weights.dtype != np.int8) else "avx2"),
         "step": step,
+        "R": 32 if m >= 32 else 16,  # amx: data rows per block
     }  # fmt: skip
     if low.threads > 1 and n >= 2 * TILE_N and (m * n * k >= 1 << 21 or n * k >= 1 << 19):
         # weight rows in chunks over both threads: 2 M multiply-adds or more, or (a pooler's
         # or classifier's few rows) 512 KB of weights to stream
         params["threads"] = 2
     arrays = {
-        "weights": (padded & 0xFF).astype(np.uint8),  # bytes (w_dtype says how to read them)
+        # bytes (w_dtype says how to read them); amx: 1 KB slabs [N/16][Kp/64] of 16 k-quads x
+        # 16 weight rows x 4 bytes, as a B tile holds them
+        "weights": _slabs(padded, n, kp) if amx else (padded & 0xFF).astype(np.uint8),
         "zw": _wrap32(zw),
         # out = S - zw[n] * rowsum(x')[m] - zx' * (colsum[n] - K zw[n]), all wrapped to int32
         "cz": _wrap32(colsum - k * zw),
@@ -81,6 +86,11 @@ def lower_int_dense(low: LowerContext, call) -> bool:
     scratch = low.workspace(m * kp + 4 * m)  # x' rows padded to Kp, then their int32 sums
     low.emit(Kind.DYNQ_DENSE, call, [low.src(x), low.src(zx), scratch], params, arrays)
     return True
+
+
+def _slabs(padded: np.ndarray, n: int, kp: int) -> np.ndarray:
+    tiles = (padded & 0xFF).astype(np.uint8).reshape(n // 16, 16, kp // 64, 16, 4)
+    return np.ascontiguousarray(tiles.transpose(0, 2, 3, 1, 4)).reshape(n, kp)
 
 
 def _wrap32(a: np.ndarray) -> np.ndarray:

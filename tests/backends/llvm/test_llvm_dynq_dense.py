@@ -132,3 +132,27 @@ def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatc
         assert any(f"llvm.x86.avx512.{intrinsic}\"" in t for t in texts)
         # run where this CPU has it, else through exact stand-ins of VPDPBUSD (-emulate=yes)
         check(mod, f"{target} -emulate=yes", inputs(m, k, x_dtype, 3, (2,)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("m", "k", "n", "x_dtype"), [
+    (16, 64, 16, "uint8"),  # one 16-row block, one B tile
+    (17, 5, 48, "int8"),  # 16-row blocks overlapping; K padded to one 64-byte slice
+    (40, 200, 80, "int8"),  # 32-row blocks, the last overlapping; a last single B tile
+    (128, 768, 768, "uint8"),  # BERT's projection: chunks of 64 weight rows over two threads
+    (15, 64, 32, "int8"),  # fewer than 16 rows: VNNI
+    (32, 64, 40, "int8"),  # weight rows not in 16s: VNNI
+])  # fmt: skip
+def test_dynq_dense_amx_tiles_equal_the_interpreter(m, k, n, x_dtype, threads):
+    """ORT's VNNI semantics on -isa=amx: TDPBUSD tiles for 16 data rows or more and weight rows
+    in 16s (else the VNNI kernel), bit-exact with the interpreter, zero points, extremes and
+    overlapping row blocks included, on every x86-64 CPU (-emulate=yes where AMX is lacking)."""
+    from partita.backends.llvm.lower.context import lower
+    from test_llvm_kernels import llvm_target
+
+    mod = dense_module(m, k, n, x_dtype, "int8", "exact", m + n)
+    plan = lower(mod["main"], "amx", threads=threads)
+    (kernel,) = [kk for kk in plan.kernels if kk.kind == "DYNQ_DENSE"]
+    assert kernel.params["isa"] == ("amx" if m >= 16 and n % 16 == 0 else "vnni")
+    for seed in (0, 1):  # seed 0: the extremes only
+        check(mod, llvm_target("amx", f" -threads={threads}"), inputs(m, k, x_dtype, 3 * seed))
