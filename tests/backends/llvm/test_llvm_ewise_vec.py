@@ -1,7 +1,9 @@
 """EWISE's vector rows (emit/float/ewise_vec.py): erf and GELU as torch exports it, in lanes of 8
-with the per-lane straddle test and libm's fix-up, give the interpreter's bits on random float32
-bit patterns (NaNs, infinities, subnormals, -0.0 included), on -isa=plain and -isa=avx2, for row
-lengths around the lane count (the scalar remainder) and broadcast operands."""
+(16 on the AVX-512 tiers) with the per-lane straddle test and libm's fix-up, give the
+interpreter's bits on random float32 bit patterns (NaNs, infinities, subnormals, -0.0 included),
+on -isa=plain, -isa=avx2 and -isa=vnni (-emulate=yes where the CPU lacks AVX-512: the same IR
+for the host's vectors), for row lengths around the lane count (the scalar remainder) and
+broadcast operands."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.emit.float import ewise_vec
+from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita import relay
 
-ISAS = ["plain", "avx2"]
+ISAS = ["plain", "avx2", "vnni"]
 
 
 def modules(shape):
@@ -31,7 +34,7 @@ def modules(shape):
 
 def check(data, isa):
     for mod in modules(data.shape):
-        got = P.build(mod, f"llvm -isa={isa} -threads=1").run(data)[0]
+        got = P.build(mod, llvm_target(isa, " -threads=1")).run(data)[0]
         want = P.interpret(mod, [data])[0]
         assert got.tobytes() == want.tobytes()
 
@@ -48,10 +51,15 @@ def test_the_modules_take_the_vector_rows(isa, monkeypatch, tmp_path):
     data = np.random.default_rng(2).standard_normal((2, 21)).astype(np.float32)
     check(data, isa)
     assert len(calls) == 3
+    from partita.backends.llvm.lower.context import lower
+
+    lanes = {k.params.get("lanes", ewise_vec.LANES) for mod in modules(data.shape)
+             for k in lower(mod["main"], isa).kernels if k.kind == "EWISE"}
+    assert lanes == {16 if isa == "vnni" else 8}
 
 
 @settings(max_examples=10, deadline=None)
-@given(n=st.sampled_from([8, 13, 61]), rows=st.sampled_from([1, 3]), isa=st.sampled_from(ISAS),
+@given(n=st.sampled_from([8, 13, 16, 61]), rows=st.sampled_from([1, 3]), isa=st.sampled_from(ISAS),
        data=st.data())
 def test_random_float32_bit_patterns(n, rows, isa, data):
     """Shapes from a small set (their object code is cached), bit patterns over all 2^32."""
@@ -75,5 +83,5 @@ def test_two_threads_split_rows_above_the_vector_axis(isa):
     rng = np.random.default_rng(4)
     data = (rng.standard_normal((4, 1 << 15 | 3)) * 3).astype(np.float32)
     mod = list(modules(data.shape))[1]
-    got = P.build(mod, f"llvm -isa={isa} -threads=2").run(data)[0]
+    got = P.build(mod, llvm_target(isa, " -threads=2")).run(data)[0]
     assert got.tobytes() == P.interpret(mod, [data])[0].tobytes()

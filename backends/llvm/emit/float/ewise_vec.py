@@ -1,5 +1,6 @@
 """EWISE's innermost axis in vectors of ``LANES`` float32 elements (generic vector IR: 8 lanes
-of float, one ymm on avx2, SSE pairs on -isa=plain), for trees of float32 arithmetic and erf
+of float, one ymm on avx2, SSE pairs on -isa=plain; the param ``lanes`` 16 on the AVX-512
+tiers, one zmm), for trees of float32 arithmetic and erf
 (BERT's GELU as torch exports it). Each step is one float32 operation: the scalar kernel
 computes it in double and rounds to float32, which for +, -, *, / of float32 operands is the
 same correctly rounded float32 result (double has more than 2 * 24 + 2 bits), so the bits are
@@ -14,15 +15,14 @@ from partita.backends.llvm.emit.base import F32, c64, for_range
 from . import math32
 
 LANES = 8
-VF32 = ir.VectorType(F32, LANES)
 OPS = {"add", "subtract", "multiply", "divide", "negative", "copy", "erf"}
 
 
 def eligible(p: dict, out_dtype: str, restrict) -> bool:
     """Float32 leaves and steps of OPS only, innermost axis of stride 0 or 1 for every operand,
-    at least LANES long and not the thread split's axis."""
+    at least LANES (``lanes``) long and not the thread split's axis."""
     shape = p["out_shape"]
-    if not shape or shape[-1] < LANES or out_dtype != "float32":
+    if not shape or shape[-1] < p.get("lanes", LANES) or out_dtype != "float32":
         return False
     if restrict is not None and restrict[0] == len(shape) - 1:
         return False
@@ -42,16 +42,17 @@ def eligible(p: dict, out_dtype: str, restrict) -> bool:
 
 def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
     """The EWISE loops: outer axes as ``fam.nest`` runs them, the innermost in vectors of
-    LANES then ``scalar_body(index, offsets)`` on the remainder."""
+    LANES (``lanes``) then ``scalar_body(index, offsets)`` on the remainder."""
     p = k.params
     shape, strides = p["out_shape"], p["strides"]
-    n = shape[-1]
-    full = n // LANES * LANES
+    n, lanes = shape[-1], p.get("lanes", LANES)
+    vf32 = ir.VectorType(F32, lanes)
+    full = n // lanes * lanes
 
     def row(index, offsets):
         row0 = b.mul(index, c64(n))
-        with for_range(b, full // LANES, "v") as t:
-            j0 = b.mul(t, c64(LANES))
+        with for_range(b, full // lanes, "v") as t:
+            j0 = b.mul(t, c64(lanes))
             loaded: dict = {}
 
             def value(node):
@@ -60,14 +61,14 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
                     if j not in loaded:
                         if strides[j][-1] == 1:
                             at = b.gep(ptrs[j], [b.add(offsets[j], j0)], source_etype=F32)
-                            v = b.load(b.bitcast(at, VF32.as_pointer()), typ=VF32, align=4)
+                            v = b.load(at, typ=vf32, align=4)
                         else:
                             s = fam.load_at(b, ptrs[j], offsets[j], F32)
                             v = b.shuffle_vector(
-                                b.insert_element(ir.Constant(VF32, ir.Undefined), s,
+                                b.insert_element(ir.Constant(vf32, ir.Undefined), s,
                                                  ir.Constant(ir.IntType(32), 0)),
-                                ir.Constant(VF32, ir.Undefined),
-                                ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+                                ir.Constant(vf32, ir.Undefined),
+                                ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
                         loaded[j] = v
                     return loaded[j]
                 _, op, kids, _extra, _dtype = node
@@ -85,7 +86,7 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
 
             out = value(p["tree"])
             at = b.gep(y, [b.add(row0, j0)], source_etype=F32)
-            b.store(out, b.bitcast(at, VF32.as_pointer()), align=4)
+            b.store(out, at, align=4)
         if full < n:
             with for_range(b, n - full, "t") as r:
                 j = b.add(r, c64(full))
