@@ -91,21 +91,35 @@ class DataKernels(Family):
         return fn
 
     def _dynq_pack(self, b, k, x, ws):
-        """ws[m][0:Kp] = x'[m] (x as uint8, zeros past K), then the int32 row sums of x'."""
+        """ws[m][0:Kp] = x'[m] (x as uint8, zeros past K), then the int32 row sums of x': in
+        vectors of ``step`` bytes (their sums in int32 lanes), then the last K % step bytes."""
         p = k.params
         m_, k_, kp = p["M"], p["K"], p["Kp"]
-        flip = ir.Constant(I8, 0x80 if p["x_dtype"] == "int8" else 0)
+        flip = 0x80 if p["x_dtype"] == "int8" else 0
+        width = p.get("step", 32)
+        bytes_t, lanes_t = ir.VectorType(I8, width), ir.VectorType(I32, width)
+        full = k_ // width * width
         sums = b.gep(ws, [c64(m_ * kp)], source_etype=I8)
-        cell = b.alloca(I32)
+        cell, vcell = b.alloca(I32), b.alloca(lanes_t)
         memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
+        reduce = self._intrinsic(f"llvm.vector.reduce.add.v{width}i32", I32, [lanes_t])
         with for_range(b, m_, "pm") as m:
-            b.store(ir.Constant(I32, 0), cell)
-            with for_range(b, k_, "pk") as kk:
-                v = b.xor(self.load_at(b, x, b.add(b.mul(m, c64(k_)), kk), I8), flip)
-                self.store_at(b, v, ws, b.add(b.mul(m, c64(kp)), kk), I8)
+            src, dst = b.mul(m, c64(k_)), b.mul(m, c64(kp))
+            b.store(ir.Constant(lanes_t, None), vcell)
+            with for_range(b, full // width, "pv") as c:
+                at = b.mul(c, c64(width))
+                v = b.load(b.gep(x, [b.add(src, at)], source_etype=I8), typ=bytes_t, align=1)
+                v = b.xor(v, ir.Constant(bytes_t, [flip] * width))
+                b.store(v, b.gep(ws, [b.add(dst, at)], source_etype=I8), align=1)
+                b.store(b.add(b.load(vcell, typ=lanes_t), b.zext(v, lanes_t)), vcell)
+            b.store(b.call(reduce, [b.load(vcell, typ=lanes_t)]), cell)
+            with for_range(b, k_ - full, "pk") as t:
+                kk = b.add(t, c64(full))
+                v = b.xor(self.load_at(b, x, b.add(src, kk), I8), ir.Constant(I8, flip))
+                self.store_at(b, v, ws, b.add(dst, kk), I8)
                 b.store(b.add(b.load(cell, typ=I32), b.zext(v, I32)), cell)
             if kp > k_:
-                tail = b.gep(ws, [b.add(b.mul(m, c64(kp)), c64(k_))], source_etype=I8)
+                tail = b.gep(ws, [b.add(dst, c64(k_))], source_etype=I8)
                 b.call(memset, [tail, ir.Constant(I8, 0), c64(kp - k_),
                                 ir.Constant(ir.IntType(1), 0)])
             self.store_at(b, b.load(cell, typ=I32), sums, m, I32)
