@@ -15,6 +15,7 @@ Q32I = ir.VectorType(I8, 32)  # one AVX2 register of bytes
 H16I = ir.VectorType(ir.IntType(16), 16)  # ... of int16
 V8I = ir.VectorType(I32, 8)  # ... of int32
 DYNQ_CHUNK = 1 << 14  # elements per chunk of a split DYNQ (-threads=2)
+DYNQ_SCAN_VECTORS = 4  # the range scan's independent vectors of lanes
 DYNQ_TILE = (2, 4)  # DYNQ_DENSE's register tile: data rows x weight rows (8 accumulators)
 DYNQ_DENSE_CHUNKS = 12  # chunks of a split DYNQ_DENSE's weight rows (whole tiles each)
 
@@ -262,8 +263,9 @@ class DataKernels(Family):
         rint = self.intrinsic("llvm.roundeven", F32)
         lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
         split = k.params.get("threads", 1) > 1
+        width = k.params.get("lanes", 8)  # the scan's lanes: 16 on the AVX-512 tiers
         if not split:
-            self.dynq_scan(b, x, c64(0), c64(n), lo_cell, hi_cell)
+            self.dynq_scan(b, x, c64(0), c64(n), lo_cell, hi_cell, width=width)
         else:
             count = -(-n // DYNQ_CHUNK)
             ranges = b.alloca(F32, c64(2 * count))  # each chunk's (lo, hi)
@@ -271,13 +273,13 @@ class DataKernels(Family):
             def scan(eb, ps, c0, c1):
                 xs, rs = ps
                 lc, hc = eb.alloca(F32), eb.alloca(F32)
-                lanes = eb.alloca(ir.VectorType(F32, 8)), eb.alloca(ir.VectorType(F32, 8))
+                lanes = self.dynq_scan_cells(eb, width)
                 with for_range(eb, eb.sub(c1, c0), "chunk") as i:
                     c = eb.add(c0, i)
                     first = eb.mul(c, c64(DYNQ_CHUNK))
                     last = eb.add(first, c64(DYNQ_CHUNK))
                     last = eb.select(eb.icmp_signed("<", last, c64(n)), last, c64(n))
-                    self.dynq_scan(eb, xs, first, eb.sub(last, first), lc, hc, lanes)
+                    self.dynq_scan(eb, xs, first, eb.sub(last, first), lc, hc, lanes, width)
                     two = eb.mul(c, c64(2))
                     self.store_at(eb, eb.load(lc, typ=F32), rs, two, F32)
                     self.store_at(eb, eb.load(hc, typ=F32), rs, eb.add(two, c64(1)), F32)
@@ -330,34 +332,45 @@ class DataKernels(Family):
         b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
         b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
 
-    def dynq_scan(self, b, x, first, count, lo_cell, hi_cell, lanes=None) -> None:
-        """The range of x[first, first + count) into the two cells: in 8 lanes (each by the
-        scan's rule; +0.0 starts every lane), then the lanes and the last count % 8 elements
-        by the same rule: the same min and max as one scan (ties are equal values). ``lanes``:
-        the two lane cells, allocated outside a loop that calls this."""
-        vf = ir.VectorType(F32, 8)
-        zeros = ir.Constant(vf, [0.0] * 8)
-        lo_v, hi_v = lanes or (b.alloca(vf), b.alloca(vf))
-        b.store(zeros, lo_v)
-        b.store(zeros, hi_v)
-        vectors = b.udiv(count, c64(8))
+    def dynq_scan(self, b, x, first, count, lo_cell, hi_cell, cells=None, width=8) -> None:
+        """The range of x[first, first + count) into the two cells: in DYNQ_SCAN_VECTORS
+        vectors of ``width`` lanes (each lane by the scan's rule; +0.0 starts every lane;
+        independent vectors, so no one compare-select chain bounds the loop), then the lanes
+        and the last count % (DYNQ_SCAN_VECTORS * width) elements by the same rule: the same min
+        and max as one scan (ties are equal values). ``cells``: the lane cells (made by
+        ``dynq_scan_cells``), allocated outside a loop that calls this."""
+        vf = ir.VectorType(F32, width)
+        zeros = ir.Constant(vf, [0.0] * width)
+        cells = cells or self.dynq_scan_cells(b, width)
+        for cell in cells:
+            b.store(zeros, cell)
+        step = DYNQ_SCAN_VECTORS * width
+        vectors = b.udiv(count, c64(step))
         with for_range(b, vectors, "ev") as e:
-            at = b.add(first, b.mul(e, c64(8)))
-            v = b.load(b.gep(x, [at], source_etype=F32), typ=vf, align=4)
-            lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
-            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
-            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
+            for j in range(DYNQ_SCAN_VECTORS):
+                at = b.add(first, b.add(b.mul(e, c64(step)), c64(j * width)))
+                v = b.load(b.gep(x, [at], source_etype=F32), typ=vf, align=4)
+                lo_v, hi_v = cells[2 * j], cells[2 * j + 1]
+                lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
+                b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
+                b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
         b.store(ir.Constant(F32, 0.0), lo_cell)
         b.store(ir.Constant(F32, 0.0), hi_cell)
-        for lane in range(8):
-            lane_i = ir.Constant(I32, lane)
-            self.dynq_take(b, b.extract_element(b.load(lo_v, typ=vf), lane_i), lo_cell, hi_cell)
-            self.dynq_take(b, b.extract_element(b.load(hi_v, typ=vf), lane_i), lo_cell, hi_cell)
-        tail = b.add(first, b.mul(vectors, c64(8)))
-        with for_range(b, b.urem(count, c64(8)), "e") as e:
+        for cell in cells:
+            vec = b.load(cell, typ=vf)
+            for lane in range(width):
+                self.dynq_take(b, b.extract_element(vec, ir.Constant(I32, lane)), lo_cell,
+                               hi_cell)
+        tail = b.add(first, b.mul(vectors, c64(step)))
+        with for_range(b, b.urem(count, c64(step)), "e") as e:
             self.dynq_take(b, self.load_at(b, x, b.add(tail, e), F32), lo_cell, hi_cell)
 
-    @emits(Kind.CONST)
+    @staticmethod
+    def dynq_scan_cells(b, width: int) -> list:
+        """The scan's lane cells: (lo, hi) per vector, DYNQ_SCAN_VECTORS of them."""
+        vf = ir.VectorType(F32, width)
+        return [b.alloca(vf) for _ in range(2 * DYNQ_SCAN_VECTORS)]
+
     def k_const(self, k):
         """The constant ``value`` copied into its buffer (a constant read as data)."""
         fn, b, (y,) = self.function(k, 0)

@@ -81,12 +81,16 @@ def test_dynq_dense_pairs_saturate_and_two_threads_split(isa):
     assert not np.array_equal(outs[0], outs[1])
 
 
-@pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (3, 17), (2, 64)])
+@pytest.mark.parametrize("isa", ["plain", "vnni"])
+@pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (3, 17), (2, 64), (300,), (3, 111)])
 @pytest.mark.parametrize("data", ["normal", "positive", "negative", "zeros", "last_min"])
-def test_dynamic_quantize_range_scan_in_lanes(shape, data):
-    """DYNQ's range in 8 float lanes then the tail: DynamicQuantizeLinear's three fields equal
-    the interpreter's for sizes around the lane count, one-signed data, -0.0 everywhere and the
-    extreme in the tail."""
+def test_dynamic_quantize_range_scan_in_lanes(shape, data, isa):
+    """DYNQ's range in four vectors of 8 float lanes (16 on -isa=vnni: -emulate=yes where the
+    CPU lacks AVX-512) then the tail: DynamicQuantizeLinear's three fields equal the
+    interpreter's for sizes around the lane and step counts, one-signed data, -0.0 everywhere
+    and the extreme in the tail."""
+    from test_llvm_kernels import llvm_target
+
     from partita.ir import Function, IRModule, TensorType, Var, get_op
 
     rng = np.random.default_rng(len(shape) * 7 + shape[-1])
@@ -97,7 +101,11 @@ def test_dynamic_quantize_range_scan_in_lanes(shape, data):
         x.ravel()[-1] = -50.0
     v = Var("x", TensorType(shape, "float32"))
     mod = P.InferType()(IRModule({"main": Function([v], get_op("qnn.dynamic_quantize")(v))}))
-    got, want = P.build(mod, "llvm").run(x), P.interpret(mod, [x])
+    from partita.backends.llvm.lower.context import lower
+
+    lanes = {k.params.get("lanes", 8) for k in lower(mod["main"], isa).kernels}
+    assert lanes == {16 if isa == "vnni" else 8}
+    got, want = P.build(mod, llvm_target(isa)).run(x), P.interpret(mod, [x])
     for g, w in zip(got, want):
         assert g.tobytes() == w.tobytes()
 
