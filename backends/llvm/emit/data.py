@@ -21,9 +21,10 @@ DYNQ_DENSE_CHUNKS = 12  # chunks of a split DYNQ_DENSE's weight rows (whole tile
 
 
 def dynq_dense_chunk(n: int, isa: str = "") -> int:
-    """Weight rows per chunk of a split DYNQ_DENSE: whole tiles (on ``isa`` amx, AMX blocks of
-    32 weight rows), about DYNQ_DENSE_CHUNKS chunks (BERT's 768 rows: 12 chunks of 64)."""
-    unit = 32 if isa == "amx" else DYNQ_TILE[1]
+    """Weight rows per chunk of a split DYNQ_DENSE: whole tiles (``isa`` amx: AMX blocks of 32
+    weight rows; "tile": VNNI's register tile, 64), about DYNQ_DENSE_CHUNKS chunks (BERT's
+    768 rows: 12 chunks of 64)."""
+    unit = {"amx": 32, "tile": 64}.get(isa, DYNQ_TILE[1])
     tiles = -(-n // unit)
     return max(1, -(-tiles // DYNQ_DENSE_CHUNKS)) * unit
 
@@ -37,6 +38,7 @@ class DataKernels(Family):
     store_value = via("floats")
     split_chunks = via("pool")
     amx_dense_rows = via("amx")
+    vnni_dense_rows = via("vdense")
 
     def k_isum(self, k):
         """An integer sum (i64 accumulation, stored in the dtype: int32 wraps), max or min."""
@@ -86,7 +88,8 @@ class DataKernels(Family):
             b.call(rows, [*pointers, c64(0), c64(n_)])
             b.ret_void()
             return fn
-        self.split_chunks(k, b, pointers, n_, dynq_dense_chunk(n_, p["isa"]),
+        chunk = dynq_dense_chunk(n_, "tile" if p.get("tile") else p["isa"])
+        self.split_chunks(k, b, pointers, n_, chunk,
                           lambda eb, ps, lo, hi: eb.call(rows, [*ps, lo, hi]))
         b.ret_void()
         return fn
@@ -142,8 +145,9 @@ class DataKernels(Family):
         offset = 128 if p["x_dtype"] == "int8" else 0
         zx = b.trunc(self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1], I32)
         zx = b.add(zx, ir.Constant(I32, offset))
-        if p["isa"] == "amx":  # AMX tiles (emit/int8/amx.py)
-            self.amx_dense_rows(b, [ws, y, w, zw, cz, zx, lo, hi], p)
+        if p["isa"] == "amx" or p.get("tile"):  # AMX tiles, VNNI's register tile (emit/int8)
+            rows_of = self.amx_dense_rows if p["isa"] == "amx" else self.vnni_dense_rows
+            rows_of(b, [ws, y, w, zw, cz, zx, lo, hi], p)
             b.ret_void()
             return fn
         step_bytes = p.get("step", 32)

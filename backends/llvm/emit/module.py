@@ -25,6 +25,7 @@ from partita.backends.llvm.emit.int8.transformer import QTransformerKernels
 from partita.backends.llvm.emit.int8.vconv import VectorKernels
 from partita.backends.llvm.emit.int8.vdepthwise import DepthwiseKernels
 from partita.backends.llvm.emit.int8.vector_output_stage import OutputStage
+from partita.backends.llvm.emit.int8.vnni_dense import VNNIDense
 from partita.backends.llvm.emit.int8.wide_mac import WideMacKernels
 from partita.backends.llvm.kinds import Kind, emitter_for
 from partita.backends.llvm.plan import Kernel
@@ -53,7 +54,7 @@ FAMILIES = {
     "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
-    "qvec": QuantVectors,
+    "qvec": QuantVectors, "vdense": VNNIDense,
 }
 
 

@@ -142,25 +142,30 @@ def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatc
         check(mod, f"{target} -emulate=yes", inputs(m, k, x_dtype, 3, (2,)))
 
 
+@pytest.mark.parametrize("isa", ["amx", "vnni"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("m", "k", "n", "x_dtype"), [
     (16, 64, 16, "uint8"),  # one 16-row block, one B tile
     (17, 5, 48, "int8"),  # 16-row blocks overlapping; K padded to one 64-byte slice
     (40, 200, 80, "int8"),  # 32-row blocks, the last overlapping; a last single B tile
     (128, 768, 768, "uint8"),  # BERT's projection: chunks of 64 weight rows over two threads
-    (15, 64, 32, "int8"),  # fewer than 16 rows: VNNI
-    (32, 64, 40, "int8"),  # weight rows not in 16s: VNNI
+    (15, 64, 112, "int8"),  # fewer than 16 rows (amx: VNNI's register tile); 7 vectors
+    (32, 64, 40, "int8"),  # weight rows not in 16s: VNNI's reduction form
 ])  # fmt: skip
-def test_dynq_dense_amx_tiles_equal_the_interpreter(m, k, n, x_dtype, threads):
-    """ORT's VNNI semantics on -isa=amx: TDPBUSD tiles for 16 data rows or more and weight rows
-    in 16s (else the VNNI kernel), bit-exact with the interpreter, zero points, extremes and
-    overlapping row blocks included, on every x86-64 CPU (-emulate=yes where AMX is lacking)."""
+def test_dynq_dense_tiles_equal_the_interpreter(m, k, n, x_dtype, threads, isa):
+    """ORT's VNNI semantics on -isa=amx and -isa=vnni: TDPBUSD tiles (amx, 16 data rows or
+    more) and VNNI's register tile (one output per lane) for weight rows in 16s, else the
+    reduction form; bit-exact with the interpreter, zero points, extremes, overlapping row
+    blocks and short tiles included, on every x86-64 CPU (-emulate=yes where the CPU lacks
+    the instructions)."""
     from partita.backends.llvm.lower.context import lower
     from test_llvm_kernels import llvm_target
 
     mod = dense_module(m, k, n, x_dtype, "int8", "exact", m + n)
-    plan = lower(mod["main"], "amx", threads=threads)
+    plan = lower(mod["main"], isa, threads=threads)
     (kernel,) = [kk for kk in plan.kernels if kk.kind == "DYNQ_DENSE"]
-    assert kernel.params["isa"] == ("amx" if m >= 16 and n % 16 == 0 else "vnni")
+    amx = isa == "amx" and m >= 16 and n % 16 == 0
+    assert kernel.params["isa"] == ("amx" if amx else "vnni")
+    assert kernel.params["tile"] == (not amx and n % 16 == 0)
     for seed in (0, 1):  # seed 0: the extremes only
-        check(mod, llvm_target("amx", f" -threads={threads}"), inputs(m, k, x_dtype, 3 * seed))
+        check(mod, llvm_target(isa, f" -threads={threads}"), inputs(m, k, x_dtype, 3 * seed))
