@@ -1,11 +1,12 @@
 """EWISE's innermost axis in vectors of ``LANES`` float32 elements (generic vector IR: 8 lanes
 of float, one ymm on avx2, SSE pairs on -isa=plain; the param ``lanes`` 16 on the AVX-512
-tiers, one zmm), for trees of float32 arithmetic and erf
-(BERT's GELU as torch exports it). Each step is one float32 operation: the scalar kernel
-computes it in double and rounds to float32, which for +, -, *, / of float32 operands is the
-same correctly rounded float32 result (double has more than 2 * 24 + 2 bits), so the bits are
-the scalar kernel's. erf: math32.erf32, the reference's float32 algorithm. The remainder of the
-axis runs the scalar body."""
+tiers, one zmm), for trees of float32 arithmetic and erf (BERT's GELU as torch exports it),
+relu, maximum and minimum (ResNet's batch norm + relu). Each step is one float32 operation: the
+scalar kernel computes it in double and rounds to float32, which for +, -, *, / of float32
+operands is the same correctly rounded float32 result (double has more than 2 * 24 + 2 bits),
+and relu, maximum and minimum pick one operand (NaNs as the scalar kernel's rules), so the bits
+are the scalar kernel's. erf: math32.erf32, the reference's float32 algorithm. The remainder of
+the axis runs the scalar body."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from partita.backends.llvm.emit.base import F32, c64, for_range
 from . import math32
 
 LANES = 8
-OPS = {"add", "subtract", "multiply", "divide", "negative", "copy", "erf"}
+OPS = {"add", "subtract", "multiply", "divide", "negative", "copy", "erf", "nn.relu", "maximum",
+       "minimum"}
 
 
 def eligible(p: dict, out_dtype: str, restrict) -> bool:
@@ -79,6 +81,15 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
                     r = b.fneg(xs[0])
                 elif op == "copy":
                     r = xs[0]
+                elif op == "nn.relu":  # numpy's maximum(x, 0), as the scalar kernel: nan stays
+                    zero = ir.Constant(vf32, [0.0] * lanes)
+                    keep = b.or_(b.fcmp_ordered(">", xs[0], zero),
+                                 b.fcmp_unordered("uno", xs[0], xs[0]))
+                    r = b.select(keep, xs[0], zero)
+                elif op in ("maximum", "minimum"):  # numpy's: x's nan propagates, then y's
+                    pick = b.fcmp_ordered(">" if op == "maximum" else "<", xs[0], xs[1])
+                    nan = b.fcmp_unordered("uno", xs[0], xs[0])
+                    r = b.select(b.or_(pick, nan), xs[0], xs[1])
                 else:
                     r = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul,
                          "divide": b.fdiv}[op](xs[0], xs[1])
