@@ -89,3 +89,28 @@ def test_two_threads_split_rows_above_the_vector_axis(isa):
     mod = list(modules(data.shape))[1]
     got = P.build(mod, llvm_target(isa, " -threads=2")).run(data)[0]
     assert got.tobytes() == P.interpret(mod, [data])[0].tobytes()
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("n", [8, 16, 45])
+def test_int32_cast_dequantization_in_vectors(isa, n, monkeypatch, tmp_path):
+    """cast(int32 -> float32) * scale + bias (a dynamic-int8 product's dequantization) takes
+    the vector rows and gives the interpreter's bits, int32 values past 2^24 (rounded) and the
+    extremes included."""
+    calls = []
+    real = ewise_vec.ewise_rows
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # emitted afresh, in this process
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
+    monkeypatch.setattr(ewise_vec, "ewise_rows", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(n)
+    acc = relay.var("acc", shape=(3, n), dtype="int32")
+    scale = relay.const(np.float32(0.0123))
+    bias = relay.const(rng.standard_normal(n).astype(np.float32))
+    body = relay.add(bias, relay.multiply(relay.cast(acc, "float32"), scale))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([acc], body)))
+    data = rng.integers(-(2**31), 2**31, (3, n), dtype=np.int64).astype(np.int32)
+    data[0, :4] = [2**31 - 1, -(2**31), 2**24 + 1, -(2**25) - 3]
+    got = P.build(mod, llvm_target(isa, " -threads=1")).run(data)[0]
+    assert got.tobytes() == P.interpret(mod, [data])[0].tobytes()
+    assert calls

@@ -1,7 +1,8 @@
 """EWISE's innermost axis in vectors of ``LANES`` float32 elements (generic vector IR: 8 lanes
 of float, one ymm on avx2, SSE pairs on -isa=plain; the param ``lanes`` 16 on the AVX-512
 tiers, one zmm), for trees of float32 arithmetic and erf (BERT's GELU as torch exports it),
-relu, maximum and minimum (ResNet's batch norm + relu). Each step is one float32 operation: the
+relu, maximum and minimum (ResNet's batch norm + relu), and casts of int32 to float32 (the
+dequantization after a dynamic-int8 product). Each step is one float32 operation: the
 scalar kernel computes it in double and rounds to float32, which for +, -, *, / of float32
 operands is the same correctly rounded float32 result (double has more than 2 * 24 + 2 bits),
 and relu, maximum and minimum pick one operand (NaNs as the scalar kernel's rules), so the bits
@@ -17,27 +18,33 @@ from . import math32
 
 LANES = 8
 OPS = {"add", "subtract", "multiply", "divide", "negative", "copy", "erf", "nn.relu", "maximum",
-       "minimum"}
+       "minimum", "cast"}
 
 
 def eligible(p: dict, out_dtype: str, restrict) -> bool:
-    """Float32 leaves and steps of OPS only, innermost axis of stride 0 or 1 for every operand,
-    at least LANES (``lanes``) long and not the thread split's axis."""
+    """Float32 steps of OPS only, on float32 leaves (int32 ones only as a cast's operand: the
+    int32 to float32 conversion is one correct rounding, as the scalar kernel's exact double
+    rounded to float32), innermost axis of stride 0 or 1 for every operand, at least LANES
+    (``lanes``) long and not the thread split's axis."""
     shape = p["out_shape"]
     if not shape or shape[-1] < p.get("lanes", LANES) or out_dtype != "float32":
         return False
     if restrict is not None and restrict[0] == len(shape) - 1:
         return False
-    if any(d != "float32" for d in p["dtypes"]):
-        return False
     if any(s[-1] not in (0, 1) for s in p["strides"]):
         return False
 
-    def ok(node) -> bool:
+    def dtype_of(node) -> str:
+        return p["dtypes"][node[1]] if node[0] == "leaf" else node[4]
+
+    def ok(node, allowed=("float32",)) -> bool:
         if node[0] == "leaf":
-            return True
+            return dtype_of(node) in allowed
         _, op, kids, _extra, dtype = node
-        return op in OPS and dtype == "float32" and all(ok(c) for c in kids)
+        if op not in OPS or dtype != "float32" or dtype_of(node) not in allowed:
+            return False
+        kid_types = ("float32", "int32") if op == "cast" else ("float32",)
+        return all(ok(c, kid_types) for c in kids)
 
     return ok(p["tree"])
 
@@ -61,15 +68,17 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
                 if node[0] == "leaf":
                     j = node[1]
                     if j not in loaded:
+                        et = F32 if p["dtypes"][j] == "float32" else ir.IntType(32)
+                        vt = ir.VectorType(et, lanes)
                         if strides[j][-1] == 1:
-                            at = b.gep(ptrs[j], [b.add(offsets[j], j0)], source_etype=F32)
-                            v = b.load(at, typ=vf32, align=4)
+                            at = b.gep(ptrs[j], [b.add(offsets[j], j0)], source_etype=et)
+                            v = b.load(at, typ=vt, align=4)
                         else:
-                            s = fam.load_at(b, ptrs[j], offsets[j], F32)
+                            s = fam.load_at(b, ptrs[j], offsets[j], et)
                             v = b.shuffle_vector(
-                                b.insert_element(ir.Constant(vf32, ir.Undefined), s,
+                                b.insert_element(ir.Constant(vt, ir.Undefined), s,
                                                  ir.Constant(ir.IntType(32), 0)),
-                                ir.Constant(vf32, ir.Undefined),
+                                ir.Constant(vt, ir.Undefined),
                                 ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
                         loaded[j] = v
                     return loaded[j]
@@ -81,6 +90,8 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
                     r = b.fneg(xs[0])
                 elif op == "copy":
                     r = xs[0]
+                elif op == "cast":  # to float32: int32 lanes converted, float32 ones kept
+                    r = xs[0] if xs[0].type == vf32 else b.sitofp(xs[0], vf32)
                 elif op == "nn.relu":  # numpy's maximum(x, 0), as the scalar kernel: nan stays
                     zero = ir.Constant(vf32, [0.0] * lanes)
                     keep = b.or_(b.fcmp_ordered(">", xs[0], zero),
