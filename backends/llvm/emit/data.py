@@ -375,6 +375,7 @@ class DataKernels(Family):
         vf = ir.VectorType(F32, width)
         return [b.alloca(vf) for _ in range(2 * DYNQ_SCAN_VECTORS)]
 
+    @emits(Kind.CONST)
     def k_const(self, k):
         """The constant ``value`` copied into its buffer (a constant read as data)."""
         fn, b, (y,) = self.function(k, 0)
