@@ -10,6 +10,7 @@ from llvmlite import ir
 from partita.backends.llvm.kinds import Kind, emits
 
 from .base import F32, I8, I16, I32, I64, Family, c64, for_range, via
+from .int8.vnni_dense import tile_columns
 
 Q32I = ir.VectorType(I8, 32)  # one AVX2 register of bytes
 H16I = ir.VectorType(ir.IntType(16), 16)  # ... of int16
@@ -20,11 +21,11 @@ DYNQ_TILE = (2, 4)  # DYNQ_DENSE's register tile: data rows x weight rows (8 acc
 DYNQ_DENSE_CHUNKS = 12  # chunks of a split DYNQ_DENSE's weight rows (whole tiles each)
 
 
-def dynq_dense_chunk(n: int, isa: str = "") -> int:
+def dynq_dense_chunk(n: int, isa: str = "", tile: int = 0) -> int:
     """Weight rows per chunk of a split DYNQ_DENSE: whole tiles (``isa`` amx: AMX blocks of 32
-    weight rows; "tile": VNNI's register tile, 64), about DYNQ_DENSE_CHUNKS chunks (BERT's
-    768 rows: 12 chunks of 64)."""
-    unit = {"amx": 32, "tile": 64}.get(isa, DYNQ_TILE[1])
+    weight rows; ``tile`` lanes: VNNI's register tile, 64 in zmm, 16 in ymm), about
+    DYNQ_DENSE_CHUNKS chunks (BERT's 768 rows: 12 chunks of 64)."""
+    unit = 32 if isa == "amx" else tile_columns(tile) if tile else DYNQ_TILE[1]
     tiles = -(-n // unit)
     return max(1, -(-tiles // DYNQ_DENSE_CHUNKS)) * unit
 
@@ -88,7 +89,7 @@ class DataKernels(Family):
             b.call(rows, [*pointers, c64(0), c64(n_)])
             b.ret_void()
             return fn
-        chunk = dynq_dense_chunk(n_, "tile" if p.get("tile") else p["isa"])
+        chunk = dynq_dense_chunk(n_, p["isa"], p.get("tile", 0))
         self.split_chunks(k, b, pointers, n_, chunk,
                           lambda eb, ps, lo, hi: eb.call(rows, [*ps, lo, hi]))
         b.ret_void()

@@ -8,11 +8,12 @@ saturation of each pair of raw u8 x s8 products takes off (x86_int8.pair_saturat
 The kernel (emit/data.py) sums x' = x as uint8 (int8 data + 128) times the raw weights in
 vectors of 32 bytes of K, as ONNX Runtime's kernels do: VPMADDUBSW then VPMADDWD with ones for
 the saturating pairs, VPMADDWD of int16-widened operands for exact sums (generic vector IR for
--isa=plain); with ORT's VNNI semantics (exact sums, int8 weights) and weight rows in 16s, on
--isa=amx AMX tiles (16 data rows or more: emit/int8/amx.py), else on -isa=vnni / amx VNNI's
-register tile (emit/int8/vnni_dense.py), each with its own weight layout; and applies the zero
-points afterwards from the row sums of x' and the constant column sums: out = S - zw[n] rowsum(x')[m] - (zx + offset) (colsum[n] - K zw[n]), in int32
-(the reference's int64 sum wrapped to int32 is the same value modulo 2^32)."""
+-isa=plain); with ORT's VNNI semantics (exact sums, int8 weights) and weight rows in whole
+vectors, on -isa=amx AMX tiles (16 data rows or more, rows in 16s: emit/int8/amx.py), else
+VNNI's register tile (emit/int8/vnni_dense.py: zmm on -isa=vnni / amx, ymm on avxvnni), each
+with its own weight layout; and applies the zero points afterwards from the row sums of x' and
+the constant column sums: out = S - zw[n] rowsum(x')[m] - (zx + offset) (colsum[n] - K zw[n]),
+in int32 (the reference's int64 sum wrapped to int32 is the same value modulo 2^32)."""
 
 from __future__ import annotations
 
@@ -61,8 +62,10 @@ def lower_int_dense(low: LowerContext, call) -> bool:
     colsum = weights.astype(np.int64).sum(axis=1)
     # AMX tiles (TDPBUSD, exact as VPDPBUSD) for whole 16-row B tiles and 16 data rows or more
     amx = low.isa == "amx" and vnni == "vnni" and n % 16 == 0 and m >= 16
-    # else VNNI's register tile (zmm: emit/int8/vnni_dense.py) for weight rows in 16s
-    tile = not amx and vnni == "vnni" and n % 16 == 0
+    # else VNNI's register tile (emit/int8/vnni_dense.py: 16 lanes in zmm, 8 in ymm) for weight
+    # rows in whole vectors
+    lanes = {"vnni": 16, "avxvnni": 8}.get(vnni, 0)
+    tile = lanes if not amx and lanes and n % lanes == 0 else 0
     params = {
         "M": m, "K": int(k), "N": int(n), "Kp": int(kp),
         "x_dtype": x.checked_type.dtype, "zx_dtype": zx.checked_type.dtype,
@@ -83,7 +86,7 @@ def lower_int_dense(low: LowerContext, call) -> bool:
     arrays = {
         # bytes (w_dtype says how to read them); amx: 1 KB slabs [N/16][Kp/64] of 16 k-quads x
         # 16 weight rows x 4 bytes, as a B tile holds them
-        "weights": _slabs(padded, n, kp) if amx else _quads(padded, n, kp) if tile
+        "weights": _slabs(padded, n, kp) if amx else _quads(padded, n, kp, tile) if tile
         else (padded & 0xFF).astype(np.uint8),
         "zw": _wrap32(zw),
         # out = S - zw[n] * rowsum(x')[m] - zx' * (colsum[n] - K zw[n]), all wrapped to int32
@@ -99,9 +102,9 @@ def _slabs(padded: np.ndarray, n: int, kp: int) -> np.ndarray:
     return np.ascontiguousarray(tiles.transpose(0, 2, 3, 1, 4)).reshape(n, kp)
 
 
-def _quads(padded: np.ndarray, n: int, kp: int) -> np.ndarray:
-    """[N/16][Kp/4] vectors of 16 weight rows x 4 bytes of K (VNNI's register tile)."""
-    quads = (padded & 0xFF).astype(np.uint8).reshape(n // 16, 16, kp // 4, 4)
+def _quads(padded: np.ndarray, n: int, kp: int, lanes: int) -> np.ndarray:
+    """[N/lanes][Kp/4] vectors of ``lanes`` weight rows x 4 bytes of K (VNNI's register tile)."""
+    quads = (padded & 0xFF).astype(np.uint8).reshape(n // lanes, lanes, kp // 4, 4)
     return np.ascontiguousarray(quads.transpose(0, 2, 1, 3)).reshape(n, kp)
 
 

@@ -142,7 +142,7 @@ def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatc
         check(mod, f"{target} -emulate=yes", inputs(m, k, x_dtype, 3, (2,)))
 
 
-@pytest.mark.parametrize("isa", ["amx", "vnni"])
+@pytest.mark.parametrize("isa", ["amx", "vnni", "avxvnni"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("m", "k", "n", "x_dtype"), [
     (16, 64, 16, "uint8"),  # one 16-row block, one B tile
@@ -150,14 +150,15 @@ def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatc
     (40, 200, 80, "int8"),  # 32-row blocks, the last overlapping; a last single B tile
     (128, 768, 768, "uint8"),  # BERT's projection: chunks of 64 weight rows over two threads
     (15, 64, 112, "int8"),  # fewer than 16 rows (amx: VNNI's register tile); 7 vectors
-    (32, 64, 40, "int8"),  # weight rows not in 16s: VNNI's reduction form
+    (32, 64, 40, "int8"),  # weight rows not in 16s: zmm's reduction form; ymm's tile, 5 vectors
+    (9, 96, 36, "uint8"),  # weight rows not in 8s: the reduction form everywhere
 ])  # fmt: skip
 def test_dynq_dense_tiles_equal_the_interpreter(m, k, n, x_dtype, threads, isa):
-    """ORT's VNNI semantics on -isa=amx and -isa=vnni: TDPBUSD tiles (amx, 16 data rows or
-    more) and VNNI's register tile (one output per lane) for weight rows in 16s, else the
-    reduction form; bit-exact with the interpreter, zero points, extremes, overlapping row
-    blocks and short tiles included, on every x86-64 CPU (-emulate=yes where the CPU lacks
-    the instructions)."""
+    """ORT's VNNI semantics on -isa=amx, vnni and avxvnni: TDPBUSD tiles (amx, 16 data rows or
+    more, weight rows in 16s) and VNNI's register tile (one output per lane; weight rows in
+    vectors of 16 in zmm, 8 in ymm), else the reduction form; bit-exact with the interpreter,
+    zero points, extremes, overlapping row blocks and short tiles included, on every x86-64 CPU
+    (-emulate=yes where the CPU lacks the instructions)."""
     from partita.backends.llvm.lower.context import lower
     from test_llvm_kernels import llvm_target
 
@@ -165,7 +166,8 @@ def test_dynq_dense_tiles_equal_the_interpreter(m, k, n, x_dtype, threads, isa):
     plan = lower(mod["main"], isa, threads=threads)
     (kernel,) = [kk for kk in plan.kernels if kk.kind == "DYNQ_DENSE"]
     amx = isa == "amx" and m >= 16 and n % 16 == 0
-    assert kernel.params["isa"] == ("amx" if amx else "vnni")
-    assert kernel.params["tile"] == (not amx and n % 16 == 0)
+    lanes = 8 if isa == "avxvnni" else 16
+    assert kernel.params["isa"] == ("amx" if amx else "avxvnni" if isa == "avxvnni" else "vnni")
+    assert kernel.params["tile"] == (0 if amx or n % lanes else lanes)
     for seed in (0, 1):  # seed 0: the extremes only
         check(mod, llvm_target(isa, f" -threads={threads}"), inputs(m, k, x_dtype, 3 * seed))
