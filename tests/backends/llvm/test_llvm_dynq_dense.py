@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.host_cpu import lacking
+from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita.ir import Constant, Function, IRModule, TensorType, Var, get_op
@@ -89,7 +90,6 @@ def test_dynamic_quantize_range_scan_in_lanes(shape, data, isa):
     CPU lacks AVX-512) then the tail: DynamicQuantizeLinear's three fields equal the
     interpreter's for sizes around the lane and step counts, one-signed data, -0.0 everywhere
     and the extreme in the tail."""
-    from test_llvm_kernels import llvm_target
 
     from partita.ir import Function, IRModule, TensorType, Var, get_op
 
@@ -160,7 +160,6 @@ def test_dynq_dense_tiles_equal_the_interpreter(m, k, n, x_dtype, threads, isa):
     zero points, extremes, overlapping row blocks and short tiles included, on every x86-64 CPU
     (-emulate=yes where the CPU lacks the instructions)."""
     from partita.backends.llvm.lower.context import lower
-    from test_llvm_kernels import llvm_target
 
     mod = dense_module(m, k, n, x_dtype, "int8", "exact", m + n)
     plan = lower(mod["main"], isa, threads=threads)
@@ -171,3 +170,18 @@ def test_dynq_dense_tiles_equal_the_interpreter(m, k, n, x_dtype, threads, isa):
     assert kernel.params["tile"] == (0 if amx or n % lanes else lanes)
     for seed in (0, 1):  # seed 0: the extremes only
         check(mod, llvm_target(isa, f" -threads={threads}"), inputs(m, k, x_dtype, 3 * seed))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=st.integers(1, 70), k=st.integers(1, 300), vectors=st.integers(1, 13),
+    x_dtype=st.sampled_from(["uint8", "int8"]), isa=st.sampled_from(["amx", "vnni", "avxvnni"]),
+    threads=st.sampled_from([1, 2]), seed=st.integers(0, 1000),
+)  # fmt: skip
+def test_dynq_dense_tiles_random_shapes(m, k, vectors, x_dtype, isa, threads, seed):
+    """The tiles (AMX blocks, VNNI's zmm and ymm register tiles) on random shapes whose weight
+    rows fill whole vectors: every row-block overlap, short tile and last group equals the
+    interpreter (-emulate=yes where the CPU lacks the instructions)."""
+    n = vectors * (8 if isa == "avxvnni" else 16)
+    mod = dense_module(m, k, n, x_dtype, "int8", "exact", seed)
+    check(mod, llvm_target(isa, f" -threads={threads}"), inputs(m, k, x_dtype, seed))
