@@ -17,6 +17,7 @@ from partita.backends.llvm.emit.float.rows import RowKernels
 from partita.backends.llvm.emit.float.scalar import FloatScalarKernels
 from partita.backends.llvm.emit.float.spatial import SpatialKernels
 from partita.backends.llvm.emit.int8.amx import AMXTiles
+from partita.backends.llvm.emit.int8.dynq_dense import DynqDenseKernels
 from partita.backends.llvm.emit.int8.exact_avx2 import ExactAVX2Steps
 from partita.backends.llvm.emit.int8.qbinary import QBinaryKernels
 from partita.backends.llvm.emit.int8.quant_vectors import QuantVectors
@@ -54,7 +55,7 @@ FAMILIES = {
     "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
-    "qvec": QuantVectors, "vdense": VNNIDense,
+    "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels,
 }
 
 

@@ -5,7 +5,7 @@ accumulator is the result, not requantized. One DYNQ_DENSE kernel: the exact sum
 accumulate="vpmaddubsw" (ONNX Runtime's kernels on x86 CPUs without VNNI) plus what the int16
 saturation of each pair of raw u8 x s8 products takes off (x86_int8.pair_saturation).
 
-The kernel (emit/data.py) sums x' = x as uint8 (int8 data + 128) times the raw weights in
+The kernel (emit/int8/dynq_dense.py) sums x' = x as uint8 (int8 data + 128) times the raw weights in
 vectors of 32 bytes of K, as ONNX Runtime's kernels do: VPMADDUBSW then VPMADDWD with ones for
 the saturating pairs, VPMADDWD of int16-widened operands for exact sums (generic vector IR for
 -isa=plain); with ORT's VNNI semantics (exact sums, int8 weights) and weight rows in whole
@@ -27,7 +27,7 @@ from partita.ir import Constant
 from .registry import OP, lowers
 
 CHUNK = 32  # bytes of K per vector step (one AVX2 register)
-TILE_N = 4  # weight rows per register tile (emit/data.py)
+TILE_N = 4  # weight rows per register tile (emit/int8/dynq_dense.py)
 
 if TYPE_CHECKING:
     from .context import LowerContext

@@ -1,7 +1,7 @@
-"""DYNQ_DENSE (dynamic quantization's int32 product, emit/data.py): the vector kernel equals the
-interpreter bit for bit for every accumulation ONNX Runtime's x86 kernels have (exact sums, and
-VPMADDUBSW's int16 pair saturation), on -isa=plain (generic vector IR) and -isa=avx2 (the
-intrinsics; any x86-64 CPU with AVX2), one and two threads, shapes off the register tile."""
+"""DYNQ_DENSE (dynamic quantization's int32 product, emit/int8/dynq_dense.py): the vector kernel
+equals the interpreter bit for bit for every accumulation ONNX Runtime's x86 kernels have (exact
+sums, and VPMADDUBSW's int16 pair saturation), on -isa=plain (generic vector IR) and -isa=avx2
+(the intrinsics; any x86-64 CPU with AVX2), one and two threads, shapes off the register tile."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """AMX tiles for the int8 vector convolution (``k_vconv`` on ``-isa=amx``, emit/int8/vconv.py)
-and for dynamic quantization's int32 product (``k_dynq_dense``, emit/data.py): tiles 0-3
+and for dynamic quantization's int32 product (``k_dynq_dense``, emit/int8/dynq_dense.py): tiles 0-3
 accumulate a block of 32 pixels (rows) x 32 channels (tile 2 * a + v: A tile a, B tile v),
 tiles 4-5 hold the block's two 16-pixel x 64-byte slices of input, 6-7 the two 1 KB weight
 slices (16 k-quads x 16 channels x 4); every tile is 16 rows of 64 bytes."""

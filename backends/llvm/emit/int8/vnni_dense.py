@@ -1,5 +1,5 @@
 """DYNQ_DENSE's register tile on VNNI (``k_dynq_dense`` with param ``tile``, the lanes: 16 in
-zmm on AVX-512 VNNI, 8 in ymm on AVX-VNNI; emit/data.py): ROWS data rows x up to COLS vectors
+zmm on AVX-512 VNNI, 8 in ymm on AVX-VNNI; dynq_dense.py): ROWS data rows x up to COLS vectors
 of ``tile`` weight rows, each step of K one k-quad: the data row's 4 bytes of x' broadcast to
 every lane, the weights' 4 x ``tile`` bytes (lower/dynamic_int8.py packs them so) read once per
 step, one VPDPBUSD per row and vector into its int32 accumulator (exact, wrapping as the
