@@ -28,6 +28,21 @@ def test_the_readme_opens_with_the_main_job_and_the_test_command():
     assert "../shared" not in text and "this machine" not in text
 
 
+def test_the_readme_quotes_the_demos_own_figures(capsys):
+    """The cycles and accuracy README.md quotes are what `partita demo` prints today."""
+    import re
+
+    from partita.cli import main
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    cycles = re.search(r"([\d,]+) NPU cycles per image", text).group(1)
+    accuracy = re.search(r"([\d.]+)% accuracy on the 450 held-out digits", text).group(1)
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert f"{cycles} NPU cycles" in out, out
+    assert f"accuracy: {accuracy}%" in out, out
+
+
 @pytest.mark.slow
 def test_the_main_job_command_works_in_a_fresh_virtual_environment(tmp_path):
     """Copy the tracked files, make a new venv, run the README's first command verbatim."""

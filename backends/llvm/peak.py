@@ -25,9 +25,13 @@ alone 65 products/cycle, VPMADDWD alone 32, VPMADDUBSW + VPMADDWD(ones) + VPADDD
 show both fractions: of the nominal peak (``utilisation``) and of the achievable one
 (``achievable_utilisation``).
 
-The clock is measured, not read: a chain of dependent 64-bit adds (one cycle each on every x86
-core since the Pentium 4) timed over ~20 ms gives the cycles per second this core runs at
-under the current load and turbo state (``measured_clock_hz``). A kernel's fraction of peak is
+``plain`` is generic IR compiled for the host, so LLVM vectorizes it at the host's widths; its
+peak is scaled by them (``plain_width``: ymm 2x, zmm 4x the SSE2 row).
+
+The clock is measured, not read: a chain of dependent 64-bit register adds (one cycle each on
+every x86 core since the Pentium 4; not immediate adds, which Golden Cove folds at rename)
+timed over ~20 ms gives the cycles per second this core runs at under the current load and
+turbo state (``measured_clock_hz``). A kernel's fraction of peak is
 ``macs / seconds / (peak_per_cycle * clock)``: one core's peak (a two-thread kernel can exceed
 1.0 of it)."""
 
@@ -97,9 +101,25 @@ def kernel_class(kind: str) -> str | None:
 
 
 def peak_per_cycle(isa: str, cls: str) -> int:
-    """The tier's multiply-adds per cycle per core for ``cls`` ("int8" or "float")."""
+    """The tier's multiply-adds per cycle per core for ``cls`` ("int8" or "float"). ``plain`` is
+    generic IR compiled for this host, which LLVM vectorizes at the host's widest vectors: its
+    peak is the SSE2 figure times ``plain_width()`` (VPMADDWD / VFMADD on ymm or zmm)."""
     int8, f32 = PEAK.get(isa, PEAK["plain"])
+    if isa not in PEAK or isa == "plain":
+        scale = plain_width()
+        int8, f32 = int8 * scale, f32 * scale
     return int8 if cls == "int8" else f32
+
+
+def plain_width() -> int:
+    """How many SSE widths LLVM's own vectorization reaches on this host: 4 with AVX-512BW
+    (zmm), 2 with AVX2 (ymm), else 1."""
+    from .host_cpu import host_features
+
+    have = host_features()
+    if {"+avx512f", "+avx512bw"} <= have:
+        return 4
+    return 2 if "+avx2" in have else 1
 
 
 @functools.cache

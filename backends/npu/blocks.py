@@ -169,7 +169,12 @@ def find_block(config: NPUConfig, q: Query) -> Block:
     return best
 
 
-def _dpu_block_cycles(config: NPUConfig, q: Query, block: Block, ofm_block) -> float:
+def _dpu_block_cycles(
+    config: NPUConfig, q: Query, block: Block, ofm_block, regor: bool = False
+) -> float:
+    """MAC cycles of one output block; ``regor``: Vela 5.2's estimate, whose pooling takes
+    ifm bits / 2 cycles per micro-block and kernel element (4 for 8-bit inputs; the legacy
+    estimate 1, 2 for 16-bit)."""
     ublock = config.ofm_block
     one_d = q.kind != "pool" and q.ofm[0] == 1 and q.kernel[0] == 1
     if one_d and ublock[0] == 2 and q.ofm[1] % 2 == 0:  # 1-D rows use a 1x4 micro-block
@@ -191,7 +196,7 @@ def _dpu_block_cycles(config: NPUConfig, q: Query, block: Block, ofm_block) -> f
     for elems in subs:
         wide = 2 if q.bits == 16 else 1  # 16-bit depthwise and pooling passes take twice as long
         if q.kind == "pool":
-            steps, c = 1, max(4, elems) * n_xy * n_z * wide
+            steps, c = 1, max(4, elems) * n_xy * n_z * (q.bits // 2 if regor else wide)
         elif q.kind == "dwconv":
             steps = ceil(elems / 4)
             c = max(wb, per_ublock * n_xy * wide) * steps * n_z
@@ -233,21 +238,40 @@ def _output_stage_elems(config: NPUConfig, q: Query, ofm_block) -> float:
     return h * w * slices * config.ofm_block[2] * config.cores / min(config.cores, slices)
 
 
+def _fractional_blocks(config: NPUConfig, q: Query, ofm_block) -> float:
+    """How many output blocks the map is, counted in micro-blocks (regor's numOfmBlks)."""
+    ublock = config.ofm_block
+    if q.kind != "pool" and q.ofm[0] == 1 and q.kernel[0] == 1 and ublock[0] == 2:
+        if q.ofm[1] % 2 == 0:  # the 1-D rows' 1x4 micro-block
+            ublock = (1, 4, ublock[2])
+    whole = ceil(q.ofm[0] / ublock[0]) * ceil(q.ofm[1] / ublock[1]) * ceil(q.ofm[2] / ublock[2])
+    one = ceil(ofm_block[0] / ublock[0]) * ceil(ofm_block[1] / ublock[1])
+    return whole / (one * ceil(ofm_block[2] / ublock[2]))
+
+
 def mac_cycles(
-    config: NPUConfig, q: Query, output_cycles_per_elem: float, transfer=None, fill: bool = False
+    config: NPUConfig,
+    q: Query,
+    output_cycles_per_elem: float,
+    transfer=None,
+    fill: bool = False,
+    const_latency: float | None = None,
 ) -> tuple[float, Block]:
     """Compute cycles of one MAC-array operation and the block it runs with. ``transfer``
     (input block, output block) -> cycles: the minimum memory cycles of one block where the
     maps live (Vela 5.2's EstimateMinimumMemoryCycles); default: both in SRAM, one byte per
-    element, full bursts (Vela's legacy estimate)."""
+    element, full bursts (Vela's legacy estimate). ``const_latency``: the first-byte latency
+    of the memory the scales and biases are fetched from per block (default SRAM's; the
+    weight memory's when Vela leaves the weights there, weight_staging.py)."""
     block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
-    dpu = _dpu_block_cycles(config, q, block, ofm_block)
+    dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=fill)
     out_elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
     output = ceil(output_cycles_per_elem * _output_stage_elems(config, q, ofm_block))
     if q.kind != "pool":  # scale and bias fetch per block
-        output = max(output, 10 * ofm_block[2] * config.sram_latency_cycles / 256)
+        latency = config.sram_latency_cycles if const_latency is None else const_latency
+        output = max(output, 10 * ofm_block[2] * latency / 256)
     # per-block command overhead: the input and output block transfers through SRAM
     if transfer is None:
         moved = (
@@ -264,7 +288,10 @@ def mac_cycles(
         * ceil(q.ofm[1] / ofm_block[1])
         * ceil(q.ofm[2] / ofm_block[2])
     )
-    if fill:  # Vela 5.2: the first block's transfers, MACs and output stage in sequence
+    if fill:  # Vela 5.2: the first block's transfers, MACs and output stage in sequence, then
+        # the other blocks counted in micro-blocks (regor's fractional numOfmBlks: a 144-deep
+        # map in 128-deep blocks is 1.125 blocks, not 2)
+        blocks = _fractional_blocks(config, q, ofm_block)
         return first + (blocks - 1) * max(dpu, output), block
     total = dpu * blocks + output if dpu > output else output * blocks + dpu
     return total, block

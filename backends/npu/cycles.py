@@ -5,7 +5,8 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                per block kernel elements x 32-channel passes x micro-blocks (at least the
                weight-buffer refill), the output stage overlapping the next block
                (16-bit inputs with Vela's 16-bit rules)
-    unit ops   output elements / elementwise rate (pooling: input elements); operations Vela
+    pools      MAX_POOL_2D and AVERAGE_POOL_2D in Vela 5.2's block model (BLOCK_POOLS)
+    unit ops   output elements / elementwise rate (MEAN: input elements); operations Vela
                decomposes are charged as its decomposition: MEAN (all-ones depthwise
                convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
                operations), bilinear resize (copies and 2x2 depthwise convolutions, or
@@ -14,7 +15,9 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                block, with the kernel's overlap, and per block of output channels for a
                convolution: Vela's element access), weights and tables from the weight memory
                and, once per block of output rows and columns, from their SRAM buffer; halo
-               rows re-read by each extra stripe; per memory, bytes /
+               rows re-read by each extra stripe (weights Vela leaves in DRAM on the U65:
+               read from there once per block of rows and columns, weight_staging.py); per
+               memory, bytes /
                bandwidth plus the first-byte latency of an off-chip one; a map spilled
                off-chip between two streaming operations moves at SRAM speed (Vela cascades it)
     total      max(compute, the slowest memory) + per-operation overhead (memories work in
@@ -37,8 +40,16 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import Query, mac_cycles
+from .blocks import Query, find_block, mac_cycles
 from .config import NPUConfig
+from .lstm_cycles import (
+    LSTM_UNITS,
+    TINY_ELEMENTS,
+    _lstm_op,
+    _lstm_sequences,
+    _native_activation,
+    fused_activations,
+)
 from .memory import streams
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
@@ -61,6 +72,7 @@ from .vela_decompose import (
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
+from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -80,6 +92,7 @@ DMA_OPS = (
 )
 MAC_KINDS = ("CONV", "DWCONV", "FC")
 POOL_OPS = ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
+BLOCK_POOLS = {"nn.max_pool2d": "pool_output_cycles", "qnn.avg_pool2d": "conv_output_cycles"}
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
 
 
@@ -184,9 +197,12 @@ def op_cycles(
     config: NPUConfig,
     cascaded: set[int] | None = None,
     fused: set[int] | None = None,
+    slack: float | None = None,
 ) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded`` and
-    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None)."""
+    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None;
+    ``slack``: the previous operation's cycles, None for the program's first, which decide
+    whether Vela stages the weights in SRAM: weight_staging.py)."""
     if cascaded is None:
         cascaded = cascaded_offchip(program, config)
     if fused is None:
@@ -201,7 +217,8 @@ def op_cycles(
     )
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
     bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
-    macs, compute, block, query = _compute(op, ins, out, config, io, bricked)
+    staged = _staged(op, ins, out, config, slack)
+    macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged)
     if is_elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
@@ -252,13 +269,16 @@ def op_cycles(
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= _lstm_sequences(op, out)
-    if constant_bytes and _standalone_table(op) and bricked:
+    if block is not None and "weights" in op.arrays and not staged:
+        # weights, scales and biases read where they live, once per block of rows and columns
+        add(config.weight_memory, constant_bytes * refetches(query, block))
+    elif constant_bytes and _standalone_table(op) and bricked:
         # Vela loads the table of an operation between two others while the previous one runs
         # (its per-layer report charges the load to no operation)
         moved[config.weight_memory] = moved.get(config.weight_memory, 0) + constant_bytes
     elif constant_bytes:
         add(config.weight_memory, constant_bytes)
-    if block is not None and "weights" in op.arrays:
+    if block is not None and "weights" in op.arrays and staged:
         # the MAC array reads the weights from their SRAM buffer once per output block of
         # rows and columns (Vela's weight fetch: kernel x input depth x block depth per block;
         # the DMA from the weight memory above double-buffers under the previous block)
@@ -301,70 +321,6 @@ def op_cycles(
     }
 
 
-# ---- the integer LSTM's operations as Vela runs them (docs/npu.md, the LSTM subsection) ----
-LSTM_UNITS = ("lstm_add_sat", "lstm_mul_shift", "lstm_mul_requantize")
-TINY_ELEMENTS = 256  # an elementwise op of at most this many outputs pays no fixed cost
-FUSING_PRODUCERS = ("lstm_add_sat", "lstm_mul_shift")
-
-
-def _native_activation(op: NPUOp) -> bool:
-    """An int16 table of gemmlowp's sigmoid/tanh (npu.lstm_table): the hardware's int16
-    sigmoid/tanh activation, computed in the output stage, no table transferred."""
-    return op.kind == "LUT" and op.params.get("op") == "lstm_table"
-
-
-def _lstm_op(op: NPUOp, out) -> bool:
-    """An operation of the integer LSTM's lowering (lstm_ops.py), which keeps the fixed cost
-    per operation and sequence its Vela figures were matched with (test_npu_lstm.py)."""
-    name = op.params.get("op")
-    return name in LSTM_UNITS or name == "lstm_table" or (op.kind == "FC" and out.dtype == "int32")
-
-
-def _lstm_sequences(op: NPUOp, out) -> int:
-    """How many times Vela runs an LSTM operation of a batch: once per sequence (ethosu's
-    lstm.py lowers each batch row to its own operations); 1 for any other operation."""
-    return int(out.shape[0]) if _lstm_op(op, out) and len(out.shape) == 2 else 1
-
-
-def fused_activations(program: Program) -> set[int]:
-    """The outputs of the native activations Vela fuses into the elementwise op producing
-    their input: the value one reads has no other reader (or, read at an offset, every reader
-    reads a box of it, as the gates do; slices are walked through), so the producer can write
-    the activated value; otherwise (the cell state, also read by the next step) Vela runs it as
-    an operation of its own. One pass over the program builds
-    its producer and reader maps (a 64-step LSTM: ~1,000 operations, ~300 activations)."""
-    producers = {o.output: o for o in program.ops}
-    readers: dict[int, list[NPUOp]] = {}
-    for o in program.ops:
-        for t in set(o.inputs):
-            readers.setdefault(t, []).append(o)
-    outputs = set(program.outputs)
-
-    def viewed(o: NPUOp, t: int) -> bool:  # o reads t only at offsets
-        views = o.params.get("views") or [None] * len(o.inputs)
-        return all(v is not None for s, v in zip(o.inputs, views) if s == t)
-
-    def fused(op: NPUOp) -> bool:
-        t = op.inputs[0]
-        if viewed(op, t):
-            alone = all(viewed(r, t) for r in readers[t])
-        else:
-            alone = readers.get(t) == [op]
-        if not alone or t in outputs:
-            return False
-        producer = producers.get(t)
-        while producer is not None and producer.params.get("op") == "strided_slice":
-            t = producer.inputs[0]
-            if t in outputs or any(
-                r.params.get("op") != "strided_slice" for r in readers.get(t, [])
-            ):
-                return False
-            producer = producers.get(t)
-        return producer is not None and producer.params.get("op") in FUSING_PRODUCERS
-
-    return {op.output for op in program.ops if _native_activation(op) and fused(op)}
-
-
 def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool = False) -> int:
     """The per-operation fixed cost: the configured overhead, except for an LSTM's tiny
     elementwise operations, which Vela's per-layer report charges their output-stage cycles
@@ -373,7 +329,7 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or is_elementwise(op):
+    if fused or is_elementwise(op) or name in BLOCK_POOLS:
         return 0
     if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not _lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
@@ -397,8 +353,21 @@ def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False):
-    """(MACs, compute cycles, the MAC array's block or None, its block query or None)."""
+def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None) -> bool:
+    """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
+    any other operation and for the integer LSTM's, whose figures were matched staged)."""
+    if op.kind not in MAC_KINDS or _lstm_op(op, out):
+        return True
+    query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]))
+    nbytes = op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
+    return weights_staged(config, query, find_block(config, query), nbytes, slack)
+
+
+def _compute(
+    op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False, staged=True
+):
+    """(MACs, compute cycles, the MAC array's block or None, its block query or None);
+    ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
         bits = _bits(ins[0])
@@ -408,7 +377,10 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricke
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         transfer = map_transfer(config, ins[0], out, io)
-        compute, block = mac_cycles(config, query, max(stage, lut), transfer, fill=True)
+        latency = None if staged else config.dma_latency_cycles
+        compute, block = mac_cycles(
+            config, query, max(stage, lut), transfer, fill=True, const_latency=latency
+        )
         return macs, compute, block, query
     if is_elementwise(op):
         rate = getattr(config, elementwise_rate_name(op))
@@ -435,6 +407,24 @@ def _compute(op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricke
     if op.kind == "LUT":  # on a region's NHWC input or output: one element per cycle per 128
         # MACs of the array (measured on Vela 5.2's per-layer report of EfficientNet)
         return 0, out_elems * STANDALONE_LUT_MACS / config.macs_per_cycle, None, None
+    if op.params["op"] in BLOCK_POOLS and len(ins[0].shape) == 4:
+        # Vela 5.2 runs MAX_POOL_2D and AVERAGE_POOL_2D in the block model, the first block
+        # unoverlapped and no fixed cost; its output stage at the max-pool rate (regor's
+        # index 6) or, averaging, the plain output rate (index 7)
+        a = op.params["attrs"]
+        q = Query(
+            "pool",
+            tuple(ins[0].shape[1:]),
+            tuple(out.shape[1:]),
+            tuple(a["pool_size"]),
+            tuple(a["strides"]),
+            tuple(a.get("dilation", (1, 1))),
+            _bits(ins[0]),
+        )
+        rate = BLOCK_POOLS[op.params["op"]]
+        transfer = map_transfer(config, ins[0], out, io)
+        compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
+        return 0, compute, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
         return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None
     if op.params["op"] == "argmax":
@@ -463,4 +453,8 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
     cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
-    return [op_cycles(op, program, config, cascaded, fused) for op in program.ops]
+    out, slack = [], None
+    for op in program.ops:
+        out.append(op_cycles(op, program, config, cascaded, fused, slack))
+        slack = out[-1]["cycles"]
+    return out

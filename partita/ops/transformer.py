@@ -247,10 +247,20 @@ def dynamic_quantize(data, attrs):
     empty), zero point = round_half_even(clamp(-min / scale, 0, 255)), data =
     saturate(round_half_even(x / scale) + zero point), as ONNX Runtime's CPU kernel."""
     x = data.astype(np.float32)
-    lo = np.float32(min(float(x.min()), 0.0)) if x.size else np.float32(0)
-    hi = np.float32(max(float(x.max()), 0.0)) if x.size else np.float32(0)
+    seen = x[~np.isnan(x)]  # MLAS's range scan never takes a NaN
+    lo = np.float32(min(float(seen.min()), 0.0)) if seen.size else np.float32(0)
+    hi = np.float32(max(float(seen.max()), 0.0)) if seen.size else np.float32(0)
     scale = np.float32(1.0) if hi == lo else np.float32((hi - lo) / np.float32(255.0))
-    zp = np.rint(np.clip(np.float32(0) - lo / scale, np.float32(0), np.float32(255)))
-    q = np.rint(x / scale) + zp
+    with np.errstate(invalid="ignore"):
+        zp = np.rint(_ort_clamp(np.float32(0) - lo / scale))
+        q = np.rint(x / scale) + zp
     q = np.clip(np.nan_to_num(q, nan=0.0), 0, 255).astype(np.uint8)
     return (q, np.asarray(scale, np.float32), np.asarray(zp, np.uint8))
+
+
+def _ort_clamp(v: np.float32) -> np.float32:
+    """ONNX Runtime's ``std::max(0.f, std::min(255.f, v))``: a NaN (``-(-inf) / inf`` when the
+    range reaches -inf) gives 255, as ``std::min`` returns its first operand when the compare
+    fails."""
+    t = v if v < 255 else np.float32(255)
+    return t if 0 < t else np.float32(0)

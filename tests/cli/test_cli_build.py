@@ -69,6 +69,26 @@ def test_an_executable_is_known_by_its_contents_not_only_its_name(capsys, tmp_pa
     assert not cli.models.is_executable(other) and cli.models.is_executable(exe_path)
 
 
+def test_an_executable_for_a_cpu_this_host_is_not_is_refused_by_run(capsys, tmp_path,
+                                                                        monkeypatch):
+    """Code compiled for -mcpu=sapphirerapids on a host without AVX-512 (forced here: the
+    host's features as an AVX2-only Zen 3 reports them) runs nowhere here: `run` exits 2 and
+    names what the host lacks, whatever the file is called."""
+    from partita.backends.llvm import host_cpu
+
+    zen3 = {"+sse4.2", "+avx", "+avx2", "+fma", "+bmi2", "+f16c", "+popcnt"}
+    monkeypatch.setattr(host_cpu, "host_features", lambda: zen3)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region holds the real host's
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "cache"))  # record of its needs
+    conv = ROOT / "tests" / "models" / "tflite" / "ops" / "conv2d_same_s1_relu.tflite"
+    exe_path = tmp_path / "spr.p"
+    status, _, err = run(capsys, "compile", conv, "-t", "llvm -mcpu=sapphirerapids", "-o",
+                         exe_path)
+    assert status == 0, err
+    status, _, err = run(capsys, "run", exe_path, "--random")
+    assert status == 2 and "lacks" in err and "avx512" in err.lower(), err
+
+
 def test_run_compiles_a_model_in_memory_and_random_is_seeded(capsys):
     first = run(capsys, "run", MOBILENET, "-t", "ref", "--random", "--seed", "3", "--json")
     second = run(capsys, "run", MOBILENET, "-t", "ref", "--random", "--seed", "3", "--json")

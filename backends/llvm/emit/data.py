@@ -57,7 +57,8 @@ class DataKernels(Family):
     def k_dynq(self, k):
         """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),
         max(x, 0)], scale = (hi - lo) / 255 (1 for an empty range), zero point = rint(clamp(0 -
-        lo / scale, 0, 255)), data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0).
+        lo / scale, 0, 255)) (ONNX Runtime's clamp order: NaN, from a range reaching -inf, gives
+        255), data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0).
         ``threads`` 2: the range scan in chunks of DYNQ_CHUNK elements, each chunk's range
         kept, then taken in chunk order by the scan's rule; the data field's elements in chunks
         too (runtime/threads.py split_chunks). The scan's rule (a strictly smaller / larger
@@ -104,7 +105,11 @@ class DataKernels(Family):
             v = b.select(b.fcmp_ordered("<", v, f32(0.0)), f32(0.0), v)
             return b.select(b.fcmp_ordered(">", v, f32(255.0)), f32(255.0), v)
 
-        zp = b.call(rint, [clamp(b, b.fsub(f32(0.0), b.fdiv(lo, scale)))])
+        def ort_clamp(b, v):  # std::max(0, std::min(255, v)): NaN (the range has -inf) -> 255
+            t = b.select(b.fcmp_ordered("<", v, f32(255.0)), v, f32(255.0))
+            return b.select(b.fcmp_ordered("<", f32(0.0), t), t, f32(0.0))
+
+        zp = b.call(rint, [ort_clamp(b, b.fsub(f32(0.0), b.fdiv(lo, scale)))])
         field = k.params["field"]
 
         def data(b, x, y, scale, zp, lo, hi):

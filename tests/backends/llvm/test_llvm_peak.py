@@ -8,7 +8,13 @@ import json
 
 import numpy as np
 import pytest
-from partita.backends.llvm.peak import ACHIEVABLE_INT8, PEAK, int8_route_rates, measured_clock_hz
+from partita.backends.llvm.peak import (
+    ACHIEVABLE_INT8,
+    PEAK,
+    int8_route_rates,
+    measured_clock_hz,
+    peak_per_cycle,
+)
 from test_llvm_dynq_dense import dense_module, inputs
 
 import partita as P
@@ -19,6 +25,22 @@ from partita.runtime.artifact import load_executable_bytes
 def test_the_measured_clock_is_a_clock():
     hz = measured_clock_hz()
     assert 3e8 < hz < 8e9  # a dependent add per cycle: this core's cycles per second
+
+
+@pytest.mark.parametrize(
+    "features, width",
+    [({"+sse2"}, 1), ({"+sse2", "+avx2"}, 2), ({"+avx2", "+avx512f", "+avx512bw"}, 4),
+     ({"+avx2", "+avx512f"}, 2)],
+)
+def test_plain_peak_follows_the_host_vector_width(monkeypatch, features, width):
+    """-isa=plain is generic IR compiled for the host: LLVM vectorizes it with the host's widest
+    vectors, so its peak scales with them (a fraction over 1 on an AVX-512 host otherwise)."""
+    from partita.backends.llvm import host_cpu
+
+    monkeypatch.setattr(host_cpu, "host_features", lambda: features)
+    assert peak_per_cycle("plain", "int8") == PEAK["plain"][0] * width
+    assert peak_per_cycle("plain", "float") == PEAK["plain"][1] * width
+    assert peak_per_cycle("vnni", "int8") == PEAK["vnni"][0]  # the tiers name their own
 
 
 def _float_dense(m, k, n):
@@ -44,7 +66,7 @@ def test_product_kernels_report_their_speed_and_fraction_of_peak(isa):
         mt = op.metrics
         assert mt["macs"] == m * k * n and mt["k"] == k
         assert mt["tier"] == isa
-        assert mt["peak_macs_per_cycle"] == PEAK[isa][0 if cls == "int8" else 1]
+        assert mt["peak_macs_per_cycle"] == peak_per_cycle(isa, cls)
         rate = m * k * n / op.time_s
         assert mt["gmac_s"] == pytest.approx(rate / 1e9, rel=1e-2, abs=1e-3)
         assert mt["peak_gmac_s"] == pytest.approx(mt["peak_macs_per_cycle"] * mt["clock_ghz"],

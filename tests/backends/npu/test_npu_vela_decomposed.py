@@ -35,10 +35,10 @@ WIDER = {
     ("prelu", "u65-512"): (0.45, 0.55),
     ("prelu_in_graph", "u65-512"): (1.3, 1.4),
     # the tables' 1x1 pool: our block model matches Vela's on the 256-MAC arrays (460 and 424
-    # cycles against 464 and 428) but not on u55-128 (544 against 816) or the two-core
-    # u65-512 (406 against 264)
-    **{(name, "u55-128"): (0.62, 0.72) for name in TABLES},
-    **{(name, "u65-512"): (1.45, 1.6) for name in TABLES},
+    # cycles against 464 and 428) and, since session 19 (Vela 5.2's pooling at ifm bits / 2
+    # cycles per micro-block, its fractional block count), on u55-128 (816, was 544); the
+    # two-core u65-512 is 300 against 264 (was 406)
+    **{(name, "u65-512"): (1.1, 1.15) for name in TABLES},
 }
 
 

@@ -241,6 +241,38 @@ def test_dynamic_quantize_linear_and_matmul_integer(kind):
     check(m, {"x": x}, atol=0)
 
 
+@pytest.mark.parametrize(
+    "where",
+    ["nan first", "nan inside", "+inf", "-inf", "+-inf", "nan and -inf", "all nan"],
+)
+def test_dynamic_quantize_linear_of_non_finite_inputs(where):
+    """NaN never enters the range (MLAS's scan) and a range reaching -inf gives zero point 255
+    (ONNX Runtime's ``std::max(0, std::min(255, NaN))``): the interpreter equals ONNX Runtime
+    where its answer does not depend on which vector lane holds the NaN, and the llvm host equals
+    the interpreter on every tier (forced; -emulate=yes where this CPU lacks one)."""
+    x = f32(4, 8)
+    if where == "all nan":
+        x[:] = np.nan
+    for spot, value in {"nan first": {(0, 0): np.nan}, "nan inside": {(1, 3): np.nan},
+                        "+inf": {(2, 5): np.inf}, "-inf": {(2, 5): -np.inf},
+                        "+-inf": {(0, 1): np.inf, (3, 2): -np.inf},
+                        "nan and -inf": {(0, 0): np.nan, (2, 2): -np.inf}}.get(where, {}).items():
+        x[spot] = value
+    m = model([helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"])],
+              [("x", "float32", [4, 8])],
+              [("q", "uint8", None), ("s", "float32", None), ("z", "uint8", None)])
+    mod = from_onnx(m)
+    got = [np.asarray(a) for a in partita.interpret(mod, {"x": x})]
+    if where != "all nan":  # ORT: zero point 255 there, from a NaN its vector min kept
+        want = ort_run(m, {"x": x}, "disable_all")
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    for isa in ("plain", "avx2", "vnni", "amx"):
+        out = partita.build(mod, f"llvm -isa={isa} -emulate=yes").run(x)
+        for g, o in zip(got, out):
+            np.testing.assert_array_equal(np.asarray(o), g, err_msg=isa)
+
+
 def test_dynamic_quantize_matmul_and_integer_to_float():
     ms = "com.microsoft"
     w = RNG.integers(-128, 128, (16, 8)).astype(np.int8)

@@ -1,0 +1,88 @@
+"""Whether Vela 5.2 stages a MAC operation's weights in SRAM or lets the MAC array read them
+where they live (flash or DRAM), after regor's weight-buffering proposal
+(Scheduler::ProposeSlicedWeightBuffering), reduced to the cases our single-stripe operations
+meet.
+
+The weights are read once per output block of rows and columns (``refetches``). Left where they
+live, each read costs the memory's bandwidth and first-byte latency (``unmoved``); staged, each
+read costs SRAM's (``from_buffer``) after one DMA (``transfer``, regor's MemToMemCycles), which
+runs under the previous operation for as many cycles as that one takes (``slack``). Vela stages
+them when any of these holds:
+
+    the first operation (no slack), its weights read more than once and their first
+    16-channel slice quick to move (under a tenth of ``unmoved`` or 1,000 cycles);
+    staging pays: ``from_buffer`` plus the part of the DMA not hidden under the previous
+    operation is below ``unmoved``;
+    more than two output blocks deep (Vela slices the weights in depth and buffers the slices);
+    the first 16-channel slice moves under the previous operation and the weights are read
+    more than once.
+
+What this decides, per operation (cycles.py): staged weights cost the DMA from the weight
+memory once and an SRAM read per block, and the output stage fetches each block's scales and
+biases at SRAM's latency; weights left in place are read from the weight memory once per block,
+scales and biases with that memory's latency (regor's ``10 * block depth * latency / 256`` per
+block: 1,875 cycles for a 96-deep block in the U65's DRAM, 117 in SRAM).
+The rule applies where Vela's feature maps and its staging SRAM differ (the U65's
+Dedicated_Sram; regor's ``_spilling``). On the U55 (Shared_Sram) Vela 5.2 stages the weights of
+digits_mobilenetv2's first operations and of a few later ones and leaves most in flash, by
+parts of its proposal not modelled here (its sliced-buffering evaluation); there we keep every
+operation's weights staged, as before: the U55's networks are bound by streaming the weights
+from flash, which costs the same either way, and a staged operation's scale fetch is 1.25
+cycles per channel and block against flash's 2.5.
+Checked on digits_mobilenetv2 on u65-256 (`vela --verbose-schedule`): the expansion
+convolutions after the 96- to 202-cycle residual ADDs keep their weights in DRAM ("Weight buffer
+= 0 bytes (None)"), every other operation stages them, and the one after the 768-cycle ADD too.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from .blocks import SPLIT_DEPTH, Block, Query
+from .config import NPUConfig
+from .vela_access import OFFCHIP_WRITE_LATENCY, bandwidth
+
+STARTUP_DELAY_CYCLES = 1000  # regor: an initial transfer this short is worth buffering
+
+
+def _read(config: NPUConfig, memory: str, nbytes: float) -> float:
+    """regor's MinReadCycles: bytes over the memory's bandwidth plus its first-byte latency."""
+    latency = config.sram_latency_cycles if memory == "sram" else config.dma_latency_cycles
+    return nbytes / bandwidth(config, memory) + latency
+
+
+def refetches(q: Query, block: Block) -> int:
+    """How many times the MAC array reads the weights: once per output block of rows and
+    columns (regor's weightsRefetch)."""
+    (oh, ow, _), (bh, bw, _) = q.ofm, block.ofm
+    return ceil(oh / bh) * ceil(ow / bw)
+
+
+def weights_staged(
+    config: NPUConfig, q: Query, block: Block, nbytes: int, slack: float | None
+) -> bool:
+    """Whether Vela 5.2 moves ``nbytes`` of weights (and their scales and biases) to SRAM before
+    the operation runs; ``slack``: the previous operation's cycles, None for the first."""
+    memory = config.weight_memory
+    if memory == "sram" or config.spill_memory == "none":
+        return True  # see the module's note on the U55
+    n = refetches(q, block)
+    unmoved = _read(config, memory, nbytes) * n
+    from_buffer = _read(config, "sram", nbytes) * n
+    if from_buffer >= unmoved:
+        return False
+    write_latency = OFFCHIP_WRITE_LATENCY.get(memory, config.dma_latency_cycles // 2)
+    transfer = max(
+        nbytes / bandwidth(config, memory) + config.dma_latency_cycles,
+        nbytes / config.sram_bandwidth + write_latency,
+    )
+    depth = q.ofm[2]
+    smallest = transfer * min(depth, SPLIT_DEPTH) / depth
+    first = slack is None
+    slack = slack or 0.0
+    force_initial = (
+        first and n > 1 and (smallest < unmoved / 10 or smallest <= STARTUP_DELAY_CYCLES)
+    )
+    hidden = from_buffer + max(transfer - slack, 0.0) < unmoved
+    sliced = depth // min(block.ofm[2], depth) > 2
+    return force_initial or hidden or sliced or (not first and smallest < slack and n > 1)
