@@ -47,7 +47,7 @@ class Kind(str, Enum):
     QSOFTMAXO = "QSOFTMAXO"  # qnn.softmax, ONNX Runtime's
     QSOFTMAX16 = "QSOFTMAX16"  # qnn.softmax of int16, TFLite's 16x8 kernel
     QBMM = "QBMM"  # qnn.batch_matmul with its requantize
-    # integer products (emit/data.py, emit/integer.py, emit/int_products.py)
+    # integer products (emit/int8/dynq_dense.py, emit/integer.py, emit/int_products.py)
     # (IDENSE before): qnn.dense read as its int32 accumulator, sum of (x - zx) * (w - zw)
     DYNQ_DENSE = "DYNQ_DENSE"
     # (INTDENSE before): nn.dense of integer tensors, exact int64 sums wrapped to out_dtype

@@ -1,7 +1,7 @@
-"""Kernels that move or quantize data rather than compute in float: integer sums, the exact
-int32 product of dynamic quantization (DYNQ_DENSE), DynamicQuantizeLinear's fields (DYNQ), a
-constant read as data (CONST) and take (TAKE). A kernel family (it uses
-kernels.FloatKernels' load_value / store_value)."""
+"""Kernels that move or quantize data rather than compute in float: integer sums,
+DynamicQuantizeLinear's fields (DYNQ; the int32 product after it, DYNQ_DENSE, is
+int8/dynq_dense.py's), a constant read as data (CONST), take (TAKE), gather and average pooling.
+A kernel family (it uses kernels.FloatKernels' load_value / store_value)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,8 @@ from partita.backends.llvm.kinds import Kind, emits
 
 from .base import F32, I8, I16, I32, I64, Family, c64, for_range, via
 
-Q32I = ir.VectorType(I8, 32)  # one AVX2 register of bytes
-H16I = ir.VectorType(ir.IntType(16), 16)  # ... of int16
-V8I = ir.VectorType(I32, 8)  # ... of int32
 DYNQ_CHUNK = 1 << 14  # elements per chunk of a split DYNQ (-threads=2)
-DYNQ_TILE = (2, 4)  # DYNQ_DENSE's register tile: data rows x weight rows (8 accumulators)
-DYNQ_DENSE_CHUNKS = 12  # chunks of a split DYNQ_DENSE's weight rows (whole tiles each)
-
-
-def dynq_dense_chunk(n: int) -> int:
-    """Weight rows per chunk of a split DYNQ_DENSE: whole tiles, about DYNQ_DENSE_CHUNKS
-    chunks (BERT's 768 rows: 12 chunks of 64)."""
-    tiles = -(-n // DYNQ_TILE[1])
-    return max(1, -(-tiles // DYNQ_DENSE_CHUNKS)) * DYNQ_TILE[1]
+DYNQ_SCAN_VECTORS = 4  # the range scan's independent vectors of lanes
 
 
 class DataKernels(Family):
@@ -64,166 +53,6 @@ class DataKernels(Family):
         b.ret_void()
         return fn
 
-    @emits(Kind.DYNQ_DENSE)
-    def k_dynq_dense(self, k):
-        """int32 out[m, n] = sum_k (x - zx) * (w - zw[n]), x int8/uint8, zx a run-time scalar
-        (lower/dynamic_int8.py has the algebra): x' (x as uint8) packed into rows of Kp bytes
-        with their sums, then register tiles of TILE_M rows x TILE_N weight rows over 32-byte
-        steps of K; with ``threads`` 2 the weight rows in chunks of whole tiles (about
-        DYNQ_DENSE_CHUNKS of them) that this thread and the driver's worker claim one at a time
-        (runtime/threads.py split_chunks): a late worker holds up one chunk, not half."""
-        p = k.params
-        fn, b, (x, zx_ptr, ws, y) = self.function(k, 3)
-        self._dynq_pack(b, k, x, ws)
-        rows = self._dynq_rows(k)
-        w, zw, cz = self.cargs["weights"], self.cargs["zw"], self.cargs["cz"]
-        pointers = [ws, y, w, zw, cz, zx_ptr]
-        n_ = p["N"]
-        if p.get("threads", 1) < 2:
-            b.call(rows, [*pointers, c64(0), c64(n_)])
-            b.ret_void()
-            return fn
-        self.split_chunks(k, b, pointers, n_, dynq_dense_chunk(n_),
-                          lambda eb, ps, lo, hi: eb.call(rows, [*ps, lo, hi]))
-        b.ret_void()
-        return fn
-
-    def _dynq_pack(self, b, k, x, ws):
-        """ws[m][0:Kp] = x'[m] (x as uint8, zeros past K), then the int32 row sums of x'."""
-        p = k.params
-        m_, k_, kp = p["M"], p["K"], p["Kp"]
-        flip = ir.Constant(I8, 0x80 if p["x_dtype"] == "int8" else 0)
-        sums = b.gep(ws, [c64(m_ * kp)], source_etype=I8)
-        cell = b.alloca(I32)
-        memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
-        with for_range(b, m_, "pm") as m:
-            b.store(ir.Constant(I32, 0), cell)
-            with for_range(b, k_, "pk") as kk:
-                v = b.xor(self.load_at(b, x, b.add(b.mul(m, c64(k_)), kk), I8), flip)
-                self.store_at(b, v, ws, b.add(b.mul(m, c64(kp)), kk), I8)
-                b.store(b.add(b.load(cell, typ=I32), b.zext(v, I32)), cell)
-            if kp > k_:
-                tail = b.gep(ws, [b.add(b.mul(m, c64(kp)), c64(k_))], source_etype=I8)
-                b.call(memset, [tail, ir.Constant(I8, 0), c64(kp - k_),
-                                ir.Constant(ir.IntType(1), 0)])
-            self.store_at(b, b.load(cell, typ=I32), sums, m, I32)
-
-    def _dynq_rows(self, k) -> ir.Function:
-        """``void {name}_cols(ws, y, w, zw, cz, zx, lo, hi)``: outputs of weight rows [lo, hi)
-        for every row of x', TILE_N weight rows (while they last) by TILE_M data rows."""
-        p = k.params
-        ptr = ir.PointerType()
-        ty = ir.FunctionType(ir.VoidType(), [ptr] * 6 + [I64, I64])
-        fn = ir.Function(self.module, ty, f"{k.name}_cols")
-        fn.linkage = "internal"
-        for arg in fn.args[:6]:
-            arg.add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        ws, y, w, zw, cz, zx_ptr, lo, hi = fn.args
-        m_, n_, kp = p["M"], p["N"], p["Kp"]
-        tm, tn = DYNQ_TILE
-        offset = 128 if p["x_dtype"] == "int8" else 0
-        zx = b.trunc(self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1], I32)
-        zx = b.add(zx, ir.Constant(I32, offset))
-        step_bytes = p.get("step", 32)
-        vt = ir.VectorType(I32, step_bytes // 4)  # the accumulators: 8 lanes, 16 in zmm
-        cells = [[b.alloca(vt) for _ in range(tn)] for _ in range(tm)]
-        sums = b.gep(ws, [c64(m_ * kp)], source_etype=I8)
-        reduce = self._intrinsic(f"llvm.vector.reduce.add.v{vt.count}i32", I32, [vt])
-
-        def tile(m0, n0, rows, cols):
-            for r in range(rows):
-                for c in range(cols):
-                    b.store(ir.Constant(vt, None), cells[r][c])
-            with for_range(b, kp // step_bytes, "dk") as step:
-                at = b.mul(step, c64(step_bytes))
-                xs = [self._dynq_operand(b, ws, b.add(b.mul(b.add(m0, c64(r)), c64(kp)), at),
-                                         "uint8", p) for r in range(rows)]
-                for c in range(cols):
-                    wv = self._dynq_operand(b, w, b.add(b.mul(b.add(n0, c64(c)), c64(kp)), at),
-                                            p["w_dtype"], p)
-                    for r in range(rows):
-                        acc = b.load(cells[r][c], typ=vt)
-                        b.store(self._dynq_mac(b, acc, xs[r], wv, p), cells[r][c])
-            for r in range(rows):
-                m = b.add(m0, c64(r))
-                rs = self.load_at(b, sums, m, I32)
-                for c in range(cols):
-                    n = b.add(n0, c64(c))
-                    s = b.call(reduce, [b.load(cells[r][c], typ=vt)])
-                    s = b.sub(s, b.mul(self.load_at(b, zw, n, I32), rs))
-                    s = b.sub(s, b.mul(zx, self.load_at(b, cz, n, I32)))
-                    self.store_at(b, s, y, b.add(b.mul(m, c64(n_)), n), I32)
-
-        blocks = b.udiv(b.sub(hi, lo), c64(tn))
-        with for_range(b, blocks, "nb") as nb:
-            n0 = b.add(lo, b.mul(nb, c64(tn)))
-            with for_range(b, m_ // tm, "mb") as mb:
-                tile(b.mul(mb, c64(tm)), n0, tm, tn)
-            for r in range(m_ - m_ % tm, m_):
-                tile(c64(r), n0, 1, tn)
-        with for_range(b, b.sub(b.sub(hi, lo), b.mul(blocks, c64(tn))), "nt") as nt:
-            n0 = b.add(lo, b.add(b.mul(blocks, c64(tn)), nt))
-            with for_range(b, m_, "mt") as m:
-                tile(m, n0, 1, 1)
-        b.ret_void()
-        return fn
-
-    def _dynq_operand(self, b, ptr, at, dtype, p):
-        """32 bytes of K at byte ``at``: as bytes for VPMADDUBSW, else widened (int16 halves
-        for VPMADDWD; int32 for generic IR)."""
-        if p["isa"] in ("vnni", "avxvnni"):  # bytes, as VPDPBUSD reads them
-            ty = ir.VectorType(I8, p["step"])
-            return b.load(b.gep(ptr, [at], source_etype=I8), typ=ty, align=1)
-        v = b.load(b.gep(ptr, [at], source_etype=I8), typ=Q32I, align=1)
-        ext = b.sext if dtype == "int8" else b.zext
-        if p["isa"] == "plain":
-            return ext(v, ir.VectorType(I32, 32))
-        if p["pairs"]:
-            return v
-        return [ext(self._dynq_part(b, v, i, 16), H16I) for i in range(2)]
-
-    @staticmethod
-    def _dynq_part(b, v, index, size):
-        mask = ir.Constant(ir.VectorType(I32, size), list(range(index * size, (index + 1) * size)))
-        return b.shuffle_vector(v, v, mask)
-
-    def _dynq_mac(self, b, acc, xv, wv, p):
-        """acc + the partial sums of one step: VPDPBUSD (exact u8 x s8 quads, in the
-        accumulator) with VNNI, else ``_dynq_dot``'s."""
-        if p["isa"] in ("vnni", "avxvnni"):
-            vt, bt = acc.type, xv.type
-            width = 512 if p["isa"] == "vnni" else 256
-            fn = self._intrinsic(f"llvm.x86.avx512.vpdpbusd.{width}", vt, [vt, bt, bt])
-            return b.call(fn, [acc, xv, wv])
-        return b.add(acc, self._dynq_dot(b, xv, wv, p))
-
-    def _dynq_dot(self, b, xv, wv, p):
-        """<8 x i32> partial sums of 32 products: adjacent pairs saturated to int16 with
-        ``pairs`` (VPMADDUBSW's), else exact."""
-        if p["isa"] == "plain":
-            prod = b.mul(xv, wv)
-            if p["pairs"]:
-                even = b.add(self._dynq_part_stride(b, prod, 0), self._dynq_part_stride(b, prod, 1))
-                lo16 = ir.Constant(ir.VectorType(I32, 16), [-(1 << 15)] * 16)
-                hi16 = ir.Constant(ir.VectorType(I32, 16), [(1 << 15) - 1] * 16)
-                even = b.select(b.icmp_signed("<", even, lo16), lo16, even)
-                even = b.select(b.icmp_signed(">", even, hi16), hi16, even)
-                return b.add(self._dynq_part(b, even, 0, 8), self._dynq_part(b, even, 1, 8))
-            quads = [self._dynq_part(b, prod, i, 8) for i in range(4)]
-            return b.add(b.add(quads[0], quads[1]), b.add(quads[2], quads[3]))
-        madd = self._intrinsic("llvm.x86.avx2.pmadd.wd", V8I, [H16I, H16I])
-        if p["pairs"]:
-            ubsw = self._intrinsic("llvm.x86.avx2.pmadd.ub.sw", H16I, [Q32I, Q32I])
-            return b.call(madd, [b.call(ubsw, [xv, wv]), ir.Constant(H16I, [1] * 16)])
-        return b.add(b.call(madd, [xv[0], wv[0]]), b.call(madd, [xv[1], wv[1]]))
-
-    @staticmethod
-    def _dynq_part_stride(b, v, first):
-        """Lanes first, first + 2, ... of a 32-lane vector."""
-        mask = ir.Constant(ir.VectorType(I32, 16), list(range(first, 32, 2)))
-        return b.shuffle_vector(v, v, mask)
-
     @emits(Kind.DYNQ)
     def k_dynq(self, k):
         """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),
@@ -243,8 +72,9 @@ class DataKernels(Family):
         rint = self.intrinsic("llvm.roundeven", F32)
         lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
         split = k.params.get("threads", 1) > 1
+        width = k.params.get("lanes", 8)  # the scan's lanes: 16 on the AVX-512 tiers
         if not split:
-            self.dynq_scan(b, x, c64(0), c64(n), lo_cell, hi_cell)
+            self.dynq_scan(b, x, c64(0), c64(n), lo_cell, hi_cell, width=width)
         else:
             count = -(-n // DYNQ_CHUNK)
             ranges = b.alloca(F32, c64(2 * count))  # each chunk's (lo, hi)
@@ -252,13 +82,13 @@ class DataKernels(Family):
             def scan(eb, ps, c0, c1):
                 xs, rs = ps
                 lc, hc = eb.alloca(F32), eb.alloca(F32)
-                lanes = eb.alloca(ir.VectorType(F32, 8)), eb.alloca(ir.VectorType(F32, 8))
+                lanes = self.dynq_scan_cells(eb, width)
                 with for_range(eb, eb.sub(c1, c0), "chunk") as i:
                     c = eb.add(c0, i)
                     first = eb.mul(c, c64(DYNQ_CHUNK))
                     last = eb.add(first, c64(DYNQ_CHUNK))
                     last = eb.select(eb.icmp_signed("<", last, c64(n)), last, c64(n))
-                    self.dynq_scan(eb, xs, first, eb.sub(last, first), lc, hc, lanes)
+                    self.dynq_scan(eb, xs, first, eb.sub(last, first), lc, hc, lanes, width)
                     two = eb.mul(c, c64(2))
                     self.store_at(eb, eb.load(lc, typ=F32), rs, two, F32)
                     self.store_at(eb, eb.load(hc, typ=F32), rs, eb.add(two, c64(1)), F32)
@@ -315,32 +145,44 @@ class DataKernels(Family):
         b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_cell)
         b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_cell)
 
-    def dynq_scan(self, b, x, first, count, lo_cell, hi_cell, lanes=None) -> None:
-        """The range of x[first, first + count) into the two cells: in 8 lanes (each by the
-        scan's rule; +0.0 starts every lane), then the lanes and the last count % 8 elements
-        by the same rule: the same min and max as one scan (ties are equal values). ``lanes``:
-        the two lane cells, allocated outside a loop that calls this."""
-        vf = ir.VectorType(F32, 8)
-        zeros = ir.Constant(vf, [0.0] * 8)
-        lo_v, hi_v = lanes or (b.alloca(vf), b.alloca(vf))
-        b.store(zeros, lo_v)
-        b.store(zeros, hi_v)
-        vectors = b.udiv(count, c64(8))
+    def dynq_scan(self, b, x, first, count, lo_cell, hi_cell, cells=None, width=8) -> None:
+        """The range of x[first, first + count) into the two cells: in DYNQ_SCAN_VECTORS
+        vectors of ``width`` lanes (each lane by the scan's rule; +0.0 starts every lane;
+        independent vectors, so no one compare-select chain bounds the loop), then the lanes
+        and the last count % (DYNQ_SCAN_VECTORS * width) elements by the same rule: the same min
+        and max as one scan (ties are equal values). ``cells``: the lane cells (made by
+        ``dynq_scan_cells``), allocated outside a loop that calls this."""
+        vf = ir.VectorType(F32, width)
+        zeros = ir.Constant(vf, [0.0] * width)
+        cells = cells or self.dynq_scan_cells(b, width)
+        for cell in cells:
+            b.store(zeros, cell)
+        step = DYNQ_SCAN_VECTORS * width
+        vectors = b.udiv(count, c64(step))
         with for_range(b, vectors, "ev") as e:
-            at = b.add(first, b.mul(e, c64(8)))
-            v = b.load(b.gep(x, [at], source_etype=F32), typ=vf, align=4)
-            lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
-            b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
-            b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
+            for j in range(DYNQ_SCAN_VECTORS):
+                at = b.add(first, b.add(b.mul(e, c64(step)), c64(j * width)))
+                v = b.load(b.gep(x, [at], source_etype=F32), typ=vf, align=4)
+                lo_v, hi_v = cells[2 * j], cells[2 * j + 1]
+                lo, hi = b.load(lo_v, typ=vf), b.load(hi_v, typ=vf)
+                b.store(b.select(b.fcmp_ordered("<", v, lo), v, lo), lo_v)
+                b.store(b.select(b.fcmp_ordered(">", v, hi), v, hi), hi_v)
         b.store(ir.Constant(F32, 0.0), lo_cell)
         b.store(ir.Constant(F32, 0.0), hi_cell)
-        for lane in range(8):
-            lane_i = ir.Constant(I32, lane)
-            self.dynq_take(b, b.extract_element(b.load(lo_v, typ=vf), lane_i), lo_cell, hi_cell)
-            self.dynq_take(b, b.extract_element(b.load(hi_v, typ=vf), lane_i), lo_cell, hi_cell)
-        tail = b.add(first, b.mul(vectors, c64(8)))
-        with for_range(b, b.urem(count, c64(8)), "e") as e:
+        for cell in cells:
+            vec = b.load(cell, typ=vf)
+            for lane in range(width):
+                self.dynq_take(b, b.extract_element(vec, ir.Constant(I32, lane)), lo_cell,
+                               hi_cell)
+        tail = b.add(first, b.mul(vectors, c64(step)))
+        with for_range(b, b.urem(count, c64(step)), "e") as e:
             self.dynq_take(b, self.load_at(b, x, b.add(tail, e), F32), lo_cell, hi_cell)
+
+    @staticmethod
+    def dynq_scan_cells(b, width: int) -> list:
+        """The scan's lane cells: (lo, hi) per vector, DYNQ_SCAN_VECTORS of them."""
+        vf = ir.VectorType(F32, width)
+        return [b.alloca(vf) for _ in range(2 * DYNQ_SCAN_VECTORS)]
 
     @emits(Kind.CONST)
     def k_const(self, k):

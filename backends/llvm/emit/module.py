@@ -17,6 +17,7 @@ from partita.backends.llvm.emit.float.rows import RowKernels
 from partita.backends.llvm.emit.float.scalar import FloatScalarKernels
 from partita.backends.llvm.emit.float.spatial import SpatialKernels
 from partita.backends.llvm.emit.int8.amx import AMXTiles
+from partita.backends.llvm.emit.int8.dynq_dense import DynqDenseKernels
 from partita.backends.llvm.emit.int8.exact_avx2 import ExactAVX2Steps
 from partita.backends.llvm.emit.int8.qbinary import QBinaryKernels
 from partita.backends.llvm.emit.int8.quant_vectors import QuantVectors
@@ -25,6 +26,7 @@ from partita.backends.llvm.emit.int8.transformer import QTransformerKernels
 from partita.backends.llvm.emit.int8.vconv import VectorKernels
 from partita.backends.llvm.emit.int8.vdepthwise import DepthwiseKernels
 from partita.backends.llvm.emit.int8.vector_output_stage import OutputStage
+from partita.backends.llvm.emit.int8.vnni_dense import VNNIDense
 from partita.backends.llvm.emit.int8.wide_mac import WideMacKernels
 from partita.backends.llvm.kinds import Kind, emitter_for
 from partita.backends.llvm.plan import Kernel
@@ -53,7 +55,7 @@ FAMILIES = {
     "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
-    "qvec": QuantVectors,
+    "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels,
 }
 
 

@@ -149,6 +149,8 @@ def emit_ewise(low: LowerContext, call, tree, root) -> None:
         "dtypes": tree.dtypes,
         "strides": tree.strides,
     }
+    if low.isa in ("vnni", "amx") and out_shape and out_shape[-1] >= 16:
+        params["lanes"] = 16  # emit/float/ewise_vec.py: one zmm of floats per step
     if low.threads > 1 and int(np.prod(out_shape, dtype=np.int64)) >= EWISE_THREADS:
         params["threads"] = 2
     low.emit(Kind.EWISE, absorb_reshapes(low, call), tree.inputs, params, tree.arrays)

@@ -423,6 +423,8 @@ def lower_item(low: LowerContext, item) -> bool:
     if name == "qnn.dynamic_quantize":  # each field its own pass over the data
         src = producer.args[0]
         params = {"field": item.index}
+        if low.isa in ("vnni", "amx"):
+            params["lanes"] = 16  # the range scan's vectors: one zmm of floats
         if low.threads > 1 and int(np.prod(src.checked_type.shape)) >= DYNQ_THREADS:
             params["threads"] = 2  # the range scan (and the data) in chunks over two threads
         low.emit(Kind.DYNQ, item, [low.src(src)], params)

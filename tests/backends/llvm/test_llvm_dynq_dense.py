@@ -1,7 +1,7 @@
-"""DYNQ_DENSE (dynamic quantization's int32 product, emit/data.py): the vector kernel equals the
-interpreter bit for bit for every accumulation ONNX Runtime's x86 kernels have (exact sums, and
-VPMADDUBSW's int16 pair saturation), on -isa=plain (generic vector IR) and -isa=avx2 (the
-intrinsics; any x86-64 CPU with AVX2), one and two threads, shapes off the register tile."""
+"""DYNQ_DENSE (dynamic quantization's int32 product, emit/int8/dynq_dense.py): the vector kernel
+equals the interpreter bit for bit for every accumulation ONNX Runtime's x86 kernels have (exact
+sums, and VPMADDUBSW's int16 pair saturation), on -isa=plain (generic vector IR) and -isa=avx2
+(the intrinsics; any x86-64 CPU with AVX2), one and two threads, shapes off the register tile."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.host_cpu import lacking
+from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita.ir import Constant, Function, IRModule, TensorType, Var, get_op
@@ -81,12 +82,15 @@ def test_dynq_dense_pairs_saturate_and_two_threads_split(isa):
     assert not np.array_equal(outs[0], outs[1])
 
 
-@pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (3, 17), (2, 64)])
+@pytest.mark.parametrize("isa", ["plain", "vnni"])
+@pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (3, 17), (2, 64), (300,), (3, 111)])
 @pytest.mark.parametrize("data", ["normal", "positive", "negative", "zeros", "last_min"])
-def test_dynamic_quantize_range_scan_in_lanes(shape, data):
-    """DYNQ's range in 8 float lanes then the tail: DynamicQuantizeLinear's three fields equal
-    the interpreter's for sizes around the lane count, one-signed data, -0.0 everywhere and the
-    extreme in the tail."""
+def test_dynamic_quantize_range_scan_in_lanes(shape, data, isa):
+    """DYNQ's range in four vectors of 8 float lanes (16 on -isa=vnni: -emulate=yes where the
+    CPU lacks AVX-512) then the tail: DynamicQuantizeLinear's three fields equal the
+    interpreter's for sizes around the lane and step counts, one-signed data, -0.0 everywhere
+    and the extreme in the tail."""
+
     from partita.ir import Function, IRModule, TensorType, Var, get_op
 
     rng = np.random.default_rng(len(shape) * 7 + shape[-1])
@@ -97,7 +101,11 @@ def test_dynamic_quantize_range_scan_in_lanes(shape, data):
         x.ravel()[-1] = -50.0
     v = Var("x", TensorType(shape, "float32"))
     mod = P.InferType()(IRModule({"main": Function([v], get_op("qnn.dynamic_quantize")(v))}))
-    got, want = P.build(mod, "llvm").run(x), P.interpret(mod, [x])
+    from partita.backends.llvm.lower.context import lower
+
+    lanes = {k.params.get("lanes", 8) for k in lower(mod["main"], isa).kernels}
+    assert lanes == {16 if isa == "vnni" else 8}
+    got, want = P.build(mod, llvm_target(isa)).run(x), P.interpret(mod, [x])
     for g, w in zip(got, want):
         assert g.tobytes() == w.tobytes()
 
@@ -132,3 +140,48 @@ def test_dynq_dense_vnni_takes_vpdpbusd(isa, intrinsic, cpu, threads, monkeypatc
         assert any(f"llvm.x86.avx512.{intrinsic}\"" in t for t in texts)
         # run where this CPU has it, else through exact stand-ins of VPDPBUSD (-emulate=yes)
         check(mod, f"{target} -emulate=yes", inputs(m, k, x_dtype, 3, (2,)))
+
+
+@pytest.mark.parametrize("isa", ["amx", "vnni", "avxvnni"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("m", "k", "n", "x_dtype"), [
+    (16, 64, 16, "uint8"),  # one 16-row block, one B tile
+    (17, 5, 48, "int8"),  # 16-row blocks overlapping; K padded to one 64-byte slice
+    (40, 200, 80, "int8"),  # 32-row blocks, the last overlapping; a last single B tile
+    (128, 768, 768, "uint8"),  # BERT's projection: chunks of 64 weight rows over two threads
+    (15, 64, 112, "int8"),  # fewer than 16 rows (amx: VNNI's register tile); 7 vectors
+    (32, 64, 40, "int8"),  # weight rows not in 16s: zmm's reduction form; ymm's tile, 5 vectors
+    (9, 96, 36, "uint8"),  # weight rows not in 8s: the reduction form everywhere
+])  # fmt: skip
+def test_dynq_dense_tiles_equal_the_interpreter(m, k, n, x_dtype, threads, isa):
+    """ORT's VNNI semantics on -isa=amx, vnni and avxvnni: TDPBUSD tiles (amx, 16 data rows or
+    more, weight rows in 16s) and VNNI's register tile (one output per lane; weight rows in
+    vectors of 16 in zmm, 8 in ymm), else the reduction form; bit-exact with the interpreter,
+    zero points, extremes, overlapping row blocks and short tiles included, on every x86-64 CPU
+    (-emulate=yes where the CPU lacks the instructions)."""
+    from partita.backends.llvm.lower.context import lower
+
+    mod = dense_module(m, k, n, x_dtype, "int8", "exact", m + n)
+    plan = lower(mod["main"], isa, threads=threads)
+    (kernel,) = [kk for kk in plan.kernels if kk.kind == "DYNQ_DENSE"]
+    amx = isa == "amx" and m >= 16 and n % 16 == 0
+    lanes = 8 if isa == "avxvnni" else 16
+    assert kernel.params["isa"] == ("amx" if amx else "avxvnni" if isa == "avxvnni" else "vnni")
+    assert kernel.params["tile"] == (0 if amx or n % lanes else lanes)
+    for seed in (0, 1):  # seed 0: the extremes only
+        check(mod, llvm_target(isa, f" -threads={threads}"), inputs(m, k, x_dtype, 3 * seed))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=st.integers(1, 70), k=st.integers(1, 300), vectors=st.integers(1, 13),
+    x_dtype=st.sampled_from(["uint8", "int8"]), isa=st.sampled_from(["amx", "vnni", "avxvnni"]),
+    threads=st.sampled_from([1, 2]), seed=st.integers(0, 1000),
+)  # fmt: skip
+def test_dynq_dense_tiles_random_shapes(m, k, vectors, x_dtype, isa, threads, seed):
+    """The tiles (AMX blocks, VNNI's zmm and ymm register tiles) on random shapes whose weight
+    rows fill whole vectors: every row-block overlap, short tile and last group equals the
+    interpreter (-emulate=yes where the CPU lacks the instructions)."""
+    n = vectors * (8 if isa == "avxvnni" else 16)
+    mod = dense_module(m, k, n, x_dtype, "int8", "exact", seed)
+    check(mod, llvm_target(isa, f" -threads={threads}"), inputs(m, k, x_dtype, seed))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from partita.backends.llvm.emit.data import DYNQ_CHUNK, dynq_dense_chunk
+from partita.backends.llvm.emit.data import DYNQ_CHUNK
+from partita.backends.llvm.emit.int8.dynq_dense import dynq_dense_chunk
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.runtime.jit import host_isa
 from partita.backends.llvm.runtime.threads import ThreadPool

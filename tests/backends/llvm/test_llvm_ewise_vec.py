@@ -1,7 +1,9 @@
 """EWISE's vector rows (emit/float/ewise_vec.py): erf and GELU as torch exports it, in lanes of 8
-with the per-lane straddle test and libm's fix-up, give the interpreter's bits on random float32
-bit patterns (NaNs, infinities, subnormals, -0.0 included), on -isa=plain and -isa=avx2, for row
-lengths around the lane count (the scalar remainder) and broadcast operands."""
+(16 on the AVX-512 tiers) with the per-lane straddle test and libm's fix-up, give the
+interpreter's bits on random float32 bit patterns (NaNs, infinities, subnormals, -0.0 included),
+on -isa=plain, -isa=avx2 and -isa=vnni (-emulate=yes where the CPU lacks AVX-512: the same IR
+for the host's vectors), for row lengths around the lane count (the scalar remainder) and
+broadcast operands."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.emit.float import ewise_vec
+from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita import relay
 
-ISAS = ["plain", "avx2"]
+ISAS = ["plain", "avx2", "vnni"]
 
 
 def modules(shape):
@@ -25,13 +28,16 @@ def modules(shape):
     # a broadcast operand along the rows (stride 0 on the vector axis) and a negated erf
     col = relay.const(np.linspace(-2, 2, shape[-1]).astype(np.float32))
     mixed = relay.subtract(relay.negative(relay.erf(relay.multiply(x, col))), x)
-    for body in (relay.erf(x), gelu, mixed):
+    # batch norm + relu (ResNet's), and maximum / minimum with a broadcast operand
+    bn = relay.nn.relu(relay.add(relay.multiply(x, col), relay.const(np.float32(0.25))))
+    minmax = relay.minimum(relay.maximum(x, col), relay.negative(col))
+    for body in (relay.erf(x), gelu, mixed, bn, minmax):
         yield relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x], body)))
 
 
 def check(data, isa):
     for mod in modules(data.shape):
-        got = P.build(mod, f"llvm -isa={isa} -threads=1").run(data)[0]
+        got = P.build(mod, llvm_target(isa, " -threads=1")).run(data)[0]
         want = P.interpret(mod, [data])[0]
         assert got.tobytes() == want.tobytes()
 
@@ -47,11 +53,17 @@ def test_the_modules_take_the_vector_rows(isa, monkeypatch, tmp_path):
     monkeypatch.setattr(ewise_vec, "ewise_rows", lambda *a: calls.append(1) or real(*a))
     data = np.random.default_rng(2).standard_normal((2, 21)).astype(np.float32)
     check(data, isa)
-    assert len(calls) == 3
+    from partita.backends.llvm.lower.context import lower
+
+    kernels = [k for mod in modules(data.shape) for k in lower(mod["main"], isa).kernels
+               if k.kind == "EWISE"]
+    assert len(calls) == len(kernels) >= 5  # every EWISE of every module
+    lanes = {k.params.get("lanes", ewise_vec.LANES) for k in kernels}
+    assert lanes == {16 if isa == "vnni" else 8}
 
 
 @settings(max_examples=10, deadline=None)
-@given(n=st.sampled_from([8, 13, 61]), rows=st.sampled_from([1, 3]), isa=st.sampled_from(ISAS),
+@given(n=st.sampled_from([8, 13, 16, 61]), rows=st.sampled_from([1, 3]), isa=st.sampled_from(ISAS),
        data=st.data())
 def test_random_float32_bit_patterns(n, rows, isa, data):
     """Shapes from a small set (their object code is cached), bit patterns over all 2^32."""
@@ -75,5 +87,30 @@ def test_two_threads_split_rows_above_the_vector_axis(isa):
     rng = np.random.default_rng(4)
     data = (rng.standard_normal((4, 1 << 15 | 3)) * 3).astype(np.float32)
     mod = list(modules(data.shape))[1]
-    got = P.build(mod, f"llvm -isa={isa} -threads=2").run(data)[0]
+    got = P.build(mod, llvm_target(isa, " -threads=2")).run(data)[0]
     assert got.tobytes() == P.interpret(mod, [data])[0].tobytes()
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("n", [8, 16, 45])
+def test_int32_cast_dequantization_in_vectors(isa, n, monkeypatch, tmp_path):
+    """cast(int32 -> float32) * scale + bias (a dynamic-int8 product's dequantization) takes
+    the vector rows and gives the interpreter's bits, int32 values past 2^24 (rounded) and the
+    extremes included."""
+    calls = []
+    real = ewise_vec.ewise_rows
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # emitted afresh, in this process
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
+    monkeypatch.setattr(ewise_vec, "ewise_rows", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(n)
+    acc = relay.var("acc", shape=(3, n), dtype="int32")
+    scale = relay.const(np.float32(0.0123))
+    bias = relay.const(rng.standard_normal(n).astype(np.float32))
+    body = relay.add(bias, relay.multiply(relay.cast(acc, "float32"), scale))
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([acc], body)))
+    data = rng.integers(-(2**31), 2**31, (3, n), dtype=np.int64).astype(np.int32)
+    data[0, :4] = [2**31 - 1, -(2**31), 2**24 + 1, -(2**25) - 3]
+    got = P.build(mod, llvm_target(isa, " -threads=1")).run(data)[0]
+    assert got.tobytes() == P.interpret(mod, [data])[0].tobytes()
+    assert calls

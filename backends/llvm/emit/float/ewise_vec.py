@@ -1,10 +1,13 @@
 """EWISE's innermost axis in vectors of ``LANES`` float32 elements (generic vector IR: 8 lanes
-of float, one ymm on avx2, SSE pairs on -isa=plain), for trees of float32 arithmetic and erf
-(BERT's GELU as torch exports it). Each step is one float32 operation: the scalar kernel
-computes it in double and rounds to float32, which for +, -, *, / of float32 operands is the
-same correctly rounded float32 result (double has more than 2 * 24 + 2 bits), so the bits are
-the scalar kernel's. erf: math32.erf32, the reference's float32 algorithm. The remainder of the
-axis runs the scalar body."""
+of float, one ymm on avx2, SSE pairs on -isa=plain; the param ``lanes`` 16 on the AVX-512
+tiers, one zmm), for trees of float32 arithmetic and erf (BERT's GELU as torch exports it),
+relu, maximum and minimum (ResNet's batch norm + relu), and casts of int32 to float32 (the
+dequantization after a dynamic-int8 product). Each step is one float32 operation: the
+scalar kernel computes it in double and rounds to float32, which for +, -, *, / of float32
+operands is the same correctly rounded float32 result (double has more than 2 * 24 + 2 bits),
+and relu, maximum and minimum pick one operand (NaNs as the scalar kernel's rules), so the bits
+are the scalar kernel's. erf: math32.erf32, the reference's float32 algorithm. The remainder of
+the axis runs the scalar body."""
 
 from __future__ import annotations
 
@@ -14,60 +17,69 @@ from partita.backends.llvm.emit.base import F32, c64, for_range
 from . import math32
 
 LANES = 8
-VF32 = ir.VectorType(F32, LANES)
-OPS = {"add", "subtract", "multiply", "divide", "negative", "copy", "erf"}
+OPS = {"add", "subtract", "multiply", "divide", "negative", "copy", "erf", "nn.relu", "maximum",
+       "minimum", "cast"}
 
 
 def eligible(p: dict, out_dtype: str, restrict) -> bool:
-    """Float32 leaves and steps of OPS only, innermost axis of stride 0 or 1 for every operand,
-    at least LANES long and not the thread split's axis."""
+    """Float32 steps of OPS only, on float32 leaves (int32 ones only as a cast's operand: the
+    int32 to float32 conversion is one correct rounding, as the scalar kernel's exact double
+    rounded to float32), innermost axis of stride 0 or 1 for every operand, at least LANES
+    (``lanes``) long and not the thread split's axis."""
     shape = p["out_shape"]
-    if not shape or shape[-1] < LANES or out_dtype != "float32":
+    if not shape or shape[-1] < p.get("lanes", LANES) or out_dtype != "float32":
         return False
     if restrict is not None and restrict[0] == len(shape) - 1:
-        return False
-    if any(d != "float32" for d in p["dtypes"]):
         return False
     if any(s[-1] not in (0, 1) for s in p["strides"]):
         return False
 
-    def ok(node) -> bool:
+    def dtype_of(node) -> str:
+        return p["dtypes"][node[1]] if node[0] == "leaf" else node[4]
+
+    def ok(node, allowed=("float32",)) -> bool:
         if node[0] == "leaf":
-            return True
+            return dtype_of(node) in allowed
         _, op, kids, _extra, dtype = node
-        return op in OPS and dtype == "float32" and all(ok(c) for c in kids)
+        if op not in OPS or dtype != "float32" or dtype_of(node) not in allowed:
+            return False
+        kid_types = ("float32", "int32") if op == "cast" else ("float32",)
+        return all(ok(c, kid_types) for c in kids)
 
     return ok(p["tree"])
 
 
 def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
     """The EWISE loops: outer axes as ``fam.nest`` runs them, the innermost in vectors of
-    LANES then ``scalar_body(index, offsets)`` on the remainder."""
+    LANES (``lanes``) then ``scalar_body(index, offsets)`` on the remainder."""
     p = k.params
     shape, strides = p["out_shape"], p["strides"]
-    n = shape[-1]
-    full = n // LANES * LANES
+    n, lanes = shape[-1], p.get("lanes", LANES)
+    vf32 = ir.VectorType(F32, lanes)
+    full = n // lanes * lanes
 
     def row(index, offsets):
         row0 = b.mul(index, c64(n))
-        with for_range(b, full // LANES, "v") as t:
-            j0 = b.mul(t, c64(LANES))
+        with for_range(b, full // lanes, "v") as t:
+            j0 = b.mul(t, c64(lanes))
             loaded: dict = {}
 
             def value(node):
                 if node[0] == "leaf":
                     j = node[1]
                     if j not in loaded:
+                        et = F32 if p["dtypes"][j] == "float32" else ir.IntType(32)
+                        vt = ir.VectorType(et, lanes)
                         if strides[j][-1] == 1:
-                            at = b.gep(ptrs[j], [b.add(offsets[j], j0)], source_etype=F32)
-                            v = b.load(b.bitcast(at, VF32.as_pointer()), typ=VF32, align=4)
+                            at = b.gep(ptrs[j], [b.add(offsets[j], j0)], source_etype=et)
+                            v = b.load(at, typ=vt, align=4)
                         else:
-                            s = fam.load_at(b, ptrs[j], offsets[j], F32)
+                            s = fam.load_at(b, ptrs[j], offsets[j], et)
                             v = b.shuffle_vector(
-                                b.insert_element(ir.Constant(VF32, ir.Undefined), s,
+                                b.insert_element(ir.Constant(vt, ir.Undefined), s,
                                                  ir.Constant(ir.IntType(32), 0)),
-                                ir.Constant(VF32, ir.Undefined),
-                                ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+                                ir.Constant(vt, ir.Undefined),
+                                ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
                         loaded[j] = v
                     return loaded[j]
                 _, op, kids, _extra, _dtype = node
@@ -78,6 +90,17 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
                     r = b.fneg(xs[0])
                 elif op == "copy":
                     r = xs[0]
+                elif op == "cast":  # to float32: int32 lanes converted, float32 ones kept
+                    r = xs[0] if xs[0].type == vf32 else b.sitofp(xs[0], vf32)
+                elif op == "nn.relu":  # numpy's maximum(x, 0), as the scalar kernel: nan stays
+                    zero = ir.Constant(vf32, [0.0] * lanes)
+                    keep = b.or_(b.fcmp_ordered(">", xs[0], zero),
+                                 b.fcmp_unordered("uno", xs[0], xs[0]))
+                    r = b.select(keep, xs[0], zero)
+                elif op in ("maximum", "minimum"):  # numpy's: x's nan propagates, then y's
+                    pick = b.fcmp_ordered(">" if op == "maximum" else "<", xs[0], xs[1])
+                    nan = b.fcmp_unordered("uno", xs[0], xs[0])
+                    r = b.select(b.or_(pick, nan), xs[0], xs[1])
                 else:
                     r = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul,
                          "divide": b.fdiv}[op](xs[0], xs[1])
@@ -85,7 +108,7 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
 
             out = value(p["tree"])
             at = b.gep(y, [b.add(row0, j0)], source_etype=F32)
-            b.store(out, b.bitcast(at, VF32.as_pointer()), align=4)
+            b.store(out, at, align=4)
         if full < n:
             with for_range(b, n - full, "t") as r:
                 j = b.add(r, c64(full))

@@ -1,5 +1,6 @@
-"""AMX tiles for the int8 vector convolution (``k_vconv`` on ``-isa=amx``, emit/int8/vconv.py):
-tiles 0-3 accumulate a block of 32 pixels x 32 channels (tile 2 * a + v: A tile a, B tile v),
+"""AMX tiles for the int8 vector convolution (``k_vconv`` on ``-isa=amx``, emit/int8/vconv.py)
+and for dynamic quantization's int32 product (``k_dynq_dense``, emit/int8/dynq_dense.py): tiles 0-3
+accumulate a block of 32 pixels (rows) x 32 channels (tile 2 * a + v: A tile a, B tile v),
 tiles 4-5 hold the block's two 16-pixel x 64-byte slices of input, 6-7 the two 1 KB weight
 slices (16 k-quads x 16 channels x 4); every tile is 16 rows of 64 bytes."""
 
@@ -10,7 +11,9 @@ from partita.backends.llvm.emit.base import I8, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind
 from partita.backends.llvm.lower.vector_plan import by_channels
 
-from .vector_types import PTR8, V16
+from .vector_types import PTR8, V16, vsplat
+
+I32 = ir.IntType(32)
 
 
 class AMXTiles(Family):
@@ -96,3 +99,72 @@ class AMXTiles(Family):
                 self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
         self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
                            corr=True, skip=skip)
+
+    def amx_dense_rows(self, b, args, p):
+        """DYNQ_DENSE's outputs of weight rows [lo, hi) (multiples of 16: whole B tiles) for
+        every data row (``args`` = ws, y, w, zw, cz, zx, lo, hi as ``_dynq_rows``): blocks of
+        R (32, or 16 when M < 32) rows x 32 weight rows (a last 16 when hi - lo is odd in
+        16s), TDPBUSD over 64-byte slices of x' (ws, rows of Kp bytes) and of the weights (1 KB
+        slabs, lower/dynamic_int8.py), then out = S - zw[n] rowsum[m] - zx' cz[n] in <16 x i32>
+        lanes; the last row block ends at row M, overlapping its neighbour (stored once)."""
+        ws, y, w, zw, cz, zx, lo, hi = args
+        m_, kp, r_ = p["M"], p["Kp"], p["R"]
+        kb_count = kp // 64
+        sums = b.gep(ws, [c64(m_ * kp)], source_etype=I8)
+        out = b.alloca(V16, size=r_ * 2)
+        zxv = vsplat(b, zx)
+        self.amx_call(b, "ldtilecfg", b.bitcast(self.amx_config(), PTR8))
+        width = b.sub(hi, lo)
+        pairs = b.udiv(width, c64(32))
+
+        def blocks(n0, vecs):
+            with for_range(b, -(-m_ // r_), "mb") as mb:
+                start = b.mul(mb, c64(r_))
+                m0 = b.select(b.icmp_signed(">", start, c64(m_ - r_)), c64(m_ - r_), start)
+                self._amx_dense_block(b, (ws, w, sums, y, zw, cz, zxv), p, out, m0,
+                                      b.sub(start, m0), n0, vecs, kb_count)
+
+        with for_range(b, pairs, "nb") as j:
+            blocks(b.add(lo, b.mul(j, c64(32))), 2)
+        with b.if_then(b.icmp_unsigned("!=", b.urem(width, c64(32)), c64(0))):
+            blocks(b.sub(hi, c64(16)), 1)
+        self.amx_call(b, "tilerelease")
+
+    def _amx_dense_block(self, b, ptrs, p, out, m0, skip, n0, vecs, kb_count):
+        ws, w, sums, y, zw, cz, zxv = ptrs
+        kp, r_, n_ = p["Kp"], p["R"], p["N"]
+        tiles_a = r_ // 16
+        for a in range(tiles_a):
+            for v in range(vecs):
+                self.amx_call(b, "tilezero", 2 * a + v)
+        slab0 = b.mul(b.udiv(n0, c64(16)), c64(kb_count))
+        with for_range(b, kb_count, "kb") as kb:
+            for a in range(tiles_a):
+                at = b.add(b.mul(b.add(m0, c64(16 * a)), c64(kp)), b.mul(kb, c64(64)))
+                self.amx_call(b, "tileloadd64", 4 + a, b.gep(ws, [at], source_etype=I8),
+                              c64(kp))
+            for v in range(vecs):
+                slab = b.add(b.add(slab0, c64(v * kb_count)), kb)
+                ptr = b.gep(w, [b.mul(slab, c64(1024))], source_etype=I8)
+                self.amx_call(b, "tileloadd64", 6 + v, ptr, c64(64))
+            for a in range(tiles_a):
+                for v in range(vecs):
+                    self.amx_call(b, "tdpbusd", 2 * a + v, 4 + a, 6 + v)
+        for a in range(tiles_a):
+            for v in range(vecs):
+                ptr = b.gep(out, [c64((16 * a * vecs + v) * 64)], source_etype=I8)
+                self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
+        with for_range(b, b.sub(c64(r_), skip), "er") as i:
+            r = b.add(skip, i)
+            m = b.add(m0, r)
+            rs = b.load(b.gep(sums, [m], source_etype=I32), typ=I32)
+            rsv = vsplat(b, rs)
+            for v in range(vecs):
+                n = b.add(n0, c64(16 * v))
+                acc = b.load(b.gep(out, [b.add(b.mul(r, c64(vecs)), c64(v))],
+                                   source_etype=V16), typ=V16, align=4)
+                zwv = b.load(b.gep(zw, [n], source_etype=I32), typ=V16, align=4)
+                czv = b.load(b.gep(cz, [n], source_etype=I32), typ=V16, align=4)
+                s = b.sub(b.sub(acc, b.mul(zwv, rsv)), b.mul(zxv, czv))
+                dst = b.gep(y, [b.add(b.mul(m, c64(n_)), n)], source_etype=I32)
+                b.store(s, dst, align=4)
