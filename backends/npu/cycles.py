@@ -45,10 +45,10 @@ from .config import NPUConfig
 from .lstm_cycles import (
     LSTM_UNITS,
     TINY_ELEMENTS,
-    _lstm_op,
-    _lstm_sequences,
-    _native_activation,
     fused_activations,
+    lstm_op,
+    lstm_sequences,
+    native_activation,
 )
 from .memory import streams
 from .program import NPUOp, Program, TensorDesc
@@ -280,10 +280,10 @@ def op_cycles(
         _constant_bytes(name, a)
         for name, a in op.arrays.items()
         if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
-        and not _native_activation(op)
+        and not native_activation(op)
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
-    constant_bytes *= _lstm_sequences(op, out)
+    constant_bytes *= lstm_sequences(op, out)
     if block is not None and "weights" in op.arrays and not staged:
         # weights, scales and biases read where they live, once per block of rows and columns
         add(config.weight_memory, constant_bytes * refetches(query, block))
@@ -346,11 +346,11 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     elems = int(np.prod(out.shape))
     if fused or is_elementwise(op) or name in BLOCK_POOLS:
         return 0
-    if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not _lstm_op(op, out):
+    if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
         return 0
-    return config.op_overhead_cycles * _lstm_sequences(op, out)
+    return config.op_overhead_cycles * lstm_sequences(op, out)
 
 
 def _standalone_table(op: NPUOp) -> bool:
@@ -359,7 +359,7 @@ def _standalone_table(op: NPUOp) -> bool:
     return (
         op.kind == "LUT"
         and not is_elementwise(op)
-        and not _native_activation(op)
+        and not native_activation(op)
         and op.params.get("op") != "qnn.requantize"
     )
 
@@ -371,7 +371,7 @@ def _bits(t) -> int:
 def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None) -> bool:
     """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
     any other operation and for the integer LSTM's, whose figures were matched staged)."""
-    if op.kind not in MAC_KINDS or _lstm_op(op, out):
+    if op.kind not in MAC_KINDS or lstm_op(op, out):
         return True
     query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]))
     nbytes = op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
@@ -404,7 +404,7 @@ def _compute(
         # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
         q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
         return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
-    if _native_activation(op):  # the output stage's int16 sigmoid/tanh
+    if native_activation(op):  # the output stage's int16 sigmoid/tanh
         return 0, out_elems * config.lut_cycles, None, None
     if _standalone_table(op) and bricked:  # a table on its own between two operations: Vela
         # 5.2 runs it as a 1x1 pooling operation with the table in its output stage (the block

@@ -12,23 +12,23 @@ TINY_ELEMENTS = 256  # an elementwise op of at most this many outputs pays no fi
 FUSING_PRODUCERS = ("lstm_add_sat", "lstm_mul_shift")
 
 
-def _native_activation(op: NPUOp) -> bool:
+def native_activation(op: NPUOp) -> bool:
     """An int16 table of gemmlowp's sigmoid/tanh (npu.lstm_table): the hardware's int16
     sigmoid/tanh activation, computed in the output stage, no table transferred."""
     return op.kind == "LUT" and op.params.get("op") == "lstm_table"
 
 
-def _lstm_op(op: NPUOp, out) -> bool:
+def lstm_op(op: NPUOp, out) -> bool:
     """An operation of the integer LSTM's lowering (lstm_ops.py), which keeps the fixed cost
     per operation and sequence its Vela figures were matched with (test_npu_lstm.py)."""
     name = op.params.get("op")
     return name in LSTM_UNITS or name == "lstm_table" or (op.kind == "FC" and out.dtype == "int32")
 
 
-def _lstm_sequences(op: NPUOp, out) -> int:
+def lstm_sequences(op: NPUOp, out) -> int:
     """How many times Vela runs an LSTM operation of a batch: once per sequence (ethosu's
     lstm.py lowers each batch row to its own operations); 1 for any other operation."""
-    return int(out.shape[0]) if _lstm_op(op, out) and len(out.shape) == 2 else 1
+    return int(out.shape[0]) if lstm_op(op, out) and len(out.shape) == 2 else 1
 
 
 def fused_activations(program: Program) -> set[int]:
@@ -67,4 +67,4 @@ def fused_activations(program: Program) -> set[int]:
             producer = producers.get(t)
         return producer is not None and producer.params.get("op") in FUSING_PRODUCERS
 
-    return {op.output for op in program.ops if _native_activation(op) and fused(op)}
+    return {op.output for op in program.ops if native_activation(op) and fused(op)}

@@ -72,7 +72,7 @@ def nhwc(shape: tuple) -> tuple[int, int, int]:
     return (int(np.prod(shape[:-2])), shape[-2], shape[-1])
 
 
-def _burst_factor(config, memory: str, shape, block, item: int, write: bool) -> float:
+def burst_factor(config, memory: str, shape, block, item: int, write: bool) -> float:
     """Bytes moved per byte of a map in ``memory`` (h x w x c ``shape``) read or written a
     ``block`` at a time: each burst carries one contiguous run, the block's rows when the block
     spans the map's depth, else one block depth (Vela's EstimateMemoryTransfer for NHWC)."""
@@ -85,9 +85,9 @@ def _burst_factor(config, memory: str, shape, block, item: int, write: bool) -> 
 
 def _block_transfer(config, memory: str, shape, block, item: int, write: bool) -> float:
     """Cycles to move one block of a map in ``memory``: its first-byte latency and its bytes
-    in bursts (``_burst_factor``)."""
+    in bursts (``burst_factor``)."""
     nbytes = int(np.prod([min(a, b) for a, b in zip(shape, block)])) * item
-    moved = nbytes * _burst_factor(config, memory, shape, block, item, write)
+    moved = nbytes * burst_factor(config, memory, shape, block, item, write)
     return _latency(config, memory, write) + moved / bandwidth(config, memory)
 
 
@@ -127,7 +127,7 @@ def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -
     item = np.dtype(out.dtype).itemsize
     for i, (memory, _, size) in enumerate([*operands, (out.memory, elems, item)]):
         nbytes = elems * size
-        factor = _burst_factor(config, memory, shape, block, size, i == len(operands))
+        factor = burst_factor(config, memory, shape, block, size, i == len(operands))
         moved[memory] = moved.get(memory, 0) + nbytes
         scaled[memory] = scaled.get(memory, 0.0) + nbytes * factor
 

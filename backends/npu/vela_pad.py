@@ -25,7 +25,7 @@ from math import ceil
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import _burst_factor, bandwidth, map_transfer
+from .vela_access import bandwidth, burst_factor, map_transfer
 
 
 def pad_borders(shape: tuple, pad_width, reflect: bool) -> list[tuple[int, int, int]]:
@@ -61,7 +61,7 @@ def copy_cycles(config: NPUConfig, shape: tuple, src: str, dst: str, dtype: str)
     nbytes = _accessed(shape, block.ofm) * item
     access: dict[str, float] = {}
     for memory, write in ((src, False), (dst, True)):
-        factor = _burst_factor(config, memory, shape, block.ofm, item, write)
+        factor = burst_factor(config, memory, shape, block.ofm, item, write)
         access[memory] = access.get(memory, 0.0) + nbytes * factor
     return max(npu, *(n / bandwidth(config, m) for m, n in access.items()))
 
