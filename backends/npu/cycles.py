@@ -72,6 +72,7 @@ from .vela_decompose import (
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
+from .vela_copy import copies_as_vela, copy_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
 from .weight_staging import refetches, weights_staged
 
@@ -235,10 +236,17 @@ def op_cycles(
             "stripes": op.stripes,
             "time_at_clock_s": total / config.clock_hz,
         }
-    if pads_as_vela(op, ins[0]):  # Vela's copies: the interior, then one per border
-        a = op.params["attrs"]
-        reflect = a.get("pad_mode") == "reflect"
-        total = int(ceil(pad_as_vela(config, ins[0], out, a["pad_width"], reflect, io)))
+    name = op.params.get("op")
+    reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
+    writes = op.output in program.outputs
+    copy = op.kind == "UNIT" and len(op.inputs) == 1 and copies_as_vela(name, reads_io, writes)
+    if pads_as_vela(op, ins[0]) or copy:  # Vela's copies (PAD: the interior, one per border)
+        if copy:
+            total = int(ceil(copy_as_vela(config, name, ins[0], out, io)))
+        else:
+            a = op.params["attrs"]
+            reflect = a.get("pad_mode") == "reflect"
+            total = int(ceil(pad_as_vela(config, ins[0], out, a["pad_width"], reflect, io)))
         return {
             "cycles": total,
             "compute_cycles": total,

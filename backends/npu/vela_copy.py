@@ -1,0 +1,66 @@
+"""RESHAPE, SQUEEZE, EXPAND_DIMS and the slices (SLICE, STRIDED_SLICE) as Vela 5.2 runs them:
+one MemoryCopy, charged as vela_pad.copy_cycles charges the PAD family's (regor runs a
+MemoryCopy as a 1x1 pooling operation: its debug database, `--enable-debug-db`, reports mac,
+ao and cmd cycles for it; the first block's input and output transfers, its pooling micro-
+blocks and its output stage in sequence).
+
+The map Vela copies, from its debug database on the one-op models (8x8x4 inputs):
+
+    a slice copies its output's shape (strided_slice 3x6x3 in a 4x4x8 block: Vela 221 / 1,073
+        cycles on u55-256 / u65-256; strided_slice_shrink's 3x3 output as 1x3x3: 114 / 818);
+    a reshape copies its bytes as one map of 16 channels where the size allows, its rows and
+        columns as near a square as they divide (256 bytes: 4x4x16, Vela's block, 320 /
+        1,026 cycles; squeeze's 16 bytes: 1x1x16, 109 / 801). Read off two debug-database
+        rows, not off regor's source (its graph optimiser's reshaping was not found).
+
+regor's GraphIrOptimiser::RemoveReshape removes every reshape and inserts a MemoryCopy only
+where the reshape's output is a graph output and its input a graph input or output, so the
+reshape family is charged this way only there (a region's input to its output); elsewhere the
+caller keeps its DMA charge (Vela charges nothing there; charging nothing was tried in session
+19, n30f, and moves the integer LSTM's rows, whose lowering is not Vela's, out of their bands).
+A slice is charged this way where it reads a region's input or writes its output (the one-op
+slices, SPLIT and UNPACK, whose copies Vela's figures confirm); the slices between two
+operations are the integer LSTM's own lowering (its gates' int16 slices), not Vela's, and keep
+their charge.
+"""
+
+from __future__ import annotations
+
+from math import isqrt
+
+import numpy as np
+
+from .config import NPUConfig
+from .program import TensorDesc
+from .vela_pad import copy_cycles
+
+RESHAPES = ("reshape", "squeeze", "expand_dims")
+SLICES = ("strided_slice",)
+COPY_DEPTH = 16
+
+
+def copy_shape(name: str, out: TensorDesc) -> tuple[int, int, int]:
+    """The h x w x c map Vela's MemoryCopy moves for operation ``name`` writing ``out``."""
+    dims = tuple(int(d) for d in out.shape)
+    if name in SLICES:
+        hwc = (1, 1, *dims)[-3:] if len(dims) < 4 else dims[-3:]
+        return tuple(int(d) for d in hwc)
+    n = int(np.prod(dims))
+    c = COPY_DEPTH if n % COPY_DEPTH == 0 else dims[-1]
+    m = n // c
+    h = max(d for d in range(1, isqrt(m) + 1) if m % d == 0)
+    return h, m // h, c
+
+
+def copies_as_vela(name: str, reads_io: bool, writes_output: bool) -> bool:
+    """Whether operation ``name`` is charged as Vela's MemoryCopy; ``reads_io``: it reads a
+    region's input or output, ``writes_output``: it writes a region's output."""
+    if name in SLICES:
+        return reads_io or writes_output
+    return name in RESHAPES and reads_io and writes_output
+
+
+def copy_as_vela(config: NPUConfig, name: str, ifm: TensorDesc, out: TensorDesc, io) -> float:
+    """Cycles of the one MemoryCopy Vela runs for ``name``; ``io``: the memories the input and
+    output maps live in."""
+    return copy_cycles(config, copy_shape(name, out), io[0], io[1], out.dtype)
