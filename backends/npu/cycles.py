@@ -63,6 +63,7 @@ from .vela_access import (
     prelu_as_max,
     prelu_as_vela,
 )
+from .vela_copy import copies_as_vela, copy_as_vela
 from .vela_decompose import (
     BIAS_RECORD_BYTES,
     STANDALONE_LUT_MACS,
@@ -72,7 +73,6 @@ from .vela_decompose import (
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
-from .vela_copy import copies_as_vela, copy_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
 from .weight_staging import refetches, weights_staged
 
