@@ -256,13 +256,17 @@ def mac_cycles(
     transfer=None,
     fill: bool = False,
     const_latency: float | None = None,
+    copy_latency: float | None = None,
 ) -> tuple[float, Block]:
     """Compute cycles of one MAC-array operation and the block it runs with. ``transfer``
     (input block, output block) -> cycles: the minimum memory cycles of one block where the
     maps live (Vela 5.2's EstimateMinimumMemoryCycles); default: both in SRAM, one byte per
     element, full bursts (Vela's legacy estimate). ``const_latency``: the first-byte latency
     of the memory the scales and biases are fetched from per block (default SRAM's; the
-    weight memory's when Vela leaves the weights there, weight_staging.py)."""
+    weight memory's when Vela leaves the weights there, weight_staging.py). ``copy_latency``:
+    charge the operation as Vela's MemoryCopy, whose command cycles per block take this
+    latency (the output memory's write latency off-chip, 0 on-chip) when there is more than
+    one block, and whose first block's transfers are not repeated per block."""
     block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
@@ -281,6 +285,11 @@ def mac_cycles(
     else:
         moved = transfer(block.ifm, block.ofm)
     first = moved + output + dpu
+    if copy_latency is not None:  # Vela 5.2's MemoryCopy (module docstring of vela_copy.py)
+        blocks = _fractional_blocks(config, q, ofm_block)
+        cmd = (output + dpu + (copy_latency if blocks > 1 else 0)) // 4
+        dpu, output = max(dpu, cmd), max(output, cmd)
+        return moved + max(dpu, output) * blocks + min(dpu, output), block
     cmd = first / 4
     dpu, output = max(dpu, cmd), max(output, cmd)
     blocks = (

@@ -25,7 +25,7 @@ from math import ceil
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import bandwidth, burst_factor, map_transfer
+from .vela_access import OFFCHIP_WRITE_LATENCY, bandwidth, burst_factor, map_transfer
 
 
 def pad_borders(shape: tuple, pad_width, reflect: bool) -> list[tuple[int, int, int]]:
@@ -55,8 +55,14 @@ def copy_cycles(config: NPUConfig, shape: tuple, src: str, dst: str, dtype: str)
     item = 2 if dtype == "int16" else 1
     i, o = TensorDesc((1, *shape), dtype, src), TensorDesc((1, *shape), dtype, dst)
     q = Query("pool", shape, shape, bits=8 * item)
+    latency = 0 if dst == "sram" else OFFCHIP_WRITE_LATENCY.get(dst, 0)
     npu, block = mac_cycles(
-        config, q, config.conv_output_cycles, map_transfer(config, i, o, (src, dst)), fill=True
+        config,
+        q,
+        config.conv_output_cycles,
+        map_transfer(config, i, o, (src, dst)),
+        fill=True,
+        copy_latency=latency,
     )
     nbytes = _accessed(shape, block.ofm) * item
     access: dict[str, float] = {}
