@@ -63,7 +63,7 @@ from .vela_access import (
     prelu_as_max,
     prelu_as_vela,
 )
-from .vela_copy import copies_as_vela, copy_as_vela
+from .vela_copy import SLICES, copies_as_vela, copy_as_vela, folded, writes_through
 from .vela_decompose import (
     BIAS_RECORD_BYTES,
     STANDALONE_LUT_MACS,
@@ -239,10 +239,18 @@ def op_cycles(
     name = op.params.get("op")
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
     writes = op.output in program.outputs
-    copy = op.kind == "UNIT" and len(op.inputs) == 1 and copies_as_vela(name, reads_io, writes)
-    if pads_as_vela(op, ins[0]) or copy:  # Vela's copies (PAD: the interior, one per border)
-        if copy:
-            total = int(ceil(copy_as_vela(config, name, ins[0], out, io)))
+    through = writes_through(op, program) if name in SLICES else None
+    copy = op.kind == "UNIT" and len(op.inputs) == 1
+    copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
+    if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
+        if not copy and not pads_as_vela(op, ins[0]):  # regor removes it (vela_copy.py)
+            total = 0
+        elif copy:  # a reshape reading a view of its input is a slice (compiler.py's views)
+            viewed = (op.params.get("views") or [None])[0] is not None
+            kind = "strided_slice" if name in SLICES or viewed else name
+            dst = io[1] if through is None else program.tensors[through].memory
+            mapped = ins[0] if viewed else out
+            total = int(ceil(copy_as_vela(config, kind, mapped, (io[0], dst))))
         else:
             a = op.params["attrs"]
             reflect = a.get("pad_mode") == "reflect"

@@ -60,7 +60,42 @@ def copies_as_vela(name: str, reads_io: bool, writes_output: bool) -> bool:
     return name in RESHAPES and reads_io and writes_output
 
 
-def copy_as_vela(config: NPUConfig, name: str, ifm: TensorDesc, out: TensorDesc, io) -> float:
-    """Cycles of the one MemoryCopy Vela runs for ``name``; ``io``: the memories the input and
-    output maps live in."""
-    return copy_cycles(config, copy_shape(name, out), io[0], io[1], out.dtype)
+def _folded_into(op, program):
+    """The reshape-family operation that reads ``op``'s output (its only reader) and writes a
+    region output, or None: regor removes that reshape and ``op`` writes the output itself."""
+    readers = [r for r in program.ops if op.output in r.inputs]
+    if len(readers) != 1 or op.output in program.outputs:
+        return None
+    r = readers[0]
+    name = r.params.get("op")
+    return r if r.kind == "UNIT" and name in RESHAPES and r.output in program.outputs else None
+
+
+def writes_through(op, program):
+    """The region output a slice charged as a copy writes, through a reshape regor removes
+    (strided_slice_shrink, UNPACK: a slice, then a reshape to the output), or None."""
+    r = _folded_into(op, program)
+    return None if r is None else r.output
+
+
+def folded(op, program) -> bool:
+    """Whether ``op`` is a reshape regor removes because its input's producer, a slice on a
+    region's input, writes the region's output directly (``writes_through``)."""
+    if op.params.get("op") not in RESHAPES or not op.inputs:
+        return False
+    producers = [p for p in program.ops if p.output == op.inputs[0]]
+    if len(producers) != 1:
+        return False
+    p = producers[0]
+    name = p.params.get("op")
+    if p.kind != "UNIT" or name not in SLICES or not p.inputs:
+        return False
+    reads_io = p.inputs[0] in (*program.inputs, *program.outputs)
+    return reads_io and _folded_into(p, program) is op
+
+
+def copy_as_vela(config: NPUConfig, name: str, mapped: TensorDesc, io) -> float:
+    """Cycles of the one MemoryCopy Vela runs for ``name``: ``mapped``, the map it moves as
+    ``copy_shape`` reads it (a slice's output, a reshape's input or output), ``io`` the
+    memories it reads and writes."""
+    return copy_cycles(config, copy_shape(name, mapped), io[0], io[1], mapped.dtype)
