@@ -1,8 +1,13 @@
 """RESHAPE, SQUEEZE, EXPAND_DIMS and the slices (SLICE, STRIDED_SLICE) as Vela 5.2 runs them:
 one MemoryCopy, charged as vela_pad.copy_cycles charges the PAD family's (regor runs a
 MemoryCopy as a 1x1 pooling operation: its debug database, `--enable-debug-db`, reports mac,
-ao and cmd cycles for it; the first block's input and output transfers, its pooling micro-
-blocks and its output stage in sequence).
+ao and cmd cycles for it). Per copy: the first block's input and output transfers once, then
+regor's block model over the fractional block count, max(MAC, output) x blocks + min(MAC,
+output), each at least the command cycles (output + MAC + L) / 4, L the output memory's
+off-chip write latency when there is more than one block, else 0 (blocks.mac_cycles's
+``copy_latency``). L is read off the debug database's cmd cycles (248-251 on u65-256's DRAM
+for the PAD interior and borders, SPLIT, UNPACK and SLICE; 0-3 on u55-256's SRAM and on every
+one-block copy), not off regor's source.
 
 The map Vela copies, from its debug database on the one-op models (8x8x4 inputs):
 

@@ -11,11 +11,11 @@ the one-op models of tests/models/tflite/ops (an 8x8x4 map):
         right ones the output's height, each copied from the output map itself (Vela: 153-202
         cycles each on u55-256, no weight memory).
 
-Each copy is a 1x1 pooling operation in the block model (blocks.mac_cycles with its first
-block unoverlapped, the output stage at the plain output rate: Vela's MemoryCopy reports
-pooling-like cycles), at least each memory's access: the bytes of whole blocks in the bursts
-of the map's NHWC shape over the memory's bandwidth, no first-byte latency (Vela's access
-cycles). The operation's cycles are the sum of its copies'.
+Each copy is a 1x1 pooling operation in the block model (blocks.mac_cycles as Vela's
+MemoryCopy, ``copy_latency``: its first block's transfers once, the output stage at the plain
+output rate; vela_copy.py's docstring), at least each memory's access: the bytes of whole
+blocks in the bursts of the map's NHWC shape over the memory's bandwidth, no first-byte
+latency (Vela's access cycles). The operation's cycles are the sum of its copies'.
 """
 
 from __future__ import annotations
