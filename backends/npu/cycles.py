@@ -226,16 +226,7 @@ def op_cycles(
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
-        return {
-            "cycles": total,
-            "compute_cycles": total,
-            "memory_cycles": 0,
-            "macs": 0,
-            "utilisation": 0.0,
-            "bytes": {ins[0].memory: ins[0].nbytes, out.memory: out.nbytes},
-            "stripes": op.stripes,
-            "time_at_clock_s": total / config.clock_hz,
-        }
+        return _as_vela_decomposes(op, total, ins[0], out, config)
     name = op.params.get("op")
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
     writes = op.output in program.outputs
@@ -255,16 +246,7 @@ def op_cycles(
             a = op.params["attrs"]
             reflect = a.get("pad_mode") == "reflect"
             total = int(ceil(pad_as_vela(config, ins[0], out, a["pad_width"], reflect, io)))
-        return {
-            "cycles": total,
-            "compute_cycles": total,
-            "memory_cycles": 0,
-            "macs": 0,
-            "utilisation": 0.0,
-            "bytes": {ins[0].memory: ins[0].nbytes, out.memory: out.nbytes},
-            "stripes": op.stripes,
-            "time_at_clock_s": total / config.clock_hz,
-        }
+        return _as_vela_decomposes(op, total, ins[0], out, config)
     moved: dict[str, int] = {}
     scaled: dict[str, float] = {}  # bytes weighted by burst efficiency, as Vela's scaled_bws
 
@@ -382,6 +364,21 @@ def _standalone_table(op: NPUOp) -> bool:
 
 def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
+
+
+def _as_vela_decomposes(op, total: int, src, out, config) -> dict:
+    """The cost record of an operation charged as Vela's own decomposition (PReLU's MULs and
+    MAXIMUM, a PAD's copies, a copy): ``total`` cycles, no MACs."""
+    return {
+        "cycles": total,
+        "compute_cycles": total,
+        "memory_cycles": 0,
+        "macs": 0,
+        "utilisation": 0.0,
+        "bytes": {src.memory: src.nbytes, out.memory: out.nbytes},
+        "stripes": op.stripes,
+        "time_at_clock_s": total / config.clock_hz,
+    }
 
 
 def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None) -> bool:
