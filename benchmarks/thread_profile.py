@@ -1,7 +1,7 @@
 """One thread against two, kernel by kernel: where the second thread works and where it waits.
 
     python benchmarks/thread_profile.py [--model tflite|qop|qdq|bert|bert-int8|PATH] [--runs 9]
-        [--top 8]
+        [--top 8] [--options=-isa=amx] [--each]
 
 ``bert-int8`` is ONNX Runtime's dynamic-int8 form of the ``bert`` encoder (quantize_dynamic, as
 ``transformers.py --dyn-int8``), imported with this CPU's ONNX Runtime semantics.
@@ -14,7 +14,8 @@ Builds the model for ``llvm -threads=1`` and ``llvm -threads=2`` (host ISA) and,
 - the timed drivers (``Executable.profile``): per kernel, the minimum time over rounds (a
   kernel the OS preempted is not the kernel's time) with one thread and with two (the worker
   forced), summed per kernel kind and per "split" (a kernel with a one-thread form
-  ``{name}_whole``: its work is shared) or "one thread" (the worker idles).
+  ``{name}_whole``: its work is shared) or "one thread" (the worker idles); with ``--each``,
+  every split kernel in order with both minima and their ratio.
 Bits: every run's output equals the one-thread build's. Quote ``uptime`` with the figures.
 """
 
@@ -120,6 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", type=int, default=2, help="bert: encoder layers kept")
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--options", default="", help="more llvm options, e.g. -isa=vnni")
+    ap.add_argument("--each", action="store_true", help="list every split kernel")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("PARTITA_CACHE_DIR", str(Path(tmp) / "cache"))
@@ -211,6 +213,12 @@ def main(argv=None) -> int:
     for (kind, how), (t1, t2, n) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
         print(f"  {kind:12s} {how:11s} {n:4d} {t1 * 1e3:9.3f} {t2 * 1e3:9.3f} "
               f"{t2 / max(t1, 1e-12):6.2f} {t2 / max(tot2, 1e-12):14.1%}")
+    if args.each:
+        print("  split kernels, in order (1 thr / 2 thr us, ratio):")
+        for t1, t2, kind, how, name in rows:
+            if how == "split":
+                print(f"    {kind:10s} {t1 * 1e6:8.1f} {t2 * 1e6:8.1f} {t2 / max(t1, 1e-12):5.2f}  "
+                      f"{name[:60]}")
     alone = sorted((r for r in rows if r[3] == "one thread"), reverse=True)[: args.top]
     if alone:
         print("  largest one-thread kernels (the worker idles):")
