@@ -28,10 +28,9 @@ BIG_WEIGHTS = 1 << 18  # floats (1 MB): more than L2 holds beside x
 # residual (a cold input) paid for: 56 x 56 64 -> 256 + residual 2.2 -> 1.8 ms
 ROWS_FIRST_WEIGHTS = 1 << 16
 PF_LOCALITY = 2  # prefetches ahead in a panel: prefetcht1, into L2
-# a long product (x rows read in place, k above LONG_K, at least LONG_K_ROWS rows: BERT's FFN
-# output, 128 x 3072 x 768) takes k blocks of LONG_K_STEPS (the panel's block in L2, not L1):
-# its sums wait in y 6 times instead of 48; 4.65 -> 3.94 ms (session 19, f512b). Not the
-# implicit convolutions: ResNet's 3 x 3 ones ran 10% slower with 256 or 512
+# x read in place, k > LONG_K, LONG_K_ROWS rows or more (BERT's FFN output 128 x 3072 x 768):
+# k blocks of LONG_K_STEPS (in L2), the sums through y 6 times, not 48: 4.87 -> 4.04 ms (session
+# 19, f512b); ResNet's implicit 3 x 3 convolutions ran 10% slower so, and keep 64
 LONG_K, LONG_K_ROWS, LONG_K_STEPS = 1024, 64, 512
 
 
