@@ -222,3 +222,33 @@ def test_a_residual_product_in_row_order_keeps_the_panel_order_bits(monkeypatch,
     assert P.build(mod, target).run(a, res)[0].tobytes() == rows.tobytes()
     want = P.interpret(mod, [a, res])[0]
     assert float(np.abs(rows - want).max()) <= 1e-5 * float(np.abs(want).max())
+
+
+@pytest.mark.parametrize("target", ["llvm", "llvm -isa=avx2", "llvm -threads=2"])
+def test_a_long_product_in_long_k_blocks_keeps_the_short_block_bits(monkeypatch, tmp_path,
+                                                                   target):
+    """A product with k above LONG_K and LONG_K_ROWS rows or more (BERT's FFN output) sums in k
+    blocks of LONG_K_STEPS (emit/float/gemm.py): the bits of the short blocks (each output
+    one FMA chain in k order either way). k not a multiple of the block (a short last block),
+    short row tiles and a masked last vector included; each build its own object cache."""
+    from partita.backends.llvm.emit.float import gemm
+
+    rng = np.random.default_rng(12)
+    m, k, n = 67, 1300, 72
+    x = relay.var("x", shape=(m, k))
+    w = relay.const(rng.standard_normal((n, k)).astype(np.float32))
+    b = relay.const(rng.standard_normal((n,)).astype(np.float32))
+    mod = relay.transform.InferType()(
+        relay.IRModule.from_expr(relay.Function([x], relay.nn.gemm(x, w, b))))
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "long"))
+    assert k > gemm.LONG_K and m >= gemm.LONG_K_ROWS and k % gemm.LONG_K_STEPS
+    exe = P.build(mod, target)
+    assert [kk.split()[0] for kk in exe.steps[0].region.kernels] == ["FDENSE"]
+    long_blocks = exe.run(a)[0]
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "short"))
+    monkeypatch.setattr(gemm, "LONG_K", 1 << 40)
+    assert P.build(mod, target).run(a)[0].tobytes() == long_blocks.tobytes()
+    want = P.interpret(mod, [a])[0]
+    assert float(np.abs(long_blocks - want).max()) <= 1e-5 * float(np.abs(want).max())

@@ -28,11 +28,16 @@ BIG_WEIGHTS = 1 << 18  # floats (1 MB): more than L2 holds beside x
 # residual (a cold input) paid for: 56 x 56 64 -> 256 + residual 2.2 -> 1.8 ms
 ROWS_FIRST_WEIGHTS = 1 << 16
 PF_LOCALITY = 2  # prefetches ahead in a panel: prefetcht1, into L2
+# x read in place, k > LONG_K, LONG_K_ROWS rows or more (BERT's FFN output 128 x 3072 x 768):
+# k blocks of LONG_K_STEPS (in L2), the sums through y 6 times, not 48: 4.87 -> 4.04 ms (session
+# 19, f512b); ResNet's implicit 3 x 3 convolutions ran 10% slower so, and keep 64
+LONG_K, LONG_K_ROWS, LONG_K_STEPS = 1024, 64, 512
 
 
-def k_blocks(k_count: int, cols: int) -> tuple[int, int, int]:
-    """(blocks, steps per block, steps of the last) for a k loop of a ``cols``-vector panel."""
-    most = max(64, PANEL_FLOATS // (cols * VEC))
+def k_blocks(k_count: int, cols: int, long_k: bool = False) -> tuple[int, int, int]:
+    """(blocks, steps per block, steps of the last) for a k loop of a ``cols``-vector panel;
+    ``long_k``: blocks of LONG_K_STEPS."""
+    most = LONG_K_STEPS if long_k else max(64, PANEL_FLOATS // (cols * VEC))
     if k_count <= most * 3 // 2:
         return 1, k_count, k_count
     count = -(-k_count // most)
@@ -94,7 +99,7 @@ class FloatGemm(Family):
         return b.shuffle_vector(vec, undef, ir.Constant(ir.VectorType(I32T, VEC), [0] * VEC))
 
     def gemm(self, b, cells, m_count, n_count, k_count, a_at, w_at, y_at, x, w, y, bias=None,
-             relu=False, rows_first=False):
+             relu=False, rows_first=False, long_k=False):
         """y[m, n] = sum_k x[a_at(m, k)] * w[w_at(k, n0, v, cols) ... + 15]: vector v of the
         ``cols``-vector column block at n0, for n in steps of 16 (the last n_count % 16
         columns: one vector, masked: its weight panel is zero-padded to 16).
@@ -106,7 +111,8 @@ class FloatGemm(Family):
         each row block's panels in turn, every row tile of the block against one panel's
         block while it is in L1. Between k blocks the sums wait in y (float32, as in the
         registers), so each output is still one FMA chain in k order: the same bits as
-        any other blocking or tile."""
+        any other blocking or tile. ``long_k``: x's rows are read in place (not an implicit
+        convolution's pixels): a long k takes longer blocks (LONG_K)."""
         nv, tail = divmod(n_count, VEC)
         wide = len(cells[0])
         tr = len(cells)  # the tile's rows; the rows past the last full tile are one more tile
@@ -119,7 +125,8 @@ class FloatGemm(Family):
         groups = [g for g in ((wide, 0, nv // wide, None),
                               (1, (nv // wide) * wide, nv % wide, None),
                               (1, nv, 1 if tail else 0, tail)) if g[2]]
-        nkb, kc, klast = k_blocks(k_count, wide)
+        nkb, kc, klast = k_blocks(k_count, wide, long_k and k_count > LONG_K
+                                  and m_count >= LONG_K_ROWS)
         per = row_block(kc, tr)  # full row tiles per row block
         if k_count * n_count > BIG_WEIGHTS:  # weights read from memory once per row block:
             per *= 4                          # fewer, larger blocks (x from L2)
@@ -316,6 +323,7 @@ class FloatGemm(Family):
             lambda m, n: b.add(b.mul(m, c64(n_)), n),
             x, w, y, bias, bool(p.get("relu")),
             bool(p.get("residual")) and "implicit" not in p and k_ * n_ <= ROWS_FIRST_WEIGHTS,
+            "implicit" not in p,
         )  # fmt: skip
         b.ret_void()
         return fn
