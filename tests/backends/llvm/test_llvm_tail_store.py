@@ -42,9 +42,12 @@ class Guarded(native.NativeProgram):
 
 @pytest.mark.parametrize("isa", ["plain", "avx2", "vnni", "amx"])
 @pytest.mark.parametrize("cout", [1, 17, 33])
-def test_a_one_lane_tail_writes_nothing_past_its_byte(monkeypatch, isa, cout):
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_a_one_lane_tail_writes_nothing_past_its_byte(monkeypatch, isa, cout, depthwise):
     monkeypatch.setenv("PARTITA_LLVM_EMULATE", "yes")  # a tier this CPU lacks: stand-ins
-    mod = conv_graph(6, 5, 8, cout, 3, 1, 1, 1, False, False, kernel_seed=11, semantics="tflite")
+    cin = cout if depthwise else 8
+    mod = conv_graph(6, 5, cin, cout, 3, 1, 1, 1, depthwise, False, kernel_seed=11,
+                     semantics="tflite")
     program = npu_program(P.build(mod, "npu -config=u65-256, ref"))
     engine = Guarded(program, isa)
     xs = random_inputs(program, 3)
