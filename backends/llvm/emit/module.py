@@ -19,6 +19,7 @@ from partita.backends.llvm.emit.float.spatial import SpatialKernels
 from partita.backends.llvm.emit.int8.amx import AMXTiles
 from partita.backends.llvm.emit.int8.dynq_dense import DynqDenseKernels
 from partita.backends.llvm.emit.int8.exact_avx2 import ExactAVX2Steps
+from partita.backends.llvm.emit.int8.pack_input import InputPacking
 from partita.backends.llvm.emit.int8.qbinary import QBinaryKernels
 from partita.backends.llvm.emit.int8.quant_vectors import QuantVectors
 from partita.backends.llvm.emit.int8.scalar import ScalarKernels
@@ -55,7 +56,7 @@ FAMILIES = {
     "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
-    "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels,
+    "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels, "pack": InputPacking,
 }
 
 

@@ -21,7 +21,7 @@ WEAVE_BYTES = True
 
 class DepthwiseKernels(Family):
     # what it uses of the other kernel families (through the emit context)
-    pack_input = via("vector")
+    pack_input = via("pack")
     ranged = via("vector")
     split_chunks = via("pool")
     vglobals = via("vector")

@@ -1,0 +1,97 @@
+"""The vector kernels' input packing (``em.pack``): a convolution's or depthwise layer's input
+copied into a padded buffer of 4- or 16-channel pixel slots, the border the input zero point, so
+that the kernels' loads need no bounds (vector_plan's "pack", "Hs", "Ws", "Cs")."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
+
+from .vector_types import B16, V16, vsplat
+
+# a 1-3 channel image's 16-pixel packing as four 16-byte shuffles (VPSHUFB + blend of the
+# zero point; LLVM compiles the one 48 -> 64-byte shuffle to VPINSRB / VPEXTRB per byte)
+PACK_BY_QUARTERS = True
+
+
+class InputPacking(Family):
+    vload = via("vector")
+
+    def pack_input(self, b, x, dst, p, copy=True):
+        """dst[Hs][Ws][Cs] = x placed at (top, left), the rest filled with the zero point;
+        without ``copy`` only the border is filled (a producer wrote the inside)."""
+        memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
+        memcpy = self.module.declare_intrinsic(
+            "llvm.memcpy", [ir.PointerType(), ir.PointerType(), I64]
+        )
+        false = ir.Constant(ir.IntType(1), 0)
+        zp = b.trunc(b.load(self.cargs["izp"], typ=I32), I8)
+        hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
+        top, left = p["pad"][0], p["pad"][1]
+        if cs == c or not copy:  # whole rows: one copy per row, the zero point in the border
+            row, width = ws * cs, p["W"] * c
+            b.call(memset, [dst, zp, c64(top * row), false])
+            after = (top + p["H"]) * row
+            b.call(
+                memset,
+                [b.gep(dst, [c64(after)], source_etype=I8), zp, c64(hs * row - after), false],
+            )
+            with for_range(b, p["H"], "py") as y:
+                at = b.mul(b.add(y, c64(top)), c64(row))
+                b.call(memset, [b.gep(dst, [at], source_etype=I8), zp, c64(left * cs), false])
+                start = b.add(at, c64(left * cs))
+                if copy:
+                    src = b.gep(x, [b.mul(y, c64(width))], source_etype=I8)
+                    b.call(memcpy, [b.gep(dst, [start], source_etype=I8), src, c64(width),
+                                    false])
+                rest = b.gep(dst, [b.add(start, c64(width))], source_etype=I8)
+                b.call(memset, [rest, zp, c64(row - left * cs - width), false])
+            return
+        b.call(memset, [dst, zp, c64(hs * ws * cs), false])
+        if cs == 4 and p["W"] >= 16:  # 1-3 channels (an image): 16 pixels per shuffle
+            return self.pack_pixels(b, x, dst, p, zp)
+        with for_range(b, p["H"], "py") as y, for_range(b, p["W"], "px") as xx:
+            src = b.gep(x, [b.mul(b.add(b.mul(y, c64(p["W"])), xx), c64(c))], source_etype=I8)
+            at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(xx, c64(left))), c64(cs))
+            b.call(memcpy, [b.gep(dst, [at], source_etype=I8), src, c64(c), false])
+
+    def pack_pixels(self, b, x, dst, p, zp):
+        """pack_input for 4-channel slots of 1-3 channel pixels: 16 pixels (16 c bytes) at a
+        time widened to 64 bytes by one byte shuffle with the zero point (VPERMB where the CPU
+        has it), a row's last pixels by the same shuffle of its last 16; the border already
+        holds the zero point."""
+        c, ws, width = p["C"], p["Ws"], p["W"]
+        top, left = p["pad"][0], p["pad"][1]
+        src_ty = ir.VectorType(I8, 16 * c)
+        fill = vsplat(b, zp, src_ty)
+        picks = [j * c + k if k < c else 16 * c for j in range(16) for k in range(4)]
+        mask = ir.Constant(ir.VectorType(I32, 64), picks)
+
+        fill16 = vsplat(b, zp, B16)
+        keep = ir.InlineAsm(ir.FunctionType(B16, [B16]), "", "=x,0")
+        # by quarters only on the x86 tiers: the empty asm that keeps the 16-byte loads apart
+        # names an x86 register class, and -isa=plain is generic IR for any CPU
+        quarters = PACK_BY_QUARTERS and p.get("isa", "plain") != "plain"
+
+        def move(y, px):  # pixels px .. px+15 of row y
+            src = b.mul(b.add(b.mul(y, c64(width)), px), c64(c))
+            at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(px, c64(left))), c64(4))
+            if not quarters:
+                pixels = self.vload(b, x, src, src_ty)
+                b.store(b.shuffle_vector(pixels, fill, mask),
+                        b.gep(dst, [at], source_etype=I8), align=1)
+                return
+            for j in range(4):  # 4 pixels (4c bytes) from a 16-byte load inside the 16c
+                start = min(4 * c * j, 16 * c - 16)  # the last quarter's load ends with them
+                chunk = b.call(keep, [self.vload(b, x, b.add(src, c64(start)), B16)])
+                picks16 = [4 * c * j - start + q * c + k if k < c else 16
+                           for q in range(4) for k in range(4)]
+                quarter = b.shuffle_vector(chunk, fill16, ir.Constant(V16, picks16))
+                b.store(quarter, b.gep(dst, [b.add(at, c64(16 * j))], source_etype=I8),
+                        align=1)
+
+        with for_range(b, p["H"], "py") as y:
+            with for_range(b, width // 16, "pv") as v:
+                move(y, b.mul(v, c64(16)))
+            if width % 16:
+                move(y, c64(width - 16))
