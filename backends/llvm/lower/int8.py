@@ -141,8 +141,9 @@ def lower_lut2(low: LowerContext, call: Call) -> bool:
     strides = [strides_for(d.checked_type.shape, oshape) for d in data]
     params = {"out_shape": list(oshape), "strides": strides}
     table = lut2_table(call, dtypes, out)
-    if low.isa != "plain" and all(d.checked_type.shape == oshape for d in data):
-        # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end
+    if all(d.checked_type.shape == oshape for d in data):
+        # vector gathers of 32-bit words at byte offsets: 3 bytes of slack at the end (on
+        # -isa=plain generic masked gathers, which LLVM selects for any target)
         params.update(gather="vnni" if low.isa == "amx" else low.isa, **(
             {"threads": 2} if low.threads > 1 and np.prod(oshape) >= 4096 else {}))
         table = np.concatenate([table.ravel(), np.zeros(4, table.dtype)])

@@ -427,7 +427,13 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     if nibbles:
         packed, new["nibbles"] = nibble_split(packed)
     packed = _panels(packed, v if nibbles else 16 * v)
-    if wide:
+    if wide and geo["OH"] * geo["OW"] <= new["R"]:
+        # one tile of pixels reads each weight once (a dense layer of one row): the weights
+        # stay bytes, sign-extended as they are loaded, for half the memory traffic (the
+        # 1280 -> 1000 classifier of MobileNetV2 on -isa=plain, partita profile on an Intel Xeon:
+        # 0.148 -> 0.076 ms)
+        new["w8"] = True
+    elif wide:
         packed = packed.astype(np.int16)
     if fix is not None:
         new["ubsw"], new["fix"] = True, bool(fix["k"].size)

@@ -195,6 +195,28 @@ def test_the_forced_variant_is_the_one_compiled():
         assert isa == "plain" or conv.params.get("sign")
 
 
+@pytest.mark.parametrize("isa", ["plain", "avx2"])
+@pytest.mark.parametrize("rows, cin, cout", [(1, 300, 40), (1, 1280, 1000), (3, 64, 17)])
+@pytest.mark.parametrize("threads", ["", " -threads=2"])
+def test_wide_kernels_of_one_tile_keep_byte_weights(isa, rows, cin, cout, threads, monkeypatch):
+    """The int16-weight kernel (plain's, and AVX2's "wide") over one tile of pixels (a dense
+    layer of a few rows) reads each weight once: the weights stay bytes, sign-extended as they
+    are loaded ("w8"), and the outputs equal the interpreter's."""
+    from partita.backends.llvm.lower import lower
+    from partita.backends.llvm.lower import vector_plan as vplan
+
+    monkeypatch.setattr(vplan, "EXACT_AVX2", "wide")
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    mod, _ = build_graph("dense", "int8", cin, cout, {"rows": rows}, 3, True, None)
+    (conv,) = lower(P.InferType()(mod)["main"], isa).kernels
+    assert conv.kind == "VCONV" and conv.params["wide"] and conv.params.get("w8")
+    exe = P.build(mod, llvm_target(isa, threads))
+    rng = np.random.default_rng(rows)
+    for _ in range(3):
+        x = rng.integers(-128, 128, (rows, cin), dtype=np.int8)
+        assert np.array_equal(exe.run(x)[0], P.interpret(mod, [x])[0])
+
+
 @pytest.mark.parametrize("timed", [True, False])
 def test_profile_times_every_fused_kernel_and_returns_the_same_outputs(timed):
     """The timed driver's stamps (``timed``), or for a region saved before it had one, each

@@ -124,3 +124,20 @@ def test_plain_pairs_depthwise_is_generic_vector_ir_and_exact(semantics, strides
         assert np.array_equal(exe.run(data)[0], want)
         differs |= not np.array_equal(want, P.interpret(exact, [data])[0])
     assert differs  # the pairs did saturate somewhere
+
+
+def test_plain_residual_add_gathers_generically(monkeypatch):
+    """LUT2 (a residual qnn.add) on -isa=plain gathers whole vectors with the generic
+    llvm.masked.gather (no x86 intrinsic) and equals the interpreter, scalar tail included."""
+    size = 16 * 9 + 5
+    xs = [P.var(f"x{i}", (1, size), "int8") for i in range(2)]
+    q = [P.const(np.float32(s)) for s in (0.05, 0.07, 0.09)]
+    zp = P.const(np.int32(3))
+    y = get_op("qnn.add")(xs[0], xs[1], q[0], zp, q[1], zp, q[2], zp)
+    mod = IRModule.from_expr(Function(xs, y))
+    exe, ir_text = _build_capturing(mod, "llvm -isa=plain", monkeypatch)
+    assert "llvm.masked.gather" in ir_text and not X86.search(ir_text)
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        data = [rng.integers(-128, 128, (1, size), dtype=np.int8) for _ in range(2)]
+        assert np.array_equal(exe.run(*data)[0], P.interpret(mod, data)[0])

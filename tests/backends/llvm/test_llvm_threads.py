@@ -411,7 +411,7 @@ def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
         assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
 
 
-@pytest.mark.parametrize("isa", ["vnni", "avxvnni", "avx2"])
+@pytest.mark.parametrize("isa", ["vnni", "avxvnni", "avx2", "plain"])
 @pytest.mark.parametrize("size, dtype", [(4096, "int8"), (8197, "uint8"), (28 * 28 * 32, "int8")])
 def test_two_input_tables_split_their_vectors_over_two_threads(isa, size, dtype):
     """LUT2 (a residual qnn.add) of 4096 elements and more gathers half of its vectors on the

@@ -26,6 +26,8 @@ from partita.backends.llvm.plan import Kernel
 from .vector_types import PTR8, kconst
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+# LUT2's gather lanes per ISA family (the AVX-512 one for amx too; generic on plain)
+GATHER_LANES = {"vnni": 16, "avx2": 8, "avxvnni": 8, "plain": 16}
 ELEMENT_CHUNK = 1 << 14  # elements per claimed chunk of a split QUANT / LUT (threads 2)
 
 
@@ -219,14 +221,14 @@ class ScalarKernels(Family):
         flat = all(shape[i] == 1 or s[i] == dense[i] for s in strides for i in range(len(shape)))
         total, start, isa = int(np.prod(shape)), 0, k.params.get("gather")
         if isa and k.params.get("threads", 1) > 1:  # the vectors in halves, one per thread
-            steps = total // (16 if isa == "vnni" else 8)
+            steps = total // GATHER_LANES[isa]
             parts = [
                 self.part_function(k, f"p{j}", [x1, x2, y, table], lambda pb, ps, r=r: (
                     self.lut2_gather(pb, ps[:2], ps[2], ps[3], total, offs, isa, r)))
                 for j, r in enumerate(((0, steps // 2), (steps // 2, steps)))
             ]
             self.split_run(k, b, [x1, x2, y, table], parts)
-            start = total - total % (16 if isa == "vnni" else 8)
+            start = total - total % GATHER_LANES[isa]
         elif isa:  # whole vectors by gathers (vector.py), the tail below
             start = self.lut2_gather(b, (x1, x2), y, table, total, offs, isa)
         with for_range(b, total - start, "e") as e:
@@ -506,13 +508,25 @@ class ScalarKernels(Family):
 
     # -- two-input tables ------------------------------------------------------------------
     def lut2_gather(self, b, xs, y, table, total: int, offs, isa: str, steps=None) -> int:
-        """y[e] = table[a[e] * 256 + b[e]] for whole vectors of ``e`` (16 lanes with AVX-512, 8
-        with AVX2; ``steps``: only the vectors [lo, hi)): each lane gathers the 32-bit word at
-        its byte of the table (padded by 4 bytes) and keeps the low byte. Returns where the
-        scalar tail starts."""
-        lanes = 16 if isa == "vnni" else 8
+        """y[e] = table[a[e] * 256 + b[e]] for whole vectors of ``e`` (GATHER_LANES[isa];
+        ``steps``: only the vectors [lo, hi)): each lane gathers the 32-bit word at its byte of
+        the table (padded by 4 bytes) and keeps the low byte. -isa=plain writes the gather as
+        the generic llvm.masked.gather (a vector gather where the target has one, lane by lane
+        elsewhere). Returns where the scalar tail starts."""
+        lanes = GATHER_LANES[isa]
         vb, vi = ir.VectorType(I8, lanes), ir.VectorType(I32, lanes)
-        if isa == "vnni":
+        if isa == "plain":
+            mask_ty = ir.VectorType(ir.IntType(1), lanes)
+            ptrs_ty = ir.VectorType(PTR8, lanes)
+            masked = self._intrinsic(f"llvm.masked.gather.v{lanes}i32.v{lanes}p0", vi,
+                                     [ptrs_ty, I32, mask_ty, vi])
+
+            def gather(index):
+                ptrs = b.gep(table, [index], source_etype=I8)
+                ptrs.type = ptrs_ty  # a vector of addresses (llvmlite types it as one)
+                return b.call(masked, [ptrs, ir.Constant(I32, 1), kconst(mask_ty, 1),
+                                       kconst(vi, 0)])
+        elif isa == "vnni":
             mask_ty = ir.VectorType(ir.IntType(1), 16)
             gather = self._intrinsic("llvm.x86.avx512.mask.gather.dpi.512", vi,
                                      [vi, PTR8, vi, mask_ty, I32])
@@ -529,7 +543,8 @@ class ScalarKernels(Family):
             a, c = (b.zext(b.xor(v, kconst(vb, -128)) if off else v, vi)
                     for v, off in zip((a, c), offs))
             index = b.or_(b.shl(a, kconst(vi, 8)), c)
-            words = b.call(gather, [kconst(vi, 0), table, index, *extra])
+            words = (gather(index) if isa == "plain"
+                     else b.call(gather, [kconst(vi, 0), table, index, *extra]))
             b.store(b.trunc(words, vb), b.gep(y, [at], source_etype=I8), align=1)
         return hi * lanes
 

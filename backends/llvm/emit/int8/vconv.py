@@ -331,7 +331,8 @@ class VectorKernels(Family):
         # (the sign kernel reads signed bytes: it flips uint8 input instead)
         flip = (ir.Constant(I32, 0x80808080 - (1 << 32))
                 if p["signed"] != bool(p.get("sign")) else None)
-        size = 2 if wide or p.get("nibbles") else 1  # bytes per packed weight
+        # bytes per packed weight (the wide kernel's weights stay bytes with "w8")
+        size = 2 if (wide and not p.get("w8")) or p.get("nibbles") else 1
         # the panel of this tile's channel group (vector_plan._panels)
         panel = b.udiv(o0, c64(16 * p["V"]))
         start = b.mul(panel, c64(p["KH"] * p["KW"] * c4 * p["V"] * 64 * size))
@@ -355,7 +356,8 @@ class VectorKernels(Family):
     def main_steps(self, b, src, g, p, accs, tile, start, flip):
         """Every k-step of a tile (taps, then channel quads) against its packed weights."""
         vecs, c4, wide = tile[3], p["Cs"] // 4, p.get("wide", False)
-        size = 2 if wide else 1
+        w8 = wide and p.get("w8", False)  # int8 weights sign-extended here, not in the plan
+        size = 2 if wide and not w8 else 1
         with (
             for_range(b, p["KH"], "ky") as ky,
             for_range(b, p["KW"], "kx") as kx,
@@ -364,8 +366,9 @@ class VectorKernels(Family):
             tap = b.add(b.mul(ky, c64(p["KW"])), kx)
             wrow = b.add(start, b.mul(b.add(b.mul(tap, c64(c4)), c), c64(vecs * 64 * size)))
             ws = [self.vload(b, g["weights"], b.add(wrow, c64(64 * size * v)),
-                             W64 if wide else V16)
+                             W64 if wide and not w8 else B64 if w8 else V16)
                   for v in range(vecs)]
+            ws = [b.sext(w, W64) for w in ws] if w8 else ws
             self.mac_step(b, src, p, accs, tile, (ky, kx, c), ws, flip)
 
     def mac_step(self, b, src, p, accs, tile, step, ws, flip):
