@@ -23,6 +23,7 @@ from partita.backends.llvm.emit.int8.pack_input import InputPacking
 from partita.backends.llvm.emit.int8.qbinary import QBinaryKernels
 from partita.backends.llvm.emit.int8.quant_vectors import QuantVectors
 from partita.backends.llvm.emit.int8.scalar import ScalarKernels
+from partita.backends.llvm.emit.int8.tables import TableKernels
 from partita.backends.llvm.emit.int8.transformer import QTransformerKernels
 from partita.backends.llvm.emit.int8.vconv import VectorKernels
 from partita.backends.llvm.emit.int8.vdepthwise import DepthwiseKernels
@@ -57,6 +58,7 @@ FAMILIES = {
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
     "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels, "pack": InputPacking,
+    "tables": TableKernels,
 }
 
 
