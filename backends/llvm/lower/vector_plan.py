@@ -22,6 +22,7 @@ from partita.backends.llvm.kinds import Kind
 from partita.ops.emulation.tflite_fixedpoint import wrap_int32
 
 from .exact_avx2_plan import nibble_split, pair_safe, ubsw_split  # noqa: F401 (pair_safe: API)
+from .vector_stage import output_constants, stage_flags
 
 ISAS = ("auto", "amx", "vnni", "avxvnni", "avx2", "plain")
 FLOAT_STAGES = ("onnx", "fbgemm", "onednn")  # output stages in float32 (vector kernels only)
@@ -69,10 +70,6 @@ DW_CV_OUTER = True  # the AVX2 row-pair kernel: channel vectors outer, row pairs
 # faster at 112 and 56 pixels, even at 14, slower at 7 and 14 with stride 2: the overlapping
 # last tile and repeated last row cost more than the shared loads save), else DW_TAP_PAIRS
 DW_ROW_PAIRS_MIN_WIDTH = 16
-# the TFLite output stage's unsigned high multiply on accumulators offset by ACC_OFFSET where
-# every sum's bound is below it (_offset_accumulators), so its sign term is one comparison
-STAGE_OFFSET = True
-ACC_OFFSET = 1 << 30
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
 
 
@@ -104,128 +101,6 @@ def _weight_sums(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per output channel (the first axis): sum(w) and sum(|w|), int64."""
     flat = w.reshape(w.shape[0], -1).astype(np.int32)
     return flat.sum(axis=1, dtype=np.int64), np.abs(flat).sum(axis=1, dtype=np.int64)
-
-
-def _output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, ocp: int) -> dict:
-    """Per-channel int32 constants of the epilogue, padded to ``ocp`` channels."""
-    shift = arrays["shift"].astype(np.int64)
-    e = np.maximum(-shift, 0)
-    consts = {
-        "corr": wrap_int32(arrays["bias"].astype(np.int64) - zx * colsum),
-        "mult": arrays["multiplier"].astype(np.int64),
-        "lshift": np.maximum(shift, 0),
-        "rshift": e,
-        "rnd": (np.int64(1) << e) >> 1,
-        "rmask": np.where(e > 0, -1, 0),
-        "ozp": np.full(shift.size, params["out_zp"]),
-        "lo": np.full(shift.size, params["lo"]),
-        "hi": np.full(shift.size, params["hi"]),
-    }
-    out = {}
-    for name, v in consts.items():
-        padded = np.zeros(ocp, np.int32)
-        padded[: v.size] = v
-        out[name] = padded
-    out["multo"] = np.zeros(ocp, np.int32)  # each odd channel's multiplier at the even lane
-    out["multo"][0::2] = out["mult"][1::2]
-    out["izp"] = np.array([params["in_zp"]], np.int32)  # the padding value
-    for name in ("fscale", "fzp", "finv"):  # the float32 stages' per-channel values
-        value = np.zeros(ocp, np.float32)
-        if name in arrays:
-            value[: arrays[name].size] = arrays[name]
-        out[name] = value
-    if params["rounding"] == "tflite_builtin":
-        out.update(_upward_constants(shift, ocp))
-    if params["rounding"] == "tflite_double":  # the real scale, float64 (reference FC)
-        dscale = np.zeros(ocp, np.float64)
-        dscale[: arrays["scale"].size] = arrays["scale"]
-        out["dscale"] = dscale
-    return out
-
-
-def _upward_constants(shift: np.ndarray, ocp: int) -> dict:
-    """The "tflite_builtin" stage's constants (TFLite's optimized kernels round ties upward
-    twice, int_kernels.mbqm_upward): with r = max(-shift, 1), the result is
-    ((x << (shift + r)) * M + 2^30 + 2^(30 + r)) >> (31 + r), i.e. the high 32 bits of that
-    64-bit sum shifted right by r - 1. ``bls`` = shift + r, ``bsh`` = r - 1, ``bhe`` / ``bho``
-    the 64-bit addends of the even / odd channels (vector_output_stage.vrequant_upward)."""
-    s = np.zeros(ocp, np.int64)
-    s[: shift.size] = shift
-    r = np.maximum(-s, 1)
-    addend = (np.int64(1) << 30) + (np.int64(1) << (30 + r))
-    return {"bls": (s + r).astype(np.int32), "bsh": (r - 1).astype(np.int32),
-            "bhe": addend[0::2].copy(), "bho": addend[1::2].copy()}
-
-
-def _stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
-    """Shortcuts the TFLite output stage's code may take for these constants (they change the
-    code, so they are code parameters):
-
-    - ``fold_zp``: the output zero point rides in the rounding constant, ``rnd + (zp << e)``:
-      adding a multiple of 2^e before the arithmetic shift right by e adds zp after it, exactly,
-      when no int32 sum can wrap (checked with the accumulator's bound |corr| + 255 * sum|w|);
-    - ``round_all``: every channel shifts right (e > 0), so the sign term needs no mask;
-    - ``saturate``: the clamp is the output type's whole range, so the clamp bounds are code
-      constants and the narrowing a saturating one."""
-    flags = {"fold_zp": False, "round_all": False, "saturate": False, "umul": False,
-             "offset": 0}
-    if params["rounding"] != "tflite":
-        return flags
-    n = wabs.size
-    e = consts["rshift"][:n].astype(np.int64)
-    flags["round_all"] = bool((e > 0).all())
-    flags["saturate"] = {(-128, 127): "int8", (0, 255): "uint8"}.get(
-        (params["lo"], params["hi"]), False)
-    if not params["rq_zp"] and not params["left"]:
-        bound = np.abs(consts["corr"][:n].astype(np.int64)) + 255 * wabs + 1
-        rnd = consts["rnd"][:n].astype(np.int64) + (np.int64(params["out_zp"]) << e)
-        if (bound + np.abs(rnd) < (1 << 31) - 1).all():
-            consts["rnd"][:n] = rnd
-            consts["ozp"][:] = 0
-            flags["fold_zp"] = True
-    if not params["rq_zp"]:
-        _unsigned_high_mul(consts)
-        flags["umul"] = True
-        bound = np.abs(consts["corr"][:n].astype(np.int64)) + 255 * wabs + 1
-        if STAGE_OFFSET and flags["round_all"] and not params["left"] \
-                and (bound < ACC_OFFSET).all():
-            _offset_accumulators(consts)
-            flags["offset"] = ACC_OFFSET  # the code compares the sums with it
-    return flags
-
-
-def _offset_accumulators(consts: dict) -> None:
-    """The unsigned stage's constants for accumulators started at corr + ACC_OFFSET (every
-    sum then in [0, 2^31): its unsigned reading is its value): the 64-bit addends lose
-    ACC_OFFSET * 2M, so high32(x' * 2M + addend) = SRDHM(x, M) + rnd as before, and where the
-    sum is negative (x' < ACC_OFFSET) only RDBPOT's sign term -1 is added (no masked -2M:
-    vector_output_stage.vrequant, one comparison in place of a shift and a mask)."""
-    consts["corr"] = (consts["corr"].astype(np.int64) + ACC_OFFSET).astype(np.int32)
-    two_m = (2 * consts["mult"].astype(np.int64)) & 0xFFFFFFFF
-    less = two_m * ACC_OFFSET  # < 2^63
-    for name, lanes in (("heven", slice(0, None, 2)), ("hodd", slice(1, None, 2))):
-        consts[name] = (consts[name].astype(np.int64) - less[lanes]).astype(np.int64)
-
-
-def _unsigned_high_mul(consts: dict) -> None:
-    """Constants of the output stage's unsigned form (vector.vsrdhm_unsigned): with x_u the
-    int32 accumulator read as unsigned, high32(x_u * 2M + 2^31 + rnd * 2^32) equals
-    SRDHM(x, M) + rnd + 2M [x < 0] (mod 2^32), since x_u = x + 2^32 for negative x; the masked
-    add of ``negc`` = -2M - [e > 0] removes the 2M and subtracts RDBPOT's sign term (taken from
-    x: where x < 0 but SRDHM(x, M) = 0, both give (rnd - 1) >> e = rnd >> e for e > 0).
-    ``mult2`` / ``mult2o``: 2M mod 2^32 of the even / odd channels in the even lanes;
-    ``heven`` / ``hodd``: the 64-bit addends 2^31 + rnd * 2^32 of the even / odd channels."""
-    m = consts["mult"].astype(np.int64)
-    two_m = (2 * m) & 0xFFFFFFFF
-    consts["mult2"] = two_m.astype(np.uint32).view(np.int32)
-    odd = np.zeros_like(consts["mult2"])
-    odd[0::2] = consts["mult2"][1::2]
-    consts["mult2o"] = odd
-    h = (np.int64(1) << 31) + (consts["rnd"].astype(np.int64) << 32)
-    consts["heven"], consts["hodd"] = h[0::2].copy(), h[1::2].copy()
-    e = consts["rshift"].astype(np.int64)
-    negc = (-2 * m - (e > 0)) & 0xFFFFFFFF
-    consts["negc"] = negc.astype(np.uint32).view(np.int32)
 
 
 def dw_row_pairs(kh: int, sh: int, dh: int, nrows: int, size: int = 2) -> tuple[list, list]:
@@ -350,9 +225,9 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         packed = np.zeros((geo["KH"] * geo["KW"], cs), np.int8)
         packed[:, : geo["C"]] = w[:, :, :, 0].transpose(1, 2, 0).reshape(-1, geo["C"])
         colsum, wabs = _weight_sums(w)
-        consts = _output_constants(arrays, params, colsum, zx, cs)
+        consts = output_constants(arrays, params, colsum, zx, cs)
         new = {**_code_params(params, geo), "signed": signed}
-        new.update(_stage_flags({**params, **new}, consts, wabs))
+        new.update(stage_flags({**params, **new}, consts, wabs))
         if isa == "vnni" and not params.get("pairs"):  # VPDPWSSD on pairs of input rows
             taps = packed.reshape(geo["KH"], geo["KW"], cs)
             size = 4 if DW_QUADS else 2  # byte quads (VPDPBUSD) or int16 pairs (VPDPWSSD)
@@ -394,7 +269,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     # x ^ 0x80 = x - 128): |x| <= 128 and |w| <= 127 keep every pair sum within int16
     sign = (code_isa == "avx2" and not params.get("pairs") and EXACT_AVX2 in ("auto", "sign")
             and int(w.min(initial=0)) > -128)
-    consts = _output_constants(arrays, params, colsum,
+    consts = output_constants(arrays, params, colsum,
                                zx + (0 if sign else 128) if signed else zx - (128 if sign else 0),
                                ocp)
     # exact sums without VNNI: VPMADDUBSW where every weight pair is safe (ubsw_split: the
@@ -420,7 +295,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                   else "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
     v = min(max(tiles), nvec)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
-    new.update(_stage_flags({**params, **new}, consts, wabs))
+    new.update(stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
     if sign:
         new["sign"] = True
@@ -469,11 +344,11 @@ def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, s
     wk[:c, :oc] = w.reshape(oc, c).T
     packed = wk.reshape(kp // 64, 16, 4, ocp // 16, 16).transpose(3, 0, 1, 4, 2)
     colsum, wabs = _weight_sums(w)
-    consts = _output_constants(arrays, params, colsum, zx, ocp)
+    consts = output_constants(arrays, params, colsum, zx, ocp)
     geo.update(Cs=c, Hs=geo["H"], Ws=geo["W"], pack=False)
     new = {**_code_params(params, geo), "signed": signed, "isa": "amx", "V": 2,
            "R": AMX_ROWS, "KB": kp // 64, "wide": False}
-    new.update(_stage_flags({**params, **new}, consts, wabs))
+    new.update(stage_flags({**params, **new}, consts, wabs))
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
     return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, 0

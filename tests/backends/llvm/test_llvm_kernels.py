@@ -294,7 +294,7 @@ def test_output_stage_shortcuts_are_taken_only_where_exact():
     """The zero point folds into the rounding constant only when no int32 sum can wrap; the
     sign mask goes only when every channel shifts; the clamp becomes a saturating narrowing
     only for the type's whole range."""
-    from partita.backends.llvm.lower.vector_plan import _stage_flags
+    from partita.backends.llvm.lower.vector_stage import stage_flags as _stage_flags
 
     def consts(corr, e):
         e = np.asarray(e, np.int32)

@@ -47,10 +47,10 @@ class OutputStage(Family):
         else:
             if p["left"]:
                 a = b.shl(a, chan("lshift"))  # int32 wrap-around
-            # SRDHM + rnd + RDBPOT's sign term in one (vector_plan._unsigned_high_mul)
+            # SRDHM + rnd + RDBPOT's sign term in one (vector_stage.unsigned_high_mul)
             if p.get("umul"):
                 t = self.vsrdhm_unsigned(b, a, chan)
-                if p.get("offset"):  # a = x + offset (vector_plan._offset_accumulators)
+                if p.get("offset"):  # a = x + offset (vector_stage.offset_accumulators)
                     negative = b.icmp_signed("<", a, kconst(V16, p["offset"]))
                     t = b.add(t, b.sext(negative, V16))  # RDBPOT's -1 (every e > 0)
                 else:
@@ -68,7 +68,7 @@ class OutputStage(Family):
     def vrequant_upward(self, b, a, chan, p):
         """TFLite's optimized kernels' stage ("tflite_builtin": ties upward twice): the high 32
         bits of (x << bls) * M + addend, as 32 x 32 -> 64-bit products of the even and of the
-        odd lanes, shifted right by bsh (vector_plan._upward_constants); then zero point and
+        odd lanes, shifted right by bsh (vector_stage.upward_constants); then zero point and
         clamp."""
         if p["rq_zp"]:
             a = b.sub(a, kconst(V16, p["rq_zp"]))  # int32 wrap-around: the shift wraps anyway
@@ -85,7 +85,7 @@ class OutputStage(Family):
 
     def vfinish(self, b, y, chan, p):
         """The shifted value + the output zero point (unless folded), clamped, narrowed."""
-        if not p.get("fold_zp"):  # else the zero point is in rnd (vector_plan._stage_flags)
+        if not p.get("fold_zp"):  # else the zero point is in rnd (vector_stage.stage_flags)
             y = b.add(y, chan("ozp"))
         lo, hi = chan("lo"), chan("hi")
         if p.get("saturate"):  # the type's range: a saturating narrowing (VPMOVSDB / VPMOVUSDB)
