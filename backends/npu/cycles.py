@@ -56,6 +56,7 @@ from .vela_access import (
     bandwidth,
     elementwise_access,
     elementwise_cycles,
+    elementwise_op_cycles,
     elementwise_rate_name,
     is_elementwise,
     map_transfer,
@@ -74,6 +75,7 @@ from .vela_decompose import (
 )
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
+from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -221,13 +223,19 @@ def op_cycles(
     bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
     staged = _staged(op, ins, out, config, slack)
     macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged)
-    if is_elementwise(op) and op.output not in program.outputs:
-        rate = getattr(config, elementwise_rate_name(op))
-        compute = elementwise_cycles(config, ins, out, rate, brick=True)
+    # a region input to a region output: Vela's flat shape (vela_access.flat_shape)
+    flat = set(op.inputs) <= {*program.inputs} and op.output in program.outputs
+    brick = op.output not in program.outputs
+    if is_elementwise(op):
+        compute = elementwise_op_cycles(config, op, ins, out, brick, flat)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
-        total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
+        total = int(ceil(prelu_as_vela(config, op, ins[0], out, brick, flat)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     name = op.params.get("op")
+    if _standalone_table(op) and flat and len(op.inputs) == 1:  # vela_unary.py
+        table = 0 if name in TABLELESS else sum(_constant_bytes(*a) for a in op.arrays.items())
+        total = int(ceil(unary_as_vela(config, out, io, table)))
+        return _as_vela_decomposes(op, total, ins[0], out, config, {config.weight_memory: table})
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
     writes = op.output in program.outputs
     through = writes_through(op, program) if name in SLICES else None
@@ -366,16 +374,19 @@ def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def _as_vela_decomposes(op, total: int, src, out, config) -> dict:
+def _as_vela_decomposes(op, total: int, src, out, config, more: dict | None = None) -> dict:
     """The cost record of an operation charged as Vela's own decomposition (PReLU's MULs and
     MAXIMUM, a PAD's copies, a copy): ``total`` cycles, no MACs."""
+    nbytes = {src.memory: src.nbytes, out.memory: out.nbytes}
+    for memory, n in (more or {}).items():  # a table's bytes (vela_unary.py)
+        nbytes[memory] = nbytes.get(memory, 0) + n
     return {
         "cycles": total,
         "compute_cycles": total,
         "memory_cycles": 0,
         "macs": 0,
         "utilisation": 0.0,
-        "bytes": {src.memory: src.nbytes, out.memory: out.nbytes},
+        "bytes": nbytes,
         "stripes": op.stripes,
         "time_at_clock_s": total / config.clock_hz,
     }
