@@ -215,10 +215,13 @@ def op_cycles(
     ins = input_descs(op, program)
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
+    through = writes_through(op, program)  # a reshape regor removes after it (vela_copy.py)
     io = (
         ins[0].memory if op.inputs and op.inputs[0] in program.inputs else "sram",
         out.memory if op.output in program.outputs else "sram",
     )
+    if op.kind in MAC_KINDS and through is not None and not lstm_op(op, out):
+        io = (io[0], program.tensors[through].memory)
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
     bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
     staged = _staged(op, ins, out, config, slack)
@@ -238,7 +241,7 @@ def op_cycles(
         return _as_vela_decomposes(op, total, ins[0], out, config, {config.weight_memory: table})
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
     writes = op.output in program.outputs
-    through = writes_through(op, program) if name in SLICES else None
+    through = through if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
     if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):

@@ -32,12 +32,14 @@ their charge.
 from __future__ import annotations
 
 from .config import NPUConfig
+from .lstm_cycles import lstm_op
 from .program import TensorDesc
 from .vela_access import flat_shape
 from .vela_pad import copy_cycles
 
 RESHAPES = ("reshape", "squeeze", "expand_dims")
 SLICES = ("strided_slice",)
+MAC_KINDS = ("CONV", "DWCONV", "FC")
 
 
 def copy_shape(name: str, out: TensorDesc) -> tuple[int, int, int]:
@@ -84,6 +86,8 @@ def folded(op, program) -> bool:
     if len(producers) != 1:
         return False
     p = producers[0]
+    if p.kind in MAC_KINDS and not lstm_op(p, program.tensors[p.output]):
+        return _folded_into(p, program) is op  # a MAC operation writes the output itself
     name = p.params.get("op")
     if p.kind != "UNIT" or name not in SLICES or not p.inputs:
         return False

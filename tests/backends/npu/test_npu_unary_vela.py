@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from backends.npu import vela_access
-from backends.npu.config import get_config
-from backends.npu.program import TensorDesc
+from partita.backends.npu import vela_access
+from partita.backends.npu.config import get_config
+from partita.backends.npu.program import TensorDesc
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
