@@ -75,6 +75,7 @@ from .vela_decompose import (
 )
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
+from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import refetches, weights_staged
 
@@ -233,6 +234,9 @@ def op_cycles(
         compute = elementwise_op_cycles(config, op, ins, out, brick, flat)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, brick, flat)))
+        return _as_vela_decomposes(op, total, ins[0], out, config)
+    if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
+        total = int(ceil(reduce_as_vela(config, op, ins[0], out, io)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     name = op.params.get("op")
     if _standalone_table(op) and flat and len(op.inputs) == 1:  # vela_unary.py
