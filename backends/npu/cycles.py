@@ -10,16 +10,19 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                decomposes are charged as its decomposition: MEAN (all-ones depthwise
                convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
                operations), bilinear resize (copies and 2x2 depthwise convolutions, or
-               upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool)
+               upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool), REDUCE_MAX
+               and REDUCE_MIN (ReduceMax pools per axis: vela_reduce.py), a table or ReLU
+               from a region's input to its output (a 1x1 pool and the table's load:
+               vela_unary.py)
     memory     feature maps read and written where they live (a MAC op's input once per output
                block, with the kernel's overlap, and per block of output channels for a
                convolution: Vela's element access), weights and tables from the weight memory
                and, once per block of output rows and columns, from their SRAM buffer; halo
                rows re-read by each extra stripe (weights Vela leaves in DRAM on the U65:
                read from there once per block of rows and columns, weight_staging.py); per
-               memory, bytes /
-               bandwidth plus the first-byte latency of an off-chip one; a map spilled
-               off-chip between two streaming operations moves at SRAM speed (Vela cascades it)
+               memory, bytes / bandwidth plus the first-byte latency of an off-chip one; a
+               map spilled off-chip between two streaming operations moves at SRAM speed
+               (Vela cascades it)
     total      max(compute, the slowest memory) + per-operation overhead (memories work in
                parallel, as Vela's pass cycles; weight DMA double-buffers under compute); a
                MAC op and a table between two ops pay no overhead: their first block's
@@ -29,9 +32,9 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
     elementwise Vela 5.2's rule for its native elementwise operations (ADD, SUB, MUL, MAXIMUM,
                MINIMUM): no per-operation overhead and no first-byte latency on the memory
                side; per output element the output stage's rate, but at least a quarter of one
-               block's minimum memory cycles (the input and output blocks' first-byte latencies
-               and burst transfers in the memories they live in) per block element plus the
-               rate: ``elementwise_cycles``
+               block's minimum memory cycles (the slower of the input and output blocks'
+               transfers) per block element plus the rate; on a region's maps, the maps'
+               flat shape: ``elementwise_cycles``
 """
 
 from __future__ import annotations
