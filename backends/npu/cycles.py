@@ -53,7 +53,7 @@ from .lstm_cycles import (
     lstm_sequences,
     native_activation,
 )
-from .memory import streams
+from .memory import cascaded_offchip
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
@@ -174,28 +174,6 @@ def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
             shape = tuple(e - b for b, e in zip(*v))
             desc = TensorDesc(shape, desc.dtype, desc.memory, desc.address)
         out.append(desc)
-    return out
-
-
-def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
-    """Maps spilled off-chip that Vela would cascade instead: written by a streaming op and read
-    only by the next one, which streams too (Vela keeps their stripes in SRAM, so both ops move
-    them at SRAM speed; our plan spills the whole map, memory.plan_memory)."""
-    if config.spill_memory == "none":
-        return set()
-    io = {*program.inputs, *program.outputs}
-    readers: dict[int, list[int]] = {}
-    for i, op in enumerate(program.ops):
-        for t in set(op.inputs):
-            readers.setdefault(t, []).append(i)
-    out = set()
-    for i, op in enumerate(program.ops[:-1]):
-        t = op.output
-        desc = program.tensors[t]
-        if desc.memory == "sram" or t in io or readers.get(t) != [i + 1]:
-            continue
-        if streams(op) and streams(program.ops[i + 1]):
-            out.add(t)
     return out
 
 
