@@ -10,16 +10,19 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                decomposes are charged as its decomposition: MEAN (all-ones depthwise
                convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
                operations), bilinear resize (copies and 2x2 depthwise convolutions, or
-               upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool)
+               upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool), REDUCE_MAX
+               and REDUCE_MIN (ReduceMax pools per axis: vela_reduce.py), a table or ReLU
+               from a region's input to its output (a 1x1 pool and the table's load:
+               vela_unary.py)
     memory     feature maps read and written where they live (a MAC op's input once per output
                block, with the kernel's overlap, and per block of output channels for a
                convolution: Vela's element access), weights and tables from the weight memory
                and, once per block of output rows and columns, from their SRAM buffer; halo
                rows re-read by each extra stripe (weights Vela leaves in DRAM on the U65:
                read from there once per block of rows and columns, weight_staging.py); per
-               memory, bytes /
-               bandwidth plus the first-byte latency of an off-chip one; a map spilled
-               off-chip between two streaming operations moves at SRAM speed (Vela cascades it)
+               memory, bytes / bandwidth plus the first-byte latency of an off-chip one; a
+               map spilled off-chip between two streaming operations moves at SRAM speed
+               (Vela cascades it)
     total      max(compute, the slowest memory) + per-operation overhead (memories work in
                parallel, as Vela's pass cycles; weight DMA double-buffers under compute); a
                MAC op and a table between two ops pay no overhead: their first block's
@@ -29,9 +32,9 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
     elementwise Vela 5.2's rule for its native elementwise operations (ADD, SUB, MUL, MAXIMUM,
                MINIMUM): no per-operation overhead and no first-byte latency on the memory
                side; per output element the output stage's rate, but at least a quarter of one
-               block's minimum memory cycles (the input and output blocks' first-byte latencies
-               and burst transfers in the memories they live in) per block element plus the
-               rate: ``elementwise_cycles``
+               block's minimum memory cycles (the slower of the input and output blocks'
+               transfers) per block element plus the rate; on a region's maps, the maps'
+               flat shape: ``elementwise_cycles``
 """
 
 from __future__ import annotations
@@ -50,12 +53,13 @@ from .lstm_cycles import (
     lstm_sequences,
     native_activation,
 )
-from .memory import streams
+from .memory import cascaded_offchip
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
     elementwise_access,
     elementwise_cycles,
+    elementwise_op_cycles,
     elementwise_rate_name,
     is_elementwise,
     map_transfer,
@@ -74,6 +78,8 @@ from .vela_decompose import (
 )
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
+from .vela_reduce import reduce_as_vela, reduces_as_vela
+from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -171,28 +177,6 @@ def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
     return out
 
 
-def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
-    """Maps spilled off-chip that Vela would cascade instead: written by a streaming op and read
-    only by the next one, which streams too (Vela keeps their stripes in SRAM, so both ops move
-    them at SRAM speed; our plan spills the whole map, memory.plan_memory)."""
-    if config.spill_memory == "none":
-        return set()
-    io = {*program.inputs, *program.outputs}
-    readers: dict[int, list[int]] = {}
-    for i, op in enumerate(program.ops):
-        for t in set(op.inputs):
-            readers.setdefault(t, []).append(i)
-    out = set()
-    for i, op in enumerate(program.ops[:-1]):
-        t = op.output
-        desc = program.tensors[t]
-        if desc.memory == "sram" or t in io or readers.get(t) != [i + 1]:
-            continue
-        if streams(op) and streams(program.ops[i + 1]):
-            out.add(t)
-    return out
-
-
 def op_cycles(
     op: NPUOp,
     program: Program,
@@ -213,24 +197,36 @@ def op_cycles(
     ins = input_descs(op, program)
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
+    through = writes_through(op, program)  # a reshape regor removes after it (vela_copy.py)
     io = (
         ins[0].memory if op.inputs and op.inputs[0] in program.inputs else "sram",
         out.memory if op.output in program.outputs else "sram",
     )
+    if op.kind in MAC_KINDS and through is not None and not lstm_op(op, out):
+        io = (io[0], program.tensors[through].memory)
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
     bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
     staged = _staged(op, ins, out, config, slack)
     macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged)
-    if is_elementwise(op) and op.output not in program.outputs:
-        rate = getattr(config, elementwise_rate_name(op))
-        compute = elementwise_cycles(config, ins, out, rate, brick=True)
+    # a region input to a region output: Vela's flat shape (vela_access.flat_shape)
+    flat = set(op.inputs) <= {*program.inputs} and op.output in program.outputs
+    brick = op.output not in program.outputs
+    if is_elementwise(op):
+        compute = elementwise_op_cycles(config, op, ins, out, brick, flat)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
-        total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
+        total = int(ceil(prelu_as_vela(config, op, ins[0], out, brick, flat)))
+        return _as_vela_decomposes(op, total, ins[0], out, config)
+    if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
+        total = int(ceil(reduce_as_vela(config, op, ins[0], out, io)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     name = op.params.get("op")
+    if _standalone_table(op) and flat and len(op.inputs) == 1:  # vela_unary.py
+        table = 0 if name in TABLELESS else sum(_constant_bytes(*a) for a in op.arrays.items())
+        total = int(ceil(unary_as_vela(config, out, io, table)))
+        return _as_vela_decomposes(op, total, ins[0], out, config, {config.weight_memory: table})
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
     writes = op.output in program.outputs
-    through = writes_through(op, program) if name in SLICES else None
+    through = through if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
     if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
@@ -366,16 +362,19 @@ def _bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def _as_vela_decomposes(op, total: int, src, out, config) -> dict:
+def _as_vela_decomposes(op, total: int, src, out, config, more: dict | None = None) -> dict:
     """The cost record of an operation charged as Vela's own decomposition (PReLU's MULs and
     MAXIMUM, a PAD's copies, a copy): ``total`` cycles, no MACs."""
+    nbytes = {src.memory: src.nbytes, out.memory: out.nbytes}
+    for memory, n in (more or {}).items():  # a table's bytes (vela_unary.py)
+        nbytes[memory] = nbytes.get(memory, 0) + n
     return {
         "cycles": total,
         "compute_cycles": total,
         "memory_cycles": 0,
         "macs": 0,
         "utilisation": 0.0,
-        "bytes": {src.memory: src.nbytes, out.memory: out.nbytes},
+        "bytes": nbytes,
         "stripes": op.stripes,
         "time_at_clock_s": total / config.clock_hz,
     }

@@ -3,9 +3,12 @@
 as the cycle model (cycles.py) uses them: the first-byte latency of each memory, the bursts a
 block of an NHWC map moves in, an elementwise operation's output block and element access, and
 its cycles (per output element the output stage's rate, but at least a quarter of one block's
-minimum memory cycles per block element plus the rate)."""
+minimum memory cycles per block element plus the rate), and the flat shape Vela moves a map as
+where the operation does not care for its shape."""
 
 from __future__ import annotations
+
+from math import isqrt
 
 import numpy as np
 
@@ -43,6 +46,23 @@ UNARY_RATES = {
     "negative": "add_output_cycles",
     "cast+subtract+abs+qnn.requantize": "conv_output_cycles",
 }
+
+
+COPY_DEPTH = 16  # the depth Vela reshapes a map to where its size allows
+
+
+def flat_shape(shape) -> tuple[int, int, int]:
+    """The h x w x c map Vela 5.2 moves a map of ``shape`` as, where the operation does not
+    care for its shape (a reshape's MemoryCopy, an elementwise operation or a table on NHWC
+    maps, vela_copy.py and vela_unary.py): its elements as 16 channels where the size allows
+    (else its own depth), rows and columns as near a square as they divide (an 8x8x4 map is
+    one 4x4x16 block: Vela's debug database, one-op ABS, ADD, MUL, LOGISTIC, RELU, RESHAPE)."""
+    dims = tuple(int(d) for d in shape) or (1,)
+    n = int(np.prod(dims))
+    c = COPY_DEPTH if n % COPY_DEPTH == 0 else dims[-1]
+    m = n // c
+    h = max(d for d in range(1, isqrt(m) + 1) if m % d == 0)
+    return h, m // h, c
 
 
 def is_elementwise(op: NPUOp) -> bool:
@@ -104,6 +124,23 @@ def _elementwise_block(config: NPUConfig, shape) -> tuple[int, int, int]:
     )
 
 
+def _operands(config, op: NPUOp, ins) -> list[tuple[str, int, int]]:
+    """(memory, elements, item size) of each operand an elementwise operation reads: its
+    inputs and its constant operands of more than one element."""
+    operands = [(t.memory, int(np.prod(t.shape)), np.dtype(t.dtype).itemsize) for t in ins]
+    return operands + [
+        (config.weight_memory, a.size, a.itemsize)
+        for a in op.arrays.values()
+        if a.size > 1 and op.params.get("op") in ELEMENTWISE_RATES
+    ]
+
+
+def broadcasts(config, op: NPUOp, ins, out) -> bool:
+    """Whether an operand has more than one element but fewer than the output."""
+    elems = int(np.prod(out.shape))
+    return any(1 < n < elems for _, n, _ in _operands(config, op, ins))
+
+
 def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -> None:
     """Vela's element access of an elementwise operation that broadcasts (an input or a
     constant operand with more than one element but fewer than the output): every operand is
@@ -112,13 +149,8 @@ def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -
     ``add_broadcast`` (8x8x4 maps, 8-channel blocks: 8-byte runs) reads 3,072 SRAM bytes on
     u55-256 for 768 bytes of maps, as Vela's report."""
     elems = int(np.prod(out.shape))
-    operands = [(t.memory, int(np.prod(t.shape)), np.dtype(t.dtype).itemsize) for t in ins]
-    operands += [
-        (config.weight_memory, a.size, a.itemsize)
-        for a in op.arrays.values()
-        if a.size > 1 and op.params.get("op") in ELEMENTWISE_RATES
-    ]
-    if not any(1 < n < elems for _, n, _ in operands):
+    operands = _operands(config, op, ins)
+    if not broadcasts(config, op, ins, out):
         return
     moved.clear()
     scaled.clear()
@@ -132,30 +164,54 @@ def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -
         scaled[memory] = scaled.get(memory, 0.0) + nbytes * factor
 
 
-def elementwise_cycles(config: NPUConfig, ins, out, rate: float, brick: bool = False) -> float:
+def elementwise_cycles(
+    config: NPUConfig, ins, out, rate: float, brick: bool = False, reshaped=None
+) -> float:
     """Vela 5.2's cycles for a native elementwise operation (regor's
     EstimateElementwiseCycles): per output element the output ``rate``, but at least
     (minimum memory cycles of one block / block elements + rate) / 4, the minimum memory cycles
-    being the slowest input block's transfer plus the output block's (``_block_transfer``),
-    over the output's elements (``brick``: an intermediate map, which Vela stores in NHCWB16
-    bricks, its depth rounded up to 16: MobileNetV2's 8-channel residual ADD costs twice its
-    elements' rate on u65-512);
+    being the slower of the slowest input block's transfer and the output block's
+    (``_block_transfer``; not their sum, which the regor source we read adds: Vela 5.2's cmd
+    cycles in its debug database give the read alone where it is the slower, 152 for a one-op
+    ABS on u65-256 from DRAM to DRAM, and the write alone where that is, 89 for PRELU's
+    MAXIMUM from SRAM to DRAM; ``reshaped``: the h x w x c shape Vela runs the maps as,
+    ``flat_shape``), over the output's elements (``brick``: an intermediate map, which Vela
+    stores in NHCWB16 bricks, its depth rounded up to 16: MobileNetV2's 8-channel residual ADD
+    costs twice its elements' rate on u65-512);
     the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
     search of Vela matters only where this bound binds: small maps and off-chip ones)."""
-    shape = nhwc(out.shape)
+    shape = nhwc(out.shape) if reshaped is None else reshaped
     block = _elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
     reads = [
-        _block_transfer(config, t.memory, nhwc(t.shape), block, np.dtype(t.dtype).itemsize, False)
+        _block_transfer(
+            config,
+            t.memory,
+            nhwc(t.shape) if reshaped is None else reshaped,
+            block,
+            np.dtype(t.dtype).itemsize,
+            False,
+        )
         for t in ins
         if int(np.prod(t.shape)) > 1
     ]
     write = _block_transfer(config, out.memory, shape, block, item, True)
-    minimum = max(reads, default=0.0) + write
+    minimum = max([*reads, write])
     per_elem = max(rate, (minimum / (block[0] * block[1] * block[2]) + rate) / 4)
     if brick:  # an intermediate map in Vela's NHCWB16 layout: the depth in bricks of 16
         return per_elem * shape[0] * shape[1] * round_up(shape[2], 16)
     return per_elem * int(np.prod(out.shape))
+
+
+def elementwise_op_cycles(config: NPUConfig, op: NPUOp, ins, out, brick: bool, flat: bool) -> float:
+    """``elementwise_cycles`` of a native elementwise operation ``op``; ``flat``: it reads
+    region inputs and writes a region output (NHWC maps), which Vela runs on the maps'
+    ``flat_shape`` where no operand broadcasts (its debug database, one-op ABS, ADD, SUB, NEG,
+    MUL, MAXIMUM, MINIMUM on u65-256: one 4x4x16 block for the 8x8x4 maps, cmd cycles 152-184,
+    which our rule now gives to the cycle; on the 8x8x8 block 196-228)."""
+    rate = getattr(config, elementwise_rate_name(op))
+    reshaped = flat_shape(out.shape) if flat and not broadcasts(config, op, ins, out) else None
+    return elementwise_cycles(config, ins, out, rate, brick, reshaped)
 
 
 def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
@@ -172,12 +228,16 @@ def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
     return transfer
 
 
-def _elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool) -> float:
+def _elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool, flat: bool) -> float:
     """One native elementwise operation as Vela charges it: the slower of its output stage
-    (``elementwise_cycles``) and each memory's access (bytes in bursts / bandwidth, no
-    first-byte latency; a broadcast operand read at the output's size: ``elementwise_access``)."""
+    (``elementwise_cycles``; ``flat``: on Vela's ``flat_shape`` of the map, where no operand
+    broadcasts) and each memory's access (bytes in bursts / bandwidth, no first-byte latency;
+    a broadcast operand read at the output's size: ``elementwise_access``)."""
     op = NPUOp("UNIT", name, [], 0, {"op": name}, arrays)
-    compute = elementwise_cycles(config, ins, out, getattr(config, ELEMENTWISE_RATES[name]), brick)
+    flat = flat and not broadcasts(config, op, ins, out)
+    rate = getattr(config, ELEMENTWISE_RATES[name])
+    reshaped = flat_shape(out.shape) if flat else None
+    compute = elementwise_cycles(config, ins, out, rate, brick, reshaped)
     shape = nhwc(out.shape)
     bricks = round_up(shape[2], 16) / shape[2] if brick else 1.0  # NHCWB16: depth in 16s
     scaled: dict[str, float] = {}
@@ -201,7 +261,7 @@ def prelu_as_max(op: NPUOp) -> bool:
     return bool(alpha.min() != alpha.max() and alpha.max() < 1)
 
 
-def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool) -> float:
+def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool, flat: bool) -> float:
     """A PReLU with a constant alpha whose largest value is below 1, as Vela 5.2 rewrites it:
     a multiplication by alpha (the constant read from the weight memory, broadcast over H and
     W), a multiplication by one that rescales the input to the output's quantization (none
@@ -209,13 +269,16 @@ def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool) -> float:
     output. The products are SRAM intermediates. Vela charges each operation the slower of its
     output stage and its memories, and no fixed cost; the sum of the two or three is returned.
     ``brick``: the output is an intermediate map, which Vela stores, with the two products
-    (copies of the output's tensor), in NHCWB16 bricks; a region output's products are NHWC."""
+    (copies of the output's tensor), in NHCWB16 bricks; a region output's products are NHWC.
+    ``flat``: the PReLU reads a region input and writes a region output, and Vela runs its
+    operations that do not broadcast on the maps' ``flat_shape`` (its debug database, one-op
+    PRELU on u65-256: the rescaling MUL and the MAXIMUM on 4x4x16 blocks, 160 and 89 cycles)."""
     alpha = op.arrays["c0"]
     if not prelu_as_max(op):
         raise ValueError("prelu_as_vela: alpha must vary and stay below 1 (prelu_as_max)")
     sram = TensorDesc(tuple(ofm.shape), ofm.dtype, "sram")
-    cycles = _elementwise_pass(config, "qnn.mul", [ifm], sram, {"alpha": alpha}, brick)
+    cycles = _elementwise_pass(config, "qnn.mul", [ifm], sram, {"alpha": alpha}, brick, flat)
     same = all(np.array_equal(op.arrays[a], op.arrays[b]) for a, b in (("c1", "c5"), ("c2", "c6")))
     if not same:
-        cycles += _elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick)
-    return cycles + _elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick)
+        cycles += _elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
+    return cycles + _elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)

@@ -31,17 +31,15 @@ their charge.
 
 from __future__ import annotations
 
-from math import isqrt
-
-import numpy as np
-
 from .config import NPUConfig
+from .lstm_cycles import lstm_op
 from .program import TensorDesc
+from .vela_access import flat_shape
 from .vela_pad import copy_cycles
 
 RESHAPES = ("reshape", "squeeze", "expand_dims")
 SLICES = ("strided_slice",)
-COPY_DEPTH = 16
+MAC_KINDS = ("CONV", "DWCONV", "FC")
 
 
 def copy_shape(name: str, out: TensorDesc) -> tuple[int, int, int]:
@@ -50,11 +48,7 @@ def copy_shape(name: str, out: TensorDesc) -> tuple[int, int, int]:
     if name in SLICES:
         hwc = (1, 1, *dims)[-3:] if len(dims) < 4 else dims[-3:]
         return tuple(int(d) for d in hwc)
-    n = int(np.prod(dims))
-    c = COPY_DEPTH if n % COPY_DEPTH == 0 else dims[-1]
-    m = n // c
-    h = max(d for d in range(1, isqrt(m) + 1) if m % d == 0)
-    return h, m // h, c
+    return flat_shape(dims)
 
 
 def copies_as_vela(name: str, reads_io: bool, writes_output: bool) -> bool:
@@ -92,6 +86,8 @@ def folded(op, program) -> bool:
     if len(producers) != 1:
         return False
     p = producers[0]
+    if p.kind in MAC_KINDS and not lstm_op(p, program.tensors[p.output]):
+        return _folded_into(p, program) is op  # a MAC operation writes the output itself
     name = p.params.get("op")
     if p.kind != "UNIT" or name not in SLICES or not p.inputs:
         return False

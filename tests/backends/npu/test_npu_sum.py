@@ -214,8 +214,10 @@ def test_the_exact_scale_equals_the_builtin_formula_or_is_refused():
 # transpose and ReduceSum against partita's transpose and convolution. Partita's transpose is
 # cheaper (u55-256: 3,500 cycles against Vela's 4,800; u65-256: 1,867 against 4,766 for the
 # same 12,800 bytes) and so is our convolution since it pays no fixed cost (session 18: 3,428
-# and 3,347 against Vela's ReduceSum 3,949 and 4,213): 0.83 and 0.67 of Vela's totals
-SUM_BANDS = {"u55-256": (0.78, 0.88), "u65-256": (0.62, 0.72)}
+# and 3,347 against Vela's ReduceSum 3,949 and 4,213): 0.83 and 0.67 of Vela's totals. Since
+# session 20 (n30j) the reshape to the output after the convolution costs nothing (regor
+# removes it; the convolution writes the output): 0.79 and 0.61
+SUM_BANDS = {"u55-256": (0.74, 0.84), "u65-256": (0.56, 0.66)}
 
 
 @pytest.mark.parametrize("preset", sorted(SUM_BANDS))
