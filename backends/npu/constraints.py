@@ -177,11 +177,40 @@ def pool(root) -> Verdict:
     return Verdict(ok and root.checked_type.dtype in WIDE_DTYPES, f"got {ph}x{pw}")
 
 
-@constraint("Mean must reduce the H and W axes of an NHWC int8/uint8/int16 tensor")
+MEAN_AXIS_MAX = 64 * 64  # Vela's: a reduced axis fits one depthwise kernel's 4,096 elements
+MEAN_ELEMENTS_MAX = {"int8": 1 << 24, "uint8": 1 << 23, "int16": 1 << 16}  # the int32 sum
+
+
+def mean_geometry(shape, attrs) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """A MEAN's input as Vela sees it: the shape padded in front to NHWC and the reduced axes
+    of that shape (None above rank 4)."""
+    from partita.ops.tensor_reduce import reduce_axes
+
+    ndim = len(shape)
+    if ndim > 4:
+        return None
+    pad = 4 - ndim
+    nhwc = (1,) * pad + tuple(int(d) for d in shape)
+    return nhwc, tuple(pad + a for a in reduce_axes(ndim, attrs))
+
+
+@constraint(
+    "Mean must reduce a tensor of rank 4 or less (padded to NHWC) holding int8, uint8 or int16 "
+    "data, over the channels only when one of H, W and C is 1, each reduced axis of at most {} "
+    "and at most {:,} (int8), {:,} (uint8) or {:,} (int16) elements in all (Vela's)",
+    MEAN_AXIS_MAX,
+    *MEAN_ELEMENTS_MAX.values(),
+)
 def mean(root) -> Verdict:
-    axes = tuple(sorted(a % root.args[0].checked_type.ndim for a in root.attrs.axis))
-    ok = root.args[0].checked_type.ndim == 4 and axes == (1, 2)
-    return Verdict(ok and root.checked_type.dtype in WIDE_DTYPES, f"got axes {axes}")
+    dtype = root.args[0].checked_type.dtype
+    geometry = mean_geometry(root.args[0].checked_type.shape, root.attrs)
+    if geometry is None or dtype not in WIDE_DTYPES:
+        return Verdict(False, f"got rank {root.args[0].checked_type.ndim}, {dtype}")
+    nhwc, axes = geometry
+    n = int(np.prod([nhwc[a] for a in axes]))
+    ok = (3 not in axes or 1 in nhwc[1:]) and all(nhwc[a] <= MEAN_AXIS_MAX for a in axes)
+    ok = ok and n <= MEAN_ELEMENTS_MAX[dtype] and root.checked_type.dtype == dtype
+    return Verdict(ok, f"got axes {axes} of {nhwc}, {dtype}")
 
 
 @constraint(

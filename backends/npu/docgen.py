@@ -73,7 +73,8 @@ VELA = [
     (
         "MEAN",
         "batch 1; depth only if h, w or c == 1; <= 16777216 elements",
-        "narrower: H and W only (`npu.mean`)",
+        "same (`npu.mean`: any of H, W and C of a map of rank <= 4, each reduced axis <= 4096; "
+        "the element limits per type, 16777216 int8, 8388608 uint8, 65536 int16)",
     ),
     ("MINIMUM", "as MAXIMUM", "wider, as MAXIMUM (`npu.minimum`)"),
     (
@@ -201,7 +202,7 @@ INT16 = {
     "DEPTHWISE_CONV_2D": "same (as CONV_2D)",
     "FULLY_CONNECTED": "same (TFLite's double-rounded int16 output stage)",
     "MAX_POOL_2D": "same",
-    "MEAN": "as for 8-bit (H and W)",
+    "MEAN": "as for 8-bit (at most 65536 reduced elements)",
     "MUL": "same",
     "PAD": "same",
     "PADV2": "same",

@@ -1,7 +1,8 @@
 """Operators Vela 5.2 runs as several NPU operations, charged as its rewrite (the cycle model,
-cycles.py, calls these for one operation of ours): MEAN over H and W (all-ones depthwise
-convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four operations) and
-the bilinear resizes (copies and 2x2 depthwise convolutions, or upscaling average pools)."""
+cycles.py, calls these for one operation of ours): MEAN over any of H, W and C (all-ones
+depthwise convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
+operations) and the bilinear resizes (copies and 2x2 depthwise convolutions, or upscaling
+average pools)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import Query, mac_cycles
+from .blocks import Query, _dpu_block_cycles, _fractional_blocks, find_block, mac_cycles
 from .config import NPUConfig
+from .vela_access import _block_transfer
 
 # Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
 # per MAC-array size and cores; other designs: 1.5x the add rate
@@ -25,30 +27,85 @@ def _wide_elementwise_cycles(config: NPUConfig) -> float:
     return WIDE_ELEMENTWISE_CYCLES.get(key, 1.5 * config.add_output_cycles)
 
 
-def mean_as_vela(config: NPUConfig, ifm: tuple, bits: int) -> tuple[float, int, int]:
-    """A MEAN over H and W of an (N, H, W, C) map the way Vela runs it: depthwise convolutions
-    with all-ones kernels of at most 64 rows and 4,096 elements (a map taller than 64 rows whose
-    area fits one kernel is first flattened to one row) summing into 32-bit maps, additions of
-    their partial sums, and one multiplication that scales the sum to the output.
+def mean_as_vela(
+    config: NPUConfig, ifm: tuple, bits: int, axes: tuple = (1, 2), src: str | None = None
+) -> tuple[float, int, int]:
+    """A MEAN of an (N, H, W, C) map over ``axes`` (of H, W and C; C only when one of H, W
+    and C is 1) the way Vela runs it (regor's ConvertMeanOps): a reduction over the channels
+    first moves them into W (the map seen as (N, H or W, C, 1)); then depthwise convolutions
+    with all-ones kernels over the reduced axes, of at most 64 rows and 4,096 elements (a map
+    taller than 64 rows reduced over H and W whose area fits one kernel is first flattened to
+    one row), summing into 32-bit maps, additions of their partial sums, and one
+    multiplication that scales the sum to the output. ``src``: the memory the input lives in;
+    given, each convolution is charged as Vela 5.2 charges a MAC operation of its own
+    (``_single_mac_op``: the input block read from ``src``, the 32-bit sums written to SRAM),
+    else by the legacy estimate.
     Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
     intermediate sums written and read in SRAM)."""
-    _, h, w, c = ifm
-    if h > MEAN_HEIGHT_MAX and h * w <= MEAN_KERNEL_MAX:
-        h, w = 1, h * w
-    rows = max(1, min(MEAN_KERNEL_MAX // w, h, MEAN_HEIGHT_MAX))
-    convs = ceil(h / rows)
+    _, h, w, c = (int(d) for d in ifm)
+    red_h, red_w, red_c = (a in axes for a in (1, 2, 3))
+    if red_c and c > 1:  # N x H x 1 x C -> N x H x C x 1, else N x 1 x W x C -> N x W x C x 1
+        h, red_h = (h, red_h) if w == 1 else (w, red_w)
+        w, red_w, c = c, True, 1
+    kw = w if red_w else 1
+    kh_all = h if red_h else 1
+    if kh_all > MEAN_HEIGHT_MAX and red_w and kh_all * kw <= MEAN_KERNEL_MAX:
+        h, w, kh_all, kw = 1, h * w, 1, h * w
+    rows = max(1, min(MEAN_KERNEL_MAX // kw, kh_all, MEAN_HEIGHT_MAX))
+    convs = ceil(kh_all / rows)
+    out = (1 if red_h else h, 1 if red_w else w, c)
     compute, weights = 0.0, 0
     for i in range(convs):
-        kh = min(rows, h - i * rows)
-        q = Query("dwconv", (kh, w, c), (1, 1, c), (kh, w), bits=bits)
-        compute += mac_cycles(config, q, config.mul_output_cycles)[0]
-        weights += kh * w * c + BIAS_RECORD_BYTES * c
+        kh = min(rows, kh_all - i * rows)
+        q = Query("dwconv", (kh if red_h else h, w, c), out, (kh, kw), bits=bits)
+        if src is None:
+            compute += mac_cycles(config, q, config.mul_output_cycles)[0]
+        else:
+            compute += _single_mac_op(config, q, src)
+        weights += kh * kw * c + BIAS_RECORD_BYTES * c
+    elems = out[0] * out[1] * out[2]
     wide = _wide_elementwise_cycles(config)
-    compute += (convs - 1) * c * wide + c * wide  # the partial-sum additions and the scaling
-    return compute, weights, 4 * c * 2 * convs
+    compute += (convs - 1) * elems * wide + elems * wide  # the partial-sum additions, the scaling
+    return compute, weights, 4 * elems * 2 * convs
 
 
 BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
+
+
+def _single_mac_op(config: NPUConfig, q: Query, src: str) -> float:
+    """Cycles of one MAC-array operation that is both the first and the last of its schedule,
+    as regor's EstimateMacOpCycles charges it: per output block (counted in micro-blocks) the
+    MACs or the output stage, whichever binds, each at least a quarter of the command's issue
+    time (the MACs, the output stage and, for more than one block, the difference of the
+    block's input and output transfers), then the other of the two once, plus one input and
+    one output block transfer (the first block's read, the last one's write). A MEAN's
+    one-block convolutions pay its MACs plus the issue quarter this way, where
+    blocks.mac_cycles' fill (the first block's transfers, MACs and output stage) pays the
+    output stage instead (0.80 of Vela on big_map_288's 144x144 MEAN)."""
+    block = find_block(config, q)
+    ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
+    dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=True)
+    elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
+    stage = max(
+        ceil(config.mul_output_cycles * elems), 10 * ofm_block[2] * config.sram_latency_cycles / 256
+    )
+    blocks = _fractional_blocks(config, q, ofm_block)
+    item = 2 if q.bits == 16 else 1
+    read = _block_transfer(config, src, q.ifm, block.ifm, item, False)
+    write = _block_transfer(config, "sram", q.ofm, block.ofm, 4, True)
+    cmd = ((abs(write - read) if blocks > 1 else 0) + dpu + stage) / 4
+    mac, stage = max(dpu, cmd), max(stage, cmd)
+    total = int(mac * blocks) + stage if mac > stage else stage * blocks + mac
+    return total + read + write
+
+
+def mean_op_as_vela(config: NPUConfig, op, ifm, src: str | None = None):
+    """``mean_as_vela`` of a qnn.mean UNIT operation reading ``ifm`` (a TensorDesc)."""
+    from .compiler import unit_attrs
+    from .constraints import mean_geometry
+
+    nhwc, axes = mean_geometry(ifm.shape, unit_attrs(op.params)[1])
+    return mean_as_vela(config, nhwc, 16 if ifm.dtype == "int16" else 8, axes, src)
 
 
 def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:

@@ -178,7 +178,33 @@ CASES = [
         "got 9x9",
     ),
     (C.mean, lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[1, 2])"), True, ""),
-    (C.mean, lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[3])"), False, "got axes (3,)"),
+    (
+        C.mean,
+        lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[3])"),
+        False,
+        "got axes (3,) of (1, 8, 8, 4), int8",
+    ),
+    # Vela's: W alone; the channels when one of H, W, C is 1 (a rank-3 map is padded to NHWC)
+    (C.mean, lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[2])"), True, ""),
+    (C.mean, lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[2])", "1, 16, 64"), True, ""),
+    (
+        C.mean,
+        lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[2])", "1, 8, 8, 8000"),
+        True,
+        "",
+    ),
+    (
+        C.mean,
+        lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[3])", "1, 1, 8, 5000"),
+        False,
+        "got axes (3,) of (1, 1, 8, 5000), int8",
+    ),
+    (
+        C.mean,
+        lambda: single("qnn.mean(%x, 0.5f, 0, 0.5f, 0, axis=[1, 2])", "1, 300, 300, 1", "int16"),
+        False,
+        "got axes (1, 2) of (1, 300, 300, 1), int16",
+    ),
     (C.lut, lambda: single("qnn.sigmoid(%x, 0.5f, 0, 0.00390625f, -128)"), True, ""),
     (
         C.lut,

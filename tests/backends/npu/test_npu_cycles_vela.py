@@ -17,9 +17,9 @@ from partita.backends.npu.config import get_config
 from partita.backends.npu.cycles import (
     argmax_as_vela,
     cascaded_offchip,
-    mean_as_vela,
     resize_bilinear_as_vela,
 )
+from partita.backends.npu.vela_decompose import mean_as_vela
 from partita.frontends import from_tflite
 
 import partita as P
@@ -98,6 +98,19 @@ def test_a_big_mean_runs_as_velas_six_depthwise_convolutions():
     # more rows or channels never cost fewer cycles
     small, big = (mean_as_vela(config, (1, h, 56, 64), 8)[0] for h in (56, 112))
     assert small < big
+
+
+def test_a_mean_over_some_axes_runs_as_velas_convolution_over_those():
+    """Over W alone: one 1 x W kernel per channel, an H x 1 map of 32-bit sums; over the
+    channels of a map with H == 1: the channels moved into W (one 1 x C kernel, one channel);
+    charged as Vela's single MAC operation, a MEAN's compute grows with the reduced axis."""
+    config = get_config("u55-256")
+    _, weights, sums = mean_as_vela(config, (1, 8, 8, 4), 8, (2,))
+    assert (weights, sums) == (8 * 4 + 10 * 4, 2 * 4 * 8 * 4)
+    _, weights, sums = mean_as_vela(config, (1, 1, 16, 64), 8, (3,))
+    assert (weights, sums) == (64 + 10, 2 * 4 * 16)
+    short, long = (mean_as_vela(config, (1, 8, w, 16), 8, (2,), "sram")[0] for w in (8, 64))
+    assert short < long
 
 
 def test_argmax_and_resize_cost_velas_extra_operations():

@@ -31,6 +31,7 @@ ON_THE_NPU = [
     "split_v",
     "abs",
     "mirror_pad",
+    "mean_axis2",  # MEAN over W alone: Vela's 1 x W all-ones depthwise convolution
 ]
 # Vela's table, elementwise and reduction ops, each alone and between two convolutions
 VELA_OPS = ["exp", "log", "rsqrt", "relu_0_to_1", "prelu", "reduce_max", "reduce_min", "arg_max"]
