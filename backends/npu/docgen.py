@@ -49,7 +49,13 @@ VELA = [
         "same weight-sum rule; strides 1-3 and dilation 1-2 (narrower); kernels up to 64x64 "
         "(Vela: no limit)",
     ),
-    ("DEPTHWISE_CONV_2D", "stride 1-3; |weights| sum", "same as CONV_2D (`npu.conv2d`)"),
+    (
+        "DEPTHWISE_CONV_2D",
+        "stride 1-3; |weights| sum",
+        "same as CONV_2D (`npu.conv2d`); a depth multiplier M > 1 (8-bit) as Vela runs it: M "
+        "depthwise convolutions and a transpose (`npu.conv2d` x M, `npu.concat`, "
+        "`npu.transpose`, `npu.reshape`: backends/npu/legalize_dwconv.py)",
+    ),
     (
         "ELU",
         "int8",

@@ -172,6 +172,19 @@ def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
     return transfer
 
 
+def map_transfers(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
+    """``map_transfer``'s input and output block transfers apart: (input block, output block)
+    -> (read cycles, write cycles) (blocks.single_mac_op)."""
+    ishape, oshape = nhwc(ifm.shape), nhwc(ofm.shape)
+    isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
+
+    def transfers(ifm_block, ofm_block) -> tuple[float, float]:
+        read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
+        return read, _block_transfer(config, io[1], oshape, ofm_block, osize, True)
+
+    return transfers
+
+
 def _elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool) -> float:
     """One native elementwise operation as Vela charges it: the slower of its output stage
     (``elementwise_cycles``) and each memory's access (bytes in bursts / bandwidth, no

@@ -10,9 +10,10 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import Query, _dpu_block_cycles, _fractional_blocks, find_block, mac_cycles
+from .blocks import Query, mac_cycles, single_mac_op
 from .config import NPUConfig
-from .vela_access import _block_transfer
+from .program import TensorDesc
+from .vela_access import map_transfers
 
 # Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
 # per MAC-array size and cores; other designs: 1.5x the add rate
@@ -38,7 +39,7 @@ def mean_as_vela(
     one row), summing into 32-bit maps, additions of their partial sums, and one
     multiplication that scales the sum to the output. ``src``: the memory the input lives in;
     given, each convolution is charged as Vela 5.2 charges a MAC operation of its own
-    (``_single_mac_op``: the input block read from ``src``, the 32-bit sums written to SRAM),
+    (blocks.single_mac_op: the input block read from ``src``, the 32-bit sums written to SRAM),
     else by the legacy estimate.
     Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
     intermediate sums written and read in SRAM)."""
@@ -61,7 +62,10 @@ def mean_as_vela(
         if src is None:
             compute += mac_cycles(config, q, config.mul_output_cycles)[0]
         else:
-            compute += _single_mac_op(config, q, src)
+            read = TensorDesc((1, *q.ifm), "int16" if bits == 16 else "int8", src)
+            sums = TensorDesc((1, *out), "int32", "sram")
+            transfers = map_transfers(config, read, sums, (src, "sram"))
+            compute += single_mac_op(config, q, config.mul_output_cycles, transfers)
         weights += kh * kw * c + BIAS_RECORD_BYTES * c
     elems = out[0] * out[1] * out[2]
     wide = _wide_elementwise_cycles(config)
@@ -70,33 +74,6 @@ def mean_as_vela(
 
 
 BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
-
-
-def _single_mac_op(config: NPUConfig, q: Query, src: str) -> float:
-    """Cycles of one MAC-array operation that is both the first and the last of its schedule,
-    as regor's EstimateMacOpCycles charges it: per output block (counted in micro-blocks) the
-    MACs or the output stage, whichever binds, each at least a quarter of the command's issue
-    time (the MACs, the output stage and, for more than one block, the difference of the
-    block's input and output transfers), then the other of the two once, plus one input and
-    one output block transfer (the first block's read, the last one's write). A MEAN's
-    one-block convolutions pay its MACs plus the issue quarter this way, where
-    blocks.mac_cycles' fill (the first block's transfers, MACs and output stage) pays the
-    output stage instead (0.80 of Vela on big_map_288's 144x144 MEAN)."""
-    block = find_block(config, q)
-    ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
-    dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=True)
-    elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
-    stage = max(
-        ceil(config.mul_output_cycles * elems), 10 * ofm_block[2] * config.sram_latency_cycles / 256
-    )
-    blocks = _fractional_blocks(config, q, ofm_block)
-    item = 2 if q.bits == 16 else 1
-    read = _block_transfer(config, src, q.ifm, block.ifm, item, False)
-    write = _block_transfer(config, "sram", q.ofm, block.ofm, 4, True)
-    cmd = ((abs(write - read) if blocks > 1 else 0) + dpu + stage) / 4
-    mac, stage = max(dpu, cmd), max(stage, cmd)
-    total = int(mac * blocks) + stage if mac > stage else stage * blocks + mac
-    return total + read + write
 
 
 def mean_op_as_vela(config: NPUConfig, op, ifm, src: str | None = None):

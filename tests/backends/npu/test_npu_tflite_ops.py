@@ -32,6 +32,9 @@ ON_THE_NPU = [
     "abs",
     "mirror_pad",
     "mean_axis2",  # MEAN over W alone: Vela's 1 x W all-ones depthwise convolution
+    # depth multiplier 2: two depthwise convolutions and a transpose (legalize_dwconv.py)
+    "dwconv_m2_s1_valid",
+    "dwconv_m2_s2_valid_relu",
 ]
 # Vela's table, elementwise and reduction ops, each alone and between two convolutions
 VELA_OPS = ["exp", "log", "rsqrt", "relu_0_to_1", "prelu", "reduce_max", "reduce_min", "arg_max"]
