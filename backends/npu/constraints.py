@@ -49,15 +49,21 @@ def activation_dtype(root) -> Verdict:
     return Verdict(not bad, f"got {', '.join(bad)}")
 
 
+BATCH_OPS = ("qnn.conv2d", "nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean", "image.resize2d")
+
+
 @constraint("Feature maps of convolutions, pooling, mean and resize must have batch size 1")
 def batch(root) -> Verdict:
     """Vela's constraint_batch_size: the NPU's spatial operations take one image at a time."""
     shapes, x = [root.checked_type.shape], root
-    while isinstance(x, Call) and x.args:  # down the data chain to the composite's input
+    while isinstance(x, Call) and x.args:  # down the data chain to the spatial op's input
+        spatial = getattr(x.op, "name", "") in BATCH_OPS
         x = x.args[0]
         if not isinstance(x.checked_type, TensorType):  # a tuple (concatenate's operands)
             break
         shapes.append(x.checked_type.shape)
+        if spatial:  # its input's producers are other operations' business
+            break
     sizes = sorted({s[0] for s in shapes if len(s) == 4})
     return Verdict(sizes in ([], [1]), f"got {', '.join(map(str, sizes))}")
 
