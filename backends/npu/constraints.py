@@ -262,7 +262,7 @@ def lut_chain(root) -> Verdict:
 
 
 @constraint(
-    "Resize must be nearest-neighbour on NHWC int8/uint8 data, the output {}x the input "
+    "Resize must be nearest-neighbour on NHWC int8/uint8/int16 data, the output {}x the input "
     "(or a 1x1 input)",
     "/".join(map(str, RESIZE_FACTORS)),
 )
@@ -271,7 +271,7 @@ def resize(root) -> Verdict:
     (_, ih, iw, _), (oh, ow) = root.args[0].checked_type.shape, a.size
     scaled = (ih, iw) == (1, 1) or any((oh, ow) == (ih * f, iw * f) for f in RESIZE_FACTORS)
     ok = a.method == "nearest_neighbor" and a.layout == "NHWC" and scaled
-    ok = ok and root.checked_type.dtype in ACT_DTYPES
+    ok = ok and root.checked_type.dtype in WIDE_DTYPES
     return Verdict(ok, f"got {a.method} {ih}x{iw} -> {oh}x{ow}, {root.checked_type.dtype}")
 
 
@@ -283,10 +283,10 @@ def movement(root) -> Verdict:
     return Verdict(root.checked_type.dtype in WIDE_DTYPES, f"got {root.checked_type.dtype}")
 
 
-@constraint("MAXIMUM and MINIMUM must compare int8 or uint8 operands of one type")
+@constraint("MAXIMUM and MINIMUM must compare int8, uint8 or int16 operands of one type")
 def min_max(root) -> Verdict:
     dtypes = {a.checked_type.dtype for a in root.args} | {root.checked_type.dtype}
-    return Verdict(len(dtypes) == 1 and dtypes <= set(ACT_DTYPES), f"got {sorted(dtypes)}")
+    return Verdict(len(dtypes) == 1 and dtypes <= set(WIDE_DTYPES), f"got {sorted(dtypes)}")
 
 
 @constraint("Softmax must map int8/uint8/int16 to the same type along the last axis")
@@ -299,7 +299,7 @@ def softmax(root) -> Verdict:
 
 @constraint(
     "Strided slices must have positive strides, other than 1 only over H and W (Vela's), on "
-    "int8/uint8 data"
+    "int8/uint8/int16 data"
 )
 def strided_slice(root) -> Verdict:
     strides = tuple(root.attrs.strides or ())
@@ -307,15 +307,15 @@ def strided_slice(root) -> Verdict:
     spatial = (1, 2) if ndim == 4 else ()
     ok = all(s >= 1 and (s == 1 or i in spatial) for i, s in enumerate(strides))
     return Verdict(
-        ok and root.checked_type.dtype in ACT_DTYPES,
+        ok and root.checked_type.dtype in WIDE_DTYPES,
         f"got strides {strides}, {root.checked_type.dtype}",
     )
 
 
-@constraint("Transposes must permute a tensor of rank 8 or less holding int8/uint8 data")
+@constraint("Transposes must permute a tensor of rank 8 or less holding int8/uint8/int16 data")
 def transpose(root) -> Verdict:
     ndim = root.checked_type.ndim
-    ok = ndim <= 8 and root.checked_type.dtype in ACT_DTYPES
+    ok = ndim <= 8 and root.checked_type.dtype in WIDE_DTYPES
     return Verdict(ok, f"got rank {ndim}, {root.checked_type.dtype}")
 
 

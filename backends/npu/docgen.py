@@ -52,7 +52,7 @@ VELA = [
     (
         "DEPTHWISE_CONV_2D",
         "stride 1-3; |weights| sum",
-        "same as CONV_2D (`npu.conv2d`); a depth multiplier M > 1 (8-bit) as Vela runs it: M "
+        "same as CONV_2D (`npu.conv2d`); a depth multiplier M > 1 as Vela runs it: M "
         "depthwise convolutions and a transpose (`npu.conv2d` x M, `npu.concat`, "
         "`npu.transpose`, `npu.reshape`: backends/npu/legalize_dwconv.py)",
     ),
@@ -205,7 +205,7 @@ INT16 = {
     "AVERAGE_POOL_2D": "same",
     "CONCATENATION": "same",
     "CONV_2D": "same (int64 accumulator, TFLite's int64 rescale)",
-    "DEPTHWISE_CONV_2D": "same (as CONV_2D)",
+    "DEPTHWISE_CONV_2D": "same (as CONV_2D; a depth multiplier as for 8-bit)",
     "FULLY_CONNECTED": "same (TFLite's double-rounded int16 output stage)",
     "MAX_POOL_2D": "same",
     "MEAN": "as for 8-bit (at most 65536 reduced elements)",
@@ -220,6 +220,13 @@ INT16 = {
     "interpolated entries)",
     "TANH": "same (as LOGISTIC)",
     "SOFTMAX": "same (`npu.softmax`: TFLite's int16 softmax, two interpolated tables)",
+    "MAXIMUM": "same",
+    "MINIMUM": "same",
+    "RESIZE_NEAREST_NEIGHBOR": "same",
+    "STRIDED_SLICE": "same",
+    "TRANSPOSE": "same",
+    "ABS": "CPU: the frontend does not import int16 ABS (Vela 5.2 runs it)",
+    "LEAKY_RELU": "CPU: the frontend does not import int16 LEAKY_RELU (Vela 5.2 runs it)",
 }
 
 SIDE_BY_SIDE = """

@@ -10,9 +10,9 @@ of an (M, H, W, C) map, then a transpose of that map to (H, W, C, M), which is t
 
 Every output channel's sum, bias and requantization are the original's, so the result is the
 same bits. The NPU runs the M convolutions (``npu.conv2d``), the concatenation and the transpose
-(data movement) and the reshape; a grouped convolution whose pieces the NPU would not all take
-(16-bit data: the NPU's transposes move 8-bit data; a piece failing a convolution requirement)
-is left as it is, for the CPU.
+(data movement) and the reshape, on 8-bit and 16x8 maps alike; a grouped convolution whose
+pieces the NPU would not all take (a piece failing a convolution requirement, 32-bit data) is
+left as it is, for the CPU.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def as_depthwise_pieces(call: Call, new: Call):
     if chain is None:
         return None
     clip, rq, bias, conv = chain
-    if call.checked_type.dtype not in C.ACT_DTYPES:
+    if call.checked_type.dtype not in C.WIDE_DTYPES:
         return None
     mult = int(conv.checked_type.shape[3]) // int(conv.args[0].checked_type.shape[3])
     x = new
@@ -141,7 +141,7 @@ class _LegalizeMultiplier(TypedScopedMutator):
 
 @module_pass("NPULegalizeDepthMultiplier", opt_level=0)
 def NPULegalizeDepthMultiplier(mod: IRModule, ctx) -> IRModule:
-    """Every 8-bit depthwise convolution with a depth multiplier the NPU can run, as Vela's
+    """Every depthwise convolution with a depth multiplier the NPU can run, as Vela's
     depthwise convolutions and transpose."""
     clipped: set[int] = set()
     found = False
