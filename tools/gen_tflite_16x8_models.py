@@ -186,6 +186,28 @@ def dwconv_m2(rng):
     return f, [In((1, 8, 8, 4))]
 
 
+def in_graph(inner, channels: int):
+    """x -> 3x3 conv (+bias, RELU) -> inner(rng) -> 1x1 conv (``channels`` -> 8): the op between
+    two convolutions (every weight drawn before tracing)."""
+
+    def build(rng):
+        w1, b1 = _w(rng, 3, 3, 4, 8), _w(rng, 8, scale=0.1)
+        op, w2 = inner(rng), _w(rng, 1, 1, channels, 8)
+
+        def f(x):
+            y = op(tf.nn.relu(tf.nn.conv2d(x, w1, 1, "SAME") + b1))
+            return tf.nn.conv2d(y, w2, 1, "SAME")
+
+        return f, [In((1, 8, 8, 4))]
+
+    return build
+
+
+def _dwconv_m2_of(rng, c=8):
+    w, b = _w(rng, 3, 3, c, 2), _w(rng, 2 * c, scale=0.1)
+    return lambda x: tf.nn.relu(tf.nn.depthwise_conv2d(x, w, (1, 1, 1, 1), "SAME") + b)
+
+
 def mean_axis2(rng):
     return (lambda x: tf.reduce_mean(x, axis=[2])), [In((1, 8, 8, 4))]
 
@@ -216,6 +238,18 @@ SESSION_20 = [
         "dwconv_m2", "DEPTHWISE_CONV_2D 3x3, multiplier 2, RELU", dwconv_m2, ("DEPTHWISE_CONV_2D",)
     ),
     Spec16("mean_axis2", "MEAN over W alone", mean_axis2, ("MEAN",)),
+    Spec16(
+        "dwconv_m2_in_graph",
+        "DEPTHWISE_CONV_2D multiplier 2 between a 3x3 and a 1x1 CONV_2D",
+        in_graph(_dwconv_m2_of, 16),
+        ("CONV_2D", "DEPTHWISE_CONV_2D"),
+    ),
+    Spec16(
+        "mean_axis2_in_graph",
+        "MEAN over W (keepdims) between a 3x3 and a 1x1 CONV_2D",
+        in_graph(lambda rng: lambda x: tf.reduce_mean(x, axis=[2], keepdims=True), 8),
+        ("CONV_2D", "MEAN"),
+    ),
     Spec16("transpose", "TRANSPOSE of H and W", transpose, ("TRANSPOSE",)),
     Spec16("strided_slice", "STRIDED_SLICE, stride 2 over H", strided_slice, ("STRIDED_SLICE",)),
     Spec16("maximum", "MAXIMUM of two inputs", maximum, ("MAXIMUM",)),

@@ -23,7 +23,7 @@ WHOLE_ON_THE_NPU = [
 # convolutions and a transpose, backends/npu/legalize_dwconv.py)
 SESSION_20 = [
     "dwconv_m2", "mean_axis2", "transpose", "strided_slice", "maximum", "minimum",
-    "resize_nearest",
+    "resize_nearest", "dwconv_m2_in_graph", "mean_axis2_in_graph",
 ]  # fmt: skip
 WHOLE_ON_THE_NPU += SESSION_20
 
