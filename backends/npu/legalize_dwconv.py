@@ -153,6 +153,8 @@ def NPULegalizeDepthMultiplier(mod: IRModule, ctx) -> IRModule:
                 clipped.add(id(n.args[0]))
     if not found:
         return mod
+    for _, fn in mod.items():
+        infer_type(fn, mod)  # the checks read the original's types
     out = rewrite_module(mod, lambda m: _LegalizeMultiplier(m, clipped))
     for _, fn in out.items():
         infer_type(fn, out)
