@@ -29,7 +29,12 @@ def _wide_elementwise_cycles(config: NPUConfig) -> float:
 
 
 def mean_as_vela(
-    config: NPUConfig, ifm: tuple, bits: int, axes: tuple = (1, 2), src: str | None = None
+    config: NPUConfig,
+    ifm: tuple,
+    bits: int,
+    axes: tuple = (1, 2),
+    src: str | None = None,
+    reshaped: bool = False,
 ) -> tuple[float, int, int]:
     """A MEAN of an (N, H, W, C) map over ``axes`` (of H, W and C; C only when one of H, W
     and C is 1) the way Vela runs it (regor's ConvertMeanOps): a reduction over the channels
@@ -40,7 +45,9 @@ def mean_as_vela(
     multiplication that scales the sum to the output. ``src``: the memory the input lives in;
     given, each convolution is charged as Vela 5.2 charges a MAC operation of its own
     (blocks.single_mac_op: the input block read from ``src``, the 32-bit sums written to SRAM),
-    else by the legacy estimate.
+    else by the legacy estimate, and the multiplication reads its 32-bit scalar from the weight
+    memory as regor's MeasureElementAccess does (``_scalar_read``; ``reshaped``: the output's
+    shape, padded to 4-D, is not the sums' map, so Vela keeps that map in NHWC).
     Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
     intermediate sums written and read in SRAM)."""
     _, h, w, c = (int(d) for d in ifm)
@@ -69,20 +76,42 @@ def mean_as_vela(
         weights += kh * kw * c + BIAS_RECORD_BYTES * c
     elems = out[0] * out[1] * out[2]
     wide = _wide_elementwise_cycles(config)
-    compute += (convs - 1) * elems * wide + elems * wide  # the partial-sum additions, the scaling
-    return compute, weights, 4 * elems * 2 * convs
+    compute += (convs - 1) * elems * wide  # the partial-sum additions
+    scaling = elems * wide
+    if src is not None:  # the multiplication takes the longer of its rate and the scalar's read
+        scaling = max(scaling, _scalar_read(config, out[2], reshaped))
+    return compute + scaling, weights, 4 * elems * 2 * convs
+
+
+def _scalar_read(config: NPUConfig, depth: int, reshaped: bool) -> float:
+    """Cycles of the MEAN multiplication's read of its int32 scalar from the weight memory, as
+    regor charges a non-8-bit scalar operand (MeasureElementAccess, EstimateMemoryTransfer): the
+    scalar rounded as the other operand's storage (16 elements when the 32-bit sums are in
+    NHCWB16 bricks, 1 when NHWC), read in bursts of the elementwise block's depth x 4 bytes
+    (the block depth: the sums' depth in micro-block depths) out of the memory's full burst.
+    Vela's figures: 256 cycles on the U55's flash for mean_hw, the in-graph MEANs and BERT's
+    (bricked sums, an 8-deep block: 64 bytes in 32-byte bursts of 128), 8 for mean_axis2."""
+    unit = config.ofm_block[2] * config.cores
+    block_depth = max(unit, -(-min(depth, 128) // unit) * unit)
+    nbytes = (1 if reshaped else 16) * 4
+    burst = min(config.offchip_burst_bytes, 4 * block_depth)
+    return nbytes * config.offchip_burst_bytes / burst / config.weight_bandwidth
 
 
 BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
 
 
-def mean_op_as_vela(config: NPUConfig, op, ifm, src: str | None = None):
-    """``mean_as_vela`` of a qnn.mean UNIT operation reading ``ifm`` (a TensorDesc)."""
+def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None):
+    """``mean_as_vela`` of a qnn.mean UNIT operation reading ``ifm`` and writing ``out``
+    (TensorDescs)."""
     from .compiler import unit_attrs
     from .constraints import mean_geometry
 
     nhwc, axes = mean_geometry(ifm.shape, unit_attrs(op.params)[1])
-    return mean_as_vela(config, nhwc, 16 if ifm.dtype == "int16" else 8, axes, src)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(nhwc))  # the sums' map
+    reshaped = (1,) * (4 - len(out.shape)) + tuple(int(d) for d in out.shape) != kept
+    bits = 16 if ifm.dtype == "int16" else 8
+    return mean_as_vela(config, nhwc, bits, axes, src, reshaped)
 
 
 def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
