@@ -51,8 +51,8 @@ def _chain(root: Call):
     if a.data_layout != "NHWC" or x.ndim != 4 or not isinstance(conv.args[1], Constant):
         return None
     cin, cout = int(x.shape[3]), int(conv.checked_type.shape[3])
-    if a.groups != cin or cin < 1 or cout <= cin or cout % cin:
-        return None
+    if a.groups != cin or cin < 2 or cout <= cin or cout % cin:
+        return None  # one input channel: a plain convolution, which the NPU runs as it is
     if (
         "I" not in a.kernel_layout
         or conv.args[1].checked_type.shape[a.kernel_layout.index("I")] != 1

@@ -62,6 +62,13 @@ def test_a_piece_the_npu_would_refuse_leaves_the_convolution_whole():
     assert _ops(NPULegalizeDepthMultiplier()(mod)) == _ops(mod)
 
 
+def test_one_input_channel_is_a_plain_convolution_left_as_it_is():
+    mod = _grouped(stride=1, mult=8, channels=1)  # groups=1: the NPU runs it as one conv
+    assert _ops(NPULegalizeDepthMultiplier()(mod)) == _ops(mod)
+    exe = P.build(mod, "npu, llvm")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+
+
 @pytest.mark.parametrize(
     "path", ["ops/dwconv_m2_in_graph.tflite", "int16/dwconv_m2_in_graph.tflite"]
 )
