@@ -454,7 +454,7 @@ def _compute(
         compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
         return 0, compute, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
-        return 0, mean_op_as_vela(config, op, ins[0], out, io[0])[0], None, None
+        return 0, mean_op_as_vela(config, op, ins[0], out, io[0], bricked)[0], None, None
     if op.params["op"] == "argmax":
         return 0, argmax_as_vela(config, ins[0].shape)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:

@@ -35,6 +35,7 @@ def mean_as_vela(
     axes: tuple = (1, 2),
     src: str | None = None,
     reshaped: bool = False,
+    bricked: bool = False,
 ) -> tuple[float, int, int]:
     """A MEAN of an (N, H, W, C) map over ``axes`` (of H, W and C; C only when one of H, W
     and C is 1) the way Vela runs it (regor's ConvertMeanOps): a reduction over the channels
@@ -47,7 +48,8 @@ def mean_as_vela(
     (blocks.single_mac_op: the input block read from ``src``, the 32-bit sums written to SRAM),
     else by the legacy estimate, and the multiplication reads its 32-bit scalar from the weight
     memory as regor's MeasureElementAccess does (``_scalar_read``; ``reshaped``: the output's
-    shape, padded to 4-D, is not the sums' map, so Vela keeps that map in NHWC).
+    shape, padded to 4-D, is not the sums' map, so Vela keeps that map in NHWC; ``bricked``:
+    the input is a map between two operations, read in full bursts).
     Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
     intermediate sums written and read in SRAM)."""
     _, h, w, c = (int(d) for d in ifm)
@@ -71,7 +73,7 @@ def mean_as_vela(
         else:
             read = TensorDesc((1, *q.ifm), "int16" if bits == 16 else "int8", src)
             sums = TensorDesc((1, *out), "int32", "sram")
-            transfers = map_transfers(config, read, sums, (src, "sram"))
+            transfers = map_transfers(config, read, sums, (src, "sram"), bricked)
             compute += single_mac_op(config, q, config.mul_output_cycles, transfers)
         weights += ones_kernel_bytes(kh * kw, c) + BIAS_RECORD_BYTES * c
     elems = out[0] * out[1] * out[2]
@@ -118,7 +120,7 @@ def _scalar_read(config: NPUConfig, depth: int, reshaped: bool) -> float:
 BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
 
 
-def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None):
+def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None, bricked: bool = False):
     """``mean_as_vela`` of a qnn.mean UNIT operation reading ``ifm`` and writing ``out``
     (TensorDescs)."""
     from .compiler import unit_attrs
@@ -128,7 +130,7 @@ def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None):
     kept = tuple(1 if i in axes else d for i, d in enumerate(nhwc))  # the sums' map
     reshaped = (1,) * (4 - len(out.shape)) + tuple(int(d) for d in out.shape) != kept
     bits = 16 if ifm.dtype == "int16" else 8
-    return mean_as_vela(config, nhwc, bits, axes, src, reshaped)
+    return mean_as_vela(config, nhwc, bits, axes, src, reshaped, bricked)
 
 
 def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
