@@ -177,6 +177,88 @@ def mobilenet_like(rng, softmax=True):
     return model, [In((1, 16, 16, 3))]
 
 
+def dwconv_m2(rng):
+    w, b = _w(rng, 3, 3, 4, 2), _w(rng, 8, scale=0.1)
+
+    def f(x):
+        return tf.nn.relu(tf.nn.depthwise_conv2d(x, w, (1, 1, 1, 1), "VALID") + b)
+
+    return f, [In((1, 8, 8, 4))]
+
+
+def in_graph(inner, channels: int):
+    """x -> 3x3 conv (+bias, RELU) -> inner(rng) -> 1x1 conv (``channels`` -> 8): the op between
+    two convolutions (every weight drawn before tracing)."""
+
+    def build(rng):
+        w1, b1 = _w(rng, 3, 3, 4, 8), _w(rng, 8, scale=0.1)
+        op, w2 = inner(rng), _w(rng, 1, 1, channels, 8)
+
+        def f(x):
+            y = op(tf.nn.relu(tf.nn.conv2d(x, w1, 1, "SAME") + b1))
+            return tf.nn.conv2d(y, w2, 1, "SAME")
+
+        return f, [In((1, 8, 8, 4))]
+
+    return build
+
+
+def _dwconv_m2_of(rng, c=8):
+    w, b = _w(rng, 3, 3, c, 2), _w(rng, 2 * c, scale=0.1)
+    return lambda x: tf.nn.relu(tf.nn.depthwise_conv2d(x, w, (1, 1, 1, 1), "SAME") + b)
+
+
+def mean_axis2(rng):
+    return (lambda x: tf.reduce_mean(x, axis=[2])), [In((1, 8, 8, 4))]
+
+
+def transpose(rng):
+    return (lambda x: tf.transpose(x, (0, 2, 1, 3))), [In((1, 4, 6, 8))]
+
+
+def strided_slice(rng):
+    return (lambda x: x[:, 1:7:2, 0:6, 2:6]), [In((1, 8, 8, 8))]
+
+
+def maximum(rng):
+    return (lambda x, y: tf.maximum(x, y)), [In((1, 4, 4, 8)), In((1, 4, 4, 8))]
+
+
+def minimum(rng):
+    return (lambda x, y: tf.minimum(x, y)), [In((1, 4, 4, 8)), In((1, 4, 4, 8))]
+
+
+def resize_nearest(rng):
+    return (lambda x: tf.image.resize(x, (8, 8), method="nearest")), [In((1, 4, 4, 8))]
+
+
+# session 20 (n30i): operators Vela 5.2 runs in 16x8 that partita's NPU had left to the CPU
+SESSION_20 = [
+    Spec16(
+        "dwconv_m2", "DEPTHWISE_CONV_2D 3x3, multiplier 2, RELU", dwconv_m2, ("DEPTHWISE_CONV_2D",)
+    ),
+    Spec16("mean_axis2", "MEAN over W alone", mean_axis2, ("MEAN",)),
+    Spec16(
+        "dwconv_m2_in_graph",
+        "DEPTHWISE_CONV_2D multiplier 2 between a 3x3 and a 1x1 CONV_2D",
+        in_graph(_dwconv_m2_of, 16),
+        ("CONV_2D", "DEPTHWISE_CONV_2D"),
+    ),
+    Spec16(
+        "mean_axis2_in_graph",
+        "MEAN over W (keepdims) between a 3x3 and a 1x1 CONV_2D",
+        in_graph(lambda rng: lambda x: tf.reduce_mean(x, axis=[2], keepdims=True), 8),
+        ("CONV_2D", "MEAN"),
+    ),
+    Spec16("transpose", "TRANSPOSE of H and W", transpose, ("TRANSPOSE",)),
+    Spec16("strided_slice", "STRIDED_SLICE, stride 2 over H", strided_slice, ("STRIDED_SLICE",)),
+    Spec16("maximum", "MAXIMUM of two inputs", maximum, ("MAXIMUM",)),
+    Spec16("minimum", "MINIMUM of two inputs", minimum, ("MINIMUM",)),
+    Spec16(
+        "resize_nearest", "RESIZE_NEAREST_NEIGHBOR 2x", resize_nearest, ("RESIZE_NEAREST_NEIGHBOR",)
+    ),
+]
+
 SPECS = [
     Spec16("conv_relu", "CONV_2D 3x3 8->16, bias, fused RELU", conv, ("CONV_2D",)),
     Spec16("conv_stride2", "CONV_2D 3x3 stride 2 VALID", conv_stride, ("CONV_2D",)),
@@ -219,6 +301,7 @@ SPECS = [
         lambda rng: mobilenet_like(rng, softmax=False),
         ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "FULLY_CONNECTED"),
     ),
+    *SESSION_20,
 ]
 
 

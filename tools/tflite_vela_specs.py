@@ -301,3 +301,30 @@ VELA_SPECS += [
         (want("RESIZE_BILINEAR", align_corners=False, half_pixel_centers=False),),
     ),
 ]
+
+
+def _dwconv_m2(x):
+    """3x3 SAME depthwise convolution with depth multiplier 2, bias and RELU (fixed weights:
+    the same on every trace of the body)."""
+    c = int(x.shape[-1])
+    r = np.random.default_rng(20)
+    w = _c(r.normal(size=(3, 3, c, 2)) / 3)
+    b = _c(r.normal(0, 0.5, 2 * c))
+    return tf.nn.relu(tf.nn.bias_add(tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME"), b))
+
+
+# session 20 (n30i): the in-graph forms of two operators Vela 5.2 runs on the NPU
+VELA_SPECS += [
+    Spec(
+        "dwconv_m2_in_graph",
+        "3x3 SAME depthwise, multiplier 2, RELU, between a 3x3 and a 1x1 convolution",
+        in_graph(_dwconv_m2),
+        (want("CONV_2D"), want("DEPTHWISE_CONV_2D", depth_multiplier=2)),
+    ),
+    Spec(
+        "mean_axis2_in_graph",
+        "mean over W alone, keepdims, between a 3x3 and a 1x1 convolution",
+        in_graph(lambda x: tf.reduce_mean(x, [2], keepdims=True)),
+        (want("CONV_2D"), want("MEAN", keep_dims=True)),
+    ),
+]

@@ -24,6 +24,7 @@ from .config import DEFAULT, PRESETS, config_from_token, config_token, get_confi
 from .cycles import program_cycles
 from .layout import NPUConvertLayout
 from .legalize import NPULegalizeSum, NPULegalizeTransposeConv
+from .legalize_dwconv import NPULegalizeDepthMultiplier
 from .memory import SRAMError
 from .native import ENGINES, NativeProgram, choose_engine
 from .patterns import pattern_table
@@ -194,6 +195,7 @@ backend = NPUBackend(
         NPUConvertLayout(),
         NPULegalizeTransposeConv(),
         NPULegalizeSum(),
+        NPULegalizeDepthMultiplier(),
     ],
     options={
         "config": Option(DEFAULT, None, f"a preset ({', '.join(PRESETS)}) or a .toml file"),

@@ -49,15 +49,21 @@ def activation_dtype(root) -> Verdict:
     return Verdict(not bad, f"got {', '.join(bad)}")
 
 
+BATCH_OPS = ("qnn.conv2d", "nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean", "image.resize2d")
+
+
 @constraint("Feature maps of convolutions, pooling, mean and resize must have batch size 1")
 def batch(root) -> Verdict:
     """Vela's constraint_batch_size: the NPU's spatial operations take one image at a time."""
     shapes, x = [root.checked_type.shape], root
-    while isinstance(x, Call) and x.args:  # down the data chain to the composite's input
+    while isinstance(x, Call) and x.args:  # down the data chain to the spatial op's input
+        spatial = getattr(x.op, "name", "") in BATCH_OPS
         x = x.args[0]
         if not isinstance(x.checked_type, TensorType):  # a tuple (concatenate's operands)
             break
         shapes.append(x.checked_type.shape)
+        if spatial:  # its input's producers are other operations' business
+            break
     sizes = sorted({s[0] for s in shapes if len(s) == 4})
     return Verdict(sizes in ([], [1]), f"got {', '.join(map(str, sizes))}")
 
@@ -177,11 +183,40 @@ def pool(root) -> Verdict:
     return Verdict(ok and root.checked_type.dtype in WIDE_DTYPES, f"got {ph}x{pw}")
 
 
-@constraint("Mean must reduce the H and W axes of an NHWC int8/uint8/int16 tensor")
+MEAN_AXIS_MAX = 64 * 64  # Vela's: a reduced axis fits one depthwise kernel's 4,096 elements
+MEAN_ELEMENTS_MAX = {"int8": 1 << 24, "uint8": 1 << 23, "int16": 1 << 16}  # the int32 sum
+
+
+def mean_geometry(shape, attrs) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """A MEAN's input as Vela sees it: the shape padded in front to NHWC and the reduced axes
+    of that shape (None above rank 4)."""
+    from partita.ops.tensor_reduce import reduce_axes
+
+    ndim = len(shape)
+    if ndim > 4:
+        return None
+    pad = 4 - ndim
+    nhwc = (1,) * pad + tuple(int(d) for d in shape)
+    return nhwc, tuple(pad + a for a in reduce_axes(ndim, attrs))
+
+
+@constraint(
+    "Mean must reduce a tensor of rank 4 or less (padded to NHWC) holding int8, uint8 or int16 "
+    "data, over the channels only when one of H, W and C is 1, each reduced axis of at most {} "
+    "and at most {:,} (int8), {:,} (uint8) or {:,} (int16) elements in all (Vela's)",
+    MEAN_AXIS_MAX,
+    *MEAN_ELEMENTS_MAX.values(),
+)
 def mean(root) -> Verdict:
-    axes = tuple(sorted(a % root.args[0].checked_type.ndim for a in root.attrs.axis))
-    ok = root.args[0].checked_type.ndim == 4 and axes == (1, 2)
-    return Verdict(ok and root.checked_type.dtype in WIDE_DTYPES, f"got axes {axes}")
+    dtype = root.args[0].checked_type.dtype
+    geometry = mean_geometry(root.args[0].checked_type.shape, root.attrs)
+    if geometry is None or dtype not in WIDE_DTYPES:
+        return Verdict(False, f"got rank {root.args[0].checked_type.ndim}, {dtype}")
+    nhwc, axes = geometry
+    n = int(np.prod([nhwc[a] for a in axes]))
+    ok = (3 not in axes or 1 in nhwc[1:]) and all(nhwc[a] <= MEAN_AXIS_MAX for a in axes)
+    ok = ok and n <= MEAN_ELEMENTS_MAX[dtype] and root.checked_type.dtype == dtype
+    return Verdict(ok, f"got axes {axes} of {nhwc}, {dtype}")
 
 
 @constraint(
@@ -227,7 +262,7 @@ def lut_chain(root) -> Verdict:
 
 
 @constraint(
-    "Resize must be nearest-neighbour on NHWC int8/uint8 data, the output {}x the input "
+    "Resize must be nearest-neighbour on NHWC int8/uint8/int16 data, the output {}x the input "
     "(or a 1x1 input)",
     "/".join(map(str, RESIZE_FACTORS)),
 )
@@ -236,7 +271,7 @@ def resize(root) -> Verdict:
     (_, ih, iw, _), (oh, ow) = root.args[0].checked_type.shape, a.size
     scaled = (ih, iw) == (1, 1) or any((oh, ow) == (ih * f, iw * f) for f in RESIZE_FACTORS)
     ok = a.method == "nearest_neighbor" and a.layout == "NHWC" and scaled
-    ok = ok and root.checked_type.dtype in ACT_DTYPES
+    ok = ok and root.checked_type.dtype in WIDE_DTYPES
     return Verdict(ok, f"got {a.method} {ih}x{iw} -> {oh}x{ow}, {root.checked_type.dtype}")
 
 
@@ -248,10 +283,10 @@ def movement(root) -> Verdict:
     return Verdict(root.checked_type.dtype in WIDE_DTYPES, f"got {root.checked_type.dtype}")
 
 
-@constraint("MAXIMUM and MINIMUM must compare int8 or uint8 operands of one type")
+@constraint("MAXIMUM and MINIMUM must compare int8, uint8 or int16 operands of one type")
 def min_max(root) -> Verdict:
     dtypes = {a.checked_type.dtype for a in root.args} | {root.checked_type.dtype}
-    return Verdict(len(dtypes) == 1 and dtypes <= set(ACT_DTYPES), f"got {sorted(dtypes)}")
+    return Verdict(len(dtypes) == 1 and dtypes <= set(WIDE_DTYPES), f"got {sorted(dtypes)}")
 
 
 @constraint("Softmax must map int8/uint8/int16 to the same type along the last axis")
@@ -264,7 +299,7 @@ def softmax(root) -> Verdict:
 
 @constraint(
     "Strided slices must have positive strides, other than 1 only over H and W (Vela's), on "
-    "int8/uint8 data"
+    "int8/uint8/int16 data"
 )
 def strided_slice(root) -> Verdict:
     strides = tuple(root.attrs.strides or ())
@@ -272,15 +307,15 @@ def strided_slice(root) -> Verdict:
     spatial = (1, 2) if ndim == 4 else ()
     ok = all(s >= 1 and (s == 1 or i in spatial) for i, s in enumerate(strides))
     return Verdict(
-        ok and root.checked_type.dtype in ACT_DTYPES,
+        ok and root.checked_type.dtype in WIDE_DTYPES,
         f"got strides {strides}, {root.checked_type.dtype}",
     )
 
 
-@constraint("Transposes must permute a tensor of rank 8 or less holding int8/uint8 data")
+@constraint("Transposes must permute a tensor of rank 8 or less holding int8/uint8/int16 data")
 def transpose(root) -> Verdict:
     ndim = root.checked_type.ndim
-    ok = ndim <= 8 and root.checked_type.dtype in ACT_DTYPES
+    ok = ndim <= 8 and root.checked_type.dtype in WIDE_DTYPES
     return Verdict(ok, f"got rank {ndim}, {root.checked_type.dtype}")
 
 

@@ -73,7 +73,7 @@ from .vela_decompose import (
     STANDALONE_LUT_MACS,
     argmax_as_vela,
     half_pixel,
-    mean_as_vela,
+    mean_op_as_vela,
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
@@ -297,7 +297,7 @@ def op_cycles(
         elementwise_access(config, op, ins, out, moved, scaled)
     # each memory transfers in parallel with the others (Vela's pass cycles: the slowest memory)
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean":
-        _, weights, sums = mean_as_vela(config, ins[0].shape, _bits(ins[0]))
+        _, weights, sums = mean_op_as_vela(config, op, ins[0], out)
         add(config.weight_memory, weights)
         add("sram", sums)
     if op.kind == "UNIT" and op.params["op"] == "resize_bilinear_taps" and len(out.shape) == 4:
@@ -338,8 +338,8 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or is_elementwise(op) or name in BLOCK_POOLS:
-        return 0
+    if fused or is_elementwise(op) or name in BLOCK_POOLS or name == "qnn.mean":
+        return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
     if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
@@ -452,8 +452,8 @@ def _compute(
         transfer = map_transfer(config, ins[0], out, io)
         compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
         return 0, compute, None, None
-    if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
-        return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None
+    if op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
+        return 0, mean_op_as_vela(config, op, ins[0], out, io[0], bricked)[0], None, None
     if op.params["op"] == "argmax":
         return 0, argmax_as_vela(config, ins[0].shape)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:

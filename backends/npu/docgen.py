@@ -49,7 +49,13 @@ VELA = [
         "same weight-sum rule; strides 1-3 and dilation 1-2 (narrower); kernels up to 64x64 "
         "(Vela: no limit)",
     ),
-    ("DEPTHWISE_CONV_2D", "stride 1-3; |weights| sum", "same as CONV_2D (`npu.conv2d`)"),
+    (
+        "DEPTHWISE_CONV_2D",
+        "stride 1-3; |weights| sum",
+        "same as CONV_2D (`npu.conv2d`); a depth multiplier M > 1 as Vela runs it: M "
+        "depthwise convolutions and a transpose (`npu.conv2d` x M, `npu.concat`, "
+        "`npu.transpose`, `npu.reshape`: backends/npu/legalize_dwconv.py)",
+    ),
     (
         "ELU",
         "int8",
@@ -73,7 +79,8 @@ VELA = [
     (
         "MEAN",
         "batch 1; depth only if h, w or c == 1; <= 16777216 elements",
-        "narrower: H and W only (`npu.mean`)",
+        "same (`npu.mean`: any of H, W and C of a map of rank <= 4, each reduced axis <= 4096; "
+        "the element limits per type, 16777216 int8, 8388608 uint8, 65536 int16)",
     ),
     ("MINIMUM", "as MAXIMUM", "wider, as MAXIMUM (`npu.minimum`)"),
     (
@@ -198,10 +205,10 @@ INT16 = {
     "AVERAGE_POOL_2D": "same",
     "CONCATENATION": "same",
     "CONV_2D": "same (int64 accumulator, TFLite's int64 rescale)",
-    "DEPTHWISE_CONV_2D": "same (as CONV_2D)",
+    "DEPTHWISE_CONV_2D": "same (as CONV_2D; a depth multiplier as for 8-bit)",
     "FULLY_CONNECTED": "same (TFLite's double-rounded int16 output stage)",
     "MAX_POOL_2D": "same",
-    "MEAN": "as for 8-bit (H and W)",
+    "MEAN": "as for 8-bit (at most 65536 reduced elements)",
     "MUL": "same",
     "PAD": "same",
     "PADV2": "same",
@@ -213,6 +220,13 @@ INT16 = {
     "interpolated entries)",
     "TANH": "same (as LOGISTIC)",
     "SOFTMAX": "same (`npu.softmax`: TFLite's int16 softmax, two interpolated tables)",
+    "MAXIMUM": "same",
+    "MINIMUM": "same",
+    "RESIZE_NEAREST_NEIGHBOR": "same",
+    "STRIDED_SLICE": "same",
+    "TRANSPOSE": "same",
+    "ABS": "CPU: the frontend does not import int16 ABS (Vela 5.2 runs it)",
+    "LEAKY_RELU": "CPU: the frontend does not import int16 LEAKY_RELU (Vela 5.2 runs it)",
 }
 
 SIDE_BY_SIDE = """

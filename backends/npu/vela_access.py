@@ -228,6 +228,25 @@ def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
     return transfer
 
 
+def map_transfers(config: NPUConfig, ifm, ofm, io: tuple[str, str], bricked: bool = False):
+    """``map_transfer``'s input and output block transfers apart: (input block, output block)
+    -> (read cycles, write cycles) (blocks.single_mac_op). ``bricked``: the input is a map
+    between two operations, which Vela keeps in NHCWB16 bricks and reads in full bursts
+    (EstimateMemoryTransfer: 16 channels x the block's width per burst)."""
+    ishape, oshape = nhwc(ifm.shape), nhwc(ofm.shape)
+    isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
+
+    def transfers(ifm_block, ofm_block) -> tuple[float, float]:
+        if bricked:
+            nbytes = int(np.prod([min(a, b) for a, b in zip(ishape, ifm_block)])) * isize
+            read = _latency(config, io[0], False) + nbytes / bandwidth(config, io[0])
+        else:
+            read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
+        return read, _block_transfer(config, io[1], oshape, ofm_block, osize, True)
+
+    return transfers
+
+
 def _elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool, flat: bool) -> float:
     """One native elementwise operation as Vela charges it: the slower of its output stage
     (``elementwise_cycles``; ``flat``: on Vela's ``flat_shape`` of the map, where no operand

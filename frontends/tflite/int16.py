@@ -29,12 +29,17 @@ INT16_OPS = frozenset(
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
         "LOGISTIC",
+        "MAXIMUM",
         "MEAN",
+        "MINIMUM",
         "MUL",
         "QUANTIZE",
+        "RESIZE_NEAREST_NEIGHBOR",
         "SOFTMAX",
+        "STRIDED_SLICE",
         "SUB",
         "TANH",
+        "TRANSPOSE",
     }
 )
 WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")

@@ -19,6 +19,13 @@ WHOLE_ON_THE_NPU = [
     "fully_connected", "max_pool", "mean", "mul", "pad", "reshape", "sub", "softmax",
     "mobilenet_like", "mobilenet_like_logits", "conv_per_tensor", "fully_connected_per_tensor",
 ]  # fmt: skip
+# session 20 (n30i): Vela 5.2 runs these in 16x8 (the depth multiplier as two depthwise
+# convolutions and a transpose, backends/npu/legalize_dwconv.py)
+SESSION_20 = [
+    "dwconv_m2", "mean_axis2", "transpose", "strided_slice", "maximum", "minimum",
+    "resize_nearest", "dwconv_m2_in_graph", "mean_axis2_in_graph",
+]  # fmt: skip
+WHOLE_ON_THE_NPU += SESSION_20
 
 
 def _check(exe, mod, path):
@@ -55,6 +62,17 @@ def test_16x8_conv_on_other_presets(preset):
     mod = from_tflite(path)
     exe = P.build(mod, f"npu -config={preset}, llvm")
     assert [s.target for s in exe.steps] == ["npu"]
+    _check(exe, mod, path)
+
+
+@pytest.mark.parametrize("preset", ["u55-128", "u55-256", "u65-256", "u65-512"])
+@pytest.mark.parametrize("name", SESSION_20)
+def test_16x8_session_20_ops_on_every_preset(name, preset):
+    path = MODELS / f"{name}.tflite"
+    mod = from_tflite(path)
+    exe = P.build(mod, f"npu -config={preset}, llvm")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+    assert all(c["cycles"] > 0 for s in exe.steps for c in s.region.cycles)
     _check(exe, mod, path)
 
 

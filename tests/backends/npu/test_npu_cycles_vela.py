@@ -17,9 +17,9 @@ from partita.backends.npu.config import get_config
 from partita.backends.npu.cycles import (
     argmax_as_vela,
     cascaded_offchip,
-    mean_as_vela,
     resize_bilinear_as_vela,
 )
+from partita.backends.npu.vela_decompose import mean_as_vela, ones_kernel_bytes
 from partita.frontends import from_tflite
 
 import partita as P
@@ -86,18 +86,34 @@ def test_the_record_matches_a_live_vela_run():
 
 def test_a_big_mean_runs_as_velas_six_depthwise_convolutions():
     """144 x 144 rows do not fit one 4,096-element kernel: Vela runs 28-row kernels (5 of them
-    and one of 4 rows), each with its bias record; a 7 x 7 map is one convolution."""
+    and one of 4 rows), each with its bias record and its all-ones kernel as Vela's weight
+    encoder writes it (Vela's debug database: 8,080 and 1,168 bytes); a 7 x 7 map is one
+    convolution."""
     config = get_config("u65-256")
     _, weights, sums = mean_as_vela(config, (1, 144, 144, 16), 8)
-    assert weights == 144 * 144 * 16 + 6 * 10 * 16
+    assert weights == 5 * 8080 + 1168 + 6 * 10 * 16
     assert sums == 6 * 2 * 4 * 16
     _, weights, sums = mean_as_vela(config, (1, 7, 7, 576), 8)
-    assert (weights, sums) == (49 * 576 + 10 * 576, 2 * 4 * 576)
+    assert (weights, sums) == (ones_kernel_bytes(49, 576) + 10 * 576, 2 * 4 * 576)
+    assert ones_kernel_bytes(36, 96) == 448 and ones_kernel_bytes(64, 4) == 80  # Vela's
     # a 96-row map whose area fits one kernel is flattened to one row: one convolution
     assert mean_as_vela(config, (1, 96, 4, 8), 8)[2] == 2 * 4 * 8
     # more rows or channels never cost fewer cycles
     small, big = (mean_as_vela(config, (1, h, 56, 64), 8)[0] for h in (56, 112))
     assert small < big
+
+
+def test_a_mean_over_some_axes_runs_as_velas_convolution_over_those():
+    """Over W alone: one 1 x W kernel per channel, an H x 1 map of 32-bit sums; over the
+    channels of a map with H == 1: the channels moved into W (one 1 x C kernel, one channel);
+    charged as Vela's single MAC operation, a MEAN's compute grows with the reduced axis."""
+    config = get_config("u55-256")
+    _, weights, sums = mean_as_vela(config, (1, 8, 8, 4), 8, (2,))
+    assert (weights, sums) == (ones_kernel_bytes(8, 4) + 10 * 4, 2 * 4 * 8 * 4)
+    _, weights, sums = mean_as_vela(config, (1, 1, 16, 64), 8, (3,))
+    assert (weights, sums) == (ones_kernel_bytes(64, 1) + 10, 2 * 4 * 16)
+    short, long = (mean_as_vela(config, (1, 8, w, 16), 8, (2,), "sram")[0] for w in (8, 64))
+    assert short < long
 
 
 def test_argmax_and_resize_cost_velas_extra_operations():

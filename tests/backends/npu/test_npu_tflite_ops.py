@@ -31,7 +31,17 @@ ON_THE_NPU = [
     "split_v",
     "abs",
     "mirror_pad",
+    "mean_axis2",  # MEAN over W alone: Vela's 1 x W all-ones depthwise convolution
+    # depth multiplier 2: two depthwise convolutions and a transpose (legalize_dwconv.py)
+    "dwconv_m2_s1_valid",
+    "dwconv_m2_s2_valid_relu",
+    "dwconv_m2_in_graph",
+    "mean_axis2_in_graph",
 ]
+# session 20 (n30i): the operators Vela 5.2 placed on the NPU and partita did not, every preset
+SESSION_20 = ["dwconv_m2_s1_valid", "dwconv_m2_s2_valid_relu", "dwconv_m2_in_graph"]
+SESSION_20 += ["mean_axis2", "mean_axis2_in_graph"]
+PRESETS = ("u55-128", "u55-256", "u65-256", "u65-512")
 # Vela's table, elementwise and reduction ops, each alone and between two convolutions
 VELA_OPS = ["exp", "log", "rsqrt", "relu_0_to_1", "prelu", "reduce_max", "reduce_min", "arg_max"]
 VELA_OPS += ["reverse_v2"]
@@ -73,6 +83,23 @@ def test_one_op_model_runs_on_the_npu_bit_exact_with_tflite(name):
         ]
         for got, want in zip(exe.run(*inputs), reference(path, inputs)):
             assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("name", SESSION_20)
+def test_velas_depth_multiplier_and_partial_mean_run_on_every_preset_bit_exact(name, preset):
+    path = OPS / f"{name}.tflite"
+    exe = P.build(from_tflite(str(path)), f"npu -config={preset}, ref")
+    assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
+    cycles = [c["cycles"] for s in exe.steps for c in s.region.cycles]
+    assert all(c > 0 for c in cycles)
+    rng = np.random.default_rng(7)
+    inputs = [
+        rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max, t.shape, t.dtype, True)
+        for t in exe.input_types
+    ]
+    for got, want in zip(exe.run(*inputs), reference(path, inputs)):
+        assert np.array_equal(got, want)
 
 
 def test_a_strided_slice_with_a_stride_over_channels_stays_on_the_cpu_with_vela_s_reason():
