@@ -257,6 +257,7 @@ def mac_cycles(
     fill: bool = False,
     const_latency: float | None = None,
     copy_latency: float | None = None,
+    block: Block | None = None,
 ) -> tuple[float, Block]:
     """Compute cycles of one MAC-array operation and the block it runs with. ``transfer``
     (input block, output block) -> cycles: the minimum memory cycles of one block where the
@@ -266,8 +267,11 @@ def mac_cycles(
     weight memory's when Vela leaves the weights there, weight_staging.py). ``copy_latency``:
     charge the operation as Vela's MemoryCopy, whose command cycles per block take this
     latency (the output memory's write latency off-chip, 0 on-chip) when there is more than
-    one block, and whose first block's transfers are not repeated per block."""
-    block = find_block(config, q)
+    one block, and whose first block's transfers are not repeated per block. ``block``: the
+    block to run with (default: find_block's for the whole map; a cascaded operation's is
+    chosen for its stripe, vela_cascade.py)."""
+    if block is None:
+        block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
     dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=fill)

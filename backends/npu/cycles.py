@@ -63,6 +63,7 @@ from .vela_access import (
     prelu_as_max,
     prelu_as_vela,
 )
+from .vela_cascade import cascade_stripes, input_rows
 from .vela_copy import SLICES, copies_as_vela, copy_as_vela, folded, writes_through
 from .vela_decompose import (
     BIAS_RECORD_BYTES,
@@ -200,13 +201,17 @@ def op_cycles(
     cascaded: set[int] | None = None,
     fused: set[int] | None = None,
     slack: float | None = None,
+    stripes: dict[int, int] | None = None,
 ) -> dict:
-    """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded`` and
-    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None;
-    ``slack``: the previous operation's cycles, None for the program's first, which decide
-    whether Vela stages the weights in SRAM: weight_staging.py)."""
+    """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded``,
+    ``fused`` and ``stripes``: the program's cascaded_offchip, fused_activations and
+    vela_cascade.cascade_stripes, computed here if None; ``slack``: the previous operation's
+    cycles, None for the program's first, which decide whether Vela stages the weights in
+    SRAM: weight_staging.py)."""
     if cascaded is None:
         cascaded = cascaded_offchip(program, config)
+    if stripes is None:
+        stripes = cascade_stripes(program, config)
     if fused is None:
         fused = fused_activations(program)
     out = program.tensors[op.output]
@@ -220,7 +225,8 @@ def op_cycles(
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
     bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
     staged = _staged(op, ins, out, config, slack)
-    macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged)
+    stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
+    macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged, stripe)
     if is_elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
@@ -392,10 +398,19 @@ def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None) -> bool
 
 
 def _compute(
-    op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False, staged=True
+    op: NPUOp,
+    ins,
+    out,
+    config: NPUConfig,
+    io=("sram", "sram"),
+    bricked=False,
+    staged=True,
+    stripe: int | None = None,
 ):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None);
-    ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory)."""
+    ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory);
+    ``stripe``: the output rows per stripe Vela cascades the operation in (vela_cascade.py:
+    its block is chosen for the stripe, its cycles counted over the whole map)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
         bits = _bits(ins[0])
@@ -406,8 +421,19 @@ def _compute(
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         transfer = map_transfer(config, ins[0], out, io)
         latency = None if staged else config.dma_latency_cycles
+        block = None
+        if stripe is not None and op.kind != "FC" and stripe < query.ofm[0]:
+            rows = input_rows(op, stripe, query.ifm[0])
+            striped = query._replace(ifm=(rows, *query.ifm[1:]), ofm=(stripe, *query.ofm[1:]))
+            block = find_block(config, striped)
         compute, block = mac_cycles(
-            config, query, max(stage, lut), transfer, fill=True, const_latency=latency
+            config,
+            query,
+            max(stage, lut),
+            transfer,
+            fill=True,
+            const_latency=latency,
+            block=block,
         )
         return macs, compute, block, query
     if is_elementwise(op):
@@ -481,8 +507,9 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
     cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
+    stripes = cascade_stripes(program, config)
     out, slack = [], None
     for op in program.ops:
-        out.append(op_cycles(op, program, config, cascaded, fused, slack))
+        out.append(op_cycles(op, program, config, cascaded, fused, slack, stripes))
         slack = out[-1]["cycles"]
     return out
