@@ -76,8 +76,11 @@ def _rolling(program: Program, producer: NPUOp, consumer: NPUOp, s_prod: int, s_
     return height * w * -(-c // BRICK_DEPTH) * BRICK_DEPTH
 
 
-def _cascadable(op: NPUOp, program: Program) -> bool:
-    return streams(op) and len(program.tensors[op.output].shape) == 4
+def _cascadable(program: Program, i: int, stripe: int) -> bool:
+    """regor's IsCascadable: a streaming operation whose stripe is shorter than its output."""
+    op = program.ops[i]
+    shape = program.tensors[op.output].shape
+    return streams(op) and len(shape) == 4 and stripe < shape[1]
 
 
 def _min_stripe(program: Program, index: int) -> int:
@@ -87,59 +90,90 @@ def _min_stripe(program: Program, index: int) -> int:
     return 1
 
 
-def _stripes(program: Program, ops: list[int], last: int) -> list[int]:
-    """Each cascaded operation's stripe, from the last one's (ProposeScheduleStriping)."""
-    out = [last]
-    for i in reversed(ops[1:]):
-        out.append(out[-1] * _window(program.ops[i])[1])
-    return out[::-1]
+def _stripes(program: Program, ops: list[int], last: int) -> dict[int, int]:
+    """Each operation's stripe, from the last one's (ProposeScheduleStriping)."""
+    out = {ops[-1]: last}
+    for k in range(len(ops) - 1, 0, -1):
+        out[ops[k - 1]] = out[ops[k]] * _window(program.ops[ops[k]])[1]
+    return out
 
 
-def _memory(program: Program, ops: list[int], stripes: list[int]) -> int:
-    total = sum(_weight_buffer(program.ops[i]) for i in ops)
-    for k in range(1, len(ops)):
-        p, c = program.ops[ops[k - 1]], program.ops[ops[k]]
-        total += _rolling(program, p, c, stripes[k - 1], stripes[k])
-    return total
-
-
-def _build(program: Program, limit: int) -> list[list[int]]:
-    """The cascade builder in its spilling mode, on the minimal schedule's stripes."""
+def _readers(program: Program) -> dict[int, list[int]]:
     readers: dict[int, list[int]] = {}
     for i, op in enumerate(program.ops):
         for t in set(op.inputs):
             readers.setdefault(t, []).append(i)
-    cascades, i = [], 0
-    while i < len(program.ops):
-        op = program.ops[i]
-        height = program.tensors[op.output].shape[1] if _cascadable(op, program) else 0
-        if height <= _min_stripe(program, i):
-            i += 1
+    return readers
+
+
+def _build(program: Program, ops: list[int], stripes: dict[int, int], limit: int, weights: bool):
+    """regor's cascade builder in its spilling mode over the consecutive operations ``ops`` with
+    ``stripes``: [(cascade's operations, its buffers' bytes)]. ``weights``: count each
+    operation's weight buffer (the striped proposals; the minimal schedule has none)."""
+    readers = _readers(program)
+
+    def weight(i: int) -> int:
+        return _weight_buffer(program.ops[i]) if weights else 0
+
+    cascades, k = [], 0
+    while k < len(ops):
+        i = ops[k]
+        if not _cascadable(program, i, stripes[i]):
+            k += 1
             continue
-        chain, buffers = [i], _weight_buffer(op)
-        while True:
-            p = chain[-1]
-            producer, j = program.ops[p], p + 1
-            if j >= len(program.ops) or readers.get(producer.output) != [j]:
+        chain, buffers, size = [i], weight(i), 0
+        while chain[-1] != ops[-1]:
+            p, j = chain[-1], chain[-1] + 1
+            producer, current = program.ops[p], program.ops[j]
+            if readers.get(producer.output) != [j] or producer.output in program.outputs:
                 break
-            if producer.output in program.outputs:
+            if not _cascadable(program, j, stripes[j]) or current.inputs[0] != producer.output:
                 break
-            current = program.ops[j]
-            if not _cascadable(current, program) or current.inputs[0] != producer.output:
-                break
-            if program.tensors[current.output].shape[1] <= _min_stripe(program, j):
-                break
-            buffers += _weight_buffer(current) + _rolling(
-                program, producer, current, _min_stripe(program, p), _min_stripe(program, j)
-            )
+            buffers += weight(j) + _rolling(program, producer, current, stripes[p], stripes[j])
             whole = _stored(program, current.inputs[0]) + _stored(program, current.output)
             if whole < limit or buffers > limit:
                 break
             chain.append(j)
+            size = buffers
         if len(chain) > 1:
-            cascades.append(chain)
-        i = chain[-1] + 1
+            cascades.append((chain, size))
+        k += len(chain)
     return cascades
+
+
+def _usage(program: Program, ops: list[int], cascades) -> int:
+    """A proposal's peak SRAM (EstimateScheduleMemoryUsage): a cascade's buffers, an operation
+    outside one its whole maps and weights."""
+    inside = {i: size for chain, size in cascades for i in chain}
+    peak = 0
+    for i in ops:
+        op = program.ops[i]
+        if i in inside:
+            peak = max(peak, inside[i])
+            continue
+        maps = sum(_stored(program, t) for t in op.inputs[:2]) + _stored(program, op.output)
+        peak = max(peak, maps + _weight_buffer(op))
+    return peak
+
+
+def _optimise(program: Program, chain: list[int], limit: int) -> dict[int, int]:
+    """regor's OptimizeSubSchedule for one cascade of the minimal schedule: taller stripes for
+    its last operation while the proposal fits and does not split into more cascades."""
+    end = chain[-1]
+    height = program.tensors[program.ops[end].output].shape[1]
+    best, most = None, 0
+    for h in range(_min_stripe(program, end) + 1, (height + 1) // 2 + 1):
+        stripes = _stripes(program, chain, h)
+        cascades = _build(program, chain, stripes, limit, weights=True)
+        most = most or len(cascades)
+        if _usage(program, chain, cascades) > limit or len(cascades) > most:
+            break
+        best = {i: stripes[i] for c, _ in cascades for i in c}
+        if not cascades:
+            break
+    if best is None:  # the minimal schedule's cascade and stripes stay
+        return {i: _min_stripe(program, i) for i in chain}
+    return best
 
 
 def cascade_stripes(program: Program, config: NPUConfig) -> dict[int, int]:
@@ -148,15 +182,9 @@ def cascade_stripes(program: Program, config: NPUConfig) -> dict[int, int]:
     if config.spill_memory == "none":
         return {}
     limit = config.sram_bytes
+    ops = list(range(len(program.ops)))
+    minimal = {i: _min_stripe(program, i) for i in ops}
     out: dict[int, int] = {}
-    for chain in _build(program, limit):
-        end = chain[-1]  # the minimal schedule's stripes stay if no taller one fits
-        height = program.tensors[program.ops[end].output].shape[1]
-        best = _stripes(program, chain, _min_stripe(program, end))
-        for h in range(_min_stripe(program, end) + 1, (height + 1) // 2 + 1):
-            stripes = _stripes(program, chain, h)
-            if _memory(program, chain, stripes) > limit:
-                break
-            best = stripes
-        out.update(zip(chain, best))
+    for chain, _ in _build(program, ops, minimal, limit, weights=False):
+        out.update(_optimise(program, chain, limit))
     return out
