@@ -54,6 +54,7 @@ from .memory import streams
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
+    burst_factor,
     elementwise_access,
     elementwise_cycles,
     elementwise_rate_name,
@@ -146,16 +147,16 @@ def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query,
 def _ifm_block_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float]:
     """Bytes a MAC op reads from its input map, off-chip or in SRAM (every output block fetches
     its input block, with the kernel's overlap; a convolution once per block of output channels)
-    and the off-chip burst efficiency: an NHWC read returns one input block's depth per burst
-    (Vela's ``_estimate_memory_transfer_efficiency``)."""
+    and the off-chip burst efficiency: an NHWC read returns one input block's depth per burst,
+    or the block's rows when the block spans the map's depth (regor's EstimateMemoryTransfer,
+    vela_access.burst_factor)."""
     (oh, ow, oc), (bh, bw, bd) = q.ofm, block.ofm
     item = np.dtype(t.dtype).itemsize
     ih, iw = min(block.ifm[0], q.ifm[0]), min(block.ifm[1], q.ifm[1])
     fetch = ih * iw * q.ifm[2] * item * ceil(oh / bh) * ceil(ow / bw)
     if q.kind in ("conv", "fc"):
         fetch *= ceil(oc / bd)
-    burst = config.offchip_burst_bytes
-    return fetch, burst / min(burst, block.ifm[2] * item)
+    return fetch, burst_factor(config, t.memory, nhwc(t.shape), block.ifm, item, write=False)
 
 
 def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
