@@ -33,7 +33,9 @@ RESERVED_END_BANKS = 2
 
 class Query(NamedTuple):
     """One MAC-array operation: kind (conv, dwconv, fc, pool), ifm and ofm (h, w, c), kernel
-    (kh, kw), strides, dilations and the input map's element bits (8 or 16)."""
+    (kh, kw), strides, dilations, the input map's element bits (8 or 16) and the factor the
+    hardware upscales the input by as it reads it (2: a TRANSPOSE_CONV's zero-inserted input,
+    Vela's resampling; ``ifm`` is then the map before upscaling)."""
 
     kind: str
     ifm: tuple[int, int, int]
@@ -42,6 +44,7 @@ class Query(NamedTuple):
     strides: tuple[int, int] = (1, 1)
     dilation: tuple[int, int] = (1, 1)
     bits: int = 8
+    upscale: int = 1
 
 
 class Block(NamedTuple):
@@ -72,9 +75,9 @@ def _partkernel(q: Query) -> bool:
 
 
 def _ifm_block(q: Query, ofm: tuple[int, int, int], ublock, ifm_depth: int):
-    areas = _area(q)
+    areas = _area(q)  # regor's RequiredInputSize: the input rows read, before upscaling
     dims = [
-        round_up((o - 1) * s + min(a, SUB_KERNEL), u)
+        round_up(-(-((o - 1) * s + min(a, SUB_KERNEL)) // q.upscale), u)
         for o, s, a, u in zip(ofm[:2], q.strides, areas, ublock[:2])
     ]
     return (dims[0], dims[1], ifm_depth)

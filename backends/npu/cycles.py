@@ -50,7 +50,6 @@ from .lstm_cycles import (
     lstm_sequences,
     native_activation,
 )
-from .memory import streams
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
@@ -64,7 +63,7 @@ from .vela_access import (
     prelu_as_max,
     prelu_as_vela,
 )
-from .vela_cascade import cascade_stripes, input_rows
+from .vela_cascade import cascade_stripes, cascaded_offchip, input_rows
 from .vela_copy import SLICES, copies_as_vela, copy_as_vela, folded, writes_through
 from .vela_decompose import (
     BIAS_RECORD_BYTES,
@@ -76,6 +75,7 @@ from .vela_decompose import (
 )
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
+from .vela_resample import folded_dilate, upscaled_input
 from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -120,8 +120,11 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     return config.add_output_cycles
 
 
-def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query, int]:
-    """The block model's view of a MAC-array op, and its MAC count."""
+def _mac_query(
+    op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8, upscale: int = 1
+) -> tuple[Query, int]:
+    """The block model's view of a MAC-array op, and its MAC count (``upscale``: the input is
+    read upscaled, vela_resample.py)."""
     w = op.arrays["weights"]
     if op.kind == "FC":
         oc, k = w.shape
@@ -139,6 +142,7 @@ def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query,
         tuple(p["strides"]),
         tuple(p["dilation"]),
         bits,
+        upscale,
     )
     depth = w.shape[3] if op.kind == "CONV" else 1
     return query, oh * ow * oc * kh * kw * depth
@@ -173,28 +177,6 @@ def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
     return out
 
 
-def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
-    """Maps spilled off-chip that Vela would cascade instead: written by a streaming op and read
-    only by the next one, which streams too (Vela keeps their stripes in SRAM, so both ops move
-    them at SRAM speed; our plan spills the whole map, memory.plan_memory)."""
-    if config.spill_memory == "none":
-        return set()
-    io = {*program.inputs, *program.outputs}
-    readers: dict[int, list[int]] = {}
-    for i, op in enumerate(program.ops):
-        for t in set(op.inputs):
-            readers.setdefault(t, []).append(i)
-    out = set()
-    for i, op in enumerate(program.ops[:-1]):
-        t = op.output
-        desc = program.tensors[t]
-        if desc.memory == "sram" or t in io or readers.get(t) != [i + 1]:
-            continue
-        if streams(op) and streams(program.ops[i + 1]):
-            out.add(t)
-    return out
-
-
 def op_cycles(
     op: NPUOp,
     program: Program,
@@ -216,18 +198,23 @@ def op_cycles(
     if fused is None:
         fused = fused_activations(program)
     out = program.tensors[op.output]
-    ins = input_descs(op, program)
+    ins, inputs, upscale = input_descs(op, program), list(op.inputs), 1
+    if (upscaled := upscaled_input(op, program)) is not None:  # Vela's TRANSPOSE_CONV reads
+        inputs[0], upscale = upscaled  # the map before zero insertion, upscaled
+        ins[0] = program.tensors[inputs[0]]
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
     io = (
-        ins[0].memory if op.inputs and op.inputs[0] in program.inputs else "sram",
+        ins[0].memory if inputs and inputs[0] in program.inputs else "sram",
         out.memory if op.output in program.outputs else "sram",
     )
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
-    bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
-    staged = _staged(op, ins, out, config, slack)
+    bricked = inputs[0] not in program.inputs and op.output not in program.outputs
+    staged = _staged(op, ins, out, config, slack, upscale)
     stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
-    macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged, stripe)
+    macs, compute, block, query = _compute(
+        op, ins, out, config, io, bricked, staged, stripe, upscale
+    )
     if is_elementwise(op) and op.output not in program.outputs:
         rate = getattr(config, elementwise_rate_name(op))
         compute = elementwise_cycles(config, ins, out, rate, brick=True)
@@ -240,6 +227,8 @@ def op_cycles(
     through = writes_through(op, program) if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
+    if folded_dilate(op, program):  # the convolution reads its input upscaled (Vela)
+        return _as_vela_decomposes(op, 0, ins[0], out, config)
     if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
         if not copy and not pads_as_vela(op, ins[0]):  # regor removes it (vela_copy.py)
             total = 0
@@ -266,12 +255,12 @@ def op_cycles(
         kh = op.arrays["weights"].shape[1]
         halo = 1.0 + (op.stripes - 1) * (kh - 1) / max(1, out.shape[1])
     for i, t in enumerate(ins):
-        if op.inputs[i] in cascaded:
+        if inputs[i] in cascaded:
             add("sram", t.nbytes * halo)
             continue
         # a region input read from off-chip memory: Vela's burst-inefficient first layer (our
         # spilled maps stream at full bandwidth instead, standing in for Vela's cascading)
-        if i == 0 and block is not None and t.memory != "sram" and op.inputs[0] in program.inputs:
+        if i == 0 and block is not None and t.memory != "sram" and inputs[0] in program.inputs:
             add(t.memory, *_ifm_block_read(config, query, block, t))
         elif i == 0 and block is not None and t.memory == "sram":
             # Vela's element access: an SRAM map is fetched per output block as well (each
@@ -388,12 +377,12 @@ def _as_vela_decomposes(op, total: int, src, out, config) -> dict:
     }
 
 
-def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None) -> bool:
+def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, upscale=1) -> bool:
     """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
     any other operation and for the integer LSTM's, whose figures were matched staged)."""
     if op.kind not in MAC_KINDS or lstm_op(op, out):
         return True
-    query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]))
+    query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]), upscale)
     nbytes = op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
     return weights_staged(config, query, find_block(config, query), nbytes, slack)
 
@@ -407,15 +396,17 @@ def _compute(
     bricked=False,
     staged=True,
     stripe: int | None = None,
+    upscale: int = 1,
 ):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None);
     ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory);
     ``stripe``: the output rows per stripe Vela cascades the operation in (vela_cascade.py:
-    its block is chosen for the stripe, its cycles counted over the whole map)."""
+    its block is chosen for the stripe, its cycles counted over the whole map); ``upscale``:
+    the input ``ins[0]`` is read upscaled (vela_resample.py)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
         bits = _bits(ins[0])
-        query, macs = _mac_query(op, ins[0].shape, out.shape, bits)
+        query, macs = _mac_query(op, ins[0].shape, out.shape, bits, upscale)
         # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0);
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
