@@ -53,10 +53,10 @@ from .lstm_cycles import (
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
-    burst_factor,
     elementwise_access,
     elementwise_cycles,
     elementwise_rate_name,
+    ifm_block_read,
     is_elementwise,
     map_transfer,
     nhwc,
@@ -76,6 +76,7 @@ from .vela_decompose import (
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_resample import folded_dilate, upscaled_input
+from .vela_reshape import mac_io, removed
 from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -148,21 +149,6 @@ def _mac_query(
     return query, oh * ow * oc * kh * kw * depth
 
 
-def _ifm_block_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float]:
-    """Bytes a MAC op reads from its input map, off-chip or in SRAM (every output block fetches
-    its input block, with the kernel's overlap; a convolution once per block of output channels)
-    and the off-chip burst efficiency: an NHWC read returns one input block's depth per burst,
-    or the block's rows when the block spans the map's depth (regor's EstimateMemoryTransfer,
-    vela_access.burst_factor)."""
-    (oh, ow, oc), (bh, bw, bd) = q.ofm, block.ofm
-    item = np.dtype(t.dtype).itemsize
-    ih, iw = min(block.ifm[0], q.ifm[0]), min(block.ifm[1], q.ifm[1])
-    fetch = ih * iw * q.ifm[2] * item * ceil(oh / bh) * ceil(ow / bw)
-    if q.kind in ("conv", "fc"):
-        fetch *= ceil(oc / bd)
-    return fetch, burst_factor(config, t.memory, nhwc(t.shape), block.ifm, item, write=False)
-
-
 def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
     """The maps ``op`` reads as it reads them: a view (a slice read at an offset) is the box's
     shape in its source's memory."""
@@ -197,19 +183,23 @@ def op_cycles(
         stripes = cascade_stripes(program, config)
     if fused is None:
         fused = fused_activations(program)
-    out = program.tensors[op.output]
     ins, inputs, upscale = input_descs(op, program), list(op.inputs), 1
     if (upscaled := upscaled_input(op, program)) is not None:  # Vela's TRANSPOSE_CONV reads
         inputs[0], upscale = upscaled  # the map before zero insertion, upscaled
+    read, output = mac_io(op, program)  # through the reshapes regor removes
+    inputs[0] = inputs[0] if read is None else read
+    output = op.output if output is None else output
+    if inputs[0] != op.inputs[0]:
         ins[0] = program.tensors[inputs[0]]
+    out = program.tensors[output]
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
     io = (
         ins[0].memory if inputs and inputs[0] in program.inputs else "sram",
-        out.memory if op.output in program.outputs else "sram",
+        out.memory if output in program.outputs else "sram",
     )
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
-    bricked = inputs[0] not in program.inputs and op.output not in program.outputs
+    bricked = inputs[0] not in program.inputs and output not in program.outputs
     staged = _staged(op, ins, out, config, slack, upscale)
     stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
     macs, compute, block, query = _compute(
@@ -227,7 +217,7 @@ def op_cycles(
     through = writes_through(op, program) if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
-    if folded_dilate(op, program):  # the convolution reads its input upscaled (Vela)
+    if folded_dilate(op, program) or removed(op, program):  # the MAC op reads through it
         return _as_vela_decomposes(op, 0, ins[0], out, config)
     if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
         if not copy and not pads_as_vela(op, ins[0]):  # regor removes it (vela_copy.py)
@@ -261,11 +251,11 @@ def op_cycles(
         # a region input read from off-chip memory: Vela's burst-inefficient first layer (our
         # spilled maps stream at full bandwidth instead, standing in for Vela's cascading)
         if i == 0 and block is not None and t.memory != "sram" and inputs[0] in program.inputs:
-            add(t.memory, *_ifm_block_read(config, query, block, t))
+            add(t.memory, *ifm_block_read(config, query, block, t))
         elif i == 0 and block is not None and t.memory == "sram":
             # Vela's element access: an SRAM map is fetched per output block as well (each
             # block with its kernel overlap, a convolution's once per block of output channels)
-            add("sram", _ifm_block_read(config, query, block, t)[0])
+            add("sram", ifm_block_read(config, query, block, t)[0])
         else:
             add(t.memory, t.nbytes * halo)
     add("sram" if op.output in cascaded else out.memory, out.nbytes)

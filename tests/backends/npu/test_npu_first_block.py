@@ -70,13 +70,13 @@ def test_dram_input_whose_block_spans_its_depth_is_read_in_whole_rows():
     assert abs(ours["cycles"] / vela["cycles"] - 1) <= 0.02, (ours, vela)  # was 2.49
     from partita.backends.npu.blocks import Block, Query
     from partita.backends.npu.config import get_config
-    from partita.backends.npu.cycles import _ifm_block_read
     from partita.backends.npu.program import TensorDesc
+    from partita.backends.npu.vela_access import ifm_block_read
 
     config = get_config("u65-256")
     q = Query("conv", (16, 16, 8), (7, 7, 8), (3, 3), (2, 2))
     t = TensorDesc((1, 16, 16, 8), "int8", "dram")
-    assert _ifm_block_read(config, q, Block((8, 8, 8), (18, 18, 8), True), t)[1] == 1.0
+    assert ifm_block_read(config, q, Block((8, 8, 8), (18, 18, 8), True), t)[1] == 1.0
     q = Query("conv", (224, 224, 3), (112, 112, 32), (3, 3), (2, 2))
     t = TensorDesc((1, 224, 224, 3), "int8", "dram")
-    assert _ifm_block_read(config, q, Block((6, 16, 32), (14, 34, 8), True), t)[1] == 16.0
+    assert ifm_block_read(config, q, Block((6, 16, 32), (14, 34, 8), True), t)[1] == 16.0
