@@ -63,6 +63,7 @@ from .vela_access import (
     prelu_as_max,
     prelu_as_vela,
 )
+from .vela_activation import activation_cycles, split_activation
 from .vela_cascade import cascade_stripes, cascaded_offchip, input_rows
 from .vela_copy import SLICES, copies_as_vela, copy_as_vela, folded, writes_through
 from .vela_decompose import (
@@ -192,14 +193,16 @@ def op_cycles(
     if inputs[0] != op.inputs[0]:
         ins[0] = program.tensors[inputs[0]]
     out = program.tensors[output]
+    split = split_activation(op, out)  # Vela writes an SRAM map, then runs the activation
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
+    writes_io = output in program.outputs and not split
     io = (
         ins[0].memory if inputs and inputs[0] in program.inputs else "sram",
-        out.memory if output in program.outputs else "sram",
+        out.memory if writes_io else "sram",
     )
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
-    bricked = inputs[0] not in program.inputs and output not in program.outputs
+    bricked = inputs[0] not in program.inputs and not writes_io
     staged = _staged(op, ins, out, config, slack, upscale)
     stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
     macs, compute, block, query = _compute(
@@ -258,7 +261,7 @@ def op_cycles(
             add("sram", ifm_block_read(config, query, block, t)[0])
         else:
             add(t.memory, t.nbytes * halo)
-    add("sram" if op.output in cascaded else out.memory, out.nbytes)
+    add("sram" if op.output in cascaded or split else out.memory, out.nbytes)
     # an elementwise op's scalar parameters are command-stream registers, not memory traffic
     constant_bytes = sum(
         _constant_bytes(name, a)
@@ -306,6 +309,9 @@ def op_cycles(
     )
     fixed = _fixed_cycles(op, op.output in fused, out, config, bricked)
     total = int(ceil(max(compute, memory))) + fixed
+    if split:  # the activation from the SRAM map to where the output lives
+        dst = out.memory if output in program.outputs else "sram"
+        total += int(ceil(activation_cycles(config, out, dst)))
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
