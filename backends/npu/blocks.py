@@ -33,7 +33,9 @@ RESERVED_END_BANKS = 2
 
 class Query(NamedTuple):
     """One MAC-array operation: kind (conv, dwconv, fc, pool), ifm and ofm (h, w, c), kernel
-    (kh, kw), strides, dilations and the input map's element bits (8 or 16)."""
+    (kh, kw), strides, dilations, the input map's element bits (8 or 16) and the factor the
+    hardware upscales the input by as it reads it (2: a TRANSPOSE_CONV's zero-inserted input,
+    Vela's resampling; ``ifm`` is then the map before upscaling)."""
 
     kind: str
     ifm: tuple[int, int, int]
@@ -42,6 +44,7 @@ class Query(NamedTuple):
     strides: tuple[int, int] = (1, 1)
     dilation: tuple[int, int] = (1, 1)
     bits: int = 8
+    upscale: int = 1
 
 
 class Block(NamedTuple):
@@ -72,9 +75,9 @@ def _partkernel(q: Query) -> bool:
 
 
 def _ifm_block(q: Query, ofm: tuple[int, int, int], ublock, ifm_depth: int):
-    areas = _area(q)
+    areas = _area(q)  # regor's RequiredInputSize: the input rows read, before upscaling
     dims = [
-        round_up((o - 1) * s + min(a, SUB_KERNEL), u)
+        round_up(-(-((o - 1) * s + min(a, SUB_KERNEL)) // q.upscale), u)
         for o, s, a, u in zip(ofm[:2], q.strides, areas, ublock[:2])
     ]
     return (dims[0], dims[1], ifm_depth)
@@ -257,6 +260,7 @@ def mac_cycles(
     fill: bool = False,
     const_latency: float | None = None,
     copy_latency: float | None = None,
+    block: Block | None = None,
 ) -> tuple[float, Block]:
     """Compute cycles of one MAC-array operation and the block it runs with. ``transfer``
     (input block, output block) -> cycles: the minimum memory cycles of one block where the
@@ -266,8 +270,11 @@ def mac_cycles(
     weight memory's when Vela leaves the weights there, weight_staging.py). ``copy_latency``:
     charge the operation as Vela's MemoryCopy, whose command cycles per block take this
     latency (the output memory's write latency off-chip, 0 on-chip) when there is more than
-    one block, and whose first block's transfers are not repeated per block."""
-    block = find_block(config, q)
+    one block, and whose first block's transfers are not repeated per block. ``block``: the
+    block to run with (default: find_block's for the whole map; a cascaded operation's is
+    chosen for its stripe, vela_cascade.py)."""
+    if block is None:
+        block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     ifm_block = tuple(min(a, b) for a, b in zip(q.ifm, block.ifm))
     dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=fill)

@@ -64,6 +64,8 @@ def _output_stage(calls: dict, out_dtype: str) -> tuple[dict, dict]:
         lo = max(lo, int(np.ceil(calls["clip"].attrs.a_min)))
         hi = min(hi, int(np.floor(calls["clip"].attrs.a_max)))
     params = {"rounding": rq.attrs.semantics, "act_min": lo, "act_max": hi, "out_dtype": out_dtype}
+    if "clip" in calls:  # a fused activation, even where its bounds are the type's whole range
+        params["activation"] = "clip"  # (the cycle model: vela_activation.py)
     if rq.args[0].checked_type.dtype == "int64":  # 16x8: int64 accumulators, TFLite's int64 MBQM
         params["acc_dtype"] = "int64"
     arrays = {

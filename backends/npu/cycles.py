@@ -53,7 +53,6 @@ from .lstm_cycles import (
     lstm_sequences,
     native_activation,
 )
-from .memory import cascaded_offchip
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
@@ -61,12 +60,15 @@ from .vela_access import (
     elementwise_cycles,
     elementwise_op_cycles,
     elementwise_rate_name,
+    ifm_block_read,
     is_elementwise,
     map_transfer,
     nhwc,
     prelu_as_max,
     prelu_as_vela,
 )
+from .vela_activation import activation_cycles, split_activation
+from .vela_cascade import cascade_stripes, cascaded_offchip, input_rows
 from .vela_copy import SLICES, copies_as_vela, copy_as_vela, folded, writes_through
 from .vela_decompose import (
     BIAS_RECORD_BYTES,
@@ -79,6 +81,8 @@ from .vela_decompose import (
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
+from .vela_resample import folded_dilate, upscaled_input
+from .vela_reshape import mac_io, removed
 from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import refetches, weights_staged
 
@@ -124,8 +128,11 @@ def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     return config.add_output_cycles
 
 
-def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query, int]:
-    """The block model's view of a MAC-array op, and its MAC count."""
+def _mac_query(
+    op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8, upscale: int = 1
+) -> tuple[Query, int]:
+    """The block model's view of a MAC-array op, and its MAC count (``upscale``: the input is
+    read upscaled, vela_resample.py)."""
     w = op.arrays["weights"]
     if op.kind == "FC":
         oc, k = w.shape
@@ -143,24 +150,10 @@ def _mac_query(op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8) -> tuple[Query,
         tuple(p["strides"]),
         tuple(p["dilation"]),
         bits,
+        upscale,
     )
     depth = w.shape[3] if op.kind == "CONV" else 1
     return query, oh * ow * oc * kh * kw * depth
-
-
-def _ifm_block_read(config: NPUConfig, q: Query, block, t) -> tuple[float, float]:
-    """Bytes a MAC op reads from its input map, off-chip or in SRAM (every output block fetches
-    its input block, with the kernel's overlap; a convolution once per block of output channels)
-    and the off-chip burst efficiency: an NHWC read returns one input block's depth per burst
-    (Vela's ``_estimate_memory_transfer_efficiency``)."""
-    (oh, ow, oc), (bh, bw, bd) = q.ofm, block.ofm
-    item = np.dtype(t.dtype).itemsize
-    ih, iw = min(block.ifm[0], q.ifm[0]), min(block.ifm[1], q.ifm[1])
-    fetch = ih * iw * q.ifm[2] * item * ceil(oh / bh) * ceil(ow / bw)
-    if q.kind in ("conv", "fc"):
-        fetch *= ceil(oc / bd)
-    burst = config.offchip_burst_bytes
-    return fetch, burst / min(burst, block.ifm[2] * item)
 
 
 def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
@@ -184,30 +177,46 @@ def op_cycles(
     cascaded: set[int] | None = None,
     fused: set[int] | None = None,
     slack: float | None = None,
+    stripes: dict[int, int] | None = None,
 ) -> dict:
-    """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded`` and
-    ``fused``: the program's cascaded_offchip and fused_activations, computed here if None;
-    ``slack``: the previous operation's cycles, None for the program's first, which decide
-    whether Vela stages the weights in SRAM: weight_staging.py)."""
+    """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded``,
+    ``fused`` and ``stripes``: the program's cascaded_offchip, fused_activations and
+    vela_cascade.cascade_stripes, computed here if None; ``slack``: the previous operation's
+    cycles, None for the program's first, which decide whether Vela stages the weights in
+    SRAM: weight_staging.py)."""
     if cascaded is None:
         cascaded = cascaded_offchip(program, config)
+    if stripes is None:
+        stripes = cascade_stripes(program, config)
     if fused is None:
         fused = fused_activations(program)
-    out = program.tensors[op.output]
-    ins = input_descs(op, program)
+    ins, inputs, upscale = input_descs(op, program), list(op.inputs), 1
+    if (upscaled := upscaled_input(op, program)) is not None:  # Vela's TRANSPOSE_CONV reads
+        inputs[0], upscale = upscaled  # the map before zero insertion, upscaled
+    read, output = mac_io(op, program)  # through the reshapes regor removes
+    inputs[0] = inputs[0] if read is None else read
+    output = op.output if output is None else output
+    if inputs[0] != op.inputs[0]:
+        ins[0] = program.tensors[inputs[0]]
+    out = program.tensors[output]
+    split = split_activation(op, out)  # Vela writes an SRAM map, then runs the activation
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
+    writes_io = output in program.outputs and not split
     through = writes_through(op, program)  # a reshape regor removes after it (vela_copy.py)
     io = (
-        ins[0].memory if op.inputs and op.inputs[0] in program.inputs else "sram",
-        out.memory if op.output in program.outputs else "sram",
+        ins[0].memory if inputs and inputs[0] in program.inputs else "sram",
+        out.memory if writes_io else "sram",
     )
-    if op.kind in MAC_KINDS and through is not None and not lstm_op(op, out):
+    if op.kind in MAC_KINDS and through is not None and not lstm_op(op, out) and not split:
         io = (io[0], program.tensors[through].memory)
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
-    bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
-    staged = _staged(op, ins, out, config, slack)
-    macs, compute, block, query = _compute(op, ins, out, config, io, bricked, staged)
+    bricked = inputs[0] not in program.inputs and not writes_io
+    staged = _staged(op, ins, out, config, slack, upscale)
+    stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
+    macs, compute, block, query = _compute(
+        op, ins, out, config, io, bricked, staged, stripe, upscale
+    )
     # a region input to a region output: Vela's flat shape (vela_access.flat_shape)
     flat = set(op.inputs) <= {*program.inputs} and op.output in program.outputs
     brick = op.output not in program.outputs
@@ -229,6 +238,8 @@ def op_cycles(
     through = through if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
+    if folded_dilate(op, program) or removed(op, program):  # the MAC op reads through it
+        return _as_vela_decomposes(op, 0, ins[0], out, config)
     if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
         if not copy and not pads_as_vela(op, ins[0]):  # regor removes it (vela_copy.py)
             total = 0
@@ -255,20 +266,20 @@ def op_cycles(
         kh = op.arrays["weights"].shape[1]
         halo = 1.0 + (op.stripes - 1) * (kh - 1) / max(1, out.shape[1])
     for i, t in enumerate(ins):
-        if op.inputs[i] in cascaded:
+        if inputs[i] in cascaded:
             add("sram", t.nbytes * halo)
             continue
         # a region input read from off-chip memory: Vela's burst-inefficient first layer (our
         # spilled maps stream at full bandwidth instead, standing in for Vela's cascading)
-        if i == 0 and block is not None and t.memory != "sram" and op.inputs[0] in program.inputs:
-            add(t.memory, *_ifm_block_read(config, query, block, t))
+        if i == 0 and block is not None and t.memory != "sram" and inputs[0] in program.inputs:
+            add(t.memory, *ifm_block_read(config, query, block, t))
         elif i == 0 and block is not None and t.memory == "sram":
             # Vela's element access: an SRAM map is fetched per output block as well (each
             # block with its kernel overlap, a convolution's once per block of output channels)
-            add("sram", _ifm_block_read(config, query, block, t)[0])
+            add("sram", ifm_block_read(config, query, block, t)[0])
         else:
             add(t.memory, t.nbytes * halo)
-    add("sram" if op.output in cascaded else out.memory, out.nbytes)
+    add("sram" if op.output in cascaded or split else out.memory, out.nbytes)
     # an elementwise op's scalar parameters are command-stream registers, not memory traffic
     constant_bytes = sum(
         _constant_bytes(name, a)
@@ -316,6 +327,9 @@ def op_cycles(
     )
     fixed = _fixed_cycles(op, op.output in fused, out, config, bricked)
     total = int(ceil(max(compute, memory))) + fixed
+    if split:  # the activation from the SRAM map to where the output lives
+        dst = out.memory if output in program.outputs else "sram"
+        total += int(ceil(activation_cycles(config, out, dst)))
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
@@ -380,33 +394,55 @@ def _as_vela_decomposes(op, total: int, src, out, config, more: dict | None = No
     }
 
 
-def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None) -> bool:
+def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, upscale=1) -> bool:
     """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
     any other operation and for the integer LSTM's, whose figures were matched staged)."""
     if op.kind not in MAC_KINDS or lstm_op(op, out):
         return True
-    query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]))
+    query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]), upscale)
     nbytes = op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
     return weights_staged(config, query, find_block(config, query), nbytes, slack)
 
 
 def _compute(
-    op: NPUOp, ins, out, config: NPUConfig, io=("sram", "sram"), bricked=False, staged=True
+    op: NPUOp,
+    ins,
+    out,
+    config: NPUConfig,
+    io=("sram", "sram"),
+    bricked=False,
+    staged=True,
+    stripe: int | None = None,
+    upscale: int = 1,
 ):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None);
-    ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory)."""
+    ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory);
+    ``stripe``: the output rows per stripe Vela cascades the operation in (vela_cascade.py:
+    its block is chosen for the stripe, its cycles counted over the whole map); ``upscale``:
+    the input ``ins[0]`` is read upscaled (vela_resample.py)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
         bits = _bits(ins[0])
-        query, macs = _mac_query(op, ins[0].shape, out.shape, bits)
+        query, macs = _mac_query(op, ins[0].shape, out.shape, bits, upscale)
         # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0);
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         transfer = map_transfer(config, ins[0], out, io)
         latency = None if staged else config.dma_latency_cycles
+        block = None
+        if stripe is not None and op.kind != "FC" and stripe < query.ofm[0]:
+            rows = input_rows(op, stripe, query.ifm[0])
+            striped = query._replace(ifm=(rows, *query.ifm[1:]), ofm=(stripe, *query.ofm[1:]))
+            block = find_block(config, striped)
         compute, block = mac_cycles(
-            config, query, max(stage, lut), transfer, fill=True, const_latency=latency
+            config,
+            query,
+            max(stage, lut),
+            transfer,
+            fill=True,
+            const_latency=latency,
+            block=block,
         )
         return macs, compute, block, query
     if is_elementwise(op):
@@ -480,8 +516,9 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
     cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
+    stripes = cascade_stripes(program, config)
     out, slack = [], None
     for op in program.ops:
-        out.append(op_cycles(op, program, config, cascaded, fused, slack))
+        out.append(op_cycles(op, program, config, cascaded, fused, slack, stripes))
         slack = out[-1]["cycles"]
     return out

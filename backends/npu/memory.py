@@ -196,25 +196,3 @@ def _plan_whole_program(program, config, first_use, last_use, offchip) -> None:
             if t in cascaded:
                 desc.resident = cascaded[t]
     program.sram_peak = peak
-
-
-def cascaded_offchip(program: Program, config: NPUConfig) -> set[int]:
-    """Maps spilled off-chip that Vela would cascade instead: written by a streaming op and read
-    only by the next one, which streams too (Vela keeps their stripes in SRAM, so both ops move
-    them at SRAM speed; our plan spills the whole map, memory.plan_memory)."""
-    if config.spill_memory == "none":
-        return set()
-    io = {*program.inputs, *program.outputs}
-    readers: dict[int, list[int]] = {}
-    for i, op in enumerate(program.ops):
-        for t in set(op.inputs):
-            readers.setdefault(t, []).append(i)
-    out = set()
-    for i, op in enumerate(program.ops[:-1]):
-        t = op.output
-        desc = program.tensors[t]
-        if desc.memory == "sram" or t in io or readers.get(t) != [i + 1]:
-            continue
-        if streams(op) and streams(program.ops[i + 1]):
-            out.add(t)
-    return out

@@ -8,7 +8,7 @@ where the operation does not care for its shape."""
 
 from __future__ import annotations
 
-from math import isqrt
+from math import ceil, isqrt
 
 import numpy as np
 
@@ -301,3 +301,18 @@ def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool, flat: boo
     if not same:
         cycles += _elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
     return cycles + _elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
+
+
+def ifm_block_read(config: NPUConfig, q, block, t) -> tuple[float, float]:
+    """Bytes a MAC op reads from its input map, off-chip or in SRAM (every output block fetches
+    its input block, with the kernel's overlap; a convolution once per block of output channels)
+    and the off-chip burst efficiency: an NHWC read returns one input block's depth per burst,
+    or the block's rows when the block spans the map's depth (regor's EstimateMemoryTransfer,
+    burst_factor)."""
+    (oh, ow, oc), (bh, bw, bd) = q.ofm, block.ofm
+    item = np.dtype(t.dtype).itemsize
+    ih, iw = min(block.ifm[0], q.ifm[0]), min(block.ifm[1], q.ifm[1])
+    fetch = ih * iw * q.ifm[2] * item * ceil(oh / bh) * ceil(ow / bw)
+    if q.kind in ("conv", "fc"):
+        fetch *= ceil(oc / bd)
+    return fetch, burst_factor(config, t.memory, nhwc(t.shape), block.ifm, item, write=False)

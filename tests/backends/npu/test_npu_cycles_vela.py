@@ -38,15 +38,8 @@ MODELS = {
 }
 PRESETS = ("u55-128", "u55-256", "u65-256", "u65-512")
 # rows outside 10%, with the band they are held to and why (docs/npu.md, "Calibration")
-OUTSIDE = {
-    # Vela cascades MobileNetV2 224's first three operations on the U65, and its first
-    # convolution then reads the 3-channel input at twice the DRAM cost of the same layer in
-    # MobileNet v1 224 (539k against 266k cycles, on u65-256 too); we charge both as MobileNet
-    # v1's (0.86 in all; 0.91 on u65-256). Session 19: with regor's fractional block count the
-    # other layers are closer to Vela's per-layer figures (e.g. the 14x14x576 -> 96 projections
-    # 44,080 against Vela's 45,361; 56,176 before), which leaves the first layer's gap visible
-    ("mobilenet_v2_100_224", "u65-512"): 0.85,
-}
+OUTSIDE: dict[tuple[str, str], float] = {}  # none since session 20 (n30k): Vela's U65
+# cascades (vela_cascade.py) took mobilenet_v2_100_224 u65-512 from 0.86 to 0.99
 
 
 def _record() -> dict:

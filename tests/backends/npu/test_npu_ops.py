@@ -92,8 +92,11 @@ def test_small_sram_stripes_and_spills_and_still_computes_the_same_bits(tmp_path
     assert np.array_equal(small.run(x)[0], P.interpret(mod, [x])[0])
     big = P.build(mod, f"npu -config={toml} -sram=1m, ref").steps[0].region
     assert big.program.ops[0].stripes == 1
-    memory = [sum(c["memory_cycles"] for c in r.cycles) for r in (region, big)]
-    assert memory[0] > memory[1]  # spills and halo re-reads cost memory cycles
+    # spills move the maps off-chip (their memory cycles need not grow: the DRAM and SRAM
+    # transfers run in parallel, and a 16-channel input read in 16-deep blocks takes whole
+    # bursts, regor's EstimateMemoryTransfer), and the op takes longer in all
+    dram = [sum(c["bytes"].get("dram", 0) for c in r.cycles) for r in (region, big)]
+    assert dram[0] > dram[1] + 40 * 40 * 16
     assert region.summary()["cycles"] >= big.summary()["cycles"]
 
 
