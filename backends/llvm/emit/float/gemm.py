@@ -486,6 +486,14 @@ class FloatGemm(Family):
 
 CHUNK_MACS = 1 << 21  # a chunk's multiply-adds, at least (tens of microseconds: the claim's
 MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks a product
+# weights past L2 (more than WIDE_WEIGHTS floats), N >= M, of an implicit convolution or of
+# at most WIDE_ROWS rows split by panels: each thread streams its half of the weights once,
+# where row chunks read them all per chunk. ResNet-50's 7 x 7 stage (49 x 4608 x 512: 8
+# panels against 9 row tiles) 0.80-0.90 -> 0.47-0.56 of one thread's time, its 14 x 14 3 x 3
+# convolutions 0.60-0.71 -> 0.52-0.65 (session 20, f512c); 196 x 1024 x 256 (1 MB, in L2)
+# ran worse by panels (4 chunks) and keeps rows. BERT's products (128 rows, read in place)
+# were not measurable at that load and keep rows.
+WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 64
 
 
 def chunk_plan(p: dict) -> tuple[str, int, int]:
@@ -497,7 +505,8 @@ def chunk_plan(p: dict) -> tuple[str, int, int]:
     want = max(2, min(MAX_CHUNKS, m_ * k_ * n_ // CHUNK_MACS))
     panels = n_ // width
     tiles = -(-m_ // tr)
-    if panels >= 2 and (tiles < 2 * want or m_ < 4 * tr) and panels >= tiles:
+    wide = n_ >= m_ and k_ * n_ > WIDE_WEIGHTS and ("implicit" in p or m_ <= WIDE_ROWS)
+    if panels >= 2 and ((tiles < 2 * want or m_ < 4 * tr) and panels >= tiles or wide):
         size = -(-panels // min(want, panels)) * width
         return "panels", size, -(-n_ // size)
     size = -(-tiles // min(want, tiles)) * tr
