@@ -27,6 +27,7 @@ from partita.ir.graph import dataflow_order
 from partita.ir.refs import REF_NODES
 
 from .float_conv import weight_only
+from .float_halos import float_into_pads
 from .half import lower_half, lower_tuple_item
 from .registry import FLOAT, lowering_for
 from .tables import const_array
@@ -177,6 +178,7 @@ class LowerContext:
             [self.ids[id(o)] for o in outs],
         )
         write_into_halos(plan)
+        float_into_pads(plan)
         return plan
 
     def gathered(self, node: Tuple) -> bool:

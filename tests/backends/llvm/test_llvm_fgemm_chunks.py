@@ -110,3 +110,18 @@ def test_chunk_plan():
     assert mode == "panels" and size % 16 == 0 and count * size >= 512 and count >= 2
     mode, size, count = gemm.chunk_plan({"M": 1, "K": 2048, "N": 1000, "rows": 6, "cols": 4})
     assert mode == "panels" and size % 64 == 0 and (count - 1) * size < 1000
+
+
+def test_chunk_plan_splits_weights_past_l2_by_panels():
+    # AVX-512's 64-column panels: ResNet's 7 x 7 stage (8 panels, 9 row tiles) and 14 x 14
+    # 3 x 3 convolutions (2.4 MB of weights) stream half the weights per thread; 196 x 1024 x
+    # 256 (1 MB, in L2) and tall products keep row chunks
+    implicit = [16, 256, [1, 1], 14]
+    for m, k, n, conv in ((49, 4608, 512, True), (49, 2048, 512, False), (196, 2304, 256, True)):
+        p = {"M": m, "K": k, "N": n, "rows": 6, "cols": 4} | ({"implicit": implicit} if conv
+                                                               else {})
+        mode, size, count = gemm.chunk_plan(p)
+        assert mode == "panels" and size % 64 == 0 and count >= 2 and count * size >= n
+    for m, k, n in ((196, 1024, 256), (784, 1152, 128), (128, 768, 768)):
+        mode, _, _ = gemm.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
+        assert mode == "rows"

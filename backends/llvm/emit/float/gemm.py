@@ -308,6 +308,15 @@ class FloatGemm(Family):
                     out.append(self.vload_f(b, res, at, mask))
                 return out
 
+        def y_at(m, n):  # row m's column n; ``out_pad``: pixel m inside a padded image
+            if "out_pad" not in p:
+                return b.add(b.mul(m, c64(n_)), n)
+            wp, top, left, w = p["out_pad"]
+            m = b.add(b.add(m, c64(m_first)), m_run)
+            oy, ox = b.udiv(m, c64(w)), b.urem(m, c64(w))
+            pixel = b.add(b.mul(b.add(oy, c64(top)), c64(wp)), b.add(ox, c64(left)))
+            return b.add(b.mul(pixel, c64(n_)), n)
+
         def a_at(m, kk):
             if "implicit" not in p:
                 return b.add(b.mul(m, c64(k_)), kk)
@@ -319,9 +328,7 @@ class FloatGemm(Family):
 
         self.gemm(
             b, cells, m_count, n_ if n_count is None else n_count, k_, a_at,
-            w_at,
-            lambda m, n: b.add(b.mul(m, c64(n_)), n),
-            x, w, y, bias, bool(p.get("relu")),
+            w_at, y_at, x, w, y, bias, bool(p.get("relu")),
             bool(p.get("residual")) and "implicit" not in p and k_ * n_ <= ROWS_FIRST_WEIGHTS,
             "implicit" not in p,
         )  # fmt: skip
@@ -340,6 +347,8 @@ class FloatGemm(Family):
         bias, koff = self.cargs.get("bias", null), self.cargs.get("koff", null)
         res = args[1] if p.get("residual") else null
         m_ = p["M"]
+        if "out_pad" in p:
+            self.zero_border(k, b, y)
         if p.get("threads", 1) < 2:
             b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff, res, c64(0)])
             b.ret_void()
@@ -352,6 +361,30 @@ class FloatGemm(Family):
         self.split_run(k, b, pointers, [part, part])
         b.ret_void()
         return fn
+
+    def zero_border(self, k, b, y) -> None:
+        """Zero the border of the padded image an ``out_pad`` product writes the interior of
+        (float_halos.py): the rows above and below whole, the columns left and right of each
+        image row; N floats a pixel, N a multiple of 16."""
+        n_ = k.params["N"]
+        wp, top, left, w = k.params["out_pad"]
+        hp = self.shape(k.output)[1]
+        h = k.params["M"] // w
+        zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
+
+        def zeros(start, pixels):  # ``pixels`` pixels from pixel index ``start``
+            with for_range(b, pixels * n_ // VEC, "zb") as z:
+                self.vstore_f(b, zero, y, b.add(b.mul(start, c64(n_)), b.mul(z, c64(VEC))))
+
+        zeros(c64(0), top * wp)
+        zeros(c64((top + h) * wp), (hp - top - h) * wp)
+        right = wp - left - w
+        with for_range(b, h, "zr") as r:
+            row = b.mul(b.add(r, c64(top)), c64(wp))
+            if left:
+                zeros(row, left)
+            if right:
+                zeros(b.add(row, c64(left + w)), right)
 
     def chunk_counter(self, k) -> ir.GlobalVariable:
         """The kernel's next unclaimed chunk (an i64 global, 0 before each run)."""
@@ -376,13 +409,13 @@ class FloatGemm(Family):
             x, w, y, bias, koff, res = ptrs
             if mode == "rows":  # rows c * size ..: x, y, a per-element bias and the residual move
                 m0 = b.mul(c, c64(size))
-                implicit = "implicit" in p
+                implicit, padded = "implicit" in p, "out_pad" in p  # y_at adds m0 itself
                 xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
                 yo = b.mul(m0, c64(n_))
-                args = [xo, w, b.gep(y, [yo], source_etype=F32),
+                args = [xo, w, y if padded else b.gep(y, [yo], source_etype=F32),
                         b.gep(bias, [yo], source_etype=F32) if p.get("bias") == "mn" else bias,
                         koff, b.gep(res, [yo], source_etype=F32) if p.get("residual") else res,
-                        m0 if implicit else c64(0)]
+                        m0 if implicit or padded else c64(0)]
             else:  # columns c * size ..: w (whole panels), y, the bias and the residual move
                 n0 = b.mul(c, c64(size))
                 args = [x, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
@@ -486,6 +519,14 @@ class FloatGemm(Family):
 
 CHUNK_MACS = 1 << 21  # a chunk's multiply-adds, at least (tens of microseconds: the claim's
 MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks a product
+# weights past L2 (more than WIDE_WEIGHTS floats), N >= M, of an implicit convolution or of
+# at most WIDE_ROWS rows split by panels: each thread streams its half of the weights once,
+# where row chunks read them all per chunk. ResNet-50's 7 x 7 stage (49 x 4608 x 512: 8
+# panels against 9 row tiles) 0.80-0.90 -> 0.47-0.56 of one thread's time, its 14 x 14 3 x 3
+# convolutions 0.60-0.71 -> 0.52-0.65 (session 20, f512c); 196 x 1024 x 256 (1 MB, in L2)
+# ran worse by panels (4 chunks) and keeps rows. BERT's products (128 rows, read in place)
+# were not measurable at that load and keep rows.
+WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 64
 
 
 def chunk_plan(p: dict) -> tuple[str, int, int]:
@@ -497,7 +538,8 @@ def chunk_plan(p: dict) -> tuple[str, int, int]:
     want = max(2, min(MAX_CHUNKS, m_ * k_ * n_ // CHUNK_MACS))
     panels = n_ // width
     tiles = -(-m_ // tr)
-    if panels >= 2 and (tiles < 2 * want or m_ < 4 * tr) and panels >= tiles:
+    wide = n_ >= m_ and k_ * n_ > WIDE_WEIGHTS and ("implicit" in p or m_ <= WIDE_ROWS)
+    if panels >= 2 and ((tiles < 2 * want or m_ < 4 * tr) and panels >= tiles or wide):
         size = -(-panels // min(want, panels)) * width
         return "panels", size, -(-n_ // size)
     size = -(-tiles // min(want, tiles)) * tr
