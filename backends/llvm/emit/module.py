@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 from llvmlite import ir
+from partita.backends.llvm.emit.float.chunks import DenseChunks
 from partita.backends.llvm.emit.float.conv import FloatConvKernels
 from partita.backends.llvm.emit.float.gemm import FloatGemm
 from partita.backends.llvm.emit.float.kernels import FloatKernels
@@ -58,7 +59,7 @@ FAMILIES = {
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
     "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels, "pack": InputPacking,
-    "tables": TableKernels,
+    "tables": TableKernels, "fchunks": DenseChunks,
 }
 
 

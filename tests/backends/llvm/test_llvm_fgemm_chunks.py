@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from partita.backends.llvm.emit.float import gemm
+from partita.backends.llvm.emit.float import chunks, gemm
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.runtime.jit import host_isa
 
@@ -69,10 +69,10 @@ def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, tmp_path,
     assert float(np.abs(one - want).max()) <= 1e-5 * scale
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch,
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))  # and so would cached objects
-    monkeypatch.setattr(gemm, "CHUNK_MACS", 1 << 16)  # many chunks, a shorter last one
+    monkeypatch.setattr(chunks, "CHUNK_MACS", 1 << 16)  # many chunks, a shorter last one
     split = [kk for kk in _fdense(mod, 2) if kk.params.get("threads") == 2]
     assert split, "no FDENSE was split over two threads"
-    mode, size, count = gemm.chunk_plan(split[0].params)
+    mode, size, count = chunks.chunk_plan(split[0].params)
     assert count > 2 and mode == ("panels" if "panels" in case else "rows")
     exe = P.build(mod, "llvm -threads=2")
     regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
@@ -104,11 +104,11 @@ def test_blocking_leaves_the_bits_of_an_unblocked_product(monkeypatch, tmp_path)
 
 def test_chunk_plan():
     # tall: row chunks of whole tiles; short and wide: whole panels; never fewer than 2
-    mode, size, count = gemm.chunk_plan({"M": 3136, "K": 576, "N": 64, "rows": 6, "cols": 1})
+    mode, size, count = chunks.chunk_plan({"M": 3136, "K": 576, "N": 64, "rows": 6, "cols": 1})
     assert mode == "rows" and size % 6 == 0 and (count - 1) * size < 3136 <= count * size
-    mode, size, count = gemm.chunk_plan({"M": 49, "K": 4608, "N": 512, "rows": 6, "cols": 1})
+    mode, size, count = chunks.chunk_plan({"M": 49, "K": 4608, "N": 512, "rows": 6, "cols": 1})
     assert mode == "panels" and size % 16 == 0 and count * size >= 512 and count >= 2
-    mode, size, count = gemm.chunk_plan({"M": 1, "K": 2048, "N": 1000, "rows": 6, "cols": 4})
+    mode, size, count = chunks.chunk_plan({"M": 1, "K": 2048, "N": 1000, "rows": 6, "cols": 4})
     assert mode == "panels" and size % 64 == 0 and (count - 1) * size < 1000
 
 
@@ -120,8 +120,8 @@ def test_chunk_plan_splits_weights_past_l2_by_panels():
     for m, k, n, conv in ((49, 4608, 512, True), (49, 2048, 512, False), (196, 2304, 256, True)):
         p = {"M": m, "K": k, "N": n, "rows": 6, "cols": 4} | ({"implicit": implicit} if conv
                                                                else {})
-        mode, size, count = gemm.chunk_plan(p)
+        mode, size, count = chunks.chunk_plan(p)
         assert mode == "panels" and size % 64 == 0 and count >= 2 and count * size >= n
     for m, k, n in ((196, 1024, 256), (784, 1152, 128), (128, 768, 768)):
-        mode, _, _ = gemm.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
+        mode, _, _ = chunks.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
         assert mode == "rows"

@@ -10,7 +10,7 @@ import importlib
 
 import numpy as np
 import pytest
-from partita.backends.llvm.emit.float import gemm
+from partita.backends.llvm.emit.float import chunks
 from partita.backends.llvm.lower import float_conv
 
 import partita as P
@@ -76,7 +76,7 @@ def test_product_into_padded_image(monkeypatch, tmp_path, tier, shape):
     scale = float(np.abs(want).max())
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
     monkeypatch.setattr(float_conv, "SPLIT_MACS", 1 << 12)  # small products split too,
-    monkeypatch.setattr(gemm, "CHUNK_MACS", 1 << 12)  # in many chunks
+    monkeypatch.setattr(chunks, "CHUNK_MACS", 1 << 12)  # in many chunks
     target = f"llvm -isa={tier} -emulate=yes"
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "fused"))
     one = P.build(mod, target)

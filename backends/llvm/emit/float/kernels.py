@@ -64,7 +64,7 @@ class FloatKernels(Family):
     k_fbmm_dot = via("gemm")
     k_fbmm_vec = via("gemm")
     k_fdense_vec = via("gemm")
-    chunk_counter = via("gemm")
+    chunk_counter = via("fchunks")
     k_isum = via("data")
     part_function = via("gemm")
     requantize_value = via("ints")
