@@ -72,6 +72,7 @@ from .vela_decompose import (
     mean_as_vela,
     resize_bilinear_as_vela,
 )
+from .vela_layout import layout_as_vela
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
 from .weight_staging import refetches, weights_staged
@@ -227,6 +228,9 @@ def op_cycles(
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
+    layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
+    if layout is not None:  # a concatenation as Vela's copies, a transpose (vela_layout.py)
+        return _as_vela_decomposes(op, int(ceil(layout)), ins[0], out, config)
     name = op.params.get("op")
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
     writes = op.output in program.outputs
