@@ -75,6 +75,7 @@ from .vela_decompose import (
 from .vela_layout import layout_as_vela
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
+from .vela_softmax import softmax_as_vela
 from .weight_staging import refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
@@ -229,7 +230,10 @@ def op_cycles(
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
-    if layout is not None:  # a concatenation as Vela's copies, a transpose (vela_layout.py)
+    if op.params.get("op") == "qnn.softmax" and ins[0].dtype == out.dtype == "int8":
+        src = TensorDesc(ins[0].shape, "int8", io[0])
+        layout = softmax_as_vela(config, src, io[1])  # Vela's 29 operations
+    if layout is not None:  # Vela's copies, transposes (vela_layout.py), softmax graph
         return _as_vela_decomposes(op, int(ceil(layout)), ins[0], out, config)
     name = op.params.get("op")
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)

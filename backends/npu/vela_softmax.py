@@ -1,0 +1,124 @@
+"""int8 SOFTMAX as Vela 5.2 runs it: regor's 8-bit softmax graph, 29 NPU operations, read off
+its debug database (`vela --enable-debug-db`, the one-op softmax (1x16) and softmax_4d
+(1x4x4x8) models of tests/models/tflite/ops, u55-256 and u65-256) and charged operation by
+operation with this model's rules. For an h x w x c input (rows h x w, classes c):
+
+    a max pool over the classes, (h*w) x c x 1 in a 1 x c window, to an 8-bit row maximum;
+    a SUB of the row maximum with the exp table fused (32-bit out, the LUT's output rate);
+    an ASR by a constant scalar (32-bit, NHWC);
+    a ReduceSum over the classes to the 32-bit row sum;
+    a CLZ of the row sums (unary 32-bit);
+    twenty binary 32-bit operations on the h x w x 1 row sums (the reciprocal's
+        Newton-Raphson steps): ten with a constant scalar read from the weight memory, ten
+        of two row-sum maps;
+    a MUL of the exponentials by the row reciprocals, an ADD of a constant h x w x c map
+        read from the weight memory, and an ASR writing the 8-bit output.
+
+Each elementwise operation costs the slower of its output stage (vela_access.elementwise_cycles
+at Vela's 32-bit rates, regor's indices 0 and 1) and each memory's access (bytes over
+bandwidth; Vela keeps the intermediates in NHCWB16 bricks, their depth rounded up to 16; a
+map read from the weight memory in the bursts of its NHWC shape); the max pool and the
+ReduceSum run in the block model. Per operation against Vela on u55-256: the twenty row-sum
+operations 288 (scalar) / 384 (two maps) cycles on softmax_4d (16 rows), the ADD of the
+constant 2,048 (test_npu_layout_vela.py holds the totals).
+"""
+
+from __future__ import annotations
+
+from .blocks import Query, mac_cycles, round_up
+from .config import NPUConfig
+from .program import TensorDesc
+from .vela_access import (
+    _block_transfer,
+    _elementwise_block,
+    bandwidth,
+    burst_factor,
+    map_transfer,
+    nhwc,
+)
+from .vela_decompose import _wide_elementwise_cycles
+
+# Vela's output cycles per element of a unary operation on 32-bit data (regor's index 0) per
+# MAC-array size and cores; other designs: the plain output rate x 2.5
+UNARY_WIDE_CYCLES = {(128, 1): 0.75, (256, 1): 0.625, (512, 2): 0.3125}
+ROW_SCALAR_OPS = 10  # the reciprocal's operations with a constant scalar
+ROW_MAP_OPS = 10  # and those of two row-sum maps
+
+
+def _unary_wide(config: NPUConfig) -> float:
+    key = (config.macs_per_cycle, config.cores)
+    return UNARY_WIDE_CYCLES.get(key, 2.5 * config.conv_output_cycles)
+
+
+def _bytes(t: TensorDesc, brick: bool) -> float:
+    h, w, c = nhwc(t.shape)
+    depth = round_up(c, 16) if brick and h * w * c > 1 else c
+    return h * w * depth * _item(t)
+
+
+def _output_stage(config: NPUConfig, ins, out: TensorDesc, rate: float, brick: bool) -> float:
+    """regor's EstimateElementwiseCycles (vela_access.elementwise_cycles), a scalar operand's
+    block transfer included in the minimum memory cycles: a constant scalar read from the
+    U65's DRAM binds the softmax's scalar operations (68 cycles for 16 values on u65-256, 18
+    from the U55's flash)."""
+    shape = nhwc(out.shape)
+    block = _elementwise_block(config, shape)
+    reads = [
+        _block_transfer(config, t.memory, nhwc(t.shape), block, _item(t), False) for t in ins
+    ]
+    write = _block_transfer(config, out.memory, shape, block, _item(out), True)
+    per_elem = max(rate, ((max(reads) + write) / (block[0] * block[1] * block[2]) + rate) / 4)
+    depth = round_up(shape[2], 16) if brick else shape[2]
+    return per_elem * shape[0] * shape[1] * depth
+
+
+def _item(t: TensorDesc) -> int:
+    return 4 if t.dtype == "int32" else 1
+
+
+def _pass(config: NPUConfig, ins, out: TensorDesc, rate: float, bricks) -> float:
+    """One elementwise operation: the slower of its output stage and its memories' access;
+    ``bricks``: per operand (inputs, then the output) whether Vela stores it in NHCWB16."""
+    compute = _output_stage(config, ins, out, rate, bricks[-1])
+    block = _elementwise_block(config, nhwc(out.shape))
+    access: dict[str, float] = {}
+    for t, brick, write in zip((*ins, out), bricks, [False] * len(ins) + [True]):
+        nbytes = _bytes(t, brick)
+        if t.memory != "sram" and not brick:
+            nbytes *= burst_factor(config, t.memory, nhwc(t.shape), block, _item(t), write)
+        access[t.memory] = access.get(t.memory, 0.0) + nbytes
+    return max(compute, *(n / bandwidth(config, m) for m, n in access.items()))
+
+
+def softmax_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
+    """Cycles of an int8 SOFTMAX over the last axis of ``ifm`` (where it lives) writing its
+    output to ``dst``, as Vela's 29 operations (module docstring)."""
+    h, w, c = nhwc(ifm.shape)
+    x = TensorDesc((1, h, w, c), "int8", ifm.memory)
+    row_max = TensorDesc((1, h, w, 1), "int8", "sram")
+    exps = TensorDesc((1, h, w, c), "int32", "sram")
+    sums = TensorDesc((1, h, w, 1), "int32", "sram")
+    scalar = TensorDesc((1,), "int32", config.weight_memory)
+    offsets = TensorDesc((1, h, w, c), "int32", config.weight_memory)
+    out = TensorDesc((1, h, w, c), "int8", dst)
+    wide = _wide_elementwise_cycles(config)
+
+    pool = Query("pool", (h * w, c, 1), (h * w, 1, 1), (1, c))
+    transfer = map_transfer(config, x, row_max, (x.memory, "sram"))
+    cycles = mac_cycles(config, pool, config.pool_output_cycles, transfer, fill=True)[0]
+    lut = max(config.add_output_cycles, config.lut_cycles)
+    cycles += _pass(config, [x, row_max], exps, lut, (False, False, True))
+    cycles += _pass(config, [exps, scalar], exps, wide, (True, False, False))
+    reduce = Query("conv", (h, w, c), (h, w, 1), bits=32)
+    transfer = map_transfer(config, exps, sums, ("sram", "sram"))
+    cycles += max(
+        mac_cycles(config, reduce, config.conv_output_cycles, transfer, fill=True)[0],
+        (_bytes(exps, False) + _bytes(sums, True)) / config.sram_bandwidth,
+    )
+    cycles += _pass(config, [sums], sums, _unary_wide(config), (True, True))
+    cycles += ROW_SCALAR_OPS * _pass(config, [sums, scalar], sums, wide, (True, False, True))
+    cycles += ROW_MAP_OPS * _pass(config, [sums, sums], sums, wide, (True, True, True))
+    cycles += _pass(config, [exps, sums], exps, wide, (True, True, True))
+    cycles += _pass(config, [offsets, exps], exps, wide, (False, True, True))
+    cycles += _pass(config, [exps, sums], out, wide, (True, True, False))
+    return cycles
