@@ -71,6 +71,7 @@ from .vela_decompose import (
     half_pixel,
     mean_as_vela,
     resize_bilinear_as_vela,
+    resizes_as_pools,
 )
 from .vela_layout import layout_as_vela
 from .vela_ops import VELA_PASSES
@@ -350,7 +351,7 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or is_elementwise(op) or name in BLOCK_POOLS:
+    if fused or is_elementwise(op) or name in BLOCK_POOLS or resizes_as_pools(op):
         return 0
     if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
@@ -467,7 +468,8 @@ def _compute(
         return 0, argmax_as_vela(config, ins[0].shape)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
         taps = op.arrays["c0"]
-        return 0, resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps), None, None
+        compute = resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps, io)
+        return 0, compute, None, None
     unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
