@@ -71,7 +71,7 @@ from .vela_decompose import (
     half_pixel,
     mean_as_vela,
     resize_bilinear_as_vela,
-    resizes_as_pools,
+    resizes_as_vela,
 )
 from .vela_layout import layout_as_vela
 from .vela_ops import VELA_PASSES
@@ -351,7 +351,7 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or is_elementwise(op) or name in BLOCK_POOLS or resizes_as_pools(op):
+    if fused or is_elementwise(op) or name in BLOCK_POOLS or resizes_as_vela(op):
         return 0
     if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)

@@ -13,6 +13,7 @@ from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .program import TensorDesc
 from .vela_access import map_transfer
+from .vela_pad import copy_cycles
 
 # Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
 # per MAC-array size and cores; other designs: 1.5x the add rate
@@ -87,26 +88,24 @@ def half_pixel(taps: np.ndarray) -> bool:
 def resize_bilinear_as_vela(
     config: NPUConfig, ifm: tuple, ofm: tuple, taps, io=("sram", "sram")
 ) -> float:
-    """A bilinear resize as Vela runs it, in compute cycles including the per-operation overhead
-    of the operations beyond the first:
-      - a 1x1 input: one elementwise pass;
-      - half-pixel 2x: the input copied into a map with a one-pixel border (a copy per edge),
-        then four depthwise convolutions with 2x2 kernels, one per output phase;
-      - otherwise (2x, 4x, 8x): log2(factor) - 1 average pools with a 1x1 window, each reading
-        its input upscaled 2x (nearest), then an average pool with a factor x factor window,
-        each in Vela 5.2's block model for pools (blocks.mac_cycles with ``fill``: the first
-        block unoverlapped, regor's pooling rate, no per-operation overhead; Vela's debug
-        database for resize_bilinear_4x, u55-256: 1,565 and 19,751 cycles, 14x14x8 and
-        20x24x8 blocks), the first reading the input where it lives (``io[0]``) and the last
-        writing the output (``io[1]``), the intermediates in SRAM."""
+    """A bilinear resize as Vela 5.2 runs it, in compute cycles (no per-operation overhead):
+    - a 1x1 input: one elementwise pass;
+    - half-pixel 2x: the input copied into a map with a one-pixel border (a copy per edge),
+      then four depthwise convolutions with 2x2 kernels, one per output phase
+      (``_half_pixel_2x``);
+    - otherwise (2x, 4x, 8x): log2(factor) - 1 average pools with a 1x1 window, each reading
+      its input upscaled 2x (nearest), then an average pool with a factor x factor window,
+      each in Vela 5.2's block model for pools (blocks.mac_cycles with ``fill``: the first
+      block unoverlapped, regor's pooling rate, no per-operation overhead; Vela's debug
+      database for resize_bilinear_4x, u55-256: 1,565 and 19,751 cycles, 14x14x8 and
+      20x24x8 blocks), the first reading the input where it lives (``io[0]``) and the last
+      writing the output (``io[1]``), the intermediates in SRAM."""
     _, h, w, c = ifm
     _, oh, ow, _ = ofm
     if h == w == 1:
         return oh * ow * c * config.add_output_cycles
     if half_pixel(taps):
-        q = Query("dwconv", (oh, ow, c), (oh - 1, ow - 1, c), (2, 2))
-        compute = 4 * mac_cycles(config, q, config.conv_output_cycles)[0]
-        return compute + 8 * config.op_overhead_cycles  # 5 copies and 4 convolutions
+        return _half_pixel_2x(config, (h, w, c), (oh, ow, c), io)
     factor = max(2, round(oh / h))
     steps = max(1, int(round(np.log2(factor))))
     compute, sh, sw, src = 0.0, h, w, io[0]
@@ -118,13 +117,33 @@ def resize_bilinear_as_vela(
     return compute + _upscaling_pool(config, q, src, io[1])
 
 
+def _half_pixel_2x(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
+    """Vela's half-pixel 2x resize (its debug database, resize_bilinear_2x_half_pixel, an
+    8x8x4 input): MemoryCopies of the input into a map with a one-pixel border (the interior
+    and the top and bottom rows from the input, 446 and 153 cycles each on u55-256, the left
+    and right columns from the bordered map, 169), then four depthwise convolutions with 2x2
+    kernels over the bordered map, one per output phase, each writing (2h - 1) x (2w - 1) of
+    the output in the block model (1,157 cycles each, a 16x16x8 block)."""
+    h, w, c = ifm
+    oh, ow, _ = ofm
+    cycles = copy_cycles(config, (h, w, c), io[0], "sram", "int8")
+    cycles += 2 * copy_cycles(config, (1, w, c), io[0], "sram", "int8")
+    cycles += 2 * copy_cycles(config, (h + 2, 1, c), "sram", "sram", "int8")
+    q = Query("dwconv", (h + 2, w + 2, c), (oh - 1, ow - 1, c), (2, 2))
+    bordered = TensorDesc((1, h + 2, w + 2, c), "int8", "sram")
+    transfer = map_transfer(
+        config, bordered, TensorDesc((1, *q.ofm), "int8", io[1]), ("sram", io[1])
+    )
+    return cycles + 4 * mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+
+
 def _upscaling_pool(config: NPUConfig, q: Query, src: str, dst: str) -> float:
     ifm, ofm = TensorDesc((1, *q.ifm), "int8", src), TensorDesc((1, *q.ofm), "int8", dst)
     transfer = map_transfer(config, ifm, ofm, (src, dst))
     return mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
 
 
-def resizes_as_pools(op) -> bool:
-    """Whether ``op`` is a bilinear resize Vela runs as upscaling average pools (no
-    per-operation overhead: resize_bilinear_as_vela)."""
-    return op.params.get("op") == "resize_bilinear_taps" and not half_pixel(op.arrays["c0"])
+def resizes_as_vela(op) -> bool:
+    """Whether ``op`` is a bilinear resize charged as Vela's operations in the block model
+    (no per-operation overhead: resize_bilinear_as_vela)."""
+    return op.params.get("op") == "resize_bilinear_taps"

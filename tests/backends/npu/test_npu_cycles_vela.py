@@ -109,7 +109,9 @@ def test_argmax_and_resize_cost_velas_extra_operations():
     half = resize_bilinear_as_vela(config, (1, 8, 8, 4), (1, 16, 16, 4), taps)
     taps[1, :2] = (1, 1)  # asymmetric: equal weights
     pooled = resize_bilinear_as_vela(config, (1, 8, 8, 4), (1, 16, 16, 4), taps)
-    assert half > 8 * config.op_overhead_cycles and half > pooled
+    # half-pixel 2x: Vela's five copies and four 2x2 depthwise convolutions, 5,718 cycles on
+    # u55-256 (its debug database, resize_bilinear_2x_half_pixel)
+    assert 0.95 <= half / 5718 <= 1.05 and half > pooled, half
     # 4x: Vela's two upscaling average pools (its debug database, resize_bilinear_4x on
     # u55-256: a 1x1 pool to 16x16, 1,565 cycles, and a 4x4 pool to 32x32, 19,751)
     taps = np.zeros((32, 8), np.int64)
