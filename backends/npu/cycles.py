@@ -318,7 +318,7 @@ def op_cycles(
         if half_pixel(op.arrays["c0"]):  # four 2x2 kernels and their biases
             add(config.weight_memory, 4 * (4 + BIAS_RECORD_BYTES) * c)
     if op.kind == "UNIT" and op.params["op"] == "argmax":
-        _, weights, middle = argmax_as_vela(config, ins[0].shape)
+        _, weights, middle = argmax_as_vela(config, ins[0].shape, io)
         add(config.weight_memory, weights)
         add("sram", middle)
     # Vela's memory access cycles carry no first-byte latency: for its elementwise operations
@@ -351,7 +351,7 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or is_elementwise(op) or name in BLOCK_POOLS or resizes_as_vela(op):
+    if fused or is_elementwise(op) or name in (*BLOCK_POOLS, "argmax") or resizes_as_vela(op):
         return 0
     if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
@@ -465,7 +465,7 @@ def _compute(
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) == 4:
         return 0, mean_as_vela(config, ins[0].shape, _bits(ins[0]))[0], None, None
     if op.params["op"] == "argmax":
-        return 0, argmax_as_vela(config, ins[0].shape)[0], None, None
+        return 0, argmax_as_vela(config, ins[0].shape, io)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
         taps = op.arrays["c0"]
         compute = resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps, io)

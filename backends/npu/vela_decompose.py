@@ -54,23 +54,61 @@ def mean_as_vela(config: NPUConfig, ifm: tuple, bits: int) -> tuple[float, int, 
 BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
 
 
-def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
-    """ARG_MAX along the channels of an (..., C) map as Vela runs it: a 1x1 depthwise
-    convolution widening the map to 16 bits with the reversed channel index in its low bits,
-    a 16-bit max pool with a 1 x C window over the map viewed as (H*W, C, 1), a 16-bit table
-    extracting the index, and an elementwise pass writing the 32-bit indices.
-    Returns (compute cycles of the four operations plus the per-operation overhead of the
-    three beyond the first, weight bytes, bytes of the 16-bit intermediates in SRAM)."""
+def argmax_as_vela(config: NPUConfig, ifm: tuple, io=("sram", "sram")) -> tuple[float, int, int]:
+    """ARG_MAX along the channels of an (..., C) map as Vela 5.2 runs it, each operation as
+    its debug database shows it (arg_max, 8x8x4, u55-256 / u65-256):
+      - a 1x1 depthwise convolution widening the map to 16 bits with the reversed channel
+        index in its low bits (the block model: 384 / 1,047 cycles);
+      - a 16-bit max pool with a 1 x C window over the map viewed as (H*W, C, 1) (1,115 /
+        1,110);
+      - a 16-bit table extracting the index, a 1x1 pool with the table in its output stage,
+        its 2,048-byte table loaded from the weight memory while the max pool runs: what the
+        load takes beyond the max pool is charged (1,177 on u55-256: 2,112 cycles of flash
+        against the pool's 1,115; 164 on u65-256, the DRAM load hidden);
+      - an ADD of a constant scalar writing the 32-bit indices (vela_softmax.elementwise_op:
+        128 / 137).
+    No per-operation overhead. Returns (compute cycles, weight bytes, bytes of the 16-bit
+    intermediates in SRAM); ``io``: the memories of the input and the output."""
+    from .vela_softmax import elementwise_op  # vela_softmax imports this module
+
     c = int(ifm[-1])
     hw = int(np.prod(ifm[:-1]))
     h, w = (int(ifm[-3]), int(ifm[-2])) if len(ifm) >= 3 else (1, hw)
+    x = TensorDesc((1, h, w, c), "int8", io[0])
+    wide = TensorDesc((1, h, w, c), "int16", "sram")
     widen = Query("dwconv", (h, w, c), (h, w, c))
+    transfer = map_transfer(config, x, wide, (io[0], "sram"))
+    compute = mac_cycles(config, widen, config.conv_output_cycles, transfer, fill=True)[0]
+    rows = TensorDesc((1, hw, c, 1), "int16", "sram")
+    maxima = TensorDesc((1, hw, 1, 1), "int16", "sram")
     pool = Query("pool", (hw, c, 1), (hw, 1, 1), (1, c), bits=16)
-    compute = mac_cycles(config, widen, config.conv_output_cycles)[0]
-    compute += mac_cycles(config, pool, config.pool_output_cycles)[0]
-    compute += hw * STANDALONE_LUT_MACS / config.macs_per_cycle + hw * config.add_output_cycles
-    compute += 3 * config.op_overhead_cycles
+    transfer = map_transfer(config, rows, maxima, ("sram", "sram"))
+    pooled = mac_cycles(config, pool, config.pool_output_cycles, transfer, fill=True)[0]
+    flat = nhwc_flat(hw)
+    table = TensorDesc((1, *flat), "int16", "sram")
+    q = Query("pool", flat, flat, bits=16)
+    transfer = map_transfer(config, table, table, ("sram", "sram"))
+    lut = mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+    load = INT16_TABLE_BYTES / config.weight_bandwidth + config.dma_latency_cycles
+    compute += pooled + lut + max(0.0, load - pooled)
+    out = TensorDesc((1, *flat), "int32", io[1])
+    scalar = TensorDesc((1,), "int32", config.weight_memory)
+    compute += elementwise_op(
+        config, [table, scalar], out, config.add_output_cycles, (True, False, False)
+    )
     return compute, c + BIAS_RECORD_BYTES * c, 2 * (2 * hw * c + 2 * hw)
+
+
+INT16_TABLE_BYTES = 2048  # the hardware's int16 LUT: 512 32-bit entries
+
+
+def nhwc_flat(n: int) -> tuple[int, int, int]:
+    """``n`` values as Vela reshapes a flat map: 16 channels, rows and columns as near a
+    square as they divide (64 values: 2x2x16; vela_copy.copy_shape)."""
+    c = 16 if n % 16 == 0 else n
+    m = n // c
+    rows = max(d for d in range(1, int(m**0.5) + 1) if m % d == 0)
+    return rows, m // rows, c
 
 
 def half_pixel(taps: np.ndarray) -> bool:

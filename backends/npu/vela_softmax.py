@@ -63,9 +63,7 @@ def _output_stage(config: NPUConfig, ins, out: TensorDesc, rate: float, brick: b
     from the U55's flash)."""
     shape = nhwc(out.shape)
     block = _elementwise_block(config, shape)
-    reads = [
-        _block_transfer(config, t.memory, nhwc(t.shape), block, _item(t), False) for t in ins
-    ]
+    reads = [_block_transfer(config, t.memory, nhwc(t.shape), block, _item(t), False) for t in ins]
     write = _block_transfer(config, out.memory, shape, block, _item(out), True)
     per_elem = max(rate, ((max(reads) + write) / (block[0] * block[1] * block[2]) + rate) / 4)
     depth = round_up(shape[2], 16) if brick else shape[2]
@@ -76,7 +74,7 @@ def _item(t: TensorDesc) -> int:
     return 4 if t.dtype == "int32" else 1
 
 
-def _pass(config: NPUConfig, ins, out: TensorDesc, rate: float, bricks) -> float:
+def elementwise_op(config: NPUConfig, ins, out: TensorDesc, rate: float, bricks) -> float:
     """One elementwise operation: the slower of its output stage and its memories' access;
     ``bricks``: per operand (inputs, then the output) whether Vela stores it in NHCWB16."""
     compute = _output_stage(config, ins, out, rate, bricks[-1])
@@ -113,18 +111,20 @@ def softmax_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
     transfer = map_transfer(config, x, row_max, (x.memory, row_max.memory))
     cycles = mac_cycles(config, pool, config.pool_output_cycles, transfer, fill=True)[0]
     lut = max(config.add_output_cycles, config.lut_cycles)
-    cycles += _pass(config, [x, row_max], exps, lut, (False, False, True))
-    cycles += _pass(config, [exps, scalar], exps, wide, (True, False, False))
+    cycles += elementwise_op(config, [x, row_max], exps, lut, (False, False, True))
+    cycles += elementwise_op(config, [exps, scalar], exps, wide, (True, False, False))
     reduce = Query("conv", (h, w, c), (h, w, 1), bits=32)
     transfer = map_transfer(config, exps, sums, ("sram", "sram"))
     cycles += max(
         mac_cycles(config, reduce, config.conv_output_cycles, transfer, fill=True)[0],
         (_bytes(exps, False) + _bytes(sums, True)) / config.sram_bandwidth,
     )
-    cycles += _pass(config, [sums], sums, _unary_wide(config), (True, True))
-    cycles += ROW_SCALAR_OPS * _pass(config, [sums, scalar], sums, wide, (True, False, True))
-    cycles += ROW_MAP_OPS * _pass(config, [sums, sums], sums, wide, (True, True, True))
-    cycles += _pass(config, [exps, sums], exps, wide, (True, True, True))
-    cycles += _pass(config, [offsets, exps], exps, wide, (False, True, True))
-    cycles += _pass(config, [exps, sums], out, wide, (True, True, False))
+    cycles += elementwise_op(config, [sums], sums, _unary_wide(config), (True, True))
+    cycles += ROW_SCALAR_OPS * elementwise_op(
+        config, [sums, scalar], sums, wide, (True, False, True)
+    )
+    cycles += ROW_MAP_OPS * elementwise_op(config, [sums, sums], sums, wide, (True, True, True))
+    cycles += elementwise_op(config, [exps, sums], exps, wide, (True, True, True))
+    cycles += elementwise_op(config, [offsets, exps], exps, wide, (False, True, True))
+    cycles += elementwise_op(config, [exps, sums], out, wide, (True, True, False))
     return cycles

@@ -103,7 +103,9 @@ def test_a_big_mean_runs_as_velas_six_depthwise_convolutions():
 def test_argmax_and_resize_cost_velas_extra_operations():
     config = get_config("u55-256")
     compute, weights, _ = argmax_as_vela(config, (1, 8, 8, 4))
-    assert compute > 3 * config.op_overhead_cycles and weights == 4 + 10 * 4
+    # Vela's four operations on u55-256 (its debug database, arg_max): 384 + 1,115 + 1,177
+    # + 128 cycles, the table's flash load exposed beyond the max pool
+    assert 0.95 <= compute / 2804 <= 1.05 and weights == 4 + 10 * 4, compute
     taps = np.zeros((16, 8), np.int64)
     taps[1, :2] = (3, 1)  # half-pixel: output row 1 is 3/4 of input row 0 and 1/4 of row 1
     half = resize_bilinear_as_vela(config, (1, 8, 8, 4), (1, 16, 16, 4), taps)

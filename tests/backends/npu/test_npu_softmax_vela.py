@@ -28,11 +28,11 @@ def test_row_sum_operations_are_velas():
     sums = TensorDesc((1, 4, 4, 1), "int32", "sram")
     scalar = TensorDesc((1,), "int32", "flash")
     wide = 1.125
-    assert S._pass(config, [sums, scalar], sums, wide, (True, False, True)) == 288
-    assert S._pass(config, [sums, sums], sums, wide, (True, True, True)) == 384
+    assert S.elementwise_op(config, [sums, scalar], sums, wide, (True, False, True)) == 288
+    assert S.elementwise_op(config, [sums, sums], sums, wide, (True, True, True)) == 384
     exps = TensorDesc((1, 4, 4, 8), "int32", "sram")
     offsets = TensorDesc((1, 4, 4, 8), "int32", "flash")
-    assert S._pass(config, [offsets, exps], exps, wide, (False, True, True)) == 2048
+    assert S.elementwise_op(config, [offsets, exps], exps, wide, (False, True, True)) == 2048
 
 
 def test_a_scalar_second_operand_off_chip_is_one_burst():
@@ -41,10 +41,10 @@ def test_a_scalar_second_operand_off_chip_is_one_burst():
     exps = TensorDesc((1, 1, 1, 16), "int32", "sram")
     scalar = TensorDesc((1,), "int32", "flash")
     out = TensorDesc((1, 1, 1, 16), "int32", "sram")
-    assert S._pass(config, [exps, scalar], out, 1.125, (True, False, False)) == 128
+    assert S.elementwise_op(config, [exps, scalar], out, 1.125, (True, False, False)) == 128
     # a one-element first operand: Vela reads no burst for the scalar (18 cycles)
     sums = TensorDesc((1, 1, 1, 1), "int32", "sram")
-    assert abs(S._pass(config, [sums, scalar], sums, 1.125, (True, False, True)) - 18) < 1
+    assert abs(S.elementwise_op(config, [sums, scalar], sums, 1.125, (True, False, True)) - 18) < 1
 
 
 def test_a_dram_scalar_binds_the_command_cycles():
@@ -53,7 +53,7 @@ def test_a_dram_scalar_binds_the_command_cycles():
     config = get_config("u65-256")
     sums = TensorDesc((1, 1, 1, 1), "int32", "sram")
     scalar = TensorDesc((1,), "int32", "dram")
-    ours = S._pass(config, [sums, scalar], sums, 1.125, (True, False, True))
+    ours = S.elementwise_op(config, [sums, scalar], sums, 1.125, (True, False, True))
     assert 0.9 <= ours / 68 <= 1.1, ours
 
 
