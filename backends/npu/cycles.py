@@ -10,7 +10,9 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                decomposes are charged as its decomposition: MEAN (all-ones depthwise
                convolutions, partial-sum additions, a scaling multiplication), ARG_MAX (four
                operations), bilinear resize (copies and 2x2 depthwise convolutions, or
-               upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool)
+               upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool), int8 SOFTMAX
+               (29 operations), CONCATENATION, PACK and TRANSPOSE (copies, hardware
+               transposes: vela_softmax.py, vela_layout.py)
     memory     feature maps read and written where they live (a MAC op's input once per output
                block, with the kernel's overlap, and per block of output channels for a
                convolution: Vela's element access), weights and tables from the weight memory
