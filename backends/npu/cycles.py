@@ -233,9 +233,9 @@ def op_cycles(
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, op.output not in program.outputs)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
-    if op.params.get("op") == "qnn.softmax" and ins[0].dtype == out.dtype == "int8":
-        src = TensorDesc(ins[0].shape, "int8", io[0])
-        layout = softmax_as_vela(config, src, io[1])  # Vela's 29 operations
+    if op.params.get("op") == "qnn.softmax" and ins[0].dtype == out.dtype:
+        src = TensorDesc(ins[0].shape, ins[0].dtype, io[0])
+        layout = softmax_as_vela(config, src, io[1])  # Vela's 29 (int8) or 15 (16x8)
     if layout is not None:  # Vela's copies, transposes (vela_layout.py), softmax graph
         return _as_vela_decomposes(op, int(ceil(layout)), ins[0], out, config)
     name = op.params.get("op")

@@ -1,7 +1,8 @@
-"""int8 SOFTMAX as Vela 5.2 runs it: regor's 8-bit softmax graph, 29 NPU operations, read off
-its debug database (`vela --enable-debug-db`, the one-op softmax (1x16) and softmax_4d
-(1x4x4x8) models of tests/models/tflite/ops, u55-256 and u65-256) and charged operation by
-operation with this model's rules. For an h x w x c input (rows h x w, classes c):
+"""SOFTMAX as Vela 5.2 runs it (the 16x8 one: ``softmax16_as_vela``). int8: regor's 8-bit
+softmax graph, 29 NPU operations, read off its debug database (`vela --enable-debug-db`, the
+one-op softmax (1x16) and softmax_4d (1x4x4x8) models of tests/models/tflite/ops, u55-256
+and u65-256) and charged operation by operation with this model's rules. For an h x w x c
+input (rows h x w, classes c):
 
     a max pool over the classes, (h*w) x c x 1 in a 1 x c window, to an 8-bit row maximum;
     a SUB of the row maximum with the exp table fused (32-bit out, the LUT's output rate);
@@ -71,7 +72,7 @@ def _output_stage(config: NPUConfig, ins, out: TensorDesc, rate: float, brick: b
 
 
 def _item(t: TensorDesc) -> int:
-    return 4 if t.dtype == "int32" else 1
+    return {"int32": 4, "int16": 2}.get(t.dtype, 1)
 
 
 def elementwise_op(config: NPUConfig, ins, out: TensorDesc, rate: float, bricks) -> float:
@@ -93,7 +94,25 @@ def elementwise_op(config: NPUConfig, ins, out: TensorDesc, rate: float, bricks)
     return max(compute, *(n / bandwidth(config, m) for m, n in access.items()))
 
 
-def softmax_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
+def _reduce_sum(config: NPUConfig, src: TensorDesc, dst: TensorDesc, bricked: bool) -> float:
+    """A ReduceSum over the classes in the block model, at least its SRAM access."""
+    h, w, c = nhwc(src.shape)
+    reduce = Query("conv", (h, w, c), (h, w, 1), bits=8 * _item(src))
+    transfer = map_transfer(config, src, dst, ("sram", "sram"))
+    compute = mac_cycles(config, reduce, config.conv_output_cycles, transfer, fill=True)[0]
+    return max(compute, (_bytes(src, bricked) + _bytes(dst, True)) / config.sram_bandwidth)
+
+
+def softmax_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float | None:
+    """Cycles of a SOFTMAX over the last axis of ``ifm`` (where it lives) writing its output
+    (of the input's type) to ``dst`` as Vela's operations: int8 (``softmax8_as_vela``), 16x8
+    (``softmax16_as_vela``); None for another type."""
+    if ifm.dtype == "int16":
+        return softmax16_as_vela(config, ifm, dst)
+    return softmax8_as_vela(config, ifm, dst) if ifm.dtype == "int8" else None
+
+
+def softmax8_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
     """Cycles of an int8 SOFTMAX over the last axis of ``ifm`` (where it lives) writing its
     output to ``dst``, as Vela's 29 operations (module docstring)."""
     h, w, c = nhwc(ifm.shape)
@@ -113,12 +132,7 @@ def softmax_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
     lut = max(config.add_output_cycles, config.lut_cycles)
     cycles += elementwise_op(config, [x, row_max], exps, lut, (False, False, True))
     cycles += elementwise_op(config, [exps, scalar], exps, wide, (True, False, False))
-    reduce = Query("conv", (h, w, c), (h, w, 1), bits=32)
-    transfer = map_transfer(config, exps, sums, ("sram", "sram"))
-    cycles += max(
-        mac_cycles(config, reduce, config.conv_output_cycles, transfer, fill=True)[0],
-        (_bytes(exps, False) + _bytes(sums, True)) / config.sram_bandwidth,
-    )
+    cycles += _reduce_sum(config, exps, sums, False)
     cycles += elementwise_op(config, [sums], sums, _unary_wide(config), (True, True))
     cycles += ROW_SCALAR_OPS * elementwise_op(
         config, [sums, scalar], sums, wide, (True, False, True)
@@ -128,3 +142,50 @@ def softmax_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
     cycles += elementwise_op(config, [offsets, exps], exps, wide, (False, True, True))
     cycles += elementwise_op(config, [exps, sums], out, wide, (True, True, False))
     return cycles
+
+
+def softmax16_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
+    """Cycles of a 16x8 SOFTMAX (int16 in and out) as Vela's 15 operations (its debug
+    database, tests/models/tflite/int16/softmax.tflite, 1x16: 900 / 1,527 cycles on u55-256 /
+    u65-256): a 16-bit max pool; a SUB of the row maximum (32-bit out); a MUL and an ADD of
+    constant scalars, the exp table fused into the ADD (16-bit out); a ReduceSum; a CLZ; six
+    32-bit operations on the row sums (four with a constant scalar, the last to 16 bits, the
+    reciprocal table fused); a MUL of the exponentials by the reciprocals (32-bit out, regor's
+    index 2); an ADD of a constant map; an ASR writing the 16-bit output."""
+    h, w, c = nhwc(ifm.shape)
+    x = TensorDesc((1, h, w, c), "int16", ifm.memory)
+    row_max = TensorDesc((1, h, w, 1), "int16", ifm.memory)
+    diffs = TensorDesc((1, h, w, c), "int32", "sram")
+    exps = TensorDesc((1, h, w, c), "int16", "sram")
+    sums = TensorDesc((1, h, w, 1), "int32", "sram")
+    recips = TensorDesc((1, h, w, 1), "int16", "sram")
+    scalar = TensorDesc((1,), "int32", config.weight_memory)
+    offsets = TensorDesc((1, h, w, c), "int32", config.weight_memory)
+    out = TensorDesc((1, h, w, c), "int16", dst)
+    wide = _wide_elementwise_cycles(config)
+
+    pool = Query("pool", (h * w, c, 1), (h * w, 1, 1), (1, c), bits=16)
+    transfer = map_transfer(config, x, row_max, (x.memory, row_max.memory))
+    cycles = mac_cycles(config, pool, config.pool_output_cycles, transfer, fill=True)[0]
+    rate = config.add_output_cycles
+    cycles += elementwise_op(config, [x, row_max], diffs, rate, (False, False, True))
+    cycles += elementwise_op(config, [diffs, scalar], diffs, wide, (True, False, True))
+    cycles += elementwise_op(config, [diffs, scalar], exps, wide, (True, False, True))
+    cycles += _reduce_sum(config, exps, sums, True)
+    cycles += elementwise_op(config, [sums], sums, _unary_wide(config), (True, True))
+    cycles += 4 * elementwise_op(config, [sums, scalar], sums, wide, (True, False, True))
+    cycles += 2 * elementwise_op(config, [sums, sums], sums, wide, (True, True, True))
+    product = _mul_wide_out(config)
+    cycles += elementwise_op(config, [exps, recips], diffs, product, (True, True, True))
+    cycles += elementwise_op(config, [offsets, diffs], diffs, wide, (False, True, True))
+    cycles += elementwise_op(config, [diffs, sums], out, wide, (True, True, False))
+    return cycles
+
+
+# Vela's output cycles per element of a MUL with a 32-bit output (regor's index 2)
+MUL_WIDE_OUT_CYCLES = {(128, 1): 0.75, (256, 1): 0.5, (512, 2): 0.25}
+
+
+def _mul_wide_out(config: NPUConfig) -> float:
+    key = (config.macs_per_cycle, config.cores)
+    return MUL_WIDE_OUT_CYCLES.get(key, 2 * config.conv_output_cycles)
