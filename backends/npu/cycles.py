@@ -13,7 +13,8 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                upscaling average pools), 8-bit QUANTIZE (a 1x1 average pool), REDUCE_MAX
                and REDUCE_MIN (ReduceMax pools per axis: vela_reduce.py), a table or ReLU
                from a region's input to its output (a 1x1 pool and the table's load:
-               vela_unary.py)
+               vela_unary.py), int8 SOFTMAX (29 operations), CONCATENATION, PACK and
+               TRANSPOSE (copies, hardware transposes: vela_softmax.py, vela_layout.py)
     memory     feature maps read and written where they live (a MAC op's input once per output
                block, with the kernel's overlap, and per block of output channels for a
                convolution: Vela's element access), weights and tables from the weight memory
@@ -77,12 +78,15 @@ from .vela_decompose import (
     half_pixel,
     mean_op_as_vela,
     resize_bilinear_as_vela,
+    resizes_as_vela,
 )
+from .vela_layout import layout_as_vela
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
+from .vela_softmax import softmax_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import refetches, weights_staged
 
@@ -228,6 +232,12 @@ def op_cycles(
     if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
         total = int(ceil(reduce_as_vela(config, op, ins[0], out, io)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
+    layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
+    if op.params.get("op") == "qnn.softmax" and ins[0].dtype == out.dtype:
+        src = TensorDesc(ins[0].shape, ins[0].dtype, io[0])
+        layout = softmax_as_vela(config, src, io[1])  # Vela's 29 (int8) or 15 (16x8)
+    if layout is not None:  # Vela's copies, transposes (vela_layout.py), softmax graph
+        return _as_vela_decomposes(op, int(ceil(layout)), ins[0], out, config)
     name = op.params.get("op")
     if _standalone_table(op) and flat and len(op.inputs) == 1:  # vela_unary.py
         table = 0 if name in TABLELESS else sum(_constant_bytes(*a) for a in op.arrays.items())
@@ -316,7 +326,7 @@ def op_cycles(
         if half_pixel(op.arrays["c0"]):  # four 2x2 kernels and their biases
             add(config.weight_memory, 4 * (4 + BIAS_RECORD_BYTES) * c)
     if op.kind == "UNIT" and op.params["op"] == "argmax":
-        _, weights, middle = argmax_as_vela(config, ins[0].shape)
+        _, weights, middle = argmax_as_vela(config, ins[0].shape, io)
         add(config.weight_memory, weights)
         add("sram", middle)
     # Vela's memory access cycles carry no first-byte latency: for its elementwise operations
@@ -352,7 +362,9 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     an LSTM op of a batch pays it once per sequence."""
     name = op.params.get("op")
     elems = int(np.prod(out.shape))
-    if fused or is_elementwise(op) or name in BLOCK_POOLS or name == "qnn.mean":
+    if fused or is_elementwise(op) or name in (*BLOCK_POOLS, "argmax") or resizes_as_vela(op):
+        return 0
+    if name == "qnn.mean":
         return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
     if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
@@ -491,10 +503,11 @@ def _compute(
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
         return 0, mean_op_as_vela(config, op, ins[0], out, io[0], bricked)[0], None, None
     if op.params["op"] == "argmax":
-        return 0, argmax_as_vela(config, ins[0].shape)[0], None, None
+        return 0, argmax_as_vela(config, ins[0].shape, io)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
         taps = op.arrays["c0"]
-        return 0, resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps), None, None
+        compute = resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps, io)
+        return 0, compute, None, None
     unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
     if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
         unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)

@@ -78,7 +78,8 @@ def elementwise_rate_name(op: NPUOp) -> str | None:
     return None
 
 
-def _latency(config: NPUConfig, memory: str, write: bool) -> int:
+def memory_latency(config: NPUConfig, memory: str, write: bool) -> int:
+    """The first-byte latency of a read or a write of ``memory`` (vela.ini's latencies)."""
     if memory == "sram":
         return config.sram_latency_cycles
     if write:
@@ -108,7 +109,7 @@ def _block_transfer(config, memory: str, shape, block, item: int, write: bool) -
     in bursts (``burst_factor``)."""
     nbytes = int(np.prod([min(a, b) for a, b in zip(shape, block)])) * item
     moved = nbytes * burst_factor(config, memory, shape, block, item, write)
-    return _latency(config, memory, write) + moved / bandwidth(config, memory)
+    return memory_latency(config, memory, write) + moved / bandwidth(config, memory)
 
 
 def _elementwise_block(config: NPUConfig, shape) -> tuple[int, int, int]:
@@ -239,7 +240,7 @@ def map_transfers(config: NPUConfig, ifm, ofm, io: tuple[str, str], bricked: boo
     def transfers(ifm_block, ofm_block) -> tuple[float, float]:
         if bricked:
             nbytes = int(np.prod([min(a, b) for a, b in zip(ishape, ifm_block)])) * isize
-            read = _latency(config, io[0], False) + nbytes / bandwidth(config, io[0])
+            read = memory_latency(config, io[0], False) + nbytes / bandwidth(config, io[0])
         else:
             read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
         return read, _block_transfer(config, io[1], oshape, ofm_block, osize, True)

@@ -13,7 +13,8 @@ import numpy as np
 from .blocks import Query, mac_cycles, single_mac_op
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import map_transfers
+from .vela_access import map_transfer, map_transfers
+from .vela_pad import copy_cycles
 
 # Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
 # per MAC-array size and cores; other designs: 1.5x the add rate
@@ -133,23 +134,61 @@ def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None, bri
     return mean_as_vela(config, nhwc, bits, axes, src, reshaped, bricked)
 
 
-def argmax_as_vela(config: NPUConfig, ifm: tuple) -> tuple[float, int, int]:
-    """ARG_MAX along the channels of an (..., C) map as Vela runs it: a 1x1 depthwise
-    convolution widening the map to 16 bits with the reversed channel index in its low bits,
-    a 16-bit max pool with a 1 x C window over the map viewed as (H*W, C, 1), a 16-bit table
-    extracting the index, and an elementwise pass writing the 32-bit indices.
-    Returns (compute cycles of the four operations plus the per-operation overhead of the
-    three beyond the first, weight bytes, bytes of the 16-bit intermediates in SRAM)."""
+def argmax_as_vela(config: NPUConfig, ifm: tuple, io=("sram", "sram")) -> tuple[float, int, int]:
+    """ARG_MAX along the channels of an (..., C) map as Vela 5.2 runs it, each operation as
+    its debug database shows it (arg_max, 8x8x4, u55-256 / u65-256):
+      - a 1x1 depthwise convolution widening the map to 16 bits with the reversed channel
+        index in its low bits (the block model: 384 / 1,047 cycles);
+      - a 16-bit max pool with a 1 x C window over the map viewed as (H*W, C, 1) (1,115 /
+        1,110);
+      - a 16-bit table extracting the index, a 1x1 pool with the table in its output stage,
+        its 2,048-byte table loaded from the weight memory while the max pool runs: what the
+        load takes beyond the max pool is charged (1,177 on u55-256: 2,112 cycles of flash
+        against the pool's 1,115; 164 on u65-256, the DRAM load hidden);
+      - an ADD of a constant scalar writing the 32-bit indices (vela_softmax.elementwise_op:
+        128 / 137).
+    No per-operation overhead. Returns (compute cycles, weight bytes, bytes of the 16-bit
+    intermediates in SRAM); ``io``: the memories of the input and the output."""
+    from .vela_softmax import elementwise_op  # vela_softmax imports this module
+
     c = int(ifm[-1])
     hw = int(np.prod(ifm[:-1]))
     h, w = (int(ifm[-3]), int(ifm[-2])) if len(ifm) >= 3 else (1, hw)
+    x = TensorDesc((1, h, w, c), "int8", io[0])
+    wide = TensorDesc((1, h, w, c), "int16", "sram")
     widen = Query("dwconv", (h, w, c), (h, w, c))
+    transfer = map_transfer(config, x, wide, (io[0], "sram"))
+    compute = mac_cycles(config, widen, config.conv_output_cycles, transfer, fill=True)[0]
+    rows = TensorDesc((1, hw, c, 1), "int16", "sram")
+    maxima = TensorDesc((1, hw, 1, 1), "int16", "sram")
     pool = Query("pool", (hw, c, 1), (hw, 1, 1), (1, c), bits=16)
-    compute = mac_cycles(config, widen, config.conv_output_cycles)[0]
-    compute += mac_cycles(config, pool, config.pool_output_cycles)[0]
-    compute += hw * STANDALONE_LUT_MACS / config.macs_per_cycle + hw * config.add_output_cycles
-    compute += 3 * config.op_overhead_cycles
+    transfer = map_transfer(config, rows, maxima, ("sram", "sram"))
+    pooled = mac_cycles(config, pool, config.pool_output_cycles, transfer, fill=True)[0]
+    flat = nhwc_flat(hw)
+    table = TensorDesc((1, *flat), "int16", "sram")
+    q = Query("pool", flat, flat, bits=16)
+    transfer = map_transfer(config, table, table, ("sram", "sram"))
+    lut = mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+    load = INT16_TABLE_BYTES / config.weight_bandwidth + config.dma_latency_cycles
+    compute += pooled + lut + max(0.0, load - pooled)
+    out = TensorDesc((1, *flat), "int32", io[1])
+    scalar = TensorDesc((1,), "int32", config.weight_memory)
+    compute += elementwise_op(
+        config, [table, scalar], out, config.add_output_cycles, (True, False, False)
+    )
     return compute, c + BIAS_RECORD_BYTES * c, 2 * (2 * hw * c + 2 * hw)
+
+
+INT16_TABLE_BYTES = 2048  # the hardware's int16 LUT: 512 32-bit entries
+
+
+def nhwc_flat(n: int) -> tuple[int, int, int]:
+    """``n`` values as Vela reshapes a flat map: 16 channels, rows and columns as near a
+    square as they divide (64 values: 2x2x16; vela_copy.copy_shape)."""
+    c = 16 if n % 16 == 0 else n
+    m = n // c
+    rows = max(d for d in range(1, int(m**0.5) + 1) if m % d == 0)
+    return rows, m // rows, c
 
 
 def half_pixel(taps: np.ndarray) -> bool:
@@ -164,29 +203,65 @@ def half_pixel(taps: np.ndarray) -> bool:
     return len(taps) == 2 and taps[0] != taps[1]
 
 
-def resize_bilinear_as_vela(config: NPUConfig, ifm: tuple, ofm: tuple, taps) -> float:
-    """A bilinear resize as Vela runs it, in compute cycles including the per-operation overhead
-    of the operations beyond the first:
-      - a 1x1 input: one elementwise pass;
-      - half-pixel 2x: the input copied into a map with a one-pixel border (a copy per edge),
-        then four depthwise convolutions with 2x2 kernels, one per output phase;
-      - otherwise (2x, 4x, 8x): log2(factor) - 1 average pools with a 1x1 window, each reading
-        its input upscaled 2x (nearest), then an average pool with a factor x factor window."""
+def resize_bilinear_as_vela(
+    config: NPUConfig, ifm: tuple, ofm: tuple, taps, io=("sram", "sram")
+) -> float:
+    """A bilinear resize as Vela 5.2 runs it, in compute cycles (no per-operation overhead):
+    - a 1x1 input: one elementwise pass;
+    - half-pixel 2x: the input copied into a map with a one-pixel border (a copy per edge),
+      then four depthwise convolutions with 2x2 kernels, one per output phase
+      (``_half_pixel_2x``);
+    - otherwise (2x, 4x, 8x): log2(factor) - 1 average pools with a 1x1 window, each reading
+      its input upscaled 2x (nearest), then an average pool with a factor x factor window,
+      each in Vela 5.2's block model for pools (blocks.mac_cycles with ``fill``: the first
+      block unoverlapped, regor's pooling rate, no per-operation overhead; Vela's debug
+      database for resize_bilinear_4x, u55-256: 1,565 and 19,751 cycles, 14x14x8 and
+      20x24x8 blocks), the first reading the input where it lives (``io[0]``) and the last
+      writing the output (``io[1]``), the intermediates in SRAM."""
     _, h, w, c = ifm
     _, oh, ow, _ = ofm
     if h == w == 1:
         return oh * ow * c * config.add_output_cycles
     if half_pixel(taps):
-        q = Query("dwconv", (oh, ow, c), (oh - 1, ow - 1, c), (2, 2))
-        compute = 4 * mac_cycles(config, q, config.conv_output_cycles)[0]
-        return compute + 8 * config.op_overhead_cycles  # 5 copies and 4 convolutions
+        return _half_pixel_2x(config, (h, w, c), (oh, ow, c), io)
     factor = max(2, round(oh / h))
     steps = max(1, int(round(np.log2(factor))))
-    compute, sh, sw = 0.0, h, w
+    compute, sh, sw, src = 0.0, h, w, io[0]
     for _ in range(steps - 1):
         q = Query("pool", (2 * sh, 2 * sw, c), (2 * sh, 2 * sw, c))
-        compute += mac_cycles(config, q, config.conv_output_cycles)[0]
-        sh, sw = 2 * sh, 2 * sw
+        compute += _upscaling_pool(config, q, src, "sram")
+        sh, sw, src = 2 * sh, 2 * sw, "sram"
     q = Query("pool", (oh, ow, c), (oh, ow, c), (factor, factor))
-    compute += mac_cycles(config, q, config.conv_output_cycles)[0]
-    return compute + (steps - 1) * config.op_overhead_cycles
+    return compute + _upscaling_pool(config, q, src, io[1])
+
+
+def _half_pixel_2x(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
+    """Vela's half-pixel 2x resize (its debug database, resize_bilinear_2x_half_pixel, an
+    8x8x4 input): MemoryCopies of the input into a map with a one-pixel border (the interior
+    and the top and bottom rows from the input, 446 and 153 cycles each on u55-256, the left
+    and right columns from the bordered map, 169), then four depthwise convolutions with 2x2
+    kernels over the bordered map, one per output phase, each writing (2h - 1) x (2w - 1) of
+    the output in the block model (1,157 cycles each, a 16x16x8 block)."""
+    h, w, c = ifm
+    oh, ow, _ = ofm
+    cycles = copy_cycles(config, (h, w, c), io[0], "sram", "int8")
+    cycles += 2 * copy_cycles(config, (1, w, c), io[0], "sram", "int8")
+    cycles += 2 * copy_cycles(config, (h + 2, 1, c), "sram", "sram", "int8")
+    q = Query("dwconv", (h + 2, w + 2, c), (oh - 1, ow - 1, c), (2, 2))
+    bordered = TensorDesc((1, h + 2, w + 2, c), "int8", "sram")
+    transfer = map_transfer(
+        config, bordered, TensorDesc((1, *q.ofm), "int8", io[1]), ("sram", io[1])
+    )
+    return cycles + 4 * mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+
+
+def _upscaling_pool(config: NPUConfig, q: Query, src: str, dst: str) -> float:
+    ifm, ofm = TensorDesc((1, *q.ifm), "int8", src), TensorDesc((1, *q.ofm), "int8", dst)
+    transfer = map_transfer(config, ifm, ofm, (src, dst))
+    return mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+
+
+def resizes_as_vela(op) -> bool:
+    """Whether ``op`` is a bilinear resize charged as Vela's operations in the block model
+    (no per-operation overhead: resize_bilinear_as_vela)."""
+    return op.params.get("op") == "resize_bilinear_taps"
