@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import _latency, bandwidth
+from .vela_access import bandwidth, memory_latency
 from .vela_copy import copy_as_vela
 
 # our LUT operations Vela runs without a table: a ReLU with rescaling (requantize and clip)
@@ -29,7 +29,7 @@ TABLELESS = ("qnn.requantize+clip",)
 def table_load(config: NPUConfig, table_bytes: int) -> float:
     """Cycles to load a table from the weight memory: its first-byte latency and bytes."""
     memory = config.weight_memory
-    return _latency(config, memory, False) + table_bytes / bandwidth(config, memory)
+    return memory_latency(config, memory, False) + table_bytes / bandwidth(config, memory)
 
 
 def unary_as_vela(
