@@ -80,6 +80,7 @@ from .vela_decompose import (
     resize_bilinear_as_vela,
     resizes_as_vela,
 )
+from .vela_depthmult import depth_multiplier_as_vela
 from .vela_layout import layout_as_vela
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
@@ -233,6 +234,8 @@ def op_cycles(
         total = int(ceil(reduce_as_vela(config, op, ins[0], out, io)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
+    if layout is None:  # a depth multiplier's transposes (vela_depthmult.py)
+        layout = depth_multiplier_as_vela(config, op, program)
     if op.params.get("op") == "qnn.softmax" and ins[0].dtype == out.dtype:
         src = TensorDesc(ins[0].shape, ins[0].dtype, io[0])
         layout = softmax_as_vela(config, src, io[1])  # Vela's 29 (int8) or 15 (16x8)

@@ -129,7 +129,7 @@ def transpose_steps(shape: tuple, axes) -> list[tuple[int, int, int]] | None:
     return list(TWO_STEP[perm])
 
 
-def _access_cycles(config: NPUConfig, ifm: tuple, ofm: tuple, io, item: int) -> float:
+def hardware_transpose_cycles(config: NPUConfig, ifm: tuple, ofm: tuple, io, item: int) -> float:
     """One hardware transpose as regor costs it (EthosU55Performance::MeasureCycleCost for a
     Transpose, a compound operation): the slower of reading the input (its elements in the
     bursts of its NHWC shape over the block, / bandwidth + the memory's read latency) and
@@ -162,7 +162,7 @@ def transpose_as_vela(config: NPUConfig, ifm: TensorDesc, axes, io) -> float | N
         out = tuple(shape[p] for p in perm)
         src = io[0] if i == 0 else "sram"
         dst = io[1] if i == len(steps) - 1 else "sram"
-        cycles += _access_cycles(config, shape, out, (src, dst), item)
+        cycles += hardware_transpose_cycles(config, shape, out, (src, dst), item)
         shape = out
     return cycles
 
