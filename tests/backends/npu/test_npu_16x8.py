@@ -72,7 +72,12 @@ def test_16x8_session_20_ops_on_every_preset(name, preset):
     mod = from_tflite(path)
     exe = P.build(mod, f"npu -config={preset}, llvm")
     assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
-    assert all(c["cycles"] > 0 for s in exe.steps for c in s.region.cycles)
+    # an operation Vela has no counterpart for costs 0 (a depth multiplier's concatenation and
+    # reshape: vela_depthmult.py); every other operation, and so every region, costs cycles
+    free = ("concatenate", "reshape") if name.startswith("dwconv_m2") else ()
+    for s in exe.steps:
+        for op, c in zip(s.region.program.ops, s.region.cycles):
+            assert c["cycles"] > 0 or op.params.get("op") in free, (op.name, c["cycles"])
     _check(exe, mod, path)
 
 

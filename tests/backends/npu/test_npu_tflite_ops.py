@@ -91,8 +91,12 @@ def test_velas_depth_multiplier_and_partial_mean_run_on_every_preset_bit_exact(n
     path = OPS / f"{name}.tflite"
     exe = P.build(from_tflite(str(path)), f"npu -config={preset}, ref")
     assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
-    cycles = [c["cycles"] for s in exe.steps for c in s.region.cycles]
-    assert all(c > 0 for c in cycles)
+    # a depth multiplier's concatenation and reshape cost 0 (Vela has neither:
+    # vela_depthmult.py); every other operation costs cycles
+    free = ("concatenate", "reshape") if name.startswith("dwconv_m2") else ()
+    for s in exe.steps:
+        for op, c in zip(s.region.program.ops, s.region.cycles):
+            assert c["cycles"] > 0 or op.params.get("op") in free, (op.name, c["cycles"])
     rng = np.random.default_rng(7)
     inputs = [
         rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max, t.shape, t.dtype, True)
