@@ -80,7 +80,7 @@ from .vela_decompose import (
     resize_bilinear_as_vela,
     resizes_as_vela,
 )
-from .vela_depthmult import depth_multiplier_as_vela
+from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
 from .vela_layout import layout_as_vela
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
@@ -204,7 +204,8 @@ def op_cycles(
     if inputs[0] != op.inputs[0]:
         ins[0] = program.tensors[inputs[0]]
     out = program.tensors[output]
-    split = split_activation(op, out)  # Vela writes an SRAM map, then runs the activation
+    # Vela writes an SRAM map, then runs the activation (a multiplier's piece: as the whole)
+    split = split_activation(op, out, multiplier_depth(op, program))
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
     writes_io = output in program.outputs and not split

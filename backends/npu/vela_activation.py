@@ -28,13 +28,14 @@ from .vela_copy import copy_shape
 SPLIT_DEPTH = 8  # outputs with fewer channels run their activation separately
 
 
-def split_activation(op: NPUOp, out: TensorDesc) -> bool:
-    """Whether Vela runs this convolution's fused clip as a separate operation."""
+def split_activation(op: NPUOp, out: TensorDesc, depth: int | None = None) -> bool:
+    """Whether Vela runs this convolution's fused clip as a separate operation (``depth``:
+    the output depth of the convolution as Vela's graph has it, if not ``out``'s)."""
     return (
         op.kind in ("CONV", "DWCONV")
         and op.params.get("activation") == "clip"
         and len(out.shape) == 4
-        and out.shape[-1] < SPLIT_DEPTH
+        and (out.shape[-1] if depth is None else depth) < SPLIT_DEPTH
     )
 
 

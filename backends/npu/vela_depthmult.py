@@ -103,3 +103,20 @@ def depth_multiplier_as_vela(config: NPUConfig, op, program) -> float | None:
         )
         for i, (view, result, _) in enumerate(views)
     )
+
+
+def multiplier_depth(op, program) -> int | None:
+    """The output depth of the depthwise convolution a multiplier's piece ``op`` was cut from
+    (its depth x M), or None if ``op`` is not one. Vela splits off a fused activation on
+    fewer than 8 channels (vela_activation.py) on the convolution as the graph has it, before
+    its scheduler cuts the pieces: dwconv_m2_s2_valid_relu's 4-channel pieces keep their ReLU
+    (its debug database: the two convolutions and seven transposes, no ReLU)."""
+    if op.kind != "DWCONV" or source_operator(op) != SOURCE:
+        return None
+    readers = [r for r in program.ops if op.output in r.inputs]
+    if len(readers) != 1 or not _is_multiplier_op(readers[0], "concatenate"):
+        return None
+    concat = readers[0]
+    if not any(_transpose_of(r) for r in program.ops if concat.output in r.inputs):
+        return None
+    return int(program.tensors[op.output].shape[-1]) * len(concat.inputs)
