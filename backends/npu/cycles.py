@@ -77,6 +77,7 @@ from .vela_decompose import (
     argmax_as_vela,
     half_pixel,
     mean_op_as_vela,
+    mean_tail,
     resize_bilinear_as_vela,
     resizes_as_vela,
 )
@@ -89,7 +90,7 @@ from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
-from .weight_staging import refetches, weights_staged
+from .weight_staging import prefetch_stall, refetches, weights_staged
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -232,8 +233,9 @@ def op_cycles(
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, brick, flat)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
-        total = int(ceil(reduce_as_vela(config, op, ins[0], out, io)))
-        return _as_vela_decomposes(op, total, ins[0], out, config)
+        total, tail = reduce_as_vela(config, op, ins[0], out, io)
+        cost = _as_vela_decomposes(op, int(ceil(total)), ins[0], out, config)
+        return {**cost, "tail": tail}
     layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
     if layout is None:  # a depth multiplier's transposes (vela_depthmult.py)
         layout = depth_multiplier_as_vela(config, op, program)
@@ -344,6 +346,14 @@ def op_cycles(
     if split:  # the activation from the SRAM map to where the output lives
         dst = out.memory if output in program.outputs else "sram"
         total += int(ceil(activation_cycles(config, out, dst)))
+    if op.kind in MAC_KINDS and staged and not lstm_op(op, out):  # waiting for the weights
+        nbytes, depth = _constant_record_bytes(op, query), query.ofm[2]
+        if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
+            nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
+        total += int(ceil(prefetch_stall(config, nbytes, slack)))
+    tail = {}
+    if op.kind == "UNIT" and op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
+        tail = {"tail": mean_tail(config, op, ins[0], out)}  # Vela's MUL ends it
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
@@ -355,6 +365,7 @@ def op_cycles(
         "stripes": op.stripes,
         **({"block": "x".join(map(str, block.ofm))} if block else {}),
         "time_at_clock_s": total / config.clock_hz,
+        **tail,
     }
 
 
@@ -410,13 +421,19 @@ def _as_vela_decomposes(op, total: int, src, out, config, more: dict | None = No
     }
 
 
+def _constant_record_bytes(op: NPUOp, query) -> int:
+    """The bytes Vela moves to stage a MAC operation's weights: the weights and each output
+    channel's bias and scale record."""
+    return op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
+
+
 def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, upscale=1) -> bool:
     """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
     any other operation and for the integer LSTM's, whose figures were matched staged)."""
     if op.kind not in MAC_KINDS or lstm_op(op, out):
         return True
     query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]), upscale)
-    nbytes = op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
+    nbytes = _constant_record_bytes(op, query)
     return weights_staged(config, query, find_block(config, query), nbytes, slack)
 
 
@@ -537,5 +554,5 @@ def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     out, slack = [], None
     for op in program.ops:
         out.append(op_cycles(op, program, config, cascaded, fused, slack, stripes))
-        slack = out[-1]["cycles"]
+        slack = out[-1].get("tail", out[-1]["cycles"])  # Vela's last operation of it
     return out

@@ -121,6 +121,22 @@ def _scalar_read(config: NPUConfig, depth: int, reshaped: bool) -> float:
 BIAS_RECORD_BYTES = 10  # Vela's per-channel bias and scale record
 
 
+def mean_tail(config: NPUConfig, op, ifm, out) -> float:
+    """Cycles of the last of Vela's operations for a qnn.mean operation (``mean_as_vela``'s
+    multiplication, the sums' map scaled to the output), under which the next operation's
+    weights are moved (weight_staging.prefetch_stall). Vela 167 cycles for mean_axis2's 8 x 1
+    x 8 sums on u65-256 (est_op_cycles_without_buffering)."""
+    from .compiler import unit_attrs
+    from .constraints import mean_geometry
+
+    nhwc, axes = mean_geometry(ifm.shape, unit_attrs(op.params)[1])
+    kept = tuple(1 if i in axes else d for i, d in enumerate(nhwc))
+    reshaped = (1,) * (4 - len(out.shape)) + tuple(int(d) for d in out.shape) != kept
+    elems = int(np.prod(kept))
+    depth = 1 if 3 in axes else kept[3]
+    return max(elems * _wide_elementwise_cycles(config), _scalar_read(config, depth, reshaped))
+
+
 def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None, bricked: bool = False):
     """``mean_as_vela`` of a qnn.mean UNIT operation reading ``ifm`` and writing ``out``
     (TensorDescs)."""

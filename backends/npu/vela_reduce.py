@@ -54,9 +54,12 @@ def _views(shape, axes) -> list[tuple[tuple[int, int, int], int]]:
     return out
 
 
-def reduce_as_vela(config: NPUConfig, op: NPUOp, ifm: TensorDesc, ofm: TensorDesc, io) -> float:
-    """Cycles of Vela's operations for a REDUCE_MAX / REDUCE_MIN (``reduces_as_vela``);
-    ``io``: the memories of the input and output maps."""
+def reduce_as_vela(
+    config: NPUConfig, op: NPUOp, ifm: TensorDesc, ofm: TensorDesc, io
+) -> tuple[float, float]:
+    """Cycles of Vela's operations for a REDUCE_MAX / REDUCE_MIN (``reduces_as_vela``) and of
+    the last of them (the next operation's weight transfer runs under it: weight_staging's
+    prefetch_stall); ``io``: the memories of the input and output maps."""
     bits = 16 if ifm.dtype == "int16" else 8
     views = _views(ifm.shape, op.params["attrs"]["axis"])
     negate = op.params["op"] == "min"
@@ -74,10 +77,12 @@ def reduce_as_vela(config: NPUConfig, op: NPUOp, ifm: TensorDesc, ofm: TensorDes
         i = TensorDesc((1, outer, n, inner), ifm.dtype, src)
         o = TensorDesc((1, outer, 1, inner), ifm.dtype, dst)
         transfer = map_transfer(config, i, o, (src, dst))
-        cycles += mac_cycles(config, q, config.pool_output_cycles, transfer, fill=True)[0]
+        tail = mac_cycles(config, q, config.pool_output_cycles, transfer, fill=True)[0]
+        cycles += tail
         src = dst
     if negate:  # the result negated back, into the output
         mid = TensorDesc(tuple(ofm.shape), ofm.dtype, "sram")
         o = TensorDesc(tuple(ofm.shape), ofm.dtype, io[1])
-        cycles += _elementwise_pass(config, "qnn.subtract", [mid], o, {}, False, True)
-    return cycles
+        tail = _elementwise_pass(config, "qnn.subtract", [mid], o, {}, False, True)
+        cycles += tail
+    return cycles, tail

@@ -58,6 +58,33 @@ def refetches(q: Query, block: Block) -> int:
     return ceil(oh / bh) * ceil(ow / bw)
 
 
+def transfer_cycles(config: NPUConfig, nbytes: float) -> float:
+    """regor's MemToMemCycles for ``nbytes`` of weights, scales and biases from the weight
+    memory to SRAM: the slower of the read (+ the DMA latency) and the write (+ the write
+    latency). Vela's debug database ("weight_transfer_cycles", u65-256): 510, 517 and 524
+    cycles for 128, 208 and 288 bytes (500 + bytes / 12)."""
+    memory = config.weight_memory
+    write_latency = OFFCHIP_WRITE_LATENCY.get(memory, config.dma_latency_cycles // 2)
+    return max(
+        nbytes / bandwidth(config, memory) + config.dma_latency_cycles,
+        nbytes / config.sram_bandwidth + write_latency,
+    )
+
+
+def prefetch_stall(config: NPUConfig, nbytes: int, slack: float | None) -> float:
+    """Cycles a staged operation waits for its weights' DMA where the previous operation
+    (``slack``: the cycles of Vela's last operation before it) is shorter than the transfer;
+    0 for the first operation (its weights are moved before the network starts) and where
+    this module's rule does not apply (the U55, SRAM weights). Vela's debug database
+    (u65-256, est_op_cycles_with_buffering = without + transfer - the previous operation's
+    est_op_cycles_without_buffering, which its op cycles report): reduce_min_in_graph's last
+    1x1 convolution 1,112 + 510 - 143 = 1,479 after the negating SUB, mean_axis2_in_graph's
+    861 + 517 - 167 = 1,211 after the MEAN's MUL."""
+    if config.weight_memory == "sram" or config.spill_memory == "none" or slack is None:
+        return 0.0
+    return max(0.0, transfer_cycles(config, nbytes) - slack)
+
+
 def weights_staged(
     config: NPUConfig, q: Query, block: Block, nbytes: int, slack: float | None
 ) -> bool:
@@ -71,11 +98,7 @@ def weights_staged(
     from_buffer = _read(config, "sram", nbytes) * n
     if from_buffer >= unmoved:
         return False
-    write_latency = OFFCHIP_WRITE_LATENCY.get(memory, config.dma_latency_cycles // 2)
-    transfer = max(
-        nbytes / bandwidth(config, memory) + config.dma_latency_cycles,
-        nbytes / config.sram_bandwidth + write_latency,
-    )
+    transfer = transfer_cycles(config, nbytes)
     depth = q.ofm[2]
     smallest = transfer * min(depth, SPLIT_DEPTH) / depth
     first = slack is None
