@@ -82,7 +82,7 @@ from .vela_decompose import (
     resizes_as_vela,
 )
 from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
-from .vela_layout import layout_as_vela
+from .vela_layout import feeds_concat_copies, layout_as_vela
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
@@ -225,8 +225,10 @@ def op_cycles(
         op, ins, out, config, io, bricked, staged, stripe, upscale
     )
     # a region input to a region output: Vela's flat shape (vela_access.flat_shape)
-    flat = set(op.inputs) <= {*program.inputs} and op.output in program.outputs
-    brick = op.output not in program.outputs
+    # (or to the copies of a concatenation: vela_layout.feeds_concat_copies)
+    to_copies = set(op.inputs) <= {*program.inputs} and feeds_concat_copies(op, program)
+    flat = set(op.inputs) <= {*program.inputs} and op.output in program.outputs or to_copies
+    brick = op.output not in program.outputs and not to_copies
     if is_elementwise(op):
         compute = elementwise_op_cycles(config, op, ins, out, brick, flat)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
@@ -247,6 +249,8 @@ def op_cycles(
     name = op.params.get("op")
     if _standalone_table(op) and flat and len(op.inputs) == 1:  # vela_unary.py
         table = 0 if name in TABLELESS else sum(_constant_bytes(*a) for a in op.arrays.items())
+        if to_copies and op is not program.ops[0]:  # loaded under the previous operation
+            table = 0
         total = int(ceil(unary_as_vela(config, out, io, table)))
         return _as_vela_decomposes(op, total, ins[0], out, config, {config.weight_memory: table})
     reads_io = bool(op.inputs) and op.inputs[0] in (*program.inputs, *program.outputs)
