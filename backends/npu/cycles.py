@@ -184,12 +184,14 @@ def op_cycles(
     fused: set[int] | None = None,
     slack: float | None = None,
     stripes: dict[int, int] | None = None,
+    exposed: float | None = None,
 ) -> dict:
     """Cycles, MACs, utilisation and bytes per memory of one operation (``cascaded``,
     ``fused`` and ``stripes``: the program's cascaded_offchip, fused_activations and
     vela_cascade.cascade_stripes, computed here if None; ``slack``: the previous operation's
     cycles, None for the program's first, which decide whether Vela stages the weights in
-    SRAM: weight_staging.py)."""
+    SRAM: weight_staging.py; ``exposed``: the cycles of the previous operation's last
+    elementwise operation, under which this one's weights move, None if it has none)."""
     if cascaded is None:
         cascaded = cascaded_offchip(program, config)
     if stripes is None:
@@ -237,7 +239,7 @@ def op_cycles(
     if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
         total, tail = reduce_as_vela(config, op, ins[0], out, io)
         cost = _as_vela_decomposes(op, int(ceil(total)), ins[0], out, config)
-        return {**cost, "tail": tail}
+        return {**cost, "tail": tail} if op.params["op"] == "min" else cost  # its last SUB
     layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
     if layout is None:  # a depth multiplier's transposes (vela_depthmult.py)
         layout = depth_multiplier_as_vela(config, op, program)
@@ -354,7 +356,7 @@ def op_cycles(
         nbytes, depth = _constant_record_bytes(op, query), query.ofm[2]
         if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
-        total += int(ceil(prefetch_stall(config, nbytes, slack)))
+        total += int(ceil(prefetch_stall(config, nbytes, exposed)))
     tail = {}
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
         tail = {"tail": mean_tail(config, op, ins[0], out)}  # Vela's MUL ends it
@@ -556,7 +558,12 @@ def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
     stripes = cascade_stripes(program, config)
     out, slack = [], None
+    exposed = None
     for op in program.ops:
-        out.append(op_cycles(op, program, config, cascaded, fused, slack, stripes))
-        slack = out[-1].get("tail", out[-1]["cycles"])  # Vela's last operation of it
+        out.append(op_cycles(op, program, config, cascaded, fused, slack, stripes, exposed))
+        # the next weights' DMA waits where it outlasts an elementwise operation (Vela's
+        # estimate for one is its cycles; for a MAC operation, a pool or a table it includes
+        # its memories' latencies, which hid every transfer of the models checked)
+        exposed = out[-1].get("tail", out[-1]["cycles"] if is_elementwise(op) else None)
+        slack = out[-1]["cycles"]
     return out
