@@ -62,11 +62,7 @@ def transpose_views(shape) -> list[tuple[tuple, tuple, str]]:
 
 
 def _is_multiplier_op(op, name: str) -> bool:
-    return (
-        op.kind == "UNIT"
-        and op.params.get("op") == name
-        and source_operator(op) == SOURCE
-    )
+    return op.kind == "UNIT" and op.params.get("op") == name and source_operator(op) == SOURCE
 
 
 def _transpose_of(op) -> bool:
@@ -110,8 +106,13 @@ def multiplier_depth(op, program) -> int | None:
     (its depth x M), or None if ``op`` is not one. Vela splits off a fused activation on
     fewer than 8 channels (vela_activation.py) on the convolution as the graph has it, before
     its scheduler cuts the pieces: dwconv_m2_s2_valid_relu's 4-channel pieces keep their ReLU
-    (its debug database: the two convolutions and seven transposes, no ReLU)."""
+    (its debug database: the two convolutions and seven transposes, no ReLU). On 16-bit maps
+    Vela runs the ReLU after the transposes on the whole output (the 16x8 dwconv_m2: 604
+    cycles on u55-256 for 6x6x8): None there, the pieces keep the split (two ReLUs on 6x6x4;
+    one ReLU after the transposes is not modelled)."""
     if op.kind != "DWCONV" or source_operator(op) != SOURCE:
+        return None
+    if program.tensors[op.output].dtype not in ("int8", "uint8"):
         return None
     readers = [r for r in program.ops if op.output in r.inputs]
     if len(readers) != 1 or not _is_multiplier_op(readers[0], "concatenate"):

@@ -88,11 +88,18 @@ def feeds_concat_copies(op, program) -> bool:
     one): Vela then runs ``op`` on its flat shape, as between a region's maps
     (concat_diff_scale's MUL and TANH on 4x4x16, 96 and 320 cycles on u55-256)."""
     readers = _readers(program, op.output)
-    return bool(readers) and op.output not in program.outputs and all(
-        (r.kind == "UNIT" and r.params.get("op") in CONCATS
-         and source_operator(r) in CONCAT_SOURCES)
-        or folded_into_concat(r, program)
-        for r in readers
+    return (
+        bool(readers)
+        and op.output not in program.outputs
+        and all(
+            (
+                r.kind == "UNIT"
+                and r.params.get("op") in CONCATS
+                and source_operator(r) in CONCAT_SOURCES
+            )
+            or folded_into_concat(r, program)
+            for r in readers
+        )
     )
 
 

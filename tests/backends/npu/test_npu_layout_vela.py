@@ -94,9 +94,7 @@ def test_one_op_layout_against_vela(name, preset):
     assert 0.95 <= ours / row["cycles"] <= 1.05, (ours, row["cycles"])
 
 
-@pytest.mark.parametrize(
-    "preset, mul, tanh", (("u55-256", 96, 320), ("u65-256", 160, 782))
-)
+@pytest.mark.parametrize("preset, mul, tanh", (("u55-256", 96, 320), ("u65-256", 160, 782)))
 def test_operations_feeding_only_the_copies_run_on_the_flat_shape(preset, mul, tanh):
     # concat_diff_scale: Vela's MUL and TANH of the region's inputs run on 4x4x16 into SRAM
     # (the TANH's table loaded under the MUL), their op cycles in its debug database
