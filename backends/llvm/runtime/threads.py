@@ -48,9 +48,9 @@ SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linu
 # pause instructions waited for the worker before the run counts as slow (its remaining kernels
 # then run both halves here): at least WAIT, or a kernel's multiply-adds >> WAIT_SHIFT (a float
 # product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
-WAIT, WAIT_SHIFT = 1 << 14, 12
+WAIT, WAIT_SHIFT = 1 << 12, 14
 JOB = ("job_table",)  # ptr globals
-MARK_SLOW = True  # a driver that slept waiting for the worker runs the rest of the call alone
+MARK_SLOW = False  # True: a driver that slept for the worker runs the rest of the call alone
 YIELD_IDLE = True  # the worker waiting for a job during a call yields every CALL_SPINS pauses
 CALL_SPINS = 1 << 8
 NAP_NS = 1_000_000  # a sleeping driver looks at "done" again after this at the latest
