@@ -10,11 +10,14 @@ compare-and-swap: if the worker took it first, the kernel waits for the worker's
 otherwise (the worker is late: the other core is busy, it is still waking up, or no worker
 exists because the kernel was called on its own, by another thread, or thread creation failed)
 it runs the second half itself. So no kernel ever waits for a thread that has not started, and
-the results are the same bits either way (each half writes its own outputs). A long wait marks
-the run slow: its remaining kernels run both halves here. Between calls the worker spins for
-IDLE_SPINS pauses (back-to-back inferences find it awake), then sleeps on a futex until the next
-call wakes it. ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the
-region is collected, and at exit); a forked child starts a worker of its own. Whether a call
+the results are the same bits either way (each half writes its own outputs). A driver that
+waits for the worker past its spin sleeps on a futex until the worker's end of the job wakes
+it, and the worker waiting for a job during a call yields its core now and then, so two threads
+the OS put on one core (next to a third runnable thread) hand it to each other instead of
+spinning through time slices. Between calls the worker spins for IDLE_SPINS pauses
+(back-to-back inferences find it awake), then sleeps on a futex until the next call wakes it.
+``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the region is
+collected, and at exit); a forked child starts a worker of its own. Whether a call
 uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``): one
 thread first, the worker tried on a few runs while other processes leave a second CPU free
 (this process's own threads, another runtime's spinning pool included, do not count), and
