@@ -10,11 +10,14 @@ compare-and-swap: if the worker took it first, the kernel waits for the worker's
 otherwise (the worker is late: the other core is busy, it is still waking up, or no worker
 exists because the kernel was called on its own, by another thread, or thread creation failed)
 it runs the second half itself. So no kernel ever waits for a thread that has not started, and
-the results are the same bits either way (each half writes its own outputs). A long wait marks
-the run slow: its remaining kernels run both halves here. Between calls the worker spins for
-IDLE_SPINS pauses (back-to-back inferences find it awake), then sleeps on a futex until the next
-call wakes it. ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the
-region is collected, and at exit); a forked child starts a worker of its own. Whether a call
+the results are the same bits either way (each half writes its own outputs). A driver that
+waits for the worker past its spin sleeps on a futex until the worker's end of the job wakes
+it, and the worker waiting for a job during a call yields its core now and then, so two threads
+the OS put on one core (next to a third runnable thread) hand it to each other instead of
+spinning through time slices. Between calls the worker spins for IDLE_SPINS pauses
+(back-to-back inferences find it awake), then sleeps on a futex until the next call wakes it.
+``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the region is
+collected, and at exit); a forked child starts a worker of its own. Whether a call
 uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``): one
 thread first, the worker tried on a few runs while other processes leave a second CPU free
 (this process's own threads, another runtime's spinning pool included, do not count), and
@@ -39,15 +42,21 @@ ALONE = "partita_run_alone"  # the driver without a worker
 PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
 # i64 globals; "pid": the process whose worker "tid" runs (0: none yet)
 SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", "pid", "tid")
-WORDS = ("epoch", "sleeping")  # i32 globals: the futex word the worker sleeps on, and its flag
+# i32 globals: the futex word the worker sleeps on, and its flag; the futex word the driver
+# waits on for a job's end (the job number's low 32 bits), and its flag
+WORDS = ("epoch", "sleeping", "finished", "waiting")
 IDLE_SPINS = 1 << 11  # pauses the worker waits for the next call before it sleeps (~0.1 ms)
 SHUTDOWN = "partita_pool_shutdown"
 SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
 # pause instructions waited for the worker before the run counts as slow (its remaining kernels
 # then run both halves here): at least WAIT, or a kernel's multiply-adds >> WAIT_SHIFT (a float
 # product of 100 M multiply-adds runs for milliseconds, its halves unevenly)
-WAIT, WAIT_SHIFT = 1 << 14, 12
+WAIT, WAIT_SHIFT = 1 << 12, 14
 JOB = ("job_table",)  # ptr globals
+MARK_SLOW = False  # True: a driver that slept for the worker runs the rest of the call alone
+YIELD_IDLE = True  # the worker waiting for a job during a call yields every CALL_SPINS pauses
+CALL_SPINS = 1 << 8
+NAP_NS = 1_000_000  # a sleeping driver looks at "done" again after this at the latest
 # chunks of a split int8 convolution or depthwise kernel (chunk_size): claimed one at a time, so
 # a late worker holds up one chunk, not half the kernel
 SPLIT_CHUNKS = 8
@@ -82,14 +91,14 @@ class ThreadPool(Family):
     def pid(self, b):
         return b.sext(b.call(self.extern("getpid", I32, []), []), I64)
 
-    def futex(self, b, op: int, value) -> None:
-        """``syscall(SYS_futex, &epoch, op, value, NULL)``: wait while epoch == value, or wake
-        ``value`` waiters."""
+    def futex(self, b, op: int, value, word: str = "epoch", timeout=None) -> None:
+        """``syscall(SYS_futex, &word, op, value, timeout)``: wait while word == value (at most
+        ``timeout``, a timespec pointer, if given), or wake ``value`` waiters."""
         fn = self.module.globals.get("syscall") or ir.Function(
             self.module, ir.FunctionType(I64, [I64], var_arg=True), "syscall"
         )
-        b.call(fn, [c64(SYS_FUTEX), self.pool_global("epoch"), c64(op), value,
-                    ir.Constant(PTR, None)])
+        b.call(fn, [c64(SYS_FUTEX), self.pool_global(word), c64(op), value,
+                    ir.Constant(PTR, None) if timeout is None else timeout])
 
     def wake(self, b, g) -> None:
         """A new epoch, and a futex wake if the worker sleeps (or is about to: see nap)."""
@@ -144,6 +153,11 @@ class ThreadPool(Family):
             b.branch(finished)
         b.position_at_end(finished)
         b.store_atomic(s, g["done"], "release", 8)
+        # a driver that stopped spinning for this job sleeps on "finished" (wait_done)
+        b.store_atomic(b.trunc(s, I32), g["finished"], "seq_cst", 4)
+        waiting = b.load_atomic(g["waiting"], "seq_cst", 4, typ=I32)
+        with b.if_then(b.icmp_signed("!=", waiting, ir.Constant(I32, 0))):
+            self.futex(b, FUTEX_WAKE_PRIVATE, c64(1), "finished")
         b.branch(loop)
         b.position_at_end(wait)
         quit_ = b.load_atomic(g["quit"], "acquire", 8, typ=I64)
@@ -152,7 +166,18 @@ class ThreadPool(Family):
         self.pause(b)
         n = b.add(b.load(idle, typ=I64), c64(1))
         b.store(n, idle)
-        b.cbranch(b.icmp_signed("<", n, c64(IDLE_SPINS)), loop, nap)
+        give = fn.append_basic_block("give")
+        b.cbranch(b.icmp_signed("<", n, c64(IDLE_SPINS)),
+                  give if YIELD_IDLE else loop, nap)
+        # give: every CALL_SPINS pauses of waiting for a job while a call runs, yield the core
+        # (the driver may be queued on it: where the OS put both threads on one core next to
+        # a third, a peer runtime's spinning pool, a spinning worker held the driver a slice)
+        b.position_at_end(give)
+        tick = b.icmp_signed("==", b.and_(n, c64(CALL_SPINS - 1)), c64(0))
+        with b.if_then(b.and_(tick, b.icmp_signed(
+                "!=", b.load_atomic(g["active"], "monotonic", 8, typ=I64), c64(0)))):
+            b.call(self.extern("sched_yield", I32, []), [])
+        b.branch(loop)
         # nap: announce the sleep, then sleep only if no call is running, no job is new and the
         # epoch is unchanged (a call's wake either sees the flag or changed the epoch first)
         b.position_at_end(nap)
@@ -228,7 +253,7 @@ class ThreadPool(Family):
         table = b.alloca(PTR, c64(len(pointers)))
         for i, v in enumerate(pointers):
             self.store_at(b, v, table, c64(i), PTR)
-        g = {n: self.pool_global(n) for n in SLOTS + JOB}
+        g = {n: self.pool_global(n) for n in SLOTS + JOB + WORDS}
         owner = b.load_atomic(g["owner"], "acquire", 8, typ=I64)
         mine = b.and_(b.icmp_signed("==", owner, self.self_id(b)),
                       b.icmp_signed("==", b.load(g["slow"], typ=I64), c64(0)))
@@ -311,25 +336,40 @@ class ThreadPool(Family):
         self.split_run(k, b, pointers, parts)
 
     def wait_done(self, b, g, job, limit: int = WAIT) -> None:
-        """Spin until the worker has finished ``job``; a wait of ``limit`` pauses (the worker
-        was descheduled: the machine is busy) marks the run slow, so its remaining kernels run
-        both halves here; past it, each spin yields the core (sched_yield), which the worker may
-        be waiting for."""
+        """Wait until the worker has finished ``job``: spin up to ``limit`` pauses (the end of
+        its last chunk), then sleep on the "finished" futex word until the worker's store of the
+        job number wakes it (a 1 ms timeout as a backstop). A descheduled worker (another
+        runnable thread holds its core: a peer runtime's spinning pool in this process, or
+        another process) so waits with this core given up, which the scheduler can hand to the
+        worker at once; spinning on (or sched_yield, which leaves the worker queued on the
+        other core) held the kernel a whole time slice. With MARK_SLOW a sleep marks the run
+        slow: its remaining kernels run both halves here."""
         fn = b.function
         count = b.alloca(I64)
         b.store(c64(0), count)
-        spin, out = fn.append_basic_block("wait"), fn.append_basic_block("waited")
+        ts = b.alloca(ir.ArrayType(I64, 2))
+        b.store(ir.Constant(ir.ArrayType(I64, 2), [0, NAP_NS]), ts)
+        spin, nap, out = (fn.append_basic_block(n) for n in ("wait", "nap", "waited"))
         b.branch(spin)
         b.position_at_end(spin)
         self.pause(b)
         n = b.add(b.load(count, typ=I64), c64(1))
         b.store(n, count)
-        with b.if_then(b.icmp_signed("==", n, c64(limit))):
-            b.store(c64(1), g["slow"])
-        with b.if_then(b.icmp_signed(">", n, c64(limit))):  # the worker was descheduled:
-            b.call(self.extern("sched_yield", I32, []), [])  # give it this core
         value = b.load_atomic(g["done"], "acquire", 8, typ=I64)
-        b.cbranch(b.icmp_signed("==", value, job), out, spin)
+        again = fn.append_basic_block("wait_more")
+        b.cbranch(b.icmp_signed("==", value, job), out, again)
+        b.position_at_end(again)
+        b.cbranch(b.icmp_signed(">=", n, c64(limit)), nap, spin)
+        b.position_at_end(nap)
+        if MARK_SLOW:
+            b.store(c64(1), g["slow"])
+        b.store_atomic(ir.Constant(I32, 1), g["waiting"], "seq_cst", 4)
+        seen = b.load_atomic(g["finished"], "seq_cst", 4, typ=I32)
+        with b.if_then(b.icmp_signed("!=", seen, b.trunc(job, I32))):
+            self.futex(b, FUTEX_WAIT_PRIVATE, b.zext(seen, I64), "finished", ts)
+        b.store_atomic(ir.Constant(I32, 0), g["waiting"], "release", 4)
+        value = b.load_atomic(g["done"], "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("==", value, job), out, nap)
         b.position_at_end(out)
 
 
