@@ -44,13 +44,13 @@ def quantize_folded(op: NPUOp, program: Program) -> bool:
 
 
 def quantize_split(op: NPUOp, program: Program) -> bool:
-    """Whether ``op`` is a MAC operation on int8 maps whose output QUANTIZE to a uint8 region
-    output we fuse into its output stage and Vela runs as an operation of its own (the
+    """Whether ``op`` is a MAC operation on int8 maps whose output QUANTIZE to a uint8 4-D
+    region output we fuse into its output stage and Vela runs as an operation of its own (the
     convolution writes int8 to SRAM, a Quantize reads it and writes the output)."""
     if op.kind not in MAC_READERS or op.output not in program.outputs or not op.inputs:
         return False
     ifm, ofm = program.tensors[op.inputs[0]], program.tensors[op.output]
-    return ifm.dtype == "int8" and ofm.dtype == "uint8"
+    return ifm.dtype == "int8" and ofm.dtype == "uint8" and len(ofm.shape) == 4
 
 
 def split_quantize_cycles(config: NPUConfig, out: TensorDesc) -> float:
