@@ -78,7 +78,6 @@ from .vela_decompose import (
 )
 from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
-from .vela_quantize import quantize_folded, quantize_split, split_quantize_cycles
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import refetches, weights_staged
@@ -205,9 +204,6 @@ def op_cycles(
     )
     if op.kind in MAC_KINDS and through is not None and not lstm_op(op, out):
         io = (io[0], program.tensors[through].memory)
-    split = quantize_split(op, program)  # Vela's own output Quantize (vela_quantize.py)
-    if split:
-        io = (io[0], "sram")
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
     bricked = op.inputs[0] not in program.inputs and op.output not in program.outputs
     staged = _staged(op, ins, out, config, slack)
@@ -233,8 +229,7 @@ def op_cycles(
     through = through if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
-    gone = (op.kind == "UNIT" and folded(op, program)) or quantize_folded(op, program)
-    if pads_as_vela(op, ins[0]) or copy or gone:
+    if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
         if not copy and not pads_as_vela(op, ins[0]):  # regor removes it (vela_copy.py)
             total = 0
         elif copy:  # a reshape reading a view of its input is a slice (compiler.py's views)
@@ -321,8 +316,6 @@ def op_cycles(
     )
     fixed = _fixed_cycles(op, op.output in fused, out, config, bricked)
     total = int(ceil(max(compute, memory))) + fixed
-    if split:
-        total += int(ceil(split_quantize_cycles(config, out)))
     capacity = total * config.macs_per_cycle
     return {
         "cycles": total,
