@@ -44,7 +44,6 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import Query, find_block, mac_cycles
 from .config import NPUConfig
 from .lstm_cycles import (
     LSTM_UNITS,
@@ -54,112 +53,46 @@ from .lstm_cycles import (
     lstm_sequences,
     native_activation,
 )
+from .op_compute import (
+    BLOCK_POOLS,
+    MAC_KINDS,
+    compute_cycles,
+    constant_record_bytes,
+    staged_weights,
+    standalone_table,
+)
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
     elementwise_access,
-    elementwise_cycles,
     elementwise_op_cycles,
-    elementwise_rate_name,
     ifm_block_read,
     is_elementwise,
-    map_transfer,
-    nhwc,
     prelu_as_max,
     prelu_as_vela,
 )
 from .vela_activation import activation_cycles, split_activation
-from .vela_cascade import cascade_stripes, cascaded_offchip, input_rows
+from .vela_cascade import cascade_stripes, cascaded_offchip
 from .vela_copy import SLICES, copies_as_vela, copy_as_vela, folded, writes_through
 from .vela_decompose import (
     BIAS_RECORD_BYTES,
-    STANDALONE_LUT_MACS,
     argmax_as_vela,
     half_pixel,
     mean_op_as_vela,
     mean_tail,
-    resize_bilinear_as_vela,
     resizes_as_vela,
 )
 from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
 from .vela_layout import feeds_concat_copies, layout_as_vela
-from .vela_ops import VELA_PASSES
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
-from .weight_staging import prefetch_stall, refetches, weights_staged
+from .weight_staging import prefetch_stall, refetches
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
-
-
-DMA_OPS = (
-    "reshape",
-    "nn.pad",
-    "concatenate",
-    "qnn.concatenate",
-    "strided_slice",
-    "transpose",
-    "squeeze",
-    "expand_dims",
-    "tile",
-    "nn.dilate",
-    "reverse",
-)
-MAC_KINDS = ("CONV", "DWCONV", "FC")
-POOL_OPS = ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean")
-BLOCK_POOLS = {"nn.max_pool2d": "pool_output_cycles", "qnn.avg_pool2d": "conv_output_cycles"}
-SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
-
-
-def _unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
-    """Cycles per output element of the elementwise/pooling unit (0 for pure data movement)."""
-    if name in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
-        window = sum(int(np.prod(t.shape)) for t in ins) / max(1, out_elems)
-        return window * config.pool_output_cycles
-    if name in ("image.resize2d", "resize_bilinear_taps"):  # the pooling unit, input upscaled
-        return config.pool_output_cycles
-    if name in DMA_OPS:
-        return 0.0  # DMA only: its cost is the memory traffic
-    if name in ("qnn.mul", "qnn.squared_difference"):
-        return config.mul_output_cycles
-    if name == "qnn.batch_matmul":  # the MAC array at full use: depth MACs per output
-        return max(config.add_output_cycles, int(ins[0].shape[-1]) / config.macs_per_cycle)
-    if name in VELA_PASSES:  # ops Vela runs as several elementwise passes (vela_ops.py)
-        return VELA_PASSES[name] * config.add_output_cycles
-    if name == "qnn.softmax":  # Vela lowers int8 softmax to a chain of ~20 elementwise ops
-        return SOFTMAX_PASSES * config.add_output_cycles
-    return config.add_output_cycles
-
-
-def _mac_query(
-    op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8, upscale: int = 1
-) -> tuple[Query, int]:
-    """The block model's view of a MAC-array op, and its MAC count (``upscale``: the input is
-    read upscaled, vela_resample.py)."""
-    w = op.arrays["weights"]
-    if op.kind == "FC":
-        oc, k = w.shape
-        rows = int(np.prod(ofm[:-1]))
-        return Query("fc", (1, rows, k), (1, rows, oc), bits=bits), rows * oc * k
-    _, oh, ow, oc = ofm
-    kh, kw = w.shape[1], w.shape[2]
-    p = op.params
-    kind = "conv" if op.kind == "CONV" else "dwconv"
-    query = Query(
-        kind,
-        tuple(ifm[1:]),
-        (oh, ow, oc),
-        (kh, kw),
-        tuple(p["strides"]),
-        tuple(p["dilation"]),
-        bits,
-        upscale,
-    )
-    depth = w.shape[3] if op.kind == "CONV" else 1
-    return query, oh * ow * oc * kh * kw * depth
 
 
 def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
@@ -221,9 +154,9 @@ def op_cycles(
         io = (io[0], program.tensors[through].memory)
     # Vela keeps an intermediate map in NHCWB16 bricks, a region's input and output in NHWC
     bricked = inputs[0] not in program.inputs and not writes_io
-    staged = _staged(op, ins, out, config, slack, upscale)
+    staged = staged_weights(op, ins, out, config, slack, upscale)
     stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
-    macs, compute, block, query = _compute(
+    macs, compute, block, query = compute_cycles(
         op, ins, out, config, io, bricked, staged, stripe, upscale
     )
     # a region input to a region output: Vela's flat shape (vela_access.flat_shape)
@@ -249,7 +182,7 @@ def op_cycles(
     if layout is not None:  # Vela's copies, transposes (vela_layout.py), softmax graph
         return _as_vela_decomposes(op, int(ceil(layout)), ins[0], out, config)
     name = op.params.get("op")
-    if _standalone_table(op) and flat and len(op.inputs) == 1:  # vela_unary.py
+    if standalone_table(op) and flat and len(op.inputs) == 1:  # vela_unary.py
         table = 0 if name in TABLELESS else sum(_constant_bytes(*a) for a in op.arrays.items())
         if to_copies and op is not program.ops[0]:  # loaded under the previous operation
             table = 0
@@ -314,7 +247,7 @@ def op_cycles(
     if block is not None and "weights" in op.arrays and not staged:
         # weights, scales and biases read where they live, once per block of rows and columns
         add(config.weight_memory, constant_bytes * refetches(query, block))
-    elif constant_bytes and _standalone_table(op) and bricked:
+    elif constant_bytes and standalone_table(op) and bricked:
         # Vela loads the table of an operation between two others while the previous one runs
         # (its per-layer report charges the load to no operation)
         moved[config.weight_memory] = moved.get(config.weight_memory, 0) + constant_bytes
@@ -353,7 +286,7 @@ def op_cycles(
         dst = out.memory if output in program.outputs else "sram"
         total += int(ceil(activation_cycles(config, out, dst)))
     if op.kind in MAC_KINDS and staged and not lstm_op(op, out):  # waiting for the weights
-        nbytes, depth = _constant_record_bytes(op, query), query.ofm[2]
+        nbytes, depth = constant_record_bytes(op, query), query.ofm[2]
         if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
         total += int(ceil(prefetch_stall(config, nbytes, exposed)))
@@ -387,26 +320,11 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
         return 0
     if name == "qnn.mean":
         return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
-    if (op.kind in MAC_KINDS or _standalone_table(op) and bricked) and not lstm_op(op, out):
+    if (op.kind in MAC_KINDS or standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)
     if name in LSTM_UNITS and elems <= TINY_ELEMENTS:
         return 0
     return config.op_overhead_cycles * lstm_sequences(op, out)
-
-
-def _standalone_table(op: NPUOp) -> bool:
-    """A table lookup Vela runs as a pooling operation of its own (not its native elementwise
-    ABS/NEG, not a rescaling QUANTIZE, not the int16 sigmoid/tanh activation)."""
-    return (
-        op.kind == "LUT"
-        and not is_elementwise(op)
-        and not native_activation(op)
-        and op.params.get("op") != "qnn.requantize"
-    )
-
-
-def _bits(t) -> int:
-    return 16 if t.dtype == "int16" else 8
 
 
 def _as_vela_decomposes(op, total: int, src, out, config, more: dict | None = None) -> dict:
@@ -425,120 +343,6 @@ def _as_vela_decomposes(op, total: int, src, out, config, more: dict | None = No
         "stripes": op.stripes,
         "time_at_clock_s": total / config.clock_hz,
     }
-
-
-def _constant_record_bytes(op: NPUOp, query) -> int:
-    """The bytes Vela moves to stage a MAC operation's weights: the weights and each output
-    channel's bias and scale record."""
-    return op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
-
-
-def _staged(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, upscale=1) -> bool:
-    """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
-    any other operation and for the integer LSTM's, whose figures were matched staged)."""
-    if op.kind not in MAC_KINDS or lstm_op(op, out):
-        return True
-    query, _ = _mac_query(op, ins[0].shape, out.shape, _bits(ins[0]), upscale)
-    nbytes = _constant_record_bytes(op, query)
-    return weights_staged(config, query, find_block(config, query), nbytes, slack)
-
-
-def _compute(
-    op: NPUOp,
-    ins,
-    out,
-    config: NPUConfig,
-    io=("sram", "sram"),
-    bricked=False,
-    staged=True,
-    stripe: int | None = None,
-    upscale: int = 1,
-):
-    """(MACs, compute cycles, the MAC array's block or None, its block query or None);
-    ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory);
-    ``stripe``: the output rows per stripe Vela cascades the operation in (vela_cascade.py:
-    its block is chosen for the stripe, its cycles counted over the whole map); ``upscale``:
-    the input ``ins[0]`` is read upscaled (vela_resample.py)."""
-    out_elems = int(np.prod(out.shape))
-    if op.kind in ("CONV", "DWCONV", "FC"):
-        bits = _bits(ins[0])
-        query, macs = _mac_query(op, ins[0].shape, out.shape, bits, upscale)
-        # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0);
-        # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
-        lut = config.lut_cycles if "table" in op.arrays else 0.0
-        stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
-        transfer = map_transfer(config, ins[0], out, io)
-        latency = None if staged else config.dma_latency_cycles
-        block = None
-        if stripe is not None and op.kind != "FC" and stripe < query.ofm[0]:
-            rows = input_rows(op, stripe, query.ifm[0])
-            striped = query._replace(ifm=(rows, *query.ifm[1:]), ofm=(stripe, *query.ofm[1:]))
-            block = find_block(config, striped)
-        compute, block = mac_cycles(
-            config,
-            query,
-            max(stage, lut),
-            transfer,
-            fill=True,
-            const_latency=latency,
-            block=block,
-        )
-        return macs, compute, block, query
-    if is_elementwise(op):
-        rate = getattr(config, elementwise_rate_name(op))
-        return 0, elementwise_cycles(config, ins, out, rate), None, None
-    if op.kind == "LUT" and op.params.get("op") == "qnn.requantize" and len(out.shape) == 4:
-        # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
-        q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
-        return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
-    if native_activation(op):  # the output stage's int16 sigmoid/tanh
-        return 0, out_elems * config.lut_cycles, None, None
-    if _standalone_table(op) and bricked:  # a table on its own between two operations: Vela
-        # 5.2 runs it as a 1x1 pooling operation with the table in its output stage (the block
-        # model, its first block unoverlapped); a table fused into a MAC op runs in that op's
-        # output stage at lut_cycles instead
-        shape = nhwc(out.shape)
-        q = Query("pool", shape, shape)
-        transfer = map_transfer(config, ins[0], out, io)
-        return (
-            0,
-            mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
-            None,
-            None,
-        )
-    if op.kind == "LUT":  # on a region's NHWC input or output: one element per cycle per 128
-        # MACs of the array (measured on Vela 5.2's per-layer report of EfficientNet)
-        return 0, out_elems * STANDALONE_LUT_MACS / config.macs_per_cycle, None, None
-    if op.params["op"] in BLOCK_POOLS and len(ins[0].shape) == 4:
-        # Vela 5.2 runs MAX_POOL_2D and AVERAGE_POOL_2D in the block model, the first block
-        # unoverlapped and no fixed cost; its output stage at the max-pool rate (regor's
-        # index 6) or, averaging, the plain output rate (index 7)
-        a = op.params["attrs"]
-        q = Query(
-            "pool",
-            tuple(ins[0].shape[1:]),
-            tuple(out.shape[1:]),
-            tuple(a["pool_size"]),
-            tuple(a["strides"]),
-            tuple(a.get("dilation", (1, 1))),
-            _bits(ins[0]),
-        )
-        rate = BLOCK_POOLS[op.params["op"]]
-        transfer = map_transfer(config, ins[0], out, io)
-        compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
-        return 0, compute, None, None
-    if op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
-        return 0, mean_op_as_vela(config, op, ins[0], out, io[0], bricked)[0], None, None
-    if op.params["op"] == "argmax":
-        return 0, argmax_as_vela(config, ins[0].shape, io)[0], None, None
-    if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
-        taps = op.arrays["c0"]
-        compute = resize_bilinear_as_vela(config, ins[0].shape, out.shape, taps, io)
-        return 0, compute, None, None
-    unit = out_elems * _unit_cycles(op.params["op"], config, ins, out_elems)
-    if op.params["op"] in POOL_OPS and ins[0].dtype == "int16":
-        unit *= 2  # Vela: 16-bit pooling takes twice the cycles (not on a U55-32)
-    return 0, unit, None, None
 
 
 def _constant_bytes(name: str, a: np.ndarray) -> int:

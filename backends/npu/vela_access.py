@@ -37,6 +37,9 @@ ELEMENTWISE_RATES = {
 }
 SRAM_BURST_BYTES = 32  # vela.ini's Sram_burst_length
 OFFCHIP_WRITE_LATENCY = {"dram": 250, "flash": 0}  # vela.ini's *_write_latency
+# Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
+# per MAC-array size and cores; other designs: 1.5x the add rate
+WIDE_ELEMENTWISE_CYCLES = {(128, 1): 1.25, (256, 1): 1.125, (512, 2): 0.5625}
 
 
 # our tables for what Vela runs as a native unary elementwise operation: TFLite's int8 ABS
@@ -104,7 +107,7 @@ def burst_factor(config, memory: str, shape, block, item: int, write: bool) -> f
     return burst / max(1, min(burst, run))
 
 
-def _block_transfer(config, memory: str, shape, block, item: int, write: bool) -> float:
+def block_transfer(config, memory: str, shape, block, item: int, write: bool) -> float:
     """Cycles to move one block of a map in ``memory``: its first-byte latency and its bytes
     in bursts (``burst_factor``)."""
     nbytes = int(np.prod([min(a, b) for a, b in zip(shape, block)])) * item
@@ -112,7 +115,7 @@ def _block_transfer(config, memory: str, shape, block, item: int, write: bool) -
     return memory_latency(config, memory, write) + moved / bandwidth(config, memory)
 
 
-def _elementwise_block(config: NPUConfig, shape) -> tuple[int, int, int]:
+def elementwise_block(config: NPUConfig, shape) -> tuple[int, int, int]:
     """The output block of an elementwise operation: the map up to Vela's largest block, in
     micro-blocks (the SHRAM-limited search of Vela matters only where the block's costs
     bind: small maps and off-chip ones)."""
@@ -156,7 +159,7 @@ def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -
     moved.clear()
     scaled.clear()
     shape = nhwc(out.shape)
-    block = _elementwise_block(config, shape)
+    block = elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
     for i, (memory, _, size) in enumerate([*operands, (out.memory, elems, item)]):
         nbytes = elems * size
@@ -172,7 +175,7 @@ def elementwise_cycles(
     EstimateElementwiseCycles): per output element the output ``rate``, but at least
     (minimum memory cycles of one block / block elements + rate) / 4, the minimum memory cycles
     being the slower of the slowest input block's transfer and the output block's
-    (``_block_transfer``; not their sum, which the regor source we read adds: Vela 5.2's cmd
+    (``block_transfer``; not their sum, which the regor source we read adds: Vela 5.2's cmd
     cycles in its debug database give the read alone where it is the slower, 152 for a one-op
     ABS on u65-256 from DRAM to DRAM, and the write alone where that is, 89 for PRELU's
     MAXIMUM from SRAM to DRAM; ``reshaped``: the h x w x c shape Vela runs the maps as,
@@ -182,10 +185,10 @@ def elementwise_cycles(
     the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
     search of Vela matters only where this bound binds: small maps and off-chip ones)."""
     shape = nhwc(out.shape) if reshaped is None else reshaped
-    block = _elementwise_block(config, shape)
+    block = elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
     reads = [
-        _block_transfer(
+        block_transfer(
             config,
             t.memory,
             nhwc(t.shape) if reshaped is None else reshaped,
@@ -196,7 +199,7 @@ def elementwise_cycles(
         for t in ins
         if int(np.prod(t.shape)) > 1
     ]
-    write = _block_transfer(config, out.memory, shape, block, item, True)
+    write = block_transfer(config, out.memory, shape, block, item, True)
     minimum = max([*reads, write])
     per_elem = max(rate, (minimum / (block[0] * block[1] * block[2]) + rate) / 4)
     if brick:  # an intermediate map in Vela's NHCWB16 layout: the depth in bricks of 16
@@ -223,8 +226,8 @@ def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
     isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
 
     def transfer(ifm_block, ofm_block) -> float:
-        read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
-        return read + _block_transfer(config, io[1], oshape, ofm_block, osize, True)
+        read = block_transfer(config, io[0], ishape, ifm_block, isize, False)
+        return read + block_transfer(config, io[1], oshape, ofm_block, osize, True)
 
     return transfer
 
@@ -242,13 +245,13 @@ def map_transfers(config: NPUConfig, ifm, ofm, io: tuple[str, str], bricked: boo
             nbytes = int(np.prod([min(a, b) for a, b in zip(ishape, ifm_block)])) * isize
             read = memory_latency(config, io[0], False) + nbytes / bandwidth(config, io[0])
         else:
-            read = _block_transfer(config, io[0], ishape, ifm_block, isize, False)
-        return read, _block_transfer(config, io[1], oshape, ofm_block, osize, True)
+            read = block_transfer(config, io[0], ishape, ifm_block, isize, False)
+        return read, block_transfer(config, io[1], oshape, ofm_block, osize, True)
 
     return transfers
 
 
-def _elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool, flat: bool) -> float:
+def elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool, flat: bool) -> float:
     """One native elementwise operation as Vela charges it: the slower of its output stage
     (``elementwise_cycles``; ``flat``: on Vela's ``flat_shape`` of the map, where no operand
     broadcasts) and each memory's access (bytes in bursts / bandwidth, no first-byte latency;
@@ -297,11 +300,11 @@ def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool, flat: boo
     if not prelu_as_max(op):
         raise ValueError("prelu_as_vela: alpha must vary and stay below 1 (prelu_as_max)")
     sram = TensorDesc(tuple(ofm.shape), ofm.dtype, "sram")
-    cycles = _elementwise_pass(config, "qnn.mul", [ifm], sram, {"alpha": alpha}, brick, flat)
+    cycles = elementwise_pass(config, "qnn.mul", [ifm], sram, {"alpha": alpha}, brick, flat)
     same = all(np.array_equal(op.arrays[a], op.arrays[b]) for a, b in (("c1", "c5"), ("c2", "c6")))
     if not same:
-        cycles += _elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
-    return cycles + _elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
+        cycles += elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
+    return cycles + elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
 
 
 def ifm_block_read(config: NPUConfig, q, block, t) -> tuple[float, float]:
@@ -317,3 +320,9 @@ def ifm_block_read(config: NPUConfig, q, block, t) -> tuple[float, float]:
     if q.kind in ("conv", "fc"):
         fetch *= ceil(oc / bd)
     return fetch, burst_factor(config, t.memory, nhwc(t.shape), block.ifm, item, write=False)
+
+
+def wide_elementwise_cycles(config: NPUConfig) -> float:
+    """Vela's output-stage cycles per element of an elementwise op reading 32-bit data."""
+    key = (config.macs_per_cycle, config.cores)
+    return WIDE_ELEMENTWISE_CYCLES.get(key, 1.5 * config.add_output_cycles)

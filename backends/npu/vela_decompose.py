@@ -13,20 +13,13 @@ import numpy as np
 from .blocks import Query, mac_cycles, single_mac_op
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import map_transfer, map_transfers
+from .vela_access import map_transfer, map_transfers, wide_elementwise_cycles
 from .vela_pad import copy_cycles
+from .vela_softmax import elementwise_op
 
-# Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
-# per MAC-array size and cores; other designs: 1.5x the add rate
-WIDE_ELEMENTWISE_CYCLES = {(128, 1): 1.25, (256, 1): 1.125, (512, 2): 0.5625}
 STANDALONE_LUT_MACS = 128
 MEAN_KERNEL_MAX = 4096  # Vela's largest depthwise kernel area for one MEAN convolution
 MEAN_HEIGHT_MAX = 64  # and its largest kernel height
-
-
-def _wide_elementwise_cycles(config: NPUConfig) -> float:
-    key = (config.macs_per_cycle, config.cores)
-    return WIDE_ELEMENTWISE_CYCLES.get(key, 1.5 * config.add_output_cycles)
 
 
 def mean_as_vela(
@@ -78,7 +71,7 @@ def mean_as_vela(
             compute += single_mac_op(config, q, config.mul_output_cycles, transfers)
         weights += ones_kernel_bytes(kh * kw, c) + BIAS_RECORD_BYTES * c
     elems = out[0] * out[1] * out[2]
-    wide = _wide_elementwise_cycles(config)
+    wide = wide_elementwise_cycles(config)
     compute += (convs - 1) * elems * wide  # the partial-sum additions
     scaling = elems * wide
     if src is not None:  # the multiplication takes the longer of its rate and the scalar's read
@@ -134,7 +127,7 @@ def mean_tail(config: NPUConfig, op, ifm, out) -> float:
     reshaped = (1,) * (4 - len(out.shape)) + tuple(int(d) for d in out.shape) != kept
     elems = int(np.prod(kept))
     depth = 1 if 3 in axes else kept[3]
-    return max(elems * _wide_elementwise_cycles(config), _scalar_read(config, depth, reshaped))
+    return max(elems * wide_elementwise_cycles(config), _scalar_read(config, depth, reshaped))
 
 
 def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None, bricked: bool = False):
@@ -165,7 +158,6 @@ def argmax_as_vela(config: NPUConfig, ifm: tuple, io=("sram", "sram")) -> tuple[
         128 / 137).
     No per-operation overhead. Returns (compute cycles, weight bytes, bytes of the 16-bit
     intermediates in SRAM); ``io``: the memories of the input and the output."""
-    from .vela_softmax import elementwise_op  # vela_softmax imports this module
 
     c = int(ifm[-1])
     hw = int(np.prod(ifm[:-1]))

@@ -11,7 +11,7 @@ tests/models/tflite/ops; figures in tests/backends/npu/test_npu_reduce_vela.py):
     negation of the result: over C of 8x8x4, SUB 4x4x16 (192 / 192), ReduceMax 64x4x1 ->
     64x1x1 (block 4x2x8; 595 / 590), SUB 2x2x16 (48 / 137).
 
-Each pooling operation is charged in our block model as MAX_POOL_2D is (cycles.BLOCK_POOLS:
+Each pooling operation is charged in our block model as MAX_POOL_2D is (op_compute.BLOCK_POOLS:
 the first block unoverlapped, the max-pool output rate), each SUB by Vela's elementwise rule
 (vela_access); the first operation reads the input where it lives, the last writes the output
 where it lives, the maps between them are in SRAM.
@@ -24,7 +24,7 @@ import numpy as np
 from .blocks import Query, mac_cycles
 from .config import NPUConfig
 from .program import NPUOp, TensorDesc
-from .vela_access import _elementwise_pass, map_transfer
+from .vela_access import elementwise_pass, map_transfer
 
 REDUCES = ("max", "min")
 
@@ -68,7 +68,7 @@ def reduce_as_vela(
     if negate:  # 0 - x on the input's flat shape, into SRAM
         i = TensorDesc(tuple(ifm.shape), ifm.dtype, io[0])
         sram = TensorDesc(tuple(ifm.shape), ifm.dtype, "sram")
-        cycles += _elementwise_pass(config, "qnn.subtract", [i], sram, {}, False, True)
+        cycles += elementwise_pass(config, "qnn.subtract", [i], sram, {}, False, True)
         src = "sram"
     for k, ((outer, n, inner), _) in enumerate(views):
         last = k == len(views) - 1 and not negate
@@ -83,6 +83,6 @@ def reduce_as_vela(
     if negate:  # the result negated back, into the output
         mid = TensorDesc(tuple(ofm.shape), ofm.dtype, "sram")
         o = TensorDesc(tuple(ofm.shape), ofm.dtype, io[1])
-        tail = _elementwise_pass(config, "qnn.subtract", [mid], o, {}, False, True)
+        tail = elementwise_pass(config, "qnn.subtract", [mid], o, {}, False, True)
         cycles += tail
     return cycles, tail

@@ -30,14 +30,14 @@ from .blocks import Query, mac_cycles, round_up
 from .config import NPUConfig
 from .program import TensorDesc
 from .vela_access import (
-    _block_transfer,
-    _elementwise_block,
     bandwidth,
+    block_transfer,
     burst_factor,
+    elementwise_block,
     map_transfer,
     nhwc,
+    wide_elementwise_cycles,
 )
-from .vela_decompose import _wide_elementwise_cycles
 
 # Vela's output cycles per element of a unary operation on 32-bit data (regor's index 0) per
 # MAC-array size and cores; other designs: the plain output rate x 2.5
@@ -63,9 +63,9 @@ def _output_stage(config: NPUConfig, ins, out: TensorDesc, rate: float, brick: b
     U65's DRAM binds the softmax's scalar operations (68 cycles for 16 values on u65-256, 18
     from the U55's flash)."""
     shape = nhwc(out.shape)
-    block = _elementwise_block(config, shape)
-    reads = [_block_transfer(config, t.memory, nhwc(t.shape), block, _item(t), False) for t in ins]
-    write = _block_transfer(config, out.memory, shape, block, _item(out), True)
+    block = elementwise_block(config, shape)
+    reads = [block_transfer(config, t.memory, nhwc(t.shape), block, _item(t), False) for t in ins]
+    write = block_transfer(config, out.memory, shape, block, _item(out), True)
     per_elem = max(rate, ((max(reads) + write) / (block[0] * block[1] * block[2]) + rate) / 4)
     depth = round_up(shape[2], 16) if brick else shape[2]
     return per_elem * shape[0] * shape[1] * depth
@@ -79,7 +79,7 @@ def elementwise_op(config: NPUConfig, ins, out: TensorDesc, rate: float, bricks)
     """One elementwise operation: the slower of its output stage and its memories' access;
     ``bricks``: per operand (inputs, then the output) whether Vela stores it in NHCWB16."""
     compute = _output_stage(config, ins, out, rate, bricks[-1])
-    block = _elementwise_block(config, nhwc(out.shape))
+    block = elementwise_block(config, nhwc(out.shape))
     access: dict[str, float] = {}
     for i, (t, brick) in enumerate(zip((*ins, out), bricks)):
         write = i == len(ins)
@@ -124,7 +124,7 @@ def softmax8_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
     scalar = TensorDesc((1,), "int32", config.weight_memory)
     offsets = TensorDesc((1, h, w, c), "int32", config.weight_memory)
     out = TensorDesc((1, h, w, c), "int8", dst)
-    wide = _wide_elementwise_cycles(config)
+    wide = wide_elementwise_cycles(config)
 
     pool = Query("pool", (h * w, c, 1), (h * w, 1, 1), (1, c))
     transfer = map_transfer(config, x, row_max, (x.memory, row_max.memory))
@@ -162,7 +162,7 @@ def softmax16_as_vela(config: NPUConfig, ifm: TensorDesc, dst: str) -> float:
     scalar = TensorDesc((1,), "int32", config.weight_memory)
     offsets = TensorDesc((1, h, w, c), "int32", config.weight_memory)
     out = TensorDesc((1, h, w, c), "int16", dst)
-    wide = _wide_elementwise_cycles(config)
+    wide = wide_elementwise_cycles(config)
 
     pool = Query("pool", (h * w, c, 1), (h * w, 1, 1), (1, c), bits=16)
     transfer = map_transfer(config, x, row_max, (x.memory, row_max.memory))

@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from partita.backends.npu.config import get_config
-from partita.backends.npu.cycles import (
+from partita.backends.npu.vela_cascade import cascaded_offchip
+from partita.backends.npu.vela_decompose import (
     argmax_as_vela,
-    cascaded_offchip,
+    mean_as_vela,
+    ones_kernel_bytes,
     resize_bilinear_as_vela,
 )
-from partita.backends.npu.vela_decompose import mean_as_vela, ones_kernel_bytes
 from partita.frontends import from_tflite
 
 import partita as P

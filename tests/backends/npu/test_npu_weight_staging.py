@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from partita.backends.npu.blocks import Query, find_block
 from partita.backends.npu.config import get_config
-from partita.backends.npu.cycles import MAC_KINDS, _staged, input_descs
+from partita.backends.npu.cycles import input_descs
+from partita.backends.npu.op_compute import MAC_KINDS
+from partita.backends.npu.op_compute import staged_weights as _staged
 from partita.backends.npu.weight_staging import weights_staged
 from partita.frontends import from_tflite
 
