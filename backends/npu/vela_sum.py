@@ -14,7 +14,8 @@ figures in tests/backends/npu/test_npu_sum_vela.py):
 
 Charged here as: the transpose by vela_layout.hardware_transpose_cycles (n30l's compound
 Transpose rule: sum_h's 1x6x20 -> 1x20x6 62 / 553 cycles on u55-256 / u65-256, sum_hw's 1x8x32
-96 / 521, sum_w's 6x5x4 120 / 660, Vela's exactly); the ReduceSum in the block model with the
+96 / 521, sum_w's 6x5x4 120 / 660, Vela's exactly; read off-chip in blocks shallower than the
+map, in 32-byte runs: ``transpose_cycles``); the ReduceSum in the block model with the
 block a pool of the same maps gets (Vela's 2x4x8, 4x6x8, 4x4x8: perf_debug_main) and a
 convolution's MAC passes, 32 channels each (Vela's mac cycles: 32 per block of sum_h's 6
 channels, 96 per block of sum_hw_tall's 80), the input block read at the pool block's depth;
@@ -32,7 +33,7 @@ import numpy as np
 from .blocks import Query, find_block, mac_cycles
 from .config import NPUConfig
 from .program import NPUOp, Program, TensorDesc
-from .vela_access import map_transfer
+from .vela_access import SRAM_BURST_BYTES, bandwidth, map_transfer, memory_latency
 from .vela_layout import hardware_transpose_cycles, source_operator
 
 SOURCES = ("SUM",)
@@ -82,6 +83,21 @@ def _lowered_move(op: NPUOp) -> bool:
     )
 
 
+def transpose_cycles(config: NPUConfig, ifm: tuple, ofm: tuple, src: str, item: int) -> float:
+    """Vela's NHCW transpose of a SUM's view into SRAM: vela_layout's hardware transpose; but
+    reading off-chip a map deeper than the transpose's block, the read moves in runs of one
+    SRAM burst (32 bytes), not a block depth (sum_hw_tall's 1x80x160 view in 2x4x128 blocks
+    from the U65's DRAM: 4,766 cycles, 500 + 12,800 x 4 / 12; n30l's rule gave 1,632; one
+    model, fitted: on-chip reads and maps within one block are unchanged)."""
+    cycles = hardware_transpose_cycles(config, ifm, ofm, (src, "sram"), item)
+    block = find_block(config, Query("pool", ifm, ifm)).ofm
+    if src == "sram" or block[2] >= ifm[2]:
+        return cycles
+    burst = config.offchip_burst_bytes
+    nbytes = int(np.prod(ifm)) * item * burst / min(burst, SRAM_BURST_BYTES)
+    return max(cycles, nbytes / bandwidth(config, src) + memory_latency(config, src, False))
+
+
 def reduce_sum_cycles(config: NPUConfig, ifm: tuple, io, dtype: str = "int8") -> float:
     """Vela's ReduceSum of the channels of an (h, w, c) map to (h, w, 1) (module docstring);
     ``io``: the memories of its input and output."""
@@ -125,7 +141,7 @@ def sum_as_vela(config: NPUConfig, op: NPUOp, program: Program, io, slack, charg
         outer, n, inner = int(np.prod(dims[:i])), dims[i], int(np.prod(dims[i + 1 :]))
         item = np.dtype(program.tensors[t].dtype).itemsize
         ifm, reduced = (outer, n, inner), (outer, inner, n)
-        cycles += hardware_transpose_cycles(config, ifm, reduced, (src, "sram"), item)
+        cycles += transpose_cycles(config, ifm, reduced, src, item)
         src = "sram"
     if not zero_point:
         return cycles + reduce_sum_cycles(config, reduced, (src, io[1]), op.params["out_dtype"])
