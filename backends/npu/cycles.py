@@ -89,6 +89,7 @@ from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
+from .vela_sum import sum_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import prefetch_stall, refetches
 
@@ -173,6 +174,9 @@ def op_cycles(
         total, tail = reduce_as_vela(config, op, ins[0], out, io)
         cost = _as_vela_decomposes(op, int(ceil(total)), ins[0], out, config)
         return {**cost, "tail": tail} if op.params["op"] == "min" else cost  # its last SUB
+    summed = sum_as_vela(config, op, program, io, slack, op_cycles)  # vela_sum.py
+    if summed is not None:  # Vela's Transpose and ReduceSum or Conv2D
+        return _as_vela_decomposes(op, int(ceil(summed)), ins[0], out, config)
     layout = layout_as_vela(config, op, program, ins[0] if ins else out, io)
     if layout is None:  # a depth multiplier's transposes (vela_depthmult.py)
         layout = depth_multiplier_as_vela(config, op, program)

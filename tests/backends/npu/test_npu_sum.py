@@ -216,8 +216,10 @@ def test_the_exact_scale_equals_the_builtin_formula_or_is_refused():
 # same 12,800 bytes) and so is our convolution since it pays no fixed cost (session 18: 3,428
 # and 3,347 against Vela's ReduceSum 3,949 and 4,213): 0.83 and 0.67 of Vela's totals. Since
 # session 20 (n30j) the reshape to the output after the convolution costs nothing (regor
-# removes it; the convolution writes the output): 0.79 and 0.61
-SUM_BANDS = {"u55-256": (0.74, 0.84), "u65-256": (0.56, 0.66)}
+# removes it; the convolution writes the output): 0.79 and 0.61. Since n30o (vela_sum.py) the
+# SUM is charged as Vela's operations, n30l's hardware transpose of the 1 x 80 x 160 view and a
+# ReduceSum (the U65's DRAM read in 32-byte runs): 8,964 and 9,144 cycles, 1.02 and 1.02
+SUM_BANDS = {"u55-256": (0.97, 1.07), "u65-256": (0.97, 1.07)}
 
 
 @pytest.mark.parametrize("preset", sorted(SUM_BANDS))
