@@ -145,7 +145,11 @@ def _lut(fn: Function, in_dtype: str, out_dtype: str):
         values[id(call)] = np.asarray(call.op.impl(*args, call.attrs))
     table = values[id(fn.body)].astype(out_dtype)
     name = "+".join(c.op.name for c in calls)
-    return "LUT", {"op": name, "in_dtype": in_dtype, "out_dtype": out_dtype}, {"table": table}
+    params = {"op": name, "in_dtype": in_dtype, "out_dtype": out_dtype}
+    if name == "qnn.leaky_relu":  # Vela's LeakyRelu, or MULs and MAXIMUM where it rescales
+        q = [float(np.asarray(a.data)) for a in calls[0].args[1:]]
+        params["rescales"] = q[:2] != q[2:]
+    return "LUT", params, {"table": table}
 
 
 def _unit(fn: Function, out_dtype: str):
@@ -277,6 +281,16 @@ def compile_function(function: Function, config: NPUConfig) -> Program:
     return program
 
 
+def unfused_table(op: NPUOp) -> bool:
+    """A 16x8 ABS or LEAKY_RELU: Vela 5.2 runs it as an elementwise operation of its own (its
+    per-layer report of abs_in_graph and leaky_relu_in_graph), never in a convolution's output
+    stage, so it is not fused either (the simulator's table would be bit-exact there too)."""
+    return op.params.get("in_dtype") == "int16" and op.params.get("op") in (
+        "cast+subtract+abs+qnn.requantize",
+        "qnn.leaky_relu",
+    )
+
+
 def fuse_activations(ops: list[NPUOp], outputs: list[int]) -> list[NPUOp]:
     """A LUT op whose input is a MAC op's output used nowhere else becomes that op's activation
     (its table applied after the output stage), as Vela fuses activations into the producing
@@ -294,6 +308,7 @@ def fuse_activations(ops: list[NPUOp], outputs: list[int]) -> list[NPUOp]:
         mac = producer.get(op.inputs[0]) if op.kind == "LUT" else None
         if (
             mac is not None
+            and not unfused_table(op)
             and mac.kind in ("CONV", "DWCONV", "FC")
             and "table" not in mac.arrays
             and uses[op.inputs[0]] == 1

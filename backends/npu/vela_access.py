@@ -77,6 +77,8 @@ def elementwise_rate_name(op: NPUOp) -> str | None:
     if op.kind == "UNIT":
         return ELEMENTWISE_RATES.get(name)
     if op.kind == "LUT":
+        if name == "qnn.leaky_relu" and op.params.get("in_dtype") == "int16":
+            return "conv_output_cycles"  # 16x8: Vela's LeakyRelu, ABS's figures (no table)
         return UNARY_RATES.get(name)
     return None
 
@@ -304,6 +306,21 @@ def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool, flat: boo
     same = all(np.array_equal(op.arrays[a], op.arrays[b]) for a, b in (("c1", "c5"), ("c2", "c6")))
     if not same:
         cycles += elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
+    return cycles + elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
+
+
+def leaky_as_max(op: NPUOp) -> bool:
+    """A 16x8 LEAKY_RELU that rescales (its input and output quantizations differ): Vela 5.2
+    runs it as a MUL by one that rescales, a MUL by alpha and a MAXIMUM (its per-layer report
+    of leaky_relu_in_graph); with equal quantizations, as its native LeakyRelu."""
+    return op.params.get("op") == "qnn.leaky_relu" and bool(op.params.get("rescales"))
+
+
+def leaky_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float:
+    """``leaky_as_max``'s three operations as Vela charges them (``prelu_as_vela``'s rule with
+    a scalar alpha, a command-stream register): the two products SRAM intermediates."""
+    sram = TensorDesc(tuple(ofm.shape), ofm.dtype, "sram")
+    cycles = 2 * elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
     return cycles + elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
 
 
