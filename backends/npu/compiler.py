@@ -146,7 +146,7 @@ def _lut(fn: Function, in_dtype: str, out_dtype: str):
     table = values[id(fn.body)].astype(out_dtype)
     name = "+".join(c.op.name for c in calls)
     params = {"op": name, "in_dtype": in_dtype, "out_dtype": out_dtype}
-    if name == "qnn.leaky_relu":  # Vela's LeakyRelu, or MULs and MAXIMUM where it rescales
+    if name == "qnn.leaky_relu" and in_dtype == "int16":  # Vela's LeakyRelu, or MULs and MAXIMUM
         q = [float(np.asarray(a.data)) for a in calls[0].args[1:]]
         params["rescales"] = q[:2] != q[2:]
     return "LUT", params, {"table": table}

@@ -313,7 +313,8 @@ def leaky_as_max(op: NPUOp) -> bool:
     """A 16x8 LEAKY_RELU that rescales (its input and output quantizations differ): Vela 5.2
     runs it as a MUL by one that rescales, a MUL by alpha and a MAXIMUM (its per-layer report
     of leaky_relu_in_graph); with equal quantizations, as its native LeakyRelu."""
-    return op.params.get("op") == "qnn.leaky_relu" and bool(op.params.get("rescales"))
+    leaky16 = op.params.get("op") == "qnn.leaky_relu" and op.params.get("in_dtype") == "int16"
+    return leaky16 and bool(op.params.get("rescales"))  # 8-bit: a table, as Vela
 
 
 def leaky_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float:
