@@ -26,6 +26,7 @@ from .config import NPUConfig
 from .lstm_ops import lower as lower_lstm
 from .memory import plan_memory
 from .program import NPUOp, Program, TensorDesc
+from .vela_access import unfused_table
 from .vela_ops import lower_resize_bilinear, table_domain
 
 INT_RANGE = {
@@ -279,16 +280,6 @@ def compile_function(function: Function, config: NPUConfig) -> Program:
     program = Program(config.name, tensors, ops, inputs, outputs)
     plan_memory(program, config)
     return program
-
-
-def unfused_table(op: NPUOp) -> bool:
-    """A 16x8 ABS or LEAKY_RELU: Vela 5.2 runs it as an elementwise operation of its own (its
-    per-layer report of abs_in_graph and leaky_relu_in_graph), never in a convolution's output
-    stage, so it is not fused either (the simulator's table would be bit-exact there too)."""
-    return op.params.get("in_dtype") == "int16" and op.params.get("op") in (
-        "cast+subtract+abs+qnn.requantize",
-        "qnn.leaky_relu",
-    )
 
 
 def fuse_activations(ops: list[NPUOp], outputs: list[int]) -> list[NPUOp]:

@@ -260,7 +260,7 @@ def elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool, fla
     a broadcast operand read at the output's size: ``elementwise_access``)."""
     op = NPUOp("UNIT", name, [], 0, {"op": name}, arrays)
     flat = flat and not broadcasts(config, op, ins, out)
-    rate = getattr(config, ELEMENTWISE_RATES[name])
+    rate = getattr(config, ELEMENTWISE_RATES.get(name) or UNARY_RATES[name])
     reshaped = flat_shape(out.shape) if flat else None
     compute = elementwise_cycles(config, ins, out, rate, brick, reshaped)
     shape = nhwc(out.shape)
@@ -315,6 +315,24 @@ def leaky_as_max(op: NPUOp) -> bool:
     of leaky_relu_in_graph); with equal quantizations, as its native LeakyRelu."""
     leaky16 = op.params.get("op") == "qnn.leaky_relu" and op.params.get("in_dtype") == "int16"
     return leaky16 and bool(op.params.get("rescales"))  # 8-bit: a table, as Vela
+
+
+def unfused_table(op: NPUOp) -> bool:
+    """A 16x8 ABS or LEAKY_RELU: Vela 5.2 runs it as an elementwise operation of its own (its
+    per-layer report of abs_in_graph and leaky_relu_in_graph), never in a convolution's output
+    stage, so it is not fused either (the simulator's table would be bit-exact there too)."""
+    return op.params.get("in_dtype") == "int16" and op.params.get("op") in (
+        "cast+subtract+abs+qnn.requantize",
+        "qnn.leaky_relu",
+    )
+
+
+def unary16_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float:
+    """A 16x8 ABS, or LEAKY_RELU with equal quantizations, as Vela's one native elementwise
+    operation (Abs, LeakyRelu; ABS's rate): ``elementwise_pass``, the slower of its output
+    stage and its memories (Vela's per-layer report of abs_in_graph on u55-256: 512 cycles,
+    its 16-bit maps' SRAM traffic)."""
+    return elementwise_pass(config, "cast+subtract+abs+qnn.requantize", [ifm], ofm, {}, brick, flat)
 
 
 def leaky_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float:
