@@ -331,8 +331,22 @@ def unary16_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> flo
     """A 16x8 ABS, or LEAKY_RELU with equal quantizations, as Vela's one native elementwise
     operation (Abs, LeakyRelu; ABS's rate): ``elementwise_pass``, the slower of its output
     stage and its memories (Vela's per-layer report of abs_in_graph on u55-256: 512 cycles,
-    its 16-bit maps' SRAM traffic)."""
-    return elementwise_pass(config, "cast+subtract+abs+qnn.requantize", [ifm], ofm, {}, brick, flat)
+    its 16-bit maps' SRAM traffic). From a region's NHWC input to its output (``flat``) Vela
+    keeps the 16-bit map's shape (no ``flat_shape``) and moves it in ``burst_factor``'s bursts
+    of one block depth (the debug database of the one-op 4x4x8 int16 ABS: read and write
+    efficiency 0.5 in SRAM on the U55s, 0.125 in DRAM on the U65s: 128 and 341 cycles)."""
+    name = "cast+subtract+abs+qnn.requantize"
+    if not (flat and ofm.dtype == "int16"):
+        return elementwise_pass(config, name, [ifm], ofm, {}, brick, flat)
+    compute = elementwise_cycles(config, [ifm], ofm, getattr(config, UNARY_RATES[name]))
+    shape = nhwc(ofm.shape)
+    # the block no deeper than the map (Vela's 4x4x8 on u65-512 as on the others)
+    block = tuple(min(b, d) for b, d in zip(elementwise_block(config, shape), shape))
+    scaled: dict[str, float] = {}
+    for t, write in ((ifm, False), (ofm, True)):
+        factor = burst_factor(config, t.memory, shape, block, 2, write)
+        scaled[t.memory] = scaled.get(t.memory, 0.0) + t.nbytes * factor
+    return max(compute, *(n / bandwidth(config, m) for m, n in scaled.items()))
 
 
 def leaky_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float:

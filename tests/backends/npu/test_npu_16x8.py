@@ -131,3 +131,18 @@ def test_16x8_abs_and_leaky_relu_stay_operations_of_their_own():
     # leaky_relu_in_graph's MUL 512, MUL 512, MAXIMUM 768
     assert abs(middle["abs_in_graph"] - 512) <= 0.1 * 512
     assert abs(middle["leaky_relu_in_graph"] - 1792) <= 0.1 * 1792
+
+
+# Vela 5.2's op cycles (its debug database, --enable-debug-db) of the one-op 16x8 ABS and
+# LEAKY_RELU (4x4x8 int16; equal quantizations: its native Abs / LeakyRelu), u55-128, u55-256,
+# u65-256, u65-512: the maps' traffic in bursts of one block depth (16 bytes: efficiency 0.5
+# in SRAM, 0.125 in DRAM)
+VELA_UNARY16 = {"u55-128": 128, "u55-256": 128, "u65-256": 341, "u65-512": 341}
+
+
+@pytest.mark.parametrize("preset", sorted(VELA_UNARY16))
+@pytest.mark.parametrize("name", ["abs", "leaky_relu"])
+def test_16x8_one_op_abs_and_leaky_relu_cost_velas(name, preset):
+    exe = P.build(from_tflite(MODELS / f"{name}.tflite"), f"npu -config={preset}, llvm")
+    ours = sum(c["cycles"] for s in exe.steps for c in s.region.cycles)
+    assert 0.99 <= ours / VELA_UNARY16[preset] <= 1.01, ours
