@@ -26,8 +26,7 @@ VELA = [
     (
         "ABS",
         "int8/uint8/int16",
-        "same (`npu.lut_chain`: a table of the frontend's "
-        "cast -> subtract -> abs -> requantize)",
+        "same (`npu.lut_chain`: a table of the frontend's cast -> subtract -> abs -> requantize)",
     ),
     ("ADD", "generic", "same (`npu.add`)"),
     ("ARG_MAX", "along depth, depth <= 127", "same (`npu.argmax`, int32 indices)"),

@@ -105,7 +105,6 @@ def @main(%x: Tensor[(1, 6, 6, 4), int16]) {
     assert np.array_equal(np.asarray(exe.run(x)[0]), want)
 
 
-
 def test_16x8_abs_and_leaky_relu_stay_operations_of_their_own():
     """Vela runs a 16x8 ABS or LEAKY_RELU after a convolution as an elementwise operation of its
     own (its per-layer report): not fused into the convolution's output stage. The one-op
