@@ -186,16 +186,17 @@ def dwconv_m2(rng):
     return f, [In((1, 8, 8, 4))]
 
 
-def in_graph(inner, channels: int):
-    """x -> 3x3 conv (+bias, RELU) -> inner(rng) -> 1x1 conv (``channels`` -> 8): the op between
-    two convolutions (every weight drawn before tracing)."""
+def in_graph(inner, channels: int, relu: bool = True):
+    """x -> 3x3 conv (+bias, RELU unless ``relu`` is false) -> inner(rng) -> 1x1 conv
+    (``channels`` -> 8): the op between two convolutions (every weight drawn before tracing)."""
 
     def build(rng):
         w1, b1 = _w(rng, 3, 3, 4, 8), _w(rng, 8, scale=0.1)
         op, w2 = inner(rng), _w(rng, 1, 1, channels, 8)
 
         def f(x):
-            y = op(tf.nn.relu(tf.nn.conv2d(x, w1, 1, "SAME") + b1))
+            y = tf.nn.conv2d(x, w1, 1, "SAME") + b1
+            y = op(tf.nn.relu(y) if relu else y)
             return tf.nn.conv2d(y, w2, 1, "SAME")
 
         return f, [In((1, 8, 8, 4))]
@@ -232,6 +233,14 @@ def resize_nearest(rng):
     return (lambda x: tf.image.resize(x, (8, 8), method="nearest")), [In((1, 4, 4, 8))]
 
 
+def abs_(rng):
+    return (lambda x: tf.abs(x)), [In((1, 4, 4, 8))]
+
+
+def leaky_relu(rng):
+    return (lambda x: tf.nn.leaky_relu(x, alpha=0.2)), [In((1, 4, 4, 8))]
+
+
 # session 20 (n30i): operators Vela 5.2 runs in 16x8 that partita's NPU had left to the CPU
 SESSION_20 = [
     Spec16(
@@ -256,6 +265,21 @@ SESSION_20 = [
     Spec16("minimum", "MINIMUM of two inputs", minimum, ("MINIMUM",)),
     Spec16(
         "resize_nearest", "RESIZE_NEAREST_NEIGHBOR 2x", resize_nearest, ("RESIZE_NEAREST_NEIGHBOR",)
+    ),
+    # session 20 (n30p): ABS and LEAKY_RELU, which Vela 5.2 runs in 16x8
+    Spec16("abs", "ABS", abs_, ("ABS",)),
+    Spec16("leaky_relu", "LEAKY_RELU alpha 0.2", leaky_relu, ("LEAKY_RELU",)),
+    Spec16(
+        "abs_in_graph",
+        "ABS between a 3x3 CONV_2D (no activation) and a 1x1 CONV_2D",
+        in_graph(lambda rng: tf.abs, 8, relu=False),
+        ("CONV_2D", "ABS"),
+    ),
+    Spec16(
+        "leaky_relu_in_graph",
+        "LEAKY_RELU alpha 0.2 between a 3x3 CONV_2D (no activation) and a 1x1 CONV_2D",
+        in_graph(lambda rng: lambda x: tf.nn.leaky_relu(x, alpha=0.2), 8, relu=False),
+        ("CONV_2D", "LEAKY_RELU"),
     ),
 ]
 

@@ -26,6 +26,7 @@ from .config import NPUConfig
 from .lstm_ops import lower as lower_lstm
 from .memory import plan_memory
 from .program import NPUOp, Program, TensorDesc
+from .vela_access import unfused_table
 from .vela_ops import lower_resize_bilinear, table_domain
 
 INT_RANGE = {
@@ -145,7 +146,11 @@ def _lut(fn: Function, in_dtype: str, out_dtype: str):
         values[id(call)] = np.asarray(call.op.impl(*args, call.attrs))
     table = values[id(fn.body)].astype(out_dtype)
     name = "+".join(c.op.name for c in calls)
-    return "LUT", {"op": name, "in_dtype": in_dtype, "out_dtype": out_dtype}, {"table": table}
+    params = {"op": name, "in_dtype": in_dtype, "out_dtype": out_dtype}
+    if name == "qnn.leaky_relu" and in_dtype == "int16":  # Vela's LeakyRelu, or MULs and MAXIMUM
+        q = [float(np.asarray(a.data)) for a in calls[0].args[1:]]
+        params["rescales"] = q[:2] != q[2:]
+    return "LUT", params, {"table": table}
 
 
 def _unit(fn: Function, out_dtype: str):
@@ -294,6 +299,7 @@ def fuse_activations(ops: list[NPUOp], outputs: list[int]) -> list[NPUOp]:
         mac = producer.get(op.inputs[0]) if op.kind == "LUT" else None
         if (
             mac is not None
+            and not unfused_table(op)
             and mac.kind in ("CONV", "DWCONV", "FC")
             and "table" not in mac.arrays
             and uses[op.inputs[0]] == 1

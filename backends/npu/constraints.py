@@ -220,8 +220,8 @@ def mean(root) -> Verdict:
 
 
 @constraint(
-    "Look-up-table operations must map int8/uint8 to int8/uint8 (16x8 LOGISTIC and TANH: int16 "
-    "to int16) with per-tensor parameters"
+    "Look-up-table operations must map int8/uint8 to int8/uint8 (16x8 LOGISTIC, TANH, and "
+    "LEAKY_RELU with 0 <= alpha <= 1: int16 to int16) with per-tensor parameters"
 )
 def lut(root) -> Verdict:
     op = root
@@ -232,6 +232,10 @@ def lut(root) -> Verdict:
     a, b = op.args[0].checked_type.dtype, root.checked_type.dtype
     scalar = all(arg.checked_type.ndim == 0 for arg in op.args[1:] if isinstance(arg, Constant))
     wide = root.op.name in ("qnn.sigmoid", "qnn.tanh") and a == b == "int16"
+    # 16x8 LEAKY_RELU: Vela 5.2 runs it as its LeakyRelu operation, or Mul, Mul and Maximum
+    # (max(x, alpha * x): leaky ReLU for 0 <= alpha <= 1 only)
+    leaky = root.op.name == "qnn.leaky_relu" and 0.0 <= root.attrs.alpha <= 1.0
+    wide = wide or (leaky and a == b == "int16")
     ok = (wide or (a in ACT_DTYPES and b in ACT_DTYPES)) and scalar
     return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
 
@@ -245,8 +249,8 @@ def requantize16(root) -> Verdict:
 
 
 @constraint(
-    "Chains of elementwise ops of one value must map int8/uint8 to int8/uint8 with per-tensor "
-    "parameters"
+    "Chains of elementwise ops of one value must map int8/uint8 to int8/uint8 (16x8 ABS: int16 "
+    "to int16) with per-tensor parameters"
 )
 def lut_chain(root) -> Verdict:
     x = root
@@ -257,7 +261,7 @@ def lut_chain(root) -> Verdict:
             break
     a, b = x.checked_type.dtype, root.checked_type.dtype
     scalar = all(arg.checked_type.ndim == 0 for arg in root.args[1:] if isinstance(arg, Constant))
-    ok = a in ACT_DTYPES and b in ACT_DTYPES and scalar
+    ok = (a in ACT_DTYPES and b in ACT_DTYPES or a == b == "int16") and scalar
     return Verdict(ok, f"got {a} -> {b}{'' if scalar else ', per-channel parameters'}")
 
 

@@ -68,8 +68,12 @@ from .vela_access import (
     elementwise_op_cycles,
     ifm_block_read,
     is_elementwise,
+    leaky_as_max,
+    leaky_as_vela,
     prelu_as_max,
     prelu_as_vela,
+    unary16_as_vela,
+    unfused_table,
 )
 from .vela_activation import activation_cycles, split_activation
 from .vela_cascade import cascade_stripes, cascaded_offchip
@@ -169,6 +173,12 @@ def op_cycles(
         compute = elementwise_op_cycles(config, op, ins, out, brick, flat)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, brick, flat)))
+        return _as_vela_decomposes(op, total, ins[0], out, config)
+    if leaky_as_max(op):  # 16x8 LEAKY_RELU that rescales: Vela's MULs and MAXIMUM
+        total = int(ceil(leaky_as_vela(config, ins[0], out, brick, flat)))
+        return _as_vela_decomposes(op, total, ins[0], out, config)
+    if unfused_table(op):  # 16x8 ABS, LEAKY_RELU: Vela's Abs / LeakyRelu operation
+        total = int(ceil(unary16_as_vela(config, ins[0], out, brick, flat)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
     if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
         total, tail = reduce_as_vela(config, op, ins[0], out, io)

@@ -26,8 +26,7 @@ VELA = [
     (
         "ABS",
         "int8/uint8/int16",
-        "same for 8-bit (`npu.lut_chain`: a table of the frontend's "
-        "cast -> subtract -> abs -> requantize)",
+        "same (`npu.lut_chain`: a table of the frontend's cast -> subtract -> abs -> requantize)",
     ),
     ("ADD", "generic", "same (`npu.add`)"),
     ("ARG_MAX", "along depth, depth <= 127", "same (`npu.argmax`, int32 indices)"),
@@ -67,7 +66,7 @@ VELA = [
     ("FULLY_CONNECTED", "weights O,1,..,1,I; bias int32/64", "same (`npu.dense`), depth <= 65536"),
     ("GELU", "int8/uint8, shapes match", "same (`npu.lut`)"),
     ("HARD_SWISH", "int8/uint8", "same (`npu.lut`)"),
-    ("LEAKY_RELU", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
+    ("LEAKY_RELU", "int8/uint8/int16", "same (`npu.lut`; int16: 0 <= alpha <= 1)"),
     ("LOG", "int8/int16", "same for 8-bit (`npu.lut`: TFLite's table of logf)"),
     ("LOGISTIC", "int8/uint8/int16", "same for 8-bit (`npu.lut`)"),
     (
@@ -225,8 +224,11 @@ INT16 = {
     "RESIZE_NEAREST_NEIGHBOR": "same",
     "STRIDED_SLICE": "same",
     "TRANSPOSE": "same",
-    "ABS": "CPU: the frontend does not import int16 ABS (Vela 5.2 runs it)",
-    "LEAKY_RELU": "CPU: the frontend does not import int16 LEAKY_RELU (Vela 5.2 runs it)",
+    "ABS": "same (`npu.lut_chain`: the simulator's 65,536-entry table of TFLite's int16 ABS; "
+    "cycles as Vela's elementwise Abs, never fused into a convolution)",
+    "LEAKY_RELU": "0 <= alpha <= 1 (`npu.lut`: a 65,536-entry table of TFLite's two "
+    "multipliers; cycles as Vela's LeakyRelu, or MUL, MUL and MAXIMUM where it rescales; "
+    "other alphas stay on the CPU)",
 }
 
 SIDE_BY_SIDE = """

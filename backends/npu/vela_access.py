@@ -77,6 +77,8 @@ def elementwise_rate_name(op: NPUOp) -> str | None:
     if op.kind == "UNIT":
         return ELEMENTWISE_RATES.get(name)
     if op.kind == "LUT":
+        if name == "qnn.leaky_relu" and op.params.get("in_dtype") == "int16":
+            return "conv_output_cycles"  # 16x8: Vela's LeakyRelu, ABS's figures (no table)
         return UNARY_RATES.get(name)
     return None
 
@@ -258,7 +260,7 @@ def elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool, fla
     a broadcast operand read at the output's size: ``elementwise_access``)."""
     op = NPUOp("UNIT", name, [], 0, {"op": name}, arrays)
     flat = flat and not broadcasts(config, op, ins, out)
-    rate = getattr(config, ELEMENTWISE_RATES[name])
+    rate = getattr(config, ELEMENTWISE_RATES.get(name) or UNARY_RATES[name])
     reshaped = flat_shape(out.shape) if flat else None
     compute = elementwise_cycles(config, ins, out, rate, brick, reshaped)
     shape = nhwc(out.shape)
@@ -304,6 +306,54 @@ def prelu_as_vela(config: NPUConfig, op: NPUOp, ifm, ofm, brick: bool, flat: boo
     same = all(np.array_equal(op.arrays[a], op.arrays[b]) for a, b in (("c1", "c5"), ("c2", "c6")))
     if not same:
         cycles += elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
+    return cycles + elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
+
+
+def leaky_as_max(op: NPUOp) -> bool:
+    """A 16x8 LEAKY_RELU that rescales (its input and output quantizations differ): Vela 5.2
+    runs it as a MUL by one that rescales, a MUL by alpha and a MAXIMUM (its per-layer report
+    of leaky_relu_in_graph); with equal quantizations, as its native LeakyRelu."""
+    leaky16 = op.params.get("op") == "qnn.leaky_relu" and op.params.get("in_dtype") == "int16"
+    return leaky16 and bool(op.params.get("rescales"))  # 8-bit: a table, as Vela
+
+
+def unfused_table(op: NPUOp) -> bool:
+    """A 16x8 ABS or LEAKY_RELU: Vela 5.2 runs it as an elementwise operation of its own (its
+    per-layer report of abs_in_graph and leaky_relu_in_graph), never in a convolution's output
+    stage, so it is not fused either (the simulator's table would be bit-exact there too)."""
+    return op.params.get("in_dtype") == "int16" and op.params.get("op") in (
+        "cast+subtract+abs+qnn.requantize",
+        "qnn.leaky_relu",
+    )
+
+
+def unary16_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float:
+    """A 16x8 ABS, or LEAKY_RELU with equal quantizations, as Vela's one native elementwise
+    operation (Abs, LeakyRelu; ABS's rate): ``elementwise_pass``, the slower of its output
+    stage and its memories (Vela's per-layer report of abs_in_graph on u55-256: 512 cycles,
+    its 16-bit maps' SRAM traffic). From a region's NHWC input to its output (``flat``) Vela
+    keeps the 16-bit map's shape (no ``flat_shape``) and moves it in ``burst_factor``'s bursts
+    of one block depth (the debug database of the one-op 4x4x8 int16 ABS: read and write
+    efficiency 0.5 in SRAM on the U55s, 0.125 in DRAM on the U65s: 128 and 341 cycles)."""
+    name = "cast+subtract+abs+qnn.requantize"
+    if not (flat and ofm.dtype == "int16"):
+        return elementwise_pass(config, name, [ifm], ofm, {}, brick, flat)
+    compute = elementwise_cycles(config, [ifm], ofm, getattr(config, UNARY_RATES[name]))
+    shape = nhwc(ofm.shape)
+    # the block no deeper than the map (Vela's 4x4x8 on u65-512 as on the others)
+    block = tuple(min(b, d) for b, d in zip(elementwise_block(config, shape), shape))
+    scaled: dict[str, float] = {}
+    for t, write in ((ifm, False), (ofm, True)):
+        factor = burst_factor(config, t.memory, shape, block, 2, write)
+        scaled[t.memory] = scaled.get(t.memory, 0.0) + t.nbytes * factor
+    return max(compute, *(n / bandwidth(config, m) for m, n in scaled.items()))
+
+
+def leaky_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float:
+    """``leaky_as_max``'s three operations as Vela charges them (``prelu_as_vela``'s rule with
+    a scalar alpha, a command-stream register): the two products SRAM intermediates."""
+    sram = TensorDesc(tuple(ofm.shape), ofm.dtype, "sram")
+    cycles = 2 * elementwise_pass(config, "qnn.mul", [ifm], sram, {}, brick, flat)
     return cycles + elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
 
 

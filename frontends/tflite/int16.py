@@ -22,12 +22,14 @@ from .reader import Tensor
 
 INT16_OPS = frozenset(
     {
+        "ABS",
         "ADD",
         "AVERAGE_POOL_2D",
         "CONCATENATION",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
+        "LEAKY_RELU",
         "LOGISTIC",
         "MAXIMUM",
         "MEAN",

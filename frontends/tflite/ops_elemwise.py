@@ -58,9 +58,16 @@ def unary(ctx: OpContext) -> Expr:
 
 
 def leaky_relu(ctx: OpContext) -> Expr:
+    """LEAKY_RELU. 16x8 (int16, zero points 0): reference_ops::QuantizeLeakyRelu, two
+    multipliers (s_in / s_out for v >= 0, s_in * alpha / s_out below). The optimized int16
+    kernel (optimized_integer_ops::QuantizeLeakyRelu) is the same scalar loop unless built with
+    AVX2, which TFLite's x86 wheels are not (the builtin outputs of the 16x8 test models equal
+    BUILTIN_REF's): both kernel sets are the reference arithmetic."""
     alpha = float(ctx.opt("Alpha"))
     if not ctx.quantized():
         return ctx.call("nn.leaky_relu", ctx.expr(0), alpha=alpha)
+    if ctx.tensor(0).dtype == "int16":
+        return _quantized_activation(ctx, "qnn.leaky_relu", alpha=alpha, semantics="tflite")
     return _quantized_activation(ctx, "qnn.leaky_relu", alpha=alpha)
 
 

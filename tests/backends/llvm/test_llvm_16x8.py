@@ -72,3 +72,28 @@ def @main(%x: Tensor[(3, 5, 40), int16]) {{
     ):
         want = np.asarray(P.interpret(mod, [x])[0])
         assert np.array_equal(np.asarray(exe.run(x)[0]), want)
+
+
+TIERS = ["amx", "vnni", "avxvnni", "avx2", "plain"]
+ABS_LEAKY = ["abs", "leaky_relu", "abs_in_graph", "leaky_relu_in_graph"]  # session 20 (n30p)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+@pytest.mark.parametrize("name", ABS_LEAKY)
+def test_16x8_abs_and_leaky_relu_on_every_isa_tier(name, tier):
+    """16x8 ABS (|q| saturated at 32767: -32768 included) and LEAKY_RELU (two multipliers;
+    the in-graph model's quantizations differ) on every -isa= tier, -emulate=yes standing in
+    for what this CPU lacks: equal to the interpreter on the whole int16 range and to
+    BUILTIN_REF's stored outputs."""
+    path = MODELS / f"{name}.tflite"
+    mod = from_tflite(path)
+    exe = P.build(mod, f"llvm -isa={tier} -emulate=yes")
+    shape = tuple(int(d) for d in mod["main"].params[0].checked_type.shape)
+    rng = np.random.default_rng(20)
+    x = rng.integers(-32768, 32768, shape).astype(np.int16)
+    x.ravel()[:3] = (-32768, 32767, 0)
+    want = np.asarray(P.interpret(mod, [x])[0])
+    assert np.array_equal(np.asarray(exe.run(x)[0]), want)
+    with np.load(path.with_suffix(".npz")) as z:
+        for s in range(z["input_0"].shape[0]):
+            assert np.array_equal(np.asarray(exe.run(z["input_0"][s])[0]), z["ref_0"][s])

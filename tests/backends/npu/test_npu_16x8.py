@@ -25,6 +25,9 @@ SESSION_20 = [
     "dwconv_m2", "mean_axis2", "transpose", "strided_slice", "maximum", "minimum",
     "resize_nearest", "dwconv_m2_in_graph", "mean_axis2_in_graph",
 ]  # fmt: skip
+# session 20 (n30p): 16x8 ABS and LEAKY_RELU (Vela: its Abs and LeakyRelu operations, or MUL,
+# MUL and MAXIMUM for a LEAKY_RELU that rescales)
+SESSION_20 += ["abs", "leaky_relu", "abs_in_graph", "leaky_relu_in_graph"]
 WHOLE_ON_THE_NPU += SESSION_20
 
 
@@ -100,3 +103,45 @@ def @main(%x: Tensor[(1, 6, 6, 4), int16]) {
     want = np.asarray(P.interpret(mod, [x])[0])
     assert 1000 < np.abs(want[..., :2]).min() < 32767  # the large biases, unwrapped, unsaturated
     assert np.array_equal(np.asarray(exe.run(x)[0]), want)
+
+
+def test_16x8_abs_and_leaky_relu_stay_operations_of_their_own():
+    """Vela runs a 16x8 ABS or LEAKY_RELU after a convolution as an elementwise operation of its
+    own (its per-layer report): not fused into the convolution's output stage. The one-op
+    models' quantizations are equal (Vela's native LeakyRelu, ABS's cost); the in-graph
+    LEAKY_RELU rescales and costs Vela's MUL, MUL and MAXIMUM: two and a half ABS passes or
+    more."""
+    from partita.backends.npu.vela_access import leaky_as_max
+
+    middle = {}
+    for name in ("abs_in_graph", "leaky_relu_in_graph", "abs", "leaky_relu"):
+        exe = P.build(from_tflite(MODELS / f"{name}.tflite"), "npu -config=u55-256, llvm")
+        (step,) = exe.steps
+        ops = step.region.program.ops
+        kinds = ["CONV", "LUT", "CONV"] if name.endswith("in_graph") else ["LUT"]
+        assert [op.kind for op in ops] == kinds, name
+        assert all("table" not in op.arrays for op in ops if op.kind == "CONV")
+        k = 1 if name.endswith("in_graph") else 0
+        assert leaky_as_max(ops[k]) == (name == "leaky_relu_in_graph")
+        middle[name] = step.region.cycles[k]["cycles"]
+    assert middle["abs"] == middle["leaky_relu"]  # both native, no table loaded
+    assert 2.5 * middle["abs_in_graph"] <= middle["leaky_relu_in_graph"]
+    # Vela 5.2's per-layer report on u55-256: abs_in_graph's Abs 512 op cycles,
+    # leaky_relu_in_graph's MUL 512, MUL 512, MAXIMUM 768
+    assert abs(middle["abs_in_graph"] - 512) <= 0.1 * 512
+    assert abs(middle["leaky_relu_in_graph"] - 1792) <= 0.1 * 1792
+
+
+# Vela 5.2's op cycles (its debug database, --enable-debug-db) of the one-op 16x8 ABS and
+# LEAKY_RELU (4x4x8 int16; equal quantizations: its native Abs / LeakyRelu), u55-128, u55-256,
+# u65-256, u65-512: the maps' traffic in bursts of one block depth (16 bytes: efficiency 0.5
+# in SRAM, 0.125 in DRAM)
+VELA_UNARY16 = {"u55-128": 128, "u55-256": 128, "u65-256": 341, "u65-512": 341}
+
+
+@pytest.mark.parametrize("preset", sorted(VELA_UNARY16))
+@pytest.mark.parametrize("name", ["abs", "leaky_relu"])
+def test_16x8_one_op_abs_and_leaky_relu_cost_velas(name, preset):
+    exe = P.build(from_tflite(MODELS / f"{name}.tflite"), f"npu -config={preset}, llvm")
+    ours = sum(c["cycles"] for s in exe.steps for c in s.region.cycles)
+    assert 0.99 <= ours / VELA_UNARY16[preset] <= 1.01, ours
