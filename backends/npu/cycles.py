@@ -70,6 +70,7 @@ from .vela_access import (
     is_elementwise,
     prelu_as_max,
     prelu_as_vela,
+    prelu_tail,
 )
 from .vela_activation import activation_cycles, split_activation
 from .vela_cascade import cascade_stripes, cascaded_offchip
@@ -90,7 +91,7 @@ from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
-from .weight_staging import prefetch_stall, refetches
+from .weight_staging import buffered_cycles, refetches
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -168,7 +169,8 @@ def op_cycles(
         compute = elementwise_op_cycles(config, op, ins, out, brick, flat)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, brick, flat)))
-        return _as_vela_decomposes(op, total, ins[0], out, config)
+        cost = _as_vela_decomposes(op, total, ins[0], out, config)
+        return {**cost, "tail": prelu_tail(config, out, brick, flat)}  # its MAXIMUM
     if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
         total, tail = reduce_as_vela(config, op, ins[0], out, io)
         cost = _as_vela_decomposes(op, int(ceil(total)), ins[0], out, config)
@@ -287,9 +289,17 @@ def op_cycles(
         total += int(ceil(activation_cycles(config, out, dst)))
     if op.kind in MAC_KINDS and staged and not lstm_op(op, out):  # waiting for the weights
         nbytes, depth = constant_record_bytes(op, query), query.ofm[2]
+        estimate = None
         if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
-        total += int(ceil(prefetch_stall(config, nbytes, exposed)))
+        elif exposed is not None and config.spill_memory != "none":
+            # regor's scheduler estimate: the maps where they are before SRAM placement
+            off = config.spill_memory
+            maps = [TensorDesc(t.shape, t.dtype, off) for t in ins]
+            far = TensorDesc(out.shape, out.dtype, off)
+            args = (bricked, True, stripe, upscale)
+            estimate = compute_cycles(op, maps, far, config, (off, off), *args)[1]
+        total = int(ceil(buffered_cycles(config, total, nbytes, exposed, estimate)))
     tail = {}
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
         tail = {"tail": mean_tail(config, op, ins[0], out)}  # Vela's MUL ends it
