@@ -44,6 +44,7 @@ from math import ceil
 
 import numpy as np
 
+from .blocks import SPLIT_DEPTH
 from .config import NPUConfig
 from .lstm_cycles import (
     LSTM_UNITS,
@@ -292,8 +293,10 @@ def op_cycles(
         estimate = None
         if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
-        elif exposed is not None and config.spill_memory != "none":
-            # regor's scheduler estimate: the maps where they are before SRAM placement
+        elif exposed is not None and config.spill_memory != "none" and depth <= SPLIT_DEPTH:
+            # regor's scheduler estimate, the maps where they are before SRAM placement (a
+            # deeper operation whose transfer outlasts the slack has its weights sliced in
+            # depth: its own slack is its last slice's, the stall its first slice's)
             off = config.spill_memory
             maps = [TensorDesc(t.shape, t.dtype, off) for t in ins]
             far = TensorDesc(out.shape, out.dtype, off)
