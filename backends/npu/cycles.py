@@ -44,6 +44,7 @@ from math import ceil
 
 import numpy as np
 
+from .blocks import SPLIT_DEPTH
 from .config import NPUConfig
 from .lstm_cycles import (
     LSTM_UNITS,
@@ -72,6 +73,7 @@ from .vela_access import (
     leaky_as_vela,
     prelu_as_max,
     prelu_as_vela,
+    prelu_tail,
     unary16_as_vela,
     unfused_table,
 )
@@ -95,7 +97,7 @@ from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
 from .vela_sum import sum_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
-from .weight_staging import prefetch_stall, refetches
+from .weight_staging import buffered_cycles, refetches
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -173,7 +175,8 @@ def op_cycles(
         compute = elementwise_op_cycles(config, op, ins, out, brick, flat)
     if op.params.get("op") == "qnn.prelu" and prelu_as_max(op):  # Vela's MULs and MAXIMUM
         total = int(ceil(prelu_as_vela(config, op, ins[0], out, brick, flat)))
-        return _as_vela_decomposes(op, total, ins[0], out, config)
+        cost = _as_vela_decomposes(op, total, ins[0], out, config)
+        return {**cost, "tail": prelu_tail(config, out, brick, flat)}  # its MAXIMUM
     if leaky_as_max(op):  # 16x8 LEAKY_RELU that rescales: Vela's MULs and MAXIMUM
         total = int(ceil(leaky_as_vela(config, ins[0], out, brick, flat)))
         return _as_vela_decomposes(op, total, ins[0], out, config)
@@ -301,9 +304,19 @@ def op_cycles(
         total += int(ceil(activation_cycles(config, out, dst)))
     if op.kind in MAC_KINDS and staged and not lstm_op(op, out):  # waiting for the weights
         nbytes, depth = constant_record_bytes(op, query), query.ofm[2]
+        estimate = None
         if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
-        total += int(ceil(prefetch_stall(config, nbytes, exposed)))
+        elif exposed is not None and config.spill_memory != "none" and depth <= SPLIT_DEPTH:
+            # regor's scheduler estimate, the maps where they are before SRAM placement (a
+            # deeper operation whose transfer outlasts the slack has its weights sliced in
+            # depth: its own slack is its last slice's, the stall its first slice's)
+            off = config.spill_memory
+            maps = [TensorDesc(t.shape, t.dtype, off) for t in ins]
+            far = TensorDesc(out.shape, out.dtype, off)
+            args = (bricked, True, stripe, upscale)
+            estimate = compute_cycles(op, maps, far, config, (off, off), *args)[1]
+        total = int(ceil(buffered_cycles(config, total, nbytes, exposed, estimate)))
     tail = {}
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
         tail = {"tail": mean_tail(config, op, ins[0], out)}  # Vela's MUL ends it

@@ -357,6 +357,16 @@ def leaky_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> float
     return cycles + elementwise_pass(config, "maximum", [sram, sram], ofm, {}, brick, flat)
 
 
+def prelu_tail(config: NPUConfig, ofm, brick: bool, flat: bool) -> float:
+    """The MAXIMUM ending Vela's PReLU (prelu_as_vela) as regor's scheduler estimates it, the
+    slack the next operation's weight DMA runs under: its maps where they are before SRAM
+    placement (off-chip on the U65; prelu_in_graph u65-256: 357, Vela's estimate 335 against
+    its 256-cycle run)."""
+    far = config.spill_memory if config.spill_memory != "none" else "sram"
+    m = TensorDesc(tuple(ofm.shape), ofm.dtype, far)
+    return elementwise_pass(config, "maximum", [m, m], m, {}, brick, flat)
+
+
 def ifm_block_read(config: NPUConfig, q, block, t) -> tuple[float, float]:
     """Bytes a MAC op reads from its input map, off-chip or in SRAM (every output block fetches
     its input block, with the kernel's overlap; a convolution once per block of output channels)

@@ -85,6 +85,25 @@ def prefetch_stall(config: NPUConfig, nbytes: int, slack: float | None) -> float
     return max(0.0, transfer_cycles(config, nbytes) - slack)
 
 
+def buffered_cycles(
+    config: NPUConfig, cycles: float, nbytes: float, slack: float | None, estimate: float | None
+) -> float:
+    """A staged operation's cycles with its weights' DMA (regor's EstimatePerformance for a
+    buffered weight tensor: max(full transfer - slack + the operation's own scheduler
+    estimate, its cycles + the first transfer's unhidden part)); ``estimate``: the
+    operation's cycles as the scheduler estimates them (regor's slackBufferingCycles, before
+    the feature maps move to SRAM: the U65's maps in DRAM), None where only the stall is
+    charged (weights sliced in depth, whose own slack is their last slice's). Vela's debug
+    database (u65-256): prelu_in_graph's last 1x1 convolution 517 - 335 (the MAXIMUM's
+    estimate) + 1,069 = 1,251 against its 623-cycle run; reduce_min_in_graph's
+    510 - 143 + 1,112 = 1,479."""
+    stall = prefetch_stall(config, nbytes, slack)
+    offchip = config.weight_memory != "sram" and config.spill_memory != "none"
+    if estimate is None or slack is None or not offchip:  # as prefetch_stall
+        return cycles + stall
+    return max(cycles + stall, transfer_cycles(config, nbytes) - slack + estimate)
+
+
 def weights_staged(
     config: NPUConfig, q: Query, block: Block, nbytes: int, slack: float | None
 ) -> bool:

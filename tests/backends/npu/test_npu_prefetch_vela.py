@@ -47,10 +47,10 @@ def _last_op(name, preset):
 )
 def test_the_last_convolution_waits_for_its_weights(name, vela_op, vela_total):
     last, total = _last_op(name, "u65-256")
-    # our convolution without the stall: 522 and 576 cycles (mean_axis2_in_graph's within 20%
-    # of Vela's now; reduce_min_in_graph's convolution itself is Vela's 1,112 against our 576)
-    assert last >= 0.7 * vela_op, (last, vela_op)
-    assert total >= 0.85 * vela_total, (total, vela_total)
+    # our convolution without the stall: 522 and 576 cycles; with it (n30q: regor's
+    # buffered cycles, test_npu_buffered_vela.py) 1,237 and 1,478
+    assert abs(last / vela_op - 1) <= 0.03, (last, vela_op)
+    assert abs(total / vela_total - 1) <= 0.08, (total, vela_total)
 
 
 def test_no_stall_after_a_pool():
