@@ -18,9 +18,11 @@ MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks 
 # where row chunks read them all per chunk. ResNet-50's 7 x 7 stage (49 x 4608 x 512: 8
 # panels against 9 row tiles) 0.80-0.90 -> 0.47-0.56 of one thread's time, its 14 x 14 3 x 3
 # convolutions 0.60-0.71 -> 0.52-0.65 (session 20, f512c); 196 x 1024 x 256 (1 MB, in L2)
-# ran worse by panels (4 chunks) and keeps rows. BERT's products (128 rows, read in place)
-# were not measurable at that load and keep rows.
-WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 64
+# ran worse by panels (4 chunks) and keeps rows. BERT's products at seq 128 (128 rows: 22 row
+# chunks of 6 each reread 2.4-9.4 MB of weights; 12-24 panel chunks each reread x, 0.4-1.5
+# MB) by panels: its FDENSEs 0.75-0.79 -> 0.54-0.56 of one thread's time (session 20, thr10).
+# More rows than 128 (x's rereads growing with them) were not measured and keep rows.
+WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 128
 
 
 def chunk_plan(p: dict) -> tuple[str, int, int]:
