@@ -131,7 +131,13 @@ def test_chunk_plan_splits_weights_past_l2_by_panels():
 
 def test_chunk_plan_splits_bert_products_by_panels():
     # BERT at seq 128 (128 rows, 22 row tiles): 768 x 768 (12 panels), the FFN's 768 x 3072
-    # (48) and 3072 x 768 (12, x 1.5 MB): each thread streams its own panels of the weights
-    for k, n in ((768, 768), (768, 3072), (3072, 768)):
+    # (48) and 3072 x 768 (12, x 1.5 MB): each thread streams its own panels of the weights,
+    # and each chunk rereads x: at most n / m chunks (6 of 2 panels), not one a panel
+    for k, n, chunk_count in ((768, 768, 6), (768, 3072, 24), (3072, 768, 6)):
         mode, size, count = chunks.chunk_plan({"M": 128, "K": k, "N": n, "rows": 6, "cols": 4})
-        assert mode == "panels" and size % 64 == 0 and count >= 12 and (count - 1) * size < n
+        assert mode == "panels" and size % 64 == 0 and count == chunk_count
+        assert (count - 1) * size < n <= count * size
+    # the cap leaves ResNet's few-row products as they were (n / m past their panel counts)
+    for m, k, n, chunk_count in ((49, 4608, 512, 8), (49, 512, 2048, 16)):
+        _, _, count = chunks.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
+        assert count == chunk_count

@@ -23,6 +23,10 @@ MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks 
 # MB) by panels: its FDENSEs 0.75-0.79 -> 0.54-0.56 of one thread's time (session 20, thr10).
 # More rows than 128 (x's rereads growing with them) were not measured and keep rows.
 WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 128
+# such a split's chunks each reread all of x: at most n / m * X_REREADS chunks (x's rereads
+# about the weights' size), WIDE_MIN_CHUNKS at least. BERT's 768 x 768 and 3072 x 768 (12
+# panels) in 6 chunks, not 12: see the session 20 (thr10) section of docs/performance.md
+X_REREADS, WIDE_MIN_CHUNKS = 1, 4
 
 
 def chunk_plan(p: dict) -> tuple[str, int, int]:
@@ -36,6 +40,8 @@ def chunk_plan(p: dict) -> tuple[str, int, int]:
     tiles = -(-m_ // tr)
     wide = n_ >= m_ and k_ * n_ > WIDE_WEIGHTS and ("implicit" in p or m_ <= WIDE_ROWS)
     if panels >= 2 and ((tiles < 2 * want or m_ < 4 * tr) and panels >= tiles or wide):
+        if wide:  # each chunk rereads x (m * k): about as much x as weights in all, 4 at least
+            want = min(want, max(WIDE_MIN_CHUNKS, n_ * X_REREADS // m_))
         size = -(-panels // min(want, panels)) * width
         return "panels", size, -(-n_ // size)
     size = -(-tiles // min(want, tiles)) * tr
