@@ -137,7 +137,10 @@ def test_chunk_plan_splits_bert_products_by_panels():
         mode, size, count = chunks.chunk_plan({"M": 128, "K": k, "N": n, "rows": 6, "cols": 4})
         assert mode == "panels" and size % 64 == 0 and count == chunk_count
         assert (count - 1) * size < n <= count * size
-    # the cap leaves ResNet's few-row products as they were (n / m past their panel counts)
-    for m, k, n, chunk_count in ((49, 4608, 512, 8), (49, 512, 2048, 16)):
-        _, _, count = chunks.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
-        assert count == chunk_count
+    # the cap leaves ResNet's products as they were: n / m past the few-row ones' panel
+    # counts; implicit convolutions (196 x 512 x 1024, 16 panels) uncapped
+    for m, k, n, conv, chunk_count in ((49, 4608, 512, False, 8), (49, 512, 2048, False, 16),
+                                       (196, 512, 1024, True, 16)):
+        p = {"M": m, "K": k, "N": n, "rows": 6, "cols": 4} | (
+            {"implicit": [16, 512, [2, 2], 14]} if conv else {})
+        assert chunks.chunk_plan(p)[2] == chunk_count
