@@ -53,6 +53,8 @@ CASES = {
     # 49 rows: 8 full tiles and a short one, k blocked, panel chunks (1024 columns: 16 AVX-512
     # panels of 4 vectors, 64 AVX2 ones; either way more panels than row tiles)
     "few_rows_panels": lambda rng: _gemm(rng, 49, 1000, 1024, "n"),
+    # BERT's 768 x 768 projection at seq 128 (2.4 MB of weights, 128 rows): panel chunks
+    "bert_rows_panels": lambda rng: _gemm(rng, 128, 768, 768, "n"),
     # a per-element bias moves with the rows; 1000 columns: a masked last vector
     "rows_mn_bias": lambda rng: _gemm(rng, 300, 200, 1000, "mn"),
 }
@@ -115,13 +117,30 @@ def test_chunk_plan():
 def test_chunk_plan_splits_weights_past_l2_by_panels():
     # AVX-512's 64-column panels: ResNet's 7 x 7 stage (8 panels, 9 row tiles) and 14 x 14
     # 3 x 3 convolutions (2.4 MB of weights) stream half the weights per thread; 196 x 1024 x
-    # 256 (1 MB, in L2) and tall products keep row chunks
+    # 256 (1 MB, in L2), weights in L2 and tall products keep row chunks
     implicit = [16, 256, [1, 1], 14]
     for m, k, n, conv in ((49, 4608, 512, True), (49, 2048, 512, False), (196, 2304, 256, True)):
         p = {"M": m, "K": k, "N": n, "rows": 6, "cols": 4} | ({"implicit": implicit} if conv
                                                                else {})
         mode, size, count = chunks.chunk_plan(p)
         assert mode == "panels" and size % 64 == 0 and count >= 2 and count * size >= n
-    for m, k, n in ((196, 1024, 256), (784, 1152, 128), (128, 768, 768)):
+    for m, k, n in ((196, 1024, 256), (784, 1152, 128), (192, 768, 768), (128, 512, 512)):
         mode, _, _ = chunks.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
         assert mode == "rows"
+
+
+def test_chunk_plan_splits_bert_products_by_panels():
+    # BERT at seq 128 (128 rows, 22 row tiles): 768 x 768 (12 panels), the FFN's 768 x 3072
+    # (48) and 3072 x 768 (12, x 1.5 MB): each thread streams its own panels of the weights,
+    # and each chunk rereads x: at most n / m chunks (6 of 2 panels), not one a panel
+    for k, n, chunk_count in ((768, 768, 6), (768, 3072, 24), (3072, 768, 6)):
+        mode, size, count = chunks.chunk_plan({"M": 128, "K": k, "N": n, "rows": 6, "cols": 4})
+        assert mode == "panels" and size % 64 == 0 and count == chunk_count
+        assert (count - 1) * size < n <= count * size
+    # the cap leaves ResNet's products as they were: n / m past the few-row ones' panel
+    # counts; implicit convolutions (196 x 512 x 1024, 16 panels) uncapped
+    for m, k, n, conv, chunk_count in ((49, 4608, 512, False, 8), (49, 512, 2048, False, 16),
+                                       (196, 512, 1024, True, 16)):
+        p = {"M": m, "K": k, "N": n, "rows": 6, "cols": 4} | (
+            {"implicit": [16, 512, [2, 2], 14]} if conv else {})
+        assert chunks.chunk_plan(p)[2] == chunk_count

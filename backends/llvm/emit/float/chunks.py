@@ -18,9 +18,15 @@ MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks 
 # where row chunks read them all per chunk. ResNet-50's 7 x 7 stage (49 x 4608 x 512: 8
 # panels against 9 row tiles) 0.80-0.90 -> 0.47-0.56 of one thread's time, its 14 x 14 3 x 3
 # convolutions 0.60-0.71 -> 0.52-0.65 (session 20, f512c); 196 x 1024 x 256 (1 MB, in L2)
-# ran worse by panels (4 chunks) and keeps rows. BERT's products (128 rows, read in place)
-# were not measurable at that load and keep rows.
-WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 64
+# ran worse by panels (4 chunks) and keeps rows. BERT's products at seq 128 (128 rows: 22 row
+# chunks of 6 each reread 2.4-9.4 MB of weights; 6-24 panel chunks each reread x, 0.4-1.5
+# MB) by panels: its FDENSEs 0.66-0.79 -> 0.50-0.54 of one thread's time (session 20, thr10).
+# More rows than 128 (x's rereads growing with them) were not measured and keep rows.
+WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 128
+# such a split's chunks each reread all of x: at most n / m * X_REREADS chunks (x's rereads
+# about the weights' size), WIDE_MIN_CHUNKS at least. BERT's 768 x 768 and 3072 x 768 (12
+# panels) in 6 chunks, not 12: see the session 20 (thr10) section of docs/performance.md
+X_REREADS, WIDE_MIN_CHUNKS = 1, 4
 
 
 def chunk_plan(p: dict) -> tuple[str, int, int]:
@@ -34,6 +40,10 @@ def chunk_plan(p: dict) -> tuple[str, int, int]:
     tiles = -(-m_ // tr)
     wide = n_ >= m_ and k_ * n_ > WIDE_WEIGHTS and ("implicit" in p or m_ <= WIDE_ROWS)
     if panels >= 2 and ((tiles < 2 * want or m_ < 4 * tr) and panels >= tiles or wide):
+        # each chunk rereads x (m * k): about as much x as weights in all, 4 at least; not an
+        # implicit convolution (ResNet's 196 x 512 x 1024 would go 16 -> 4 chunks: unmeasured)
+        if wide and "implicit" not in p:
+            want = min(want, max(WIDE_MIN_CHUNKS, n_ * X_REREADS // m_))
         size = -(-panels // min(want, panels)) * width
         return "panels", size, -(-n_ // size)
     size = -(-tiles // min(want, tiles)) * tr
