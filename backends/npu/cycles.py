@@ -64,12 +64,15 @@ from .op_compute import (
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
+    broadcasts,
     elementwise_access,
     elementwise_op_cycles,
     ifm_block_read,
     is_elementwise,
     leaky_as_max,
     leaky_as_vela,
+    map16_access,
+    maps16,
     prelu_as_max,
     prelu_as_vela,
     unary16_as_vela,
@@ -275,6 +278,8 @@ def op_cycles(
         add("sram", op.arrays["weights"].nbytes * ceil(oh / bh) * ceil(ow / bw))
     if is_elementwise(op):
         elementwise_access(config, op, ins, out, moved, scaled)
+        if flat and maps16(ins, out) and not broadcasts(config, op, ins, out):
+            map16_access(config, ins, out, scaled)  # Vela's bursts of 16-bit NHWC maps
     # each memory transfers in parallel with the others (Vela's pass cycles: the slowest memory)
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean":
         _, weights, sums = mean_op_as_vela(config, op, ins[0], out)
