@@ -226,20 +226,30 @@ def maps16(ins, out) -> bool:
     return all(np.dtype(t.dtype).itemsize == 2 for t in (*ins, out))
 
 
-def map16_access(config: NPUConfig, ins, out, scaled: dict) -> None:
-    """Vela 5.2's access of 16-bit maps from a region's NHWC input(s) to its output (16x8
-    ABS, LEAKY_RELU, ADD, SUB, MUL): it keeps the maps' shape (no ``flat_shape``) and moves
-    each in ``burst_factor``'s bursts of one block depth, the block no deeper than the map
-    (its debug database, one-op 4x4x8 int16 maps: read and write efficiency 0.5 in SRAM on
-    the U55s, 0.125 in DRAM on the U65s; ADD 1,024 + 512 effective SRAM bytes, 192 cycles, on
-    u55-256 and 4,096 + 2,048 DRAM bytes, 512 cycles, on u65-256). ``scaled`` (bytes weighted
-    by burst efficiency per memory) is replaced."""
+def map16_access(config: NPUConfig, ins, out, scaled: dict, bricked=None) -> None:
+    """Vela 5.2's access of 16-bit maps by an elementwise operation that writes a region's
+    NHWC output (16x8 ABS, LEAKY_RELU, ADD, SUB, MUL, MAXIMUM, MINIMUM): it keeps the maps'
+    shape (no ``flat_shape``) and moves each NHWC map in ``burst_factor``'s bursts of one block
+    depth, the block no deeper than the map (its debug database, one-op 4x4x8 int16 maps: read
+    and write efficiency 0.5 in SRAM on the U55s, 0.125 in DRAM on the U65s; ADD 1,024 + 512
+    effective SRAM bytes, 192 cycles, on u55-256 and 4,096 + 2,048 DRAM bytes, 512 cycles, on
+    u65-256). ``bricked``: per input, whether it is an intermediate map, which Vela keeps in
+    NHCWB16 bricks (depth rounded up to 16) and reads in full bursts; the NHWC inputs of such
+    an operation are read at the bricks' depth too (MAXIMUM after its input's QUANTIZE: 512 +
+    1,024 SRAM bytes read on u55-256, 512 + 4,096 DRAM bytes on u65-256; 256 and 554 cycles).
+    ``scaled`` (bytes weighted by burst efficiency per memory) is replaced."""
     shape = nhwc(out.shape)
     block = tuple(min(b, d) for b, d in zip(elementwise_block(config, shape), shape))
+    bricked = bricked or [False] * len(ins)
+    depth = round_up(shape[2], 16) / shape[2] if any(bricked) else 1.0
     scaled.clear()
-    for t, write in [*((t, False) for t in ins if int(np.prod(t.shape)) > 1), (out, True)]:
-        factor = burst_factor(config, t.memory, shape, block, 2, write)
-        scaled[t.memory] = scaled.get(t.memory, 0.0) + t.nbytes * factor
+    for t, brick in zip(ins, bricked):
+        if int(np.prod(t.shape)) <= 1:
+            continue
+        factor = 1.0 if brick else burst_factor(config, t.memory, shape, block, 2, False)
+        scaled[t.memory] = scaled.get(t.memory, 0.0) + t.nbytes * depth * factor
+    factor = burst_factor(config, out.memory, shape, block, 2, True)
+    scaled[out.memory] = scaled.get(out.memory, 0.0) + out.nbytes * factor
 
 
 def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
