@@ -59,6 +59,7 @@ from .op_compute import (
     compute_cycles,
     constant_record_bytes,
     requantizes16,
+    resizes16,
     staged_weights,
     standalone_table,
 )
@@ -341,7 +342,7 @@ def _fixed_cycles(
     elems = int(np.prod(out.shape))
     if fused or is_elementwise(op) or name in (*BLOCK_POOLS, "argmax") or resizes_as_vela(op):
         return 0
-    if name == "qnn.mean" or requantizes16(op, ins, out):
+    if name == "qnn.mean" or requantizes16(op, ins, out) or resizes16(op, ins, out):
         return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
     if (op.kind in MAC_KINDS or standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)

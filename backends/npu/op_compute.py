@@ -77,6 +77,14 @@ def requantizes16(op: NPUOp, ins, out) -> bool:
     return rq and ins[0].dtype == out.dtype == "int16" and len(out.shape) == 4
 
 
+def resizes16(op: NPUOp, ins, out) -> bool:
+    """A 16-bit nearest resize of an NHWC map to twice its rows and columns."""
+    if op.params.get("op") != "image.resize2d" or len(out.shape) != 4 or len(ins) != 1:
+        return False
+    (_, h, w, _), (_, oh, ow, _) = ins[0].shape, out.shape
+    return ins[0].dtype == out.dtype == "int16" and (oh, ow) == (2 * h, 2 * w)
+
+
 def mac_query(
     op: NPUOp, ifm: tuple, ofm: tuple, bits: int = 8, upscale: int = 1
 ) -> tuple[Query, int]:
@@ -190,6 +198,18 @@ def compute_cycles(
         # block model, its first block unoverlapped and no fixed cost
         shape = nhwc(out.shape)
         q = Query("pool", shape, shape, bits=16)
+        transfer = map_transfer(config, ins[0], out, io)
+        return (
+            0,
+            mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
+            None,
+            None,
+        )
+    if resizes16(op, ins, out):
+        # a 16x8 nearest 2x resize: Vela 5.2's AvgPool reading the input upscaled (its debug
+        # database, resize_nearest 4x4x8 -> 8x8x8: ofm block 6x6x8, ifm block 4x4x8, 894 op
+        # cycles on u55-256, 1,915 on u65-256), in the block model, no fixed cost
+        q = Query("pool", nhwc(ins[0].shape), nhwc(out.shape), bits=16, upscale=2, rounding=1)
         transfer = map_transfer(config, ins[0], out, io)
         return (
             0,

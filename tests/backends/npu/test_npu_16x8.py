@@ -185,3 +185,26 @@ def test_16x8_one_op_maximum_minimum_cost_velas(name, preset):
     assert abs(ours / VELA_MAXIMUM16[preset] - 1) <= tol, ours
     tol = 0.1 if preset.startswith("u55") else 0.2
     assert abs(quantize / VELA_QUANTIZE16[preset] - 1) <= tol, quantize
+
+
+# Vela 5.2's op cycles (its debug database) of the 16x8 nearest 2x resize (4x4x8 -> 8x8x8), one
+# AvgPool reading the input upscaled, and its output block (the upscaled read's rounding)
+VELA_RESIZE16 = {
+    "u55-128": (1556, (7, 6, 8)),
+    "u55-256": (894, (6, 6, 8)),
+    "u65-256": (1915, (6, 6, 8)),
+    "u65-512": (1614, (6, 6, 8)),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(VELA_RESIZE16))
+def test_16x8_resize_nearest_costs_velas_avgpool(preset):
+    from partita.backends.npu.blocks import Query, find_block
+    from partita.backends.npu.config import get_config
+
+    cycles, block = VELA_RESIZE16[preset]
+    q = Query("pool", (4, 4, 8), (8, 8, 8), bits=16, upscale=2, rounding=1)
+    assert find_block(get_config(preset), q).ofm == block
+    ((op, ours),) = _op_cycles("resize_nearest", preset)
+    assert op == "image.resize2d"
+    assert abs(ours / cycles - 1) <= (0.05 if preset != "u65-512" else 0.15), ours
