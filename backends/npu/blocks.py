@@ -35,7 +35,9 @@ class Query(NamedTuple):
     """One MAC-array operation: kind (conv, dwconv, fc, pool), ifm and ofm (h, w, c), kernel
     (kh, kw), strides, dilations, the input map's element bits (8 or 16) and the factor the
     hardware upscales the input by as it reads it (2: a TRANSPOSE_CONV's zero-inserted input,
-    Vela's resampling; ``ifm`` is then the map before upscaling)."""
+    Vela's resampling; ``ifm`` is then the map before upscaling) and the rounding regor adds
+    to the upscaled input block's rows and columns (RequiredInputSize's ``rounding``: 1 for
+    its nearest resize's AvgPool, whose 8x8 output block then reads a 6x6 input block)."""
 
     kind: str
     ifm: tuple[int, int, int]
@@ -45,6 +47,7 @@ class Query(NamedTuple):
     dilation: tuple[int, int] = (1, 1)
     bits: int = 8
     upscale: int = 1
+    rounding: int = 0
 
 
 class Block(NamedTuple):
@@ -77,7 +80,7 @@ def _partkernel(q: Query) -> bool:
 def _ifm_block(q: Query, ofm: tuple[int, int, int], ublock, ifm_depth: int):
     areas = _area(q)  # regor's RequiredInputSize: the input rows read, before upscaling
     dims = [
-        round_up(-(-((o - 1) * s + min(a, SUB_KERNEL)) // q.upscale), u)
+        round_up(-(-((o - 1) * s + min(a, SUB_KERNEL) + q.rounding) // q.upscale), u)
         for o, s, a, u in zip(ofm[:2], q.strides, areas, ublock[:2])
     ]
     return (dims[0], dims[1], ifm_depth)

@@ -59,18 +59,23 @@ from .op_compute import (
     MAC_KINDS,
     compute_cycles,
     constant_record_bytes,
+    requantizes16,
+    resizes16,
     staged_weights,
     standalone_table,
 )
 from .program import NPUOp, Program, TensorDesc
 from .vela_access import (
     bandwidth,
+    broadcasts,
     elementwise_access,
     elementwise_op_cycles,
     ifm_block_read,
     is_elementwise,
     leaky_as_max,
     leaky_as_vela,
+    map16_access,
+    maps16,
     prelu_as_max,
     prelu_as_vela,
     prelu_tail,
@@ -278,6 +283,9 @@ def op_cycles(
         add("sram", op.arrays["weights"].nbytes * ceil(oh / bh) * ceil(ow / bw))
     if is_elementwise(op):
         elementwise_access(config, op, ins, out, moved, scaled)
+        if writes_io and maps16(ins, out) and not broadcasts(config, op, ins, out):
+            bricked_in = [t not in program.inputs for t in op.inputs]  # Vela's NHCWB16 maps
+            map16_access(config, ins, out, scaled, bricked_in)  # 16-bit NHWC maps' bursts
     # each memory transfers in parallel with the others (Vela's pass cycles: the slowest memory)
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean":
         _, weights, sums = mean_op_as_vela(config, op, ins[0], out)
@@ -297,7 +305,7 @@ def op_cycles(
     memory = max(
         n / bandwidth(config, m) + (latency if m != "sram" else 0) for m, n in scaled.items()
     )
-    fixed = _fixed_cycles(op, op.output in fused, out, config, bricked)
+    fixed = _fixed_cycles(op, op.output in fused, out, config, bricked, ins)
     total = int(ceil(max(compute, memory))) + fixed
     if split:  # the activation from the SRAM map to where the output lives
         dst = out.memory if output in program.outputs else "sram"
@@ -335,7 +343,9 @@ def op_cycles(
     }
 
 
-def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool = False) -> int:
+def _fixed_cycles(
+    op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool = False, ins=()
+) -> int:
     """The per-operation fixed cost: the configured overhead, except for an LSTM's tiny
     elementwise operations, which Vela's per-layer report charges their output-stage cycles
     only (6-34 cycles for 16-64 values), and a fused activation (none; a standalone one pays
@@ -345,7 +355,7 @@ def _fixed_cycles(op: NPUOp, fused: bool, out, config: NPUConfig, bricked: bool 
     elems = int(np.prod(out.shape))
     if fused or is_elementwise(op) or name in (*BLOCK_POOLS, "argmax") or resizes_as_vela(op):
         return 0
-    if name == "qnn.mean":
+    if name == "qnn.mean" or requantizes16(op, ins, out) or resizes16(op, ins, out):
         return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
     if (op.kind in MAC_KINDS or standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)

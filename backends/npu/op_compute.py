@@ -51,7 +51,6 @@ BLOCK_POOLS = {"nn.max_pool2d": "pool_output_cycles", "qnn.avg_pool2d": "conv_ou
 SOFTMAX_PASSES = 20  # an estimate: Vela's int8 softmax graph (not calibrated against Vela here)
 
 
-
 def unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     """Cycles per output element of the elementwise/pooling unit (0 for pure data movement)."""
     if name in ("nn.max_pool2d", "qnn.avg_pool2d", "qnn.mean"):
@@ -70,6 +69,20 @@ def unit_cycles(name: str, config: NPUConfig, ins, out_elems: int) -> float:
     if name == "qnn.softmax":  # Vela lowers int8 softmax to a chain of ~20 elementwise ops
         return SOFTMAX_PASSES * config.add_output_cycles
     return config.add_output_cycles
+
+
+def requantizes16(op: NPUOp, ins, out) -> bool:
+    """A 16-bit to 16-bit requantize on an NHWC map (QUANTIZE in 16x8, npu.requantize16)."""
+    rq = op.kind == "UNIT" and op.params.get("op") == "qnn.requantize" and len(ins) == 1
+    return rq and ins[0].dtype == out.dtype == "int16" and len(out.shape) == 4
+
+
+def resizes16(op: NPUOp, ins, out) -> bool:
+    """A 16-bit nearest resize of an NHWC map to twice its rows and columns."""
+    if op.params.get("op") != "image.resize2d" or len(out.shape) != 4 or len(ins) != 1:
+        return False
+    (_, h, w, _), (_, oh, ow, _) = ins[0].shape, out.shape
+    return ins[0].dtype == out.dtype == "int16" and (oh, ow) == (2 * h, 2 * w)
 
 
 def mac_query(
@@ -179,6 +192,31 @@ def compute_cycles(
         # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
         q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
         return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
+    if requantizes16(op, ins, out):
+        # a 16x8 QUANTIZE: Vela 5.2's 1x1 average pool that rescales (its debug database,
+        # maximum's Quantize: mac and ao cycles 160 for 4x4x8 int16 maps), 16-bit input, in the
+        # block model, its first block unoverlapped and no fixed cost
+        shape = nhwc(out.shape)
+        q = Query("pool", shape, shape, bits=16)
+        transfer = map_transfer(config, ins[0], out, io)
+        return (
+            0,
+            mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
+            None,
+            None,
+        )
+    if resizes16(op, ins, out):
+        # a 16x8 nearest 2x resize: Vela 5.2's AvgPool reading the input upscaled (its debug
+        # database, resize_nearest 4x4x8 -> 8x8x8: ofm block 6x6x8, ifm block 4x4x8, 894 op
+        # cycles on u55-256, 1,915 on u65-256), in the block model, no fixed cost
+        q = Query("pool", nhwc(ins[0].shape), nhwc(out.shape), bits=16, upscale=2, rounding=1)
+        transfer = map_transfer(config, ins[0], out, io)
+        return (
+            0,
+            mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
+            None,
+            None,
+        )
     if native_activation(op):  # the output stage's int16 sigmoid/tanh
         return 0, out_elems * config.lut_cycles, None, None
     if standalone_table(op) and bricked:  # a table on its own between two operations: Vela

@@ -216,8 +216,40 @@ def elementwise_op_cycles(config: NPUConfig, op: NPUOp, ins, out, brick: bool, f
     MUL, MAXIMUM, MINIMUM on u65-256: one 4x4x16 block for the 8x8x4 maps, cmd cycles 152-184,
     which our rule now gives to the cycle; on the 8x8x8 block 196-228)."""
     rate = getattr(config, elementwise_rate_name(op))
-    reshaped = flat_shape(out.shape) if flat and not broadcasts(config, op, ins, out) else None
+    flat = flat and not broadcasts(config, op, ins, out) and not maps16(ins, out)
+    reshaped = flat_shape(out.shape) if flat else None
     return elementwise_cycles(config, ins, out, rate, brick, reshaped)
+
+
+def maps16(ins, out) -> bool:
+    """Whether an operation reads and writes 16-bit maps only (16x8)."""
+    return all(np.dtype(t.dtype).itemsize == 2 for t in (*ins, out))
+
+
+def map16_access(config: NPUConfig, ins, out, scaled: dict, bricked=None) -> None:
+    """Vela 5.2's access of 16-bit maps by an elementwise operation that writes a region's
+    NHWC output (16x8 ABS, LEAKY_RELU, ADD, SUB, MUL, MAXIMUM, MINIMUM): it keeps the maps'
+    shape (no ``flat_shape``) and moves each NHWC map in ``burst_factor``'s bursts of one block
+    depth, the block no deeper than the map (its debug database, one-op 4x4x8 int16 maps: read
+    and write efficiency 0.5 in SRAM on the U55s, 0.125 in DRAM on the U65s; ADD 1,024 + 512
+    effective SRAM bytes, 192 cycles, on u55-256 and 4,096 + 2,048 DRAM bytes, 512 cycles, on
+    u65-256). ``bricked``: per input, whether it is an intermediate map, which Vela keeps in
+    NHCWB16 bricks (depth rounded up to 16) and reads in full bursts; the NHWC inputs of such
+    an operation are read at the bricks' depth too (MAXIMUM after its input's QUANTIZE: 512 +
+    1,024 SRAM bytes read on u55-256, 512 + 4,096 DRAM bytes on u65-256; 256 and 554 cycles).
+    ``scaled`` (bytes weighted by burst efficiency per memory) is replaced."""
+    shape = nhwc(out.shape)
+    block = tuple(min(b, d) for b, d in zip(elementwise_block(config, shape), shape))
+    bricked = bricked or [False] * len(ins)
+    depth = round_up(shape[2], 16) / shape[2] if any(bricked) else 1.0
+    scaled.clear()
+    for t, brick in zip(ins, bricked):
+        if int(np.prod(t.shape)) <= 1:
+            continue
+        factor = 1.0 if brick else burst_factor(config, t.memory, shape, block, 2, False)
+        scaled[t.memory] = scaled.get(t.memory, 0.0) + t.nbytes * depth * factor
+    factor = burst_factor(config, out.memory, shape, block, 2, True)
+    scaled[out.memory] = scaled.get(out.memory, 0.0) + out.nbytes * factor
 
 
 def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
@@ -339,13 +371,8 @@ def unary16_as_vela(config: NPUConfig, ifm, ofm, brick: bool, flat: bool) -> flo
     if not (flat and ofm.dtype == "int16"):
         return elementwise_pass(config, name, [ifm], ofm, {}, brick, flat)
     compute = elementwise_cycles(config, [ifm], ofm, getattr(config, UNARY_RATES[name]))
-    shape = nhwc(ofm.shape)
-    # the block no deeper than the map (Vela's 4x4x8 on u65-512 as on the others)
-    block = tuple(min(b, d) for b, d in zip(elementwise_block(config, shape), shape))
     scaled: dict[str, float] = {}
-    for t, write in ((ifm, False), (ofm, True)):
-        factor = burst_factor(config, t.memory, shape, block, 2, write)
-        scaled[t.memory] = scaled.get(t.memory, 0.0) + t.nbytes * factor
+    map16_access(config, [ifm], ofm, scaled)
     return max(compute, *(n / bandwidth(config, m) for m, n in scaled.items()))
 
 

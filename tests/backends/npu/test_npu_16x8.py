@@ -145,3 +145,66 @@ def test_16x8_one_op_abs_and_leaky_relu_cost_velas(name, preset):
     exe = P.build(from_tflite(MODELS / f"{name}.tflite"), f"npu -config={preset}, llvm")
     ours = sum(c["cycles"] for s in exe.steps for c in s.region.cycles)
     assert 0.99 <= ours / VELA_UNARY16[preset] <= 1.01, ours
+
+
+# Vela 5.2's op cycles (its debug database) of the one-op 16x8 ADD, SUB and MUL (4x4x8 int16
+# maps from the region's input to its output, NHWC; ADD and SUB share the rule) on u55-128,
+# u55-256, u65-256, u65-512: the maps' traffic in bursts of one block depth, 1,024 + 512
+# effective SRAM bytes on the U55s, 4,096 + 2,048 DRAM bytes on the U65s (n30r)
+VELA_BINARY16 = {"u55-128": 192, "u55-256": 192, "u65-256": 512, "u65-512": 512}
+# the MAXIMUM after its input's QUANTIZE: one NHCWB16 input in full bursts, the NHWC one at the
+# bricks' depth (Vela 256 / 256 / 554 / 554: on the U65s it keeps the QUANTIZE's map in DRAM,
+# partita in SRAM, 512); and Vela's QUANTIZE, a 16-bit 1x1 average pool (496 / 328 / 1,109 /
+# 1,025; ours in the block model 512 / 352 / 895 / 831, the U65s' DRAM write not charged)
+VELA_MAXIMUM16 = {"u55-128": 256, "u55-256": 256, "u65-256": 554, "u65-512": 554}
+VELA_QUANTIZE16 = {"u55-128": 496, "u55-256": 328, "u65-256": 1109, "u65-512": 1025}
+
+
+def _op_cycles(name, preset):
+    exe = P.build(from_tflite(MODELS / f"{name}.tflite"), f"npu -config={preset}, llvm")
+    (step,) = exe.steps
+    return [
+        (op.params.get("op"), c["cycles"])
+        for op, c in zip(step.region.program.ops, step.region.cycles)
+    ]
+
+
+@pytest.mark.parametrize("preset", sorted(VELA_BINARY16))
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "add_relu"])
+def test_16x8_one_op_add_sub_mul_cost_velas(name, preset):
+    ((_, ours),) = _op_cycles(name, preset)
+    assert 0.99 <= ours / VELA_BINARY16[preset] <= 1.01, ours
+
+
+@pytest.mark.parametrize("preset", sorted(VELA_MAXIMUM16))
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_16x8_one_op_maximum_minimum_cost_velas(name, preset):
+    (rq, quantize), (op, ours) = _op_cycles(name, preset)
+    assert (rq, op) == ("qnn.requantize", name)
+    tol = 0.01 if preset.startswith("u55") else 0.1  # the U65s: Vela's map in DRAM
+    assert abs(ours / VELA_MAXIMUM16[preset] - 1) <= tol, ours
+    tol = 0.1 if preset.startswith("u55") else 0.2
+    assert abs(quantize / VELA_QUANTIZE16[preset] - 1) <= tol, quantize
+
+
+# Vela 5.2's op cycles (its debug database) of the 16x8 nearest 2x resize (4x4x8 -> 8x8x8), one
+# AvgPool reading the input upscaled, and its output block (the upscaled read's rounding)
+VELA_RESIZE16 = {
+    "u55-128": (1556, (7, 6, 8)),
+    "u55-256": (894, (6, 6, 8)),
+    "u65-256": (1915, (6, 6, 8)),
+    "u65-512": (1614, (6, 6, 8)),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(VELA_RESIZE16))
+def test_16x8_resize_nearest_costs_velas_avgpool(preset):
+    from partita.backends.npu.blocks import Query, find_block
+    from partita.backends.npu.config import get_config
+
+    cycles, block = VELA_RESIZE16[preset]
+    q = Query("pool", (4, 4, 8), (8, 8, 8), bits=16, upscale=2, rounding=1)
+    assert find_block(get_config(preset), q).ofm == block
+    ((op, ours),) = _op_cycles("resize_nearest", preset)
+    assert op == "image.resize2d"
+    assert abs(ours / cycles - 1) <= (0.05 if preset != "u65-512" else 0.15), ours
