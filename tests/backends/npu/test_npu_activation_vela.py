@@ -6,34 +6,16 @@ Relu6 320 cycles on u55-256, 1,207 and 532 on u65-256)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from pathlib import Path
-
 import pytest
 from partita.backends.npu.config import get_config
 from partita.backends.npu.program import TensorDesc
 from partita.backends.npu.vela_activation import activation_cycles, split_activation
-from partita.frontends import from_tflite
-
-import partita as P
-
-ROOT = Path(__file__).resolve().parents[3]
-RECORD = json.loads((Path(__file__).resolve().parent / "data" / "vela_cycles.json").read_text())
-
-
-def _build(name: str, preset: str):
-    path = ROOT / "tests" / "models" / "tflite" / "ops" / f"{name}.tflite"
-    row = RECORD[f"tests/models/tflite/ops/{name}/{preset}"]
-    assert row["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()[:16], path
-    exe = P.build(from_tflite(str(path)), f"npu -config={preset}, ref")
-    (region,) = [s.region for s in exe.steps if s.target == "npu"]
-    return region, row
+from vela_record import ops_region
 
 
 @pytest.mark.parametrize("preset", ["u55-256", "u65-256"])
 def test_four_channel_relu6_runs_apart(preset):
-    region, vela = _build("dwconv_m1_s1_same_relu6", preset)
+    region, vela = ops_region("dwconv_m1_s1_same_relu6", preset)
     (op,) = region.program.ops
     # the ReLU6's bounds are int8's whole range here (output zero point -128): only the
     # compiler's mark says there is an activation
@@ -45,7 +27,7 @@ def test_four_channel_relu6_runs_apart(preset):
 
 @pytest.mark.parametrize("preset", ["u55-256", "u65-256"])
 def test_eight_channels_keep_it_fused(preset):
-    region, vela = _build("conv2d_same_s2_relu6", preset)
+    region, vela = ops_region("conv2d_same_s2_relu6", preset)
     (op,) = region.program.ops
     assert op.params["activation"] == "clip"
     assert not split_activation(op, region.program.tensors[op.output])

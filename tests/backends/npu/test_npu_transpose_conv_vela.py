@@ -6,29 +6,12 @@ in data/vela_cycles.json and its schedule (``vela --verbose-schedule``: IFM bloc
 
 from __future__ import annotations
 
-import hashlib
-import json
-from pathlib import Path
-
 import pytest
 from partita.backends.npu.blocks import Query, find_block
 from partita.backends.npu.config import get_config
-from partita.frontends import from_tflite
+from vela_record import ops_region
 
-import partita as P
-
-ROOT = Path(__file__).resolve().parents[3]
-RECORD = json.loads((Path(__file__).resolve().parent / "data" / "vela_cycles.json").read_text())
 MODELS = ("transpose_conv_s2_same", "transpose_conv_s2_valid", "transpose_conv_in_graph")
-
-
-def _build(name: str, preset: str):
-    path = ROOT / "tests" / "models" / "tflite" / "ops" / f"{name}.tflite"
-    row = RECORD[f"tests/models/tflite/ops/{name}/{preset}"]
-    assert row["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()[:16], path
-    exe = P.build(from_tflite(str(path)), f"npu -config={preset}, ref")
-    (region,) = [s.region for s in exe.steps if s.target == "npu"]
-    return region, row
 
 
 @pytest.mark.parametrize("preset", ["u55-256", "u65-256"])
@@ -36,7 +19,7 @@ def _build(name: str, preset: str):
 def test_transpose_conv_is_velas(name, preset):
     """Within 1% of Vela's totals (were 1.07-1.44 with the zero insertion charged as a DMA
     and the convolution reading the zero-inserted map)."""
-    region, vela = _build(name, preset)
+    region, vela = ops_region(name, preset)
     ours = sum(c["cycles"] for c in region.cycles)
     assert abs(ours / vela["cycles"] - 1) <= 0.01, (ours, vela)
     ops = region.program.ops
