@@ -229,12 +229,14 @@ def run_model(args) -> None:
         for name, t, ti in rows + [(n, t, ti) for (n, t, _), ti in zip(peers, theirs)]:
             print(f"{name:36} {t:>7} {1e3 * ti:10.2f} {ti / base:10.3f}x")
         for t, exe in sorted(builds[tier].items()):
-            counts = [s.region.modes.counts for s in exe.steps
-                      if getattr(getattr(s, "region", None), "_alone", None) is not None]
-            if t > 1 and counts:
+            modes = [s.region.modes for s in exe.steps
+                     if getattr(getattr(s, "region", None), "_alone", None) is not None]
+            if t > 1 and modes:
                 print(f"  -threads={t}: runs with the worker "
-                      f"{sum(c['pool'] for c in counts)} of "
-                      f"{sum(c['pool'] + c['alone'] for c in counts)} (TwoModes' choice)")
+                      f"{sum(m.counts['pool'] for m in modes)} of "
+                      f"{sum(m.counts['pool'] + m.counts['alone'] for m in modes)} (TwoModes' "
+                      f"choice; probe runs crowded by a third thread, judging nothing: "
+                      f"{sum(m.crowded for m in modes)})")
         for line in peak_summary(builds[tier][1], x, args.profile_runs):
             print(line)
 

@@ -3,7 +3,7 @@
 Runtime's at 1 and 2 threads (partita's ``-threads=2`` splits the large matrix products over a
 second thread), in one process.
 
-    python benchmarks/transformers.py [--seq 128] [--threads 1 2] [--repeat 10] [--block 1]
+    python benchmarks/transformers.py [--seq 128] [--threads 1 2] [--repeat 10] [--block 5]
                                       [--tiny] [--layers N] [--dyn-int8]
 
 The encoder is tools/gen_transformer_models.py's (BERT_BASE config; --tiny: the 2-layer test
@@ -14,8 +14,13 @@ issue's goal: at most 1.5). Where the llvm backend cannot build the model yet, t
 why, and the reference interpreter's time is printed instead, for scale only.
 
 partita and ONNX Runtime run in one process, interleaved (``--block`` calls of each per round,
-``--repeat`` rounds, after a warm-up block of each), so load from other processes falls on both
-alike; each line gives the median wall time and the median process CPU time per call (on a
+each call timed, ``--repeat`` rounds, after a warm-up block of each), so load from other
+processes falls on both alike while each runtime is measured in its steady state, as
+benchmarks/cpu.py does: a runtime's pool keeps spinning after its call (ONNX Runtime's for
+~23 ms of CPU), which costs the next runtime's first call of a block a core at two threads,
+and with ``--block 1`` every call (until session 21 this script averaged whole blocks with
+``--block 1``: every partita call right after an ORT call). Each line gives the median wall
+time and the median process CPU time per call (on a
 shared machine the CPU time is the steadier figure; at 2 threads it counts both threads, and
 also the other runtime's pool while it still spins from its last call), the calling thread's
 CPU time, the load average before and after, and at 2 threads how many of partita's runs used
@@ -58,12 +63,13 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def interleaved(fns, repeat: int, block: int = 1) -> list[tuple[float, float, float]]:
+def interleaved(fns, repeat: int, block: int = 5) -> list[tuple[float, float, float]]:
     """(median wall seconds, median process CPU seconds, median CPU seconds of the calling
     thread) per call of each function, measured round-robin: ``block`` calls of each per round,
-    ``repeat`` rounds, each function warmed up first by a block of its own. The process's CPU
-    time counts every thread of the process, a peer's pool still spinning from its last call
-    included; the calling thread's is its own share."""
+    each call timed on its own, ``repeat`` rounds, each function warmed up first by a block of
+    its own (as benchmarks/cpu.py measures). The process's CPU time counts every thread of the
+    process, a peer's pool still spinning from its last call included; the calling thread's
+    is its own share."""
     for fn in fns:
         for _ in range(max(block, 1)):
             fn()
@@ -72,12 +78,12 @@ def interleaved(fns, repeat: int, block: int = 1) -> list[tuple[float, float, fl
     own = [[] for _ in fns]
     for _ in range(repeat):
         for fn, w, c, o in zip(fns, wall, cpu, own):
-            t, pt, tt = time.perf_counter(), time.process_time(), time.thread_time()
             for _ in range(max(block, 1)):
+                t, pt, tt = time.perf_counter(), time.process_time(), time.thread_time()
                 fn()
-            w.append((time.perf_counter() - t) / max(block, 1))
-            c.append((time.process_time() - pt) / max(block, 1))
-            o.append((time.thread_time() - tt) / max(block, 1))
+                w.append(time.perf_counter() - t)
+                c.append(time.process_time() - pt)
+                o.append(time.thread_time() - tt)
     return [(statistics.median(w), statistics.median(c), statistics.median(o))
             for w, c, o in zip(wall, cpu, own)]
 
@@ -120,6 +126,13 @@ def worker_runs(exe) -> tuple[int, int]:
     return sum(c["pool"] for c in counts), sum(c["pool"] + c["alone"] for c in counts)
 
 
+def crowded(exe) -> int:
+    """Probe runs of ``exe``'s two-thread regions that judged nothing so far: a third thread
+    of the process (ORT's pool still spinning) ran beside partita's two (TwoModes.crowded)."""
+    return sum(step.region.modes.crowded for step in exe.steps
+               if getattr(getattr(step, "region", None), "_alone", None) is not None)
+
+
 def partita_build(mod, threads: int = 1):
     """(what runs, compile seconds, a function running it once): "llvm" (``-threads=2``: the
     large matrix products split over a second thread), or the interpreter when the llvm build
@@ -138,7 +151,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seq", type=int, help="sequence length (default 128; --tiny: 32, its most)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=10, help="interleaved rounds")
-    ap.add_argument("--block", type=int, default=1, help="calls of each runtime per round")
+    ap.add_argument("--block", type=int, default=5,
+                    help="calls of each runtime per round (each timed; medians over all)")
     ap.add_argument("--tiny", action="store_true", help="the 2-layer test geometry")
     ap.add_argument("--layers", type=int, help="keep the first N encoder layers")
     ap.add_argument("--dyn-int8", action="store_true",
@@ -187,7 +201,8 @@ def main(argv=None) -> int:
                     what += f"; load average {before} -> {load()}"
                     if n > 1:
                         now = worker_runs(exe)
-                        what += f"; runs with the worker {now[0] - pooled} of {now[1] - runs}"
+                        what += (f"; runs with the worker {now[0] - pooled} of {now[1] - runs}, "
+                                 f"probes crowded by a third thread {crowded(exe)}")
                 print(
                     f"{form}, {n} thread(s): partita {ours[0] * 1e3:.1f} ms wall / "
                     f"{ours[1] * 1e3:.1f} ms CPU ({ours[2] * 1e3:.1f} the caller's thread; compile "

@@ -7,6 +7,7 @@ worker thread."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 
@@ -174,3 +175,52 @@ class IdleCPU:
         if self.loadavg is None:
             return True
         return self.loadavg()[0] < self.cpus - 1
+
+
+class Siblings:
+    """How much CPU this process's *other* threads ran over a call of the caller's: the sum over
+    /proc/self/task/*/schedstat (run time in nanoseconds) of every thread but the caller,
+    between ``start`` and ``used``. During a run with the worker, the worker alone runs at
+    most the run's wall time; more than that (``crowded``) means a third thread of the process
+    (another runtime's pool still spinning after its call: ONNX Runtime's spins ~23 ms of CPU)
+    shared the two cores with the run, so the run says nothing about two threads against one.
+    Off Linux, or without schedstat, it never says crowded."""
+
+    SLACK = 1.15  # the worker's run time over the wall time that counts as another thread's
+    FLOOR = 2e-4  # seconds of others' run time always allowed (a wake-up, a reading's jitter)
+
+    def __init__(self, task_dir: str = "/proc/self/task", me=threading.get_native_id):
+        self.task_dir, self.me = task_dir, me
+        self.before: dict | None = None
+
+    def others(self) -> dict | None:
+        """Thread id -> nanoseconds run, for every thread of the process but the caller."""
+        try:
+            names = os.listdir(self.task_dir)
+        except OSError:
+            return None
+        mine, out = str(self.me()), {}
+        for name in names:
+            if name == mine:
+                continue
+            try:
+                with open(f"{self.task_dir}/{name}/schedstat") as f:
+                    out[name] = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended, or no schedstat: counts nothing
+        return out
+
+    def start(self) -> None:
+        self.before = self.others()
+
+    def used(self) -> float | None:
+        """Seconds the other threads ran since ``start`` (None: no reading)."""
+        before, self.before = self.before, None
+        after = self.others() if before is not None else None
+        if not after:
+            return None if after is None else 0.0
+        return sum(ns - before.get(t, 0) for t, ns in after.items()) * 1e-9
+
+    def crowded(self, wall: float) -> bool:
+        used = self.used()
+        return used is not None and used > self.SLACK * wall + self.FLOOR

@@ -33,7 +33,7 @@ from statistics import median
 from llvmlite import ir
 from partita.backends.llvm.emit.base import I64, Family, c64
 from partita.backends.llvm.kinds import Kind
-from partita.backends.llvm.runtime.idle import IdleCPU
+from partita.backends.llvm.runtime.idle import IdleCPU, Siblings
 
 I32 = ir.IntType(32)
 
@@ -408,7 +408,10 @@ class TwoModes:
     every ``interval`` runs, until MISSES runs with the worker in a row are slower than the
     median alone. So on a busy machine at most one run in PROBE (fewer later) pays for a slow
     worker, MISSES where the machine turns busy while the worker is kept, and no run of the
-    first BASELINE does."""
+    first BASELINE does. A probe's run that shared the cores with a third thread of this
+    process (``siblings``: another runtime's pool spinning after its call) judges nothing: the
+    probe ends without backing off and comes again PROBE runs later (``crowded`` counts them),
+    so the worker's chance does not depend on which runtime ran just before the probe."""
 
     WINDOW = 5
     BASELINE = 2
@@ -420,8 +423,10 @@ class TwoModes:
     # runs; a machine turned busy costs one more slow run
     MISSES = 2
 
-    def __init__(self, idle=None):
+    def __init__(self, idle=None, siblings=None):
         self.idle = idle if idle is not None else IdleCPU()
+        self.siblings = siblings if siblings is not None else Siblings()
+        self.crowded = 0  # probe runs that judged nothing: a third thread of the process ran
         self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
         self.counts = {"pool": 0, "alone": 0}  # runs recorded in each mode (for benchmarks)
         self.runs = 0
@@ -438,6 +443,8 @@ class TwoModes:
     def choose(self) -> str:
         self.runs += 1
         if self.probing:
+            if self.started:
+                self.siblings.start()
             return "pool"
         if self.runs < self.next_probe or len(self.times["alone"]) < self.BASELINE:
             return self.best
@@ -448,6 +455,8 @@ class TwoModes:
             self.next_probe = self.runs + PROBE
             return "alone"
         self.probing, self.streak = True, 0
+        if self.started:
+            self.siblings.start()
         return "pool"
 
     def back_off(self) -> None:
@@ -464,6 +473,12 @@ class TwoModes:
             return  # the run that started the thread
         alone = self.alone_median()
         faster = alone is not None and seconds < self.MARGIN * alone
+        if self.probing and not faster and self.siblings.crowded(seconds):
+            self.times["pool"].pop()  # a third thread shared the cores: no verdict, no back-off
+            self.crowded += 1
+            self.probing, self.streak = False, 0
+            self.next_probe = self.runs + PROBE
+            return
         if not faster and not self.probing and self.best == "pool":
             self.misses += 1  # a kept worker: back to one thread at the MISSES-th slow run
             if self.misses < self.MISSES:  # in a row (one may be another runtime's spin)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from partita.backends.llvm.runtime.idle import IdleCPU, parse_stat
+from partita.backends.llvm.runtime.idle import IdleCPU, Siblings, parse_stat
 from partita.backends.llvm.runtime.threads import PROBE, TwoModes
 
 
@@ -291,3 +291,69 @@ def test_another_process_spinning_keeps_the_worker_out():
         for p in busy:
             p.kill()
             p.wait()
+
+
+class _FakeSiblings:
+    """Siblings whose answer the test sets: ``load`` is the other threads' run time over the
+    timed run, as a multiple of its wall time."""
+
+    def __init__(self):
+        self.load, self.wall = 0.0, None
+
+    def start(self):
+        pass
+
+    def crowded(self, wall):
+        return self.load * wall > Siblings.SLACK * wall + Siblings.FLOOR
+
+
+def test_a_probe_crowded_by_a_third_thread_of_the_process_judges_nothing():
+    """A probe right after another runtime's call (its pool spinning in this process, so
+    three threads shared the two cores) ends without backing off: the next comes PROBE runs
+    later, not 2 PROBE, and when the third thread is gone the worker is measured and kept.
+    Without the crowding reading the same slow run would have doubled the interval."""
+    siblings = _FakeSiblings()
+    modes = TwoModes(idle=lambda: True, siblings=siblings)
+    siblings.load = 2.0  # the worker plus a spinning pool: twice the wall time
+    chosen = _drive(modes, TwoModes.BASELINE + 2, pool=3.0, alone=2.0)
+    assert chosen[-2:] == ["pool", "pool"]  # the thread's start, then the crowded probe run
+    assert modes.crowded == 1 and modes.best == "alone" and modes.interval == PROBE
+    siblings.load = 0.9  # the worker alone (at most the wall time)
+    chosen = _drive(modes, 2 * PROBE, pool=1.0, alone=2.0)
+    assert modes.best == "pool" and chosen.index("pool") <= PROBE
+    # a slow probe without a third thread backs off as before
+    slow = TwoModes(idle=lambda: True, siblings=_FakeSiblings())
+    _drive(slow, TwoModes.BASELINE + 2, pool=3.0, alone=2.0)
+    assert slow.crowded == 0 and slow.best == "alone" and slow.interval == 2 * PROBE
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_siblings_reads_another_threads_run_time_and_not_the_callers():
+    """Siblings on this process: a thread burning a CPU for ~0.3 s is read as about that
+    much run time, the caller's own work is not counted at all."""
+    import threading
+
+    siblings = Siblings()
+    if siblings.others() is None or not Path(
+            f"/proc/self/task/{threading.get_native_id()}/schedstat").is_file():
+        pytest.skip("no schedstat")
+    siblings.start()
+    end = time.perf_counter() + 0.2
+    while time.perf_counter() < end:  # the caller busy: not a sibling's time
+        pass
+    assert siblings.used() < 0.05
+    stop = threading.Event()
+    spinner = threading.Thread(target=_native_spin, args=(stop,))
+    spinner.start()  # a pool thread that lives on (a thread gone by the reading counts nothing)
+    try:
+        siblings.start()
+        start = time.perf_counter()
+        time.sleep(0.3)
+        used = siblings.used()
+        wall = time.perf_counter() - start
+    finally:
+        stop.set()
+        spinner.join()
+    assert 0.05 < used <= wall + 0.01  # it ran (on a loaded machine: less than all of it)
+    siblings.start()
+    assert siblings.crowded(1e-3) is False  # nothing ran since: not crowded
