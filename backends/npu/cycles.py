@@ -102,7 +102,7 @@ from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
 from .vela_sum import sum_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
-from .weight_staging import buffered_cycles, refetches
+from .weight_staging import buffered_cycles, dma_hidden, refetches
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -273,6 +273,14 @@ def op_cycles(
         # Vela loads the table of an operation between two others while the previous one runs
         # (its per-layer report charges the load to no operation)
         moved[config.weight_memory] = moved.get(config.weight_memory, 0) + constant_bytes
+    elif (
+        constant_bytes
+        and staged
+        and dma_hidden(config, slack)
+        and mac_staged(op, out)
+        and (not _sliced(query, block))
+    ):  # DMA'd to SRAM while the previous operation runs: buffered_cycles charges its wait
+        moved[config.weight_memory] = moved.get(config.weight_memory, 0) + constant_bytes
     elif constant_bytes:
         add(config.weight_memory, constant_bytes)
     if block is not None and "weights" in op.arrays and staged:
@@ -310,10 +318,10 @@ def op_cycles(
     if split:  # the activation from the SRAM map to where the output lives
         dst = out.memory if output in program.outputs else "sram"
         total += int(ceil(activation_cycles(config, out, dst)))
-    if op.kind in MAC_KINDS and staged and not lstm_op(op, out):  # waiting for the weights
+    if staged and mac_staged(op, out):  # waiting for the weights
         nbytes, depth = constant_record_bytes(op, query), query.ofm[2]
         estimate = None
-        if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
+        if _sliced(query, block):  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
         elif exposed is not None and config.spill_memory != "none" and depth <= SPLIT_DEPTH:
             # regor's scheduler estimate, the maps where they are before SRAM placement (a
@@ -341,6 +349,17 @@ def op_cycles(
         "time_at_clock_s": total / config.clock_hz,
         **tail,
     }
+
+
+def _sliced(query, block) -> bool:
+    """Whether Vela slices the operation's weights in depth (more than two blocks deep) and
+    streams the slices through its buffer while it runs."""
+    return block is not None and query.ofm[2] // min(block.ofm[2], query.ofm[2]) > 2
+
+
+def mac_staged(op: NPUOp, out) -> bool:
+    """A MAC operation whose staged weights ``buffered_cycles`` charges (not an LSTM's)."""
+    return op.kind in MAC_KINDS and not lstm_op(op, out)
 
 
 def _fixed_cycles(

@@ -116,9 +116,10 @@ VELA = [
     ("RESIZE_NEAREST_NEIGHBOR", "2x/4x/8x upscale or 1x1 input", "same (`npu.resize`)"),
     (
         "REVERSE_V2",
-        "axis H, W or C",
-        "same constraint (`npu.reverse`, DMA copies); Vela 5.2 refuses the converter's W-axis "
-        "test model ('Unsupported reverse mask'), partita runs it",
+        "no axis (Ethos-U55/U65: 'Axis attribute is not supported')",
+        "same constraint (`npu.reverse`): every REVERSE_V2 with an axis stays on the CPU, as "
+        "Vela 5.2 leaves both test models ('Unsupported reverse mask'); one without an axis "
+        "(Vela's copy) is refused by the frontend (it imports one axis)",
     ),
     (
         "RSQRT",

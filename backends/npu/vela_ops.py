@@ -108,11 +108,17 @@ def lower_resize_bilinear(fn, out_dtype: str):
     return "UNIT", params, {"c0": wy, "c1": wx}
 
 
-@constraint("Reverses must run along H, W or C of an NHWC map (Vela's)")
+@constraint(
+    "Reverses must not reverse an axis (Vela 5.2's Ethos-U55/U65 REVERSE_V2: 'Axis attribute "
+    "is not supported', any axis)"
+)
 def reverse(root) -> Verdict:
+    """Vela 5.2 (regor's TfLiteSupportedOperatorsU55, also the U65's) refuses a REVERSE_V2
+    whose axes give any reverse mask, whatever the axis or its length: only an empty axis list
+    (a copy) is left on the NPU. Our ``reverse`` always has one axis (TFLite's kernel takes
+    exactly one: frontends/tflite/ops_vela.reverse_v2), so it always stays on the CPU."""
     ndim = root.args[0].checked_type.ndim
-    ok = ndim == 4 and root.attrs.axis in (1, 2, 3) or ndim < 4 and root.attrs.axis >= 0
-    return Verdict(ok, f"got axis {root.attrs.axis} of a rank-{ndim} tensor")
+    return Verdict(False, f"got axis {root.attrs.axis} of a rank-{ndim} tensor")
 
 
 @constraint(

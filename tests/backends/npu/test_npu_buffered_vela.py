@@ -7,6 +7,7 @@ perf_debug's est_op_cycles_without_buffering and weight_transfer_cycles)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,16 @@ from partita.frontends import from_tflite
 
 import partita as P
 
-OPS = Path(__file__).resolve().parents[3] / "tests" / "models" / "tflite" / "ops"
+ROOT = Path(__file__).resolve().parents[3]
+OPS = ROOT / "tests" / "models" / "tflite" / "ops"
+# Vela's op cycles (u65-256) of staged convolutions whose weights' DMA the previous operation
+# hides (est_op_cycles_with_buffering = without; session 21, n30u), by the model's operator
+# index: digits_mobilenetv2's 1x1 convolutions on 8x8 and 4x4 maps (the DMA's 500-cycle latency
+# was in their memory cycles before: 544, 586, 650), sum_in_graph's SUM (503 before)
+HIDDEN_DMA = {
+    ROOT / "partita" / "data" / "digits_mobilenetv2.tflite": {5: 480, 8: 480, 12: 304, 19: 368},
+    OPS / "sum_in_graph.tflite": {1: 184},
+}
 
 
 def test_buffered_cycles_is_regors_formula():
@@ -66,10 +76,21 @@ def test_last_convolution_after_an_elementwise_operation(name, vela_last, vela_t
     # reverse mask'): SRAM maps on the U55, DRAM ones on the U65
     (("u55-256", [576, 384]), ("u65-256", [1524, 1140])),
 )
-def test_reverse_v2_in_graph_on_velas_placement(preset, vela):
-    ours = _npu_cycles("reverse_v2_in_graph", preset, ["reverse"])
+def test_reverse_v2_in_graph_as_vela_places_it(preset, vela):
+    # partita leaves the reverse on the CPU too (vela_ops.reverse): its two convolutions are
+    # Vela's within a cycle, each in its own NPU region
+    ours = _npu_cycles("reverse_v2_in_graph", preset)
     assert len(ours) == 2 and all(abs(a - b) <= 1 for a, b in zip(ours, vela)), ours
-    # with the reverse on the NPU (ours), its convolutions are Vela's on the U55 and the
-    # reverse's copies are the whole difference from Vela's total
-    cycles = _npu_cycles("reverse_v2_in_graph", "u55-256")
-    assert (cycles[0], cycles[2]) == (576, 384) and cycles[1] > 0
+    assert ours == _npu_cycles("reverse_v2_in_graph", preset, ["reverse"])
+
+
+@pytest.mark.parametrize("path", sorted(HIDDEN_DMA), ids=lambda p: p.stem)
+def test_a_hidden_weight_dma_is_not_in_the_operations_cycles(path):
+    exe = P.build(from_tflite(str(path)), "npu -config=u65-256, ref")
+    ours: dict[int, int] = {}
+    for s in exe.steps:
+        for op, c in zip(s.region.program.ops, s.region.cycles):
+            index = int(re.search(r"#(\d+)", op.name).group(1))
+            ours[index] = ours.get(index, 0) + c["cycles"]
+    for index, vela in HIDDEN_DMA[path].items():
+        assert abs(ours[index] / vela - 1) <= 0.05, (index, ours[index], vela)

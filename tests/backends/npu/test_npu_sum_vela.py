@@ -45,11 +45,19 @@ TOTALS = {
     "sum_all": ((0.97, 1.03), (0.96, 1.02)),
     "sum_h": ((0.97, 1.03), (0.96, 1.02)),
     "sum_axis3": ((0.97, 1.04), (1.02, 1.09)),
-    "sum_hw": ((0.96, 1.03), (0.72, 0.79)),  # u65: Vela's Conv2D writing DRAM, 839 against 505
+    "sum_hw": ((0.96, 1.03), (0.97, 1.03)),
     "sum_w": ((0.94, 1.0), (0.90, 0.96)),
-    "sum_wc": ((0.85, 0.91), (0.75, 0.81)),  # Vela's Conv2D waits for its weights (u55: 36)
+    # u55: Vela's Conv2D waits 36 cycles for its 48 weight bytes from flash (128 - 92); ours
+    # are 15 bytes, moved under the transpose
+    "sum_wc": ((0.85, 0.91), (0.97, 1.03)),
     "sum_hw_tall": ((0.99, 1.05), (0.99, 1.05)),
 }
+
+
+# Vela's Conv2D on u65-256 (perf_debug, session 21 n30u): the transpose's op cycles (regor's
+# slack), the Conv2D's est_op_cycles_without_buffering (its maps off-chip) and its op cycles,
+# 505 (the weights' transfer) - slack + estimate
+CONV2DS = {"sum_hw": (521, 855, 839), "sum_wc": (660, 983, 828)}
 
 
 def _memories(name: str, preset: str) -> tuple[str, str]:
@@ -123,3 +131,11 @@ def test_a_sum_costs_about_velas_total(name, preset):
     ours = sum(c["cycles"] for c in _build(name, preset).cycles)
     lo, hi = TOTALS[name][PRESETS.index(preset)]
     assert lo <= ours / row["cycles"] <= hi, ours / row["cycles"]
+
+
+@pytest.mark.parametrize("name", sorted(CONV2DS))
+def test_the_conv2d_waits_for_its_weights_as_regor_charges_it(name):
+    slack, _, vela = CONV2DS[name]
+    (total,) = [c["cycles"] for c in _build(name, "u65-256").cycles]
+    conv = total - slack  # the transpose is Vela's to the cycle (test_the_transpose_is_velas)
+    assert abs(conv / vela - 1) <= 0.01, (conv, vela)  # before session 21: 505
