@@ -12,8 +12,8 @@ op_cycles, perf_debug_main's ao and cmd cycles, on generated shapes).
 
       MUL        ofm (b, M, K) int32 in the scratch memory: per element the 32-bit-out MUL
                  rate (regor's index 2), but at least a quarter of (the slowest block
-                 transfer / the block's elements + that rate); blocks of regor's elementwise
-                 search on the map after MatMulDependencyFit (vela_access.elementwise_block)
+                 transfer / the block's elements + that rate); the block: regor's elementwise
+                 search on the map after MatMulDependencyFit (``mul_block``)
       ReduceSum  (b, M, K) -> (b, M, 1) in the block model: its fractional block count,
                  32 * ublock depth / 8 cycles per block and K / ifm block depth passes, the
                  output stage at the conv rate, then + the first ifm block's transfer (read as
@@ -33,6 +33,7 @@ far smaller on every shape checked (SRAM 90 against 756 cycles for 4x8x6 on u55-
 
 from __future__ import annotations
 
+from fractions import Fraction
 from math import ceil
 
 import numpy as np
@@ -40,7 +41,7 @@ import numpy as np
 from .blocks import BLOCK_MAX, round_up
 from .config import NPUConfig
 from .program import NPUOp, Program
-from .vela_access import bandwidth, burst_factor, elementwise_block, memory_latency
+from .vela_access import bandwidth, burst_factor, memory_latency
 from .vela_copy import RESHAPES
 from .vela_layout import hardware_transpose_cycles
 from .vela_softmax import MUL_WIDE_OUT_CYCLES
@@ -77,12 +78,20 @@ def _transfer(config, memory: str, shape, block, item: int, write: bool) -> int:
     return memory_latency(config, memory, write) + int(moved / bandwidth(config, memory))
 
 
+def mul_block(config: NPUConfig, shape: tuple) -> tuple[int, int, int]:
+    """The MUL's output block (regor's elementwise search: the largest block, the fitted map
+    in micro-blocks up to the largest block, one core's micro-block deep: 2x4x8 for 4x8 on
+    u65-512, whose other elementwise blocks are two cores deep)."""
+    ub = config.ofm_block
+    return tuple(round_up(min(s, m), u) for s, m, u in zip(shape, BLOCK_MAX, ub))
+
+
 def mul_cycles(config: NPUConfig, ifm: tuple, mems: tuple[str, str, str]) -> int:
     """One column's MUL: the first operand (b, M, K) by a column read from ``mems[1]`` into a
     32-bit map in ``mems[2]`` (``mems[0]``: the first operand's memory)."""
     rate = _mul_wide_out(config)
     elements = int(np.prod(ifm))
-    block = elementwise_block(config, dependency_fit(ifm))
+    block = mul_block(config, dependency_fit(ifm))
     blocks = max(
         _transfer(config, mems[2], ifm, block, 4, True),
         _transfer(config, mems[0], ifm, block, 1, False),
@@ -93,13 +102,36 @@ def mul_cycles(config: NPUConfig, ifm: tuple, mems: tuple[str, str, str]) -> int
     return max(ao, cmd)
 
 
-def reduce_block(config: NPUConfig, ofm: tuple, depth: int) -> tuple[tuple, tuple]:
-    """(ofm block, ifm block) of the ReduceSum of a (b, M, ``depth``) map to ``ofm``: the
-    fitted output in micro-blocks one micro-block deep, its input at most MAC_PASS deep."""
+def reduce_block(config: NPUConfig, ifm: tuple) -> tuple[tuple, tuple]:
+    """(ofm block, ifm block) regor's FindBlockConfig gives the ReduceSum of a (b, M, K) map
+    (its MatMul's main configuration): over output blocks of micro-blocks one micro-block
+    deep, the fewest input fetches per output element of the fitted output, halved where two
+    input blocks hold the fitted input, ties to the block covering more of the input if it is
+    at most 4 x 4; the input block as deep as K up to MAC_PASS (SHRAM's limit not checked:
+    small blocks win on the shapes checked)."""
     ub = config.ofm_block
-    h, w, _ = dependency_fit(ofm)
-    out = (round_up(min(h, BLOCK_MAX[0]), ub[0]), round_up(min(w, BLOCK_MAX[1]), ub[1]))
-    return (*out, ub[2] * config.cores), (*out, min(round_up(depth, 8), MAC_PASS))
+    ofm, fitted = dependency_fit((ifm[0], ifm[1], 1)), dependency_fit(ifm)
+    depth = min(round_up(ifm[2], 8), MAC_PASS)
+    space = [round_up(min(o, m), u) for o, m, u in zip(ofm[:2], BLOCK_MAX, ub)]
+    best, best_cost, best_coverage = None, None, None
+    for h in range(ub[0], space[0] + 1, ub[0]):
+        for w in range(ub[1], space[1] + 1, ub[1]):
+            rows = min(h, 1) if ofm[0] == 1 and ub[0] == 2 else h  # regor's FitBlockForOFM
+            fetch = Fraction(h * w * fitted[2]) * Fraction(ofm[1], w) * Fraction(ofm[0], rows)
+            cost = fetch / (ofm[0] * ofm[1])
+            if int(np.prod(fitted)) < 2 * h * w * depth:
+                cost /= 2
+            if best_cost is not None and cost > best_cost:
+                continue
+            if best_cost is not None and cost == best_cost:
+                coverage = Fraction(fitted[0] * fitted[1], min(fitted[0], h) * min(fitted[1], w))
+                if h > 4 or w > 4 or best_coverage is not None and coverage > best_coverage:
+                    continue
+                best_coverage = coverage
+            else:
+                best_coverage = None
+            best, best_cost = (h, w), cost
+    return (*best, ub[2]), (*best, depth)
 
 
 def reduce_sum_cycles(config: NPUConfig, ifm: tuple, mems: tuple[str, str]) -> int:
@@ -107,7 +139,7 @@ def reduce_sum_cycles(config: NPUConfig, ifm: tuple, mems: tuple[str, str]) -> i
     ``mems[1]`` (regor's EstimateMacOpCycles for a single operation)."""
     ub = config.ofm_block
     ofm = (ifm[0], ifm[1], 1)
-    ofm_block, ifm_block = reduce_block(config, ofm, ifm[2])
+    ofm_block, ifm_block = reduce_block(config, ifm)
     clipped = tuple(min(a, b) for a, b in zip(ofm, ofm_block))
     ublocks = [ceil(a / u) for a, u in zip(clipped, ub)]
     per_block = int(np.prod(ublocks))
@@ -212,7 +244,8 @@ def matmul_as_vela(config: NPUConfig, op: NPUOp, program: Program) -> float | No
         n = b.shape[-2] if adj_y else b.shape[-1]
         src = (batch, n, k) if adj_y else (batch, k, n)
         second = _source(program, op.inputs[1])
-        transpose = hardware_transpose_cycles(config, src, (batch, n, k), (second, "sram"), 1)
+        io = (second, "sram")
+        transpose = hardware_transpose_cycles(config, src, (batch, n, k), io, 1, bound=False)
         mems = (_source(program, op.inputs[0]), "sram", scratch_memory(config))
         mems = (*mems, _destination(op, program))
         return transpose + matmul_cycles(config, (batch, m, k), n, mems)
