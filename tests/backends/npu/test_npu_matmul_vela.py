@@ -94,3 +94,30 @@ def test_other_operations_are_not_matmuls():
         exe = P.build(from_tflite(str(path)), "npu -config=u55-256, ref")
         (other,) = [s.region.program for s in exe.steps if s.target == "npu"]
         assert all(matmul_as_vela(config, op, other) is None for op in other.ops), name
+
+
+# The BERT encoder's attention products in a graph (tests/models/transformers, its SHA-256
+# prefix): 4 heads of 16x16 by 16 columns, operands and output in SRAM, the scratch in DRAM on
+# the U65; Vela's debug database per preset: (MatMul, its operand's Transpose) NPU cycles
+BERT = ROOT / "tests" / "models" / "transformers" / "bert_tiny_int8.tflite"
+BERT_SHA = "eda086517b81bdd4"
+BERT_VELA = {
+    "u55-128": (16256, 160),
+    "u55-256": (12144, 160),
+    "u65-256": (28272, 96),
+    "u65-512": (26160, 96),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(BERT_VELA))
+def test_in_graph_matmuls_are_velas(preset):
+    assert hashlib.sha256(BERT.read_bytes()).hexdigest()[:16] == BERT_SHA
+    exe = P.build(from_tflite(str(BERT)), f"npu -config={preset}, ref")
+    charged = {
+        c["cycles"]
+        for s in exe.steps
+        if s.target == "npu"
+        for op, c in zip(s.region.program.ops, s.region.cycles)
+        if op.params.get("op") == "qnn.batch_matmul"
+    }
+    assert charged == {sum(BERT_VELA[preset])}
