@@ -1,10 +1,12 @@
 """BATCH_MATMUL as Vela 5.2 runs it: a Transpose of the second operand into SRAM and a compound
 MatMul (regor's EthosU55Performance::EstimateMatMulCycles, read in the 2026 source Vela 5.2
 is built from, and checked against its debug database, `vela --enable-debug-db`: perf's
-op_cycles, perf_debug_main's ao and cmd cycles, on generated shapes).
+npu_cycles, perf_debug_main's ao and cmd cycles and blocks, on generated shapes: tools/
+gen_matmul_models.py, tests/backends/npu/test_npu_matmul_vela.py).
 
     Transpose  the second operand (b, K, N) to (b, N, K), or with adj_y a copy of (b, N, K)
                (Vela's Transpose of type None): vela_layout.hardware_transpose_cycles
+               without the scheduler's access bound (Vela's total counts NPU cycles)
     MatMul     per output column (N of them) an elementwise MUL of the first operand by that
                column, 32-bit products to a scratch map, and a ReduceSum of the products'
                channels into the column, each costed alone, its first block's input and last
