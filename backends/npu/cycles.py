@@ -14,7 +14,8 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                and REDUCE_MIN (ReduceMax pools per axis: vela_reduce.py), a table or ReLU
                from a region's input to its output (a 1x1 pool and the table's load:
                vela_unary.py), int8 SOFTMAX (29 operations), CONCATENATION, PACK and
-               TRANSPOSE (copies, hardware transposes: vela_softmax.py, vela_layout.py)
+               TRANSPOSE (copies, hardware transposes: vela_softmax.py, vela_layout.py),
+               BATCH_MATMUL (a Transpose and the compound MatMul: vela_matmul.py)
     memory     feature maps read and written where they live (a MAC op's input once per output
                block, with the kernel's overlap, and per block of output channels for a
                convolution: Vela's element access), weights and tables from the weight memory
@@ -95,6 +96,7 @@ from .vela_decompose import (
 )
 from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
 from .vela_layout import feeds_concat_copies, layout_as_vela
+from .vela_matmul import matmul_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
@@ -192,6 +194,11 @@ def op_cycles(
         total, tail = reduce_as_vela(config, op, ins[0], out, io)
         cost = _as_vela_decomposes(op, int(ceil(total)), ins[0], out, config)
         return {**cost, "tail": tail} if op.params["op"] == "min" else cost  # its last SUB
+    matmul = matmul_as_vela(config, op, program)  # Vela's Transpose and MatMul
+    if matmul is not None:  # (vela_matmul.py; its reshapes and requantize: 0)
+        cost = _as_vela_decomposes(op, int(ceil(matmul)), ins[0], out, config)
+        capacity = cost["cycles"] * config.macs_per_cycle
+        return {**cost, "macs": int(macs), "utilisation": macs / capacity if capacity else 0.0}
     summed = sum_as_vela(config, op, program, io, slack, op_cycles)  # vela_sum.py
     if summed is not None:  # Vela's Transpose and ReduceSum or Conv2D
         return _as_vela_decomposes(op, int(ceil(summed)), ins[0], out, config)

@@ -149,13 +149,17 @@ def transpose_steps(shape: tuple, axes) -> list[tuple[int, int, int]] | None:
     return list(TWO_STEP[perm])
 
 
-def hardware_transpose_cycles(config: NPUConfig, ifm: tuple, ofm: tuple, io, item: int) -> float:
+def hardware_transpose_cycles(
+    config: NPUConfig, ifm: tuple, ofm: tuple, io, item: int, bound: bool = True
+) -> float:
     """One hardware transpose as regor costs it (EthosU55Performance::MeasureCycleCost for a
     Transpose, a compound operation): the slower of reading the input (its elements in the
     bursts of its NHWC shape over the block, / bandwidth + the memory's read latency) and
     writing the output (likewise in the output's bursts + the write latency), at least each
     memory's access (its reads and writes together, no latency: the scheduler's bound; Vela's
-    160 x 80 transpose of sum_hw_tall, 4,800 cycles on u55-256, is that bound)."""
+    160 x 80 transpose of sum_hw_tall, 4,800 cycles on u55-256, is that bound; ``bound``
+    False: without it, the NPU cycles Vela's total counts: BATCH_MATMUL's 64x6 transpose,
+    384 op cycles and 224 NPU cycles on u55-256, vela_matmul.py)."""
     block = find_block(config, Query("pool", ifm, ifm)).ofm
     nbytes = int(np.prod(ifm)) * item
     ends, access = [], {}
@@ -164,6 +168,8 @@ def hardware_transpose_cycles(config: NPUConfig, ifm: tuple, ofm: tuple, io, ite
         ends.append(moved / bandwidth(config, memory) + memory_latency(config, memory, write))
         access[memory] = access.get(memory, 0.0) + moved
     # the scheduler's bound: each memory's transfers, read and write together, no latency
+    if not bound:
+        return max(ends)
     return max(*ends, *(n / bandwidth(config, m) for m, n in access.items()))
 
 
