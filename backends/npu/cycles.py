@@ -266,6 +266,10 @@ def op_cycles(
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= lstm_sequences(op, out)
+    if op.kind in MAC_KINDS and not lstm_op(op, out):  # Vela's encoded stream and records
+        depth = block.ofm[2] if block is not None else query.ofm[2]
+        table = _constant_bytes("table", op.arrays["table"]) if "table" in op.arrays else 0
+        constant_bytes = constant_record_bytes(op, query, config, depth) + table
     if block is not None and "weights" in op.arrays and not staged:
         # weights, scales and biases read where they live, once per block of rows and columns
         add(config.weight_memory, constant_bytes * refetches(query, block))
@@ -302,8 +306,13 @@ def op_cycles(
     # Vela's memory access cycles carry no first-byte latency: for its elementwise operations
     # the latency is in the per-block bound of their compute (elementwise_cycles)
     latency = 0 if is_elementwise(op) else config.dma_latency_cycles
+    # nor does a MAC operation's weight stream read from flash (Vela's FullyConnected on
+    # u55-256: 528 encoded bytes and 160 of records, 688 cycles)
+    streamed = op.kind in MAC_KINDS and not lstm_op(op, out) and config.weight_memory == "flash"
     memory = max(
-        n / bandwidth(config, m) + (latency if m != "sram" else 0) for m, n in scaled.items()
+        n / bandwidth(config, m)
+        + (latency if m != "sram" and not (streamed and m == "flash") else 0)
+        for m, n in scaled.items()
     )
     fixed = _fixed_cycles(op, op.output in fused, out, config, bricked, ins)
     total = int(ceil(max(compute, memory))) + fixed
@@ -311,7 +320,8 @@ def op_cycles(
         dst = out.memory if output in program.outputs else "sram"
         total += int(ceil(activation_cycles(config, out, dst)))
     if op.kind in MAC_KINDS and staged and not lstm_op(op, out):  # waiting for the weights
-        nbytes, depth = constant_record_bytes(op, query), query.ofm[2]
+        depth = query.ofm[2]
+        nbytes = constant_record_bytes(op, query, config, block.ofm[2] if block else depth)
         estimate = None
         if block is not None and depth // min(block.ofm[2], depth) > 2:  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
