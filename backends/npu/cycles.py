@@ -96,6 +96,7 @@ from .vela_decompose import (
 from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
 from .vela_layout import feeds_concat_copies, layout_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
+from .vela_quantize import folded_quantize, read_through
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
@@ -147,6 +148,7 @@ def op_cycles(
     if (upscaled := upscaled_input(op, program)) is not None:  # Vela's TRANSPOSE_CONV reads
         inputs[0], upscale = upscaled  # the map before zero insertion, upscaled
     read, output = mac_io(op, program)  # through the reshapes regor removes
+    read = read if read is not None else read_through(op, program)  # a folded QUANTIZE
     inputs[0] = inputs[0] if read is None else read
     output = op.output if output is None else output
     if inputs[0] != op.inputs[0]:
@@ -215,7 +217,8 @@ def op_cycles(
     through = through if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
-    if folded_dilate(op, program) or removed(op, program):  # the MAC op reads through it
+    if folded_dilate(op, program) or removed(op, program) or folded_quantize(op, program):
+        # the MAC op reads through it
         return _as_vela_decomposes(op, 0, ins[0], out, config)
     if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
         if not copy and not pads_as_vela(op, ins[0]):  # regor removes it (vela_copy.py)
