@@ -13,7 +13,7 @@ re-implementing Vela's reorder; the bytes DMA moves are what the cycles need.
 Checked against Vela 5.2's debug database (``vela --enable-debug-db``, perf_debug's
 weight_total_bytes and scales_total_bytes): fc_bias_relu's 512 weights encode to 528 bytes and
 160 of records on u55-256, Vela's figures; digits_mobilenetv2's 53 MAC operations on u55-256
-encode to 446,672 bytes against Vela's 445,376 (1.003; per operation 0.82-1.09: regor's own
+encode to 446,592 bytes against Vela's 445,376 (1.003; per operation 0.82-1.09: regor's own
 encoder picks slightly different palettes, and it splits the weights of a few operations in
 depth, which is not modelled here). tests/backends/npu/test_npu_vela_weights.py.
 """
