@@ -17,7 +17,9 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                TRANSPOSE (copies, hardware transposes: vela_softmax.py, vela_layout.py)
     memory     feature maps read and written where they live (a MAC op's input once per output
                block, with the kernel's overlap, and per block of output channels for a
-               convolution: Vela's element access), weights and tables from the weight memory
+               convolution: Vela's element access), weights (a MAC op's: Vela's encoded stream
+               and 10-byte records, vela_weights.py; on the U55 read from flash with no
+               first-byte latency) and tables from the weight memory
                and, once per block of output rows and columns, from their SRAM buffer; halo
                rows re-read by each extra stripe (weights Vela leaves in DRAM on the U65:
                read from there once per block of rows and columns, weight_staging.py); per
