@@ -150,6 +150,8 @@ def _lut(fn: Function, in_dtype: str, out_dtype: str):
     if name == "qnn.leaky_relu" and in_dtype == "int16":  # Vela's LeakyRelu, or MULs and MAXIMUM
         q = [float(np.asarray(a.data)) for a in calls[0].args[1:]]
         params["rescales"] = q[:2] != q[2:]
+    if name == "qnn.requantize":  # its zero points: whether regor folds it (vela_quantize.py)
+        params["zero_points"] = [int(np.asarray(calls[0].args[i].data)) for i in (2, 4)]
     return "LUT", params, {"table": table}
 
 

