@@ -80,6 +80,7 @@ from .vela_access import (
     prelu_as_vela,
     prelu_tail,
     unary16_as_vela,
+    unary16_tail,
     unfused_table,
 )
 from .vela_activation import activation_cycles, split_activation
@@ -94,7 +95,7 @@ from .vela_decompose import (
     resizes_as_vela,
 )
 from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
-from .vela_layout import feeds_concat_copies, layout_as_vela
+from .vela_layout import bricked_map, feeds_concat_copies, layout_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
@@ -168,8 +169,14 @@ def op_cycles(
     bricked = inputs[0] not in program.inputs and not writes_io
     staged = staged_weights(op, ins, out, config, slack, upscale)
     stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
+    # which of a MAC operation's maps Vela keeps in bricks (not one a removed reshape reads
+    # or writes: regor keeps those NHWC)
+    bricks = (
+        read is None and bricked_map(program, inputs[0]),
+        not writes_io and through is None and bricked_map(program, output),
+    )
     macs, compute, block, query = compute_cycles(
-        op, ins, out, config, io, bricked, staged, stripe, upscale
+        op, ins, out, config, io, bricked, staged, stripe, upscale, bricks
     )
     # a region input to a region output: Vela's flat shape (vela_access.flat_shape)
     # (or to the copies of a concatenation: vela_layout.feeds_concat_copies)
@@ -184,10 +191,13 @@ def op_cycles(
         return {**cost, "tail": prelu_tail(config, out, brick, flat)}  # its MAXIMUM
     if leaky_as_max(op):  # 16x8 LEAKY_RELU that rescales: Vela's MULs and MAXIMUM
         total = int(ceil(leaky_as_vela(config, ins[0], out, brick, flat)))
-        return _as_vela_decomposes(op, total, ins[0], out, config)
+        cost = _as_vela_decomposes(op, total, ins[0], out, config)
+        return {**cost, "tail": prelu_tail(config, out, brick, flat)}  # its MAXIMUM
     if unfused_table(op):  # 16x8 ABS, LEAKY_RELU: Vela's Abs / LeakyRelu operation
         total = int(ceil(unary16_as_vela(config, ins[0], out, brick, flat)))
-        return _as_vela_decomposes(op, total, ins[0], out, config)
+        cost = _as_vela_decomposes(op, total, ins[0], out, config)
+        brick_in = op.inputs[0] not in program.inputs
+        return {**cost, "tail": unary16_tail(config, ins[0], out, brick_in, brick, flat)}
     if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
         total, tail = reduce_as_vela(config, op, ins[0], out, io)
         cost = _as_vela_decomposes(op, int(ceil(total)), ins[0], out, config)
@@ -322,7 +332,7 @@ def op_cycles(
             off = config.spill_memory
             maps = [TensorDesc(t.shape, t.dtype, off) for t in ins]
             far = TensorDesc(out.shape, out.dtype, off)
-            args = (bricked, True, stripe, upscale)
+            args = (bricked, True, stripe, upscale, bricks)
             estimate = compute_cycles(op, maps, far, config, (off, off), *args)[1]
         total = int(ceil(buffered_cycles(config, total, nbytes, exposed, estimate)))
     tail = {}

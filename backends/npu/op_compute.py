@@ -154,12 +154,14 @@ def compute_cycles(
     staged=True,
     stripe: int | None = None,
     upscale: int = 1,
+    bricks: tuple[bool, bool] = (False, False),
 ):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None);
     ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory);
     ``stripe``: the output rows per stripe Vela cascades the operation in (vela_cascade.py:
     its block is chosen for the stripe, its cycles counted over the whole map); ``upscale``:
-    the input ``ins[0]`` is read upscaled (vela_resample.py)."""
+    the input ``ins[0]`` is read upscaled (vela_resample.py); ``bricks``: whether a MAC
+    operation's input and output are in Vela's NHCWB16 bricks (vela_access.map_transfer)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
         bits = map_bits(ins[0])
@@ -168,7 +170,7 @@ def compute_cycles(
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         latency = None if staged else config.dma_latency_cycles
         block = None
         if stripe is not None and op.kind != "FC" and stripe < query.ofm[0]:

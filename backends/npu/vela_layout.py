@@ -32,7 +32,7 @@ import numpy as np
 from .blocks import Query, find_block
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import bandwidth, burst_factor, memory_latency, nhwc
+from .vela_access import bandwidth, burst_factor, is_elementwise, memory_latency, nhwc
 from .vela_pad import copy_cycles
 
 CONCATS = ("concatenate", "qnn.concatenate")
@@ -201,3 +201,25 @@ def layout_as_vela(config: NPUConfig, op, program, ifm: TensorDesc, io) -> float
     if op.kind == "UNIT" and name == "transpose" and len(op.inputs) == 1 and transposes:
         return transpose_as_vela(config, ifm, op.params["attrs"]["axes"], io)
     return None
+
+
+# the operations whose maps Vela keeps in NHCWB16 bricks between two of them: the MAC and
+# table operations, the pools, MEAN, QUANTIZE, PReLU and the native elementwise ones
+BRICK_UNITS = ("qnn.avg_pool2d", "nn.max_pool2d", "qnn.mean", "qnn.requantize", "qnn.prelu")
+
+
+def _bricks(op) -> bool:
+    if op.kind != "UNIT":
+        return True
+    return is_elementwise(op) or op.params.get("op") in BRICK_UNITS
+
+
+def bricked_map(program, t: int) -> bool:
+    """Whether Vela keeps map ``t`` in NHCWB16 bricks: a map between two operations whose
+    producer and readers all keep bricks (a region's maps are NHWC; so are those a transpose,
+    concatenation, reshape or copy reads or writes: the depth multiplier's pieces write
+    their NHWC slices for the transposes, 2x8x8x8 int16 in the 16x8 dwconv_m2_in_graph)."""
+    if t in program.inputs or t in program.outputs:
+        return False
+    ops = [op for op in program.ops if op.output == t or t in op.inputs]
+    return bool(ops) and all(_bricks(op) for op in ops)
