@@ -94,7 +94,11 @@ from .vela_decompose import (
     mean_tail,
     resizes_as_vela,
 )
-from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
+from .vela_depthmult import (
+    activation_after_transposes,
+    depth_multiplier_as_vela,
+    multiplier_depth,
+)
 from .vela_layout import bricked_map, feeds_concat_copies, layout_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
@@ -155,6 +159,7 @@ def op_cycles(
     out = program.tensors[output]
     # Vela writes an SRAM map, then runs the activation (a multiplier's piece: as the whole)
     split = split_activation(op, out, multiplier_depth(op, program))
+    split = split and not activation_after_transposes(op, program)  # 16-bit: after them
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
     writes_io = output in program.outputs and not split

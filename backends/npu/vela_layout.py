@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blocks import Query, find_block
+from .blocks import Query, find_block, round_up
 from .config import NPUConfig
 from .program import TensorDesc
 from .vela_access import bandwidth, burst_factor, is_elementwise, memory_latency, nhwc
@@ -155,12 +155,17 @@ def hardware_transpose_cycles(config: NPUConfig, ifm: tuple, ofm: tuple, io, ite
     bursts of its NHWC shape over the block, / bandwidth + the memory's read latency) and
     writing the output (likewise in the output's bursts + the write latency), at least each
     memory's access (its reads and writes together, no latency: the scheduler's bound; Vela's
-    160 x 80 transpose of sum_hw_tall, 4,800 cycles on u55-256, is that bound)."""
+    160 x 80 transpose of sum_hw_tall, 4,800 cycles on u55-256, is that bound). A 16-bit
+    input is read a block of regor's 16-bit input depth at a time (up to 16 channels, in 4s:
+    the depth multiplier's seven 16-bit transposes in the 16x8 dwconv_m2 and
+    dwconv_m2_in_graph, ifm_block_c 4, 8 or 16 in Vela's debug database, its op cycles
+    exactly on u55-256)."""
     block = find_block(config, Query("pool", ifm, ifm)).ofm
+    read = block if item == 1 else (*block[:2], round_up(min(ifm[2], 16), 4))
     nbytes = int(np.prod(ifm)) * item
     ends, access = [], {}
     for memory, shape, write in ((io[0], ifm, False), (io[1], ofm, True)):
-        moved = nbytes * burst_factor(config, memory, shape, block, item, write)
+        moved = nbytes * burst_factor(config, memory, shape, block if write else read, item, write)
         ends.append(moved / bandwidth(config, memory) + memory_latency(config, memory, write))
         access[memory] = access.get(memory, 0.0) + moved
     # the scheduler's bound: each memory's transfers, read and write together, no latency
