@@ -99,7 +99,7 @@ from .vela_depthmult import (
     depth_multiplier_as_vela,
     multiplier_depth,
 )
-from .vela_layout import bricked_map, feeds_concat_copies, layout_as_vela
+from .vela_layout import bricked_map, evicted_maps, feeds_concat_copies, layout_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
@@ -124,6 +124,10 @@ def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
             desc = TensorDesc(shape, desc.dtype, desc.memory, desc.address)
         out.append(desc)
     return out
+
+
+def move(t: TensorDesc, memory: str) -> TensorDesc:
+    return TensorDesc(t.shape, t.dtype, memory, t.address)
 
 
 def op_cycles(
@@ -157,6 +161,10 @@ def op_cycles(
     if inputs[0] != op.inputs[0]:
         ins[0] = program.tensors[inputs[0]]
     out = program.tensors[output]
+    far = evicted_maps(program, config)  # maps Vela moves back off-chip
+    if far:
+        ins = [move(d, config.spill_memory) if t in far else d for t, d in zip(inputs, ins)]
+        out = move(out, config.spill_memory) if output in far else out
     # Vela writes an SRAM map, then runs the activation (a multiplier's piece: as the whole)
     split = split_activation(op, out, multiplier_depth(op, program))
     split = split and not activation_after_transposes(op, program)  # 16-bit: after them
@@ -165,8 +173,8 @@ def op_cycles(
     writes_io = output in program.outputs and not split
     through = writes_through(op, program)  # a reshape regor removes after it (vela_copy.py)
     io = (
-        ins[0].memory if inputs and inputs[0] in program.inputs else "sram",
-        out.memory if writes_io else "sram",
+        ins[0].memory if inputs and (inputs[0] in program.inputs or inputs[0] in far) else "sram",
+        out.memory if writes_io or output in far else "sram",
     )
     if op.kind in MAC_KINDS and through is not None and not lstm_op(op, out) and not split:
         io = (io[0], program.tensors[through].memory)

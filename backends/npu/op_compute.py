@@ -200,7 +200,7 @@ def compute_cycles(
         # block model, its first block unoverlapped and no fixed cost
         shape = nhwc(out.shape)
         q = Query("pool", shape, shape, bits=16)
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         return (
             0,
             mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
@@ -212,7 +212,7 @@ def compute_cycles(
         # database, resize_nearest 4x4x8 -> 8x8x8: ofm block 6x6x8, ifm block 4x4x8, 894 op
         # cycles on u55-256, 1,915 on u65-256), in the block model, no fixed cost
         q = Query("pool", nhwc(ins[0].shape), nhwc(out.shape), bits=16, upscale=2, rounding=1)
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         return (
             0,
             mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
@@ -227,7 +227,7 @@ def compute_cycles(
         # output stage at lut_cycles instead
         shape = nhwc(out.shape)
         q = Query("pool", shape, shape)
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         return (
             0,
             mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
@@ -252,7 +252,7 @@ def compute_cycles(
             map_bits(ins[0]),
         )
         rate = BLOCK_POOLS[op.params["op"]]
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
         return 0, compute, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:

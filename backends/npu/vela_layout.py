@@ -228,3 +228,23 @@ def bricked_map(program, t: int) -> bool:
         return False
     ops = [op for op in program.ops if op.output == t or t in op.inputs]
     return bool(ops) and all(_bricks(op) for op in ops)
+
+
+def evicted_maps(program, config: NPUConfig) -> set[int]:
+    """The maps between two operations that Vela 5.2 moves back off-chip: regor's
+    FastStorageAllocator::ElementwiseSanitizer evicts from SRAM a binary elementwise
+    operation's input when its other input is a map that is not there (a region's input in
+    the U65's DRAM), so that both are read from the same memory (the 16x8 maximum on
+    u65-256, its debug database: the QUANTIZE writes its NHCWB16 map to DRAM, 1,109 op cycles,
+    and the MAXIMUM reads both inputs from there, 554)."""
+    if config.spill_memory == "none":
+        return set()
+    far = set()
+    for op in program.ops:
+        if not is_elementwise(op) or len(op.inputs) != 2:
+            continue
+        for t, other in (op.inputs, op.inputs[::-1]):
+            elsewhere = other in program.inputs and program.tensors[other].memory != "sram"
+            if elsewhere and t not in program.inputs and t not in program.outputs:
+                far.add(t)
+    return far
