@@ -316,23 +316,31 @@ def mac_cycles(
     return total, block
 
 
-def single_mac_op(config: NPUConfig, q: Query, output_cycles_per_elem: float, transfers) -> float:
+def single_mac_op(
+    config: NPUConfig,
+    q: Query,
+    output_cycles_per_elem: float,
+    transfers,
+    const_latency: float | None = None,
+) -> float:
     """Cycles of one MAC-array operation that is both the first and the last of its schedule,
     as regor's EstimateMacOpCycles charges it (scheduling First | Last): per output block
     (counted in micro-blocks) the MACs or the output stage, whichever binds, each at least a
     quarter of the command's issue time (the MACs, the output stage and, for more than one
     block, the difference of the block's input and output transfers), then the other of the
     two once, plus one input and one output block transfer. ``transfers`` (input block, output
-    block) -> (read cycles, write cycles). Used for MEAN's convolutions (vela_decompose.py):
+    block) -> (read cycles, write cycles); ``const_latency``: as mac_cycles'. Used for MEAN's
+    convolutions (vela_decompose.py):
     their one block pays its MACs plus the issue quarter, where mac_cycles' fill pays the
     output stage instead (0.80 of Vela on big_map_288's 144x144 MEAN)."""
     block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=True)
     elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
+    latency = config.sram_latency_cycles if const_latency is None else const_latency
     stage = max(
         ceil(output_cycles_per_elem * elems),
-        10 * ofm_block[2] * config.sram_latency_cycles / 256,  # scales and biases per block
+        10 * ofm_block[2] * latency / 256,  # scales and biases per block
     )
     blocks = _fractional_blocks(config, q, ofm_block)
     read, write = transfers(block.ifm, block.ofm)

@@ -27,6 +27,7 @@ from .vela_decompose import (
     STANDALONE_LUT_MACS,
     argmax_as_vela,
     mean_op_as_vela,
+    mean_staged,
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
@@ -137,6 +138,8 @@ def constant_record_bytes(op: NPUOp, query) -> int:
 def staged_weights(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, upscale=1) -> bool:
     """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
     any other operation and for the integer LSTM's, whose figures were matched staged)."""
+    if op.kind == "UNIT" and op.params.get("op") == "qnn.mean" and len(ins[0].shape) <= 4:
+        return mean_staged(config, op, ins[0], out, slack)
     if op.kind not in MAC_KINDS or lstm_op(op, out):
         return True
     query, _ = mac_query(op, ins[0].shape, out.shape, map_bits(ins[0]), upscale)
@@ -256,7 +259,9 @@ def compute_cycles(
         compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
         return 0, compute, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
-        return 0, mean_op_as_vela(config, op, ins[0], out, io[0], bricked)[0], None, None
+        dst = (io[1], bricks[1])
+        cycles = mean_op_as_vela(config, op, ins[0], out, io[0], bricked, staged, dst)[0]
+        return 0, cycles, None, None
     if op.params["op"] == "argmax":
         return 0, argmax_as_vela(config, ins[0].shape, io)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:
