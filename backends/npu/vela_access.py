@@ -316,17 +316,30 @@ def map_transfers(config: NPUConfig, ifm, ofm, io: tuple[str, str], bricked: boo
 
 
 def elementwise_pass(
-    config, name: str, ins, out, arrays: dict, brick: bool, flat: bool, brick_reads: bool = False
+    config,
+    name: str,
+    ins,
+    out,
+    arrays: dict,
+    brick: bool,
+    flat: bool,
+    brick_reads: bool = False,
+    estimate: bool = False,
 ) -> float:
     """One native elementwise operation as Vela charges it: the slower of its output stage
     (``elementwise_cycles``; ``flat``: on Vela's ``flat_shape`` of the map, where no operand
     broadcasts) and each memory's access (bytes in bursts / bandwidth, no first-byte latency;
-    a broadcast operand read at the output's size: ``elementwise_access``)."""
+    a broadcast operand read at the output's size: ``elementwise_access``). ``estimate``:
+    the output stage alone, as regor's scheduler estimates the operation (its
+    est_op_cycles_without_buffering: 357 for the 16x8 leaky_relu_in_graph's MAXIMUM on
+    u65-256, three 8x8x8 int16 maps in DRAM whose access would take 512)."""
     op = NPUOp("UNIT", name, [], 0, {"op": name}, arrays)
     flat = flat and not broadcasts(config, op, ins, out)
     rate = getattr(config, ELEMENTWISE_RATES.get(name) or UNARY_RATES[name])
     reshaped = flat_shape(out.shape) if flat else None
     compute = elementwise_cycles(config, ins, out, rate, brick, reshaped, brick_reads)
+    if estimate:
+        return compute
     shape = nhwc(out.shape)
     bricks = round_up(shape[2], 16) / shape[2] if brick else 1.0  # NHCWB16: depth in 16s
     scaled: dict[str, float] = {}
@@ -422,7 +435,7 @@ def prelu_tail(config: NPUConfig, ofm, brick: bool, flat: bool) -> float:
     placement (off-chip on the U65; prelu_in_graph u65-256: 357, Vela's estimate 335 against
     its 256-cycle run)."""
     m = far_map(config, ofm)
-    return elementwise_pass(config, "maximum", [m, m], m, {}, brick, flat, brick)
+    return elementwise_pass(config, "maximum", [m, m], m, {}, brick, flat, brick, True)
 
 
 def far_map(config: NPUConfig, t, intermediate: bool = True):
@@ -443,7 +456,7 @@ def unary16_tail(config: NPUConfig, ifm, ofm, brick_in: bool, brick: bool, flat:
         return unary16_as_vela(config, ifm, ofm, brick, flat)
     name = "cast+subtract+abs+qnn.requantize"
     src, dst = far_map(config, ifm, brick_in), far_map(config, ofm, brick)
-    return elementwise_pass(config, name, [src], dst, {}, brick, flat, brick_in)
+    return elementwise_pass(config, name, [src], dst, {}, brick, flat, brick_in, True)
 
 
 def ifm_block_read(config: NPUConfig, q, block, t) -> tuple[float, float]:
