@@ -121,7 +121,7 @@ def _scaling_issue(
     block = elementwise_block(config, shape)
     out_item = 2 if bits == 16 else 1
     scalar = memory_latency(config, config.weight_memory, False)
-    scalar += _scalar_read(config, shape[2], reshaped)
+    scalar += _scalar_read(config, shape[2], True)  # one block's transfer: the element itself
     minimum = max(
         scalar,
         block_transfer(config, "sram", shape, block, 4, False, not reshaped),
