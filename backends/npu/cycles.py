@@ -44,7 +44,7 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import SPLIT_DEPTH
+from .blocks import SPLIT_DEPTH, round_up
 from .config import NPUConfig
 from .lstm_cycles import (
     LSTM_UNITS,
@@ -124,6 +124,14 @@ def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
             desc = TensorDesc(shape, desc.dtype, desc.memory, desc.address)
         out.append(desc)
     return out
+
+
+def depth16(t: TensorDesc, brick: bool) -> float:
+    """The bytes a MAC operation moves per byte of map ``t``: in NHCWB16 bricks its depth
+    rounded up to 16 (regor's MeasureElementAccess, storage rounding: sum_in_graph's 8x8x1 SUM
+    output written as 1,024 bytes)."""
+    depth = int(t.shape[-1]) if len(t.shape) else 1
+    return round_up(depth, 16) / depth if brick else 1.0
 
 
 def move(t: TensorDesc, memory: str) -> TensorDesc:
@@ -276,10 +284,11 @@ def op_cycles(
         elif i == 0 and block is not None and t.memory == "sram":
             # Vela's element access: an SRAM map is fetched per output block as well (each
             # block with its kernel overlap, a convolution's once per block of output channels)
-            add("sram", ifm_block_read(config, query, block, t)[0])
+            add("sram", ifm_block_read(config, query, block, t)[0] * depth16(t, bricks[0]))
         else:
             add(t.memory, t.nbytes * halo)
-    add("sram" if op.output in cascaded or split else out.memory, out.nbytes)
+    out_bytes = out.nbytes * (depth16(out, bricks[1]) if block is not None else 1.0)
+    add("sram" if op.output in cascaded or split else out.memory, out_bytes)
     # an elementwise op's scalar parameters are command-stream registers, not memory traffic
     constant_bytes = sum(
         _constant_bytes(name, a)

@@ -152,3 +152,15 @@ def test_u65_one_op_mean_costs_velas(name, preset, vela):
     debug database: DramScales_read; 78 of its 142 MAC and output cycles on u65-256)."""
     ours = sum(_cycles(name, preset))
     assert abs(ours / vela - 1) <= 0.01, ours
+
+
+def test_bricked_maps_move_their_depth_rounded_to_16():
+    """int8 sum_in_graph on u55-256: the SUM's 1x1 convolution reads the 8x8x8 map and writes
+    its 8x8x1 sums in bricks, 1,024 SRAM bytes each way (Vela's debug database:
+    SramFeatureMap_read / _write 1,024, 262 op cycles, bound by the SRAM access); its three
+    operations 576, 262 and 328."""
+    path = MODELS.parent / "ops" / "sum_in_graph.tflite"
+    exe = P.build(from_tflite(path), "npu -config=u55-256, llvm")
+    (step,) = exe.steps
+    ours = [c["cycles"] for c in step.region.cycles]
+    assert ours[0] == 576 and ours[2] == 328 and abs(ours[1] - 262) <= 6, ours
