@@ -57,6 +57,7 @@ from .lstm_cycles import (
 from .op_compute import (
     BLOCK_POOLS,
     MAC_KINDS,
+    activates16,
     compute_cycles,
     constant_record_bytes,
     requantizes16,
@@ -295,6 +296,7 @@ def op_cycles(
         for name, a in op.arrays.items()
         if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
         and not native_activation(op)
+        and not activates16(op)  # Vela's native int16 sigmoid / tanh: no table
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= lstm_sequences(op, out)
@@ -388,6 +390,8 @@ def _fixed_cycles(
     if fused or is_elementwise(op) or name in (*BLOCK_POOLS, "argmax") or resizes_as_vela(op):
         return 0
     if name == "qnn.mean" or requantizes16(op, ins, out) or resizes16(op, ins, out):
+        return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
+    if activates16(op):
         return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
     if (op.kind in MAC_KINDS or standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)

@@ -78,6 +78,18 @@ def requantizes16(op: NPUOp, ins, out) -> bool:
     return rq and ins[0].dtype == out.dtype == "int16" and len(out.shape) == 4
 
 
+def activates16(op: NPUOp, ins=None, out=None) -> bool:
+    """A 16x8 LOGISTIC or TANH (an int16 table of TFLite's function here): Vela 5.2 runs it as
+    its native int16 sigmoid / tanh, a 1x1 pool with 16-bit input and no table (its debug
+    database, the one-op 4x4x8 models: 'Sigmoid', mac and ao cycles 160, cmd 40, no weight
+    memory read; 360 op cycles on u55-256, 1,258 on u65-256)."""
+    name = op.params.get("op")
+    if op.kind != "LUT" or name not in ("qnn.sigmoid", "qnn.tanh") or len(op.inputs) != 1:
+        return False
+    table = op.arrays.get("table")
+    return table is not None and table.dtype == np.int16
+
+
 def resizes16(op: NPUOp, ins, out) -> bool:
     """A 16-bit nearest resize of an NHWC map to twice its rows and columns."""
     if op.params.get("op") != "image.resize2d" or len(out.shape) != 4 or len(ins) != 1:
@@ -121,6 +133,7 @@ def standalone_table(op: NPUOp) -> bool:
         op.kind == "LUT"
         and not is_elementwise(op)
         and not native_activation(op)
+        and not activates16(op)
         and op.params.get("op") != "qnn.requantize"
     )
 
@@ -197,7 +210,7 @@ def compute_cycles(
         # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
         q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
         return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
-    if requantizes16(op, ins, out):
+    if requantizes16(op, ins, out) or activates16(op):
         # a 16x8 QUANTIZE: Vela 5.2's 1x1 average pool that rescales (its debug database,
         # maximum's Quantize: mac and ao cycles 160 for 4x4x8 int16 maps), 16-bit input, in the
         # block model, its first block unoverlapped and no fixed cost

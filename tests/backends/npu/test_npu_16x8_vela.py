@@ -164,3 +164,17 @@ def test_bricked_maps_move_their_depth_rounded_to_16():
     (step,) = exe.steps
     ours = [c["cycles"] for c in step.region.cycles]
     assert ours[0] == 576 and ours[2] == 328 and abs(ours[1] - 262) <= 6, ours
+
+
+# Vela's op cycles of the one-op 16x8 LOGISTIC and TANH (4x4x8): its native int16 sigmoid /
+# tanh, a 1x1 pool with 16-bit input (mac and ao cycles 160, cmd 40), no table loaded
+VELA_SIGMOID16 = {"u55-128": 528, "u55-256": 360, "u65-256": 1258, "u65-512": 1174}
+
+
+@pytest.mark.parametrize("preset", sorted(VELA_SIGMOID16))
+@pytest.mark.parametrize("name", ["logistic", "tanh"])
+def test_16x8_logistic_and_tanh_are_native_without_a_table(name, preset):
+    region = _region(name, preset)
+    ((_, cost),) = zip(region.program.ops, region.cycles)
+    assert abs(cost["cycles"] / VELA_SIGMOID16[preset] - 1) <= 0.04, cost["cycles"]
+    assert "flash" not in cost["bytes"] and sum(cost["bytes"].values()) == 2 * 4 * 4 * 8 * 2
