@@ -235,14 +235,16 @@ def _output_stage_elems(config: NPUConfig, q: Query, ofm_block) -> float:
     cores split the depth in micro-block slices, so a map shallower than one slice per core
     keeps the others idle (Vela 5.2 charges a 3-channel QUANTIZE 19,283 cycles on u65-256 and
     16,667 on u65-512, about 96x96 x 8 channels at the one-core rate; the rate in the config
-    is the whole array's). MAC operations and 16-bit pools: the block as it is (Vela's legacy
-    estimate, which tests/backends/npu/test_npu_blocks.py compares; the 16x8 nearest resize's
-    AvgPool on u65-512, 6x6x8 blocks: ao 36 per block in Vela's debug database, the whole
-    array's rate)."""
+    is the whole array's; a 16-bit pool keeps both cores busy: the 16x8 nearest resize's
+    AvgPool on u65-512, 6x6x8 blocks, ao 36 per block in Vela's debug database). MAC
+    operations: the block as it is (Vela's legacy estimate, which
+    tests/backends/npu/test_npu_blocks.py compares)."""
     h, w, d = ofm_block
-    if q.kind != "pool" or q.bits == 16:
+    if q.kind != "pool":
         return h * w * d
     slices = ceil(d / config.ofm_block[2])
+    if q.bits == 16:  # no idle core
+        return h * w * slices * config.ofm_block[2]
     return h * w * slices * config.ofm_block[2] * config.cores / min(config.cores, slices)
 
 
