@@ -235,12 +235,16 @@ def _output_stage_elems(config: NPUConfig, q: Query, ofm_block) -> float:
     cores split the depth in micro-block slices, so a map shallower than one slice per core
     keeps the others idle (Vela 5.2 charges a 3-channel QUANTIZE 19,283 cycles on u65-256 and
     16,667 on u65-512, about 96x96 x 8 channels at the one-core rate; the rate in the config
-    is the whole array's). MAC operations: the block as it is (Vela's legacy estimate, which
+    is the whole array's; a 16-bit pool keeps both cores busy: the 16x8 nearest resize's
+    AvgPool on u65-512, 6x6x8 blocks, ao 36 per block in Vela's debug database). MAC
+    operations: the block as it is (Vela's legacy estimate, which
     tests/backends/npu/test_npu_blocks.py compares)."""
     h, w, d = ofm_block
     if q.kind != "pool":
         return h * w * d
     slices = ceil(d / config.ofm_block[2])
+    if q.bits == 16:  # no idle core
+        return h * w * slices * config.ofm_block[2]
     return h * w * slices * config.ofm_block[2] * config.cores / min(config.cores, slices)
 
 
@@ -316,23 +320,31 @@ def mac_cycles(
     return total, block
 
 
-def single_mac_op(config: NPUConfig, q: Query, output_cycles_per_elem: float, transfers) -> float:
+def single_mac_op(
+    config: NPUConfig,
+    q: Query,
+    output_cycles_per_elem: float,
+    transfers,
+    const_latency: float | None = None,
+) -> float:
     """Cycles of one MAC-array operation that is both the first and the last of its schedule,
     as regor's EstimateMacOpCycles charges it (scheduling First | Last): per output block
     (counted in micro-blocks) the MACs or the output stage, whichever binds, each at least a
     quarter of the command's issue time (the MACs, the output stage and, for more than one
     block, the difference of the block's input and output transfers), then the other of the
     two once, plus one input and one output block transfer. ``transfers`` (input block, output
-    block) -> (read cycles, write cycles). Used for MEAN's convolutions (vela_decompose.py):
+    block) -> (read cycles, write cycles); ``const_latency``: as mac_cycles'. Used for MEAN's
+    convolutions (vela_decompose.py):
     their one block pays its MACs plus the issue quarter, where mac_cycles' fill pays the
     output stage instead (0.80 of Vela on big_map_288's 144x144 MEAN)."""
     block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=True)
     elems = ofm_block[0] * ofm_block[1] * ofm_block[2]
+    latency = config.sram_latency_cycles if const_latency is None else const_latency
     stage = max(
         ceil(output_cycles_per_elem * elems),
-        10 * ofm_block[2] * config.sram_latency_cycles / 256,  # scales and biases per block
+        10 * ofm_block[2] * latency / 256,  # scales and biases per block
     )
     blocks = _fractional_blocks(config, q, ofm_block)
     read, write = transfers(block.ifm, block.ofm)

@@ -47,7 +47,7 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import SPLIT_DEPTH
+from .blocks import SPLIT_DEPTH, round_up
 from .config import NPUConfig
 from .lstm_cycles import (
     LSTM_UNITS,
@@ -60,6 +60,7 @@ from .lstm_cycles import (
 from .op_compute import (
     BLOCK_POOLS,
     MAC_KINDS,
+    activates16,
     compute_cycles,
     constant_record_bytes,
     requantizes16,
@@ -83,6 +84,7 @@ from .vela_access import (
     prelu_as_vela,
     prelu_tail,
     unary16_as_vela,
+    unary16_tail,
     unfused_table,
 )
 from .vela_activation import activation_cycles, split_activation
@@ -96,8 +98,12 @@ from .vela_decompose import (
     mean_tail,
     resizes_as_vela,
 )
-from .vela_depthmult import depth_multiplier_as_vela, multiplier_depth
-from .vela_layout import feeds_concat_copies, layout_as_vela
+from .vela_depthmult import (
+    activation_after_transposes,
+    depth_multiplier_as_vela,
+    multiplier_depth,
+)
+from .vela_layout import bricked_map, evicted_maps, feeds_concat_copies, layout_as_vela
 from .vela_matmul import matmul_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
 from .vela_quantize import folded_quantize, read_through
@@ -124,6 +130,18 @@ def input_descs(op: NPUOp, program: Program) -> list[TensorDesc]:
             desc = TensorDesc(shape, desc.dtype, desc.memory, desc.address)
         out.append(desc)
     return out
+
+
+def depth16(t: TensorDesc, brick: bool) -> float:
+    """The bytes a MAC operation moves per byte of map ``t``: in NHCWB16 bricks its depth
+    rounded up to 16 (regor's MeasureElementAccess, storage rounding: sum_in_graph's 8x8x1 SUM
+    output written as 1,024 bytes)."""
+    depth = int(t.shape[-1]) if len(t.shape) else 1
+    return round_up(depth, 16) / depth if brick else 1.0
+
+
+def move(t: TensorDesc, memory: str) -> TensorDesc:
+    return TensorDesc(t.shape, t.dtype, memory, t.address)
 
 
 def op_cycles(
@@ -158,15 +176,20 @@ def op_cycles(
     if inputs[0] != op.inputs[0]:
         ins[0] = program.tensors[inputs[0]]
     out = program.tensors[output]
+    far = evicted_maps(program, config)  # maps Vela moves back off-chip
+    if far:
+        ins = [move(d, config.spill_memory) if t in far else d for t, d in zip(inputs, ins)]
+        out = move(out, config.spill_memory) if output in far else out
     # Vela writes an SRAM map, then runs the activation (a multiplier's piece: as the whole)
     split = split_activation(op, out, multiplier_depth(op, program))
+    split = split and not activation_after_transposes(op, program)  # 16-bit: after them
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
     writes_io = output in program.outputs and not split
     through = writes_through(op, program)  # a reshape regor removes after it (vela_copy.py)
     io = (
-        ins[0].memory if inputs and inputs[0] in program.inputs else "sram",
-        out.memory if writes_io else "sram",
+        ins[0].memory if inputs and (inputs[0] in program.inputs or inputs[0] in far) else "sram",
+        out.memory if writes_io or output in far else "sram",
     )
     if op.kind in MAC_KINDS and through is not None and not lstm_op(op, out) and not split:
         io = (io[0], program.tensors[through].memory)
@@ -174,8 +197,14 @@ def op_cycles(
     bricked = inputs[0] not in program.inputs and not writes_io
     staged = staged_weights(op, ins, out, config, slack, upscale)
     stripe = stripes.get(next(i for i, o in enumerate(program.ops) if o is op))
+    # which of a MAC operation's maps Vela keeps in bricks (not one a removed reshape reads
+    # or writes: regor keeps those NHWC)
+    bricks = (
+        read is None and bricked_map(program, inputs[0]),
+        not writes_io and through is None and bricked_map(program, output),
+    )
     macs, compute, block, query = compute_cycles(
-        op, ins, out, config, io, bricked, staged, stripe, upscale
+        op, ins, out, config, io, bricked, staged, stripe, upscale, bricks
     )
     # a region input to a region output: Vela's flat shape (vela_access.flat_shape)
     # (or to the copies of a concatenation: vela_layout.feeds_concat_copies)
@@ -190,10 +219,13 @@ def op_cycles(
         return {**cost, "tail": prelu_tail(config, out, brick, flat)}  # its MAXIMUM
     if leaky_as_max(op):  # 16x8 LEAKY_RELU that rescales: Vela's MULs and MAXIMUM
         total = int(ceil(leaky_as_vela(config, ins[0], out, brick, flat)))
-        return _as_vela_decomposes(op, total, ins[0], out, config)
+        cost = _as_vela_decomposes(op, total, ins[0], out, config)
+        return {**cost, "tail": prelu_tail(config, out, brick, flat)}  # its MAXIMUM
     if unfused_table(op):  # 16x8 ABS, LEAKY_RELU: Vela's Abs / LeakyRelu operation
         total = int(ceil(unary16_as_vela(config, ins[0], out, brick, flat)))
-        return _as_vela_decomposes(op, total, ins[0], out, config)
+        cost = _as_vela_decomposes(op, total, ins[0], out, config)
+        brick_in = op.inputs[0] not in program.inputs
+        return {**cost, "tail": unary16_tail(config, ins[0], out, brick_in, brick, flat)}
     if reduces_as_vela(op, ins[0]):  # Vela's ReduceMax operations (vela_reduce.py)
         total, tail = reduce_as_vela(config, op, ins[0], out, io)
         cost = _as_vela_decomposes(op, int(ceil(total)), ins[0], out, config)
@@ -265,16 +297,18 @@ def op_cycles(
         elif i == 0 and block is not None and t.memory == "sram":
             # Vela's element access: an SRAM map is fetched per output block as well (each
             # block with its kernel overlap, a convolution's once per block of output channels)
-            add("sram", ifm_block_read(config, query, block, t)[0])
+            add("sram", ifm_block_read(config, query, block, t)[0] * depth16(t, bricks[0]))
         else:
             add(t.memory, t.nbytes * halo)
-    add("sram" if op.output in cascaded or split else out.memory, out.nbytes)
+    out_bytes = out.nbytes * (depth16(out, bricks[1]) if block is not None else 1.0)
+    add("sram" if op.output in cascaded or split else out.memory, out_bytes)
     # an elementwise op's scalar parameters are command-stream registers, not memory traffic
     constant_bytes = sum(
         _constant_bytes(name, a)
         for name, a in op.arrays.items()
         if not (op.kind == "UNIT" and (a.size == 1 or op.params["op"] == "resize_bilinear_taps"))
         and not native_activation(op)
+        and not activates16(op)  # Vela's native int16 sigmoid / tanh: no table
         and not (op.kind == "LUT" and is_elementwise(op))  # Vela's native ABS/NEG: no table
     )  # a bilinear resize's tap matrices are ours: Vela's kernels are counted below
     constant_bytes *= lstm_sequences(op, out)
@@ -352,7 +386,7 @@ def op_cycles(
             off = config.spill_memory
             maps = [TensorDesc(t.shape, t.dtype, off) for t in ins]
             far = TensorDesc(out.shape, out.dtype, off)
-            args = (bricked, True, stripe, upscale)
+            args = (bricked, True, stripe, upscale, bricks)
             estimate = compute_cycles(op, maps, far, config, (off, off), *args)[1]
         total = int(ceil(buffered_cycles(config, total, nbytes, exposed, estimate)))
     tail = {}
@@ -397,6 +431,8 @@ def _fixed_cycles(
     if fused or is_elementwise(op) or name in (*BLOCK_POOLS, "argmax") or resizes_as_vela(op):
         return 0
     if name == "qnn.mean" or requantizes16(op, ins, out) or resizes16(op, ins, out):
+        return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
+    if activates16(op):
         return 0  # MEAN: its convolutions' first blocks unoverlapped (vela_decompose.py)
     if (op.kind in MAC_KINDS or standalone_table(op) and bricked) and not lstm_op(op, out):
         return 0  # Vela 5.2: a MAC operation's first block runs unoverlapped (mac_cycles' fill)

@@ -26,6 +26,7 @@ from .vela_decompose import (
     STANDALONE_LUT_MACS,
     argmax_as_vela,
     mean_op_as_vela,
+    mean_staged,
     resize_bilinear_as_vela,
 )
 from .vela_ops import VELA_PASSES
@@ -77,6 +78,18 @@ def requantizes16(op: NPUOp, ins, out) -> bool:
     return rq and ins[0].dtype == out.dtype == "int16" and len(out.shape) == 4
 
 
+def activates16(op: NPUOp, ins=None, out=None) -> bool:
+    """A 16x8 LOGISTIC or TANH (an int16 table of TFLite's function here): Vela 5.2 runs it as
+    its native int16 sigmoid / tanh, a 1x1 pool with 16-bit input and no table (its debug
+    database, the one-op 4x4x8 models: 'Sigmoid', mac and ao cycles 160, cmd 40, no weight
+    memory read; 360 op cycles on u55-256, 1,258 on u65-256)."""
+    name = op.params.get("op")
+    if op.kind != "LUT" or name not in ("qnn.sigmoid", "qnn.tanh") or len(op.inputs) != 1:
+        return False
+    table = op.arrays.get("table")
+    return table is not None and table.dtype == np.int16
+
+
 def resizes16(op: NPUOp, ins, out) -> bool:
     """A 16-bit nearest resize of an NHWC map to twice its rows and columns."""
     if op.params.get("op") != "image.resize2d" or len(out.shape) != 4 or len(ins) != 1:
@@ -120,6 +133,7 @@ def standalone_table(op: NPUOp) -> bool:
         op.kind == "LUT"
         and not is_elementwise(op)
         and not native_activation(op)
+        and not activates16(op)
         and op.params.get("op") != "qnn.requantize"
     )
 
@@ -137,6 +151,8 @@ def constant_record_bytes(op: NPUOp, query, config: NPUConfig, block_depth: int)
 def staged_weights(op: NPUOp, ins, out, config: NPUConfig, slack: float | None, upscale=1) -> bool:
     """Whether Vela stages this MAC operation's weights in SRAM (weight_staging.py; True for
     any other operation and for the integer LSTM's, whose figures were matched staged)."""
+    if op.kind == "UNIT" and op.params.get("op") == "qnn.mean" and len(ins[0].shape) <= 4:
+        return mean_staged(config, op, ins[0], out, slack)
     if op.kind not in MAC_KINDS or lstm_op(op, out):
         return True
     query, _ = mac_query(op, ins[0].shape, out.shape, map_bits(ins[0]), upscale)
@@ -155,12 +171,14 @@ def compute_cycles(
     staged=True,
     stripe: int | None = None,
     upscale: int = 1,
+    bricks: tuple[bool, bool] = (False, False),
 ):
     """(MACs, compute cycles, the MAC array's block or None, its block query or None);
     ``staged``: whether the scales and biases are fetched from SRAM (else the weight memory);
     ``stripe``: the output rows per stripe Vela cascades the operation in (vela_cascade.py:
     its block is chosen for the stripe, its cycles counted over the whole map); ``upscale``:
-    the input ``ins[0]`` is read upscaled (vela_resample.py)."""
+    the input ``ins[0]`` is read upscaled (vela_resample.py); ``bricks``: whether a MAC
+    operation's input and output are in Vela's NHCWB16 bricks (vela_access.map_transfer)."""
     out_elems = int(np.prod(out.shape))
     if op.kind in ("CONV", "DWCONV", "FC"):
         bits = map_bits(ins[0])
@@ -169,7 +187,7 @@ def compute_cycles(
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
         lut = config.lut_cycles if "table" in op.arrays else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         latency = None if staged else config.dma_latency_cycles
         block = None
         if stripe is not None and op.kind != "FC" and stripe < query.ofm[0]:
@@ -193,13 +211,13 @@ def compute_cycles(
         # Vela runs QUANTIZE (8-bit to 8-bit) as a 1x1 average pool that rescales, not a table
         q = Query("pool", tuple(out.shape[1:]), tuple(out.shape[1:]))
         return 0, mac_cycles(config, q, config.conv_output_cycles)[0], None, None
-    if requantizes16(op, ins, out):
+    if requantizes16(op, ins, out) or activates16(op):
         # a 16x8 QUANTIZE: Vela 5.2's 1x1 average pool that rescales (its debug database,
         # maximum's Quantize: mac and ao cycles 160 for 4x4x8 int16 maps), 16-bit input, in the
         # block model, its first block unoverlapped and no fixed cost
         shape = nhwc(out.shape)
         q = Query("pool", shape, shape, bits=16)
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         return (
             0,
             mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
@@ -211,7 +229,7 @@ def compute_cycles(
         # database, resize_nearest 4x4x8 -> 8x8x8: ofm block 6x6x8, ifm block 4x4x8, 894 op
         # cycles on u55-256, 1,915 on u65-256), in the block model, no fixed cost
         q = Query("pool", nhwc(ins[0].shape), nhwc(out.shape), bits=16, upscale=2, rounding=1)
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         return (
             0,
             mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
@@ -226,7 +244,7 @@ def compute_cycles(
         # output stage at lut_cycles instead
         shape = nhwc(out.shape)
         q = Query("pool", shape, shape)
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         return (
             0,
             mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0],
@@ -251,11 +269,13 @@ def compute_cycles(
             map_bits(ins[0]),
         )
         rate = BLOCK_POOLS[op.params["op"]]
-        transfer = map_transfer(config, ins[0], out, io)
+        transfer = map_transfer(config, ins[0], out, io, bricks)
         compute = mac_cycles(config, q, getattr(config, rate), transfer, fill=True)[0]
         return 0, compute, None, None
     if op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
-        return 0, mean_op_as_vela(config, op, ins[0], out, io[0], bricked)[0], None, None
+        dst = (io[1], bricks[1])
+        cycles = mean_op_as_vela(config, op, ins[0], out, io[0], bricked, staged, dst)[0]
+        return 0, cycles, None, None
     if op.params["op"] == "argmax":
         return 0, argmax_as_vela(config, ins[0].shape, io)[0], None, None
     if op.params["op"] == "resize_bilinear_taps" and len(ins[0].shape) == 4:

@@ -109,20 +109,38 @@ def burst_factor(config, memory: str, shape, block, item: int, write: bool) -> f
     return burst / max(1, min(burst, run))
 
 
-def block_transfer(config, memory: str, shape, block, item: int, write: bool) -> float:
+def brick_burst_factor(config, memory: str, shape, block, item: int, write: bool) -> float:
+    """``burst_factor`` for a map Vela keeps in NHCWB16 bricks (an intermediate map): a burst
+    carries 16 channels of the block's columns (of every core's block when writing), or the
+    block's columns and depth when a brick row is one block deep (regor's
+    EstimateMemoryTransfer, whose brick stride in bytes is compared with the block's depth)."""
+    burst = SRAM_BURST_BYTES if memory == "sram" else config.offchip_burst_bytes
+    if shape[1] * item * 16 == block[2]:
+        run = block[1] * block[2] * item
+    else:
+        run = 16 * item * block[1] * (config.cores if write else 1)
+    return burst / max(1, min(burst, run))
+
+
+def block_transfer(
+    config, memory: str, shape, block, item: int, write: bool, brick: bool = False
+) -> float:
     """Cycles to move one block of a map in ``memory``: its first-byte latency and its bytes
-    in bursts (``burst_factor``)."""
+    in bursts (``burst_factor``; ``brick``: the map is in NHCWB16 bricks)."""
     nbytes = int(np.prod([min(a, b) for a, b in zip(shape, block)])) * item
-    moved = nbytes * burst_factor(config, memory, shape, block, item, write)
+    factor = brick_burst_factor if brick else burst_factor
+    moved = nbytes * factor(config, memory, shape, block, item, write)
     return memory_latency(config, memory, write) + moved / bandwidth(config, memory)
 
 
 def elementwise_block(config: NPUConfig, shape) -> tuple[int, int, int]:
     """The output block of an elementwise operation: the map up to Vela's largest block, in
     micro-blocks (the SHRAM-limited search of Vela matters only where the block's costs
-    bind: small maps and off-chip ones)."""
+    bind: small maps and off-chip ones). On the two-core U65-512 too the block is no deeper
+    than the map in micro-blocks (Vela 5.2's debug database: 4x4x8 for the 16x8 ADD and ABS
+    on 4x4x8 maps, 8x8x8 for abs_in_graph's ABS; its cmd cycles 180, 172 and 80)."""
     ub = config.ofm_block
-    depth = ub[2] * config.cores
+    depth = ub[2]
     return (
         round_up(min(shape[0], BLOCK_MAX[0]), ub[0]),
         round_up(min(shape[1], BLOCK_MAX[1]), ub[1]),
@@ -171,7 +189,13 @@ def elementwise_access(config, op: NPUOp, ins, out, moved: dict, scaled: dict) -
 
 
 def elementwise_cycles(
-    config: NPUConfig, ins, out, rate: float, brick: bool = False, reshaped=None
+    config: NPUConfig,
+    ins,
+    out,
+    rate: float,
+    brick: bool = False,
+    reshaped=None,
+    brick_reads: bool = False,
 ) -> float:
     """Vela 5.2's cycles for a native elementwise operation (regor's
     EstimateElementwiseCycles): per output element the output ``rate``, but at least
@@ -185,7 +209,10 @@ def elementwise_cycles(
     stores in NHCWB16 bricks, its depth rounded up to 16: MobileNetV2's 8-channel residual ADD
     costs twice its elements' rate on u65-512);
     the block is the output map up to Vela's largest block, in micro-blocks (the SHRAM-limited
-    search of Vela matters only where this bound binds: small maps and off-chip ones)."""
+    search of Vela matters only where this bound binds: small maps and off-chip ones).
+    ``brick_reads``: the inputs are intermediate maps too; bricked maps move in
+    ``brick_burst_factor``'s bursts (16x8 abs_in_graph's ABS on u65-256, its maps in DRAM as
+    regor's scheduler estimates it: 357 cycles, est_op_cycles_without_buffering)."""
     shape = nhwc(out.shape) if reshaped is None else reshaped
     block = elementwise_block(config, shape)
     item = np.dtype(out.dtype).itemsize
@@ -197,11 +224,12 @@ def elementwise_cycles(
             block,
             np.dtype(t.dtype).itemsize,
             False,
+            brick_reads,
         )
         for t in ins
         if int(np.prod(t.shape)) > 1
     ]
-    write = block_transfer(config, out.memory, shape, block, item, True)
+    write = block_transfer(config, out.memory, shape, block, item, True, brick)
     minimum = max([*reads, write])
     per_elem = max(rate, (minimum / (block[0] * block[1] * block[2]) + rate) / 4)
     if brick:  # an intermediate map in Vela's NHCWB16 layout: the depth in bricks of 16
@@ -252,16 +280,20 @@ def map16_access(config: NPUConfig, ins, out, scaled: dict, bricked=None) -> Non
     scaled[out.memory] = scaled.get(out.memory, 0.0) + out.nbytes * factor
 
 
-def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str]):
+def map_transfer(config: NPUConfig, ifm, ofm, io: tuple[str, str], bricks=(False, False)):
     """The minimum memory cycles of one block of a MAC-array operation, Vela 5.2's
     EstimateMinimumMemoryCycles: the input block's first-byte latency and bytes in bursts
-    plus the output block's, each in the memory its map lives in."""
+    plus the output block's, each in the memory its map lives in. ``bricks``: whether the
+    input and the output are intermediate maps, which Vela keeps in NHCWB16 bricks (16x8
+    abs_in_graph on u55-256, its debug database: the first 3x3 convolution writes its
+    8x8x8 int16 map at write efficiency 1.0, 960 op cycles; the last 1x1 one reads the ABS's
+    map at read efficiency 1.0, 704)."""
     ishape, oshape = nhwc(ifm.shape), nhwc(ofm.shape)
     isize, osize = np.dtype(ifm.dtype).itemsize, np.dtype(ofm.dtype).itemsize
 
     def transfer(ifm_block, ofm_block) -> float:
-        read = block_transfer(config, io[0], ishape, ifm_block, isize, False)
-        return read + block_transfer(config, io[1], oshape, ofm_block, osize, True)
+        read = block_transfer(config, io[0], ishape, ifm_block, isize, False, bricks[0])
+        return read + block_transfer(config, io[1], oshape, ofm_block, osize, True, bricks[1])
 
     return transfer
 
@@ -285,16 +317,31 @@ def map_transfers(config: NPUConfig, ifm, ofm, io: tuple[str, str], bricked: boo
     return transfers
 
 
-def elementwise_pass(config, name: str, ins, out, arrays: dict, brick: bool, flat: bool) -> float:
+def elementwise_pass(
+    config,
+    name: str,
+    ins,
+    out,
+    arrays: dict,
+    brick: bool,
+    flat: bool,
+    brick_reads: bool = False,
+    estimate: bool = False,
+) -> float:
     """One native elementwise operation as Vela charges it: the slower of its output stage
     (``elementwise_cycles``; ``flat``: on Vela's ``flat_shape`` of the map, where no operand
     broadcasts) and each memory's access (bytes in bursts / bandwidth, no first-byte latency;
-    a broadcast operand read at the output's size: ``elementwise_access``)."""
+    a broadcast operand read at the output's size: ``elementwise_access``). ``estimate``:
+    the output stage alone, as regor's scheduler estimates the operation (its
+    est_op_cycles_without_buffering: 357 for the 16x8 leaky_relu_in_graph's MAXIMUM on
+    u65-256, three 8x8x8 int16 maps in DRAM whose access would take 512)."""
     op = NPUOp("UNIT", name, [], 0, {"op": name}, arrays)
     flat = flat and not broadcasts(config, op, ins, out)
     rate = getattr(config, ELEMENTWISE_RATES.get(name) or UNARY_RATES[name])
     reshaped = flat_shape(out.shape) if flat else None
-    compute = elementwise_cycles(config, ins, out, rate, brick, reshaped)
+    compute = elementwise_cycles(config, ins, out, rate, brick, reshaped, brick_reads)
+    if estimate:
+        return compute
     shape = nhwc(out.shape)
     bricks = round_up(shape[2], 16) / shape[2] if brick else 1.0  # NHCWB16: depth in 16s
     scaled: dict[str, float] = {}
@@ -389,9 +436,29 @@ def prelu_tail(config: NPUConfig, ofm, brick: bool, flat: bool) -> float:
     slack the next operation's weight DMA runs under: its maps where they are before SRAM
     placement (off-chip on the U65; prelu_in_graph u65-256: 357, Vela's estimate 335 against
     its 256-cycle run)."""
-    far = config.spill_memory if config.spill_memory != "none" else "sram"
-    m = TensorDesc(tuple(ofm.shape), ofm.dtype, far)
-    return elementwise_pass(config, "maximum", [m, m], m, {}, brick, flat)
+    m = far_map(config, ofm)
+    return elementwise_pass(config, "maximum", [m, m], m, {}, brick, flat, brick, True)
+
+
+def far_map(config: NPUConfig, t, intermediate: bool = True):
+    """Map ``t`` where regor's scheduler estimate places it, before SRAM placement: an
+    intermediate map in the spill memory (off-chip on the U65), else where it lives."""
+    if not intermediate:
+        return t
+    memory = config.spill_memory if config.spill_memory != "none" else "sram"
+    return TensorDesc(tuple(t.shape), t.dtype, memory)
+
+
+def unary16_tail(config: NPUConfig, ifm, ofm, brick_in: bool, brick: bool, flat: bool) -> float:
+    """The 16x8 ABS or LEAKY_RELU of ``unary16_as_vela`` as regor's scheduler estimates it,
+    the slack the next operation's weight DMA runs under: its intermediate maps off-chip (the
+    U65), in bricks (abs_in_graph u65-256: 357, est_op_cycles_without_buffering, against its
+    256-cycle run)."""
+    if flat:
+        return unary16_as_vela(config, ifm, ofm, brick, flat)
+    name = "cast+subtract+abs+qnn.requantize"
+    src, dst = far_map(config, ifm, brick_in), far_map(config, ofm, brick)
+    return elementwise_pass(config, name, [src], dst, {}, brick, flat, brick_in, True)
 
 
 def ifm_block_read(config: NPUConfig, q, block, t) -> tuple[float, float]:

@@ -10,12 +10,22 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import Query, mac_cycles, single_mac_op
+from .blocks import Query, find_block, mac_cycles, single_mac_op
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import elementwise_pass, map_transfer, map_transfers, wide_elementwise_cycles
+from .vela_access import (
+    block_transfer,
+    elementwise_block,
+    elementwise_pass,
+    flat_shape,
+    map_transfer,
+    map_transfers,
+    memory_latency,
+    wide_elementwise_cycles,
+)
 from .vela_pad import copy_cycles
 from .vela_softmax import elementwise_op
+from .weight_staging import weights_staged
 
 STANDALONE_LUT_MACS = 128
 MEAN_KERNEL_MAX = 4096  # Vela's largest depthwise kernel area for one MEAN convolution
@@ -30,6 +40,8 @@ def mean_as_vela(
     src: str | None = None,
     reshaped: bool = False,
     bricked: bool = False,
+    staged: bool = True,
+    dst: tuple[str, bool] = ("sram", True),
 ) -> tuple[float, int, int]:
     """A MEAN of an (N, H, W, C) map over ``axes`` (of H, W and C; C only when one of H, W
     and C is 1) the way Vela runs it (regor's ConvertMeanOps): a reduction over the channels
@@ -43,9 +55,38 @@ def mean_as_vela(
     else by the legacy estimate, and the multiplication reads its 32-bit scalar from the weight
     memory as regor's MeasureElementAccess does (``_scalar_read``; ``reshaped``: the output's
     shape, padded to 4-D, is not the sums' map, so Vela keeps that map in NHWC; ``bricked``:
-    the input is a map between two operations, read in full bursts).
+    the input is a map between two operations, read in full bursts; ``staged``: the kernels,
+    scales and biases are in SRAM, else read where they live, the scales and biases at that
+    memory's latency (weight_staging.weights_staged: a one-op MEAN's on the U65, 78 of its
+    convolution's 142 MAC and output cycles in mean_axis2 on u65-256); ``dst``: the memory
+    the output is written to and whether in NHCWB16 bricks, as an intermediate map).
     Returns (compute cycles, kernel and bias bytes from the weight memory, bytes of the 32-bit
     intermediate sums written and read in SRAM)."""
+    convs, out = mean_convolutions(ifm, bits, axes)
+    latency = None if staged else config.dma_latency_cycles
+    compute, weights = 0.0, 0
+    for q, nbytes in convs:
+        if src is None:
+            compute += mac_cycles(config, q, config.mul_output_cycles)[0]
+        else:
+            read = TensorDesc((1, *q.ifm), "int16" if bits == 16 else "int8", src)
+            sums = TensorDesc((1, *out), "int32", "sram")
+            transfers = map_transfers(config, read, sums, (src, "sram"), bricked)
+            compute += single_mac_op(config, q, config.mul_output_cycles, transfers, latency)
+        weights += nbytes
+    elems = out[0] * out[1] * out[2]
+    wide = wide_elementwise_cycles(config)
+    compute += (len(convs) - 1) * elems * wide  # the partial-sum additions
+    scaling = elems * wide
+    if src is not None:  # the multiplication takes the longer of its rate and the scalar's read
+        scaling = max(scaling, _scalar_read(config, out[2], reshaped))
+        scaling = max(scaling, _scaling_issue(config, out, bits, reshaped, *dst))
+    return compute + scaling, weights, 4 * elems * 2 * len(convs)
+
+
+def mean_convolutions(ifm: tuple, bits: int, axes: tuple) -> tuple[list, tuple]:
+    """``mean_as_vela``'s all-ones depthwise convolutions: ([(block query, kernel, scale and
+    bias bytes)], the sums' h x w x c map)."""
     _, h, w, c = (int(d) for d in ifm)
     red_h, red_w, red_c = (a in axes for a in (1, 2, 3))
     if red_c and c > 1:  # N x H x 1 x C -> N x H x C x 1, else N x 1 x W x C -> N x W x C x 1
@@ -56,27 +97,52 @@ def mean_as_vela(
     if kh_all > MEAN_HEIGHT_MAX and red_w and kh_all * kw <= MEAN_KERNEL_MAX:
         h, w, kh_all, kw = 1, h * w, 1, h * w
     rows = max(1, min(MEAN_KERNEL_MAX // kw, kh_all, MEAN_HEIGHT_MAX))
-    convs = ceil(kh_all / rows)
     out = (1 if red_h else h, 1 if red_w else w, c)
-    compute, weights = 0.0, 0
-    for i in range(convs):
+    convs = []
+    for i in range(ceil(kh_all / rows)):
         kh = min(rows, kh_all - i * rows)
         q = Query("dwconv", (kh if red_h else h, w, c), out, (kh, kw), bits=bits)
-        if src is None:
-            compute += mac_cycles(config, q, config.mul_output_cycles)[0]
-        else:
-            read = TensorDesc((1, *q.ifm), "int16" if bits == 16 else "int8", src)
-            sums = TensorDesc((1, *out), "int32", "sram")
-            transfers = map_transfers(config, read, sums, (src, "sram"), bricked)
-            compute += single_mac_op(config, q, config.mul_output_cycles, transfers)
-        weights += ones_kernel_bytes(kh * kw, c) + BIAS_RECORD_BYTES * c
-    elems = out[0] * out[1] * out[2]
-    wide = wide_elementwise_cycles(config)
-    compute += (convs - 1) * elems * wide  # the partial-sum additions
-    scaling = elems * wide
-    if src is not None:  # the multiplication takes the longer of its rate and the scalar's read
-        scaling = max(scaling, _scalar_read(config, out[2], reshaped))
-    return compute + scaling, weights, 4 * elems * 2 * convs
+        convs.append((q, ones_kernel_bytes(kh * kw, c) + BIAS_RECORD_BYTES * c))
+    return convs, out
+
+
+def _scaling_issue(
+    config: NPUConfig, sums: tuple, bits: int, reshaped: bool, dst: str, brick: bool
+) -> float:
+    """The MEAN multiplication's command-issue bound (regor's EstimateElementwiseCycles): per
+    element a quarter of (the block's slowest transfer / its elements + the 32-bit rate), the
+    slowest transfer being the int32 scalar's read from the weight memory, its first-byte
+    latency first (Vela's debug database, u65-256: mean_axis2's Mul on its 2x2x16 block, 72
+    cycles for 32 elements writing DRAM; mean_axis2_in_graph's on 8x1x8 sums in bricks, 162).
+    The sums run on their flat shape where the output is reshaped (Vela keeps them NHWC), else
+    in bricks; the elements are the output's, its depth rounded up to 16 in bricks (``brick``:
+    an intermediate map; a region's output is NHWC: mean_hw's Mul, 4 elements, cmd 17)."""
+    shape = flat_shape(sums) if reshaped else sums
+    block = elementwise_block(config, shape)
+    out_item = 2 if bits == 16 else 1
+    scalar = memory_latency(config, config.weight_memory, False)
+    scalar += _scalar_read(config, shape[2], True)  # one block's transfer: the element itself
+    minimum = max(
+        scalar,
+        block_transfer(config, "sram", shape, block, 4, False, not reshaped),
+        block_transfer(config, dst, shape, block, out_item, True, brick and not reshaped),
+    )
+    bricked = brick and not reshaped
+    elems = shape[0] * shape[1] * (-(-shape[2] // 16) * 16 if bricked else shape[2])
+    per_elem = (minimum / (block[0] * block[1] * block[2]) + wide_elementwise_cycles(config)) / 4
+    return ceil(per_elem * elems)
+
+
+def mean_staged(config: NPUConfig, op, ifm, out, slack: float | None) -> bool:
+    """Whether Vela stages the first of a qnn.mean's convolutions' kernels, scales and biases
+    in SRAM (weight_staging.weights_staged; ``slack``: the previous operation's cycles)."""
+    from .compiler import unit_attrs
+    from .constraints import mean_geometry
+
+    nhwc, axes = mean_geometry(ifm.shape, unit_attrs(op.params)[1])
+    bits = 16 if ifm.dtype == "int16" else 8
+    (q, nbytes), *_ = mean_convolutions(nhwc, bits, axes)[0]
+    return weights_staged(config, q, find_block(config, q), nbytes, slack)
 
 
 ONES_DEPTH = 16  # channels per encoded block of an all-ones kernel
@@ -135,7 +201,16 @@ def mean_tail(config: NPUConfig, op, ifm, out) -> float:
     return max(run, elementwise_pass(config, "qnn.mul", [sums], scaled, {}, True, False))
 
 
-def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None, bricked: bool = False):
+def mean_op_as_vela(
+    config: NPUConfig,
+    op,
+    ifm,
+    out,
+    src: str | None = None,
+    bricked: bool = False,
+    staged: bool = True,
+    dst: tuple[str, bool] = ("sram", True),
+):
     """``mean_as_vela`` of a qnn.mean UNIT operation reading ``ifm`` and writing ``out``
     (TensorDescs)."""
     from .compiler import unit_attrs
@@ -145,7 +220,7 @@ def mean_op_as_vela(config: NPUConfig, op, ifm, out, src: str | None = None, bri
     kept = tuple(1 if i in axes else d for i, d in enumerate(nhwc))  # the sums' map
     reshaped = (1,) * (4 - len(out.shape)) + tuple(int(d) for d in out.shape) != kept
     bits = 16 if ifm.dtype == "int16" else 8
-    return mean_as_vela(config, nhwc, bits, axes, src, reshaped, bricked)
+    return mean_as_vela(config, nhwc, bits, axes, src, reshaped, bricked, staged, dst)
 
 
 def argmax_as_vela(config: NPUConfig, ifm: tuple, io=("sram", "sram")) -> tuple[float, int, int]:

@@ -22,13 +22,24 @@ how the current 4-D axes a0..a3 are grouped into the 3-D view's H | W | C):
 72 and 288 cycles on u55-256 (1,440), Vela's op cycles exactly. Every step reads and writes
 SRAM but the last, which writes the output where the reshape's output lives (a region's
 output: the U65's DRAM, 634 cycles there against 144 in SRAM).
+
+On 16-bit maps Vela runs the pieces' fused activation once, after the transposes, on the whole
+(H, W, C x M) output (its debug database, the 16x8 dwconv_m2 and dwconv_m2_in_graph: a 'Relu'
+operation, mac_count one per element, 604 and 1,556 op cycles on u55-256, 1,040 and 1,412 on
+u65-256, blocks 4x6x8 and 6x6x16); the pieces write their slices without it. We charge it as
+a 16-bit 1x1 pool in the block model (our blocks are Vela's on both), from the transposes'
+NHWC SRAM map to the output (NHCWB16 bricks between two operations): 592 / 1,520 on u55-256,
+929 / 1,376 on u65-256. Fitted on these two models (one per map size).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .blocks import Query, mac_cycles
 from .config import NPUConfig
+from .program import TensorDesc
+from .vela_access import map_transfer
 from .vela_layout import HW_TRANSPOSES, hardware_transpose_cycles, source_operator
 
 SOURCE = "DEPTHWISE_CONV_2D"
@@ -93,12 +104,46 @@ def depth_multiplier_as_vela(config: NPUConfig, op, program) -> float | None:
     dst = program.tensors[out].memory if out in program.outputs else "sram"
     item = np.dtype(ifm.dtype).itemsize
     views = transpose_views(ifm.shape)
-    return sum(
+    pieces = [o for o in program.ops if _feeds_transpose(o, program, op)]
+    later = any(activation_after_transposes(o, program) for o in pieces)
+    cycles = sum(
         hardware_transpose_cycles(
-            config, view, result, ("sram", dst if i == len(views) - 1 else "sram"), item
+            config,
+            view,
+            result,
+            ("sram", dst if i == len(views) - 1 and not later else "sram"),
+            item,
         )
         for i, (view, result, _) in enumerate(views)
     )
+    if later:  # the activation on the whole output (module docstring)
+        m, h, w, c = (int(d) for d in ifm.shape)
+        src = TensorDesc((1, h, w, c * m), ifm.dtype, "sram")
+        to = TensorDesc((1, h, w, c * m), ifm.dtype, dst)
+        transfer = map_transfer(config, src, to, ("sram", dst), (False, out not in program.outputs))
+        q = Query("pool", (h, w, c * m), (h, w, c * m), bits=8 * item)
+        cycles += mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+    return cycles
+
+
+def _feeds_transpose(piece, program, transpose) -> bool:
+    """Whether ``piece`` writes a slice of the concatenation ``transpose`` reads."""
+    return any(
+        _is_multiplier_op(c, "concatenate") and piece.output in c.inputs
+        for c in program.ops
+        if c.output in transpose.inputs
+    )
+
+
+def activation_after_transposes(op, program) -> bool:
+    """Whether ``op`` is a depth multiplier's piece on 16-bit maps whose fused activation Vela
+    runs after the transposes (module docstring), not in its output stage nor split off."""
+    if op.kind != "DWCONV" or source_operator(op) != SOURCE:
+        return False
+    if program.tensors[op.output].dtype != "int16" or op.params.get("activation") != "clip":
+        return False
+    readers = [r for r in program.ops if op.output in r.inputs]
+    return len(readers) == 1 and _is_multiplier_op(readers[0], "concatenate")
 
 
 def multiplier_depth(op, program) -> int | None:
@@ -107,9 +152,8 @@ def multiplier_depth(op, program) -> int | None:
     fewer than 8 channels (vela_activation.py) on the convolution as the graph has it, before
     its scheduler cuts the pieces: dwconv_m2_s2_valid_relu's 4-channel pieces keep their ReLU
     (its debug database: the two convolutions and seven transposes, no ReLU). On 16-bit maps
-    Vela runs the ReLU after the transposes on the whole output (the 16x8 dwconv_m2: 604
-    cycles on u55-256 for 6x6x8): None there, the pieces keep the split (two ReLUs on 6x6x4;
-    one ReLU after the transposes is not modelled)."""
+    Vela runs the ReLU after the transposes on the whole output: None there
+    (``activation_after_transposes``)."""
     if op.kind != "DWCONV" or source_operator(op) != SOURCE:
         return None
     if program.tensors[op.output].dtype not in ("int8", "uint8"):

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blocks import Query, find_block
+from .blocks import Query, find_block, round_up
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import bandwidth, burst_factor, memory_latency, nhwc
+from .vela_access import bandwidth, burst_factor, is_elementwise, memory_latency, nhwc
 from .vela_pad import copy_cycles
 
 CONCATS = ("concatenate", "qnn.concatenate")
@@ -159,12 +159,17 @@ def hardware_transpose_cycles(
     memory's access (its reads and writes together, no latency: the scheduler's bound; Vela's
     160 x 80 transpose of sum_hw_tall, 4,800 cycles on u55-256, is that bound; ``bound``
     False: without it, the NPU cycles Vela's total counts: BATCH_MATMUL's 64x6 transpose,
-    384 op cycles and 224 NPU cycles on u55-256, vela_matmul.py)."""
+    384 op cycles and 224 NPU cycles on u55-256, vela_matmul.py). A 16-bit
+    input is read a block of regor's 16-bit input depth at a time (up to 16 channels, in 4s:
+    the depth multiplier's seven 16-bit transposes in the 16x8 dwconv_m2 and
+    dwconv_m2_in_graph, ifm_block_c 4, 8 or 16 in Vela's debug database, its op cycles
+    exactly on u55-256)."""
     block = find_block(config, Query("pool", ifm, ifm)).ofm
+    read = block if item == 1 else (*block[:2], round_up(min(ifm[2], 16), 4))
     nbytes = int(np.prod(ifm)) * item
     ends, access = [], {}
     for memory, shape, write in ((io[0], ifm, False), (io[1], ofm, True)):
-        moved = nbytes * burst_factor(config, memory, shape, block, item, write)
+        moved = nbytes * burst_factor(config, memory, shape, block if write else read, item, write)
         ends.append(moved / bandwidth(config, memory) + memory_latency(config, memory, write))
         access[memory] = access.get(memory, 0.0) + moved
     # the scheduler's bound: each memory's transfers, read and write together, no latency
@@ -207,3 +212,45 @@ def layout_as_vela(config: NPUConfig, op, program, ifm: TensorDesc, io) -> float
     if op.kind == "UNIT" and name == "transpose" and len(op.inputs) == 1 and transposes:
         return transpose_as_vela(config, ifm, op.params["attrs"]["axes"], io)
     return None
+
+
+# the operations whose maps Vela keeps in NHCWB16 bricks between two of them: the MAC and
+# table operations, the pools, MEAN, QUANTIZE, PReLU and the native elementwise ones
+BRICK_UNITS = ("qnn.avg_pool2d", "nn.max_pool2d", "qnn.mean", "qnn.requantize", "qnn.prelu")
+
+
+def _bricks(op) -> bool:
+    if op.kind != "UNIT":
+        return True
+    return is_elementwise(op) or op.params.get("op") in BRICK_UNITS
+
+
+def bricked_map(program, t: int) -> bool:
+    """Whether Vela keeps map ``t`` in NHCWB16 bricks: a map between two operations whose
+    producer and readers all keep bricks (a region's maps are NHWC; so are those a transpose,
+    concatenation, reshape or copy reads or writes: the depth multiplier's pieces write
+    their NHWC slices for the transposes, 2x8x8x8 int16 in the 16x8 dwconv_m2_in_graph)."""
+    if t in program.inputs or t in program.outputs:
+        return False
+    ops = [op for op in program.ops if op.output == t or t in op.inputs]
+    return bool(ops) and all(_bricks(op) for op in ops)
+
+
+def evicted_maps(program, config: NPUConfig) -> set[int]:
+    """The maps between two operations that Vela 5.2 moves back off-chip: regor's
+    FastStorageAllocator::ElementwiseSanitizer evicts from SRAM a binary elementwise
+    operation's input when its other input is a map that is not there (a region's input in
+    the U65's DRAM), so that both are read from the same memory (the 16x8 maximum on
+    u65-256, its debug database: the QUANTIZE writes its NHCWB16 map to DRAM, 1,109 op cycles,
+    and the MAXIMUM reads both inputs from there, 554)."""
+    if config.spill_memory == "none":
+        return set()
+    far = set()
+    for op in program.ops:
+        if not is_elementwise(op) or len(op.inputs) != 2:
+            continue
+        for t, other in (op.inputs, op.inputs[::-1]):
+            elsewhere = other in program.inputs and program.tensors[other].memory != "sram"
+            if elsewhere and t not in program.inputs and t not in program.outputs:
+                far.add(t)
+    return far
