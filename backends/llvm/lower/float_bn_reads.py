@@ -17,14 +17,21 @@ from __future__ import annotations
 import numpy as np
 from partita.backends.llvm.kinds import Kind
 
+# only a batch norm + relu of more than this many floats (1 MB: its pass writes the image back to
+# memory and the product reads it from there): packing costs a scratch block's write and read
+# in L2, about what the EWISE costs while its image stays in L2 (session 21: 14 x 14 x 1024 and
+# 7 x 7 x 2048 even, 56 x 56 x 256 and 28 x 28 x 512 faster; docs/performance.md)
+MIN_FLOATS = 1 << 18
+
 
 def float_bn_reads(plan) -> None:
-    """Give each vector FDENSE reading a batch norm + relu's output as x (a plain product, or a
-    1 x 1 implicit one) that EWISE's input and its scale and shift; drop EWISEs left unread."""
+    """Give each vector FDENSE reading a large (MIN_FLOATS) batch norm + relu's output as x (a
+    plain product, or a 1 x 1 implicit one) that EWISE's input and its scale and shift; drop
+    EWISEs left unread."""
     dropped = []
     for e in plan.kernels:
         affine = _batch_norm_relu(plan, e)
-        if affine is None:
+        if affine is None or int(np.prod(plan.buffers[e.output][0])) <= MIN_FLOATS:
             continue
         src, scale, shift = affine
         readers = [k for k in plan.kernels if e.output in k.inputs]

@@ -32,6 +32,9 @@ PF_LOCALITY = 2  # prefetches ahead in a panel: prefetcht1, into L2
 # k blocks of LONG_K_STEPS (in L2), the sums through y 6 times, not 48: 4.87 -> 4.04 ms (session
 # 19, f512b); ResNet's implicit 3 x 3 convolutions ran 10% slower so, and keep 64
 LONG_K, LONG_K_ROWS, LONG_K_STEPS = 1024, 64, 512
+# a product computing its x (``pack``: a batch norm + relu) packs a row block's rows with all of
+# k at once up to this many floats (a stack block, 1 MB), else each k block of them
+PACK_FLOATS = 1 << 18
 
 
 def k_blocks(k_count: int, cols: int, long_k: bool = False) -> tuple[int, int, int]:
@@ -118,8 +121,8 @@ class FloatGemm(Family):
         convolution's pixels): a long k takes longer blocks (LONG_K). ``pack(b, m, rows, k0,
         kn, into, stride)``: x's rows m .. m + rows, k0 .. k0 + kn as the tiles read them
         (lower/float_bn_reads.py: the batch norm + relu of x), written to ``into`` (row r at r *
-        stride) once per row block and k block; the tiles then read ``into`` (the k blocks
-        outer, also for a single row block, so it holds one k block)."""
+        stride) once per row block, all of k (PACK_FLOATS), or once per row block and k
+        block (the k blocks outer, also for a single row block); the tiles read ``into``."""
         nv, tail = divmod(n_count, VEC)
         wide = len(cells[0])
         tr = len(cells)  # the tile's rows; the rows past the last full tile are one more tile
@@ -140,8 +143,10 @@ class FloatGemm(Family):
         count = max(1, -(-full // per))  # row blocks of equal size, the short tiles in the last
         per = -(-full // count) if full else 0
         reader = [x, a_at]  # where the tiles read x: x itself, or a row block packed
+        whole = False  # x's rows packed with all of k once per row block (else per k block)
         if pack is not None:
-            stride = -(-kc // VEC) * VEC
+            whole = (per + 2) * tr * -(-k_count // VEC) * VEC <= PACK_FLOATS
+            stride = -(-(k_count if whole or nkb == 1 else kc) // VEC) * VEC
             scratch = b.alloca(V16F, size=(per + 2) * tr * stride // VEC)
             scratch.align = 64
 
@@ -201,8 +206,6 @@ class FloatGemm(Family):
                 for group in groups:
                     with for_range(b, group[2], "nt") as nt:
                         tile(rows, m0, nt, (c64(0), klast, False), True, group)
-            if pack is not None:
-                packed(t0, tiles, with_rem, c64(0), klast)
             if tiles:
                 with for_range(b, tiles, "mt") as mt:
                     row_tile(tr, b.mul(b.add(t0, mt), c64(tr)))
@@ -215,7 +218,7 @@ class FloatGemm(Family):
             blocks outer (each panel's block read from memory once per row block); with
             a single row block, the panels outer, each read in k order once (one stream
             the prefetches stay ahead of)."""
-            if count == 1 and pack is None:
+            if count == 1 and (pack is None or whole):
                 for group in groups:
                     with for_range(b, group[2], "nt") as nt:
                         k_loop(lambda k0, kn, more, last, nt=nt, group=group: tiles_pass(
@@ -223,7 +226,7 @@ class FloatGemm(Family):
                 return
 
             def step(k0, kn, more, last):
-                if pack is not None:
+                if pack is not None and not whole:
                     packed(t0, tiles, with_rem, k0, kn)
                 for group in groups:
                     with for_range(b, group[2], "nt") as nt:
@@ -232,7 +235,11 @@ class FloatGemm(Family):
 
             k_loop(step)
 
-        block = rows_outer if nkb == 1 and rows_first else panels_outer
+        def block(t0, tiles: int, with_rem: bool):
+            if pack is not None and (whole or nkb == 1):
+                packed(t0, tiles, with_rem, c64(0), k_count)
+            (rows_outer if nkb == 1 and rows_first else panels_outer)(t0, tiles, with_rem)
+
         if count > 1:
             with for_range(b, count - 1, "mb") as mb:
                 block(b.mul(mb, c64(per)), per, False)
@@ -361,8 +368,9 @@ class FloatGemm(Family):
 
             def pack(b, m_lo, rows, k0, kn, into, stride):
                 with for_range(b, rows, "pr") as r:
-                    self.affine_row(b, x, row_at(b.add(m_lo, r)), koff, k_, k0, kn, into,
-                                    b.mul(r, c64(stride)))
+                    m = b.add(m_lo, r)  # and the next block's row m + rows on its way to L2
+                    self.affine_row(b, x, row_at(m), koff, k_, k0, kn, into,
+                                    b.mul(r, c64(stride)), row_at(b.add(m, c64(rows))))
 
         self.gemm(
             b, cells, m_count, n_ if n_count is None else n_count, k_, a_at,
@@ -373,14 +381,20 @@ class FloatGemm(Family):
         b.ret_void()
         return fn
 
-    def affine_row(self, b, x, at, aff, k_, k0, kn, into, to) -> None:
+    def affine_row(self, b, x, at, aff, k_, k0, kn, into, to, ahead) -> None:
         """into[to + j] = relu(x[at + k0 + j] * s[k] + t[k]) for j < kn, k = k0 + j (``aff``:
         s then t, k_ floats each): the EWISE's float32 steps in its order (a multiply, an add:
-        no FMA) and its relu (numpy's maximum(v, 0): -0 -> +0, NaN stays), so the same bits."""
+        no FMA) and its relu (numpy's maximum(v, 0): -0 -> +0, NaN stays), so the same bits;
+        x[ahead + k0 + j] prefetched into L2 (the next row block's row: it arrives while this
+        block's tiles are summed, not when the next block is packed)."""
         zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
 
         def vector(j, mask=None):
             kk = b.add(k0, j)
+            prefetch = self._intrinsic("llvm.prefetch.p0", ir.VoidType(),
+                                       [ir.PointerType(), I32T, I32T, I32T])
+            b.call(prefetch, [b.gep(x, [b.add(ahead, kk)], source_etype=F32), c32(0),
+                              c32(PF_LOCALITY), c32(1)])
             v = self.vload_f(b, x, b.add(at, kk), mask)
             v = b.fmul(v, self.vload_f(b, aff, kk, mask))
             v = b.fadd(v, self.vload_f(b, aff, b.add(kk, c64(k_)), mask))
