@@ -4,12 +4,13 @@ strided 1 x 1 conv of the same value):
 
     EWISE relu(x * s + t) (a -> a') ; FDENSE (a' -> y)   =>   FDENSE (a -> y, x_affine)
 
-The product packs each row block's k block of relu(x * s + t) into a scratch block (in L1 / L2)
-before its tiles read it (emit/float/gemm.py ``affine_row``), once per row block and k block,
-computing the EWISE's float32 steps in its order: the same bits. The EWISE goes when every
-reader takes it in (a reader of another kind keeps it, for that reader alone); its pass over
-the image (a write and a read of it from memory: 1.6 ms of ResNet-50 v2's 57 at one thread,
-session 20) goes with it.
+The product packs each row block of relu(x * s + t) (all of k, or a k block at a time) into a
+stack block before its tiles read it (emit/float/gemm.py ``affine_row``), computing the EWISE's
+float32 steps in its order: the same bits. Only when every reader can take it in (a reader of
+another kind keeps the EWISE for all: packing would then save nothing), and not for a product
+split by column panels over two threads (each chunk would pack all of x). The EWISE's pass
+over the image (written to memory and read back past 1 MB: 1.1 ms of ResNet-50 v2's 57 at one
+thread) goes.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ MIN_FLOATS = 1 << 18
 
 
 def float_bn_reads(plan) -> None:
-    """Give each vector FDENSE reading a large (MIN_FLOATS) batch norm + relu's output as x (a
-    plain product, or a 1 x 1 implicit one) that EWISE's input and its scale and shift; drop
-    EWISEs left unread."""
+    """A large (MIN_FLOATS) batch norm + relu whose readers are all vector FDENSEs reading it
+    as x (a plain product, or a 1 x 1 implicit one): they get its input and its scale and
+    shift, and the EWISE goes."""
     dropped = []
     for e in plan.kernels:
         affine = _batch_norm_relu(plan, e)
@@ -35,14 +36,15 @@ def float_bn_reads(plan) -> None:
             continue
         src, scale, shift = affine
         readers = [k for k in plan.kernels if e.output in k.inputs]
+        if e.output in plan.outputs or not all(
+                _fusable(plan, k, e.output, scale.size) for k in readers):
+            continue  # the EWISE stays: a reader taking it in would only add its packing
         for k in readers:
-            if _fusable(plan, k, e.output, scale.size):
-                k.inputs[0] = src
-                k.params["x_affine"] = True
-                k.arrays.pop("koff", None)  # 1 x 1: x's k in order in a pixel
-                k.arrays["xaff"] = np.concatenate([scale, shift]).astype(np.float32)
-        if e.output not in plan.outputs and all(e.output not in k.inputs for k in readers):
-            dropped.append(e)
+            k.inputs[0] = src
+            k.params["x_affine"] = True
+            k.arrays.pop("koff", None)  # 1 x 1: x's k in order in a pixel
+            k.arrays["xaff"] = np.concatenate([scale, shift]).astype(np.float32)
+        dropped.append(e)
     plan.kernels[:] = [k for k in plan.kernels if all(k is not d for d in dropped)]
 
 
@@ -103,6 +105,8 @@ def _fusable(plan, k, x: int, channels: int) -> bool:
         return False
     if k.inputs[0] != x or x in k.inputs[1:] or p.get("x_affine") or p["K"] != channels:
         return False
+    if p.get("threads", 1) >= 2 and p["N"] >= p["M"]:  # may split by column panels
+        return False  # (emit/float/chunks.py): each chunk would pack all of x again
     if "implicit" in p:
         return p["implicit"][1] == channels
     shape, dtype = plan.buffers[x]

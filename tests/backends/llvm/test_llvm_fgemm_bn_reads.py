@@ -1,9 +1,10 @@
 """A per-channel batch norm + relu read by 1 x 1 float products is computed by them as they read
 x (lower/float_bn_reads.py; ResNet v2's pre-activation read by conv1 and the strided shortcut):
-no EWISE kernel when every reader is such a product, the EWISE kept for a reader of another
-kind. Against the interpreter on every tier forced, bytes equal to the build that keeps the
-EWISE (NaN, infinities and -0 included), one and two threads (row and panel chunks, both
-drivers), and with x packed per k block instead of with all of k (gemm.PACK_FLOATS)."""
+no EWISE kernel when every reader is such a product; a reader of another kind keeps the EWISE
+for every reader. Against the interpreter on every tier forced, bytes equal to the build that
+keeps the EWISE (NaN, infinities and -0 included), one and two threads (row chunks fused; a
+product split by column panels keeps the EWISE), both drivers, and with x packed per k block
+instead of with all of k (gemm.PACK_FLOATS)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,10 @@ def test_batch_norm_relu_read_by_products(monkeypatch, small_products, tier, sha
     for g, want in zip(got, P.interpret(mod, [a])):
         assert float(np.abs(g - want).max()) <= 1e-5 * float(np.abs(want).max())
     two = P.build(mod, target + " -threads=2")
+    # a split reader with N >= M may go by column panels: "panels" keeps the EWISE at two
+    # threads ("small"'s strided reader, 9 rows, is too small to split)
+    kept = any("ewise" in label.lower() for label in _labels(two))
+    assert kept == (shape == "panels"), _labels(two)
     assert all(_bytes(o) == _bytes(got) for o in _run_both_drivers(two, a))
     monkeypatch.setattr(gemm, "PACK_FLOATS", 0)  # packed per k block
     assert _bytes(P.build(mod, target).run(a)) == _bytes(got)
@@ -115,8 +120,8 @@ def test_special_values_keep_the_ewise_bits(monkeypatch, small_products):
 
 
 def test_a_reader_of_another_kind_keeps_the_ewise(monkeypatch, small_products):
-    """Read also by a 3 x 3 convolution: the EWISE stays (for it), the 1 x 1 products still
-    compute the batch norm themselves."""
+    """Read also by a 3 x 3 convolution: the EWISE stays, and the 1 x 1 products read it (a
+    packing of theirs would save nothing)."""
     mod, xs = _preact(*SHAPES["rows"], other=True)
     plans = []
     run = float_bn_reads.float_bn_reads
@@ -129,7 +134,7 @@ def test_a_reader_of_another_kind_keeps_the_ewise(monkeypatch, small_products):
     exe = P.build(mod, "llvm -isa=amx -emulate=yes -threads=2")
     assert any("ewise" in label.lower() for label in _labels(exe))
     fused = [k for p in plans for k in p.kernels if k.params.get("x_affine")]
-    assert len(fused) == 2
+    assert plans and not fused
     a = np.random.default_rng(2).standard_normal(xs).astype(np.float32)
     got = exe.run(a)
     for g, want in zip(got, P.interpret(mod, [a])):
