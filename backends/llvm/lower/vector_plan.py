@@ -35,7 +35,11 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
          "avx2_ubsw": {1: 4},
          # the sign kernel: one more register per k-step (the signed weights) than plain pairs
          "avx2_sign": {1: 4, 2: 2},
-         "avxvnni": {1: 5, 2: 2},
+         # AVX-VNNI's 16 ymm registers: 6 pixels x 1 vector (two ymm of 8 channels) where
+         # there are 6 pixels, else 2 x 2 (a dense layer of one row: 4 independent sums). On
+         # the Xeon of session 21, MobileNetV2's K >= 64 kernels' minima (one process,
+         # interleaved, load 7-8) 1.645 -> 1.460 ms against 2 x 2 everywhere; 7 x 1 spills
+         "avxvnni": {1: 6, 2: 2},
          # -isa=plain's int16-weight kernel where LLVM vectorizes the generic IR at zmm width
          # (a host with AVX-512BW): 32 registers hold 3 vectors x 4 pixels of <32 x i32> pair
          # sums (MobileNetV2 1.0 224 on an Intel Xeon: 6.10 -> 4.62 ms against avx2_wide's 1 x 3)
@@ -303,6 +307,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                   else "avx2_wide" if wide else "avx2_nibbles" if nibbles
                   else "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
     v = min(max(tiles), nvec)
+    if code_isa == "avxvnni" and geo["OH"] * geo["OW"] >= tiles[1]:
+        v = 1  # the taller tile: more pixels share each weight load (TILES)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])

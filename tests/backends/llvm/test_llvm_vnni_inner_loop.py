@@ -1,7 +1,8 @@
-"""The VNNI kernels' int8 input flipped to uint8 once, as it is copied (vector_plan.FLIP_INPUT,
-pack_input.copy_flipped): the inner loop then broadcasts each pixel's bytes from memory. Every
-form (pointwise, padded, dense, rows whose bytes are no multiple of 64, a batch) equals the
-interpreter on the vnni and avxvnni tiers and amx's VNNI fallback, one and two threads."""
+"""The VNNI kernels' inner loop: int8 input flipped to uint8 once, as it is copied
+(vector_plan.FLIP_INPUT, pack_input.copy_flipped), so that the loop broadcasts each pixel's bytes
+from memory; AVX-VNNI's 6 x 1 register tile (vector_plan.TILES). Every form (pointwise, padded,
+dense, rows whose bytes are no multiple of 64, a batch) equals the interpreter on the vnni and
+avxvnni tiers and amx's VNNI fallback, one and two threads."""
 
 from __future__ import annotations
 
@@ -58,3 +59,16 @@ def test_uint8_input_and_other_tiers_are_not_flipped(isa):
         assert conv.params["pack"] == bool(conv.params.get("flipped"))
         assert_equals_interpreter(mod, isa, seed=4)
     assert llvm_target(isa)  # the tier runs here or through -emulate=yes
+
+
+def test_avxvnni_tiles_take_six_pixels_of_one_vector():
+    """6 pixels x 1 vector where there are 6 pixels; a one-row dense layer keeps 2 vectors
+    (independent sums); AVX-512 VNNI keeps its 6 x 4."""
+    pointwise = build_graph(*GEOS["pointwise"][:1], "int8", *GEOS["pointwise"][1:3],
+                            GEOS["pointwise"][3], 1, False, None)[0]
+    dense = build_graph("dense", "int8", 256, 64, {"rows": 1}, 1, False, None)[0]
+    tiles = {(name, isa): (_vconv(mod, isa).params["R"], _vconv(mod, isa).params["V"])
+             for name, mod in (("pointwise", pointwise), ("dense", dense))
+             for isa in ("avxvnni", "vnni")}
+    assert tiles == {("pointwise", "avxvnni"): (6, 1), ("dense", "avxvnni"): (1, 2),
+                     ("pointwise", "vnni"): (6, 4), ("dense", "vnni"): (1, 4)}
