@@ -49,6 +49,12 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
 # GPR -> zmm broadcast on port 5, the port of the second VPDPBUSD: the 6 x 4 tile's loop alone
 # (L1 data, inline assembly, /work/scratch) 65% -> 83% of 128 MACs/cycle, the 10 x 2 one 55% -> 84%
 FLIP_INPUT = True
+# VNNI tiles narrow (fewer channel vectors) until a channel group's weight panel is at most this
+# many bytes, where more than one tile of pixels reads it (_l1_width; L1d is 48 KB on the Xeon
+# of sessions 19-21, 32 KB on a Zen 4): MobileNetV2's 7 x 7 layers of K = 960 (61 KB panels at
+# 6 x 4) ran 7-10% faster as 10 x 2 tiles (31 KB) in four interleaved A/Bs of per-kernel minima
+# (load 8-10), less as 8 x 3 (46 KB); K = 576 (37 KB at 6 x 4) did not move, and stays
+VNNI_L1_PANEL = 40 << 10
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
 PREFETCH_BYTES = 1 << 16
@@ -307,6 +313,8 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                   else "avx2_wide" if wide else "avx2_nibbles" if nibbles
                   else "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
     v = min(max(tiles), nvec)
+    if code_isa == "vnni" and geo["OH"] * geo["OW"] > tiles[v]:
+        v = _l1_width(tiles, v, kh * kw * cs)
     if code_isa == "avxvnni" and geo["OH"] * geo["OW"] >= tiles[1]:
         v = 1  # the taller tile: more pixels share each weight load (TILES)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
@@ -369,6 +377,15 @@ def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, s
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
     return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, 0
+
+
+def _l1_width(tiles: dict, v: int, depth: int) -> int:
+    """The widest tile of at most ``v`` channel vectors (at least 2) whose weight panel, ``depth``
+    bytes per output channel, fits VNNI_L1_PANEL: the panel then stays in L1 across the tiles of
+    pixels instead of streaming from L2 once per tile."""
+    while v > 2 and depth * 16 * v > VNNI_L1_PANEL and v - 1 in tiles:
+        v -= 1
+    return v
 
 
 def _panels(packed: np.ndarray, width: int) -> np.ndarray:

@@ -23,6 +23,9 @@ GEOS = {
     "batch": ("conv", 64, 24, {"batch": 2, "hw": (4, 4), "k": (1, 1), "strides": (1, 1),
                                 "dilation": (1, 1), "padding": (0, 0, 0, 0)}),
     "dense": ("dense", 1280, 70, {"rows": 1}),
+    # K = 960: vnni's 10 x 2 tiles (VNNI_L1_PANEL), a group of 2 vectors and a tail of 1
+    "l1_panel": ("conv", 960, 48, {"hw": (7, 7), "k": (1, 1), "strides": (1, 1),
+                                    "dilation": (1, 1), "padding": (0, 0, 0, 0)}),
 }
 
 
@@ -72,3 +75,15 @@ def test_avxvnni_tiles_take_six_pixels_of_one_vector():
              for isa in ("avxvnni", "vnni")}
     assert tiles == {("pointwise", "avxvnni"): (6, 1), ("dense", "avxvnni"): (1, 2),
                      ("pointwise", "vnni"): (6, 4), ("dense", "vnni"): (1, 4)}
+
+
+def test_vnni_tiles_keep_the_weight_panel_in_l1():
+    """7 x 7 pixels of K = 960 (a 61 KB panel at 6 x 4): 10 x 2 tiles (31 KB); K = 576 keeps
+    6 x 4 (37 KB); a one-row dense layer of K = 1280 reads each weight once and keeps 4 vectors."""
+    shape = GEOS["pointwise"][3]
+    got = [(_vconv(build_graph(kind, "int8", cin, cout, geo, 1, False, None)[0], "vnni")
+            .params[key]) for kind, cin, cout, geo in (("conv", 960, 320, shape),
+                                                        ("conv", 576, 160, shape),
+                                                        ("dense", 1280, 100, {"rows": 1}))
+           for key in ("R", "V")]
+    assert got == [10, 2, 6, 4, 1, 4]
