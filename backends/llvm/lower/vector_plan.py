@@ -49,6 +49,8 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
 # GPR -> zmm broadcast on port 5, the port of the second VPDPBUSD: the 6 x 4 tile's loop alone
 # (L1 data, inline assembly, /work/scratch) 65% -> 83% of 128 MACs/cycle, the 10 x 2 one 55% -> 84%
 FLIP_INPUT = True
+# AVX-VNNI's tile of one vector where there are TILES["avxvnni"][1] pixels (else the widest)
+AVXVNNI_TALL = True
 # VNNI tiles narrow (fewer channel vectors) until a channel group's weight panel is at most this
 # many bytes, where more than one tile of pixels reads it (_l1_width; L1d is 48 KB on the Xeon
 # of sessions 19-21, 32 KB on a Zen 4): MobileNetV2's 7 x 7 layers of K = 960 (61 KB panels at
@@ -315,7 +317,7 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
     v = min(max(tiles), nvec)
     if code_isa == "vnni" and geo["OH"] * geo["OW"] > tiles[v]:
         v = _l1_width(tiles, v, kh * kw * cs)
-    if code_isa == "avxvnni" and geo["OH"] * geo["OW"] >= tiles[1]:
+    if AVXVNNI_TALL and code_isa == "avxvnni" and geo["OH"] * geo["OW"] >= tiles[1]:
         v = 1  # the taller tile: more pixels share each weight load (TILES)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(stage_flags({**params, **new}, consts, wabs))
