@@ -32,6 +32,7 @@ from .half import lower_half, lower_tuple_item
 from .registry import FLOAT, lowering_for
 from .tables import const_array
 from .vector_plan import (
+    flip_into_producers,
     write_into_halos,
 )
 
@@ -178,6 +179,7 @@ class LowerContext:
             [self.ids[id(o)] for o in outs],
         )
         write_into_halos(plan)
+        flip_into_producers(plan)
         float_into_pads(plan)
         return plan
 

@@ -6,6 +6,7 @@ avxvnni tiers and amx's VNNI fallback, one and two threads."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from partita.backends.llvm.lower import lower
 from test_llvm_kernels import assert_equals_interpreter, build_graph, llvm_target
@@ -87,3 +88,48 @@ def test_vnni_tiles_keep_the_weight_panel_in_l1():
                                                         ("dense", 1280, 100, {"rows": 1}))
            for key in ("R", "V")]
     assert got == [10, 2, 6, 4, 1, 4]
+
+
+def _stage(x, rng, cin, cout, depthwise=False):
+    """qnn.conv2d (3 x 3 depthwise padded, or 1 x 1) -> bias -> requantize -> clip, int8."""
+    op = P.get_op
+    k = 3 if depthwise else 1
+    w = rng.integers(-127, 128, (cout, k, k, 1 if depthwise else cin), dtype=np.int8)
+    y = op("qnn.conv2d")(
+        x, P.const(w), P.const(np.int32(int(rng.integers(-30, 30)))), P.const(np.int32(0)),
+        P.const(np.float32(0.05)), P.const(np.float32(0.01)), strides=(1, 1),
+        padding=(k // 2,) * 4, dilation=(1, 1), groups=cin if depthwise else 1,
+        data_layout="NHWC", kernel_layout="OHWI")
+    y = op("nn.bias_add")(y, P.const(rng.integers(-900, 900, cout, dtype=np.int32)), axis=-1)
+    y = op("qnn.requantize")(y, P.const(np.float32(0.0005)), P.const(np.int32(0)),
+                             P.const(np.float32(0.02 * (1 + depthwise))),
+                             P.const(np.int32(int(rng.integers(-10, 10)))), axis=-1,
+                             out_dtype="int8")
+    return op("clip")(y, a_min=-128.0, a_max=127.0)
+
+
+def _chain():
+    """depthwise (32 channels) -> 1 x 1 (32 -> 64) -> 1 x 1 (64 -> 48): both 1 x 1 layers read
+    a single producer's output, which stores it flipped (vector_plan.flip_into_producers)."""
+    rng = np.random.default_rng(11)
+    x = P.var("x", (1, 6, 7, 32), "int8")
+    y = _stage(_stage(_stage(x, rng, 32, 32, depthwise=True), rng, 32, 64), rng, 64, 48)
+    return P.IRModule.from_expr(P.Function([x], y))
+
+
+@pytest.mark.parametrize("isa", ["vnni", "avxvnni", "amx"])
+@pytest.mark.parametrize("threads", ["", " -threads=2"])
+def test_producers_store_their_output_flipped(isa, threads):
+    mod = _chain()
+    kernels = lower(P.InferType()(mod)["main"], isa).kernels
+    flipped_out = [k.kind for k in kernels if k.params.get("flip_out")]
+    readers = [k for k in kernels if k.params.get("flipped")]
+    if isa != "amx":  # amx: the 1 x 1 layers of 42 pixels are AMX tiles, which read int8
+        assert flipped_out == ["VDW", "VCONV"]
+        assert all(not k.params["pack"] and len(k.inputs) == 1 for k in readers)
+    if isa == "amx":
+        from partita.backends.llvm.runtime.jit import amx_permitted
+
+        if not amx_permitted():
+            pytest.skip("this CPU or OS does not run AMX tiles")
+    assert_equals_interpreter(mod, isa, seed=5, threads=threads)
