@@ -26,13 +26,13 @@ from partita.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem, T
 from partita.ir.graph import dataflow_order
 from partita.ir.refs import REF_NODES
 
+from .flip_input import flip_into_producers
 from .float_conv import weight_only
 from .float_halos import float_into_pads
 from .half import lower_half, lower_tuple_item
 from .registry import FLOAT, lowering_for
 from .tables import const_array
 from .vector_plan import (
-    flip_into_producers,
     write_into_halos,
 )
 

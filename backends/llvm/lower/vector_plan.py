@@ -44,16 +44,14 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
          # (a host with AVX-512BW): 32 registers hold 3 vectors x 4 pixels of <32 x i32> pair
          # sums (MobileNetV2 1.0 224 on an Intel Xeon: 6.10 -> 4.62 ms against avx2_wide's 1 x 3)
          "plain_zmm": {1: 8, 2: 6, 3: 4}}
-# int8 input of the VNNI kernels copied once as uint8 (x ^ 0x80, pack_input) so that the inner
+# int8 input of the VNNI kernels copied once as uint8 (x ^ 0x80, pack_input; or stored so by its
+# producer, flip_input.py) so that the inner
 # loop broadcasts each pixel's 4 bytes from memory (a load) instead of a scalar load, xor and a
 # GPR -> zmm broadcast on port 5, the port of the second VPDPBUSD: the 6 x 4 tile's loop alone
 # (L1 data, inline assembly, /work/scratch) 65% -> 83% of 128 MACs/cycle, the 10 x 2 one 55% -> 84%
 FLIP_INPUT = True
 # AVX-VNNI's tile of one vector where there are TILES["avxvnni"][1] pixels (else the widest)
 AVXVNNI_TALL = True
-# the kernels that store their output flipped instead when such a convolution is its only
-# reader (flip_into_producers; both store through OutputStage.vrequant)
-FLIP_PRODUCERS = (Kind.VDW, Kind.VCONV)
 # VNNI tiles narrow (fewer channel vectors) until a channel group's weight panel is at most this
 # many bytes, where more than one tile of pixels reads it (_l1_width; L1d is 48 KB on the Xeon
 # of sessions 19-21, 32 KB on a Zen 4): MobileNetV2's 7 x 7 layers of K = 960 (61 KB panels at
@@ -456,34 +454,6 @@ def channel_groups(params: dict) -> int:
     tile's groups of V vectors (the last one maybe narrower)."""
     nvec = -(-params["OC"] // 16)
     return -(-nvec // (2 if params.get("isa") == "amx" else params["V"]))
-
-
-def flip_into_producers(plan) -> None:
-    """A VNNI convolution that copies its input only to flip it to uint8 (FLIP_INPUT: no padding,
-    whole 4-channel quads) reads it as it is when the input's producer is a depthwise or vector
-    convolution kernel (FLIP_PRODUCERS) with no other reader: that kernel stores its bytes
-    flipped (``flip_out``, one xor per 16 outputs) and the convolution's copy and its scratch
-    buffer go."""
-    readers: dict[int, int] = {}
-    for k in plan.kernels:
-        for i in set(k.inputs):
-            readers[i] = readers.get(i, 0) + 1
-    producer = {k.output: k for k in plan.kernels}
-    for k in plan.kernels:
-        p = k.params
-        if (k.kind != Kind.VCONV or not p.get("flipped") or not p["pack"] or any(p["pad"])
-                or (p["Hs"], p["Ws"], p["Cs"]) != (p["H"], p["W"], p["C"])
-                or len(k.inputs) != 2):
-            continue
-        x = k.inputs[0]
-        src = producer.get(x)
-        if (src is None or src.kind not in FLIP_PRODUCERS or x in plan.outputs
-                or readers.get(x) != 1 or "batch" in p or "batch" in src.params
-                or src.params.get("flip_out")):
-            continue
-        src.params["flip_out"] = True
-        p["pack"] = False
-        k.inputs = [x]
 
 
 def write_into_halos(plan) -> None:

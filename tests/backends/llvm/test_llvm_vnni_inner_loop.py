@@ -110,7 +110,7 @@ def _stage(x, rng, cin, cout, depthwise=False):
 
 def _chain():
     """depthwise (32 channels) -> 1 x 1 (32 -> 64) -> 1 x 1 (64 -> 48): both 1 x 1 layers read
-    a single producer's output, which stores it flipped (vector_plan.flip_into_producers)."""
+    a single producer's output, which stores it flipped (lower/flip_input.py)."""
     rng = np.random.default_rng(11)
     x = P.var("x", (1, 6, 7, 32), "int8")
     y = _stage(_stage(_stage(x, rng, 32, 32, depthwise=True), rng, 32, 64), rng, 64, 48)

@@ -20,8 +20,8 @@ class OutputStage(Family):
         ``corr`` False: the accumulators started from the channels' constant term; ``cache``
         (a dict): the channels' constants loaded once for every pixel of a tile (LLVM cannot
         reuse them across the output stores, which may alias them). With "flip_out" (a
-        depthwise layer whose only reader is a VNNI convolution, vector_plan.flip_into_producers)
-        the bytes are stored as y ^ 0x80, the uint8 form that convolution reads."""
+        kernel whose only reader is a VNNI convolution, lower/flip_input.py) the bytes are
+        stored as y ^ 0x80, the uint8 form that convolution reads."""
         value = self.vrequant_bytes(b, acc, g, o, p, corr, cache)
         return b.xor(value, kconst(B16, -128)) if p.get("flip_out") else value
 
