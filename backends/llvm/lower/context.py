@@ -26,6 +26,7 @@ from partita.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem, T
 from partita.ir.graph import dataflow_order
 from partita.ir.refs import REF_NODES
 
+from .flip_input import flip_into_producers
 from .float_bn_reads import float_bn_reads
 from .float_conv import weight_only
 from .float_halos import float_into_pads
@@ -179,6 +180,7 @@ class LowerContext:
             [self.ids[id(o)] for o in outs],
         )
         write_into_halos(plan)
+        flip_into_producers(plan)
         float_into_pads(plan)
         float_bn_reads(plan)
         return plan

@@ -35,11 +35,29 @@ TILES = {"vnni": {1: 12, 2: 10, 3: 8, 4: 6}, "avx2": {1: 4, 2: 2}, "avx2_wide": 
          "avx2_ubsw": {1: 4},
          # the sign kernel: one more register per k-step (the signed weights) than plain pairs
          "avx2_sign": {1: 4, 2: 2},
-         "avxvnni": {1: 5, 2: 2},
+         # AVX-VNNI's 16 ymm registers: 6 pixels x 1 vector (two ymm of 8 channels) where
+         # there are 6 pixels, else 2 x 2 (a dense layer of one row: 4 independent sums). On
+         # the Xeon of session 21, MobileNetV2's K >= 64 kernels' minima (one process,
+         # interleaved, load 7-8) 1.645 -> 1.460 ms against 2 x 2 everywhere; 7 x 1 spills
+         "avxvnni": {1: 6, 2: 2},
          # -isa=plain's int16-weight kernel where LLVM vectorizes the generic IR at zmm width
          # (a host with AVX-512BW): 32 registers hold 3 vectors x 4 pixels of <32 x i32> pair
          # sums (MobileNetV2 1.0 224 on an Intel Xeon: 6.10 -> 4.62 ms against avx2_wide's 1 x 3)
          "plain_zmm": {1: 8, 2: 6, 3: 4}}
+# int8 input of the VNNI kernels copied once as uint8 (x ^ 0x80, pack_input; or stored so by its
+# producer, flip_input.py) so that the inner
+# loop broadcasts each pixel's 4 bytes from memory (a load) instead of a scalar load, xor and a
+# GPR -> zmm broadcast on port 5, the port of the second VPDPBUSD: the 6 x 4 tile's loop alone
+# (L1 data, inline assembly, /work/scratch) 65% -> 83% of 128 MACs/cycle, the 10 x 2 one 55% -> 84%
+FLIP_INPUT = True
+# AVX-VNNI's tile of one vector where there are TILES["avxvnni"][1] pixels (else the widest)
+AVXVNNI_TALL = True
+# VNNI tiles narrow (fewer channel vectors) until a channel group's weight panel is at most this
+# many bytes, where more than one tile of pixels reads it (_l1_width; L1d is 48 KB on the Xeon
+# of sessions 19-21, 32 KB on a Zen 4): MobileNetV2's 7 x 7 layers of K = 960 (61 KB panels at
+# 6 x 4) ran 7-10% faster as 10 x 2 tiles (31 KB) in four interleaved A/Bs of per-kernel minima
+# (load 8-10), less as 8 x 3 (46 KB); K = 576 (37 KB at 6 x 4) did not move, and stays
+VNNI_L1_PANEL = 40 << 10
 # weights this large are software-prefetched into L2, in order, when their kernel starts: the
 # pointwise layers at 7 x 7 pixels otherwise wait on memory for every line of their first pass
 PREFETCH_BYTES = 1 << 16
@@ -187,13 +205,13 @@ def _geometry(kind: str, params: dict, in_shape, out_shape, wshape) -> dict:
     return geo
 
 
-def _padded(geo: dict, step: int) -> dict:
+def _padded(geo: dict, step: int, copy: bool = False) -> dict:
     top, left, bottom, right = geo["pad"]
     cs = _round_up(geo["C"], step)
     # rows/columns the kernel window can reach (the stride may leave the last ones unread)
     hs = max(geo["H"] + top + bottom, (geo["OH"] - 1) * geo["sh"] + (geo["KH"] - 1) * geo["dh"] + 1)
     ws = max(geo["W"] + left + right, (geo["OW"] - 1) * geo["sw"] + (geo["KW"] - 1) * geo["dw"] + 1)
-    pack = cs != geo["C"] or any(geo["pad"])
+    pack = copy or cs != geo["C"] or any(geo["pad"])
     return {"Cs": cs, "Hs": hs if pack else geo["H"], "Ws": ws if pack else geo["W"], "pack": pack}
 
 
@@ -254,7 +272,11 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
         w = w.reshape(w.shape[0], 1, 1, -1)
     if amx and amx_fits(geo, params, overread):
         return _amx_kernel(params, arrays, geo, w, zx, signed)
-    geo.update(_padded(geo, 4))
+    # int8 activations flipped to uint8 once, as the input is copied (pack_input), where the
+    # copy keeps whole rows (C a multiple of 4)
+    flipped = (FLIP_INPUT and signed and isa in ("vnni", "avxvnni") and not params.get("pairs")
+               and geo["C"] % 4 == 0)
+    geo.update(_padded(geo, 4, copy=flipped))
     oc, kh, kw, c = w.shape
     cs, ocp = geo["Cs"], _round_up(oc, 16)
     wp = np.zeros((kh, kw, cs, ocp), np.int8)
@@ -294,11 +316,17 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
                   else "avx2_wide" if wide else "avx2_nibbles" if nibbles
                   else "avx2_ubsw" if fix is not None else "avx2" if isa == "plain" else isa]
     v = min(max(tiles), nvec)
+    if code_isa == "vnni" and geo["OH"] * geo["OW"] > tiles[v]:
+        v = _l1_width(tiles, v, kh * kw * cs)
+    if AVXVNNI_TALL and code_isa == "avxvnni" and geo["OH"] * geo["OW"] >= tiles[1]:
+        v = 1  # the taller tile: more pixels share each weight load (TILES)
     new = {**_code_params(params, geo), "signed": signed, "isa": code_isa, "V": v, "wide": wide}
     new.update(stage_flags({**params, **new}, consts, wabs))
     new["R"] = min(tiles[v], geo["OW"])
     if sign:
         new["sign"] = True
+    if flipped:
+        new["flipped"] = True
     if nibbles:
         packed, new["nibbles"] = nibble_split(packed)
     packed = _panels(packed, v if nibbles else 16 * v)
@@ -352,6 +380,15 @@ def _amx_kernel(params: dict, arrays: dict, geo: dict, w: np.ndarray, zx: int, s
     if packed.nbytes >= PREFETCH_BYTES:
         new["prefetch"] = int(packed.nbytes)
     return Kind.VCONV, new, {"weights": np.ascontiguousarray(packed), **consts}, 0
+
+
+def _l1_width(tiles: dict, v: int, depth: int) -> int:
+    """The widest tile of at most ``v`` channel vectors (at least 2) whose weight panel, ``depth``
+    bytes per output channel, fits VNNI_L1_PANEL: the panel then stays in L1 across the tiles of
+    pixels instead of streaming from L2 once per tile."""
+    while v > 2 and depth * 16 * v > VNNI_L1_PANEL and v - 1 in tiles:
+        v -= 1
+    return v
 
 
 def _panels(packed: np.ndarray, width: int) -> np.ndarray:

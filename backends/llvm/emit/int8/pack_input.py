@@ -1,13 +1,15 @@
 """The vector kernels' input packing (``em.pack``): a convolution's or depthwise layer's input
 copied into a padded buffer of 4- or 16-channel pixel slots, the border the input zero point, so
-that the kernels' loads need no bounds (vector_plan's "pack", "Hs", "Ws", "Cs")."""
+that the kernels' loads need no bounds (vector_plan's "pack", "Hs", "Ws", "Cs"); with "flipped"
+(int8 input of the VNNI kernels) every byte is stored as x ^ 0x80 (= x + 128 as uint8), so that
+the kernel broadcasts its activations straight from memory (vector_plan.FLIP_INPUT)."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
 
-from .vector_types import B16, V16, vsplat
+from .vector_types import B16, B64, V16, vsplat
 
 # a 1-3 channel image's 16-pixel packing as four 16-byte shuffles (VPSHUFB + blend of the
 # zero point; LLVM compiles the one 48 -> 64-byte shuffle to VPINSRB / VPEXTRB per byte)
@@ -26,6 +28,9 @@ class InputPacking(Family):
         )
         false = ir.Constant(ir.IntType(1), 0)
         zp = b.trunc(b.load(self.cargs["izp"], typ=I32), I8)
+        flipped = p.get("flipped", False)
+        if flipped:
+            zp = b.xor(zp, ir.Constant(I8, -128))
         hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
         top, left = p["pad"][0], p["pad"][1]
         if cs == c or not copy:  # whole rows: one copy per row, the zero point in the border
@@ -42,11 +47,16 @@ class InputPacking(Family):
                 start = b.add(at, c64(left * cs))
                 if copy:
                     src = b.gep(x, [b.mul(y, c64(width))], source_etype=I8)
-                    b.call(memcpy, [b.gep(dst, [start], source_etype=I8), src, c64(width),
-                                    false])
+                    to = b.gep(dst, [start], source_etype=I8)
+                    if flipped:
+                        self.copy_flipped(b, src, to, width)
+                    else:
+                        b.call(memcpy, [to, src, c64(width), false])
                 rest = b.gep(dst, [b.add(start, c64(width))], source_etype=I8)
                 b.call(memset, [rest, zp, c64(row - left * cs - width), false])
             return
+        if flipped:
+            raise ValueError("flipped packing takes whole rows (Cs == C) only")
         b.call(memset, [dst, zp, c64(hs * ws * cs), false])
         if cs == 4 and p["W"] >= 16:  # 1-3 channels (an image): 16 pixels per shuffle
             return self.pack_pixels(b, x, dst, p, zp)
@@ -54,6 +64,21 @@ class InputPacking(Family):
             src = b.gep(x, [b.mul(b.add(b.mul(y, c64(p["W"])), xx), c64(c))], source_etype=I8)
             at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(xx, c64(left))), c64(cs))
             b.call(memcpy, [b.gep(dst, [at], source_etype=I8), src, c64(c), false])
+
+    def copy_flipped(self, b, src, dst, size: int):
+        """dst[i] = src[i] ^ 0x80 for ``size`` bytes (a multiple of 4): 64 bytes per step, then
+        4 at a time."""
+        top = ir.Constant(B64, [0x80 - 256] * 64)
+        with for_range(b, size // 64, "flip") as i:
+            at = b.mul(i, c64(64))
+            value = self.vload(b, src, at, B64)
+            b.store(b.xor(value, top), b.gep(dst, [at], source_etype=I8), align=1)
+        if size % 64:
+            with for_range(b, (size % 64) // 4, "flip4") as i:
+                at = b.add(c64(size - size % 64), b.mul(i, c64(4)))
+                value = self.vload(b, src, at, I32)
+                b.store(b.xor(value, ir.Constant(I32, 0x80808080 - (1 << 32))),
+                        b.gep(dst, [at], source_etype=I8), align=1)
 
     def pack_pixels(self, b, x, dst, p, zp):
         """pack_input for 4-channel slots of 1-3 channel pixels: 16 pixels (16 c bytes) at a

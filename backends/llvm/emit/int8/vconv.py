@@ -329,8 +329,9 @@ class VectorKernels(Family):
         # int8 -> uint8 as x ^ 0x80 on the scalar (a vector xor of the splat sends LLVM 22's
         # DAG combiner into a loop when it feeds vpdpbusd)
         # (the sign kernel reads signed bytes: it flips uint8 input instead)
+        # (a "flipped" packed copy holds the flipped bytes already: vector_plan.FLIP_INPUT)
         flip = (ir.Constant(I32, 0x80808080 - (1 << 32))
-                if p["signed"] != bool(p.get("sign")) else None)
+                if p["signed"] != bool(p.get("sign")) and not p.get("flipped") else None)
         # bytes per packed weight (the wide kernel's weights stay bytes with "w8")
         size = 2 if (wide and not p.get("w8")) or p.get("nibbles") else 1
         # the panel of this tile's channel group (vector_plan._panels)

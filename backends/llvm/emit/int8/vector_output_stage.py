@@ -19,7 +19,14 @@ class OutputStage(Family):
         """16 int32 accumulators of channels o.. o+15 -> 16 output bytes (TFLite's stage);
         ``corr`` False: the accumulators started from the channels' constant term; ``cache``
         (a dict): the channels' constants loaded once for every pixel of a tile (LLVM cannot
-        reuse them across the output stores, which may alias them)."""
+        reuse them across the output stores, which may alias them). With "flip_out" (a
+        kernel whose only reader is a VNNI convolution, lower/flip_input.py) the bytes are
+        stored as y ^ 0x80, the uint8 form that convolution reads."""
+        value = self.vrequant_bytes(b, acc, g, o, p, corr, cache)
+        return b.xor(value, kconst(B16, -128)) if p.get("flip_out") else value
+
+    def vrequant_bytes(self, b, acc, g, o, p, corr=True, cache=None):
+        """vrequant's bytes, as the output's dtype holds them."""
 
         def chan(name):
             if cache is None:
