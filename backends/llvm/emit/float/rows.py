@@ -23,6 +23,7 @@ from . import math32
 
 ROW_CHUNK = 1 << 14  # elements per claimed chunk of a split row kernel (whole lines)
 WIDE = 2 * LANES  # floats per step of softmax's contiguous rows (two groups of LANES)
+SUM_CHAINS = 4  # layer norm's float64 sums: independent accumulators of 8 lanes (a power of 2)
 
 
 def row_chunk_plan(p) -> tuple[int, int]:
@@ -114,19 +115,33 @@ class RowKernels(Family):
         b.store(b.fptrunc(value, ty), b.gep(ptr, [index], source_etype=F32), align=4)
 
     def row_sum(self, b, cells, n, term):
-        """The float64 sum of term(j, w) over a row: 8 lanes, reduced in lane order, plus the
-        tail (the reference's numpy sum adds in its own order: a last-ulp difference at most)."""
-        vcell, scell = cells
-        b.store(ir.Constant(ir.VectorType(F64, 8), [0.0] * 8), vcell)
+        """The float64 sum of term(j, w) over a row: SUM_CHAINS accumulators of 8 lanes taking
+        groups of 8 in turn (independent chains: an add's latency is not paid per group), the
+        groups left over into the first, the accumulators added in pairs, their lanes in lane
+        order, then the tail (the reference's numpy sum adds in its own order: a last-ulp
+        difference at most)."""
+        vcells, scell = cells
+        v8 = ir.VectorType(F64, 8)
+        step = 8 * len(vcells)
+        for vcell in vcells:
+            b.store(ir.Constant(v8, [0.0] * 8), vcell)
         b.store(fconst(0), scell)
 
         def add(j, w):
-            cell = vcell if w > 1 else scell
-            typ = ir.VectorType(F64, 8) if w > 1 else F64
-            b.store(b.fadd(b.load(cell, typ=typ), term(j, w)), cell)
+            if w == 1:
+                b.store(b.fadd(b.load(scell, typ=F64), term(j, 1)), scell)
+                return
+            for c in range(w // 8):
+                vcell = vcells[c]
+                b.store(b.fadd(b.load(vcell, typ=v8), term(b.add(j, c64(8 * c)), 8)), vcell)
 
-        self.chunks(b, n, add)
-        vec = b.load(vcell, typ=ir.VectorType(F64, 8))
+        self.chunks(b, n // step * step, add, step)
+        at = n // step * step
+        self.chunks(b, n - at, lambda j, w: add(b.add(j, c64(at)), w))
+        chains = [b.load(vcell, typ=v8) for vcell in vcells]
+        while len(chains) > 1:
+            chains = [b.fadd(chains[c], chains[c + 1]) for c in range(0, len(chains), 2)]
+        vec = chains[0]
         total = b.load(scell, typ=F64)
         for lane in range(8):
             total = b.fadd(total, b.extract_element(vec, ir.Constant(I32, lane)))
@@ -385,7 +400,7 @@ class RowKernels(Family):
         n = p["n"]
         sqrt = self.intrinsic("llvm.sqrt", F64)
         cell = b.alloca(F64)
-        cells = (b.alloca(ir.VectorType(F64, 8)), b.alloca(F64))
+        cells = ([b.alloca(ir.VectorType(F64, 8)) for _ in range(SUM_CHAINS)], b.alloca(F64))
         rows = p["inner"] == 1
 
         def line(at, base=None):
@@ -403,10 +418,13 @@ class RowKernels(Family):
 
             total = self.row_sum(b, cells, n, sq) if rows else self.reduce(b, cell, n, sq)
             den = b.call(sqrt, [b.fadd(b.fdiv(total, fconst(n)), fconst(p["eps"]))])
+            # one division a line: (x - mean) * (1 / den) in float64 is within an ulp of float64
+            # of the quotient, so the float32 result is the quotient's but for rare ties
+            inv = b.fdiv(fconst(1.0), den)
 
             def out(j, w=1):
                 splat = (lambda v: v) if w == 1 else (lambda v: self.splat_d(b, v, w))
-                v = b.fdiv(b.fsub(get(j, w), splat(mean)), splat(den))
+                v = b.fmul(b.fsub(get(j, w), splat(mean)), splat(inv))
                 if p["scale"]:
                     v = b.fmul(v, self.load_f64(b, gamma, j, w))
                 if p["center"]:
