@@ -31,6 +31,7 @@ from .dense_act import act_tail
 from .ewise_tree import FILLS, Tree, absorb_reshapes, emit_ewise
 from .ewise_tree import clip_bounds as clip_bounds  # their importers' old address
 from .ewise_tree import strides_for as strides_for
+from .heads import bmm_heads, dense_heads
 from .integer import READ, TYPES, requantize_ok
 from .qmean import lower_qmean_builtin
 from .registry import FLOAT, OP, lowers
@@ -256,7 +257,7 @@ def dense_epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict):
         params["act"], last, nodes = tail
         for node in nodes:
             low.absorb(node)
-    return absorb_reshapes(low, last)
+    return dense_heads(low, absorb_reshapes(low, last), params)  # a heads transpose (heads.py)
 
 
 # what reads a reshape's buffer by params alone (the kernels never read the buffer's shape)
@@ -329,7 +330,7 @@ def _bmm(low: LowerContext, call) -> bool:
     ):  # 4 M multiply-adds: batches claimed one at a time by both threads (gemm.py batches)
         params["threads"] = 2
     inputs = [low.src(x), low.src(y)]
-    low.emit(Kind.FBMM, absorb_reshapes(low, call), inputs, params)
+    low.emit(Kind.FBMM, bmm_heads(low, absorb_reshapes(low, call), params), inputs, params)
     return True
 
 

@@ -14,7 +14,7 @@ from partita.backends.llvm.runtime.jit import host_isa
 import partita as P
 from partita import relay
 
-M, K, N = 40, 48, 80  # 80 columns: one full 64-column panel and a single vector
+M, K, N = 64, 256, 272  # 272 columns: four 64-column panels and a single vector; split at 2 threads
 
 
 def _c(v):
@@ -40,6 +40,11 @@ def _kinds(mod, threads=1):
     return [(k.kind, k.params.get("act")) for k in plan]
 
 
+def _plan_threads(mod, threads):
+    plan = lower(P.InferType()(mod)["main"], host_isa(), threads=threads).kernels
+    return plan[0].params.get("threads", 1)
+
+
 def _unfused(mod, target, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(dense_act, "NEEDS", {"-none-"})
@@ -54,15 +59,24 @@ def test_gelu_in_the_products_epilogue_keeps_the_bits(threads, monkeypatch, tmp_
     mod = _dense(rng, _gelu)
     kinds = _kinds(mod, threads)
     assert [k for k, _ in kinds] == ["FDENSE"], kinds
+    assert (threads == 2) == (_plan_threads(mod, threads) == 2)
     assert "erf" in str(kinds[0][1])
     data = (rng.standard_normal((M, K)) * 2).astype(np.float32)
     data[0, :4] = [np.nan, np.inf, -np.inf, 0.0]
     target = f"llvm -isa={host_isa()} -threads={threads}"
-    got = P.build(mod, target).run(data)[0]
+    exe = P.build(mod, target)
+    regions = [s.region for s in exe.steps
+               if threads == 2 and getattr(s.region, "modes", None) is not None]
+    assert regions or threads == 1, "no region has the two-thread driver"
+    for region in regions:  # both drivers (the worker's chunks and the one-thread forms)
+        turns = iter(["pool", "alone"] * 2)
+        region.modes.choose = lambda turns=turns: next(turns)
+    outs = [exe.run(data)[0] for _ in range(4)]
+    assert all(len(t) >= 2 for r in regions for t in r.modes.times.values())  # both ran
     want = _unfused(mod, target, monkeypatch).run(data)[0]
-    assert got.tobytes() == want.tobytes()
+    assert all(o.tobytes() == want.tobytes() for o in outs)
     ref = P.interpret(mod, [data])[0]
-    np.testing.assert_allclose(got[1:], ref[1:], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outs[0][1:], ref[1:], rtol=1e-5, atol=1e-5)
 
 
 def test_a_tail_read_elsewhere_is_not_fused():

@@ -316,6 +316,10 @@ class FloatGemm(Family):
                 return out
 
         def y_at(m, n):  # row m's column n; ``out_pad``: pixel m inside a padded image
+            if "out_heads" in p:  # lower/heads.py: head n // H's [M][H] block
+                h = p["out_heads"]
+                head = b.mul(b.udiv(n, c64(h)), c64(p["M"] * h))
+                return b.add(head, b.add(b.mul(m, c64(h)), b.urem(n, c64(h))))
             if "out_pad" not in p:
                 return b.add(b.mul(m, c64(n_)), n)
             wp, top, left, w = p["out_pad"]
@@ -412,7 +416,8 @@ class FloatGemm(Family):
             bt = b.add(lo, bt0)
             xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
             wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
-            yb = b.mul(bt, c64(m_ * n_))
+            yb = b.mul(bt, c64(n_ if p.get("out_heads") else m_ * n_))
+            y_row = n_ * p["B"] if p.get("out_heads") else n_  # heads.py: [M][B][N]
 
             def a_at(m, kk):
                 inner = b.add(b.mul(kk, c64(m_)), m) if p["ta"] else b.add(b.mul(m, c64(k_)), kk)
@@ -423,7 +428,7 @@ class FloatGemm(Family):
                 lambda kk, n0, v, cols: b.add(
                     wb, b.add(b.mul(kk, c64(n_)), b.add(n0, c64(v * VEC)))
                 ),
-                lambda m, n: b.add(yb, b.add(b.mul(m, c64(n_)), n)),
+                lambda m, n: b.add(yb, b.add(b.mul(m, c64(y_row)), n)),
                 x, w, y,
             )  # fmt: skip
 
