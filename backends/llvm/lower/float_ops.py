@@ -27,6 +27,7 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
+from .dense_act import act_tail
 from .ewise_tree import FILLS, Tree, absorb_reshapes, emit_ewise
 from .ewise_tree import clip_bounds as clip_bounds  # their importers' old address
 from .ewise_tree import strides_for as strides_for
@@ -251,6 +252,11 @@ def dense_epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict):
         params["relu"] = True
         low.absorb(relu)
         last = relu
+    tail = act_tail(low, last, shape)  # an elementwise tail with erf: BERT's GELU (dense_act)
+    if tail is not None:
+        params["act"], last, nodes = tail
+        for node in nodes:
+            low.absorb(node)
     return dense_heads(low, absorb_reshapes(low, last), params)  # a heads transpose (heads.py)
 
 

@@ -121,4 +121,16 @@ def apply(b, op, xs, vf32):
     return {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv}[op](*xs)
 
 
-__all__ = ["LANES", "OPS", "apply", "eligible", "ewise_rows"]
+def epilogue_value(b, tree, x):
+    """A product's fused elementwise epilogue (lower/float_ops.py dense_epilogue's ``act``:
+    nodes ["op", name, kids], leaves ["in"], the product's vector ``x``, and ["const", v], a
+    float32 scalar) on the vector ``x``: the same float32 steps as the EWISE kernel it
+    replaces (apply), so the same bits."""
+    if tree[0] == "in":
+        return x
+    if tree[0] == "const":
+        return ir.Constant(x.type, [float(tree[1])] * x.type.count)
+    return apply(b, tree[1], [epilogue_value(b, kid, x) for kid in tree[2]], x.type)
+
+
+__all__ = ["LANES", "OPS", "apply", "eligible", "epilogue_value", "ewise_rows"]

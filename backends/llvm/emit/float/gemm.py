@@ -10,6 +10,8 @@ from __future__ import annotations
 from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, I64, Family, c64, for_range, via
 
+from .ewise_vec import epilogue_value
+
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
 I32T = ir.IntType(32)
@@ -151,7 +153,7 @@ class FloatGemm(Family):
                     return w_at(b.add(kk, c64(kc)), n0, v, cols)
 
             self.gemm_tile(b, cells[:rows], cols, span, m0, n0, a_at, w_at, y_at,
-                           x, w, y, bias if last else None, relu and last, ahead, mask)
+                           x, w, y, bias if last else None, relu if last else False, ahead, mask)
 
         def tiles_pass(t0, tiles, with_rem, nt, span, last, group, fetch):
             """The row tiles t0 .. t0 + tiles (and the short last tile) against one panel's
@@ -262,7 +264,9 @@ class FloatGemm(Family):
                 value = b.load(cells[r][v], typ=V16F)
                 for addend in bias(at, n, mask) if bias is not None else ():
                     value = b.fadd(value, addend)  # a bias, then a residual, in order
-                if relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
+                if callable(relu):  # an elementwise epilogue (dense_rows: params "act")
+                    value = relu(value)
+                elif relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
                     le = b.fcmp_ordered("<=", value, zero)  # NaN stays NaN
                     value = b.select(le, zero, value)
                 self.vstore_f(b, value, y, at, mask)
@@ -333,9 +337,13 @@ class FloatGemm(Family):
             base = b.mul(b.add(b.mul(oy, c64(sh * wp)), b.mul(ox, c64(sw))), c64(c))
             return b.add(base, b.sext(self.load_at(b, koff, kk, I32T), c64(0).type))
 
+        relu = bool(p.get("relu"))
+        if p.get("act"):  # lower/float_ops.py's fused elementwise epilogue (BERT's GELU)
+            def relu(value):
+                return epilogue_value(b, p["act"], value)
         self.gemm(
             b, cells, m_count, n_ if n_count is None else n_count, k_, a_at,
-            w_at, y_at, x, w, y, bias, bool(p.get("relu")),
+            w_at, y_at, x, w, y, bias, relu,
             bool(p.get("residual")) and "implicit" not in p and k_ * n_ <= ROWS_FIRST_WEIGHTS,
             "implicit" not in p,
         )  # fmt: skip
