@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 from llvmlite import ir
+from partita.backends.llvm.emit.float.bmm import FloatBatchedProducts
 from partita.backends.llvm.emit.float.chunks import DenseChunks
 from partita.backends.llvm.emit.float.conv import FloatConvKernels
 from partita.backends.llvm.emit.float.gemm import FloatGemm
@@ -59,7 +60,7 @@ FAMILIES = {
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
     "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels, "pack": InputPacking,
-    "tables": TableKernels, "fchunks": DenseChunks,
+    "tables": TableKernels, "fchunks": DenseChunks, "bmm": FloatBatchedProducts,
 }
 
 

@@ -27,9 +27,11 @@ from partita.backends.registry import BackendError
 from partita.ir import Call, Constant, TupleGetItem
 from partita.ir.types import TensorType
 
+from .dense_act import act_tail
 from .ewise_tree import FILLS, Tree, absorb_reshapes, emit_ewise
 from .ewise_tree import clip_bounds as clip_bounds  # their importers' old address
 from .ewise_tree import strides_for as strides_for
+from .heads import bmm_heads, dense_heads
 from .integer import READ, TYPES, requantize_ok
 from .qmean import lower_qmean_builtin
 from .registry import FLOAT, OP, lowers
@@ -250,7 +252,12 @@ def dense_epilogue(low: LowerContext, call, n: int, params: dict, arrays: dict):
         params["relu"] = True
         low.absorb(relu)
         last = relu
-    return absorb_reshapes(low, last)
+    tail = act_tail(low, last, shape)  # an elementwise tail with erf: BERT's GELU (dense_act)
+    if tail is not None:
+        params["act"], last, nodes = tail
+        for node in nodes:
+            low.absorb(node)
+    return dense_heads(low, absorb_reshapes(low, last), params)  # a heads transpose (heads.py)
 
 
 # what reads a reshape's buffer by params alone (the kernels never read the buffer's shape)
@@ -323,7 +330,7 @@ def _bmm(low: LowerContext, call) -> bool:
     ):  # 4 M multiply-adds: batches claimed one at a time by both threads (gemm.py batches)
         params["threads"] = 2
     inputs = [low.src(x), low.src(y)]
-    low.emit(Kind.FBMM, absorb_reshapes(low, call), inputs, params)
+    low.emit(Kind.FBMM, bmm_heads(low, absorb_reshapes(low, call), params), inputs, params)
     return True
 
 

@@ -50,12 +50,14 @@ def _softmax_data(shape, rng):
     return data
 
 
-@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("isa", [*ISAS, "auto"])
 @pytest.mark.parametrize(("shape", "axis"), [((3, 5, 128), -1), ((2, 7, 13), -1), ((4, 5), -1),
+                                             ((2, 3, 29), -1), ((2, 3, 97), -1), ((2, 3, 24), -1),
                                              ((2, 21, 6), 1), ((3, 9, 4), 1)])
 def test_softmax_gives_the_interpreters_bits(isa, shape, axis):
-    """Contiguous rows (whole 8-float groups, a tail, only a tail) and lines across an inner
-    axis (8-lane groups and a tail)."""
+    """Contiguous rows (16-float steps, an 8-float group, a tail, each alone and together;
+    ``auto``: the host's widest vectors) and lines across an inner axis (8-lane groups and a
+    tail)."""
     data = _softmax_data(shape, np.random.default_rng(len(shape) + shape[-1]))
     x = relay.var("x", shape=shape)
     _same(_mod(relay.nn.softmax(x, axis=axis), x), data, f"llvm -isa={isa} -threads=1")

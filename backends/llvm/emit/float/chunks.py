@@ -105,14 +105,18 @@ class DenseChunks(Family):
                 implicit, padded = "implicit" in p, "out_pad" in p  # y_at adds m0 itself
                 xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
                 yo = b.mul(m0, c64(n_))
-                args = [xo, w, y if padded else b.gep(y, [yo], source_etype=F32),
+                ym = b.mul(m0, c64(p["out_heads"])) if "out_heads" in p else yo  # heads.py
+                args = [xo, w, y if padded else b.gep(y, [ym], source_etype=F32),
                         b.gep(bias, [yo], source_etype=F32) if p.get("bias") == "mn" else bias,
                         koff, b.gep(res, [yo], source_etype=F32) if p.get("residual") else res,
                         m0 if implicit or padded else c64(0)]
             else:  # columns c * size ..: w (whole panels), y, the bias and the residual move
                 n0 = b.mul(c, c64(size))
+                # heads.py: chunks start at a head's first column (H divides 64)
+                yn = b.mul(b.udiv(n0, c64(p["out_heads"])), c64(m_ * p["out_heads"])) if (
+                    "out_heads" in p) else n0
                 args = [x, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
-                        b.gep(y, [n0], source_etype=F32),
+                        b.gep(y, [yn], source_etype=F32),
                         b.gep(bias, [n0], source_etype=F32) if p.get("bias") in ("n", "mn")
                         else bias,
                         koff, b.gep(res, [n0], source_etype=F32) if p.get("residual") else res,

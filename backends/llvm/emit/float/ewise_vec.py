@@ -83,28 +83,7 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
                         loaded[j] = v
                     return loaded[j]
                 _, op, kids, _extra, _dtype = node
-                xs = [value(c) for c in kids]
-                if op == "erf":
-                    r = math32.erf32(b, xs[0])
-                elif op == "negative":
-                    r = b.fneg(xs[0])
-                elif op == "copy":
-                    r = xs[0]
-                elif op == "cast":  # to float32: int32 lanes converted, float32 ones kept
-                    r = xs[0] if xs[0].type == vf32 else b.sitofp(xs[0], vf32)
-                elif op == "nn.relu":  # numpy's maximum(x, 0), as the scalar kernel: nan stays
-                    zero = ir.Constant(vf32, [0.0] * lanes)
-                    keep = b.or_(b.fcmp_ordered(">", xs[0], zero),
-                                 b.fcmp_unordered("uno", xs[0], xs[0]))
-                    r = b.select(keep, xs[0], zero)
-                elif op in ("maximum", "minimum"):  # numpy's: x's nan propagates, then y's
-                    pick = b.fcmp_ordered(">" if op == "maximum" else "<", xs[0], xs[1])
-                    nan = b.fcmp_unordered("uno", xs[0], xs[0])
-                    r = b.select(b.or_(pick, nan), xs[0], xs[1])
-                else:
-                    r = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul,
-                         "divide": b.fdiv}[op](xs[0], xs[1])
-                return r
+                return apply(b, op, [value(c) for c in kids], vf32)
 
             out = value(p["tree"])
             at = b.gep(y, [b.add(row0, j0)], source_etype=F32)
@@ -120,4 +99,38 @@ def ewise_rows(fam, k, b, ptrs, y, scalar_body, restrict) -> None:
     fam.nest(b, shape[:-1], outer, row, offsets=bases, restrict=restrict)
 
 
-__all__ = ["LANES", "eligible", "ewise_rows"]
+def apply(b, op, xs, vf32):
+    """One float32 step of OPS on vectors ``xs`` of type ``vf32``."""
+    lanes = vf32.count
+    if op == "erf":
+        return math32.erf32(b, xs[0])
+    if op == "negative":
+        return b.fneg(xs[0])
+    if op == "copy":
+        return xs[0]
+    if op == "cast":  # to float32: int32 lanes converted, float32 ones kept
+        return xs[0] if xs[0].type == vf32 else b.sitofp(xs[0], vf32)
+    if op == "nn.relu":  # numpy's maximum(x, 0), as the scalar kernel: nan stays
+        zero = ir.Constant(vf32, [0.0] * lanes)
+        keep = b.or_(b.fcmp_ordered(">", xs[0], zero), b.fcmp_unordered("uno", xs[0], xs[0]))
+        return b.select(keep, xs[0], zero)
+    if op in ("maximum", "minimum"):  # numpy's: x's nan propagates, then y's
+        pick = b.fcmp_ordered(">" if op == "maximum" else "<", xs[0], xs[1])
+        nan = b.fcmp_unordered("uno", xs[0], xs[0])
+        return b.select(b.or_(pick, nan), xs[0], xs[1])
+    return {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv}[op](*xs)
+
+
+def epilogue_value(b, tree, x):
+    """A product's fused elementwise epilogue (lower/float_ops.py dense_epilogue's ``act``:
+    nodes ["op", name, kids], leaves ["in"], the product's vector ``x``, and ["const", v], a
+    float32 scalar) on the vector ``x``: the same float32 steps as the EWISE kernel it
+    replaces (apply), so the same bits."""
+    if tree[0] == "in":
+        return x
+    if tree[0] == "const":
+        return ir.Constant(x.type, [float(tree[1])] * x.type.count)
+    return apply(b, tree[1], [epilogue_value(b, kid, x) for kid in tree[2]], x.type)
+
+
+__all__ = ["LANES", "OPS", "apply", "eligible", "epilogue_value", "ewise_rows"]

@@ -10,6 +10,9 @@ from __future__ import annotations
 from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, I64, Family, c64, for_range, via
 
+from .affine_read import affine_row
+from .ewise_vec import epilogue_value
+
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
 I32T = ir.IntType(32)
@@ -35,9 +38,6 @@ LONG_K, LONG_K_ROWS, LONG_K_STEPS = 1024, 64, 512
 # a product computing its x (``pack``: a batch norm + relu) packs a row block's rows with all of
 # k at once up to this many floats (a stack block, 1 MB), else each k block of them
 PACK_FLOATS = 1 << 18
-# the packing prefetches the next row block's rows into L2 (ResNet's 9 packing products, one
-# process, 15 rounds, load 10: 9.67 ms without, 9.39 with)
-PACK_AHEAD = True
 
 
 def k_blocks(k_count: int, cols: int, long_k: bool = False) -> tuple[int, int, int]:
@@ -178,7 +178,8 @@ class FloatGemm(Family):
                     return w_at(b.add(kk, c64(kc)), n0, v, cols)
 
             self.gemm_tile(b, cells[:rows], cols, span, m0, n0, reader[1], w_at, y_at,
-                           reader[0], w, y, bias if last else None, relu and last, ahead, mask)
+                           reader[0], w, y, bias if last else None, relu if last else False,
+                           ahead, mask)
 
         def tiles_pass(t0, tiles, with_rem, nt, span, last, group, fetch):
             """The row tiles t0 .. t0 + tiles (and the short last tile) against one panel's
@@ -295,7 +296,9 @@ class FloatGemm(Family):
                 value = b.load(cells[r][v], typ=V16F)
                 for addend in bias(at, n, mask) if bias is not None else ():
                     value = b.fadd(value, addend)  # a bias, then a residual, in order
-                if relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
+                if callable(relu):  # an elementwise epilogue (dense_rows: params "act")
+                    value = relu(value)
+                elif relu:  # a fused nn.relu: as np.maximum(x, 0), -0 -> +0,
                     le = b.fcmp_ordered("<=", value, zero)  # NaN stays NaN
                     value = b.select(le, zero, value)
                 self.vstore_f(b, value, y, at, mask)
@@ -345,6 +348,10 @@ class FloatGemm(Family):
                 return out
 
         def y_at(m, n):  # row m's column n; ``out_pad``: pixel m inside a padded image
+            if "out_heads" in p:  # lower/heads.py: head n // H's [M][H] block
+                h = p["out_heads"]
+                head = b.mul(b.udiv(n, c64(h)), c64(p["M"] * h))
+                return b.add(head, b.add(b.mul(m, c64(h)), b.urem(n, c64(h))))
             if "out_pad" not in p:
                 return b.add(b.mul(m, c64(n_)), n)
             wp, top, left, w = p["out_pad"]
@@ -372,45 +379,22 @@ class FloatGemm(Family):
             def pack(b, m_lo, rows, k0, kn, into, stride):
                 with for_range(b, rows, "pr") as r:
                     m = b.add(m_lo, r)  # and the next block's row m + rows on its way to L2
-                    self.affine_row(b, x, row_at(m), koff, k_, k0, kn, into,
-                                    b.mul(r, c64(stride)), row_at(b.add(m, c64(rows))))
+                    affine_row(self, b, x, row_at(m), koff, k_, k0, kn, into,
+                               b.mul(r, c64(stride)), row_at(b.add(m, c64(rows))),
+                               V16F, PF_LOCALITY)
 
+        relu = bool(p.get("relu"))
+        if p.get("act"):  # lower/float_ops.py's fused elementwise epilogue (BERT's GELU)
+            def relu(value):
+                return epilogue_value(b, p["act"], value)
         self.gemm(
             b, cells, m_count, n_ if n_count is None else n_count, k_, a_at,
-            w_at, y_at, x, w, y, bias, bool(p.get("relu")),
+            w_at, y_at, x, w, y, bias, relu,
             bool(p.get("residual")) and "implicit" not in p and k_ * n_ <= ROWS_FIRST_WEIGHTS,
             "implicit" not in p, pack,
         )  # fmt: skip
         b.ret_void()
         return fn
-
-    def affine_row(self, b, x, at, aff, k_, k0, kn, into, to, ahead) -> None:
-        """into[to + j] = relu(x[at + k0 + j] * s[k] + t[k]) for j < kn, k = k0 + j (``aff``:
-        s then t, k_ floats each): the EWISE's float32 steps in its order (a multiply, an add:
-        no FMA) and its relu (numpy's maximum(v, 0): -0 -> +0, NaN stays), so the same bits;
-        x[ahead + k0 + j] prefetched into L2 (the next row block's row: it arrives while this
-        block's tiles are summed, not when the next block is packed)."""
-        zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
-
-        def vector(j, mask=None):
-            kk = b.add(k0, j)
-            if PACK_AHEAD:
-                prefetch = self._intrinsic("llvm.prefetch.p0", ir.VoidType(),
-                                           [ir.PointerType(), I32T, I32T, I32T])
-                b.call(prefetch, [b.gep(x, [b.add(ahead, kk)], source_etype=F32), c32(0),
-                                  c32(PF_LOCALITY), c32(1)])
-            v = self.vload_f(b, x, b.add(at, kk), mask)
-            v = b.fmul(v, self.vload_f(b, aff, kk, mask))
-            v = b.fadd(v, self.vload_f(b, aff, b.add(kk, c64(k_)), mask))
-            keep = b.or_(b.fcmp_ordered(">", v, zero), b.fcmp_unordered("uno", v, v))
-            self.vstore_f(b, b.select(keep, v, zero), into, b.add(to, j), mask)
-
-        full, tail = divmod(kn, VEC)
-        if full:
-            with for_range(b, full, "pk") as j:
-                vector(b.mul(j, c64(VEC)))
-        if tail:
-            vector(c64(full * VEC), tail)
 
     def k_fdense_vec(self, k):
         """The rows in one call, or (``threads`` 2) in chunks (dense_chunks) that this thread
@@ -452,80 +436,6 @@ class FloatGemm(Family):
         emit(b, ps)
         b.ret_void()
         return fn
-
-    def k_fbmm_vec(self, k):
-        """Batched, B read as [K][N] (transpose_b false): one gemm per batch."""
-        fn, b, (x, w, y) = self.function(k, 2)
-        self.batches(k, b, [x, w, y], self.fbmm_vec_batches)
-        b.ret_void()
-        return fn
-
-    def batches(self, k, b, pointers, emit) -> None:
-        """``emit(k, builder, pointers, lo, hi)`` computes batches [lo, hi): all of them here,
-        or (``threads`` 2, lower/float_ops.py: large enough) one batch per chunk claimed by this
-        thread and the driver's worker (runtime/threads.py split_chunks); each batch computed
-        whole by one thread with the one-thread code, so the bits are one thread's."""
-        total = k.params["B"]
-        if k.params.get("threads", 1) < 2 or total < 2:
-            emit(k, b, *pointers, c64(0), c64(total))
-            return
-        self.split_chunks(k, b, pointers, total, 1,
-                          lambda eb, ps, lo, hi: emit(k, eb, *ps, lo, hi))
-
-    def fbmm_vec_batches(self, k, b, x, w, y, lo, hi) -> None:
-        p = k.params
-        m_, k_, n_ = p["M"], p["K"], p["N"]
-        cells = self.gemm_cells(b, p)
-        with for_range(b, b.sub(hi, lo), "bt") as bt0:
-            bt = b.add(lo, bt0)
-            xb = b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_))
-            wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
-            yb = b.mul(bt, c64(m_ * n_))
-
-            def a_at(m, kk):
-                inner = b.add(b.mul(kk, c64(m_)), m) if p["ta"] else b.add(b.mul(m, c64(k_)), kk)
-                return b.add(xb, inner)
-
-            self.gemm(
-                b, cells, m_, n_, k_, a_at,
-                lambda kk, n0, v, cols: b.add(
-                    wb, b.add(b.mul(kk, c64(n_)), b.add(n0, c64(v * VEC)))
-                ),
-                lambda m, n: b.add(yb, b.add(b.mul(m, c64(n_)), n)),
-                x, w, y,
-            )  # fmt: skip
-
-    def k_fbmm_dot(self, k):
-        """Batched with B read as [N][K] (transpose_b, K a multiple of 16): each output a dot
-        product of 16-float chunks along k, reduced once."""
-        fn, b, (x, w, y) = self.function(k, 2)
-        self.batches(k, b, [x, w, y], self.fbmm_dot_batches)
-        b.ret_void()
-        return fn
-
-    def fbmm_dot_batches(self, k, b, x, w, y, lo, hi) -> None:
-        p = k.params
-        m_, k_, n_ = p["M"], p["K"], p["N"]
-        cell = b.alloca(V16F)
-        name = "llvm.vector.reduce.fadd.v16f32"
-        reduce = self.module.globals.get(name) or ir.Function(
-            self.module, ir.FunctionType(F32, [F32, V16F]), name=name
-        )
-        with for_range(b, b.sub(hi, lo), "bt") as bt0, for_range(b, m_, "m") as m:
-            bt = b.add(lo, bt0)
-            xb = b.add(b.mul(bt if p["bx"] > 1 else c64(0), c64(m_ * k_)), b.mul(m, c64(k_)))
-            wb = b.mul(bt if p["by"] > 1 else c64(0), c64(n_ * k_))
-            yb = b.mul(b.add(b.mul(bt, c64(m_)), m), c64(n_))
-            with for_range(b, n_, "n") as n:
-                b.store(ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC), cell)
-                row = b.add(wb, b.mul(n, c64(k_)))
-                with for_range(b, k_ // VEC, "kc") as kc:
-                    off = b.mul(kc, c64(VEC))
-                    xv = self.vload_f(b, x, b.add(xb, off))
-                    wv = self.vload_f(b, w, b.add(row, off))
-                    b.store(self.vfma(b, xv, wv, b.load(cell, typ=V16F)), cell)
-                total = b.call(reduce, [ir.Constant(F32, 0.0), b.load(cell, typ=V16F)])
-                self.store_at(b, total, y, b.add(yb, n), F32)
 
 
 __all__ = ["FloatGemm", "VEC"]

@@ -22,6 +22,8 @@ from partita.ops.float32_math import LANES
 from . import math32
 
 ROW_CHUNK = 1 << 14  # elements per claimed chunk of a split row kernel (whole lines)
+WIDE = 2 * LANES  # floats per step of softmax's contiguous rows (two groups of LANES)
+SUM_CHAINS = 4  # layer norm's float64 sums: independent accumulators of 8 lanes (a power of 2)
 
 
 def row_chunk_plan(p) -> tuple[int, int]:
@@ -113,19 +115,33 @@ class RowKernels(Family):
         b.store(b.fptrunc(value, ty), b.gep(ptr, [index], source_etype=F32), align=4)
 
     def row_sum(self, b, cells, n, term):
-        """The float64 sum of term(j, w) over a row: 8 lanes, reduced in lane order, plus the
-        tail (the reference's numpy sum adds in its own order: a last-ulp difference at most)."""
-        vcell, scell = cells
-        b.store(ir.Constant(ir.VectorType(F64, 8), [0.0] * 8), vcell)
+        """The float64 sum of term(j, w) over a row: SUM_CHAINS accumulators of 8 lanes taking
+        groups of 8 in turn (independent chains: an add's latency is not paid per group), the
+        groups left over into the first, the accumulators added in pairs, their lanes in lane
+        order, then the tail (the reference's numpy sum adds in its own order: a last-ulp
+        difference at most)."""
+        vcells, scell = cells
+        v8 = ir.VectorType(F64, 8)
+        step = 8 * len(vcells)
+        for vcell in vcells:
+            b.store(ir.Constant(v8, [0.0] * 8), vcell)
         b.store(fconst(0), scell)
 
         def add(j, w):
-            cell = vcell if w > 1 else scell
-            typ = ir.VectorType(F64, 8) if w > 1 else F64
-            b.store(b.fadd(b.load(cell, typ=typ), term(j, w)), cell)
+            if w == 1:
+                b.store(b.fadd(b.load(scell, typ=F64), term(j, 1)), scell)
+                return
+            for c in range(w // 8):
+                vcell = vcells[c]
+                b.store(b.fadd(b.load(vcell, typ=v8), term(b.add(j, c64(8 * c)), 8)), vcell)
 
-        self.chunks(b, n, add)
-        vec = b.load(vcell, typ=ir.VectorType(F64, 8))
+        self.chunks(b, n // step * step, add, step)
+        at = n // step * step
+        self.chunks(b, n - at, lambda j, w: add(b.add(j, c64(at)), w))
+        chains = [b.load(vcell, typ=v8) for vcell in vcells]
+        while len(chains) > 1:
+            chains = [b.fadd(chains[c], chains[c + 1]) for c in range(0, len(chains), 2)]
+        vec = chains[0]
         total = b.load(scell, typ=F64)
         for lane in range(8):
             total = b.fadd(total, b.extract_element(vec, ir.Constant(I32, lane)))
@@ -191,27 +207,17 @@ class RowKernels(Family):
         return b.fptrunc(b.fdiv(fconst(1.0), total), F32)
 
     def softmax_rows(self, k, b, x, y, cell, vcell, lo, hi) -> None:
-        """Contiguous rows [lo, hi): the max, exp32 with the float64 lane sums, and the final
-        scaling, LANES floats at a time, each with a scalar tail."""
+        """Contiguous rows [lo, hi): the max (float32, WIDE lanes: any order gives the same
+        maximum, and a row with a NaN is all NaN whatever the maximum), exp32 WIDE floats at a
+        time with each half of LANES added to the float64 lane sums in element order (the
+        reference's groups of LANES, in order), and the scaling, each with a shorter tail."""
         n = k.params["n"]
         v64 = ir.VectorType(F64, LANES)
+        vtop = b.alloca(ir.VectorType(F32, WIDE))
+        ttop = b.alloca(F32)
         with span(b, lo, hi, "o") as o:
             base = b.mul(o, c64(n))
-            b.store(fconst(-math.inf), cell)
-            b.store(ir.Constant(v64, [-math.inf] * LANES), vcell)
-
-            def top_of(j, w):
-                c = vcell if w > 1 else cell
-                typ = v64 if w > 1 else F64
-                v, old = self.load_f64(b, x, b.add(base, j), w), b.load(c, typ=typ)
-                b.store(b.select(b.fcmp_unordered(">", v, old), v, old), c)
-
-            self.chunks(b, n, top_of, LANES)
-            top, vec = b.load(cell, typ=F64), b.load(vcell, typ=v64)
-            for lane in range(LANES):
-                v = b.extract_element(vec, ir.Constant(I32, lane))
-                top = b.select(b.fcmp_unordered(">", v, top), v, top)
-            top = b.fptrunc(top, F32)
+            top = self.row_max(b, x, base, n, vtop, ttop)
             b.store(fconst(0), cell)
             b.store(ir.Constant(v64, [0.0] * LANES), vcell)
 
@@ -220,11 +226,15 @@ class RowKernels(Family):
                 x32 = self.load_f32(b, x, at, w)
                 e = math32.exp32(b, b.fsub(x32, top if w == 1 else self.splat(b, top, w)))
                 self.put_f32(b, e, y, at)
-                c = vcell if w > 1 else cell
-                typ = v64 if w > 1 else F64
-                b.store(b.fadd(b.load(c, typ=typ), b.fpext(e, typ)), c)
+                if w == 1:
+                    b.store(b.fadd(b.load(cell, typ=F64), b.fpext(e, F64)), cell)
+                    return
+                acc = b.load(vcell, typ=v64)
+                for half in range(w // LANES):  # groups of LANES in element order
+                    acc = b.fadd(acc, b.fpext(self.lanes(b, e, half * LANES, LANES), v64))
+                b.store(acc, vcell)
 
-            self.chunks(b, n, exp_of, LANES)
+            self.wide_chunks(b, n, exp_of)
             inv = self.reciprocal(b, cell, vcell)
 
             def scale(j, w):
@@ -232,7 +242,57 @@ class RowKernels(Family):
                 den = inv if w == 1 else self.splat(b, inv, w)
                 self.put_f32(b, b.fmul(self.load_f32(b, y, at, w), den), y, at)
 
-            self.chunks(b, n, scale, LANES)
+            self.wide_chunks(b, n, scale)
+
+    def wide_chunks(self, b, n, body):
+        """``body(j, w)``: WIDE floats at a time, then one group of LANES if it fits, then the
+        tail one at a time (element order)."""
+        self.chunks(b, n // WIDE * WIDE, body, WIDE)
+        at = n // WIDE * WIDE
+        if n - at >= LANES:
+            body(c64(at), LANES)
+            at += LANES
+        if n > at:
+            with for_range(b, n - at, "t") as t:
+                body(b.add(t, c64(at)), 1)
+
+    def lanes(self, b, vec, start, count):
+        """Lanes [start, start + count) of ``vec``."""
+        return b.shuffle_vector(vec, ir.Constant(vec.type, ir.Undefined), ir.Constant(
+            ir.VectorType(I32, count), list(range(start, start + count))))
+
+    def row_max(self, b, x, base, n, vtop, ttop):
+        """The float32 maximum of the row at ``base`` (n elements): WIDE lanes, folded in halves,
+        then the tail."""
+        def bigger(v, old):
+            return b.select(b.fcmp_ordered(">", v, old), v, old)
+
+        vec = None
+        if n >= WIDE:
+            b.store(ir.Constant(vtop.type.pointee, [-math.inf] * WIDE), vtop)
+            self.chunks(b, n // WIDE * WIDE, lambda j, w: b.store(bigger(
+                self.load_f32(b, x, b.add(base, j), w), b.load(vtop, typ=vtop.type.pointee)),
+                vtop), WIDE)
+            vec = b.load(vtop, typ=vtop.type.pointee)
+        at = n // WIDE * WIDE
+        if n - at >= LANES:
+            part = self.load_f32(b, x, b.add(base, c64(at)), LANES)
+            vec = part if vec is None else bigger(part, bigger(self.lanes(b, vec, 0, LANES),
+                                                               self.lanes(b, vec, LANES, LANES)))
+            at += LANES
+        top = ir.Constant(F32, -math.inf)
+        if vec is not None:
+            while vec.type.count > 1:
+                half = vec.type.count // 2
+                vec = bigger(self.lanes(b, vec, 0, half), self.lanes(b, vec, half, half))
+            top = b.extract_element(vec, ir.Constant(I32, 0))
+        if n > at:
+            b.store(top, ttop)
+            with for_range(b, n - at, "t") as t:
+                v = self.load_at(b, x, b.add(base, b.add(t, c64(at))), F32)
+                b.store(bigger(v, b.load(ttop, typ=F32)), ttop)
+            top = b.load(ttop, typ=F32)
+        return top
 
     def load_f32(self, b, ptr, index, w):
         if w == 1:
@@ -340,7 +400,7 @@ class RowKernels(Family):
         n = p["n"]
         sqrt = self.intrinsic("llvm.sqrt", F64)
         cell = b.alloca(F64)
-        cells = (b.alloca(ir.VectorType(F64, 8)), b.alloca(F64))
+        cells = ([b.alloca(ir.VectorType(F64, 8)) for _ in range(SUM_CHAINS)], b.alloca(F64))
         rows = p["inner"] == 1
 
         def line(at, base=None):
@@ -358,10 +418,13 @@ class RowKernels(Family):
 
             total = self.row_sum(b, cells, n, sq) if rows else self.reduce(b, cell, n, sq)
             den = b.call(sqrt, [b.fadd(b.fdiv(total, fconst(n)), fconst(p["eps"]))])
+            # one division a line: (x - mean) * (1 / den) in float64 is within an ulp of float64
+            # of the quotient, so the float32 result is the quotient's but for rare ties
+            inv = b.fdiv(fconst(1.0), den)
 
             def out(j, w=1):
                 splat = (lambda v: v) if w == 1 else (lambda v: self.splat_d(b, v, w))
-                v = b.fdiv(b.fsub(get(j, w), splat(mean)), splat(den))
+                v = b.fmul(b.fsub(get(j, w), splat(mean)), splat(inv))
                 if p["scale"]:
                     v = b.fmul(v, self.load_f64(b, gamma, j, w))
                 if p["center"]:
