@@ -28,7 +28,9 @@ digits_mobilenetv2's first operations and of a few later ones and leaves most in
 parts of its proposal not modelled here (its sliced-buffering evaluation); there we keep every
 operation's weights staged, as before: the U55's networks are bound by streaming the weights
 from flash, which costs the same either way, and a staged operation's scale fetch is 1.25
-cycles per channel and block against flash's 2.5.
+cycles per channel and block against flash's 2.5. What the U55 does model is the wait where
+Vela buffers (``shared_sram_wait``: regor's proposal, its same-or-better check for weights
+read once, and the first operation's whole transfer).
 Checked on digits_mobilenetv2 on u65-256 (`vela --verbose-schedule`): the expansion
 convolutions after the 96- to 202-cycle residual ADDs keep their weights in DRAM ("Weight buffer
 = 0 bytes (None)"), every other operation stages them, and the one after the 768-cycle ADD too.
