@@ -305,6 +305,7 @@ def mac_cycles(
         dpu, output = max(dpu, cmd), max(output, cmd)
         return moved + max(dpu, output) * blocks + min(dpu, output), block
     cmd = first / 4
+    raw = dpu, output
     dpu, output = max(dpu, cmd), max(output, cmd)
     blocks = (
         ceil(q.ofm[0] / ofm_block[0])
@@ -315,6 +316,11 @@ def mac_cycles(
         # the other blocks counted in micro-blocks (regor's fractional numOfmBlks: a 144-deep
         # map in 128-deep blocks is 1.125 blocks, not 2)
         blocks = _fractional_blocks(config, q, ofm_block)
+        if blocks <= 1:  # regor's one block: its MACs and its output stage each at least the
+            # command issue bound, (MACs + output) / 4 (EstimateMacOpCycles' balanced cycles;
+            # binds a pool's small output stage: maxpool_same_k3s1 on u55-128, 1,620 + 425)
+            issue = sum(raw) / 4
+            return moved + sum(max(c, issue) for c in raw), block
         return first + (blocks - 1) * max(dpu, output), block
     total = dpu * blocks + output if dpu > output else output * blocks + dpu
     return total, block

@@ -113,7 +113,7 @@ from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
 from .vela_sum import sum_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
-from .weight_staging import buffered_cycles, dma_hidden, refetches
+from .weight_staging import buffered_cycles, dma_hidden, refetches, shared_sram_wait
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -389,6 +389,9 @@ def op_cycles(
             args = (bricked, True, stripe, upscale, bricks)
             estimate = compute_cycles(op, maps, far, config, (off, off), *args)[1]
         total = int(ceil(buffered_cycles(config, total, nbytes, exposed, estimate)))
+        if block is not None:  # the U55's wait where Vela buffers the weights
+            full = constant_record_bytes(op, query, config, block.ofm[2])
+            total += int(ceil(shared_sram_wait(config, query, block, full, slack, total)))
     tail = {}
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
         tail = {"tail": mean_tail(config, op, ins[0], out)}  # Vela's MUL ends it

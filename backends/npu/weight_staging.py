@@ -28,7 +28,9 @@ digits_mobilenetv2's first operations and of a few later ones and leaves most in
 parts of its proposal not modelled here (its sliced-buffering evaluation); there we keep every
 operation's weights staged, as before: the U55's networks are bound by streaming the weights
 from flash, which costs the same either way, and a staged operation's scale fetch is 1.25
-cycles per channel and block against flash's 2.5.
+cycles per channel and block against flash's 2.5. What the U55 does model is the wait where
+Vela buffers (``shared_sram_wait``: regor's proposal, its same-or-better check for weights
+read once, and the first operation's whole transfer).
 Checked on digits_mobilenetv2 on u65-256 (`vela --verbose-schedule`): the expansion
 convolutions after the 96- to 202-cycle residual ADDs keep their weights in DRAM ("Weight buffer
 = 0 bytes (None)"), every other operation stages them, and the one after the 768-cycle ADD too.
@@ -122,8 +124,14 @@ def weights_staged(
     memory = config.weight_memory
     if memory == "sram" or config.spill_memory == "none":
         return True  # see the module's note on the U55
+    return _proposed(config, q, block, nbytes, slack)
+
+
+def _proposed(config: NPUConfig, q: Query, block: Block, nbytes: int, slack: float | None) -> bool:
+    """regor's pre-selection of a buffering method (ProposeSlicedWeightBuffering: the module
+    docstring's four clauses)."""
     n = refetches(q, block)
-    unmoved = _read(config, memory, nbytes) * n
+    unmoved = _read(config, config.weight_memory, nbytes) * n
     from_buffer = _read(config, "sram", nbytes) * n
     if from_buffer >= unmoved:
         return False
@@ -138,3 +146,34 @@ def weights_staged(
     hidden = from_buffer + max(transfer - slack, 0.0) < unmoved
     sliced = depth // min(block.ofm[2], depth) > 2
     return force_initial or hidden or sliced or (not first and smallest < slack and n > 1)
+
+
+def shared_sram_wait(
+    config: NPUConfig, q: Query, block: Block, nbytes: float, slack: float | None, own: float
+) -> float:
+    """On the U55 (Shared_Sram: weights in flash, staging in the feature maps' SRAM), the
+    cycles a MAC operation waits for its weights where Vela 5.2 buffers them, else 0.
+    regor proposes buffering as on the U65 (``_proposed``) and keeps it if it "looks the same
+    or better": for weights read once (one block of rows and columns) only if the whole
+    transfer plus the buffered read fits in the operation's own estimate (``own``: its cycles
+    with the weights read from flash). A buffered operation then waits for the part of the
+    transfer its previous operation does not cover (network_performance.cpp: npuCycles =
+    max(full transfer - slack + its own, op cycles + first transfer - slack); ``slack``: the
+    previous operation's cycles, None for the first, which waits for the whole transfer).
+    Vela's debug database (`vela --enable-debug-db`, weight_transfer_cycles and op cycles):
+    sum_wc's Conv2D on u55-256, 64 bytes (48 encoded and 16 of records) from flash, 128
+    cycles: 177 + 128 - 92 (its transpose) = 213; on u55-128 199 + 128 - 92 = 235; sum_hw's on
+    u55-128 196 + 128 - 96 = 228, not buffered on u55-256 (128 + 40 > 154);
+    transpose_conv_s2_valid on u55-128 (the first operation, two blocks of rows and columns,
+    736 bytes): 3,864 + 800."""
+    if config.weight_memory == "sram" or config.spill_memory != "none":
+        return 0.0  # the U65: weights_staged and buffered_cycles
+    if not _proposed(config, q, block, int(nbytes), slack):
+        return 0.0
+    transfer = transfer_cycles(config, nbytes)
+    if refetches(q, block) == 1 and transfer + _read(config, "sram", nbytes) > own:
+        return 0.0  # regor keeps the weights in flash
+    depth = q.ofm[2]
+    if depth // min(block.ofm[2], depth) > 2:  # sliced in depth: the first slice's transfer
+        transfer = transfer_cycles(config, nbytes * block.ofm[2] / depth)
+    return max(0.0, transfer - (slack or 0.0))

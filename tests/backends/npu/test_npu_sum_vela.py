@@ -45,11 +45,13 @@ TOTALS = {
     "sum_all": ((0.97, 1.03), (0.96, 1.02)),
     "sum_h": ((0.97, 1.03), (0.96, 1.02)),
     "sum_axis3": ((0.97, 1.04), (1.02, 1.09)),
-    "sum_hw": ((0.96, 1.03), (0.97, 1.03)),
+    # u55: our 48-byte stream (regor's 64) fits the Conv2D's estimate, so we buffer the weights
+    # where Vela does not (test_npu_u55_buffering_vela.py; session 21 n30w: 0.99 -> 1.06)
+    "sum_hw": ((1.03, 1.09), (0.97, 1.03)),
     "sum_w": ((0.94, 1.0), (0.90, 0.96)),
-    # u55: Vela's Conv2D waits 36 cycles for its 48 weight bytes from flash (128 - 92); ours
-    # are 15 bytes, moved under the transpose
-    "sum_wc": ((0.85, 0.91), (0.97, 1.03)),
+    # u55: Vela's Conv2D waits 36 cycles for its 64 bytes from flash (128 - 92); ours 20 for
+    # our 48 (112 - 92; weight_staging.shared_sram_wait, session 21 n30w: 0.88 -> 0.94)
+    "sum_wc": ((0.91, 0.97), (0.97, 1.03)),
     "sum_hw_tall": ((0.99, 1.05), (0.99, 1.05)),
 }
 

@@ -24,11 +24,11 @@ DIGITS = Path(__file__).resolve().parents[3] / "partita" / "data" / "digits_mobi
 # our program (Vela's 54 and 58 are our 55 and 60: our program keeps a RESHAPE Vela removes).
 # 17 and 21 (4x4x16 -> 96 after a 192-cycle ADD) are decided by the SRAM read of the encoded
 # stream (2,960 bytes, 217 cycles, against the ADD's 192; the raw 2,496 bytes read in 188 and
-# were staged until session 21). Ours also leaves 50 (56 -> 336 after a 1,487-cycle
-# convolution) in DRAM, where Vela splits its weights into two depth slices and double-buffers
-# them (the sliced proposal, not modelled; weight_staging.py)
+# were staged until session 21). 50 (56 -> 336), which Vela splits into two depth slices and
+# double-buffers, is staged since session 21 (n30w): the convolution before it now costs
+# Vela's 1,766 (ours 1,767, was 1,484: a single block's command issue bound, blocks.mac_cycles),
+# a slack its first 16-channel slice moves under (ours 2,922 against Vela's 3,059; was 7,661)
 LEFT_IN_DRAM = {17, 21, 28, 32, 36, 43, 47, 55, 60}
-NOT_VELAS = {50}
 # Vela's per-layer 'Op Cycles' of unstaged expansions: ours must be within 10%
 VELA_UNSTAGED = {
     "u65-256": {28: 3674, 43: 4613, 55: 7660, 60: 7660},
@@ -55,7 +55,16 @@ def _unstaged(region) -> set[int]:
 
 
 def test_digits_keeps_velas_expansions_in_dram_on_u65_256():
-    assert _unstaged(_region("u65-256")) == LEFT_IN_DRAM | NOT_VELAS
+    assert _unstaged(_region("u65-256")) == LEFT_IN_DRAM
+
+
+def test_the_slack_before_50_and_50_itself_are_velas():
+    # Vela's op cycles (debug database, u65-256): the one-block 192 -> 56 convolution 1,766
+    # (a single block: regor's balanced output stage, blocks.mac_cycles), the
+    # double-buffered 56 -> 336 one after it 3,059
+    cycles = [c["cycles"] for c in _region("u65-256").cycles]
+    assert abs(cycles[49] / 1766 - 1) <= 0.01, cycles[49]
+    assert 0.94 <= cycles[50] / 3059 <= 1.0, cycles[50]
 
 
 @pytest.mark.parametrize("preset", sorted(VELA_UNSTAGED))
