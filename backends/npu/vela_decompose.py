@@ -23,6 +23,7 @@ from .vela_access import (
     memory_latency,
     wide_elementwise_cycles,
 )
+from .vela_pad import copy_cycles
 from .vela_softmax import elementwise_op
 from .weight_staging import transfer_cycles, weights_staged
 
@@ -329,27 +330,17 @@ def _half_pixel_2x(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
     map: 446, 153 and 169 cycles each on u55-256, 1,263, 934 and 116 on u65-512), then four
     depthwise convolutions with 2x2 kernels over the bordered map, one per output phase, each
     writing (2h - 1) x (2w - 1) of the output in the block model (1,157 cycles each on
-    u55-256, a 16x16x8 block); on the U65 the first waits for its weights (``_first_phase``)."""
+    u55-256, a 16x16x8 block); on the U65 the first waits for its weights (``_first_phase``).
+    The copies are vela_pad.copy_cycles' (regor's operation both first and last): the five
+    copies' op cycles within 2 of Vela's on all four presets (u65-256: 1,318, 947 and 161;
+    reading the U65's DRAM input, 628 cycles per 4x6 block against 56 for its SRAM write, the
+    command-issue bound is 173 cycles a block), where the earlier form gave 988 and 631."""
     h, w, c = ifm
-    cycles = _memory_copy(config, (h, w, c), io[0], "sram")
-    cycles += 2 * _memory_copy(config, (1, w, c), io[0], "sram")
-    cycles += 2 * _memory_copy(config, (h + 2, 1, c), "sram", "sram")
+    cycles = copy_cycles(config, (h, w, c), io[0], "sram", "int8")
+    cycles += 2 * copy_cycles(config, (1, w, c), io[0], "sram", "int8")
+    cycles += 2 * copy_cycles(config, (h + 2, 1, c), "sram", "sram", "int8")
     phase = _phase_conv(config, ifm, ofm, ("sram", io[1]))
     return cycles + 3 * phase + _first_phase(config, ifm, ofm, phase)
-
-
-def _memory_copy(config: NPUConfig, shape: tuple, src: str, dst: str) -> float:
-    """One of the resize's MemoryCopies as regor's EstimateMacOpCycles charges an operation
-    both first and last (blocks.single_mac_op: a 1x1 pool, its command-issue bound carrying
-    the difference of the block's read and write, no scale and bias fetch). Its debug
-    database's op cycles for the five copies on all four presets within 2 cycles (u65-256:
-    1,318, 947 and 161; reading the U65's DRAM input, 628 cycles per 4x6 block against 56 for
-    its SRAM write, the issue bound is 173 cycles a block); vela_pad.copy_cycles' form (the
-    output's write latency in the issue bound) gave 988 and 631 there."""
-    i, o = TensorDesc((1, *shape), "int8", src), TensorDesc((1, *shape), "int8", dst)
-    transfers = map_transfers(config, i, o, (src, dst))
-    q = Query("pool", shape, shape)
-    return single_mac_op(config, q, config.conv_output_cycles, transfers, const_latency=0)
 
 
 def _phase_conv(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
@@ -380,7 +371,7 @@ def _first_phase(config: NPUConfig, ifm: tuple, ofm: tuple, cycles: float) -> fl
     cores = min(config.cores, c)
     per_core = ceil(c / cores)
     nbytes = cores * (round_up(4 * per_core, 16) + round_up(BIAS_RECORD_BYTES * per_core, 16))
-    slack = _memory_copy(config, (h + 2, 1, c), off, off)
+    slack = copy_cycles(config, (h + 2, 1, c), off, off, "int8")
     estimate = _phase_conv(config, ifm, ofm, (off, off))
     return max(cycles, transfer_cycles(config, nbytes) - slack + estimate)
 

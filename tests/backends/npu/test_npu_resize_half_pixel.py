@@ -12,10 +12,10 @@ import pytest
 from partita.backends.npu.config import get_config
 from partita.backends.npu.vela_decompose import (
     _first_phase,
-    _memory_copy,
     _phase_conv,
     resize_bilinear_as_vela,
 )
+from partita.backends.npu.vela_pad import copy_cycles
 from vela_record import ops_region
 
 # per preset: the interior copy, a row copy, a column copy, the first and the other phases
@@ -32,9 +32,9 @@ def test_copies_are_velas(preset):
     config = get_config(preset)
     src = "sram" if preset.startswith("u55") else "dram"  # where the region's input lives
     copies = (
-        _memory_copy(config, (8, 8, 4), src, "sram"),
-        _memory_copy(config, (1, 8, 4), src, "sram"),
-        _memory_copy(config, (10, 1, 4), "sram", "sram"),
+        copy_cycles(config, (8, 8, 4), src, "sram", "int8"),
+        copy_cycles(config, (1, 8, 4), src, "sram", "int8"),
+        copy_cycles(config, (10, 1, 4), "sram", "sram", "int8"),
     )
     for ours, vela in zip(copies, VELA[preset]):
         assert abs(ours - vela) <= 2, (copies, VELA[preset])
