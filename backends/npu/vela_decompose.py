@@ -344,14 +344,23 @@ def _half_pixel_2x(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
 
 
 def _phase_conv(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
-    """One phase's 2x2 depthwise convolution over the bordered map (the block model, its
-    first block unoverlapped)."""
+    """One phase's 2x2 depthwise convolution over the bordered map, as regor's operation both
+    first and last (blocks.single_mac_op), its input block read from an (h + 1) x (w + 1) x c
+    NHWC window of the bordered map (Vela's debug database: SramFeatureMap_read per block 1,296
+    bytes for the 4-channel one-op model, 9x9x4 in 8-byte runs, read efficiency 0.25; 648 for
+    the 8-channel in-graph one, 9x9x8 in whole rows; the U65 estimate's DRAM read 5,184,
+    1,296 x 16 in 8-byte runs of 128-byte bursts). Fitted on these two models: the one-op
+    phases' op cycles 1,485 / 1,157 / 2,044 / 1,804 on the four presets and the U65 estimates
+    2,863 / 2,623, all exactly (the 10x10 window gave 19-38 cycles more, estimates 101 more)."""
     h, w, c = ifm
     oh, ow, _ = ofm
     q = Query("dwconv", (h + 2, w + 2, c), (oh - 1, ow - 1, c), (2, 2))
-    bordered = TensorDesc((1, h + 2, w + 2, c), "int8", io[0])
-    transfer = map_transfer(config, bordered, TensorDesc((1, *q.ofm), "int8", io[1]), io)
-    return mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+
+    def transfers(ifm_block, ofm_block) -> tuple[float, float]:
+        read = block_transfer(config, io[0], (h + 1, w + 1, c), ifm_block, 1, False)
+        return read, block_transfer(config, io[1], q.ofm, ofm_block, 1, True)
+
+    return single_mac_op(config, q, config.conv_output_cycles, transfers)
 
 
 def _first_phase(config: NPUConfig, ifm: tuple, ofm: tuple, cycles: float) -> float:
@@ -361,9 +370,9 @@ def _first_phase(config: NPUConfig, ifm: tuple, ofm: tuple, cycles: float) -> fl
     estimate, the maps off-chip before SRAM placement. Vela's debug database: 505 - 1,042 +
     2,863 = 2,326 on u65-256 (64 bytes: 16 of weights, 48 of records), 508 - 1,026 + 2,623 =
     2,105 on u65-512 (96: two cores' streams); the other three phases 2,044 and 1,804 (the
-    previous phase's estimate hides their transfer). Our estimates are 2,964 and 2,724 (the
-    phase's transfers 101 cycles over Vela's). The weights are charged unencoded, 16-byte
-    aligned per core, as the 2x2 kernels' streams were there."""
+    previous phase's estimate hides their transfer); ours the same within 3 cycles. The
+    weights are charged unencoded, 16-byte aligned per core, as the 2x2 kernels' streams
+    were there."""
     off = config.spill_memory
     if config.weight_memory == "sram" or off == "none":
         return cycles

@@ -41,28 +41,31 @@ def test_copies_are_velas(preset):
 
 
 @pytest.mark.parametrize("preset", sorted(VELA))
-def test_first_phase_waits_for_its_weights_on_the_u65(preset):
+def test_phases_are_velas(preset):
+    """Each phase as Vela's (its 9x9x4 input window), the first waiting for its weights on the
+    U65 (Vela: 282 and 301 cycles more than the others) and not on the U55 (flash)."""
     config = get_config(preset)
     dst = "sram" if preset.startswith("u55") else "dram"
     ifm, ofm = (8, 8, 4), (16, 16, 4)
     phase = _phase_conv(config, ifm, ofm, ("sram", dst))
     first = _first_phase(config, ifm, ofm, phase)
     *_, vela_first, vela_phase = VELA[preset]
-    assert 0.97 <= phase / vela_phase <= 1.04, phase  # our transfers: 19-38 cycles over
-    if preset.startswith("u55"):  # the weights stream from flash: no wait
-        assert first == phase
-    else:  # Vela's wait: 282 and 301 cycles; ours 364 and 382 (our estimate 101 over)
-        assert 1.0 <= first / vela_first <= 1.05 and first - phase > 250, (first, phase)
+    assert abs(phase - vela_phase) <= 2, phase
+    assert abs(first - vela_first) <= 3, (first, vela_first)
 
 
+@pytest.mark.parametrize("in_graph", [False, True])
 @pytest.mark.parametrize("preset", sorted(VELA))
-def test_resize_total_within_three_percent(preset):
-    region, vela = ops_region("resize_bilinear_2x_half_pixel", preset)
+def test_resize_total_as_velas(preset, in_graph):
+    name = "resize_bilinear_2x_half_pixel" + ("_in_graph" if in_graph else "")
+    region, vela = ops_region(name, preset)
     ours = sum(c["cycles"] for c in region.cycles)
-    assert 0.99 <= ours / vela["cycles"] <= 1.03, (ours, vela)  # was 0.88 on u65-512
-    config = region.config
+    # one-op: was 1.03 / 1.03 / 0.90 / 0.88 on u55-128 / u55-256 / u65-256 / u65-512
+    assert abs(ours / vela["cycles"] - 1) <= 0.002, (ours, vela)
+    if in_graph:
+        return
     taps = np.zeros((16, 8), np.int64)
     taps[1, :2] = (3, 1)
     src = "sram" if preset.startswith("u55") else "dram"
-    direct = resize_bilinear_as_vela(config, (1, 8, 8, 4), (1, 16, 16, 4), taps, (src, src))
+    direct = resize_bilinear_as_vela(region.config, (1, 8, 8, 4), (1, 16, 16, 4), taps, (src, src))
     assert direct == pytest.approx(ours, abs=1)
