@@ -266,7 +266,6 @@ def mac_cycles(
     transfer=None,
     fill: bool = False,
     const_latency: float | None = None,
-    copy_latency: float | None = None,
     block: Block | None = None,
 ) -> tuple[float, Block]:
     """Compute cycles of one MAC-array operation and the block it runs with. ``transfer``
@@ -274,10 +273,7 @@ def mac_cycles(
     maps live (Vela 5.2's EstimateMinimumMemoryCycles); default: both in SRAM, one byte per
     element, full bursts (Vela's legacy estimate). ``const_latency``: the first-byte latency
     of the memory the scales and biases are fetched from per block (default SRAM's; the
-    weight memory's when Vela leaves the weights there, weight_staging.py). ``copy_latency``:
-    charge the operation as Vela's MemoryCopy, whose command cycles per block take this
-    latency (the output memory's write latency off-chip, 0 on-chip) when there is more than
-    one block, and whose first block's transfers are not repeated per block. ``block``: the
+    weight memory's when Vela leaves the weights there, weight_staging.py). ``block``: the
     block to run with (default: find_block's for the whole map; a cascaded operation's is
     chosen for its stripe, vela_cascade.py)."""
     if block is None:
@@ -299,11 +295,6 @@ def mac_cycles(
     else:
         moved = transfer(block.ifm, block.ofm)
     first = moved + output + dpu
-    if copy_latency is not None:  # Vela 5.2's MemoryCopy (module docstring of vela_copy.py)
-        blocks = _fractional_blocks(config, q, ofm_block)
-        cmd = (output + dpu + (copy_latency if blocks > 1 else 0)) // 4
-        dpu, output = max(dpu, cmd), max(output, cmd)
-        return moved + max(dpu, output) * blocks + min(dpu, output), block
     cmd = first / 4
     raw = dpu, output
     dpu, output = max(dpu, cmd), max(output, cmd)
@@ -342,7 +333,10 @@ def single_mac_op(
     block) -> (read cycles, write cycles); ``const_latency``: as mac_cycles'. Used for MEAN's
     convolutions (vela_decompose.py):
     their one block pays its MACs plus the issue quarter, where mac_cycles' fill pays the
-    output stage instead (0.80 of Vela on big_map_288's 144x144 MEAN)."""
+    output stage instead (0.80 of Vela on big_map_288's 144x144 MEAN). Also Vela's MemoryCopy
+    (vela_pad.copy_cycles) and the Quantize after a MAC operation (vela_quantize.py), with
+    ``const_latency`` 0 (no scales and biases), to within 2 cycles of their debug-database
+    rows."""
     block = find_block(config, q)
     ofm_block = tuple(min(a, b) for a, b in zip(q.ofm, block.ofm))
     dpu = _dpu_block_cycles(config, q, block, ofm_block, regor=True)

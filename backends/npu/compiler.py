@@ -308,6 +308,7 @@ def fuse_activations(ops: list[NPUOp], outputs: list[int]) -> list[NPUOp]:
             and op.inputs[0] not in outputs
         ):
             mac.arrays["table"], mac.output = op.arrays["table"], op.output
+            mac.params["table_op"] = op.params.get("op")  # read by the cycle model only
             mac.name = f"{mac.name} + {op.name}"
             continue
         fused.append(op)

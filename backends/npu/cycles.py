@@ -106,7 +106,12 @@ from .vela_depthmult import (
 from .vela_layout import bricked_map, evicted_maps, feeds_concat_copies, layout_as_vela
 from .vela_matmul import matmul_as_vela
 from .vela_pad import pad_as_vela, pads_as_vela
-from .vela_quantize import folded_quantize, read_through
+from .vela_quantize import (
+    folded_quantize,
+    output_quantize_cycles,
+    quantize_after,
+    read_through,
+)
 from .vela_reduce import reduce_as_vela, reduces_as_vela
 from .vela_resample import folded_dilate, upscaled_input
 from .vela_reshape import mac_io, removed
@@ -183,9 +188,10 @@ def op_cycles(
     # Vela writes an SRAM map, then runs the activation (a multiplier's piece: as the whole)
     split = split_activation(op, out, multiplier_depth(op, program))
     split = split and not activation_after_transposes(op, program)  # 16-bit: after them
+    requant = quantize_after(op)  # a fused output QUANTIZE: Vela's own operation after it
     # the maps' memories for the per-block minimum: a region's input or output where it lives,
     # any other map in SRAM (Vela keeps or cascades what our plan spills)
-    writes_io = output in program.outputs and not split
+    writes_io = output in program.outputs and not split and not requant
     through = writes_through(op, program)  # a reshape regor removes after it (vela_copy.py)
     io = (
         ins[0].memory if inputs and (inputs[0] in program.inputs or inputs[0] in far) else "sram",
@@ -201,7 +207,7 @@ def op_cycles(
     # or writes: regor keeps those NHWC)
     bricks = (
         read is None and bricked_map(program, inputs[0]),
-        not writes_io and through is None and bricked_map(program, output),
+        not writes_io and through is None and (requant or bricked_map(program, output)),
     )
     macs, compute, block, query = compute_cycles(
         op, ins, out, config, io, bricked, staged, stripe, upscale, bricks
@@ -301,7 +307,7 @@ def op_cycles(
         else:
             add(t.memory, t.nbytes * halo)
     out_bytes = out.nbytes * (depth16(out, bricks[1]) if block is not None else 1.0)
-    add("sram" if op.output in cascaded or split else out.memory, out_bytes)
+    add("sram" if op.output in cascaded or split or requant else out.memory, out_bytes)
     # an elementwise op's scalar parameters are command-stream registers, not memory traffic
     constant_bytes = sum(
         _constant_bytes(name, a)
@@ -315,6 +321,7 @@ def op_cycles(
     if op.kind in MAC_KINDS and not lstm_op(op, out):  # Vela's encoded stream and records
         depth = block.ofm[2] if block is not None else query.ofm[2]
         table = _constant_bytes("table", op.arrays["table"]) if "table" in op.arrays else 0
+        table = 0 if requant else table  # Vela's Quantize rescales: no table
         constant_bytes = constant_record_bytes(op, query, config, depth) + table
     if block is not None and "weights" in op.arrays and not staged:
         # weights, scales and biases read where they live, once per block of rows and columns
@@ -392,6 +399,11 @@ def op_cycles(
         if block is not None:  # the U55's wait where Vela buffers the weights
             full = constant_record_bytes(op, query, config, block.ofm[2])
             total += int(ceil(shared_sram_wait(config, query, block, full, slack, total)))
+    if requant:  # Vela's Quantize from the SRAM map to where the output lives
+        dst = out.memory if output in program.outputs else "sram"
+        total += int(ceil(output_quantize_cycles(config, out, dst)))
+        moved[dst] = moved.get(dst, 0) + out.nbytes
+        moved["sram"] = moved.get("sram", 0) + out.nbytes
     tail = {}
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
         tail = {"tail": mean_tail(config, op, ins[0], out)}  # Vela's MUL ends it

@@ -185,7 +185,9 @@ def compute_cycles(
         query, macs = mac_query(op, ins[0].shape, out.shape, bits, upscale)
         # a fused activation table runs in the output stage at the LUT's rate (Vela's index 0);
         # 40-bit accumulators (16-bit inputs) drain at the multiplier's rate (Vela's index 3)
-        lut = config.lut_cycles if "table" in op.arrays else 0.0
+        # (not a fused QUANTIZE's: Vela runs it as an operation of its own, vela_quantize.py)
+        fused = "table" in op.arrays and op.params.get("table_op") != "qnn.requantize"
+        lut = config.lut_cycles if fused else 0.0
         stage = config.mul_output_cycles if bits == 16 else config.conv_output_cycles
         transfer = map_transfer(config, ins[0], out, io, bricks)
         latency = None if staged else config.dma_latency_cycles

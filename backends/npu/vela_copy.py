@@ -1,13 +1,16 @@
 """RESHAPE, SQUEEZE, EXPAND_DIMS and the slices (SLICE, STRIDED_SLICE) as Vela 5.2 runs them:
 one MemoryCopy, charged as vela_pad.copy_cycles charges the PAD family's (regor runs a
 MemoryCopy as a 1x1 pooling operation: its debug database, `--enable-debug-db`, reports mac,
-ao and cmd cycles for it). Per copy: the first block's input and output transfers once, then
-regor's block model over the fractional block count, max(MAC, output) x blocks + min(MAC,
-output), each at least the command cycles (output + MAC + L) / 4, L the output memory's
-off-chip write latency when there is more than one block, else 0 (blocks.mac_cycles's
-``copy_latency``). L is read off the debug database's cmd cycles (248-251 on u65-256's DRAM
-for the PAD interior and borders, SPLIT, UNPACK and SLICE; 0-3 on u55-256's SRAM and on every
-one-block copy), not off regor's source.
+ao and cmd cycles for it). Per copy: regor's EstimateMacOpCycles for an operation both first
+and last (blocks.single_mac_op): over the fractional block count max(MAC, output) x blocks +
+min(MAC, output), each at least the command cycles (output + MAC + D) / 4, D the difference of
+one block's input and output transfers when there is more than one block, else 0, plus one
+block's input and output transfers. D is what the debug database's cmd cycles carry (248-251
+on u65-256 for the PAD interior and borders, SPLIT, UNPACK and SLICE writing DRAM; 572 for
+the half-pixel resize's copies reading it; 0-3 on u55-256's SRAM and on every one-block copy).
+Session 21 (n30x) replaced the earlier form (the first block's transfers, MACs and output in
+sequence, then the other blocks, D taken as the output's write latency): 43 rows of the
+one-op table moved, 41 to within 0.3% of Vela.
 
 The map Vela copies, from its debug database on the one-op models (8x8x4 inputs):
 

@@ -10,7 +10,7 @@ from math import ceil
 
 import numpy as np
 
-from .blocks import Query, find_block, mac_cycles, single_mac_op
+from .blocks import Query, find_block, mac_cycles, round_up, single_mac_op
 from .config import NPUConfig
 from .program import TensorDesc
 from .vela_access import (
@@ -25,7 +25,7 @@ from .vela_access import (
 )
 from .vela_pad import copy_cycles
 from .vela_softmax import elementwise_op
-from .weight_staging import weights_staged
+from .weight_staging import transfer_cycles, weights_staged
 
 STANDALONE_LUT_MACS = 128
 MEAN_KERNEL_MAX = 4096  # Vela's largest depthwise kernel area for one MEAN convolution
@@ -326,21 +326,63 @@ def resize_bilinear_as_vela(
 def _half_pixel_2x(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
     """Vela's half-pixel 2x resize (its debug database, resize_bilinear_2x_half_pixel, an
     8x8x4 input): MemoryCopies of the input into a map with a one-pixel border (the interior
-    and the top and bottom rows from the input, 446 and 153 cycles each on u55-256, the left
-    and right columns from the bordered map, 169), then four depthwise convolutions with 2x2
-    kernels over the bordered map, one per output phase, each writing (2h - 1) x (2w - 1) of
-    the output in the block model (1,157 cycles each, a 16x16x8 block)."""
+    and the top and bottom rows from the input, the left and right columns from the bordered
+    map: 446, 153 and 169 cycles each on u55-256, 1,263, 934 and 116 on u65-512), then four
+    depthwise convolutions with 2x2 kernels over the bordered map, one per output phase, each
+    writing (2h - 1) x (2w - 1) of the output in the block model (1,157 cycles each on
+    u55-256, a 16x16x8 block); on the U65 the first waits for its weights (``_first_phase``).
+    The copies are vela_pad.copy_cycles' (regor's operation both first and last): the five
+    copies' op cycles within 2 of Vela's on all four presets (u65-256: 1,318, 947 and 161;
+    reading the U65's DRAM input, 628 cycles per 4x6 block against 56 for its SRAM write, the
+    command-issue bound is 173 cycles a block), where the earlier form gave 988 and 631."""
     h, w, c = ifm
-    oh, ow, _ = ofm
     cycles = copy_cycles(config, (h, w, c), io[0], "sram", "int8")
     cycles += 2 * copy_cycles(config, (1, w, c), io[0], "sram", "int8")
     cycles += 2 * copy_cycles(config, (h + 2, 1, c), "sram", "sram", "int8")
+    phase = _phase_conv(config, ifm, ofm, ("sram", io[1]))
+    return cycles + 3 * phase + _first_phase(config, ifm, ofm, phase)
+
+
+def _phase_conv(config: NPUConfig, ifm: tuple, ofm: tuple, io) -> float:
+    """One phase's 2x2 depthwise convolution over the bordered map, as regor's operation both
+    first and last (blocks.single_mac_op), its input block read from an (h + 1) x (w + 1) x c
+    NHWC window of the bordered map (Vela's debug database: SramFeatureMap_read per block 1,296
+    bytes for the 4-channel one-op model, 9x9x4 in 8-byte runs, read efficiency 0.25; 648 for
+    the 8-channel in-graph one, 9x9x8 in whole rows; the U65 estimate's DRAM read 5,184,
+    1,296 x 16 in 8-byte runs of 128-byte bursts). Fitted on these two models: the one-op
+    phases' op cycles 1,485 / 1,157 / 2,044 / 1,804 on the four presets and the U65 estimates
+    2,863 / 2,623, all exactly (the 10x10 window gave 19-38 cycles more, estimates 101 more)."""
+    h, w, c = ifm
+    oh, ow, _ = ofm
     q = Query("dwconv", (h + 2, w + 2, c), (oh - 1, ow - 1, c), (2, 2))
-    bordered = TensorDesc((1, h + 2, w + 2, c), "int8", "sram")
-    transfer = map_transfer(
-        config, bordered, TensorDesc((1, *q.ofm), "int8", io[1]), ("sram", io[1])
-    )
-    return cycles + 4 * mac_cycles(config, q, config.conv_output_cycles, transfer, fill=True)[0]
+
+    def transfers(ifm_block, ofm_block) -> tuple[float, float]:
+        read = block_transfer(config, io[0], (h + 1, w + 1, c), ifm_block, 1, False)
+        return read, block_transfer(config, io[1], q.ofm, ofm_block, 1, True)
+
+    return single_mac_op(config, q, config.conv_output_cycles, transfers)
+
+
+def _first_phase(config: NPUConfig, ifm: tuple, ofm: tuple, cycles: float) -> float:
+    """The first phase's convolution with its weights' DMA, where Vela stages them from
+    off-chip memory (the U65): regor's buffered weights (weight_staging.buffered_cycles), the
+    transfer less the slack (the last column copy's scheduler estimate) plus its own
+    estimate, the maps off-chip before SRAM placement. Vela's debug database: 505 - 1,042 +
+    2,863 = 2,326 on u65-256 (64 bytes: 16 of weights, 48 of records), 508 - 1,026 + 2,623 =
+    2,105 on u65-512 (96: two cores' streams); the other three phases 2,044 and 1,804 (the
+    previous phase's estimate hides their transfer); ours the same within 3 cycles. The
+    weights are charged unencoded, 16-byte aligned per core, as the 2x2 kernels' streams
+    were there."""
+    off = config.spill_memory
+    if config.weight_memory == "sram" or off == "none":
+        return cycles
+    h, w, c = ifm
+    cores = min(config.cores, c)
+    per_core = ceil(c / cores)
+    nbytes = cores * (round_up(4 * per_core, 16) + round_up(BIAS_RECORD_BYTES * per_core, 16))
+    slack = copy_cycles(config, (h + 2, 1, c), off, off, "int8")
+    estimate = _phase_conv(config, ifm, ofm, (off, off))
+    return max(cycles, transfer_cycles(config, nbytes) - slack + estimate)
 
 
 def _upscaling_pool(config: NPUConfig, q: Query, src: str, dst: str) -> float:

@@ -11,9 +11,10 @@ the one-op models of tests/models/tflite/ops (an 8x8x4 map):
         right ones the output's height, each copied from the output map itself (Vela: 153-202
         cycles each on u55-256, no weight memory).
 
-Each copy is a 1x1 pooling operation in the block model (blocks.mac_cycles as Vela's
-MemoryCopy, ``copy_latency``: its first block's transfers once, the output stage at the plain
-output rate; vela_copy.py's docstring), at least each memory's access: the bytes of whole
+Each copy is a 1x1 pooling operation in the block model, charged as regor's
+EstimateMacOpCycles charges an operation both first and last (blocks.single_mac_op: the output
+stage at the plain output rate, the command-issue bound carrying the difference of one
+block's read and write; vela_copy.py's docstring), at least each memory's access: the bytes of whole
 blocks in the bursts of the map's NHWC shape over the memory's bandwidth, no first-byte
 latency (Vela's access cycles). The operation's cycles are the sum of its copies'.
 """
@@ -22,10 +23,10 @@ from __future__ import annotations
 
 from math import ceil
 
-from .blocks import Query, mac_cycles
+from .blocks import Query, find_block, single_mac_op
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import OFFCHIP_WRITE_LATENCY, bandwidth, burst_factor, map_transfer
+from .vela_access import bandwidth, burst_factor, map_transfers
 
 
 def pad_borders(shape: tuple, pad_width, reflect: bool) -> list[tuple[int, int, int]]:
@@ -55,15 +56,9 @@ def copy_cycles(config: NPUConfig, shape: tuple, src: str, dst: str, dtype: str)
     item = 2 if dtype == "int16" else 1
     i, o = TensorDesc((1, *shape), dtype, src), TensorDesc((1, *shape), dtype, dst)
     q = Query("pool", shape, shape, bits=8 * item)
-    latency = 0 if dst == "sram" else OFFCHIP_WRITE_LATENCY.get(dst, 0)
-    npu, block = mac_cycles(
-        config,
-        q,
-        config.conv_output_cycles,
-        map_transfer(config, i, o, (src, dst)),
-        fill=True,
-        copy_latency=latency,
-    )
+    transfers = map_transfers(config, i, o, (src, dst))
+    npu = single_mac_op(config, q, config.conv_output_cycles, transfers, const_latency=0)
+    block = find_block(config, q)
     nbytes = _accessed(shape, block.ofm) * item
     access: dict[str, float] = {}
     for memory, write in ((src, False), (dst, True)):

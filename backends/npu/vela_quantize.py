@@ -12,15 +12,32 @@ operation in the four whose converter picked zero point -1 (uint8 127; 8x8 strid
 96x96 stride 2, and mobilenet_v2_035_96_uint8's, 14,016 cycles). Which regor pass folds it was
 not read in its source; the rule is those eleven models' and is not applied to other readers
 (depthwise, fully connected) nor to 16-bit maps.
+
+The output QUANTIZE our compiler fuses into the MAC operation before it (its table,
+compiler.fuse_activations; ``params["table_op"]`` names it) Vela runs as an operation of its
+own: the convolution writes its int8 map to SRAM in NHCWB16 bricks, with no table in its
+output stage, and a 'Quantize' (a 1x1 average pool that rescales) moves it to the output
+where it lives. Vela's debug database on quantize_uint8_io (8x8x8 maps): Conv2D 896 / 576 /
+1,253 / 1,157 op cycles and Quantize 816 / 464 / 740 / 622 on u55-128 / u55-256 / u65-256 /
+u65-512, the Quantize's blocks 5x8x8, 6x6x8, 6x6x8, 6x6x8. The Quantize is charged as
+regor's EstimateMacOpCycles for an operation both first and last (blocks.single_mac_op: its
+command-issue bound carries the difference of the block's read and write, e.g. 50 and 314
+cycles on the U65, whose output is in DRAM; no scale and bias fetch), its output stage at the
+plain rate on the block's elements (u65-512: 36 cycles per 6x6x8 block, both cores busy):
+those four figures exactly. Fitted on this one operation.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .program import NPUOp, Program
+from .blocks import Query, single_mac_op
+from .config import NPUConfig
+from .program import NPUOp, Program, TensorDesc
+from .vela_access import map_transfers, nhwc
 
 READERS = ("CONV",)
+MAC_KINDS = ("CONV", "DWCONV", "FC")
 
 
 def _shift(op: NPUOp) -> bool:
@@ -46,3 +63,21 @@ def read_through(op: NPUOp, program: Program) -> int | None:
         return None
     src = next((o for o in program.ops if o.output == op.inputs[0]), None)
     return src.inputs[0] if src is not None and folded_quantize(src, program) else None
+
+
+def quantize_after(op: NPUOp) -> bool:
+    """Whether ``op`` is a MAC operation carrying a fused QUANTIZE as its table, which Vela
+    runs as an operation of its own after it."""
+    fused = op.params.get("table_op") == "qnn.requantize"
+    return op.kind in MAC_KINDS and fused and "table" in op.arrays
+
+
+def output_quantize_cycles(config: NPUConfig, out: TensorDesc, memory: str) -> float:
+    """Cycles of Vela's Quantize from the MAC operation's int8 SRAM map (NHCWB16) to ``out``
+    in ``memory`` (NHWC)."""
+    shape = nhwc(out.shape)
+    src = TensorDesc(out.shape, "int8", "sram")
+    dst = TensorDesc(out.shape, out.dtype, memory)
+    transfers = map_transfers(config, src, dst, ("sram", memory), bricked=True)
+    q = Query("pool", shape, shape)
+    return single_mac_op(config, q, config.conv_output_cycles, transfers, const_latency=0)

@@ -39,12 +39,18 @@ VELA_COPIES = {
 
 
 @pytest.mark.parametrize("name", sorted(VELA_COPIES))
-def test_each_copy_within_five_percent_of_velas(name):
+def test_each_copy_as_velas(name):
+    """Regor's operation both first and last (blocks.single_mac_op, session 21 n30x): every
+    copy within 4 cycles of Vela's, but the strided 3x6x3 slice (214 / 1,048 against 221 /
+    1,073, not explained); the earlier form was within 5%."""
     shape, u55, u65 = VELA_COPIES[name]
     for preset, vela in (("u55-256", u55), ("u65-256", u65)):
         config = get_config(preset)
         ours = copy_cycles(config, shape, config.io_memory, config.io_memory, "int8")
-        assert 0.95 <= ours / vela <= 1.05, (preset, ours, vela)
+        if name.startswith("strided_slice 8x8x4 -> 3x6x3"):
+            assert 0.96 <= ours / vela <= 1.0, (preset, ours, vela)
+        else:
+            assert abs(ours - vela) <= 4, (preset, ours, vela)
 
 
 def test_multi_block_copies_on_dram_no_longer_pay_a_quarter_of_the_first_block():
