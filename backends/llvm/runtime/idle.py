@@ -115,6 +115,10 @@ class IdleCPU:
     one-minute load average below the CPU count minus one."""
 
     SPAN = 0.05  # seconds: /proc/stat counts in 10 ms jiffies
+    # seconds: a last look older than this starts a new window instead of answering (the window
+    # since a region was built holds the build's own parallel compile, other processes: ResNet-50's
+    # amx region, built before the plain tier was, was kept off its worker for 8 runs so)
+    STALE = 1.0
     NEED = 0.6  # CPUs (averaged over the span) the worker needs besides the caller's one
     RESCAN = 2.0  # seconds between two looks at the niced processes' autogroups (niced_groups)
 
@@ -138,8 +142,8 @@ class IdleCPU:
         """CPUs other processes left unused since the last look (this process's threads count
         as free: the caller's own thread is one of them), or None without /proc/stat."""
         now = self.clock()
-        if now - self.when < self.SPAN and self.answer is not None:
-            return self.answer  # too soon for new jiffies: the last answer
+        if now - self.when < self.SPAN:
+            return self.answer  # too soon for new jiffies: the last answer (None: none yet)
         sample, mine = self.stat(), self.own()
         if sample is None or self.last is None:
             return None
@@ -166,12 +170,30 @@ class IdleCPU:
         self.nice_free = niced_groups(seen=self.groups)
         return self.nice_free
 
-    def __call__(self) -> bool:
+    def fresh(self) -> bool:
+        """Start a new window now if the last look is older than STALE (True: no answer yet;
+        the next look, SPAN or more later, covers recent time only)."""
+        now = self.clock()
+        if self.last is None or now - self.when <= self.STALE:
+            return False
+        sample = self.stat()
+        if sample is None:
+            return False
+        self.last, self.when, self.mine, self.answer = sample, now, self.own(), None
+        return True
+
+    def __call__(self) -> bool | None:
+        """Whether a second CPU is free; None: not known yet (a new window was started, or it
+        is shorter than SPAN): ask again on a later run."""
         if self.cpus < 2:
             return False
+        if self.fresh():
+            return None
         free = self.free_cpus()
         if free is not None:
             return free >= 1.0 + self.NEED
+        if self.last is not None:
+            return None  # /proc/stat is there, the window too short to read yet
         if self.loadavg is None:
             return True
         return self.loadavg()[0] < self.cpus - 1

@@ -451,8 +451,9 @@ class TwoModes:
         self.next_probe = self.runs + self.interval
         if self.best == "pool":
             return "alone"  # re-time one thread now and then
-        if not self.idle():  # look again PROBE runs on: a reading costs no slow run
-            self.next_probe = self.runs + PROBE
+        idle = self.idle()
+        if not idle:  # look again PROBE runs on (a reading costs no slow run); not known yet
+            self.next_probe = self.runs + (PROBE if idle is False else 1)  # the next run
             return "alone"
         self.probing, self.streak = True, 0
         if self.started:

@@ -357,3 +357,25 @@ def test_siblings_reads_another_threads_run_time_and_not_the_callers():
     assert 0.05 < used <= wall + 0.01  # it ran (on a loaded machine: less than all of it)
     siblings.start()
     assert siblings.crowded(1e-3) is False  # nothing ran since: not crowded
+
+
+def test_a_stale_window_starts_again_instead_of_answering_for_the_build():
+    """The first look long after the region was built (its window held the build's parallel
+    compile in other processes) starts a new window and answers None; TwoModes then asks again
+    on the next run, and the answer covers recent time only."""
+    clock, own = [0.0], [0.0]
+    # the build's compile: 180 of 200 jiffies busy in other processes; then an idle second
+    samples = iter([(0, 0), (20, 200), (120, 300)])
+    idle = IdleCPU(stat=lambda: next(samples), clock=lambda: clock[0], own=lambda: own[0],
+                   cpus=2, hz=100)
+    clock[0] = 1.0 + IdleCPU.STALE  # a stale window: a new one from here, no answer yet
+    assert idle() is None
+    clock[0] += IdleCPU.SPAN / 2  # too soon after it for jiffies: still no answer
+    assert idle() is None
+    clock[0] += 0.5  # 100 of 100 jiffies idle since the new window began
+    assert idle() is True and idle.free_cpus() == pytest.approx(2.0)
+    # TwoModes: an unknown answer puts the probe off by one run, not PROBE
+    answers = iter([None, True])
+    modes = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
+    chosen = _drive(modes, TwoModes.BASELINE + 3, pool=1.0, alone=2.0)
+    assert chosen == ["alone"] * (TwoModes.BASELINE + 1) + ["pool", "pool"]
