@@ -1,4 +1,4 @@
-"""Shallow elementwise maps as Vela 5.2 runs them (vela_access.deepened_shape, session 21,
+"""Shallow elementwise maps as Vela 5.2 runs them (vela_deepen.deepened_shape, session 21,
 n30y): an elementwise operation whose output has fewer than 8 channels and more than 16
 elements, no operand broadcasting (a scalar does not), runs on its maps deepened to 16
 channels, and those maps keep no NHCWB16 bricks. The pattern is MobileNetV3's input rescale
@@ -9,7 +9,7 @@ recorded totals (data/vela_cycles.json)."""
 from __future__ import annotations
 
 import pytest
-from partita.backends.npu.vela_access import deepened_shape
+from partita.backends.npu.vela_deepen import deepened_shape
 from vela_record import ops_region
 
 # Vela 5.2's op cycles of rescale_in_graph's MUL, ADD and 3x3 convolution (its NPU column
