@@ -328,3 +328,27 @@ VELA_SPECS += [
         (want("CONV_2D"), want("MEAN", keep_dims=True)),
     ),
 ]
+
+
+def _rescale_in_graph(rng):
+    """Keras MobileNetV3's input preprocessing on a wide 3-channel map: x / 127.5 - 1 (a MUL
+    and an ADD of per-tensor scalars), then a 3x3 stride-2 convolution (+bias, RELU)."""
+    w = _c(rng.normal(size=(3, 3, 3, 16)) / np.sqrt(27))
+    b = _c(rng.normal(0, 0.2, 16))
+
+    def body(x):
+        y = x * _c(1 / 127.5) + _c(-1.0)
+        return tf.nn.relu(tf.nn.conv2d(y, w, 2, "SAME") + b)
+
+    return body, [Inp((1, 64, 64, 3), 0.0, 255.0)]
+
+
+# session 21 (n30y): the shallow elementwise maps Vela deepens (vela_access.deepened_shape)
+VELA_SPECS += [
+    Spec(
+        "rescale_in_graph",
+        "x / 127.5 - 1 on a 64x64x3 input (MUL, ADD of scalars), then a 3x3 stride-2 conv",
+        _rescale_in_graph,
+        (want("MUL"), want("ADD"), want("CONV_2D")),
+    ),
+]

@@ -15,6 +15,7 @@ import numpy as np
 from .blocks import BLOCK_MAX, round_up
 from .config import NPUConfig
 from .program import NPUOp, TensorDesc
+from .vela_deepen import SHALLOW_DEPTH, deepened_shape
 
 
 def bandwidth(config: NPUConfig, memory: str) -> float:
@@ -66,6 +67,15 @@ def flat_shape(shape) -> tuple[int, int, int]:
     m = n // c
     h = max(d for d in range(1, isqrt(m) + 1) if m % d == 0)
     return h, m // h, c
+
+
+def deepens(config, op: NPUOp, ins, out) -> bool:
+    """Whether Vela 5.2 runs this elementwise operation on ``deepened_shape``: its output is
+    shallower than 8 channels and has more than 16 elements, and no operand broadcasts (a
+    scalar does not)."""
+    shape = nhwc(out.shape)
+    elems = int(np.prod(out.shape))
+    return shape[2] < SHALLOW_DEPTH and elems > 16 and not broadcasts(config, op, ins, out)
 
 
 def is_elementwise(op: NPUOp) -> bool:
@@ -246,6 +256,8 @@ def elementwise_op_cycles(config: NPUConfig, op: NPUOp, ins, out, brick: bool, f
     rate = getattr(config, elementwise_rate_name(op))
     flat = flat and not broadcasts(config, op, ins, out) and not maps16(ins, out)
     reshaped = flat_shape(out.shape) if flat else None
+    if not flat and brick and not maps16(ins, out) and deepens(config, op, ins, out):
+        reshaped = deepened_shape(out.shape)  # an intermediate map, shallow: 16 deep
     return elementwise_cycles(config, ins, out, rate, brick, reshaped)
 
 

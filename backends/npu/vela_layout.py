@@ -32,7 +32,14 @@ import numpy as np
 from .blocks import Query, find_block, round_up
 from .config import NPUConfig
 from .program import TensorDesc
-from .vela_access import bandwidth, burst_factor, is_elementwise, memory_latency, nhwc
+from .vela_access import (
+    SHALLOW_DEPTH,
+    bandwidth,
+    burst_factor,
+    is_elementwise,
+    memory_latency,
+    nhwc,
+)
 from .vela_pad import copy_cycles
 
 CONCATS = ("concatenate", "qnn.concatenate")
@@ -233,7 +240,24 @@ def bricked_map(program, t: int) -> bool:
     if t in program.inputs or t in program.outputs:
         return False
     ops = [op for op in program.ops if op.output == t or t in op.inputs]
-    return bool(ops) and all(_bricks(op) for op in ops)
+    return bool(ops) and all(_bricks(op) and not deepened(program, op) for op in ops)
+
+
+def deepened(program, op) -> bool:
+    """Whether Vela runs elementwise ``op`` on its maps deepened to 16 channels
+    (vela_access.deepens: an 8-bit output shallower than 8 channels, more than 16 elements,
+    no operand broadcasting). Its maps then keep no bricks: the 3x3 convolution of
+    rescale_in_graph reads the ADD's 64x64x3 map as NHWC (Vela 5.2's per-layer report: 6,454
+    cycles on u65-512, ours 5,112 reading bricks)."""
+    if not is_elementwise(op):
+        return False
+    out = program.tensors[op.output]
+    elems = int(np.prod(out.shape))
+    sizes = [int(np.prod(program.tensors[t].shape)) for t in op.inputs]
+    sizes += [a.size for a in op.arrays.values() if a.size > 1]
+    shallow = nhwc(out.shape)[2] < SHALLOW_DEPTH and elems > 16
+    wide = all(np.dtype(program.tensors[t].dtype).itemsize == 2 for t in (*op.inputs, op.output))
+    return shallow and not wide and not any(1 < n < elems for n in sizes)
 
 
 def evicted_maps(program, config: NPUConfig) -> set[int]:
