@@ -136,7 +136,7 @@ class IdleCPU:
         self.loadavg = loadavg or (os.getloadavg if hasattr(os, "getloadavg") else None)
         self.cpus = cpus or os.cpu_count() or 1
         self.last, self.when, self.answer = self.stat(), self.clock(), None
-        self.mine = self.own()
+        self.mine, self.renewed = self.own(), False
 
     def free_cpus(self) -> float | None:
         """CPUs other processes left unused since the last look (this process's threads count
@@ -154,7 +154,7 @@ class IdleCPU:
             return self.answer
         # in jiffies, as /proc/stat counts (a forked child's clock starts again at 0)
         d_mine = max(mine - self.mine, 0.0) * self.hz
-        self.last, self.when, self.mine = sample, now, mine
+        self.last, self.when, self.mine, self.renewed = sample, now, mine, False
         others = min(max(d_total - d_idle - d_mine, 0.0), d_total)
         self.answer = self.cpus * (1.0 - others / d_total)
         return self.answer
@@ -172,14 +172,18 @@ class IdleCPU:
 
     def fresh(self) -> bool:
         """Start a new window now if the last look is older than STALE (True: no answer yet;
-        the next look, SPAN or more later, covers recent time only)."""
+        the next look, SPAN or more later, covers recent time only). A window started so is
+        read whatever its age (``renewed``): a region called in bursts shorter than SPAN, with
+        pauses longer than STALE (a benchmark's interleaved rounds), gets its answer at its next
+        burst instead of starting a new window at every one."""
         now = self.clock()
-        if self.last is None or now - self.when <= self.STALE:
+        if self.last is None or self.renewed or now - self.when <= self.STALE:
             return False
         sample = self.stat()
         if sample is None:
             return False
         self.last, self.when, self.mine, self.answer = sample, now, self.own(), None
+        self.renewed = True
         return True
 
     def __call__(self) -> bool | None:

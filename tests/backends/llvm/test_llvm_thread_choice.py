@@ -374,6 +374,17 @@ def test_a_stale_window_starts_again_instead_of_answering_for_the_build():
     assert idle() is None
     clock[0] += 0.5  # 100 of 100 jiffies idle since the new window began
     assert idle() is True and idle.free_cpus() == pytest.approx(2.0)
+    # bursts of calls shorter than SPAN, pauses longer than STALE (a benchmark's rounds): the
+    # window started at one burst is read at the next, not started again
+    samples = iter([(0, 0), (20, 200), (220, 400)])
+    bursty = IdleCPU(stat=lambda: next(samples), clock=lambda: clock[0], own=lambda: own[0],
+                     cpus=2, hz=100)
+    clock[0] += 2 * IdleCPU.STALE
+    assert bursty() is None  # a new window
+    clock[0] += IdleCPU.SPAN / 4
+    assert bursty() is None  # too soon
+    clock[0] += 2 * IdleCPU.STALE  # the next burst: the renewed window answers
+    assert bursty() is True and bursty.free_cpus() == pytest.approx(2.0)
     # TwoModes: an unknown answer puts the probe off by one run, not PROBE
     answers = iter([None, True])
     modes = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
