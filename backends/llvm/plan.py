@@ -40,6 +40,16 @@ class Plan:
     inputs: list[int]
     outputs: list[int]
 
+    def links(self) -> tuple[dict[int, int], dict[int, Kernel]]:
+        """(buffer -> how many kernels read it, buffer -> the kernel writing it): what the plan
+        passes after the walk (vector_plan.write_into_halos, flip_input, float_halos) ask before
+        they fold one kernel into another."""
+        readers: dict[int, int] = {}
+        for k in self.kernels:
+            for i in set(k.inputs):
+                readers[i] = readers.get(i, 0) + 1
+        return readers, {k.output: k for k in self.kernels}
+
 
 @functools.cache
 def _source_digest() -> bytes:

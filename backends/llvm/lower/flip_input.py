@@ -16,11 +16,7 @@ def flip_into_producers(plan) -> None:
     convolution kernel (FLIP_PRODUCERS) with no other reader: that kernel stores its bytes
     flipped (``flip_out``, one xor per 16 outputs) and the convolution's copy and its scratch
     buffer go."""
-    readers: dict[int, int] = {}
-    for k in plan.kernels:
-        for i in set(k.inputs):
-            readers[i] = readers.get(i, 0) + 1
-    producer = {k.output: k for k in plan.kernels}
+    readers, producer = plan.links()
     for k in plan.kernels:
         p = k.params
         if (k.kind != Kind.VCONV or not p.get("flipped") or not p["pack"] or any(p["pad"])

@@ -18,11 +18,7 @@ from partita.backends.llvm.kinds import Kind
 def float_into_pads(plan) -> None:
     """Fold each FPAD whose input only it reads, written by a vector FDENSE over one image with
     no residual, a per-column (or no) bias and as many channels as the padded image."""
-    readers: dict[int, int] = {}
-    for k in plan.kernels:
-        for i in set(k.inputs):
-            readers[i] = readers.get(i, 0) + 1
-    producer = {k.output: k for k in plan.kernels}
+    readers, producer = plan.links()
     dropped = []
     for k in plan.kernels:
         if k.kind != Kind.FPAD or len(k.inputs) != 1:

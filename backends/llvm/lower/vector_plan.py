@@ -462,11 +462,7 @@ def write_into_halos(plan) -> None:
     width, channels, top and left border, the image's width); the depthwise kernel then only
     refills the border (``prepadded``) instead of copying its whole input. Needs the channels
     to be unpadded (a multiple of 16) and the value to be no output of the segment."""
-    readers: dict[int, int] = {}
-    for k in plan.kernels:
-        for i in set(k.inputs):
-            readers[i] = readers.get(i, 0) + 1
-    producer = {k.output: k for k in plan.kernels}
+    readers, producer = plan.links()
     for k in plan.kernels:
         if k.kind != Kind.VDW or len(k.inputs) != 2 or k.params.get("prepadded"):
             continue
