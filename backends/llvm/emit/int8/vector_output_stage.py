@@ -80,10 +80,22 @@ class OutputStage(Family):
         if p["rq_zp"]:
             a = b.sub(a, kconst(V16, p["rq_zp"]))  # int32 wrap-around: the shift wraps anyway
         q = ir.VectorType(I64, 8)
-        xq = b.bitcast(b.shl(a, chan("bls")), q)
-        mq, c32 = b.bitcast(chan("mult"), q), kconst(q, 32)
-        even = b.mul(b.ashr(b.shl(xq, c32), c32), b.ashr(b.shl(mq, c32), c32))
-        odd = b.mul(b.ashr(xq, c32), b.ashr(mq, c32))
+        x = b.shl(a, chan("bls"))
+        c32 = kconst(q, 32)
+
+        def low_signed(v):  # each 64-bit lane's low int32, sign-extended: VPMULDQ's operand
+            v = b.bitcast(v, q)
+            return b.ashr(b.shl(v, c32), c32)
+
+        # the odd lanes moved down to the even positions by a 32-bit shuffle (VPSHUFD), so both
+        # halves are VPMULDQ products: an arithmetic 64-bit shift of the odd lanes has no AVX2
+        # instruction (VPSRAQ is AVX-512's) and was emulated, 19,217 against 14,219
+        # instructions in MobileNetV2's convolutions on -isa=avxvnni
+        down = ir.Constant(V16, [i + 1 if i % 2 == 0 else i for i in range(16)])
+        m = chan("mult")
+        even = b.mul(low_signed(x), low_signed(m))
+        odd = b.mul(low_signed(b.shuffle_vector(x, x, down)),
+                    low_signed(b.shuffle_vector(m, m, down)))
         even = b.add(even, b.bitcast(chan("bhe"), q))
         odd = b.add(odd, b.bitcast(chan("bho"), q))
         lanes = ir.Constant(V16, [i + 1 if i % 2 == 0 else 16 + i for i in range(16)])
