@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from drivers import alternate_drivers
 from partita.backends.llvm.lower import dense_act
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.runtime.jit import host_isa
@@ -65,12 +66,9 @@ def test_gelu_in_the_products_epilogue_keeps_the_bits(threads, monkeypatch, tmp_
     data[0, :4] = [np.nan, np.inf, -np.inf, 0.0]
     target = f"llvm -isa={host_isa()} -threads={threads}"
     exe = P.build(mod, target)
-    regions = [s.region for s in exe.steps
-               if threads == 2 and getattr(s.region, "modes", None) is not None]
+    # both drivers (the worker's chunks and the one-thread forms)
+    regions = alternate_drivers(exe, 2) if threads == 2 else []
     assert regions or threads == 1, "no region has the two-thread driver"
-    for region in regions:  # both drivers (the worker's chunks and the one-thread forms)
-        turns = iter(["pool", "alone"] * 2)
-        region.modes.choose = lambda turns=turns: next(turns)
     outs = [exe.run(data)[0] for _ in range(4)]
     assert all(len(t) >= 2 for r in regions for t in r.modes.times.values())  # both ran
     want = _unfused(mod, target, monkeypatch).run(data)[0]

@@ -12,6 +12,7 @@ import importlib
 
 import numpy as np
 import pytest
+from drivers import alternate_drivers
 from partita.backends.llvm.emit.float import chunks, gemm
 from partita.backends.llvm.lower import float_bn_reads, float_conv
 
@@ -52,14 +53,8 @@ def _labels(exe) -> list[str]:
 
 
 def _run_both_drivers(exe, a):
-    regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
-    outs = []
-    for region in regions:  # the worker's driver and the one-thread one, whatever the load
-        turns = iter(["pool", "alone"] * 2)
-        region.modes.choose = lambda turns=turns: next(turns)
-    for _ in range(4):
-        outs.append(exe.run(a))
-    return outs
+    alternate_drivers(exe, 2)  # the worker's driver and the one-thread one, whatever the load
+    return [exe.run(a) for _ in range(4)]
 
 
 def _bytes(outs) -> list[bytes]:

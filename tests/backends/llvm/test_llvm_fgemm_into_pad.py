@@ -10,6 +10,7 @@ import importlib
 
 import numpy as np
 import pytest
+from drivers import alternate_drivers
 from partita.backends.llvm.emit.float import chunks
 from partita.backends.llvm.lower import float_conv
 
@@ -48,14 +49,8 @@ def _labels(exe) -> list[str]:
 
 
 def _run_both_drivers(exe, a):
-    regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
-    outs = []
-    for region in regions:  # the worker's driver and the one-thread one, whatever the load
-        turns = iter(["pool", "alone"] * 2)
-        region.modes.choose = lambda turns=turns: next(turns)
-    for _ in range(4):
-        outs.append(exe.run(a)[0])
-    return outs
+    alternate_drivers(exe, 2)  # the worker's driver and the one-thread one, whatever the load
+    return [exe.run(a)[0] for _ in range(4)]
 
 
 # 14 x 14: rows in chunks (196 rows, 64 channels); 7 x 9 with 256 channels: panel chunks; an

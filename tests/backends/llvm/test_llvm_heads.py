@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from drivers import alternate_drivers
 from partita.backends.llvm.emit.float import chunks
 from partita.backends.llvm.lower import heads
 from partita.backends.llvm.lower.context import lower
@@ -63,12 +64,9 @@ def test_products_write_the_heads_transposed_and_keep_the_bits(threads, chunk_mo
     data = rng.standard_normal((1, S, HEADS * H)).astype(np.float32)
     target = f"llvm -isa={host_isa()} -threads={threads}"
     exe = P.build(mod, target)
-    regions = [s.region for s in exe.steps
-               if threads == 2 and getattr(s.region, "modes", None) is not None]
+    # both drivers (the worker's chunks and the one-thread forms)
+    regions = alternate_drivers(exe, 2) if threads == 2 else []
     assert regions or threads == 1, "no region has the two-thread driver"
-    for region in regions:  # both drivers (the worker's chunks and the one-thread forms)
-        turns = iter(["pool", "alone"] * 2)
-        region.modes.choose = lambda turns=turns: next(turns)
     outs = [exe.run(data)[0] for _ in range(4)]
     assert all(len(t) >= 2 for r in regions for t in r.modes.times.values())  # both ran
     got = outs[0]
