@@ -69,19 +69,24 @@ def reference(path, inputs):
     return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 
 
+def assert_equals_tflite(exe, path, seed: int) -> None:
+    """``exe`` on random inputs of its types (``seed``) gives TFLite BUILTIN_REF's bits."""
+    rng = np.random.default_rng(seed)
+    inputs = [
+        rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max, t.shape, t.dtype, True)
+        for t in exe.input_types
+    ]
+    for got, want in zip(exe.run(*inputs), reference(path, inputs)):
+        assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize("name", ON_THE_NPU)
 def test_one_op_model_runs_on_the_npu_bit_exact_with_tflite(name):
     path = OPS / f"{name}.tflite"
     exe = P.build(from_tflite(str(path)), "npu, ref")
     assert [s.target for s in exe.steps] == ["npu"], exe.report.table()
     for seed in range(3):
-        rng = np.random.default_rng(seed)
-        inputs = [
-            rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max, t.shape, t.dtype, True)
-            for t in exe.input_types
-        ]
-        for got, want in zip(exe.run(*inputs), reference(path, inputs)):
-            assert np.array_equal(got, want)
+        assert_equals_tflite(exe, path, seed)
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -96,13 +101,7 @@ def test_velas_depth_multiplier_and_partial_mean_run_on_every_preset_bit_exact(n
     for s in exe.steps:
         for op, c in zip(s.region.program.ops, s.region.cycles):
             assert c["cycles"] > 0 or op.params.get("op") in free, (op.name, c["cycles"])
-    rng = np.random.default_rng(7)
-    inputs = [
-        rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max, t.shape, t.dtype, True)
-        for t in exe.input_types
-    ]
-    for got, want in zip(exe.run(*inputs), reference(path, inputs)):
-        assert np.array_equal(got, want)
+    assert_equals_tflite(exe, path, 7)
 
 
 def test_a_strided_slice_with_a_stride_over_channels_stays_on_the_cpu_with_vela_s_reason():
@@ -174,13 +173,7 @@ def test_reverse_v2_stays_on_the_cpu_with_vela_s_reason(name, npu_steps):
         assert [s.target for s in exe.steps].count("npu") == npu_steps, exe.report.table()
         (row,) = exe.report.host_rows
         assert "must not reverse an axis" in row.reason and "got axis 2" in row.reason
-    rng = np.random.default_rng(3)
-    inputs = [
-        rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max, t.shape, t.dtype, True)
-        for t in exe.input_types
-    ]
-    for got, want in zip(exe.run(*inputs), reference(path, inputs)):
-        assert np.array_equal(got, want)
+    assert_equals_tflite(exe, path, 3)
 
 
 def test_tile_runs_on_the_npu_as_the_interpreter_does():
