@@ -24,6 +24,7 @@ imports them all, so the table is complete:
     pad_value.py       nn.pad with a run-time pad value                     GATHER
     gather.py          pad, concatenate, nearest resize                     GATHER (+ LUT, QRESCALE)
     float_ops.py       elementwise trees, reductions, dense, bmm, norms     EWISE, FREDUCE, ...
+    float_products.py  exact float products' planning: tiles, panels, epilogues (FDENSE, FBMM)
     ewise_tree.py      the EWISE expression tree (float_ops' elementwise)
     float_conv.py, float_conv_transpose.py, float_dense.py, float_spatial.py, runtime_weights.py,
     einsum.py          float convolutions, products, pools, resizes, einsum

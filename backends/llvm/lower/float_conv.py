@@ -31,7 +31,7 @@ from partita.backends.llvm.numerics.sum_order import (
 
 from partita.ir import Call, Constant, Function
 
-from .float_ops import gemm_tile, panels, vector_registers
+from .float_products import gemm_tile, panels, vector_registers
 from .registry import OP, lowers
 
 if TYPE_CHECKING:

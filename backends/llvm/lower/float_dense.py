@@ -18,7 +18,7 @@ from partita.backends.llvm.kinds import Kind
 from partita.backends.llvm.numerics.sum_order import Unreproduced, gemm_tiles
 
 from .float_conv import VEC, const_value, epilogue, split_fconv
-from .float_ops import vector_registers
+from .float_products import vector_registers
 from .registry import OP, lowers
 
 if TYPE_CHECKING:

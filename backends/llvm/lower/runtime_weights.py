@@ -27,7 +27,7 @@ from partita.ops.nn_common import layout_dims
 
 from .float_conv import VEC, const_value, epilogue, split_fconv
 from .float_dense import emit_mlas_gemm
-from .float_ops import vector_registers
+from .float_products import vector_registers
 from .int_products import emit_gconv
 from .registry import OP, lowers
 

@@ -95,11 +95,12 @@ def test_a_pooler_row_splits_its_panels_through_both_drivers():
                                   {"rows": 4, "cols": 4}])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_every_register_tile_gives_the_same_bits(monkeypatch, tile, threads):
-    """AVX-512's 6 x 4 tile and the 6 x 1 tile of 16-register ISAs (lower/float_ops.gemm_tile), each
-    forced on any machine (a tile is a choice of registers, not of instructions), with the
-    weights packed in panels of its width: every output's FMA chain runs in k order, so all
-    tiles give the same bits, with and without the second thread."""
-    from partita.backends.llvm.lower import float_ops as float_lower
+    """AVX-512's 6 x 4 tile and the 6 x 1 tile of 16-register ISAs
+    (lower/float_products.gemm_tile), each forced on any machine (a tile is a choice of
+    registers, not of instructions), with the weights packed in panels of its width: every
+    output's FMA chain runs in k order, so all tiles give the same bits, with and without the
+    second thread."""
+    from partita.backends.llvm.lower import float_products as float_lower
 
     rng = np.random.default_rng(4)
     m, k, n = 50, 300, 1000
@@ -152,10 +153,10 @@ def test_bias_residual_and_relu_fuse_into_the_dense_with_the_separate_ops_bits(
 @pytest.mark.parametrize("target", ["llvm -isa=avx2", "llvm -isa=plain", "llvm -threads=2"])
 def test_attention_heads_reshapes_run_no_copy_and_keep_the_bits(monkeypatch, target):
     """BERT's heads: dense -> reshape -> transpose -> reshape -> batch_matmul -> reshape. The
-    products write their reshapes' buffers (lower/float_ops absorb_reshapes) and a reshape
+    products write their reshapes' buffers (lower/float_products absorb_reshapes) and a reshape
     read only by products is its input's buffer (lower_reshape_view): no COPY kernel, and the
     bits of the build that copies (the lowerings turned off)."""
-    from partita.backends.llvm.lower import float_ops as float_lower
+    from partita.backends.llvm.lower import float_ops, float_products
 
     rng = np.random.default_rng(3)
     s, heads, d = 24, 4, 16
@@ -181,11 +182,11 @@ def test_attention_heads_reshapes_run_no_copy_and_keep_the_bits(monkeypatch, tar
     assert "COPY" not in kinds and kinds.count("FBMM") == 2, kinds
     got = exe.run(a)[0]
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch
-    monkeypatch.setattr(float_lower, "absorb_reshapes", lambda low, node: node)
+    monkeypatch.setattr(float_products, "absorb_reshapes", lambda low, node: node)
     from partita.backends.llvm.lower import registry
 
     monkeypatch.setitem(registry._BY_OP, "reshape", [
-        c for c in registry._BY_OP["reshape"] if c.fn is not float_lower.lower_reshape_view])
+        c for c in registry._BY_OP["reshape"] if c.fn is not float_ops.lower_reshape_view])
     copied = P.build(mod, target)
     assert [kk.split()[0] for kk in copied.steps[0].region.kernels].count("COPY") == 8
     assert got.tobytes() == copied.run(a)[0].tobytes()

@@ -16,7 +16,7 @@ from .ewise_vec import epilogue_value
 VEC = 16
 V16F = ir.VectorType(F32, VEC)
 I32T = ir.IntType(32)
-# the register tile: rows of A x vectors of B (params "rows" and "cols", float_ops.gemm_tile:
+# the register tile: rows of A x vectors of B (params "rows" and "cols", float_products.gemm_tile:
 # 6 x 4 with AVX-512, 6 x 1 with 16 registers; these defaults: a plan made without them)
 ROWS, COLS = 4, 4
 # cache blocking (gemm): a weight panel's k block, at most PANEL_FLOATS (16 KB: in L1 with
@@ -329,7 +329,7 @@ class FloatGemm(Family):
         cells = self.gemm_cells(b, p)
         wide = len(cells[0])
 
-        def w_at(kk, n0, v, cols):  # float_ops.panels: [N/wide*16][K][wide*16], [K][16]
+        def w_at(kk, n0, v, cols):  # float_products.panels: [N/wide*16][K][wide*16], [K][16]
             if cols == wide:
                 return b.add(b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(wide * VEC))), c64(v * VEC))
             return b.add(b.mul(n0, c64(k_)), b.mul(kk, c64(VEC)))
