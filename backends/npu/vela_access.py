@@ -36,6 +36,10 @@ ELEMENTWISE_RATES = {
     "maximum": "conv_output_cycles",
     "minimum": "conv_output_cycles",
 }
+# an activation fused into an elementwise operation that runs at the activation unit's rate
+# (Vela's int16 sigmoid/tanh fused into an ADD: regor's output cycles per element are the
+# slower of the operation's and the activation's; the integer LSTM's gate ADDs, vela_lstm.py)
+FUSED_LUT_ACTIVATIONS = ("sigmoid", "tanh")
 SRAM_BURST_BYTES = 32  # vela.ini's Sram_burst_length
 OFFCHIP_WRITE_LATENCY = {"dram": 250, "flash": 0}  # vela.ini's *_write_latency
 # Vela's output-stage cycles per element of an elementwise op reading 32-bit data (its index 1),
@@ -254,6 +258,8 @@ def elementwise_op_cycles(config: NPUConfig, op: NPUOp, ins, out, brick: bool, f
     MUL, MAXIMUM, MINIMUM on u65-256: one 4x4x16 block for the 8x8x4 maps, cmd cycles 152-184,
     which our rule now gives to the cycle; on the 8x8x8 block 196-228)."""
     rate = getattr(config, elementwise_rate_name(op))
+    if op.params.get("activation") in FUSED_LUT_ACTIVATIONS:  # the activation's output rate
+        rate = max(rate, config.lut_cycles)
     flat = flat and not broadcasts(config, op, ins, out) and not maps16(ins, out)
     reshaped = flat_shape(out.shape) if flat else None
     if not flat and brick and not maps16(ins, out) and deepens(config, op, ins, out):
