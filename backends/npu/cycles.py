@@ -118,7 +118,13 @@ from .vela_reshape import mac_io, removed
 from .vela_softmax import softmax_as_vela
 from .vela_sum import sum_as_vela
 from .vela_unary import TABLELESS, unary_as_vela
-from .weight_staging import buffered_cycles, dma_hidden, refetches, shared_sram_wait
+from .weight_staging import (
+    buffered_cycles,
+    dma_hidden,
+    refetches,
+    shared_sram_wait,
+    transfer_cycles,
+)
 
 MEMORY_BANDWIDTH = ("sram", "dram", "flash")
 
@@ -380,21 +386,26 @@ def op_cycles(
     if split:  # the activation from the SRAM map to where the output lives
         dst = out.memory if output in program.outputs else "sram"
         total += int(ceil(activation_cycles(config, out, dst)))
+    scheduled = None  # regor's scheduler estimate, the maps where they are before SRAM
+    if mac_staged(op, out) and config.spill_memory != "none" and not _sliced(query, block):
+        # placement (a deeper operation whose transfer outlasts the slack has its weights
+        # sliced in depth: its own slack is its last slice's, the stall its first slice's);
+        # the next operation's slack (program_cycles: ``exposed``)
+        off = config.spill_memory
+        maps = [TensorDesc(t.shape, t.dtype, off) for t in ins]
+        far = TensorDesc(out.shape, out.dtype, off)
+        args = (bricked, staged, stripe, upscale, bricks)  # unstaged: weights from DRAM
+        scheduled = compute_cycles(op, maps, far, config, (off, off), *args)[1]
     if staged and mac_staged(op, out):  # waiting for the weights
         depth = query.ofm[2]
         nbytes = constant_record_bytes(op, query, config, block.ofm[2] if block else depth)
         estimate = None
         if _sliced(query, block):  # sliced in depth:
             nbytes = nbytes * block.ofm[2] / depth  # the first slice's transfer
-        elif exposed is not None and config.spill_memory != "none" and depth <= SPLIT_DEPTH:
-            # regor's scheduler estimate, the maps where they are before SRAM placement (a
-            # deeper operation whose transfer outlasts the slack has its weights sliced in
-            # depth: its own slack is its last slice's, the stall its first slice's)
-            off = config.spill_memory
-            maps = [TensorDesc(t.shape, t.dtype, off) for t in ins]
-            far = TensorDesc(out.shape, out.dtype, off)
-            args = (bricked, True, stripe, upscale, bricks)
-            estimate = compute_cycles(op, maps, far, config, (off, off), *args)[1]
+        elif exposed is not None and (
+            depth <= SPLIT_DEPTH or transfer_cycles(config, nbytes) <= exposed
+        ):  # a deeper one is sliced in depth where its transfer outlasts the slack
+            estimate = scheduled
         total = int(ceil(buffered_cycles(config, total, nbytes, exposed, estimate)))
         if block is not None:  # the U55's wait where Vela buffers the weights
             full = constant_record_bytes(op, query, config, block.ofm[2])
@@ -404,7 +415,7 @@ def op_cycles(
         total += int(ceil(output_quantize_cycles(config, out, dst)))
         moved[dst] = moved.get(dst, 0) + out.nbytes
         moved["sram"] = moved.get("sram", 0) + out.nbytes
-    tail = {}
+    tail = {} if scheduled is None else {"estimate": scheduled}
     if op.kind == "UNIT" and op.params["op"] == "qnn.mean" and len(ins[0].shape) <= 4:
         tail = {"tail": mean_tail(config, op, ins[0], out)}  # Vela's MUL ends it
     capacity = total * config.macs_per_cycle
@@ -486,6 +497,15 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
     return a.nbytes
 
 
+def next_slack(op: NPUOp, cost: dict) -> float | None:
+    """The cycles the next operation's weight DMA runs under (its ``exposed``): an elementwise
+    operation's cycles (Vela's estimate for one), a MAC operation's scheduler estimate where
+    Vela's weights and maps move off-chip (regor's est_op_cycles_without_buffering: the
+    integer LSTM's input FCs on the U65 wait 550 = 887 + 553 - 890 cycles after the recurrent
+    FC, Vela's debug database), None where the transfer hides (the U55)."""
+    return cost.get("tail", cost["cycles"] if is_elementwise(op) else cost.get("estimate"))
+
+
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     """``op_cycles`` of every operation, in order."""
     cascaded, fused = cascaded_offchip(program, config), fused_activations(program)
@@ -494,9 +514,9 @@ def program_cycles(program: Program, config: NPUConfig) -> list[dict]:
     exposed = None
     for op in program.ops:
         out.append(op_cycles(op, program, config, cascaded, fused, slack, stripes, exposed))
-        # the next weights' DMA waits where it outlasts an elementwise operation (Vela's
-        # estimate for one is its cycles; for a MAC operation, a pool or a table it includes
-        # its memories' latencies, which hid every transfer of the models checked)
-        exposed = out[-1].get("tail", out[-1]["cycles"] if is_elementwise(op) else None)
+        # the next weights' DMA waits where it outlasts the slack Vela's scheduler gives it
+        # (next_slack: an elementwise operation's cycles, a MAC operation's estimate; a pool
+        # or a table: none, the transfer hides)
+        exposed = next_slack(op, out[-1])
         slack = out[-1]["cycles"]
     return out

@@ -235,9 +235,8 @@ def vela_cycles(shape: LSTMShape, config: NPUConfig) -> list[tuple[str, int]]:
     ``vela_program`` costed as cycles.program_cycles does (each operation's slack and exposed
     weight transfer the previous one's), Clamps and MemoryCopies by Vela's separate activation
     and copy functions."""
-    from .cycles import op_cycles  # cycles.py imports what this module imports
+    from .cycles import next_slack, op_cycles  # cycles.py imports what this one imports
     from .lstm_cycles import fused_activations
-    from .vela_access import is_elementwise
     from .vela_cascade import cascade_stripes, cascaded_offchip
 
     program, rows = vela_program(shape, config)
@@ -264,7 +263,7 @@ def vela_cycles(shape: LSTMShape, config: NPUConfig) -> list[tuple[str, int]]:
         else:
             cost = op_cycles(op, program, config, cascaded, fused, slack, stripes, exposed)
             cycles = cost["cycles"]
-            exposed = cost.get("tail", cycles if is_elementwise(op) else None)
+            exposed = next_slack(op, cost)
         out.append((row.kind, cycles))
         slack = cycles
     return out

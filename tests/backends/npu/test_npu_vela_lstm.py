@@ -29,16 +29,6 @@ NAMES = (
 )
 PRESETS = ("u55-128", "u55-256", "u65-256", "u65-512")
 CASES = [(n, p) for n in NAMES for p in PRESETS]
-# Vela's program in our model against Vela's total, outside 10%: on the U65 these two models'
-# input FCs read an SRAM map (the LSTM follows a convolution / an FC) and Vela does not hide
-# their weights' DMA under the previous FC (Vela 410-517 cycles each, ours 111); the rows are
-# held to their ratio so that a change shows
-KNOWN = {
-    ("lstm_in_graph", "u65-256"): 0.884,
-    ("lstm_in_graph", "u65-512"): 0.850,
-    ("lstm_conv", "u65-256"): 0.736,
-    ("lstm_conv", "u65-512"): 0.718,
-}
 
 
 def _model(name: str) -> Path:
@@ -79,8 +69,10 @@ def test_op_counts_and_costs_per_kind_are_velas(name, preset):
         if kind in ("Sigmoid", "Tanh") and cycles == 0:
             continue
         # every kind but the FCs and the MULs within 5% of Vela's (the MULs of 8 values on
-        # the U55s: 6 cycles against Vela's 12, its memory access of 16-byte bricks)
-        low = {"FullyConnected": 0.55, "Mul": 0.5}.get(kind, 0.97)
+        # the U55s: 6 cycles against Vela's 12, its memory access of 16-byte bricks; the FCs
+        # of 8 units: 192 against 208 on the U55s, and on the U65 the forget gate's recurrent
+        # FC after a MUL, 743 against 1,254: our scheduler estimate of it is below regor's)
+        low = {"FullyConnected": 0.85, "Mul": 0.5}.get(kind, 0.97)
         assert low <= ours[kind][1] / cycles <= 1.05, (kind, ours[kind][1], cycles)
 
 
@@ -94,10 +86,7 @@ def test_velas_program_in_our_model_is_within_10_percent_of_vela(name, preset):
     assert vela["sha256"] == _digest(path)
     col = columns(path, preset)
     ratio = col["vela_in_ours"] / vela["cycles"]
-    if (name, preset) in KNOWN:
-        assert abs(ratio - KNOWN[name, preset]) < 0.02, ratio
-    else:
-        assert 0.9 <= ratio <= 1.1, ratio
+    assert 0.9 <= ratio <= 1.1, ratio
     # partita's own program is cheaper than Vela's on every row (one input FC for all steps)
     assert col["ours"] < col["vela_in_ours"]
 
