@@ -17,12 +17,14 @@ h = sat8(MBQM(o * tanh_Q(15 + cell_scale)(c), 2**-30 / s_hidden) + zp_hidden), w
 step's output. rdpot is gemmlowp's RoundingDivideByPOT.
 
 The decomposition: one qnn.dense over all time steps for the input side (the four gates stacked,
-per-gate scales as a per-channel qnn.requantize to int16), then per step a qnn.dense of the
-hidden state, an int32 requantize, a saturating add, the activations as int16 lookup tables
-(`take` of gemmlowp16.table), the cell update in int32 arithmetic (rounding divisions by powers
-of two), and a qnn.requantize of o * tanh(c) to the int8 hidden state. Every op here runs on
-the interpreter and the llvm host; the NPU's pattern table (backends/npu/lstm_ops.py) takes
-every one of these chains, so with an NPU the whole LSTM runs there.
+each padded with zero rows to a multiple of 8 channels so that its int16 slice starts on a
+16-byte boundary, per-gate scales as a per-channel qnn.requantize to int16), then per step a
+qnn.dense of the hidden state, an int32 requantize, a saturating add, the activations as int16
+lookup tables (`take` of gemmlowp16.table), the cell update in int32 arithmetic (rounding
+divisions by powers of two), and a qnn.requantize of o * tanh(c) to the int8 hidden state. Every
+op here runs on the interpreter and the llvm host; the NPU's pattern table
+(backends/npu/lstm_ops.py) takes every one of these chains, so with an NPU the whole LSTM runs
+there.
 
 The state starts at zero (the hidden state at its zero point) on every run: TFLite's first
 invoke, or any invoke after ``reset_all_variables()`` (TFLite keeps the variable state tensors
@@ -44,6 +46,7 @@ from .context import OpContext, Unsupported
 
 _GATES = ("input", "forget", "cell", "output")
 _GATE_SCALE = np.float32(2.0**-12)  # an unquantized gate intermediate (lstm.cc's default)
+GATE_ALIGN = 8  # int16 values per 16 bytes: each gate's slice of the gates' maps starts there
 
 
 def _i32(ctx: OpContext, v) -> Expr:
@@ -155,15 +158,22 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> Expr:
         ctx.fail("the gate weights' shapes disagree with the input and the cell count")
     s_x, zp_x = float(x.scale[0]), int(x.zero_point[0])
     s_h, zp_h = float(h.scale[0]), int(h.zero_point[0])
+    # each gate's rows padded with zero weights to a multiple of GATE_ALIGN, so that every
+    # gate's int16 slice starts on a 16-byte boundary (an NPU reads it at that offset; the
+    # padded outputs are 0 and never read)
+    stride = -(-n_cell // GATE_ALIGN) * GATE_ALIGN
+    pad = stride - n_cell
     ex = np.concatenate(
-        [np.full(n_cell, _effective(w.scale[0], s_x, gs)) for w, gs in zip(wx, gate_scales)]
+        [np.full(stride, _effective(w.scale[0], s_x, gs)) for w, gs in zip(wx, gate_scales)]
     )
     eh = np.concatenate(
-        [np.full(n_cell, _effective(w.scale[0], s_h, gs)) for w, gs in zip(wh, gate_scales)]
+        [np.full(stride, _effective(w.scale[0], s_h, gs)) for w, gs in zip(wh, gate_scales)]
     )
-    wx_all = np.concatenate([w.data for w in wx]).astype(np.int8)
-    wh_all = np.concatenate([w.data for w in wh]).astype(np.int8)
-    bias = np.concatenate([ctx.tensor(12 + g).data for g in range(4)]).astype(np.int32)
+    wx_all = np.concatenate([np.pad(w.data, ((0, pad), (0, 0))) for w in wx]).astype(np.int8)
+    wh_all = np.concatenate([np.pad(w.data, ((0, pad), (0, 0))) for w in wh]).astype(np.int8)
+    bias = np.concatenate([np.pad(ctx.tensor(12 + g).data, (0, pad)) for g in range(4)]).astype(
+        np.int32
+    )
     one = ctx.const(np.float32(1.0))
     zero = _i32(ctx, 0)
 
@@ -185,7 +195,7 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> Expr:
         data = ctx.call("transpose", data, axes=(1, 0, 2))
     flat = ctx.call("reshape", data, newshape=(batch * steps, n_in))
     acc = ctx.call("nn.bias_add", dense(flat, wx_all, zp_x, s_x), ctx.const(bias), axis=1)
-    gx = ctx.call("reshape", requant(acc, ex, "int16"), newshape=(batch, steps * 4 * n_cell))
+    gx = ctx.call("reshape", requant(acc, ex, "int16"), newshape=(batch, steps * 4 * stride))
     hidden_scale = np.float64(
         np.float32(np.float32(2.0**-15) / np.float32(hidden.scale[0])) * np.float32(2.0**-15)
     )
@@ -198,7 +208,7 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> Expr:
     c_t: Expr | None = None
     outs = []
     for t in range(steps):
-        width = 4 * n_cell
+        width = 4 * stride
         g = ctx.call("strided_slice", gx, begin=(0, t * width), end=(batch, (t + 1) * width))
         if h_t is not None:  # the zero state contributes exactly nothing at the first step
             gh = requant(dense(h_t, wh_all, zp_h, s_h), eh, "int32")
@@ -206,7 +216,7 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> Expr:
 
         def gate(k: int, g=g) -> Expr:
             return ctx.call(
-                "strided_slice", g, begin=(0, k * n_cell), end=(batch, (k + 1) * n_cell)
+                "strided_slice", g, begin=(0, k * stride), end=(batch, k * stride + n_cell)
             )
 
         i_g = _as32(ctx, _table(ctx, gate(0), "logistic", 3))

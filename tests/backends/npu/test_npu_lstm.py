@@ -317,23 +317,25 @@ ROOT = TESTS.parent
 # Vela does; the rest is the lowering, cheaper than Vela's: partita runs one input FC for all
 # steps and one recurrent FC per step where Vela runs eight FCs per step (each paying the U65's
 # 500-cycle DRAM latency) plus clamps and copies of the DRAM-resident state; both read slices at
-# offsets (session 15; lstm_in_graph's and lstm_two_layers' slices of 20 and 12 int16 values
-# do not start on 16-byte boundaries and stay DMA operations)
+# offsets (session 15; since session 22 the frontend pads each gate to a multiple of 8 channels,
+# so lstm_in_graph's and lstm_two_layers' gates of 20 and 12 int16 values start on 16-byte
+# boundaries too). Vela's own program costed in partita's model is within 10% of Vela on every
+# row (test_npu_vela_lstm.py)
 OUTSIDE = {
     ("lstm", "u55-256"): (0.55, 0.65),
     ("lstm_batch2", "u55-256"): (0.55, 0.65),
     ("lstm_conv", "u55-256"): (0.57, 0.67),
-    ("lstm_in_graph", "u55-256"): (0.75, 0.85),
+    ("lstm_in_graph", "u55-256"): (0.54, 0.64),
     ("lstm_last", "u55-256"): (0.69, 0.79),
     ("lstm_time_major", "u55-256"): (0.71, 0.81),
-    ("lstm_two_layers", "u55-256"): (0.65, 0.75),
+    ("lstm_two_layers", "u55-256"): (0.53, 0.63),
     ("lstm", "u65-256"): (0.17, 0.25),
     ("lstm_batch2", "u65-256"): (0.12, 0.18),
     ("lstm_conv", "u65-256"): (0.15, 0.23),
-    ("lstm_in_graph", "u65-256"): (0.40, 0.50),
+    ("lstm_in_graph", "u65-256"): (0.20, 0.28),
     ("lstm_last", "u65-256"): (0.20, 0.28),
     ("lstm_time_major", "u65-256"): (0.20, 0.28),
-    ("lstm_two_layers", "u65-256"): (0.26, 0.34),
+    ("lstm_two_layers", "u65-256"): (0.17, 0.24),
 }
 
 
@@ -403,3 +405,15 @@ def test_cycle_model_charges_the_lstm_as_vela_does(preset):
         assert c["cycles"] >= 2 * config.op_overhead_cycles, c
         weights = op.arrays["weights"].nbytes
         assert c["bytes"][config.weight_memory] >= 2 * weights, c
+
+
+@pytest.mark.parametrize("name", ["lstm_in_graph", "lstm_two_layers"])
+def test_gates_of_any_width_are_read_at_offsets(name):
+    """Gates of 20 and 12 units: the frontend pads each gate to 8 channels (16 bytes of int16),
+    so every gate's slice is read at an offset, none is a DMA operation of its own (session 22;
+    before, 19 and 23 slices of 325 cycles each on u55-256, and their activations standalone)."""
+    ops = _npu_ops(P.build(from_tflite(MODELS / "lstm" / f"{name}.tflite"), "npu -config=u55-256"))
+    assert not [op for op, _, _ in ops if op.params.get("op") == "strided_slice"]
+    tables = [c for op, c, _ in ops if op.params.get("op") == "lstm_table"]
+    fused = [c for c in tables if c["cycles"] < 300]
+    assert len(fused) > len(tables) // 2, [c["cycles"] for c in tables]
