@@ -121,6 +121,7 @@ from .vela_unary import TABLELESS, unary_as_vela
 from .weight_staging import (
     buffered_cycles,
     dma_hidden,
+    next_slack,
     refetches,
     shared_sram_wait,
     transfer_cycles,
@@ -495,15 +496,6 @@ def _constant_bytes(name: str, a: np.ndarray) -> int:
     if name == "table" and a.dtype == np.int16:
         return 512 * 4
     return a.nbytes
-
-
-def next_slack(op: NPUOp, cost: dict) -> float | None:
-    """The cycles the next operation's weight DMA runs under (its ``exposed``): an elementwise
-    operation's cycles (Vela's estimate for one), a MAC operation's scheduler estimate where
-    Vela's weights and maps move off-chip (regor's est_op_cycles_without_buffering: the
-    integer LSTM's input FCs on the U65 wait 550 = 887 + 553 - 890 cycles after the recurrent
-    FC, Vela's debug database), None where the transfer hides (the U55)."""
-    return cost.get("tail", cost["cycles"] if is_elementwise(op) else cost.get("estimate"))
 
 
 def program_cycles(program: Program, config: NPUConfig) -> list[dict]:

@@ -42,7 +42,7 @@ from math import ceil
 
 from .blocks import SPLIT_DEPTH, Block, Query
 from .config import NPUConfig
-from .vela_access import OFFCHIP_WRITE_LATENCY, bandwidth
+from .vela_access import OFFCHIP_WRITE_LATENCY, bandwidth, is_elementwise
 
 STARTUP_DELAY_CYCLES = 1000  # regor: an initial transfer this short is worth buffering
 
@@ -177,3 +177,12 @@ def shared_sram_wait(
     if depth // min(block.ofm[2], depth) > 2:  # sliced in depth: the first slice's transfer
         transfer = transfer_cycles(config, nbytes * block.ofm[2] / depth)
     return max(0.0, transfer - (slack or 0.0))
+
+
+def next_slack(op, cost: dict) -> float | None:
+    """The cycles the next operation's weight DMA runs under (its ``exposed``): an elementwise
+    operation's cycles (Vela's estimate for one), a MAC operation's scheduler estimate where
+    Vela's weights and maps move off-chip (regor's est_op_cycles_without_buffering: the
+    integer LSTM's input FCs on the U65 wait 550 = 887 + 553 - 890 cycles after the recurrent
+    FC, Vela's debug database), None where the transfer hides (the U55)."""
+    return cost.get("tail", cost["cycles"] if is_elementwise(op) else cost.get("estimate"))
