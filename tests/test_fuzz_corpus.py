@@ -84,3 +84,21 @@ def test_a_short_seeded_fuzz_run_finds_nothing(tmp_path):
     assert summary["findings"] == {}, summary["findings"]
     assert set(summary["outcomes"]) <= {"ok", "refused"}
     assert summary["outcomes"].get("ok", 0) > 30  # the mutations leave many models valid
+
+
+def test_a_hang_says_where_its_cpu_time_went_and_is_run_again(tmp_path):
+    """A timeout no case can meet: every case that is not refused first hangs; the message
+    names the threads' CPU seconds, and the campaign runs every hang again in a fresh worker."""
+    import subprocess
+
+    cmd = [sys.executable, str(ROOT / "tools" / "fuzz.py"), "--cases", "6", "--seed", "7",
+           "--workers", "1", "--timeout", "0.001", "--out", str(tmp_path), "--progress", "0"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    hangs = summary["outcomes"].get("hang", 0)
+    assert hangs > 0, summary["outcomes"]
+    assert done.returncode == 1  # a hang is a finding
+    assert sum(summary["hangs_run_again"].values()) == hangs
+    lines = [json.loads(x) for x in (tmp_path / "findings.jsonl").read_text().splitlines()]
+    message = next(x["message"] for x in lines if x["class"] == "hang")
+    assert "s of wall time; CPU seconds by thread: " in message, message

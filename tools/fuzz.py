@@ -13,7 +13,9 @@ when its inputs are small, runs it once. A case ends in one of:
   refused   a PartitaError subclass (the only acceptable failure)
   finding   any other exception (grouped by type and the innermost partita frame)
   hang      no answer within --timeout seconds of the worker's CPU time (a worker starved by
-            a busy machine, or run at nice 19, is not hung: wall time only backs this up)
+            a busy machine, or run at nice 19, is not hung: wall time only backs this up); its
+            message says which threads spent the CPU time, and after the campaign every hang
+            is run again by a fresh worker (summary "hangs_run_again": the outcomes)
   crash     the worker process died (a segfault, the --memory-mb cap)
 
 Workers are separate processes (forked, so seeds and imports are shared) with an address-space
@@ -160,6 +162,7 @@ def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: i
             return
         tid, k, edits = task
         fmt = seeds.items[k][0]
+        started, threads = time.monotonic(), _thread_cpu()
         try:
             signal.setitimer(signal.ITIMER_PROF, timeout)  # CPU seconds of this process
             try:
@@ -170,8 +173,34 @@ def _worker(seeds: Seeds, tasks, results, wid: int, timeout: float, memory_mb: i
             outcome = ("hang", "hang", "")
         except MemoryError:
             outcome = ("finding", "MemoryError (cap)", "")
+        if outcome[0] == "hang":  # where the CPU time went: which thread, in how much wall time
+            outcome = ("hang", "hang", _hang_report(time.monotonic() - started, threads))
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         results.put((wid, tid, outcome, rss_mb))
+
+
+def _thread_cpu() -> dict[str, tuple[str, float]]:
+    """This process's threads: id -> (name, user + system CPU seconds)."""
+    tick, threads = os.sysconf("SC_CLK_TCK"), {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        threads[task.name] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return threads
+
+
+def _hang_report(wall: float, before: dict) -> str:
+    """Where a case that ran out of CPU time spent it: each thread's CPU seconds during the
+    case (the busiest four) and the case's wall time."""
+    spent = [(name, cpu - before.get(tid, (name, 0.0))[1])
+             for tid, (name, cpu) in _thread_cpu().items()]
+    busy = ", ".join(f"{n} {c:.2f}" for n, c in sorted(spent, key=lambda t: -t[1])[:4])
+    load = os.getloadavg()[0]
+    return f"{wall:.1f} s of wall time; CPU seconds by thread: {busy}; load {load:.1f}"
 
 
 class Workers:
@@ -292,6 +321,8 @@ class Tally:
         self.findings: dict[str, dict] = {}
         self.first: dict[str, tuple] = {}  # class -> (seed index, edits, message)
         self.peak, self.peak_case = 0.0, None
+        self.hangs: list[tuple] = []  # (case, seed index, edits) of every hang
+        self.hangs_again: dict[str, int] = {}  # their outcomes when run again
 
     def add(self, tid: int, case: tuple, outcome: tuple, rss: float) -> None:
         fmt, k, edits = case
@@ -310,6 +341,8 @@ class Tally:
             entry = self.findings.setdefault(key, {"count": 0, "first": tid, "message": message})
             entry["count"] += 1
             self.first.setdefault(key, (k, edits, message))
+            if status == "hang":
+                self.hangs.append((tid, k, edits))
 
 
 def campaign(args) -> dict:
@@ -354,6 +387,11 @@ def campaign(args) -> dict:
                     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         for key, (k, edits, message) in tally.first.items():  # shrink once the run is over
             tally.findings[key]["reproducer"] = _keep(workers, seeds, k, edits, key, message, out)
+        if tally.hangs:  # every hang run again, by fresh workers: does it recur?
+            workers.close()
+            workers = Workers(seeds, args.workers, args.timeout, args.memory_mb)
+            again = Counter(outcome[0] for _, outcome, _ in workers.map(tally.hangs))
+            tally.hangs_again = dict(again)
     finally:
         workers.close()
         if log:
@@ -400,6 +438,7 @@ def _summary(tally: Tally, elapsed: float, args) -> dict:
         "by_format": by_format,
         "outcomes": dict(Counter(status for (_, status) in counts.elements())),
         "findings": tally.findings,
+        "hangs_run_again": tally.hangs_again,
         "refusal_classes": dict(tally.refusals.most_common()),
         "peak_rss_mb": round(tally.peak, 1),
         "peak_case": tally.peak_case,
