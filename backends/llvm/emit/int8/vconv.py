@@ -43,6 +43,10 @@ SKIP_PADDING_HALF = True
 # whole vectors' bytes stored together (MERGE_STORES)
 UNROLL_EPILOGUE = True
 MERGE_STORES = True
+# AVX-512 tiles of 2 or 4 whole channel vectors: a pixel's int32 lanes narrowed together by
+# saturating packs and clamped as bytes (OutputStage.vnarrow), the 6 x 4 tile's epilogue
+# unrolled too
+PACK_NARROW = True
 
 
 class VectorKernels(Family):
@@ -52,6 +56,8 @@ class VectorKernels(Family):
     # what it uses of the other kernel families (through the emit context)
     split_chunks = via("pool")
     vrequant = via("vstage")
+    vrequant_bytes = via("vstage")
+    vnarrow = via("vstage")
     amx_cells = via("amx")
     amx_rows = via("amx")
     pack_input = via("pack")
@@ -401,13 +407,15 @@ class VectorKernels(Family):
                         accs[r][v])
 
     def epilogue_unrolled(self, b, y, g, p, out, tile, corr):
-        """conv_epilogue for tiles of one or two channel vectors, unrolled over both (the
-        sums' slots at constant indices, so they stay in registers), and where the two
-        vectors are whole (OC a multiple of 16) their 32 output bytes per pixel narrowed and
-        stored together (one VPACKSSDW pair, VPACKSSWB and VPERMQ for 32 channels)."""
+        """conv_epilogue for tiles of one or two channel vectors (or four, _packs), unrolled
+        over them (the sums' slots at constant indices, so they stay in registers), and where
+        the vectors are whole (OC a multiple of 16) a pixel's output bytes narrowed and
+        stored together: by OutputStage.vnarrow (_packs), else LLVM's own narrowing of two
+        clamped vectors (one VPACKSSDW pair, VPACKSSWB and VPERMQ for 32 channels)."""
         oy, ox0, o0, rows, vecs = tile
         caches = [{} if HOIST_CHANNELS else None for _ in range(vecs)]
-        whole = vecs == 2 and p["OC"] % 16 == 0 and MERGE_STORES
+        packs = _packs(p, vecs)
+        whole = packs or (vecs == 2 and p["OC"] % 16 == 0 and MERGE_STORES)
         # a tile never crosses a row of the padded output when the row width is a multiple
         # of the tile: one division per tile, not per pixel
         pad = p.get("out_pad")
@@ -420,11 +428,14 @@ class VectorKernels(Family):
             for v in range(vecs):
                 slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
                 o = b.add(o0, c64(16 * v))
-                values.append(self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr,
-                                            cache=caches[v]))
+                stage = self.vrequant_bytes if packs else self.vrequant
+                values.append(stage(b, b.load(slot, typ=V16), g, o, p, corr=corr,
+                                    cache=caches[v], **({"lanes": True} if packs else {})))
             if whole:
                 ptr = b.gep(y, [b.add(at, o0)], source_etype=I8)
-                b.store(vconcat(b, *values), ptr, align=1)
+                value = (self.vnarrow(b, values, g, o0, p, caches[0]) if packs
+                         else vconcat(b, *values))
+                b.store(value, ptr, align=1)
                 continue
             for v, value in enumerate(values):
                 o = b.add(o0, c64(16 * v))
@@ -443,7 +454,7 @@ class VectorKernels(Family):
             at = _out_index(b, p, oy, b.add(ox0, r))
             self.vstore(b, value, y, b.add(at, o), o, p["OC"])
 
-        if skip is None and UNROLL_EPILOGUE and vecs <= 2:
+        if skip is None and UNROLL_EPILOGUE and (vecs <= 2 or _packs(p, vecs)):
             return self.epilogue_unrolled(b, y, g, p, out, tile, corr)
         # channels outer: the per-channel constants and the tail test stay out of the pixel
         # loop, which is unrolled where its count is known (no loop counter per 16 outputs)
@@ -456,6 +467,13 @@ class VectorKernels(Family):
                 count = c64(rows) if skip is None else b.sub(c64(rows), skip)
                 with for_range(b, count, "er") as r:
                     stage(v, r if skip is None else b.add(r, skip))
+
+
+def _packs(p, vecs: int) -> bool:
+    """Whether a tile of ``vecs`` channel vectors narrows by OutputStage.vnarrow: AVX-512
+    (VNNI), 2 or 4 whole vectors (OC a multiple of 16), a TFLite stage."""
+    return (PACK_NARROW and p["isa"] == "vnni" and vecs in (2, 4) and p["OC"] % 16 == 0
+            and p["rounding"] in ("tflite", "tflite_builtin") and not p.get("wide"))
 
 
 def _out_index(b, p, oy, ox):
