@@ -38,6 +38,9 @@ NATIVE = {
     "llvm.x86.avx512.packssdw.512": {"+avx512bw"},
     "llvm.x86.avx512.packsswb.512": {"+avx512bw"},
     "llvm.x86.avx512.packuswb.512": {"+avx512bw"},
+    "llvm.x86.avx2.packssdw": {"+avx2"},
+    "llvm.x86.avx2.packsswb": {"+avx2"},
+    "llvm.x86.avx2.packuswb": {"+avx2"},
 }
 AMX = ("ldtilecfg", "tilezero", "tileloadd64", "tdpbusd", "tdpbssd", "tilestored64",
        "tilerelease")
@@ -218,19 +221,19 @@ def _define(module, short, param_text):
         zero = ir.Constant(params[0], 0)
         neg = b.select(b.icmp_signed("<", y, zero), b.sub(zero, x), x)
         b.ret(b.select(b.icmp_signed("==", y, zero), zero, neg))
-    elif short in ("avx512.packssdw.512", "avx512.packsswb.512", "avx512.packuswb.512"):
+    elif short.split(".")[1] in ("packssdw", "packsswb", "packuswb"):
         # per 128-bit lane: a's elements of the lane, then b's, each saturated to the
         # narrower type (signed, or unsigned for packus)
-        count = params[0].count
-        per = count // 4
-        wide = params[0].element
-        ret = _vec(2 * count, I8 if short.endswith("wb.512") else I16)
+        count, wide = params[0].count, params[0].element
+        lanes = count * wide.width // 128
+        per = count // lanes
+        ret = _vec(2 * count, I8 if "wb" in short else I16)
         fn, b = _function(module, short, ret, params)
         x, y = fn.args
-        order = [k + i * per + j for i in range(4) for k in (0, count) for j in range(per)]
+        order = [k + i * per + j for i in range(lanes) for k in (0, count) for j in range(per)]
         v = b.shuffle_vector(x, y, ir.Constant(_vec(2 * count, I32), order))
         bits = ret.element.width
-        lo, hi = ((0, (1 << bits) - 1) if short.endswith("packuswb.512")
+        lo, hi = ((0, (1 << bits) - 1) if "packus" in short
                   else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
         lo, hi = ir.Constant(_vec(2 * count, wide), lo), ir.Constant(_vec(2 * count, wide), hi)
         v = b.select(b.icmp_signed("<", v, lo), lo, v)

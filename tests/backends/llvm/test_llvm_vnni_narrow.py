@@ -1,6 +1,7 @@
 """The AVX-512 tiles' packed narrowing (OutputStage.vnarrow): a pixel's 2 or 4 whole channel
-vectors narrowed together by saturating packs, one VPERMD, the clamp on the bytes, and the
-sign term of the offset accumulators as a shift (vector_stage.offset_accumulators). Every form
+vectors narrowed together by saturating packs, one VPERMD, the clamp on the bytes; AVX-VNNI's
+two pixels at a time (vnarrow_pair); and the sign term of the offset accumulators as a shift
+(vector_stage.offset_accumulators). On the vnni and avxvnni tiers, every form
 (int8 and uint8 output, a clamp inside the type's range or the whole range, TFLite's two
 roundings, a requantize input zero point, 2 and 4 vectors and a tail of 3) equals the
 interpreter, one and two threads."""
@@ -56,27 +57,33 @@ CASES = {
 }
 
 
-def _vconv(mod):
-    (conv,) = [k for k in lower(P.InferType()(mod)["main"], "vnni").kernels
+def _vconv(mod, isa):
+    (conv,) = [k for k in lower(P.InferType()(mod)["main"], isa).kernels
                if k.kind == "VCONV"]
     return conv
 
 
+@pytest.mark.parametrize("isa", ["vnni", "avxvnni"])
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("threads", ["", " -threads=2"])
-def test_packed_narrowing_equals_the_interpreter(case, threads):
+def test_packed_narrowing_equals_the_interpreter(isa, case, threads):
     cin, cout, hw, din, dout, clip, sem, rq_zp = CASES[case]
     mod = _pointwise(cin, cout, hw, din, dout, clip, sem, rq_zp, seed=len(case))
-    assert vconv._packs(_vconv(mod).params, _vconv(mod).params["V"])
-    assert_equals_interpreter(mod, "vnni", seed=2, threads=threads)
+    params = _vconv(mod, isa).params
+    taken = vconv._packs if isa == "vnni" else vconv._pixel_pairs
+    assert taken(params, params["V"])
+    assert_equals_interpreter(mod, isa, seed=2, threads=threads)
 
 
 def test_packed_narrowing_is_emitted_where_it_applies():
-    """The packs replace the per-vector VPMOVSDB on the vnni tier's TFLite stages only."""
-    def emitted(mod, isa):
+    """The packs replace the per-vector narrowing on the vnni tier's and AVX-VNNI's TFLite
+    stages only."""
+    def packs(mod, isa):
         plan = lower(P.InferType()(mod)["main"], isa)
-        return "packssdw" in "".join(part() for part in generate_parts(plan))
+        text = "".join(part() for part in generate_parts(plan))
+        return {name for name in ("avx512.packssdw", "avx2.packssdw") if name in text}
 
     mod = _pointwise(64, 128, (5, 5), clip=(-128, 60))
-    assert emitted(mod, "vnni") and not emitted(mod, "avxvnni")
-    assert not emitted(_pointwise(64, 128, (5, 5), semantics="tflite_double"), "vnni")
+    assert packs(mod, "vnni") == {"avx512.packssdw"}
+    assert packs(mod, "avxvnni") == {"avx2.packssdw"}
+    assert not packs(_pointwise(64, 128, (5, 5), semantics="tflite_double"), "vnni")

@@ -45,7 +45,7 @@ UNROLL_EPILOGUE = True
 MERGE_STORES = True
 # AVX-512 tiles of 2 or 4 whole channel vectors: a pixel's int32 lanes narrowed together by
 # saturating packs and clamped as bytes (OutputStage.vnarrow), the 6 x 4 tile's epilogue
-# unrolled too
+# unrolled too; AVX-VNNI's tiles of one vector: two pixels at a time (vnarrow_pair)
 PACK_NARROW = True
 
 
@@ -58,6 +58,7 @@ class VectorKernels(Family):
     vrequant = via("vstage")
     vrequant_bytes = via("vstage")
     vnarrow = via("vstage")
+    vnarrow_pair = via("vstage")
     amx_cells = via("amx")
     amx_rows = via("amx")
     pack_input = via("pack")
@@ -421,9 +422,23 @@ class VectorKernels(Family):
         pad = p.get("out_pad")
         first = (_out_index(b, p, oy, ox0)
                  if pad and pad[4] % p["R"] == 0 and p["isa"] != "amx" else None)
+        pairs, pending = _pixel_pairs(p, vecs), None
         for r in range(rows):
             at = (_out_index(b, p, oy, b.add(ox0, c64(r))) if first is None else
                   b.add(first, c64(r * p["OC"])))
+            if pairs and (pending is not None or r + 1 < rows):  # AVX-VNNI: pixel pairs
+                slot = b.gep(out, [c64(r)], source_etype=V16)
+                lanes = self.vrequant_bytes(b, b.load(slot, typ=V16), g, o0, p, corr=corr,
+                                            cache=caches[0], lanes=True)
+                if pending is None:
+                    pending = (at, lanes)
+                    continue
+                both = self.vnarrow_pair(b, pending[1], lanes, g, o0, p, caches[0])
+                for half, where in enumerate((pending[0], at)):
+                    ptr = b.gep(y, [b.add(where, o0)], source_etype=I8)
+                    b.store(vpart(b, both, half, 16), ptr, align=1)
+                pending = None
+                continue
             values = []
             for v in range(vecs):
                 slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
@@ -473,6 +488,13 @@ def _packs(p, vecs: int) -> bool:
     """Whether a tile of ``vecs`` channel vectors narrows by OutputStage.vnarrow: AVX-512
     (VNNI), 2 or 4 whole vectors (OC a multiple of 16), a TFLite stage."""
     return (PACK_NARROW and p["isa"] == "vnni" and vecs in (2, 4) and p["OC"] % 16 == 0
+            and p["rounding"] in ("tflite", "tflite_builtin") and not p.get("wide"))
+
+
+def _pixel_pairs(p, vecs: int) -> bool:
+    """Whether a tile of one whole channel vector (AVX-VNNI's 6 x 1) narrows two pixels at a
+    time by OutputStage.vnarrow_pair (a TFLite stage, OC a multiple of 16)."""
+    return (PACK_NARROW and p["isa"] == "avxvnni" and vecs == 1 and p["OC"] % 16 == 0
             and p["rounding"] in ("tflite", "tflite_builtin") and not p.get("wide"))
 
 

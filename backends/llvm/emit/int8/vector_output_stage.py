@@ -8,7 +8,7 @@ from __future__ import annotations
 from llvmlite import ir
 from partita.backends.llvm.emit.base import F32, F64, I8, I32, I64, Family, c64, via
 
-from .vector_types import B16, B64, V16, W32, V16x64, kconst
+from .vector_types import B16, B64, H16, Q32, V8, V16, W32, V16x64, kconst, vconcat, vpart
 
 
 class OutputStage(Family):
@@ -141,11 +141,37 @@ class OutputStage(Family):
         order = ir.Constant(ir.VectorType(I32, 4 * n), [4 * (d % 4) + d // 4
                                                         for d in range(4 * n)])
         out = b.bitcast(b.shuffle_vector(packed, packed, order), bytes_ty)
+        return self._bytes_clamp(b, out, g, o0, p, cache)
+
+    def vnarrow_pair(self, b, y0, y1, g, o, p, cache=None):
+        """Two pixels' 16 int32 lanes (vrequant_bytes' ``lanes``, channels o.., AVX2 registers
+        of 8) -> their 2 x 16 output bytes, pixel 0's first: a VPACKSSDW per pixel, one
+        VPACKSSWB (VPACKUSWB) and one VPERMD, 4 shuffles for 32 outputs where a pixel's own
+        narrowing takes 4 for 16; then the clamp on the bytes and "flip_out" (as vnarrow)."""
+        unsigned = p["out_dtype"] == "uint8"
+        pack_dw = self._intrinsic("llvm.x86.avx2.packssdw", H16, [V8, V8])
+        kind = "us" if unsigned else "ss"
+        pack_wb = self._intrinsic(f"llvm.x86.avx2.pack{kind}wb", Q32, [H16, H16])
+        words = [b.call(pack_dw, [vpart(b, y, 0, 8), vpart(b, y, 1, 8)]) for y in (y0, y1)]
+        packed = b.bitcast(b.call(pack_wb, words), V8)
+        # 128-bit lane 0 holds channels 0-3 and 8-11 of each pixel, lane 1 channels 4-7, 12-15
+        order = ir.Constant(V8, [0, 4, 1, 5, 2, 6, 3, 7])
+        out = b.bitcast(b.shuffle_vector(packed, packed, order), Q32)
+        return self._bytes_clamp(b, out, g, o, p, cache, pair=True)
+
+    def _bytes_clamp(self, b, out, g, o, p, cache, pair=False):
+        """``out`` (output bytes of channels o.., or with ``pair`` two pixels' 16 each)
+        clamped to "lo8" / "hi8" unless the packs' saturation is the clamp; "flip_out"'s xor."""
+        unsigned = p["out_dtype"] == "uint8"
         if not p.get("saturate"):
             def bound(name):
-                key = (name, n)
+                key = (name, out.type.count, pair)
                 if cache is None or key not in cache:
-                    value = self.vload(b, g[name], o0, bytes_ty)
+                    if pair:
+                        half = self.vload(b, g[name], o, B16)
+                        value = vconcat(b, half, half)
+                    else:
+                        value = self.vload(b, g[name], o, out.type)
                     if cache is None:
                         return value
                     cache[key] = value
@@ -156,7 +182,7 @@ class OutputStage(Family):
             out = b.select(less("<", out, lo), lo, out)
             out = b.select(less(">", out, hi), hi, out)
         if p.get("flip_out"):
-            out = b.xor(out, kconst(bytes_ty, -128))
+            out = b.xor(out, kconst(out.type, -128))
         return out
 
     def vsrdhm_unsigned(self, b, x, chan):
