@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from partita.backends.llvm import generate_parts
-from partita.backends.llvm.emit.int8 import vconv
+from partita.backends.llvm.emit.int8 import tile_epilogue
 from partita.backends.llvm.lower import lower
 from test_llvm_kernels import assert_equals_interpreter
 
@@ -70,7 +70,7 @@ def test_packed_narrowing_equals_the_interpreter(isa, case, threads):
     cin, cout, hw, din, dout, clip, sem, rq_zp = CASES[case]
     mod = _pointwise(cin, cout, hw, din, dout, clip, sem, rq_zp, seed=len(case))
     params = _vconv(mod, isa).params
-    taken = vconv._packs if isa == "vnni" else vconv._pixel_pairs
+    taken = tile_epilogue._packs if isa == "vnni" else tile_epilogue._pixel_pairs
     assert taken(params, params["V"])
     assert_equals_interpreter(mod, isa, seed=2, threads=threads)
 
