@@ -3,7 +3,8 @@ x86-64 CPU (option ``-emulate=yes``): the generated module keeps its ISA's struc
 tiles, data layouts, loop order, AVX-512 vector widths) and only the calls of the instructions
 this CPU cannot execute become calls of generic-IR functions with the same semantics (Intel's
 pseudo-code: wrapping dword sums for VPDPBUSD/VPDPWSSD, signed-word saturation for VPMADDUBSW,
-per-lane masks for gathers, the configured rows and bytes of AMX tiles). The result is slow and
+per-128-bit-lane saturating packs (VPACKSSDW, VPACKSSWB, VPACKUSWB), per-lane masks for
+gathers, the configured rows and bytes of AMX tiles). The result is slow and
 bit-identical to what the instructions compute; tests use it to check vnni, avxvnni and amx code
 on an AVX2 machine (tests/backends/llvm/test_llvm_emulate.py holds each stand-in to numpy's
 reading of the pseudo-code).
@@ -34,6 +35,12 @@ NATIVE = {
     "llvm.x86.avx2.pmadd.wd": {"+avx2"},
     "llvm.x86.avx2.psign.b": {"+avx2"},
     "llvm.x86.avx2.gather.d.d.256": {"+avx2"},
+    "llvm.x86.avx512.packssdw.512": {"+avx512bw"},
+    "llvm.x86.avx512.packsswb.512": {"+avx512bw"},
+    "llvm.x86.avx512.packuswb.512": {"+avx512bw"},
+    "llvm.x86.avx2.packssdw": {"+avx2"},
+    "llvm.x86.avx2.packsswb": {"+avx2"},
+    "llvm.x86.avx2.packuswb": {"+avx2"},
 }
 AMX = ("ldtilecfg", "tilezero", "tileloadd64", "tdpbusd", "tdpbssd", "tilestored64",
        "tilerelease")
@@ -214,6 +221,24 @@ def _define(module, short, param_text):
         zero = ir.Constant(params[0], 0)
         neg = b.select(b.icmp_signed("<", y, zero), b.sub(zero, x), x)
         b.ret(b.select(b.icmp_signed("==", y, zero), zero, neg))
+    elif short.split(".")[1] in ("packssdw", "packsswb", "packuswb"):
+        # per 128-bit lane: a's elements of the lane, then b's, each saturated to the
+        # narrower type (signed, or unsigned for packus)
+        count, wide = params[0].count, params[0].element
+        lanes = count * wide.width // 128
+        per = count // lanes
+        ret = _vec(2 * count, I8 if "wb" in short else I16)
+        fn, b = _function(module, short, ret, params)
+        x, y = fn.args
+        order = [k + i * per + j for i in range(lanes) for k in (0, count) for j in range(per)]
+        v = b.shuffle_vector(x, y, ir.Constant(_vec(2 * count, I32), order))
+        bits = ret.element.width
+        lo, hi = ((0, (1 << bits) - 1) if "packus" in short
+                  else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
+        lo, hi = ir.Constant(_vec(2 * count, wide), lo), ir.Constant(_vec(2 * count, wide), hi)
+        v = b.select(b.icmp_signed("<", v, lo), lo, v)
+        v = b.select(b.icmp_signed(">", v, hi), hi, v)
+        b.ret(b.trunc(v, ret))
     elif short in ("avx2.gather.d.d.256", "avx512.mask.gather.dpi.512"):
         _define_gather(module, short, params)
     else:

@@ -26,6 +26,7 @@ from partita.backends.llvm.emit.int8.qbinary import QBinaryKernels
 from partita.backends.llvm.emit.int8.quant_vectors import QuantVectors
 from partita.backends.llvm.emit.int8.scalar import ScalarKernels
 from partita.backends.llvm.emit.int8.tables import TableKernels
+from partita.backends.llvm.emit.int8.tile_epilogue import TileEpilogue
 from partita.backends.llvm.emit.int8.transformer import QTransformerKernels
 from partita.backends.llvm.emit.int8.vconv import VectorKernels
 from partita.backends.llvm.emit.int8.vdepthwise import DepthwiseKernels
@@ -59,6 +60,7 @@ FAMILIES = {
     "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,
     "softmax16": Softmax16Kernels, "amx": AMXTiles, "exact_avx2": ExactAVX2Steps,
+    "tiles": TileEpilogue,
     "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels, "pack": InputPacking,
     "tables": TableKernels, "fchunks": DenseChunks, "bmm": FloatBatchedProducts,
 }

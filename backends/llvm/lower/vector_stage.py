@@ -36,6 +36,8 @@ def output_constants(arrays: dict, params: dict, colsum: np.ndarray, zx: int, oc
         padded = np.zeros(ocp, np.int32)
         padded[: v.size] = v
         out[name] = padded
+    for name in ("lo", "hi"):  # the clamp bounds as the output's bytes (vnarrow)
+        out[name + "8"] = (out[name] & 0xFF).astype(np.uint8).view(np.int8)
     out["multo"] = np.zeros(ocp, np.int32)  # each odd channel's multiplier at the even lane
     out["multo"][0::2] = out["mult"][1::2]
     out["izp"] = np.array([params["in_zp"]], np.int32)  # the padding value
@@ -109,10 +111,12 @@ def offset_accumulators(consts: dict) -> None:
     sum then in [0, 2^31): its unsigned reading is its value): the 64-bit addends lose
     ACC_OFFSET * 2M, so high32(x' * 2M + addend) = SRDHM(x, M) + rnd as before, and where the
     sum is negative (x' < ACC_OFFSET) only RDBPOT's sign term -1 is added (no masked -2M:
-    vector_output_stage.vrequant, one comparison in place of a shift and a mask)."""
+    vector_output_stage.vrequant adds x' >> 30, 0 or 1, to addends 1 lower)."""
     consts["corr"] = (consts["corr"].astype(np.int64) + ACC_OFFSET).astype(np.int32)
     two_m = (2 * consts["mult"].astype(np.int64)) & 0xFFFFFFFF
-    less = two_m * ACC_OFFSET  # < 2^63
+    # < 2^63; and 2^32 (1 off the high half): the code adds (x' >> 30) for the sign term,
+    # i.e. 1 - [x' < ACC_OFFSET]
+    less = two_m * ACC_OFFSET + (np.int64(1) << 32)
     for name, lanes in (("heven", slice(0, None, 2)), ("hodd", slice(1, None, 2))):
         consts[name] = (consts[name].astype(np.int64) - less[lanes]).astype(np.int64)
 

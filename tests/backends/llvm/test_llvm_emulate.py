@@ -48,6 +48,12 @@ DOTS = {
     "llvm.x86.avx2.pmadd.ub.sw": ("<16 x i16>", ["<32 x i8>", "<32 x i8>"]),
     "llvm.x86.avx2.pmadd.wd": ("<8 x i32>", ["<16 x i16>", "<16 x i16>"]),
     "llvm.x86.avx2.psign.b": ("<32 x i8>", ["<32 x i8>", "<32 x i8>"]),
+    "llvm.x86.avx512.packssdw.512": ("<32 x i16>", ["<16 x i32>", "<16 x i32>"]),
+    "llvm.x86.avx512.packsswb.512": ("<64 x i8>", ["<32 x i16>", "<32 x i16>"]),
+    "llvm.x86.avx512.packuswb.512": ("<64 x i8>", ["<32 x i16>", "<32 x i16>"]),
+    "llvm.x86.avx2.packssdw": ("<16 x i16>", ["<8 x i32>", "<8 x i32>"]),
+    "llvm.x86.avx2.packsswb": ("<32 x i8>", ["<16 x i16>", "<16 x i16>"]),
+    "llvm.x86.avx2.packuswb": ("<32 x i8>", ["<16 x i16>", "<16 x i16>"]),
 }
 
 
@@ -68,6 +74,14 @@ def _reference(name, ops):
     if name.endswith("pmadd.wd"):
         a, b = ops
         return wrap((a.astype(np.int64) * b.astype(np.int64)).reshape(-1, 2).sum(1))
+    if ".pack" in name:  # per 128-bit lane: a's elements, then b's, saturated
+        a, b = ops
+        n = a.size * a.itemsize // 16  # 128-bit lanes
+        lanes = np.concatenate([a.reshape(n, -1), b.reshape(n, -1)], axis=1).ravel()
+        out = np.int16 if "packssdw" in name else np.int8
+        lo, hi = (0, 255) if "packus" in name else (np.iinfo(out).min, np.iinfo(out).max)
+        return np.clip(lanes.astype(np.int64), lo, hi).astype(np.int64).astype(
+            np.uint8 if "packus" in name else out).view(out)
     a, b = ops  # psign.b: a negated (wrapping) where b < 0, zero where b == 0
     neg = (-a.astype(np.int64) + 128) % 256 - 128
     return np.where(b < 0, neg, np.where(b == 0, 0, a)).astype(np.int8)

@@ -308,13 +308,15 @@ def test_output_stage_shortcuts_are_taken_only_where_exact():
                      "offset": 1 << 30}
     assert c["rnd"].tolist() == [4 + (5 << 3), 64 + (5 << 7)] and not c["ozp"].any()
     # every sum is far below 2^30: the accumulators start 2^30 higher, the addends lose
-    # 2^30 * 2M, so high32(x' * 2M + addend) is SRDHM(x, M) + rnd for negative x too
+    # 2^30 * 2M and 2^32, so high32(x' * 2M + addend) + (x' >> 30) is SRDHM(x, M) + rnd,
+    # minus RDBPOT's 1 for negative x
     assert c["corr"].tolist() == [100 + (1 << 30), -100 + (1 << 30)]
     x = np.array([-(1 << 29), -12345, -1, 0, 1, 999, (1 << 29) - 1], np.int64)
     for ch, h in ((0, c["heven"][0]), (1, c["hodd"][0])):
         m, rnd = int(3 << 29), int(c["rnd"][ch])
-        got = (((x + (1 << 30)) * (2 * m) + int(h)) >> 32)  # int64: the 64-bit sum's high half
-        want = ((x * m + (1 << 30)) >> 31) + rnd  # TFLite's SRDHM (m > 0), then + rnd
+        xo = x + (1 << 30)
+        got = ((xo * (2 * m) + int(h)) >> 32) + (xo >> 30)  # the 64-bit sum's high half
+        want = ((x * m + (1 << 30)) >> 31) + rnd - (x < 0)  # TFLite's SRDHM (m > 0), + rnd
         assert got.tolist() == want.tolist()
     c = consts([2**31 - 2**10, 0], [0, 7])  # |corr| + 255 * 1000 would wrap
     flags = _stage_flags({**params, "lo": -100}, c, np.array([1000, 2000]))

@@ -133,3 +133,43 @@ def test_producers_store_their_output_flipped(isa, threads):
         if not amx_permitted():
             pytest.skip("this CPU or OS does not run AMX tiles")
     assert_equals_interpreter(mod, isa, seed=5, threads=threads)
+
+
+def _add_then_pointwise(second_reader: bool):
+    """qnn.add of two int8 tensors (LUT2) -> 1 x 1 (64 -> 96); with ``second_reader`` the sum
+    is also the function's second output (then it must stay unflipped)."""
+    rng = np.random.default_rng(13)
+    op = P.get_op
+    xs = [P.var(f"x{i}", (1, 7, 7, 64), "int8") for i in range(2)]
+    q = [P.const(np.float32(s)) for s in (0.05, 0.07, 0.09)]
+    s = op("qnn.add")(xs[0], xs[1], q[0], P.const(np.int32(3)), q[1], P.const(np.int32(-7)),
+                      q[2], P.const(np.int32(-5)))
+    w = rng.integers(-127, 128, (96, 1, 1, 64), dtype=np.int8)
+    y = op("qnn.conv2d")(
+        s, P.const(w), P.const(np.int32(-5)), P.const(np.int32(0)), P.const(np.float32(0.09)),
+        P.const(np.float32(0.01)), strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1),
+        groups=1, data_layout="NHWC", kernel_layout="OHWI")
+    y = op("qnn.requantize")(y, P.const(np.float32(0.0009)), P.const(np.int32(0)),
+                             P.const(np.float32(0.05)), P.const(np.int32(2)), axis=-1,
+                             out_dtype="int8")
+    out = P.Tuple([y, s]) if second_reader else y
+    return P.IRModule.from_expr(P.Function(xs, out))
+
+
+@pytest.mark.parametrize("isa", ["vnni", "avxvnni"])
+@pytest.mark.parametrize("threads", ["", " -threads=2"])
+@pytest.mark.parametrize("second_reader", [False, True])
+def test_a_residual_add_stores_its_sum_flipped(isa, threads, second_reader):
+    """A LUT2 (a residual add) whose only reader is a flipped convolution stores its bytes
+    flipped: its table's entries xor 0x80, no copy pass; with another reader it does not."""
+    mod = _add_then_pointwise(second_reader)
+    kernels = lower(P.InferType()(mod)["main"], isa).kernels
+    (lut,) = [k for k in kernels if k.kind == "LUT2"]
+    (conv,) = [k for k in kernels if k.kind == "VCONV"]
+    assert bool(lut.params.get("flip_out")) == (not second_reader)
+    assert conv.params["pack"] == second_reader
+    exe = P.build(mod, llvm_target(isa, threads))
+    data = [np.random.default_rng(i).integers(-128, 128, (1, 7, 7, 64), dtype=np.int8)
+            for i in range(2)]
+    got, want = exe.run(*data), P.interpret(mod, data)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))

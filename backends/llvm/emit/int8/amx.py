@@ -20,7 +20,7 @@ class AMXTiles(Family):
     """The AMX blocks of the int8 vector convolution; its output stage is the vector family's."""
 
     # what it uses of the other kernel families and of the emit context
-    conv_epilogue = via("vector")
+    conv_epilogue = via("tiles")
 
     def amx_cells(self, b, p):
         """The block's int32 sums as the output stage reads them, ``out[32][V]``."""

@@ -33,17 +33,9 @@ from .vector_types import (
 # a pointwise convolution's single row: channel groups outer, pixel tiles inner (False: pixel
 # tiles outer, every channel group per tile)
 CHANNELS_OUTER = True
-# the output stage's per-channel constants loaded once per channel vector of a tile, not once
-# per pixel (conv_epilogue)
-HOIST_CHANNELS = True
 # the sign kernel leaves out the products of a channel vector's upper half where it is padding
 # (OC % 16 in 1..8: a 24-channel layer computes 24 channels, not 32; _live_halves)
 SKIP_PADDING_HALF = True
-# the output stage of a tile of one or two channel vectors unrolled (epilogue_unrolled), two
-# whole vectors' bytes stored together (MERGE_STORES)
-UNROLL_EPILOGUE = True
-MERGE_STORES = True
-
 
 class VectorKernels(Family):
     """A kernel family: ``k_vconv`` (its output stage is vector_output_stage.OutputStage,
@@ -52,6 +44,7 @@ class VectorKernels(Family):
     # what it uses of the other kernel families (through the emit context)
     split_chunks = via("pool")
     vrequant = via("vstage")
+    conv_epilogue = via("tiles")
     amx_cells = via("amx")
     amx_rows = via("amx")
     pack_input = via("pack")
@@ -399,74 +392,6 @@ class VectorKernels(Family):
             for v in range(vecs):
                 b.store(self.dot4(b, b.load(accs[r][v], typ=V16), a, ws[v], p["isa"], pairs),
                         accs[r][v])
-
-    def epilogue_unrolled(self, b, y, g, p, out, tile, corr):
-        """conv_epilogue for tiles of one or two channel vectors, unrolled over both (the
-        sums' slots at constant indices, so they stay in registers), and where the two
-        vectors are whole (OC a multiple of 16) their 32 output bytes per pixel narrowed and
-        stored together (one VPACKSSDW pair, VPACKSSWB and VPERMQ for 32 channels)."""
-        oy, ox0, o0, rows, vecs = tile
-        caches = [{} if HOIST_CHANNELS else None for _ in range(vecs)]
-        whole = vecs == 2 and p["OC"] % 16 == 0 and MERGE_STORES
-        # a tile never crosses a row of the padded output when the row width is a multiple
-        # of the tile: one division per tile, not per pixel
-        pad = p.get("out_pad")
-        first = (_out_index(b, p, oy, ox0)
-                 if pad and pad[4] % p["R"] == 0 and p["isa"] != "amx" else None)
-        for r in range(rows):
-            at = (_out_index(b, p, oy, b.add(ox0, c64(r))) if first is None else
-                  b.add(first, c64(r * p["OC"])))
-            values = []
-            for v in range(vecs):
-                slot = b.gep(out, [c64(r * vecs + v)], source_etype=V16)
-                o = b.add(o0, c64(16 * v))
-                values.append(self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr,
-                                            cache=caches[v]))
-            if whole:
-                ptr = b.gep(y, [b.add(at, o0)], source_etype=I8)
-                b.store(vconcat(b, *values), ptr, align=1)
-                continue
-            for v, value in enumerate(values):
-                o = b.add(o0, c64(16 * v))
-                self.vstore(b, value, y, b.add(at, o), o, p["OC"])
-
-    def conv_epilogue(self, b, y, g, p, out, tile, corr, skip=None):
-        """The output stage of a tile's sums, ``out[r][v]`` (16 x int32 each): requantized and
-        stored at their pixels; ``corr``: the sums lack the channels' constant term; ``skip``
-        (an i64): the first rows another tile has stored already."""
-        oy, ox0, o0, rows, vecs = tile
-
-        def stage(v, r, cache=None):
-            slot = b.gep(out, [b.add(b.mul(r, c64(vecs)), v)], source_etype=V16)
-            o = b.add(o0, b.mul(v, c64(16)))
-            value = self.vrequant(b, b.load(slot, typ=V16), g, o, p, corr=corr, cache=cache)
-            at = _out_index(b, p, oy, b.add(ox0, r))
-            self.vstore(b, value, y, b.add(at, o), o, p["OC"])
-
-        if skip is None and UNROLL_EPILOGUE and vecs <= 2:
-            return self.epilogue_unrolled(b, y, g, p, out, tile, corr)
-        # channels outer: the per-channel constants and the tail test stay out of the pixel
-        # loop, which is unrolled where its count is known (no loop counter per 16 outputs)
-        with for_range(b, vecs, "ev") as v:
-            if skip is None:
-                cache = {} if HOIST_CHANNELS else None  # one block: the loads dominate
-                for r in range(rows):
-                    stage(v, c64(r), cache)
-            else:
-                count = c64(rows) if skip is None else b.sub(c64(rows), skip)
-                with for_range(b, count, "er") as r:
-                    stage(v, r if skip is None else b.add(r, skip))
-
-
-def _out_index(b, p, oy, ox):
-    """The output byte offset of pixel (oy, ox)'s first channel (in a depthwise kernel's
-    padded input with ``out_pad``, write_into_halos)."""
-    pix = b.add(b.mul(oy, c64(p["OW"])), ox)
-    if p.get("out_pad"):
-        ws, _, top, left, width = p["out_pad"]
-        row = b.add(b.udiv(pix, c64(width)), c64(top))
-        pix = b.add(b.mul(row, c64(ws)), b.add(b.urem(pix, c64(width)), c64(left)))
-    return b.mul(pix, c64(p["OC"]))
 
 
 def _live_halves(p, o0, vecs: int):

@@ -6,9 +6,9 @@ fbgemm and oneDNN. A kernel family (``em.vstage``)."""
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, F64, I64, Family, c64, via
+from partita.backends.llvm.emit.base import F32, F64, I8, I32, I64, Family, c64, via
 
-from .vector_types import B16, V16, V16x64, kconst
+from .vector_types import B16, B64, H16, Q32, V8, V16, W32, V16x64, kconst, vconcat, vpart
 
 
 class OutputStage(Family):
@@ -25,8 +25,10 @@ class OutputStage(Family):
         value = self.vrequant_bytes(b, acc, g, o, p, corr, cache)
         return b.xor(value, kconst(B16, -128)) if p.get("flip_out") else value
 
-    def vrequant_bytes(self, b, acc, g, o, p, corr=True, cache=None):
-        """vrequant's bytes, as the output's dtype holds them."""
+    def vrequant_bytes(self, b, acc, g, o, p, corr=True, cache=None, lanes=False):
+        """vrequant's bytes, as the output's dtype holds them; ``lanes`` (the TFLite stages):
+        the int32 lanes before the clamp instead (the value + the output zero point), for
+        ``vnarrow``."""
 
         def chan(name):
             if cache is None:
@@ -41,7 +43,7 @@ class OutputStage(Family):
         if p["rounding"] == "tflite_double":
             return self.vrequant_double(b, a, chan, o, g, p)
         if p["rounding"] == "tflite_builtin":
-            return self.vrequant_upward(b, a, chan, p)
+            return self.vrequant_upward(b, a, chan, p, lanes)
         if p["rq_zp"]:
             x = b.sub(b.sext(a, V16x64), kconst(V16x64, p["rq_zp"]))
             if p["left"]:  # a multiplier above 1: TFLite shifts left first (int32 wrap-around)
@@ -58,21 +60,23 @@ class OutputStage(Family):
             if p.get("umul"):
                 t = self.vsrdhm_unsigned(b, a, chan)
                 if p.get("offset"):  # a = x + offset (vector_stage.offset_accumulators)
-                    negative = b.icmp_signed("<", a, kconst(V16, p["offset"]))
-                    t = b.add(t, b.sext(negative, V16))  # RDBPOT's -1 (every e > 0)
+                    # RDBPOT's -1 where a < offset = 2^30: a is in [0, 2^31), so that is
+                    # (a >> 30) - 1, the -1 in the addends (one shift and an add, not a
+                    # compare, a mask-to-vector move and an add)
+                    t = b.add(t, b.lshr(a, kconst(V16, p["offset"].bit_length() - 1)))
                 else:
                     negative = b.icmp_signed("<", a, kconst(V16, 0))
                     t = b.add(t, b.select(negative, chan("negc"), kconst(V16, 0)))
                 y = b.ashr(t, chan("rshift"))
-                return self.vfinish(b, y, chan, p)
+                return self.vfinish(b, y, chan, p, lanes)
             high = self.vsrdhm(b, a, chan("mult"), chan("multo") if "multo" in g else None)
         sign = b.ashr(high, kconst(V16, 31))
         if not p.get("round_all"):
             sign = b.and_(sign, chan("rmask"))
         y = b.ashr(b.add(b.add(high, chan("rnd")), sign), chan("rshift"))
-        return self.vfinish(b, y, chan, p)
+        return self.vfinish(b, y, chan, p, lanes)
 
-    def vrequant_upward(self, b, a, chan, p):
+    def vrequant_upward(self, b, a, chan, p, lanes=False):
         """TFLite's optimized kernels' stage ("tflite_builtin": ties upward twice): the high 32
         bits of (x << bls) * M + addend, as 32 x 32 -> 64-bit products of the even and of the
         odd lanes, shifted right by bsh (vector_stage.upward_constants); then zero point and
@@ -98,14 +102,17 @@ class OutputStage(Family):
                     low_signed(b.shuffle_vector(m, m, down)))
         even = b.add(even, b.bitcast(chan("bhe"), q))
         odd = b.add(odd, b.bitcast(chan("bho"), q))
-        lanes = ir.Constant(V16, [i + 1 if i % 2 == 0 else 16 + i for i in range(16)])
-        high = b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), lanes)
-        return self.vfinish(b, b.ashr(high, chan("bsh")), chan, p)
+        pick = ir.Constant(V16, [i + 1 if i % 2 == 0 else 16 + i for i in range(16)])
+        high = b.shuffle_vector(b.bitcast(even, V16), b.bitcast(odd, V16), pick)
+        return self.vfinish(b, b.ashr(high, chan("bsh")), chan, p, lanes)
 
-    def vfinish(self, b, y, chan, p):
-        """The shifted value + the output zero point (unless folded), clamped, narrowed."""
+    def vfinish(self, b, y, chan, p, lanes=False):
+        """The shifted value + the output zero point (unless folded), clamped, narrowed
+        (``lanes``: not clamped, the int32 lanes)."""
         if not p.get("fold_zp"):  # else the zero point is in rnd (vector_stage.stage_flags)
             y = b.add(y, chan("ozp"))
+        if lanes:
+            return y
         lo, hi = chan("lo"), chan("hi")
         if p.get("saturate"):  # the type's range: a saturating narrowing (VPMOVSDB / VPMOVUSDB)
             lo, hi = (kconst(V16, v) for v in {"int8": (-128, 127), "uint8": (0, 255)}[
@@ -113,6 +120,70 @@ class OutputStage(Family):
         y = b.select(b.icmp_signed("<", y, lo), lo, y)
         y = b.select(b.icmp_signed(">", y, hi), hi, y)
         return b.trunc(y, B16)
+
+    def vnarrow(self, b, ys, g, o0, p, cache=None):
+        """2 or 4 vectors of int32 lanes (vrequant_bytes' ``lanes``, channels o0.. in order,
+        16 a vector) -> their 32 or 64 output bytes: saturating packs (VPACKSSDW, then
+        VPACKSSWB or VPACKUSWB: 3 uops for 64 outputs where VPMOVSDB takes 2 per 16), one
+        VPERMD to undo the packs' 128-bit lanes, the clamp on the bytes (2 uops for 64
+        outputs, not 2 per 16; the bounds "lo8" / "hi8", vector_stage.output_constants) and
+        "flip_out"'s xor. Exact: both saturations are monotone and the clamp range lies within
+        the output type's."""
+        n, unsigned = len(ys), p["out_dtype"] == "uint8"
+        bytes_ty = ir.VectorType(I8, 16 * n)
+        pack_dw = self._intrinsic("llvm.x86.avx512.packssdw.512", W32, [V16, V16])
+        kind = "us" if unsigned else "ss"
+        pack_wb = self._intrinsic(f"llvm.x86.avx512.pack{kind}wb.512", B64, [W32, W32])
+        words = [b.call(pack_dw, [ys[i], ys[i + 1]]) for i in range(0, n, 2)]
+        packed = b.bitcast(b.call(pack_wb, [words[0], words[-1]]), V16)
+        # 128-bit lane i holds dword i of every vector in turn: output dword d is vector
+        # d // 4's dword d % 4
+        order = ir.Constant(ir.VectorType(I32, 4 * n), [4 * (d % 4) + d // 4
+                                                        for d in range(4 * n)])
+        out = b.bitcast(b.shuffle_vector(packed, packed, order), bytes_ty)
+        return self._bytes_clamp(b, out, g, o0, p, cache)
+
+    def vnarrow_pair(self, b, y0, y1, g, o, p, cache=None):
+        """Two pixels' 16 int32 lanes (vrequant_bytes' ``lanes``, channels o.., AVX2 registers
+        of 8) -> their 2 x 16 output bytes, pixel 0's first: a VPACKSSDW per pixel, one
+        VPACKSSWB (VPACKUSWB) and one VPERMD, 4 shuffles for 32 outputs where a pixel's own
+        narrowing takes 4 for 16; then the clamp on the bytes and "flip_out" (as vnarrow)."""
+        unsigned = p["out_dtype"] == "uint8"
+        pack_dw = self._intrinsic("llvm.x86.avx2.packssdw", H16, [V8, V8])
+        kind = "us" if unsigned else "ss"
+        pack_wb = self._intrinsic(f"llvm.x86.avx2.pack{kind}wb", Q32, [H16, H16])
+        words = [b.call(pack_dw, [vpart(b, y, 0, 8), vpart(b, y, 1, 8)]) for y in (y0, y1)]
+        packed = b.bitcast(b.call(pack_wb, words), V8)
+        # 128-bit lane 0 holds channels 0-3 and 8-11 of each pixel, lane 1 channels 4-7, 12-15
+        order = ir.Constant(V8, [0, 4, 1, 5, 2, 6, 3, 7])
+        out = b.bitcast(b.shuffle_vector(packed, packed, order), Q32)
+        return self._bytes_clamp(b, out, g, o, p, cache, pair=True)
+
+    def _bytes_clamp(self, b, out, g, o, p, cache, pair=False):
+        """``out`` (output bytes of channels o.., or with ``pair`` two pixels' 16 each)
+        clamped to "lo8" / "hi8" unless the packs' saturation is the clamp; "flip_out"'s xor."""
+        unsigned = p["out_dtype"] == "uint8"
+        if not p.get("saturate"):
+            def bound(name):
+                key = (name, out.type.count, pair)
+                if cache is None or key not in cache:
+                    if pair:
+                        half = self.vload(b, g[name], o, B16)
+                        value = vconcat(b, half, half)
+                    else:
+                        value = self.vload(b, g[name], o, out.type)
+                    if cache is None:
+                        return value
+                    cache[key] = value
+                return cache[key]
+
+            lo, hi = bound("lo8"), bound("hi8")
+            less = b.icmp_unsigned if unsigned else b.icmp_signed
+            out = b.select(less("<", out, lo), lo, out)
+            out = b.select(less(">", out, hi), hi, out)
+        if p.get("flip_out"):
+            out = b.xor(out, kconst(out.type, -128))
+        return out
 
     def vsrdhm_unsigned(self, b, x, chan):
         """high32(x_u * 2M + 2^31 + rnd * 2^32) per int32 lane, x_u the lane read as unsigned:

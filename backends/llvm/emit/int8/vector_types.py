@@ -16,6 +16,7 @@ H16 = ir.VectorType(ir.IntType(16), 16)  # ... of int16
 V8 = ir.VectorType(I32, 8)  # ... of int32
 V32 = ir.VectorType(I32, 32)  # int32 pair sums of 16 output channels
 W64 = ir.VectorType(ir.IntType(16), 64)  # 16 channels x 4 int16 weights
+W32 = ir.VectorType(ir.IntType(16), 32)  # one AVX-512 register of int16
 
 
 def vpart(b, vec, index: int, size: int):
