@@ -22,6 +22,21 @@ from partita.backends.llvm.runtime.threads import ALONE, SHUTDOWN, TwoModes
 from partita.ir import TensorType
 
 
+def aligned(array, to: int = 64) -> np.ndarray:
+    """``array`` contiguous with its first byte on a ``to``-byte boundary (a cache line): the
+    kernels' 64-byte weight vectors then never straddle two lines (numpy's own arrays start 16
+    bytes into one as often as not). gemm.py's products ran 7-15% faster so (session 22,
+    fgemm22: identical builds differed by up to 20% with the weights' address)."""
+    array = np.ascontiguousarray(array)
+    if array.ctypes.data % to == 0:
+        return array
+    raw = np.empty(array.nbytes + to, np.uint8)
+    start = -raw.ctypes.data % to
+    out = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    out[...] = array
+    return out
+
+
 class LLVMRegion(CompiledRegion):
     """A host segment as native code; ``run`` makes one call into the generated driver."""
 
@@ -59,7 +74,7 @@ class LLVMRegion(CompiledRegion):
                 "does not grant AMX tiles: compile it again here (-isa=auto picks what runs)"
             )
         self.calls = [(str(fn), [int(i) for i in args]) for fn, args in calls]
-        self.consts = [np.ascontiguousarray(c) for c in consts]
+        self.consts = [aligned(c) for c in consts]
         self.offsets, self.arena_bytes = list(arena[0]), int(arena[1])
         self._local = threading.local()
         self.buffers = [(tuple(s), d) for s, d in buffers]
