@@ -97,7 +97,12 @@ def openvino(model: Path, x, threads: int):
         print(f"OpenVINO ({threads} thread(s)) skipped: {type(exc).__name__}: {exc}"[:200])
         return None
     request = compiled.create_infer_request()
-    return lambda: request.infer({0: x})[compiled.output(0)]
+    fn = lambda: request.infer({0: x})[compiled.output(0)]  # noqa: E731
+    try:  # its default on CPUs with AMX or AVX-512 BF16 is bfloat16: say so beside the figure
+        fn.precision = str(compiled.get_property("INFERENCE_PRECISION_HINT")).split("'")[1]
+    except Exception:  # an older OpenVINO without the property
+        fn.precision = "unknown"
+    return fn
 
 
 def main(argv=None) -> None:
@@ -238,7 +243,8 @@ def run_model(args) -> None:
         fn = openvino(args.model, x, threads)
         if fn is not None:
             peers.append(("OpenVINO", threads, fn))
-            print(f"OpenVINO ({threads} thread(s)) against partita: {agree(fn(), first.run(x)[0])}")
+            print(f"OpenVINO ({threads} thread(s), default options: float inference precision "
+                  f"{fn.precision}) against partita: {agree(fn(), first.run(x)[0])}")
     fns = [r[3] for r in runs] + [p[2] for p in peers]
     times = interleaved(fns, args.repeat, args.block)
     ours, theirs = times[: len(runs)], times[len(runs):]
