@@ -411,13 +411,21 @@ class TwoModes:
     first BASELINE does. A probe's run that shared the cores with a third thread of this
     process (``siblings``: another runtime's pool spinning after its call) judges nothing: the
     probe ends without backing off and comes again PROBE runs later (``crowded`` counts them),
-    so the worker's chance does not depend on which runtime ran just before the probe."""
+    so the worker's chance does not depend on which runtime ran just before the probe.
+
+    A kept worker re-times one thread every ``interval`` runs, PROBE at first, doubled (up to
+    MAX_KEEP) at each re-timing that finds the worker's median under KEEP of one thread's (a single
+    slower run does not move it), else PROBE again: a region the worker pays for runs with it in
+    about 97% of its runs, not 7 in 8. A kept worker that is dropped (the machine turned
+    busy) is probed again PROBE runs later, then backs off as any lost probe; only a probe the
+    worker loses doubles the interval from where it was."""
 
     WINDOW = 5
     BASELINE = 2
     ACCEPT = 2
     MARGIN = 0.97
     MAX_PROBE = 256
+    KEEP, MAX_KEEP = 0.9, 64
     # slower runs in a row that end a kept worker (a probe ends at its first): a single slow
     # run (a peer's pool spinning after its call, a preemption) cost the worker PROBE or more
     # runs; a machine turned busy costs one more slow run
@@ -468,6 +476,11 @@ class TwoModes:
         self.times[mode].append(seconds)
         self.counts[mode] += 1
         if mode != "pool":
+            if self.best == "pool":  # a kept worker's re-timing: further apart while it pays
+                pool, alone = median(self.times["pool"]), self.alone_median()
+                clear = pool < self.KEEP * alone
+                self.interval = min(2 * self.interval, self.MAX_KEEP) if clear else PROBE
+                self.next_probe = self.runs + self.interval
             return
         first, self.started = not self.started, True
         if first:
@@ -486,8 +499,12 @@ class TwoModes:
                 return
         if faster:
             self.misses = 0
-        else:  # slower with the worker: back to one thread
-            self.best, self.probing, self.misses = "alone", False, 0
+        elif self.best == "pool":  # a kept worker turned slower: probed again PROBE runs on
+            self.best, self.misses, self.interval = "alone", 0, PROBE
+            self.back_off()
+            return
+        else:  # a probe the worker lost: back to one thread
+            self.probing = False
             self.back_off()
             return
         if self.probing:

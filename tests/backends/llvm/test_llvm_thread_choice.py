@@ -70,6 +70,45 @@ def test_slower_runs_in_a_row_with_the_kept_worker_go_back_to_one_thread():
     assert all(g2 >= 2 * g1 for g1, g2 in zip(gaps, gaps[1:]))
 
 
+def test_a_kept_worker_re_times_one_thread_further_apart_while_it_pays():
+    """A region the worker pays for (a quiet machine; the first run of every block of 20 a
+    little slower: the worker woken from its sleep) runs with it in nearly every run: one
+    thread re-timed PROBE, 2 PROBE ... MAX_KEEP runs apart, not every PROBE runs (7 in 8).
+    One slower run does not move the worker's median: the intervals stay; a re-timing that
+    finds one thread as fast as the worker brings them back to PROBE runs."""
+    modes = TwoModes(idle=lambda: True, siblings=_FakeSiblings())
+    chosen = _drive(modes, 280, pool=lambda i: 1.8 if i % 20 == 0 else 1.45, alone=2.0)
+    assert modes.best == "pool"
+    assert chosen.count("pool") >= 0.95 * len(chosen)
+    alone = [i for i, m in enumerate(chosen) if m == "alone"][TwoModes.BASELINE:]
+    gaps = list(np.diff(alone))
+    assert gaps[0] == 2 * PROBE and max(gaps) == TwoModes.MAX_KEEP
+    assert all(g2 == min(2 * g1, TwoModes.MAX_KEEP) for g1, g2 in zip(gaps, gaps[1:]))
+    _pool_runs(modes, 1, pool=3.0, alone=2.0)  # kept: MISSES is 2
+    _drive(modes, TwoModes.MAX_KEEP, pool=1.45, alone=2.0)
+    assert modes.best == "pool" and modes.interval == TwoModes.MAX_KEEP
+    # one thread (nearly) as fast as the worker: once the median of its re-timings says so
+    # (the third of WINDOW), the next comes PROBE runs on
+    chosen = []
+    while modes.interval != PROBE and len(chosen) <= 4 * TwoModes.MAX_KEEP:
+        chosen += _drive(modes, 1, pool=1.45, alone=1.55)
+    assert chosen.count("alone") == 3 and chosen[-1] == "alone" and modes.best == "pool"
+
+
+def test_a_dropped_worker_is_probed_again_probe_runs_later():
+    """The machine turned busy for a few runs: the kept worker is dropped at MISSES slower
+    runs, probed again PROBE runs later (a probe lost only backs off from there), and kept
+    when it is faster again."""
+    modes = TwoModes(idle=lambda: True, siblings=_FakeSiblings())
+    _drive(modes, 4 * TwoModes.MAX_KEEP, pool=1.45, alone=2.0)
+    assert modes.best == "pool" and modes.interval == TwoModes.MAX_KEEP
+    _pool_runs(modes, TwoModes.MISSES, pool=3.0, alone=2.0)
+    assert modes.best == "alone"
+    chosen = _drive(modes, PROBE + 2, pool=1.45, alone=2.0)
+    assert chosen[: PROBE - 1] == ["alone"] * (PROBE - 1) and chosen[PROBE - 1 :] == ["pool"] * 3
+    assert modes.best == "pool"
+
+
 def test_a_busy_machine_pays_for_few_slow_runs_and_keeps_one_threads_median():
     """The issue's case: runs with the worker twice as slow. Over the first 12 and 60 runs,
     at most three (the thread-starting run, the one judged, one probe 8 runs later) and at most
