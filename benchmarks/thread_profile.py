@@ -112,6 +112,85 @@ def tasks() -> dict:
     return out
 
 
+class Handoffs:
+    """The worker's hand-offs in the forced build's profile runs (threads.TRACE): per split
+    kernel, in ticks of the time stamp counter, the worker's claim after the driver published
+    the job, the driver's own part, the worker's part, and the driver's wait for the worker at
+    the kernel's end (0 when the worker was late and the driver ran its part too)."""
+
+    def __init__(self, exe, split: set):
+        from partita.backends.llvm.region import _tsc_hz
+        from partita.backends.llvm.runtime.threads import TRACE_FIELDS, TRACE_SLOTS
+
+        self.split, self.fields, self.steps = split, TRACE_FIELDS, {}
+        self.hz, self.seen = None, {}
+        self.rows: dict[str, list] = defaultdict(list)
+        self.mismatched = 0
+        for si, step in enumerate(exe.steps):
+            loaded = getattr(step.region, "_loaded", None)
+            address = loaded.engine.get_global_value_address("partita_pool_trace") if loaded \
+                else 0
+            if address:
+                import ctypes
+
+                buf = (ctypes.c_int64 * (TRACE_SLOTS * len(TRACE_FIELDS))).from_address(address)
+                self.steps[si] = np.frombuffer(buf, np.int64).reshape(TRACE_SLOTS, -1)
+                self.seen[si] = 0
+                self.hz = self.hz or _tsc_hz(loaded)
+
+    def read(self, profile) -> None:
+        f = {n: i for i, n in enumerate(self.fields)}
+        for si, trace in self.steps.items():
+            jobs = trace[trace[:, f["job"]] > self.seen[si]]
+            jobs = jobs[np.argsort(jobs[:, f["job"]])]
+            keys = [f"{si}:{oi}:{op.name}" for oi, op in enumerate(profile.steps[si].ops)
+                    if op.name in self.split]
+            if len(jobs):
+                self.seen[si] = int(jobs[-1, f["job"]])
+            if len(jobs) != len(keys):
+                self.mismatched += 1
+                continue
+            for key, j in zip(keys, jobs):
+                late = bool(j[f["late"]])
+                self.rows[key].append((
+                    j[f["claim"]] - j[f["publish"]] if j[f["claim"]] else None,
+                    j[f["own_done"]] - j[f["publish"]],
+                    j[f["worker_done"]] - j[f["claim"]] if j[f["claim"]] else None,
+                    0 if late else j[f["end"]] - j[f["own_done"]],
+                    late))
+
+    def report(self, rows, times) -> list[str]:
+        us = 1e6 / self.hz
+
+        def med(vals):
+            vals = [v for v in vals if v is not None]
+            return median(vals) * us if vals else float("nan")
+
+        out = [f"  hand-offs (threads.TRACE, {len(next(iter(self.rows.values()), []))} forced "
+               f"profile runs; medians, us; runs whose jobs did not match: {self.mismatched}):",
+               f"    {'kind':10s} {'1 thr':>7s} {'2 thr':>7s} {'ratio':>5s} {'claim':>6s} "
+               f"{'own':>7s} {'worker':>7s} {'wait':>6s} {'late':>5s}  kernel"]
+        sums = defaultdict(float)
+        for key in times["1"]:
+            if key not in self.rows:
+                continue
+            vals = self.rows[key]
+            t1, t2 = min(times["1"][key]), min(times["2"][key])
+            claim, own = med(v[0] for v in vals), med(v[1] for v in vals)
+            worker, wait = med(v[2] for v in vals), med(v[3] for v in vals)
+            late = sum(v[4] for v in vals) / len(vals)
+            for name, v in (("claim", claim), ("wait", wait), ("loss", t2 - t1 / 2)):
+                sums[name] += v if name != "loss" else v * 1e6
+            kind = next(r[2] for r in rows if key.endswith(":" + r[4]))
+            out.append(f"    {kind:10s} {t1 * 1e6:7.1f} {t2 * 1e6:7.1f} {t2 / t1:5.2f} "
+                       f"{claim:6.2f} {own:7.1f} {worker:7.1f} {wait:6.2f} {late:5.2f}  "
+                       f"{key.split(':', 2)[2][:40]}")
+        out.append(f"    sums: claim latency {sums['claim']:.1f} us, driver's wait at the ends "
+                   f"{sums['wait']:.1f} us, 2-thread minima over half the 1-thread ones "
+                   f"{sums['loss']:.1f} us")
+        return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="tflite")
@@ -122,8 +201,18 @@ def main(argv=None) -> int:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--options", default="", help="more llvm options, e.g. -isa=vnni")
     ap.add_argument("--each", action="store_true", help="list every split kernel")
+    ap.add_argument("--handoff", action="store_true",
+                    help="builds with threads.TRACE: per split kernel, the worker's claim after "
+                         "the job's publication, each thread's part, the driver's wait")
     args = ap.parse_args(argv)
+    if args.handoff:
+        from partita.backends.llvm.runtime import threads
+
+        threads.TRACE = True  # an emission switch: fresh caches, so every build has it
+        os.environ["PARTITA_REGION_CACHE"] = "0"
     with tempfile.TemporaryDirectory() as tmp:
+        if args.handoff:
+            os.environ["PARTITA_CACHE_DIR"] = str(Path(tmp) / "cache")
         os.environ.setdefault("PARTITA_CACHE_DIR", str(Path(tmp) / "cache"))
         mod, feed = load(args.model, Path(tmp), args.layers, args.seq)
         opts = f" {args.options}" if args.options else ""
@@ -185,6 +274,7 @@ def main(argv=None) -> int:
     split = split_names(two)
     times: dict[str, dict] = {"1": defaultdict(list), "2": defaultdict(list)}
     kinds: dict[str, str] = {}
+    hand = Handoffs(forced, split) if args.handoff else None
     for _ in range(max(3, args.runs)):
         for tag, e in (("1", one), ("2", forced)):
             p = prof(e)
@@ -193,6 +283,8 @@ def main(argv=None) -> int:
                     key = f"{si}:{oi}:{op.name}"
                     times[tag][key].append(op.time_s)
                     kinds[key] = op.metrics.get("kernel", step.target)
+            if hand is not None and tag == "2":
+                hand.read(p)
     groups = defaultdict(lambda: [0.0, 0.0, 0])
     rows = []
     for key in times["1"]:
@@ -219,6 +311,9 @@ def main(argv=None) -> int:
             if how == "split":
                 print(f"    {kind:10s} {t1 * 1e6:8.1f} {t2 * 1e6:8.1f} {t2 / max(t1, 1e-12):5.2f}  "
                       f"{name[:60]}")
+    if hand is not None:
+        for line in hand.report(rows, times):
+            print(line)
     alone = sorted((r for r in rows if r[3] == "one thread"), reverse=True)[: args.top]
     if alone:
         print("  largest one-thread kernels (the worker idles):")

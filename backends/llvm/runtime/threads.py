@@ -57,6 +57,16 @@ MARK_SLOW = False  # True: a driver that slept for the worker runs the rest of t
 YIELD_IDLE = True  # the worker waiting for a job during a call yields every CALL_SPINS pauses
 CALL_SPINS = 1 << 8
 NAP_NS = 1_000_000  # a sleeping driver looks at "done" again after this at the latest
+# hand-off time stamps (llvm.readcyclecounter) per job in "partita_pool_trace", TRACE_SLOTS
+# slots of TRACE_FIELDS i64 (the job number's low bits pick the slot): set before a build, as
+# benchmarks/thread_profile.py --handoff does (an emission switch: the object caches do not
+# know it)
+TRACE = False
+TRACE_SLOTS = 256
+# job number; the driver publishes it; the worker claims it; the driver's first part returns;
+# the worker's part returns; the kernel ends (the driver has the worker's part, or ran it
+# itself: "late" 1)
+TRACE_FIELDS = ("job", "publish", "claim", "own_done", "worker_done", "end", "late", "pad")
 # chunks of a split int8 convolution or depthwise kernel (chunk_size): claimed one at a time, so
 # a late worker holds up one chunk, not half the kernel
 SPLIT_CHUNKS = 8
@@ -74,6 +84,25 @@ class ThreadPool(Family):
             g.linkage = "internal"
             g.initializer = ir.Constant(ty, None)
         return g
+
+    def trace(self, b, job, field: str, value=None) -> None:
+        """With TRACE: partita_pool_trace[job's slot][field] = ``value`` (default: the time
+        stamp counter now)."""
+        if not TRACE:
+            return
+        g = self.module.globals.get("partita_pool_trace")
+        if g is None:
+            ty = ir.ArrayType(I64, TRACE_SLOTS * len(TRACE_FIELDS))
+            g = ir.GlobalVariable(self.module, ty, "partita_pool_trace")
+            g.initializer = ir.Constant(ty, None)
+        if value is None:
+            counter = self.module.globals.get("llvm.readcyclecounter") or ir.Function(
+                self.module, ir.FunctionType(I64, []), "llvm.readcyclecounter")
+            value = b.call(counter, [])
+        slot = b.and_(job, c64(TRACE_SLOTS - 1))
+        at = b.add(b.mul(slot, c64(len(TRACE_FIELDS))), c64(TRACE_FIELDS.index(field)))
+        address = b.add(b.ptrtoint(g, I64), b.mul(at, c64(8)))
+        b.store(value, b.inttoptr(address, ir.PointerType(I64)))
 
     def extern(self, name: str, ret, args) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -143,6 +172,7 @@ class ThreadPool(Family):
         run, finished = fn.append_basic_block("run"), fn.append_basic_block("finished")
         b.cbranch(won, run, loop)
         b.position_at_end(run)
+        self.trace(b, s, "claim")
         table = b.load(g["job_table"], typ=PTR)
         switch = b.switch(b.load(g["job_id"], typ=I64), finished)
         for i, part in enumerate(parts, 1):
@@ -152,6 +182,7 @@ class ThreadPool(Family):
             b.call(part, [table])
             b.branch(finished)
         b.position_at_end(finished)
+        self.trace(b, s, "worker_done")
         b.store_atomic(s, g["done"], "release", 8)
         # a driver that stopped spinning for this job sleeps on "finished" (wait_done)
         b.store_atomic(b.trunc(s, I32), g["finished"], "seq_cst", 4)
@@ -266,14 +297,21 @@ class ThreadPool(Family):
                 job = b.add(b.load(g["seq"], typ=I64), c64(1))
                 b.store(c64(self.pool_parts.index(parts[1]) + 1), g["job_id"])
                 b.store(table, g["job_table"])
+                self.trace(b, job, "job", job)
+                for field in ("claim", "worker_done", "late"):
+                    self.trace(b, job, field, c64(0))
+                self.trace(b, job, "publish")
                 b.store_atomic(job, g["seq"], "release", 8)
                 b.call(parts[0], [table])
+                self.trace(b, job, "own_done")
                 pair = b.cmpxchg(g["claimed"], b.sub(job, c64(1)), job, "acq_rel", "acquire")
                 with b.if_else(b.extract_value(pair, 1)) as (late, taken):
                     with late:  # the worker has not claimed it: run it here
                         b.call(parts[1], [table])
+                        self.trace(b, job, "late", c64(1))
                     with taken:
                         self.wait_done(b, g, job, max(WAIT, split_work(k) >> WAIT_SHIFT))
+                self.trace(b, job, "end")
             with alone:
                 b.call(parts[0], [table])
                 b.call(parts[1], [table])
