@@ -18,28 +18,23 @@ spinning through time slices. Between calls the worker spins for IDLE_SPINS paus
 (back-to-back inferences find it awake), then sleeps on a futex until the next call wakes it.
 ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the region is
 collected, and at exit); a forked child starts a worker of its own. Whether a call
-uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``): one
-thread first, the worker tried on a few runs while other processes leave a second CPU free
-(this process's own threads, another runtime's spinning pool included, do not count), and
-dropped at the first run it makes slower. Linux only (futex), as is the rest of the backend's
+uses the worker at all is TwoModes' choice (runtime/modes.py; ``partita_run`` or
+``partita_run_alone``): one thread first, the worker tried on a few runs while other processes
+leave a second CPU free (this process's own threads, another runtime's spinning pool included,
+do not count), and kept while it is faster. Linux only (futex), as is the rest of the backend's
 threading.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from statistics import median
-
 from llvmlite import ir
 from partita.backends.llvm.emit.base import I64, Family, c64
 from partita.backends.llvm.kinds import Kind
-from partita.backends.llvm.runtime.idle import IdleCPU, Siblings
 
 I32 = ir.IntType(32)
 
 PTR = ir.PointerType()
 ALONE = "partita_run_alone"  # the driver without a worker
-PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
 # i64 globals; "pid": the process whose worker "tid" runs (0: none yet)
 SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", "pid", "tid")
 # i32 globals: the futex word the worker sleeps on, and its flag; the futex word the driver
@@ -429,125 +424,3 @@ def split_work(k) -> int:
         depth = p.get("C", 1) if k.kind == Kind.VCONV else 1
         return int(p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth)
     return 0
-
-
-class TwoModes:
-    """Which driver a region calls: with the worker ("pool") or without ("alone").
-
-    One thread is the safe mode: a region starts there (its first BASELINE runs time it) and
-    goes back to it when MISSES runs in a row with the kept worker (one run during a probe)
-    are slower than the median of the last WINDOW runs alone. The worker is only tried (a
-    probe) when ``idle()`` says other processes leave a second CPU free (IdleCPU), every
-    ``interval`` runs: PROBE at first, doubled up to MAX_PROBE after each probe the worker lost
-    (a probe's turn on a busy machine is only put off by PROBE runs: the reading costs no slow
-    run). A probe is ACCEPT runs with the worker, each
-    faster than MARGIN of the median alone (the worker's first run ever, which starts the
-    thread, is not judged); then the region stays with the worker, re-timing one run alone
-    every ``interval`` runs, until MISSES runs with the worker in a row are slower than the
-    median alone. So on a busy machine at most one run in PROBE (fewer later) pays for a slow
-    worker, MISSES where the machine turns busy while the worker is kept, and no run of the
-    first BASELINE does. A probe's run that shared the cores with a third thread of this
-    process (``siblings``: another runtime's pool spinning after its call) judges nothing: the
-    probe ends without backing off and comes again PROBE runs later (``crowded`` counts them),
-    so the worker's chance does not depend on which runtime ran just before the probe.
-
-    A kept worker re-times one thread every ``interval`` runs, PROBE at first, doubled (up to
-    MAX_KEEP) at each re-timing that finds the worker's median under KEEP of one thread's (a single
-    slower run does not move it), else PROBE again: a region the worker pays for runs with it in
-    about 97% of its runs, not 7 in 8. A kept worker that is dropped (the machine turned
-    busy) is probed again PROBE runs later, then backs off as any lost probe; only a probe the
-    worker loses doubles the interval from where it was."""
-
-    WINDOW = 5
-    BASELINE = 2
-    ACCEPT = 2
-    MARGIN = 0.97
-    MAX_PROBE = 256
-    KEEP, MAX_KEEP = 0.9, 64
-    # slower runs in a row that end a kept worker (a probe ends at its first): a single slow
-    # run (a peer's pool spinning after its call, a preemption) cost the worker PROBE or more
-    # runs; a machine turned busy costs one more slow run
-    MISSES = 2
-
-    def __init__(self, idle=None, siblings=None):
-        self.idle = idle if idle is not None else IdleCPU()
-        self.siblings = siblings if siblings is not None else Siblings()
-        self.crowded = 0  # probe runs that judged nothing: a third thread of the process ran
-        self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
-        self.counts = {"pool": 0, "alone": 0}  # runs recorded in each mode (for benchmarks)
-        self.runs = 0
-        self.best = "alone"
-        self.streak = 0  # runs with the worker in a row faster than alone (during a probe)
-        self.misses = 0  # runs with the kept worker in a row slower than alone
-        self.probing = False
-        self.started = False  # the worker has run once (its thread exists)
-        self.interval, self.next_probe = PROBE, self.BASELINE + 1
-
-    def alone_median(self) -> float | None:
-        return median(self.times["alone"]) if self.times["alone"] else None
-
-    def choose(self) -> str:
-        self.runs += 1
-        if self.probing:
-            if self.started:
-                self.siblings.start()
-            return "pool"
-        if self.runs < self.next_probe or len(self.times["alone"]) < self.BASELINE:
-            return self.best
-        self.next_probe = self.runs + self.interval
-        if self.best == "pool":
-            return "alone"  # re-time one thread now and then
-        idle = self.idle()
-        if not idle:  # look again PROBE runs on (a reading costs no slow run); not known yet
-            self.next_probe = self.runs + (PROBE if idle is False else 1)  # the next run
-            return "alone"
-        self.probing, self.streak = True, 0
-        if self.started:
-            self.siblings.start()
-        return "pool"
-
-    def back_off(self) -> None:
-        self.next_probe = self.runs + self.interval
-        self.interval = min(2 * self.interval, self.MAX_PROBE)
-
-    def record(self, mode: str, seconds: float) -> None:
-        self.times[mode].append(seconds)
-        self.counts[mode] += 1
-        if mode != "pool":
-            if self.best == "pool":  # a kept worker's re-timing: further apart while it pays
-                pool, alone = median(self.times["pool"]), self.alone_median()
-                clear = pool < self.KEEP * alone
-                self.interval = min(2 * self.interval, self.MAX_KEEP) if clear else PROBE
-                self.next_probe = self.runs + self.interval
-            return
-        first, self.started = not self.started, True
-        if first:
-            return  # the run that started the thread
-        alone = self.alone_median()
-        faster = alone is not None and seconds < self.MARGIN * alone
-        if self.probing and not faster and self.siblings.crowded(seconds):
-            self.times["pool"].pop()  # a third thread shared the cores: no verdict, no back-off
-            self.crowded += 1
-            self.probing, self.streak = False, 0
-            self.next_probe = self.runs + PROBE
-            return
-        if not faster and not self.probing and self.best == "pool":
-            self.misses += 1  # a kept worker: back to one thread at the MISSES-th slow run
-            if self.misses < self.MISSES:  # in a row (one may be another runtime's spin)
-                return
-        if faster:
-            self.misses = 0
-        elif self.best == "pool":  # a kept worker turned slower: probed again PROBE runs on
-            self.best, self.misses, self.interval = "alone", 0, PROBE
-            self.back_off()
-            return
-        else:  # a probe the worker lost: back to one thread
-            self.probing = False
-            self.back_off()
-            return
-        if self.probing:
-            self.streak += 1
-            if self.streak >= self.ACCEPT:
-                self.best, self.probing = "pool", False
-                self.interval = PROBE
-                self.next_probe = self.runs + self.interval

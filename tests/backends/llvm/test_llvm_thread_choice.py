@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from partita.backends.llvm.runtime.idle import IdleCPU, Siblings, parse_stat
-from partita.backends.llvm.runtime.threads import PROBE, TwoModes
+from partita.backends.llvm.runtime.modes import PROBE, TwoModes
 
 
 def _drive(modes, runs, pool, alone):
