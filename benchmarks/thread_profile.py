@@ -162,14 +162,15 @@ class Handoffs:
     def report(self, rows, times) -> list[str]:
         us = 1e6 / self.hz
 
-        def med(vals):
+        def med(vals, how=median):
             vals = [v for v in vals if v is not None]
-            return median(vals) * us if vals else float("nan")
+            return how(vals) * us if vals else float("nan")
 
         out = [f"  hand-offs (threads.TRACE, {len(next(iter(self.rows.values()), []))} forced "
                f"profile runs; medians, us; runs whose jobs did not match: {self.mismatched}):",
                f"    {'kind':10s} {'1 thr':>7s} {'2 thr':>7s} {'ratio':>5s} {'claim':>6s} "
-               f"{'own':>7s} {'worker':>7s} {'wait':>6s} {'late':>5s}  kernel"]
+               f"{'(min)':>6s} {'own':>7s} {'worker':>7s} {'wait':>6s} {'(min)':>6s} "
+               f"{'late':>5s}  kernel"]
         sums = defaultdict(float)
         for key in times["1"]:
             if key not in self.rows:
@@ -178,15 +179,20 @@ class Handoffs:
             t1, t2 = min(times["1"][key]), min(times["2"][key])
             claim, own = med(v[0] for v in vals), med(v[1] for v in vals)
             worker, wait = med(v[2] for v in vals), med(v[3] for v in vals)
+            claim_min = med((v[0] for v in vals), min)
+            wait_min = med((v[3] for v in vals if not v[4]), min)
             late = sum(v[4] for v in vals) / len(vals)
-            for name, v in (("claim", claim), ("wait", wait), ("loss", t2 - t1 / 2)):
-                sums[name] += v if name != "loss" else v * 1e6
+            for name, v in (("claim", claim), ("claim_min", claim_min), ("wait", wait),
+                            ("wait_min", wait_min), ("loss", (t2 - t1 / 2) * 1e6)):
+                sums[name] += 0.0 if v != v else v  # nan: the worker never claimed it
             kind = next(r[2] for r in rows if key.endswith(":" + r[4]))
             out.append(f"    {kind:10s} {t1 * 1e6:7.1f} {t2 * 1e6:7.1f} {t2 / t1:5.2f} "
-                       f"{claim:6.2f} {own:7.1f} {worker:7.1f} {wait:6.2f} {late:5.2f}  "
-                       f"{key.split(':', 2)[2][:40]}")
-        out.append(f"    sums: claim latency {sums['claim']:.1f} us, driver's wait at the ends "
-                   f"{sums['wait']:.1f} us, 2-thread minima over half the 1-thread ones "
+                       f"{claim:6.2f} {claim_min:6.2f} {own:7.1f} {worker:7.1f} {wait:6.2f} "
+                       f"{wait_min:6.2f} {late:5.2f}  {key.split(':', 2)[2][:40]}")
+        out.append(f"    sums: claim latency {sums['claim']:.1f} us (minima "
+                   f"{sums['claim_min']:.1f}), driver's wait at the ends {sums['wait']:.1f} us "
+                   f"(minima "
+                   f"{sums['wait_min']:.1f}), 2-thread minima over half the 1-thread ones "
                    f"{sums['loss']:.1f} us")
         return out
 

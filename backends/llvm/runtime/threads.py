@@ -65,6 +65,9 @@ TRACE_FIELDS = ("job", "publish", "claim", "own_done", "worker_done", "end", "la
 # chunks of a split int8 convolution or depthwise kernel (chunk_size): claimed one at a time, so
 # a late worker holds up one chunk, not half the kernel
 SPLIT_CHUNKS = 8
+# the share of a kernel's chunks the driver's first claim takes (split_chunks; at least one):
+# the worker, later to start, claims the back chunks meanwhile on its own core
+FIRST_SHARE = 3 / 8
 
 
 class ThreadPool(Family):
@@ -351,15 +354,27 @@ class ThreadPool(Family):
             ps = [pb.load(pb.gep(part.args[0], [c64(i)], source_etype=ptr), typ=ptr)
                   for i in range(n)]
             loop, work, done = (part.append_basic_block(m) for m in ("claim", "chunk", "out"))
+            # the front's first claim takes ``first`` chunks at once (those the back has not
+            # claimed): fewer claims alternating between the cores
+            first = max(1, int(count * FIRST_SHARE)) if step == 1 else 1
+            inc = pb.alloca(I64)
+            pb.store(c64(first), inc)
             pb.branch(loop)
             pb.position_at_end(loop)
-            old = pb.atomic_rmw("add", counter, c64(step), "acq_rel")
+            take = pb.load(inc, typ=I64)
+            old = pb.atomic_rmw("add", counter, take if step == 1 else c64(step), "acq_rel")
+            pb.store(c64(1), inc)
             front, back = pb.and_(old, c64((1 << 32) - 1)), pb.lshr(old, c64(32))
             pb.cbranch(pb.icmp_signed("<", pb.add(front, back), c64(count)), work, done)
             pb.position_at_end(work)
-            c = front if step == 1 else pb.sub(c64(count - 1), back)
-            lo = pb.mul(c, c64(size))
-            end_ = pb.add(lo, c64(size))
+            if step == 1:
+                c, c_end = front, pb.add(front, take)
+                free = pb.sub(c64(count), back)  # chunks [count - back, count): the back's
+                c_end = pb.select(pb.icmp_signed("<", c_end, free), c_end, free)
+            else:
+                c = pb.sub(c64(count - 1), back)
+                c_end = pb.add(c, c64(1))
+            lo, end_ = pb.mul(c, c64(size)), pb.mul(c_end, c64(size))
             pb.call(rng, [*ps, lo,
                           pb.select(pb.icmp_signed("<", end_, c64(total)), end_, c64(total))])
             pb.branch(loop)

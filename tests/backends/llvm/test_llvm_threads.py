@@ -253,11 +253,13 @@ def test_int8_kernels_split_in_chunks_keep_the_bits(isa, kind, hw, k, cin, cout,
      ("conv", (1, 200), (1, 1), 64, 96)],  # a pointwise row: pixel tiles or AMX blocks, a tail
 )
 def test_chunks_from_either_end_cover_the_kernel(isa, kind, hw, k, cin, cout, monkeypatch):
-    """split_chunks: this thread claims chunks from the front, the worker from the back, until
-    they meet. The driver without the worker runs the front claimer, then the back one (which
-    finds nothing left); with the two swapped, the back claimer takes every chunk, so its
-    index (count - 1 - claims from the back) and the short chunk's end are each checked; and
-    with the worker both ends meet somewhere. Every way the interpreter's bits."""
+    """split_chunks: this thread claims chunks from the front (FIRST_SHARE of them at its first
+    claim, then one at a time), the worker from the back, until they meet. The driver without
+    the worker runs the front claimer, then the back one (which finds nothing left); with the
+    two swapped, the back claimer takes every chunk, so its index (count - 1 - claims from the
+    back) and the short chunk's end are each checked; and with the worker both ends meet
+    somewhere (swapped, the worker's first claim, all the back has not claimed, is cut where
+    the back claimer got to). Every way the interpreter's bits."""
     from partita.backends.llvm.lower.context import lower
     from partita.backends.llvm.runtime import threads
     from test_llvm_kernels import build_graph, llvm_target
@@ -271,8 +273,12 @@ def test_chunks_from_either_end_cover_the_kernel(isa, kind, hw, k, cin, cout, mo
     (mac,) = [kk for kk in lower(P.InferType()(mod)["main"], isa, threads=2).kernels
               if kk.kind in ("VCONV", "VDW")]
     assert mac.params.get("threads") == 2  # split
+    # the front claimer's first claim takes every chunk the back has not claimed: with the
+    # worker as the front (the parts swapped), a claim cut where the back claimer got to
+    monkeypatch.setattr(threads, "FIRST_SHARE", 1.0)
     back_first = P.build(mod, llvm_target(isa, " -threads=2")).steps[0].region
-    monkeypatch.setattr(threads.ThreadPool, "split_run", real)
+    monkeypatch.undo()
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
     front_first = P.build(mod, llvm_target(isa, " -threads=2")).steps[0].region
     rng = np.random.default_rng(6)
     for mode in ("alone", "pool", "alone", "pool"):
