@@ -1,7 +1,7 @@
 """One thread against two, kernel by kernel: where the second thread works and where it waits.
 
     python benchmarks/thread_profile.py [--model tflite|qop|qdq|bert|bert-int8|PATH] [--runs 9]
-        [--top 8] [--options=-isa=amx] [--each]
+        [--top 8] [--options=-isa=amx] [--each] [--handoff]
 
 ``bert-int8`` is ONNX Runtime's dynamic-int8 form of the ``bert`` encoder (quantize_dynamic, as
 ``transformers.py --dyn-int8``), imported with this CPU's ONNX Runtime semantics.
@@ -16,6 +16,11 @@ Builds the model for ``llvm -threads=1`` and ``llvm -threads=2`` (host ISA) and,
   forced), summed per kernel kind and per "split" (a kernel with a one-thread form
   ``{name}_whole``: its work is shared) or "one thread" (the worker idles); with ``--each``,
   every split kernel in order with both minima and their ratio.
+With ``--handoff`` (builds with runtime/threads.py TRACE, compiled in this process): per split
+kernel, from time stamps in the forced build's profile runs, the worker's claim after the
+driver published the job (median and minimum), each thread's part, the driver's wait for the
+worker at the kernel's end (the imbalance), how often the driver ran the worker's part itself
+("late"), and the kernel's chunks (count x units).
 Bits: every run's output equals the one-thread build's. Quote ``uptime`` with the figures.
 """
 
@@ -112,6 +117,9 @@ def tasks() -> dict:
     return out
 
 
+CHUNKS: dict = {}  # --handoff: kernel name -> (units, units per chunk) of its split_chunks
+
+
 class Handoffs:
     """The worker's hand-offs in the forced build's profile runs (threads.TRACE): per split
     kernel, in ticks of the time stamp counter, the worker's claim after the driver published
@@ -126,7 +134,11 @@ class Handoffs:
         self.hz, self.seen = None, {}
         self.rows: dict[str, list] = defaultdict(list)
         self.mismatched = 0
+        self.function = {}  # kernel -> the function it calls (kernels alike share one)
         for si, step in enumerate(exe.steps):
+            for label, (fn, _) in zip(getattr(step.region, "kernels", []),
+                                      getattr(step.region, "calls", [])):
+                self.function[label.split(" ", 1)[1]] = fn
             loaded = getattr(step.region, "_loaded", None)
             address = loaded.engine.get_global_value_address("partita_pool_trace") if loaded \
                 else 0
@@ -170,7 +182,7 @@ class Handoffs:
                f"profile runs; medians, us; runs whose jobs did not match: {self.mismatched}):",
                f"    {'kind':10s} {'1 thr':>7s} {'2 thr':>7s} {'ratio':>5s} {'claim':>6s} "
                f"{'(min)':>6s} {'own':>7s} {'worker':>7s} {'wait':>6s} {'(min)':>6s} "
-               f"{'late':>5s}  kernel"]
+               f"{'late':>5s} {'chunks':>8s}  kernel"]
         sums = defaultdict(float)
         for key in times["1"]:
             if key not in self.rows:
@@ -186,9 +198,12 @@ class Handoffs:
                             ("wait_min", wait_min), ("loss", (t2 - t1 / 2) * 1e6)):
                 sums[name] += 0.0 if v != v else v  # nan: the worker never claimed it
             kind = next(r[2] for r in rows if key.endswith(":" + r[4]))
+            name = key.split(":", 2)[2]
+            units, size = CHUNKS.get(self.function.get(name, name), (0, 0))
+            chunks = f"{-(-units // size)}x{size}" if size else "halves"
             out.append(f"    {kind:10s} {t1 * 1e6:7.1f} {t2 * 1e6:7.1f} {t2 / t1:5.2f} "
                        f"{claim:6.2f} {claim_min:6.2f} {own:7.1f} {worker:7.1f} {wait:6.2f} "
-                       f"{wait_min:6.2f} {late:5.2f}  {key.split(':', 2)[2][:40]}")
+                       f"{wait_min:6.2f} {late:5.2f} {chunks:>8s}  {name[:40]}")
         out.append(f"    sums: claim latency {sums['claim']:.1f} us (minima "
                    f"{sums['claim_min']:.1f}), driver's wait at the ends {sums['wait']:.1f} us "
                    f"(minima "
@@ -216,6 +231,14 @@ def main(argv=None) -> int:
 
         threads.TRACE = True  # an emission switch: fresh caches, so every build has it
         os.environ["PARTITA_REGION_CACHE"] = "0"
+        os.environ["PARTITA_COMPILE_JOBS"] = "1"  # split_chunks' plans seen in this process
+        real = threads.ThreadPool.split_chunks
+
+        def split_chunks(self, k, b, pointers, total, size, emit, tag=""):
+            CHUNKS[k.name] = (total, size)
+            return real(self, k, b, pointers, total, size, emit, tag)
+
+        threads.ThreadPool.split_chunks = split_chunks
     with tempfile.TemporaryDirectory() as tmp:
         if args.handoff:
             os.environ["PARTITA_CACHE_DIR"] = str(Path(tmp) / "cache")
