@@ -400,8 +400,9 @@ def test_siblings_reads_another_threads_run_time_and_not_the_callers():
 
 def test_a_stale_window_starts_again_instead_of_answering_for_the_build():
     """The first look long after the region was built (its window held the build's parallel
-    compile in other processes) starts a new window and answers None; TwoModes then asks again
-    on the next run, and the answer covers recent time only."""
+    compile in other processes) starts a new window and answers None, and the answer a look
+    later covers recent time only; TwoModes probes on a first None (run times judge it) and
+    asks again on the next run at a later one."""
     clock, own = [0.0], [0.0]
     # the build's compile: 180 of 200 jiffies busy in other processes; then an idle second
     samples = iter([(0, 0), (20, 200), (120, 300)])
@@ -424,8 +425,19 @@ def test_a_stale_window_starts_again_instead_of_answering_for_the_build():
     assert bursty() is None  # too soon
     clock[0] += 2 * IdleCPU.STALE  # the next burst: the renewed window answers
     assert bursty() is True and bursty.free_cpus() == pytest.approx(2.0)
-    # TwoModes: an unknown answer puts the probe off by one run, not PROBE
-    answers = iter([None, True])
+    # TwoModes: a region's first probe goes ahead without an answer (the run times judge it:
+    # a region called in bursts shorter than SPAN would wait a burst for one); after it, an
+    # unknown answer puts the probe off by one run, not PROBE
+    answers = iter([None, None, True])
     modes = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
     chosen = _drive(modes, TwoModes.BASELINE + 3, pool=1.0, alone=2.0)
-    assert chosen == ["alone"] * (TwoModes.BASELINE + 1) + ["pool", "pool"]
+    assert chosen == ["alone"] * TwoModes.BASELINE + ["pool"] * 3 and modes.best == "pool"
+    _pool_runs(modes, TwoModes.MISSES, pool=3.0, alone=2.0)  # dropped: probed PROBE runs on
+    chosen = _drive(modes, PROBE + 2, pool=1.0, alone=2.0)
+    assert chosen == ["alone"] * PROBE + ["pool"] * 2  # None at the turn, True the run after
+    # on a busy machine the first probe costs its two runs (the thread's start, one judged),
+    # then every probe waits for IdleCPU's answer
+    answers = iter([None] + [False] * 100)
+    busy = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
+    chosen = _drive(busy, 60, pool=3.0, alone=2.0)
+    assert chosen.count("pool") == 2 and busy.best == "alone"
