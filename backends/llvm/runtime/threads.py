@@ -316,8 +316,10 @@ class ThreadPool(Family):
 
     def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "") -> None:
         """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread claims
-        from the front and the driver's worker from the back, one at a time, until they meet
-        (a worker the OS deschedules holds up one chunk, not half the kernel): ``emit(builder,
+        from the front and the driver's worker from the back, one at a time (this thread's
+        first claim FIRST_SHARE of them at once: the worker, later to start, claims its first
+        ones on its own core meanwhile), until they meet (a worker the OS deschedules holds up
+        one chunk, not half the kernel): ``emit(builder,
         pointers, lo, hi)`` writes indices [lo, hi) in a function of its own, ``{name}_range``,
         whose pointers are noalias as the kernel's (read from the split's table they would not
         be). Each index is computed by one chunk with the one-thread code, so the bits are one
