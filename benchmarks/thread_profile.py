@@ -179,7 +179,9 @@ class Handoffs:
             return how(vals) * us if vals else float("nan")
 
         out = [f"  hand-offs (threads.TRACE, {len(next(iter(self.rows.values()), []))} forced "
-               f"profile runs; medians, us; runs whose jobs did not match: {self.mismatched}):",
+               f"profile runs; us: claim and wait medians and minima, each part's minimum over "
+               f"the runs the worker took its part; runs whose jobs did not match: "
+               f"{self.mismatched}):",
                f"    {'kind':10s} {'1 thr':>7s} {'2 thr':>7s} {'ratio':>5s} {'claim':>6s} "
                f"{'(min)':>6s} {'own':>7s} {'worker':>7s} {'wait':>6s} {'(min)':>6s} "
                f"{'late':>5s} {'chunks':>8s}  kernel"]
@@ -189,8 +191,11 @@ class Handoffs:
                 continue
             vals = self.rows[key]
             t1, t2 = min(times["1"][key]), min(times["2"][key])
-            claim, own = med(v[0] for v in vals), med(v[1] for v in vals)
-            worker, wait = med(v[2] for v in vals), med(v[3] for v in vals)
+            claim = med(v[0] for v in vals)
+            # each part's minimum over the runs where the worker took its part (a late run's
+            # "own" is the whole kernel; a preempted one is not the part's time)
+            own = med((v[1] for v in vals if not v[4]), min)
+            worker, wait = med((v[2] for v in vals), min), med(v[3] for v in vals)
             claim_min = med((v[0] for v in vals), min)
             wait_min = med((v[3] for v in vals if not v[4]), min)
             late = sum(v[4] for v in vals) / len(vals)
