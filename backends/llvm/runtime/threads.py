@@ -66,8 +66,10 @@ TRACE_FIELDS = ("job", "publish", "claim", "own_done", "worker_done", "end", "la
 # a late worker holds up one chunk, not half the kernel
 SPLIT_CHUNKS = 8
 # the share of a kernel's chunks the driver's first claim takes (split_chunks; at least one):
-# the worker, later to start, claims the back chunks meanwhile on its own core
-FIRST_SHARE = 3 / 8
+# the worker, later to start, claims the back chunks meanwhile on its own core. 0 (one chunk,
+# as before): 3/8 was not measurably better on the busy machine of session 22 (its two runs
+# with the worker were slower, confounded by the worker's presence: docs/performance.md)
+FIRST_SHARE = 0.0
 
 
 class ThreadPool(Family):
@@ -317,8 +319,8 @@ class ThreadPool(Family):
     def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "") -> None:
         """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread claims
         from the front and the driver's worker from the back, one at a time (this thread's
-        first claim FIRST_SHARE of them at once: the worker, later to start, claims its first
-        ones on its own core meanwhile), until they meet (a worker the OS deschedules holds up
+        first claim FIRST_SHARE of them at once, if set: the worker, later to start, claims its
+        first ones on its own core meanwhile), until they meet (a worker the OS deschedules holds up
         one chunk, not half the kernel): ``emit(builder,
         pointers, lo, hi)`` writes indices [lo, hi) in a function of its own, ``{name}_range``,
         whose pointers are noalias as the kernel's (read from the split's table they would not
