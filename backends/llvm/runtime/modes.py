@@ -27,12 +27,12 @@ class TwoModes:
     every ``interval`` runs, until MISSES runs with the worker in a row are slower than the
     median alone. So on a busy machine at most one run in PROBE (fewer later) pays for a slow
     worker, MISSES where the machine turns busy while the worker is kept, and no run of the
-    first BASELINE does (the first probe, when IdleCPU has no answer yet, costs two more
-    runs: the thread's start and one judged). A probe's run that shared the cores with a third
-    thread of this process (``siblings``: another runtime's pool spinning after its call)
-    judges nothing: the probe ends without backing off and comes again PROBE runs later
-    (``crowded`` counts them), so the worker's chance does not depend on which runtime ran
-    just before the probe.
+    first BASELINE does (the first probe, when IdleCPU has no answer yet after WINDOW runs
+    alone, costs two more runs: the thread's start and one judged). A probe's run that
+    shared the cores with a third thread of this process (``siblings``: another runtime's
+    pool spinning after its call) judges nothing: the probe ends without backing off and
+    comes again PROBE runs later (``crowded`` counts them), so the worker's chance does not
+    depend on which runtime ran just before the probe.
 
     A kept worker re-times one thread every ``interval`` runs, PROBE at first, doubled (up to
     MAX_KEEP) at each re-timing that finds the worker's median under KEEP of one thread's (a single
@@ -84,7 +84,10 @@ class TwoModes:
         # busy: look again PROBE runs on (a reading costs no slow run); not known yet: the next
         # run, except for a region's first probe, which the run times judge (IdleCPU needs SPAN
         # of recent time: a region called in bursts of 20 runs of 2 ms waited a burst for it)
-        if idle is False or (idle is None and self.started):
+        # once WINDOW runs alone are timed (a region's first runs are cold: page faults in its
+        # constants and arena; their median alone made a slower worker look faster)
+        warm = len(self.times["alone"]) >= self.WINDOW
+        if idle is False or (idle is None and (self.started or not warm)):
             self.next_probe = self.runs + (PROBE if idle is False else 1)
             return "alone"
         self.probing, self.streak = True, 0

@@ -425,19 +425,25 @@ def test_a_stale_window_starts_again_instead_of_answering_for_the_build():
     assert bursty() is None  # too soon
     clock[0] += 2 * IdleCPU.STALE  # the next burst: the renewed window answers
     assert bursty() is True and bursty.free_cpus() == pytest.approx(2.0)
-    # TwoModes: a region's first probe goes ahead without an answer (the run times judge it:
-    # a region called in bursts shorter than SPAN would wait a burst for one); after it, an
-    # unknown answer puts the probe off by one run, not PROBE
-    answers = iter([None, None, True])
+    # TwoModes: a region's first probe goes ahead without an answer once WINDOW runs alone are
+    # timed (the run times judge it: a region called in bursts shorter than SPAN would wait a
+    # burst for one); after it, an unknown answer puts the probe off by one run, not PROBE
+    waits = TwoModes.WINDOW - TwoModes.BASELINE + 1  # turns answered None before the probe
+    answers = iter([None] * waits + [None, True] + [True] * 100)
     modes = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
-    chosen = _drive(modes, TwoModes.BASELINE + 3, pool=1.0, alone=2.0)
-    assert chosen == ["alone"] * TwoModes.BASELINE + ["pool"] * 3 and modes.best == "pool"
+    chosen = _drive(modes, TwoModes.WINDOW + 3, pool=1.0, alone=2.0)
+    assert chosen == ["alone"] * TwoModes.WINDOW + ["pool"] * 3 and modes.best == "pool"
     _pool_runs(modes, TwoModes.MISSES, pool=3.0, alone=2.0)  # dropped: probed PROBE runs on
     chosen = _drive(modes, PROBE + 2, pool=1.0, alone=2.0)
     assert chosen == ["alone"] * PROBE + ["pool"] * 2  # None at the turn, True the run after
     # on a busy machine the first probe costs its two runs (the thread's start, one judged),
     # then every probe waits for IdleCPU's answer
-    answers = iter([None] + [False] * 100)
+    answers = iter([None] * waits + [False] * 100)
     busy = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
     chosen = _drive(busy, 60, pool=3.0, alone=2.0)
     assert chosen.count("pool") == 2 and busy.best == "alone"
+    # a region's first runs are cold (3x here): judged against them, a worker slower than one
+    # warm thread would look faster and be kept; against WINDOW runs' median it is not
+    cold = TwoModes(idle=lambda: None, siblings=_FakeSiblings())
+    chosen = _drive(cold, 60, pool=2.5, alone=lambda i: 6.0 if i < 2 else 2.0)
+    assert chosen.count("pool") == 2 and cold.best == "alone"
