@@ -35,9 +35,10 @@ class TwoModes:
     depend on which runtime ran just before the probe.
 
     A kept worker re-times one thread every ``interval`` runs, PROBE at first, doubled (up to
-    MAX_KEEP) at each re-timing that finds the worker's median under KEEP of one thread's (a single
-    slower run does not move it), else PROBE again: a region the worker pays for runs with it in
-    about 97% of its runs, not 7 in 8. A kept worker that is dropped (the machine turned
+    MAX_KEEP) at each re-timing that finds the worker's median under KEEP of one thread's (its
+    median, or this re-timing if faster; a single slower run with the worker does not move
+    it), else PROBE again: a region the worker pays for runs with it in about 95% of its
+    runs, not 7 in 8. A kept worker that is dropped (the machine turned
     busy) is probed again PROBE runs later, then backs off as any lost probe; only a probe the
     worker loses doubles the interval from where it was."""
 
@@ -104,7 +105,8 @@ class TwoModes:
         self.counts[mode] += 1
         if mode != "pool":
             if self.best == "pool":  # a kept worker's re-timing: further apart while it pays
-                pool, alone = median(self.times["pool"]), self.alone_median()
+                # against this re-timing too: a median of older (cold) runs may be stale
+                pool, alone = median(self.times["pool"]), min(self.alone_median(), seconds)
                 clear = pool < self.KEEP * alone
                 self.interval = min(2 * self.interval, self.MAX_KEEP) if clear else PROBE
                 self.next_probe = self.runs + self.interval
