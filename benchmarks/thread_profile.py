@@ -1,7 +1,7 @@
 """One thread against two, kernel by kernel: where the second thread works and where it waits.
 
     python benchmarks/thread_profile.py [--model tflite|qop|qdq|bert|bert-int8|PATH] [--runs 9]
-        [--top 8] [--options=-isa=amx] [--each]
+        [--top 8] [--options=-isa=amx] [--each] [--handoff]
 
 ``bert-int8`` is ONNX Runtime's dynamic-int8 form of the ``bert`` encoder (quantize_dynamic, as
 ``transformers.py --dyn-int8``), imported with this CPU's ONNX Runtime semantics.
@@ -16,6 +16,11 @@ Builds the model for ``llvm -threads=1`` and ``llvm -threads=2`` (host ISA) and,
   forced), summed per kernel kind and per "split" (a kernel with a one-thread form
   ``{name}_whole``: its work is shared) or "one thread" (the worker idles); with ``--each``,
   every split kernel in order with both minima and their ratio.
+With ``--handoff`` (builds with runtime/threads.py TRACE, compiled in this process): per split
+kernel, from time stamps in the forced build's profile runs, the worker's claim after the
+driver published the job (median and minimum), each thread's part, the driver's wait for the
+worker at the kernel's end (the imbalance), how often the driver ran the worker's part itself
+("late"), and the kernel's chunks (count x units).
 Bits: every run's output equals the one-thread build's. Quote ``uptime`` with the figures.
 """
 
@@ -112,6 +117,106 @@ def tasks() -> dict:
     return out
 
 
+CHUNKS: dict = {}  # --handoff: kernel name -> (units, units per chunk) of its split_chunks
+
+
+class Handoffs:
+    """The worker's hand-offs in the forced build's profile runs (threads.TRACE): per split
+    kernel, in ticks of the time stamp counter, the worker's claim after the driver published
+    the job, the driver's own part, the worker's part, and the driver's wait for the worker at
+    the kernel's end (0 when the worker was late and the driver ran its part too)."""
+
+    def __init__(self, exe, split: set):
+        from partita.backends.llvm.region import _tsc_hz
+        from partita.backends.llvm.runtime.threads import TRACE_FIELDS, TRACE_SLOTS
+
+        self.split, self.fields, self.steps = split, TRACE_FIELDS, {}
+        self.hz, self.seen = None, {}
+        self.rows: dict[str, list] = defaultdict(list)
+        self.mismatched = 0
+        self.function = {}  # kernel -> the function it calls (kernels alike share one)
+        for si, step in enumerate(exe.steps):
+            for label, (fn, _) in zip(getattr(step.region, "kernels", []),
+                                      getattr(step.region, "calls", [])):
+                self.function[label.split(" ", 1)[1]] = fn
+            loaded = getattr(step.region, "_loaded", None)
+            address = loaded.engine.get_global_value_address("partita_pool_trace") if loaded \
+                else 0
+            if address:
+                import ctypes
+
+                buf = (ctypes.c_int64 * (TRACE_SLOTS * len(TRACE_FIELDS))).from_address(address)
+                self.steps[si] = np.frombuffer(buf, np.int64).reshape(TRACE_SLOTS, -1)
+                self.seen[si] = 0
+                self.hz = self.hz or _tsc_hz(loaded)
+
+    def read(self, profile) -> None:
+        f = {n: i for i, n in enumerate(self.fields)}
+        for si, trace in self.steps.items():
+            jobs = trace[trace[:, f["job"]] > self.seen[si]]
+            jobs = jobs[np.argsort(jobs[:, f["job"]])]
+            keys = [f"{si}:{oi}:{op.name}" for oi, op in enumerate(profile.steps[si].ops)
+                    if op.name in self.split]
+            if len(jobs):
+                self.seen[si] = int(jobs[-1, f["job"]])
+            if len(jobs) != len(keys):
+                self.mismatched += 1
+                continue
+            for key, j in zip(keys, jobs):
+                late = bool(j[f["late"]])
+                self.rows[key].append((
+                    j[f["claim"]] - j[f["publish"]] if j[f["claim"]] else None,
+                    j[f["own_done"]] - j[f["publish"]],
+                    j[f["worker_done"]] - j[f["claim"]] if j[f["claim"]] else None,
+                    0 if late else j[f["end"]] - j[f["own_done"]],
+                    late))
+
+    def report(self, rows, times) -> list[str]:
+        us = 1e6 / self.hz
+
+        def med(vals, how=median):
+            vals = [v for v in vals if v is not None]
+            return how(vals) * us if vals else float("nan")
+
+        out = [f"  hand-offs (threads.TRACE, {len(next(iter(self.rows.values()), []))} forced "
+               f"profile runs; us: claim and wait medians and minima, each part's minimum over "
+               f"the runs the worker took its part; runs whose jobs did not match: "
+               f"{self.mismatched}):",
+               f"    {'kind':10s} {'1 thr':>7s} {'2 thr':>7s} {'ratio':>5s} {'claim':>6s} "
+               f"{'(min)':>6s} {'own':>7s} {'worker':>7s} {'wait':>6s} {'(min)':>6s} "
+               f"{'late':>5s} {'chunks':>8s}  kernel"]
+        sums = defaultdict(float)
+        for key in times["1"]:
+            if key not in self.rows:
+                continue
+            vals = self.rows[key]
+            t1, t2 = min(times["1"][key]), min(times["2"][key])
+            claim = med(v[0] for v in vals)
+            # each part's minimum over the runs where the worker took its part (a late run's
+            # "own" is the whole kernel; a preempted one is not the part's time)
+            own = med((v[1] for v in vals if not v[4]), min)
+            worker, wait = med((v[2] for v in vals), min), med(v[3] for v in vals)
+            claim_min = med((v[0] for v in vals), min)
+            wait_min = med((v[3] for v in vals if not v[4]), min)
+            late = sum(v[4] for v in vals) / len(vals)
+            for name, v in (("claim", claim), ("claim_min", claim_min), ("wait", wait),
+                            ("wait_min", wait_min), ("loss", (t2 - t1 / 2) * 1e6)):
+                sums[name] += 0.0 if v != v else v  # nan: the worker never claimed it
+            kind = next(r[2] for r in rows if key.endswith(":" + r[4]))
+            name = key.split(":", 2)[2]
+            units, size = CHUNKS.get(self.function.get(name, name), (0, 0))
+            chunks = f"{-(-units // size)}x{size}" if size else "halves"
+            out.append(f"    {kind:10s} {t1 * 1e6:7.1f} {t2 * 1e6:7.1f} {t2 / t1:5.2f} "
+                       f"{claim:6.2f} {claim_min:6.2f} {own:7.1f} {worker:7.1f} {wait:6.2f} "
+                       f"{wait_min:6.2f} {late:5.2f} {chunks:>8s}  {name[:40]}")
+        out.append(f"    sums: claim latency {sums['claim']:.1f} us (minima "
+                   f"{sums['claim_min']:.1f}), driver's wait at the ends {sums['wait']:.1f} us "
+                   f"(minima "
+                   f"{sums['wait_min']:.1f}), 2-thread minima over half the 1-thread ones "
+                   f"{sums['loss']:.1f} us")
+        return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="tflite")
@@ -122,8 +227,26 @@ def main(argv=None) -> int:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--options", default="", help="more llvm options, e.g. -isa=vnni")
     ap.add_argument("--each", action="store_true", help="list every split kernel")
+    ap.add_argument("--handoff", action="store_true",
+                    help="builds with threads.TRACE: per split kernel, the worker's claim after "
+                         "the job's publication, each thread's part, the driver's wait")
     args = ap.parse_args(argv)
+    if args.handoff:
+        from partita.backends.llvm.runtime import threads
+
+        threads.TRACE = True  # an emission switch: fresh caches, so every build has it
+        os.environ["PARTITA_REGION_CACHE"] = "0"
+        os.environ["PARTITA_COMPILE_JOBS"] = "1"  # split_chunks' plans seen in this process
+        real = threads.ThreadPool.split_chunks
+
+        def split_chunks(self, k, b, pointers, total, size, emit, tag=""):
+            CHUNKS[k.name] = (total, size)
+            return real(self, k, b, pointers, total, size, emit, tag)
+
+        threads.ThreadPool.split_chunks = split_chunks
     with tempfile.TemporaryDirectory() as tmp:
+        if args.handoff:
+            os.environ["PARTITA_CACHE_DIR"] = str(Path(tmp) / "cache")
         os.environ.setdefault("PARTITA_CACHE_DIR", str(Path(tmp) / "cache"))
         mod, feed = load(args.model, Path(tmp), args.layers, args.seq)
         opts = f" {args.options}" if args.options else ""
@@ -185,6 +308,7 @@ def main(argv=None) -> int:
     split = split_names(two)
     times: dict[str, dict] = {"1": defaultdict(list), "2": defaultdict(list)}
     kinds: dict[str, str] = {}
+    hand = Handoffs(forced, split) if args.handoff else None
     for _ in range(max(3, args.runs)):
         for tag, e in (("1", one), ("2", forced)):
             p = prof(e)
@@ -193,6 +317,8 @@ def main(argv=None) -> int:
                     key = f"{si}:{oi}:{op.name}"
                     times[tag][key].append(op.time_s)
                     kinds[key] = op.metrics.get("kernel", step.target)
+            if hand is not None and tag == "2":
+                hand.read(p)
     groups = defaultdict(lambda: [0.0, 0.0, 0])
     rows = []
     for key in times["1"]:
@@ -219,6 +345,9 @@ def main(argv=None) -> int:
             if how == "split":
                 print(f"    {kind:10s} {t1 * 1e6:8.1f} {t2 * 1e6:8.1f} {t2 / max(t1, 1e-12):5.2f}  "
                       f"{name[:60]}")
+    if hand is not None:
+        for line in hand.report(rows, times):
+            print(line)
     alone = sorted((r for r in rows if r[3] == "one thread"), reverse=True)[: args.top]
     if alone:
         print("  largest one-thread kernels (the worker idles):")

@@ -17,7 +17,8 @@ from partita.backends.llvm.emit.base import DRIVER, TIMED, TSC
 from partita.backends.llvm.errors import LLVMError
 from partita.backends.llvm.peak import speed_metrics
 from partita.backends.llvm.runtime.jit import Loaded, amx_permitted
-from partita.backends.llvm.runtime.threads import ALONE, SHUTDOWN, TwoModes
+from partita.backends.llvm.runtime.modes import TwoModes
+from partita.backends.llvm.runtime.threads import ALONE, SHUTDOWN
 
 from partita.ir import TensorType
 

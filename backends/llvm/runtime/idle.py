@@ -1,7 +1,7 @@
 """Whether other processes leave this one a second CPU: /proc/stat's busy time since the last
 look, minus this process's own CPU time (all its threads), with niced processes' time counted as
 free where they give way to this one (no autogroups, or every running niced process in an
-autogroup niced above 0). The two-mode driver (threads.py TwoModes) asks it before trying the
+autogroup niced above 0). The two-mode driver (modes.py TwoModes) asks it before trying the
 worker thread."""
 
 from __future__ import annotations

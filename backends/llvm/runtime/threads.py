@@ -18,28 +18,23 @@ spinning through time slices. Between calls the worker spins for IDLE_SPINS paus
 (back-to-back inferences find it awake), then sleeps on a futex until the next call wakes it.
 ``partita_pool_shutdown`` stops and joins it (LLVMRegion calls it when the region is
 collected, and at exit); a forked child starts a worker of its own. Whether a call
-uses the worker at all is TwoModes' choice (``partita_run`` or ``partita_run_alone``): one
-thread first, the worker tried on a few runs while other processes leave a second CPU free
-(this process's own threads, another runtime's spinning pool included, do not count), and
-dropped at the first run it makes slower. Linux only (futex), as is the rest of the backend's
+uses the worker at all is TwoModes' choice (runtime/modes.py; ``partita_run`` or
+``partita_run_alone``): one thread first, the worker tried on a few runs while other processes
+leave a second CPU free (this process's own threads, another runtime's spinning pool included,
+do not count), and kept while it is faster. Linux only (futex), as is the rest of the backend's
 threading.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from statistics import median
-
 from llvmlite import ir
 from partita.backends.llvm.emit.base import I64, Family, c64
 from partita.backends.llvm.kinds import Kind
-from partita.backends.llvm.runtime.idle import IdleCPU, Siblings
 
 I32 = ir.IntType(32)
 
 PTR = ir.PointerType()
 ALONE = "partita_run_alone"  # the driver without a worker
-PROBE = 8  # every PROBE-th run of a region tries the mode that measured slower
 # i64 globals; "pid": the process whose worker "tid" runs (0: none yet)
 SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", "pid", "tid")
 # i32 globals: the futex word the worker sleeps on, and its flag; the futex word the driver
@@ -57,9 +52,24 @@ MARK_SLOW = False  # True: a driver that slept for the worker runs the rest of t
 YIELD_IDLE = True  # the worker waiting for a job during a call yields every CALL_SPINS pauses
 CALL_SPINS = 1 << 8
 NAP_NS = 1_000_000  # a sleeping driver looks at "done" again after this at the latest
+# hand-off time stamps (llvm.readcyclecounter) per job in "partita_pool_trace", TRACE_SLOTS
+# slots of TRACE_FIELDS i64 (the job number's low bits pick the slot): set before a build, as
+# benchmarks/thread_profile.py --handoff does (an emission switch: the object caches do not
+# know it)
+TRACE = False
+TRACE_SLOTS = 256
+# job number; the driver publishes it; the worker claims it; the driver's first part returns;
+# the worker's part returns; the kernel ends (the driver has the worker's part, or ran it
+# itself: "late" 1)
+TRACE_FIELDS = ("job", "publish", "claim", "own_done", "worker_done", "end", "late", "pad")
 # chunks of a split int8 convolution or depthwise kernel (chunk_size): claimed one at a time, so
 # a late worker holds up one chunk, not half the kernel
 SPLIT_CHUNKS = 8
+# the share of a kernel's chunks the driver's first claim takes (split_chunks; at least one):
+# the worker, later to start, claims the back chunks meanwhile on its own core. 0 (one chunk,
+# as before): 3/8 was not measurably better on the busy machine of session 22 (its two runs
+# with the worker were slower, confounded by the worker's presence: docs/performance.md)
+FIRST_SHARE = 0.0
 
 
 class ThreadPool(Family):
@@ -74,6 +84,25 @@ class ThreadPool(Family):
             g.linkage = "internal"
             g.initializer = ir.Constant(ty, None)
         return g
+
+    def trace(self, b, job, field: str, value=None) -> None:
+        """With TRACE: partita_pool_trace[job's slot][field] = ``value`` (default: the time
+        stamp counter now)."""
+        if not TRACE:
+            return
+        g = self.module.globals.get("partita_pool_trace")
+        if g is None:
+            ty = ir.ArrayType(I64, TRACE_SLOTS * len(TRACE_FIELDS))
+            g = ir.GlobalVariable(self.module, ty, "partita_pool_trace")
+            g.initializer = ir.Constant(ty, None)
+        if value is None:
+            counter = self.module.globals.get("llvm.readcyclecounter") or ir.Function(
+                self.module, ir.FunctionType(I64, []), "llvm.readcyclecounter")
+            value = b.call(counter, [])
+        slot = b.and_(job, c64(TRACE_SLOTS - 1))
+        at = b.add(b.mul(slot, c64(len(TRACE_FIELDS))), c64(TRACE_FIELDS.index(field)))
+        address = b.add(b.ptrtoint(g, I64), b.mul(at, c64(8)))
+        b.store(value, b.inttoptr(address, ir.PointerType(I64)))
 
     def extern(self, name: str, ret, args) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -143,6 +172,7 @@ class ThreadPool(Family):
         run, finished = fn.append_basic_block("run"), fn.append_basic_block("finished")
         b.cbranch(won, run, loop)
         b.position_at_end(run)
+        self.trace(b, s, "claim")
         table = b.load(g["job_table"], typ=PTR)
         switch = b.switch(b.load(g["job_id"], typ=I64), finished)
         for i, part in enumerate(parts, 1):
@@ -152,6 +182,7 @@ class ThreadPool(Family):
             b.call(part, [table])
             b.branch(finished)
         b.position_at_end(finished)
+        self.trace(b, s, "worker_done")
         b.store_atomic(s, g["done"], "release", 8)
         # a driver that stopped spinning for this job sleeps on "finished" (wait_done)
         b.store_atomic(b.trunc(s, I32), g["finished"], "seq_cst", 4)
@@ -266,22 +297,31 @@ class ThreadPool(Family):
                 job = b.add(b.load(g["seq"], typ=I64), c64(1))
                 b.store(c64(self.pool_parts.index(parts[1]) + 1), g["job_id"])
                 b.store(table, g["job_table"])
+                self.trace(b, job, "job", job)
+                for field in ("claim", "worker_done", "late"):
+                    self.trace(b, job, field, c64(0))
+                self.trace(b, job, "publish")
                 b.store_atomic(job, g["seq"], "release", 8)
                 b.call(parts[0], [table])
+                self.trace(b, job, "own_done")
                 pair = b.cmpxchg(g["claimed"], b.sub(job, c64(1)), job, "acq_rel", "acquire")
                 with b.if_else(b.extract_value(pair, 1)) as (late, taken):
                     with late:  # the worker has not claimed it: run it here
                         b.call(parts[1], [table])
+                        self.trace(b, job, "late", c64(1))
                     with taken:
                         self.wait_done(b, g, job, max(WAIT, split_work(k) >> WAIT_SHIFT))
+                self.trace(b, job, "end")
             with alone:
                 b.call(parts[0], [table])
                 b.call(parts[1], [table])
 
     def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "") -> None:
         """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread claims
-        from the front and the driver's worker from the back, one at a time, until they meet
-        (a worker the OS deschedules holds up one chunk, not half the kernel): ``emit(builder,
+        from the front and the driver's worker from the back, one at a time (this thread's
+        first claim FIRST_SHARE of them at once, if set: the worker, later to start, claims its
+        first ones on its own core meanwhile), until they meet (a worker the OS deschedules holds up
+        one chunk, not half the kernel): ``emit(builder,
         pointers, lo, hi)`` writes indices [lo, hi) in a function of its own, ``{name}_range``,
         whose pointers are noalias as the kernel's (read from the split's table they would not
         be). Each index is computed by one chunk with the one-thread code, so the bits are one
@@ -318,15 +358,27 @@ class ThreadPool(Family):
             ps = [pb.load(pb.gep(part.args[0], [c64(i)], source_etype=ptr), typ=ptr)
                   for i in range(n)]
             loop, work, done = (part.append_basic_block(m) for m in ("claim", "chunk", "out"))
+            # the front's first claim takes ``first`` chunks at once (those the back has not
+            # claimed): fewer claims alternating between the cores
+            first = max(1, int(count * FIRST_SHARE)) if step == 1 else 1
+            inc = pb.alloca(I64)
+            pb.store(c64(first), inc)
             pb.branch(loop)
             pb.position_at_end(loop)
-            old = pb.atomic_rmw("add", counter, c64(step), "acq_rel")
+            take = pb.load(inc, typ=I64)
+            old = pb.atomic_rmw("add", counter, take if step == 1 else c64(step), "acq_rel")
+            pb.store(c64(1), inc)
             front, back = pb.and_(old, c64((1 << 32) - 1)), pb.lshr(old, c64(32))
             pb.cbranch(pb.icmp_signed("<", pb.add(front, back), c64(count)), work, done)
             pb.position_at_end(work)
-            c = front if step == 1 else pb.sub(c64(count - 1), back)
-            lo = pb.mul(c, c64(size))
-            end_ = pb.add(lo, c64(size))
+            if step == 1:
+                c, c_end = front, pb.add(front, take)
+                free = pb.sub(c64(count), back)  # chunks [count - back, count): the back's
+                c_end = pb.select(pb.icmp_signed("<", c_end, free), c_end, free)
+            else:
+                c = pb.sub(c64(count - 1), back)
+                c_end = pb.add(c, c64(1))
+            lo, end_ = pb.mul(c, c64(size)), pb.mul(c_end, c64(size))
             pb.call(rng, [*ps, lo,
                           pb.select(pb.icmp_signed("<", end_, c64(total)), end_, c64(total))])
             pb.branch(loop)
@@ -391,108 +443,3 @@ def split_work(k) -> int:
         depth = p.get("C", 1) if k.kind == Kind.VCONV else 1
         return int(p["OH"] * p["OW"] * p["OC"] * p.get("KH", 1) * p.get("KW", 1) * depth)
     return 0
-
-
-class TwoModes:
-    """Which driver a region calls: with the worker ("pool") or without ("alone").
-
-    One thread is the safe mode: a region starts there (its first BASELINE runs time it) and
-    goes back to it when MISSES runs in a row with the kept worker (one run during a probe)
-    are slower than the median of the last WINDOW runs alone. The worker is only tried (a
-    probe) when ``idle()`` says other processes leave a second CPU free (IdleCPU), every
-    ``interval`` runs: PROBE at first, doubled up to MAX_PROBE after each probe the worker lost
-    (a probe's turn on a busy machine is only put off by PROBE runs: the reading costs no slow
-    run). A probe is ACCEPT runs with the worker, each
-    faster than MARGIN of the median alone (the worker's first run ever, which starts the
-    thread, is not judged); then the region stays with the worker, re-timing one run alone
-    every ``interval`` runs, until MISSES runs with the worker in a row are slower than the
-    median alone. So on a busy machine at most one run in PROBE (fewer later) pays for a slow
-    worker, MISSES where the machine turns busy while the worker is kept, and no run of the
-    first BASELINE does. A probe's run that shared the cores with a third thread of this
-    process (``siblings``: another runtime's pool spinning after its call) judges nothing: the
-    probe ends without backing off and comes again PROBE runs later (``crowded`` counts them),
-    so the worker's chance does not depend on which runtime ran just before the probe."""
-
-    WINDOW = 5
-    BASELINE = 2
-    ACCEPT = 2
-    MARGIN = 0.97
-    MAX_PROBE = 256
-    # slower runs in a row that end a kept worker (a probe ends at its first): a single slow
-    # run (a peer's pool spinning after its call, a preemption) cost the worker PROBE or more
-    # runs; a machine turned busy costs one more slow run
-    MISSES = 2
-
-    def __init__(self, idle=None, siblings=None):
-        self.idle = idle if idle is not None else IdleCPU()
-        self.siblings = siblings if siblings is not None else Siblings()
-        self.crowded = 0  # probe runs that judged nothing: a third thread of the process ran
-        self.times: dict[str, deque] = {m: deque(maxlen=self.WINDOW) for m in ("pool", "alone")}
-        self.counts = {"pool": 0, "alone": 0}  # runs recorded in each mode (for benchmarks)
-        self.runs = 0
-        self.best = "alone"
-        self.streak = 0  # runs with the worker in a row faster than alone (during a probe)
-        self.misses = 0  # runs with the kept worker in a row slower than alone
-        self.probing = False
-        self.started = False  # the worker has run once (its thread exists)
-        self.interval, self.next_probe = PROBE, self.BASELINE + 1
-
-    def alone_median(self) -> float | None:
-        return median(self.times["alone"]) if self.times["alone"] else None
-
-    def choose(self) -> str:
-        self.runs += 1
-        if self.probing:
-            if self.started:
-                self.siblings.start()
-            return "pool"
-        if self.runs < self.next_probe or len(self.times["alone"]) < self.BASELINE:
-            return self.best
-        self.next_probe = self.runs + self.interval
-        if self.best == "pool":
-            return "alone"  # re-time one thread now and then
-        idle = self.idle()
-        if not idle:  # look again PROBE runs on (a reading costs no slow run); not known yet
-            self.next_probe = self.runs + (PROBE if idle is False else 1)  # the next run
-            return "alone"
-        self.probing, self.streak = True, 0
-        if self.started:
-            self.siblings.start()
-        return "pool"
-
-    def back_off(self) -> None:
-        self.next_probe = self.runs + self.interval
-        self.interval = min(2 * self.interval, self.MAX_PROBE)
-
-    def record(self, mode: str, seconds: float) -> None:
-        self.times[mode].append(seconds)
-        self.counts[mode] += 1
-        if mode != "pool":
-            return
-        first, self.started = not self.started, True
-        if first:
-            return  # the run that started the thread
-        alone = self.alone_median()
-        faster = alone is not None and seconds < self.MARGIN * alone
-        if self.probing and not faster and self.siblings.crowded(seconds):
-            self.times["pool"].pop()  # a third thread shared the cores: no verdict, no back-off
-            self.crowded += 1
-            self.probing, self.streak = False, 0
-            self.next_probe = self.runs + PROBE
-            return
-        if not faster and not self.probing and self.best == "pool":
-            self.misses += 1  # a kept worker: back to one thread at the MISSES-th slow run
-            if self.misses < self.MISSES:  # in a row (one may be another runtime's spin)
-                return
-        if faster:
-            self.misses = 0
-        else:  # slower with the worker: back to one thread
-            self.best, self.probing, self.misses = "alone", False, 0
-            self.back_off()
-            return
-        if self.probing:
-            self.streak += 1
-            if self.streak >= self.ACCEPT:
-                self.best, self.probing = "pool", False
-                self.interval = PROBE
-                self.next_probe = self.runs + self.interval

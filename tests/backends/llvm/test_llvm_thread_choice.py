@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from partita.backends.llvm.runtime.idle import IdleCPU, Siblings, parse_stat
-from partita.backends.llvm.runtime.threads import PROBE, TwoModes
+from partita.backends.llvm.runtime.modes import PROBE, TwoModes
 
 
 def _drive(modes, runs, pool, alone):
@@ -68,6 +68,45 @@ def test_slower_runs_in_a_row_with_the_kept_worker_go_back_to_one_thread():
     assert 1 <= len(pools) <= 4
     gaps = np.diff(pools)
     assert all(g2 >= 2 * g1 for g1, g2 in zip(gaps, gaps[1:]))
+
+
+def test_a_kept_worker_re_times_one_thread_further_apart_while_it_pays():
+    """A region the worker pays for (a quiet machine; the first run of every block of 20 a
+    little slower: the worker woken from its sleep) runs with it in nearly every run: one
+    thread re-timed PROBE, 2 PROBE ... MAX_KEEP runs apart, not every PROBE runs (7 in 8).
+    One slower run does not move the worker's median: the intervals stay; a re-timing that
+    finds one thread nearly as fast as the worker brings them back to PROBE runs."""
+    modes = TwoModes(idle=lambda: True, siblings=_FakeSiblings())
+    chosen = _drive(modes, 280, pool=lambda i: 1.8 if i % 20 == 0 else 1.45, alone=2.0)
+    assert modes.best == "pool"
+    assert chosen.count("pool") >= 0.95 * len(chosen)
+    alone = [i for i, m in enumerate(chosen) if m == "alone"][TwoModes.BASELINE:]
+    gaps = list(np.diff(alone))
+    assert gaps[0] == 2 * PROBE and max(gaps) == TwoModes.MAX_KEEP
+    assert all(g2 == min(2 * g1, TwoModes.MAX_KEEP) for g1, g2 in zip(gaps, gaps[1:]))
+    _pool_runs(modes, 1, pool=3.0, alone=2.0)  # kept: MISSES is 2
+    _drive(modes, TwoModes.MAX_KEEP, pool=1.45, alone=2.0)
+    assert modes.best == "pool" and modes.interval == TwoModes.MAX_KEEP
+    # one thread (nearly) as fast as the worker at a re-timing (its median still older runs'):
+    # the next comes PROBE runs on
+    chosen = []
+    while modes.interval != PROBE and len(chosen) <= 2 * TwoModes.MAX_KEEP:
+        chosen += _drive(modes, 1, pool=1.45, alone=1.55)
+    assert chosen.count("alone") == 1 and chosen[-1] == "alone" and modes.best == "pool"
+
+
+def test_a_dropped_worker_is_probed_again_probe_runs_later():
+    """The machine turned busy for a few runs: the kept worker is dropped at MISSES slower
+    runs, probed again PROBE runs later (a probe lost only backs off from there), and kept
+    when it is faster again."""
+    modes = TwoModes(idle=lambda: True, siblings=_FakeSiblings())
+    _drive(modes, 4 * TwoModes.MAX_KEEP, pool=1.45, alone=2.0)
+    assert modes.best == "pool" and modes.interval == TwoModes.MAX_KEEP
+    _pool_runs(modes, TwoModes.MISSES, pool=3.0, alone=2.0)
+    assert modes.best == "alone"
+    chosen = _drive(modes, PROBE + 2, pool=1.45, alone=2.0)
+    assert chosen[: PROBE - 1] == ["alone"] * (PROBE - 1) and chosen[PROBE - 1 :] == ["pool"] * 3
+    assert modes.best == "pool"
 
 
 def test_a_busy_machine_pays_for_few_slow_runs_and_keeps_one_threads_median():
@@ -361,8 +400,9 @@ def test_siblings_reads_another_threads_run_time_and_not_the_callers():
 
 def test_a_stale_window_starts_again_instead_of_answering_for_the_build():
     """The first look long after the region was built (its window held the build's parallel
-    compile in other processes) starts a new window and answers None; TwoModes then asks again
-    on the next run, and the answer covers recent time only."""
+    compile in other processes) starts a new window and answers None, and the answer a look
+    later covers recent time only; TwoModes probes on a first None (run times judge it) and
+    asks again on the next run at a later one."""
     clock, own = [0.0], [0.0]
     # the build's compile: 180 of 200 jiffies busy in other processes; then an idle second
     samples = iter([(0, 0), (20, 200), (120, 300)])
@@ -385,8 +425,25 @@ def test_a_stale_window_starts_again_instead_of_answering_for_the_build():
     assert bursty() is None  # too soon
     clock[0] += 2 * IdleCPU.STALE  # the next burst: the renewed window answers
     assert bursty() is True and bursty.free_cpus() == pytest.approx(2.0)
-    # TwoModes: an unknown answer puts the probe off by one run, not PROBE
-    answers = iter([None, True])
+    # TwoModes: a region's first probe goes ahead without an answer once WINDOW runs alone are
+    # timed (the run times judge it: a region called in bursts shorter than SPAN would wait a
+    # burst for one); after it, an unknown answer puts the probe off by one run, not PROBE
+    waits = TwoModes.WINDOW - TwoModes.BASELINE + 1  # turns answered None before the probe
+    answers = iter([None] * waits + [None, True] + [True] * 100)
     modes = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
-    chosen = _drive(modes, TwoModes.BASELINE + 3, pool=1.0, alone=2.0)
-    assert chosen == ["alone"] * (TwoModes.BASELINE + 1) + ["pool", "pool"]
+    chosen = _drive(modes, TwoModes.WINDOW + 3, pool=1.0, alone=2.0)
+    assert chosen == ["alone"] * TwoModes.WINDOW + ["pool"] * 3 and modes.best == "pool"
+    _pool_runs(modes, TwoModes.MISSES, pool=3.0, alone=2.0)  # dropped: probed PROBE runs on
+    chosen = _drive(modes, PROBE + 2, pool=1.0, alone=2.0)
+    assert chosen == ["alone"] * PROBE + ["pool"] * 2  # None at the turn, True the run after
+    # on a busy machine the first probe costs its two runs (the thread's start, one judged),
+    # then every probe waits for IdleCPU's answer
+    answers = iter([None] * waits + [False] * 100)
+    busy = TwoModes(idle=lambda: next(answers), siblings=_FakeSiblings())
+    chosen = _drive(busy, 60, pool=3.0, alone=2.0)
+    assert chosen.count("pool") == 2 and busy.best == "alone"
+    # a region's first runs are cold (3x here): judged against them, a worker slower than one
+    # warm thread would look faster and be kept; against WINDOW runs' median it is not
+    cold = TwoModes(idle=lambda: None, siblings=_FakeSiblings())
+    chosen = _drive(cold, 60, pool=2.5, alone=lambda i: 6.0 if i < 2 else 2.0)
+    assert chosen.count("pool") == 2 and cold.best == "alone"

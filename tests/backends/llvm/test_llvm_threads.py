@@ -253,11 +253,13 @@ def test_int8_kernels_split_in_chunks_keep_the_bits(isa, kind, hw, k, cin, cout,
      ("conv", (1, 200), (1, 1), 64, 96)],  # a pointwise row: pixel tiles or AMX blocks, a tail
 )
 def test_chunks_from_either_end_cover_the_kernel(isa, kind, hw, k, cin, cout, monkeypatch):
-    """split_chunks: this thread claims chunks from the front, the worker from the back, until
-    they meet. The driver without the worker runs the front claimer, then the back one (which
-    finds nothing left); with the two swapped, the back claimer takes every chunk, so its
-    index (count - 1 - claims from the back) and the short chunk's end are each checked; and
-    with the worker both ends meet somewhere. Every way the interpreter's bits."""
+    """split_chunks: this thread claims chunks from the front (FIRST_SHARE of them at its first
+    claim, then one at a time), the worker from the back, until they meet. The driver without
+    the worker runs the front claimer, then the back one (which finds nothing left); with the
+    two swapped, the back claimer takes every chunk, so its index (count - 1 - claims from the
+    back) and the short chunk's end are each checked; and with the worker both ends meet
+    somewhere (swapped, the worker's first claim, all the back has not claimed, is cut where
+    the back claimer got to). Every way the interpreter's bits."""
     from partita.backends.llvm.lower.context import lower
     from partita.backends.llvm.runtime import threads
     from test_llvm_kernels import build_graph, llvm_target
@@ -271,8 +273,12 @@ def test_chunks_from_either_end_cover_the_kernel(isa, kind, hw, k, cin, cout, mo
     (mac,) = [kk for kk in lower(P.InferType()(mod)["main"], isa, threads=2).kernels
               if kk.kind in ("VCONV", "VDW")]
     assert mac.params.get("threads") == 2  # split
+    # the front claimer's first claim takes every chunk the back has not claimed: with the
+    # worker as the front (the parts swapped), a claim cut where the back claimer got to
+    monkeypatch.setattr(threads, "FIRST_SHARE", 1.0)
     back_first = P.build(mod, llvm_target(isa, " -threads=2")).steps[0].region
-    monkeypatch.setattr(threads.ThreadPool, "split_run", real)
+    monkeypatch.undo()
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
     front_first = P.build(mod, llvm_target(isa, " -threads=2")).steps[0].region
     rng = np.random.default_rng(6)
     for mode in ("alone", "pool", "alone", "pool"):
@@ -311,3 +317,53 @@ def test_a_worker_sharing_the_drivers_cpu_gives_it_back_while_it_waits_for_a_job
                     assert np.array_equal(r.run([x])[0], want)
     finally:
         os.sched_setaffinity(0, cpus)
+
+
+@pytest.mark.skipif(host_isa() == "plain", reason="the split kernels are the vector ones")
+def test_the_handoff_trace_records_one_job_per_split_kernel_and_who_ran_it(tmp_path,
+                                                                           monkeypatch):
+    """threads.TRACE (benchmarks/thread_profile.py --handoff): with the worker's driver every
+    split kernel publishes one job, in order, and either the worker claimed it (its claim and
+    end stamped, in order on its core) or the driver ran both parts ("late"), never both; the
+    one-thread driver publishes none; without TRACE the build has no trace."""
+    from partita.backends.llvm.runtime import threads
+
+    mod = from_tflite(str(NETS / "mobilenet_v2_035_96.tflite"))
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "off"))
+    plain = P.build(mod, "llvm -threads=2").steps[0].region
+    assert plain._loaded.engine.get_global_value_address("partita_pool_trace") == 0
+    monkeypatch.setattr(threads, "TRACE", True)
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "on"))
+    region = P.build(mod, "llvm -threads=2").steps[0].region
+    split = sum(bool(region._loaded.engine.get_function_address(f"{fn}_whole"))
+                for fn, _ in region.calls)
+    address = region._loaded.engine.get_global_value_address("partita_pool_trace")
+    assert split >= 3 and address
+    import ctypes
+
+    fields = {n: i for i, n in enumerate(threads.TRACE_FIELDS)}
+    trace = np.frombuffer((ctypes.c_int64 * (threads.TRACE_SLOTS * len(fields)))
+                          .from_address(address), np.int64).reshape(threads.TRACE_SLOTS, -1)
+    turns = iter(["pool", "alone"] * 4)
+    region.modes.choose = lambda: next(turns)
+    rng = np.random.default_rng(5)
+    last = 0
+    for run in range(8):
+        x = rng.integers(-128, 128, (1, 96, 96, 3), dtype=np.int8)
+        assert np.array_equal(region.run([x])[0], P.interpret(mod, [x])[0])
+        jobs = trace[trace[:, fields["job"]] > last]
+        if run % 2:  # alone: no job
+            assert len(jobs) == 0
+            continue
+        jobs = jobs[np.argsort(jobs[:, fields["job"]])]
+        assert len(jobs) == split and list(jobs[:, fields["job"]]) == list(
+            range(last + 1, last + 1 + split))
+        last = int(jobs[-1, fields["job"]])
+        for j in jobs:
+            publish, own, end = (j[fields[n]] for n in ("publish", "own_done", "end"))
+            claim, done, late = (j[fields[n]] for n in ("claim", "worker_done", "late"))
+            assert 0 < publish <= own <= end and late in (0, 1)
+            assert (claim == 0) == (late == 1)  # the worker's part ran on exactly one thread
+            if claim:
+                assert claim <= done
