@@ -17,8 +17,6 @@ runs both on every node of the test graphs.
 
 from __future__ import annotations
 
-import weakref
-
 from partita.ir.nodes import Call, Constant, Tuple, TupleGetItem, Var
 from partita.ops.registry import get_op
 
@@ -41,7 +39,6 @@ from .pattern import (
     WildcardPattern,
 )
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NONE = object()
 
 
@@ -50,9 +47,10 @@ def compiled(pattern: Pattern):
     docstring). Recursive patterns (a wildcard redirected anywhere) always go to the Solver."""
     if REDIRECTS:
         return None
-    found = _CACHE.get(pattern, _NONE)
+    found = getattr(pattern, "_matcher", _NONE)
     if found is _NONE:
-        found = _CACHE[pattern] = _compile(pattern) if _is_tree(pattern) is not None else None
+        found = _compile(pattern) if _is_tree(pattern) is not None else None
+        object.__setattr__(pattern, "_matcher", found)
     return found
 
 

@@ -32,7 +32,13 @@ class PatternError(PartitaError):
 class Pattern:
     """Base class of patterns. Build them with the constructors below, not directly."""
 
-    __slots__ = ("name", "__weakref__")
+    # _matcher / _program: the compiled matcher and the claim program (patterns/compiled.py,
+    # programs.py), kept on the pattern itself: they refer back to it, so a cache keyed by the
+    # pattern (a WeakKeyDictionary) held every pattern ever matched alive (backends build
+    # their tables anew for each build: a long-running process leaked them, ~300 objects a
+    # build)
+    __slots__ = ("name", "__weakref__", "_matcher", "_program")
+    CACHES = ("_matcher", "_program")
 
     def __setattr__(self, key, value):
         raise AttributeError("patterns are immutable; methods return new patterns")
@@ -96,7 +102,7 @@ class Pattern:
         clone = object.__new__(type(self))
         for cls in type(self).__mro__:
             for slot in getattr(cls, "__slots__", ()):
-                if slot != "__weakref__" and hasattr(self, slot):
+                if slot != "__weakref__" and slot not in Pattern.CACHES and hasattr(self, slot):
                     object.__setattr__(clone, slot, getattr(self, slot))
         Pattern._init(clone, name)
         if hasattr(clone, "post"):  # the clone's deferred check must point at the clone

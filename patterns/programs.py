@@ -27,7 +27,6 @@ graphs.
 from __future__ import annotations
 
 import itertools
-import weakref
 from itertools import chain
 from operator import attrgetter
 
@@ -60,7 +59,6 @@ GENERIC = object()  # match() cannot decide alone: ask Claimer.claim
 NEED_USES = object()  # match() needs the graph's use counts for this shape: count, then ask again
 MAX_SHAPES = 64  # more alternatives than this: the closures and the general path
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NONE = object()
 # source -> code object: the source names constants by number (K0, K1, ...), so patterns of the
 # same structure share it, each run with its own constants (backends build their tables anew
@@ -80,14 +78,15 @@ def claim_program(pattern: Pattern):
     Solver can match it, or it has more than MAX_SHAPES shapes."""
     if REDIRECTS or compiled(pattern) is None:
         return None
-    found = _CACHE.get(pattern, _NONE)
+    found = getattr(pattern, "_program", _NONE)
     if found is _NONE:
         ex = _Expander()
         try:
             shapes = ex.shapes(pattern)
         except _TooMany:
             shapes = None
-        found = _CACHE[pattern] = None if shapes is None else Program(shapes, ex)
+        found = None if shapes is None else Program(shapes, ex)
+        object.__setattr__(pattern, "_program", found)
     return found
 
 

@@ -31,6 +31,7 @@ from .vela_decompose import BIAS_RECORD_BYTES
 
 ALIGN = 16  # Vela aligns each core's scale and weight streams to 16 bytes
 _CACHE: dict[tuple, int] = {}
+_CACHE_MAX = 4096  # entries (one per distinct weight tensor): a long-running process stays bounded
 
 
 def _aligned(n: int) -> int:
@@ -89,6 +90,8 @@ def encoded_weight_bytes(op: NPUOp, config: NPUConfig, block_depth: int, bits: i
     digest = hashlib.blake2b(w.tobytes(), digest_size=16).digest()
     key = (digest, w.shape, order, dilation, bits, block_depth, config.cores, config.macs_per_cycle)
     if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
         acc = accelerator(config)
         cores = config.cores
         traverse = (
