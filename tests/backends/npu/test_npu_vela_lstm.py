@@ -15,35 +15,23 @@ from partita.backends.npu.config import get_config
 from partita.backends.npu.vela_lstm import KINDS, vela_cycles, vela_program
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from npu_lstm import LSTM_DIR, NAMES, columns, lstm_shapes  # noqa: E402
+
 DATA = Path(__file__).resolve().parent / "data"
 LAYERS = json.loads((DATA / "vela_lstm_layers.json").read_text())
 TOTALS = json.loads((DATA / "vela_cycles.json").read_text())
-NAMES = (
-    "lstm",
-    "lstm_last",
-    "lstm_two_layers",
-    "lstm_in_graph",
-    "lstm_conv",
-    "lstm_batch2",
-    "lstm_time_major",
-)
 PRESETS = ("u55-128", "u55-256", "u65-256", "u65-512")
 CASES = [(n, p) for n in NAMES for p in PRESETS]
 
 
 def _model(name: str) -> Path:
-    return ROOT / "tests" / "models" / "tflite" / "lstm" / f"{name}.tflite"
+    return LSTM_DIR / f"{name}.tflite"
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
-def _shapes(path: Path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from npu_lstm import lstm_shapes
-
-    return lstm_shapes(path)
 
 
 def _per_kind(rows) -> dict[str, list[int]]:
@@ -61,7 +49,7 @@ def test_op_counts_and_costs_per_kind_are_velas(name, preset):
     row = LAYERS["rows"][f"tests/models/tflite/lstm/{name}/{preset}"]
     assert LAYERS["vela"] == "5.2.0" and row["sha256"] == _digest(path)
     config = get_config(preset)
-    ours = _per_kind([r for s in _shapes(path) for r in vela_cycles(s, config)])
+    ours = _per_kind([r for s in lstm_shapes(path) for r in vela_cycles(s, config)])
     vela = row["lstm"]
     assert set(ours) == set(vela) <= set(KINDS)
     for kind, (n, cycles) in vela.items():
@@ -78,9 +66,6 @@ def test_op_counts_and_costs_per_kind_are_velas(name, preset):
 
 @pytest.mark.parametrize("name,preset", CASES, ids=[f"{n}-{p}" for n, p in CASES])
 def test_velas_program_in_our_model_is_within_10_percent_of_vela(name, preset):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from npu_lstm import columns
-
     path = _model(name)
     vela = TOTALS[f"tests/models/tflite/lstm/{name}/{preset}"]
     assert vela["sha256"] == _digest(path)
@@ -95,7 +80,7 @@ def test_program_shape_follows_velas_lowering():
     """Per batch row and step: 8 FCs, 4 ADDs (+ the cell's), the state copies; time major: one
     row of operations for the whole batch, no initial state copies."""
     path = _model("lstm_batch2")
-    (shape,) = _shapes(path)
+    (shape,) = lstm_shapes(path)
     program, rows = vela_program(shape, get_config("u65-256"))
     steps = shape.batch * shape.time
     count = _per_kind((r.kind, 0) for r in rows)
@@ -103,7 +88,7 @@ def test_program_shape_follows_velas_lowering():
     assert count["MemoryCopy"][0] == steps + 2 * shape.batch
     # the state lives where the graph's inputs and outputs do (DRAM on the U65)
     assert {program.tensors[t].memory for t in program.outputs} == {"dram"}
-    (major,) = _shapes(_model("lstm_time_major"))
+    (major,) = lstm_shapes(_model("lstm_time_major"))
     _, rows = vela_program(major, get_config("u55-256"))
     count = _per_kind((r.kind, 0) for r in rows)
     assert count["MemoryCopy"][0] == major.time and count["FullyConnected"][0] == 8 * major.time
