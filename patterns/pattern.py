@@ -32,11 +32,8 @@ class PatternError(PartitaError):
 class Pattern:
     """Base class of patterns. Build them with the constructors below, not directly."""
 
-    # _matcher / _program: the compiled matcher and the claim program (patterns/compiled.py,
-    # programs.py), kept on the pattern itself: they refer back to it, so a cache keyed by the
-    # pattern (a WeakKeyDictionary) held every pattern ever matched alive (backends build
-    # their tables anew for each build: a long-running process leaked them, ~300 objects a
-    # build)
+    # CACHES: its compiled matcher (compiled.py) and claim program (programs.py), kept on it: they
+    # refer back to it, so a WeakKeyDictionary keyed by the pattern kept every pattern matched alive
     __slots__ = ("name", "__weakref__", "_matcher", "_program")
     CACHES = ("_matcher", "_program")
 
