@@ -55,6 +55,7 @@ import partita as P  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "tflite" / "large" / "mobilenet_v2_100_224.tflite"
 QDQ = "onnx/mobilenet_v2_100_224.qdq_s8s8_pc"  # --model qdq (benchmarks/models.py makes it)
+GAP = 0.05  # --gap: seconds idle before each block (interleaved)
 
 
 def tflite(model: Path, x, threads: int, resolver=None):
@@ -125,6 +126,10 @@ def main(argv=None) -> None:
     parser.add_argument("--block", type=int, default=20,
                         help="calls of each runtime in a row per round (the first call after "
                         "another runtime's pays for its leftover threads; all are timed)")
+    parser.add_argument("--gap", type=float, default=GAP,
+                        help="seconds idle before each block (default %(default)s: longer than "
+                        "ONNX Runtime's pool spins after its calls, so every runtime starts its "
+                        "block on quiet cores; 0: none, as before session 23)")
     args = parser.parse_args(argv)
     if str(args.model) == "qdq":
         args.model = Path(QDQ)
@@ -246,7 +251,7 @@ def run_model(args) -> None:
             print(f"OpenVINO ({threads} thread(s), default options: float inference precision "
                   f"{fn.precision}) against partita: {agree(fn(), first.run(x)[0])}")
     fns = [r[3] for r in runs] + [p[2] for p in peers]
-    times = interleaved(fns, args.repeat, args.block)
+    times = interleaved(fns, args.repeat, args.block, args.gap)
     ours, theirs = times[: len(runs)], times[len(runs):]
     print(f"model: {args.model.name}; CPU: {cpu_name()} ({os.cpu_count()} logical CPUs); "
           f"{compile_note}")
@@ -326,16 +331,21 @@ def agree(got, want) -> str:
     return f"within {float(np.abs(got - want).max()) / scale:.1e} of the output scale"
 
 
-def interleaved(fns, repeat: int, block: int = 1) -> list[float]:
+def interleaved(fns, repeat: int, block: int = 1, gap: float = 0.0) -> list[float]:
     """Median time of each function, measured round-robin (``block`` calls of each per round)
     so that load from other processes falls on every runtime alike; each warmed up first by a
-    block of calls of its own (before any other runtime's threads spin)."""
+    block of calls of its own (before any other runtime's threads spin). ``gap`` seconds idle
+    before each block: the previous runtime's threads stop spinning (ONNX Runtime's pool spins
+    20-30 ms after a call; OpenVINO's too), so no block starts on a core another runtime holds,
+    as no user's run does (they run one runtime)."""
     for fn in fns:
         for _ in range(max(block, 1)):
             fn()
     samples = [[] for _ in fns]
     for _ in range(repeat):
         for fn, out in zip(fns, samples):
+            if gap > 0:
+                time.sleep(gap)
             for _ in range(block):
                 start = time.perf_counter()
                 fn()

@@ -312,9 +312,13 @@ def main(argv=None) -> int:
     for _ in range(max(3, args.runs)):
         for tag, e in (("1", one), ("2", forced)):
             p = prof(e)
-            for si, step in enumerate(p.steps):
-                for oi, op in enumerate(step.ops):
-                    key = f"{si}:{oi}:{op.name}"
+            # keyed by the kernel's name and its occurrence, not its step: the two builds may
+            # cut the model into steps differently (a float ResNet's second thread)
+            seen: dict[str, int] = defaultdict(int)
+            for step in p.steps:
+                for op in step.ops:
+                    seen[op.name] += 1
+                    key = f"{seen[op.name]}:{op.metrics.get('kernel', step.target)}:{op.name}"
                     times[tag][key].append(op.time_s)
                     kinds[key] = op.metrics.get("kernel", step.target)
             if hand is not None and tag == "2":

@@ -57,6 +57,11 @@ CASES = {
     "bert_rows_panels": lambda rng: _gemm(rng, 128, 768, 768, "n"),
     # a per-element bias moves with the rows; 1000 columns: a masked last vector
     "rows_mn_bias": lambda rng: _gemm(rng, 300, 200, 1000, "mn"),
+    # ResNet-50's 14 x 14 3 x 3 convolution (implicit, 2.4 MB of weights) with a residual:
+    # panel chunks, each panel's rows in parts (chunk_grid)
+    "conv3x3_panels_parts": lambda rng: _conv(rng, 14, 256, 256, 3, True),
+    # a per-element bias moves with the rows and the columns of a panels x row parts grid
+    "mn_bias_panels_parts": lambda rng: _gemm(rng, 100, 1100, 256, "mn"),
 }
 
 
@@ -72,10 +77,15 @@ def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, tmp_path,
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")  # a cached region would hide the patch,
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))  # and so would cached objects
     monkeypatch.setattr(chunks, "CHUNK_MACS", 1 << 16)  # many chunks, a shorter last one
+    monkeypatch.setattr(chunks, "PANEL_CHUNKS", 64)  # row parts on any CPU's panel width
     split = [kk for kk in _fdense(mod, 2) if kk.params.get("threads") == 2]
     assert split, "no FDENSE was split over two threads"
     mode, size, count = chunks.chunk_plan(split[0].params)
     assert count > 2 and mode == ("panels" if "panels" in case else "rows")
+    for kk in split:  # PANEL_CHUNKS 64: every panel split has row parts
+        kind, (rsize, parts), (_, panels) = chunks.chunk_grid(kk.params)
+        assert parts > 1 and kk.params["M"] > (parts - 1) * rsize
+        assert (panels > 1) == (kind == "panels")
     exe = P.build(mod, "llvm -threads=2")
     regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
     assert regions, "no region has the two-thread driver"
@@ -127,6 +137,23 @@ def test_chunk_plan_splits_weights_past_l2_by_panels():
     for m, k, n in ((196, 1024, 256), (784, 1152, 128), (192, 768, 768), (128, 512, 512)):
         mode, _, _ = chunks.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
         assert mode == "rows"
+
+
+def test_chunk_grid_cuts_few_panels_into_row_parts():
+    """Fewer panel chunks than PANEL_CHUNKS: each panel's rows in parts of whole row tiles (2
+    tiles at least), so a thread slowed for a while leaves the other part of a panel."""
+    p = {"M": 196, "K": 2304, "N": 256, "rows": 6, "cols": 4, "implicit": True}
+    assert chunks.chunk_plan(p)[::2] == ("panels", 4)
+    mode, (rsize, parts), (csize, count) = chunks.chunk_grid(p)
+    assert (mode, csize, count) == ("panels", 64, 4) and parts == 4 and rsize % 6 == 0
+    assert (parts - 1) * rsize < 196 <= parts * rsize
+    # rows mode, or enough panels: one part of all the rows
+    assert chunks.chunk_grid({"M": 3136, "K": 576, "N": 64, "rows": 6, "cols": 1})[2] == (64, 1)
+    wide = {"M": 49, "K": 4608, "N": 2048, "rows": 6, "cols": 4}
+    assert chunks.chunk_plan(wide)[2] >= chunks.PANEL_CHUNKS
+    assert chunks.chunk_grid(wide)[1] == (54, 1)
+    # a head-major output (heads.py) keeps whole panels
+    assert chunks.chunk_grid({**p, "out_heads": 64})[1][1] == 1
 
 
 def test_chunk_plan_splits_bert_products_by_panels():

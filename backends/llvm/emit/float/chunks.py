@@ -7,7 +7,7 @@ gemm.py's products."""
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import F32, I64, Family, c64, claimed_chunks, for_range, via
+from partita.backends.llvm.emit.base import F32, I64, Family, c64, for_range, via
 
 from .gemm import BIG_WEIGHTS, COLS, ROWS, V16F, VEC
 
@@ -27,6 +27,8 @@ WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 128
 # about the weights' size), WIDE_MIN_CHUNKS at least. BERT's 768 x 768 and 3072 x 768 (12
 # panels) in 6 chunks, not 12: see the session 20 (thr10) section of docs/performance.md
 X_REREADS, WIDE_MIN_CHUNKS = 1, 4
+# a panel split of fewer chunks cuts each panel's rows into parts too (chunk_grid)
+PANEL_CHUNKS = 16
 
 
 def chunk_plan(p: dict) -> tuple[str, int, int]:
@@ -53,6 +55,7 @@ def chunk_plan(p: dict) -> tuple[str, int, int]:
 class DenseChunks(Family):
     # what it uses of the other kernel families (through the emit context)
     dense_rows = via("gemm")
+    split_chunks = via("pool")
     vstore_f = via("gemm")
 
     def zero_border(self, k, b, y) -> None:
@@ -86,46 +89,87 @@ class DenseChunks(Family):
         g.initializer = c64(0)
         return g
 
-    def dense_chunks(self, k, b, ptrs, counter) -> None:
-        """Claim chunks (atomic add on ``counter``) and run each until none is left: blocks of
-        rows, or of column panels where the weights outweigh the rows (chunk_plan)."""
+    def dense_split(self, k, b, pointers) -> None:
+        """The product's chunks (chunk_grid: blocks of rows, of whole column panels, or of
+        panels x row parts), claimed one at a time by this thread from the front and by the
+        driver's worker from the back (runtime/threads.py split_chunks): each thread keeps to
+        its end's panels (their weights stream into its own L2 once) and rows, and a thread
+        slowed for a while (a busy host core) leaves chunks to the other."""
         p = k.params
+        m_, n_ = p["M"], p["N"]
+        mode, (rsize, rcount), (csize, ccount) = chunk_grid(p)
+        variants: dict = {}
+
+        def variant(rows: int, cols: int | None):
+            if (rows, cols) not in variants:
+                tag = f"chunk_{len(variants)}"
+                variants[rows, cols] = (self.dense_rows(k, rows, tag) if cols is None else
+                                        self.dense_rows(k, rows, tag, cols))
+            return variants[rows, cols]
+
+        rlast, clast = m_ - (rcount - 1) * rsize, n_ - (ccount - 1) * csize
+        cols = (None, None) if mode == "rows" else (csize, clast)
+
+        def emit(rb, ps, lo, hi):
+            with for_range(rb, rb.sub(hi, lo), "c") as i:
+                c = rb.add(lo, i)
+                col, row = rb.udiv(c, c64(rcount)), rb.urem(c, c64(rcount))
+                args = self.chunk_args(rb, p, ps, mode, rb.mul(row, c64(rsize)),
+                                       rb.mul(col, c64(csize)))
+                # the chunk's function: a shorter last row part and last panel chunk have
+                # their own (only the kinds of chunk this grid has)
+                last_r = rb.icmp_signed("==", row, c64(rcount - 1))
+                last_c = rb.icmp_signed("==", col, c64(ccount - 1))
+                for lr in (0, 1) if rcount > 1 else (1,):
+                    for lc in (0, 1) if ccount > 1 else (1,):
+                        here = rb.and_(last_r if lr else rb.not_(last_r),
+                                       last_c if lc else rb.not_(last_c))
+                        with rb.if_then(here):
+                            rb.call(variant((rsize, rlast)[lr], cols[lc]), args)
+
+        self.split_chunks(k, b, pointers, rcount * ccount, 1, emit, tag="_dense")
+
+    def chunk_args(self, b, p, ptrs, mode, m0, n0) -> list:
+        """The dense_rows arguments of the chunk at row m0, column n0 (0 in "rows" mode): x, y,
+        a per-element bias and the residual move with the rows and columns, w (whole panels)
+        and a per-column bias with the columns; an implicit convolution and a padded output
+        take the first row as the last argument instead (y_at adds it)."""
+        x, w, y, bias, koff, res = ptrs
         m_, k_, n_ = p["M"], p["K"], p["N"]
-        mode, size, count = chunk_plan(p)
-        whole = self.dense_rows(k, size, "chunk") if mode == "rows" else None
-        if mode == "rows":
-            last = self.dense_rows(k, m_ - (count - 1) * size, "chunk_last")
+        implicit, padded = "implicit" in p, "out_pad" in p
+        xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
+        mn = b.add(b.mul(m0, c64(n_)), n0)  # element (m0, n0) of y, bias "mn", the residual
+        if "out_heads" in p:  # heads.py: rows, or panels starting at a head's first column
+            heads = p["out_heads"]
+            yo = (b.mul(m0, c64(heads)) if mode == "rows" else
+                  b.mul(b.udiv(n0, c64(heads)), c64(m_ * heads)))
         else:
-            whole = self.dense_rows(k, m_, "chunk", size)
-            last = self.dense_rows(k, m_, "chunk_last", n_ - (count - 1) * size)
-        with claimed_chunks(b, counter, count) as c:
-            x, w, y, bias, koff, res = ptrs
-            if mode == "rows":  # rows c * size ..: x, y, a per-element bias and the residual move
-                m0 = b.mul(c, c64(size))
-                implicit, padded = "implicit" in p, "out_pad" in p  # y_at adds m0 itself
-                xo = x if implicit else b.gep(x, [b.mul(m0, c64(k_))], source_etype=F32)
-                yo = b.mul(m0, c64(n_))
-                ym = b.mul(m0, c64(p["out_heads"])) if "out_heads" in p else yo  # heads.py
-                args = [xo, w, y if padded else b.gep(y, [ym], source_etype=F32),
-                        b.gep(bias, [yo], source_etype=F32) if p.get("bias") == "mn" else bias,
-                        koff, b.gep(res, [yo], source_etype=F32) if p.get("residual") else res,
-                        m0 if implicit or padded else c64(0)]
-            else:  # columns c * size ..: w (whole panels), y, the bias and the residual move
-                n0 = b.mul(c, c64(size))
-                # heads.py: chunks start at a head's first column (H divides 64)
-                yn = b.mul(b.udiv(n0, c64(p["out_heads"])), c64(m_ * p["out_heads"])) if (
-                    "out_heads" in p) else n0
-                args = [x, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
-                        b.gep(y, [yn], source_etype=F32),
-                        b.gep(bias, [n0], source_etype=F32) if p.get("bias") in ("n", "mn")
-                        else bias,
-                        koff, b.gep(res, [n0], source_etype=F32) if p.get("residual") else res,
-                        c64(0)]
-            with b.if_else(b.icmp_signed("==", c, c64(count - 1))) as (is_last, other):
-                with is_last:
-                    b.call(last, args)
-                with other:
-                    b.call(whole, args)
+            yo = n0 if padded else mn
+        by = {"mn": mn, "n": n0}.get(p.get("bias"))
+        return [xo, b.gep(w, [b.mul(n0, c64(k_))], source_etype=F32),
+                b.gep(y, [yo], source_etype=F32),
+                bias if by is None else b.gep(bias, [by], source_etype=F32),
+                koff, b.gep(res, [mn], source_etype=F32) if p.get("residual") else res,
+                m0 if implicit or padded else c64(0)]
 
 
-__all__ = ["DenseChunks", "chunk_plan"]
+def chunk_grid(p: dict) -> tuple[str, tuple[int, int], tuple[int, int]]:
+    """(mode, (rows per part, row parts), (columns per chunk, column chunks)) of a split
+    FDENSE: chunk_plan's rows or panels; a panel split of fewer than PANEL_CHUNKS chunks
+    also cuts its rows into parts (whole row tiles, at least 2 each), so that a thread slowed
+    for a while hands the other a fraction of a panel, not a whole one (ResNet-50's 14 x 14
+    3 x 3 convolutions: 4 panels of 64 columns)."""
+    mode, size, count = chunk_plan(p)
+    m_, n_ = p["M"], p["N"]
+    if mode == "rows":
+        return mode, (size, count), (n_, 1)
+    tr = p.get("rows", ROWS)
+    tiles = -(-m_ // tr)
+    parts = 1
+    if count < PANEL_CHUNKS and "out_heads" not in p:
+        parts = max(1, min(-(-PANEL_CHUNKS // count), tiles // 2))
+    rsize = -(-tiles // parts) * tr
+    return mode, (rsize, -(-m_ // rsize)), (size, count)
+
+
+__all__ = ["DenseChunks", "chunk_grid", "chunk_plan"]

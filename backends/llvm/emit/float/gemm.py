@@ -74,7 +74,7 @@ class FloatGemm(Family):
     split_chunks = via("pool")
     zero_border = via("fchunks")
     chunk_counter = via("fchunks")
-    dense_chunks = via("fchunks")
+    dense_split = via("fchunks")
 
     def vfma(self, b, a, w, acc):
         name = "llvm.fma.v16f32"
@@ -397,7 +397,7 @@ class FloatGemm(Family):
         return fn
 
     def k_fdense_vec(self, k):
-        """The rows in one call, or (``threads`` 2) in chunks (dense_chunks) that this thread
+        """The rows in one call, or (``threads`` 2) in chunks (dense_split) that this thread
         and the driver's worker claim one at a time (runtime/threads.py): a worker the OS
         deschedules holds up at most the chunk it is in; each output is computed by one
         chunk, the same bits as one thread."""
@@ -416,12 +416,7 @@ class FloatGemm(Family):
             b.call(self.dense_rows(k, m_, "rows"), [x, w, y, bias, koff, res, c64(0)])
             b.ret_void()
             return fn
-        pointers = [x, w, y, bias, koff, res]
-        counter = self.chunk_counter(k)
-        b.store_atomic(c64(0), counter, "release", 8)
-        part = self.part_function(k, "chunks", pointers,
-                                  lambda pb, ps: self.dense_chunks(k, pb, ps, counter))
-        self.split_run(k, b, pointers, [part, part])
+        self.dense_split(k, b, [x, w, y, bias, koff, res])
         b.ret_void()
         return fn
 
