@@ -50,6 +50,7 @@ import numpy as np  # noqa: E402
 import partita as P  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+GAP = 0.05  # seconds idle before each block (interleaved; benchmarks/cpu.py --gap)
 sys.path.insert(0, str(ROOT / "tools"))
 
 
@@ -63,13 +64,15 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def interleaved(fns, repeat: int, block: int = 5) -> list[tuple[float, float, float]]:
+def interleaved(fns, repeat: int, block: int = 5,
+                gap: float = GAP) -> list[tuple[float, float, float]]:
     """(median wall seconds, median process CPU seconds, median CPU seconds of the calling
     thread) per call of each function, measured round-robin: ``block`` calls of each per round,
     each call timed on its own, ``repeat`` rounds, each function warmed up first by a block of
     its own (as benchmarks/cpu.py measures). The process's CPU time counts every thread of the
     process, a peer's pool still spinning from its last call included; the calling thread's
-    is its own share."""
+    is its own share. ``gap`` seconds idle before each block (as cpu.py --gap): the previous
+    runtime's pool stops spinning, so no block starts on a core another runtime holds."""
     for fn in fns:
         for _ in range(max(block, 1)):
             fn()
@@ -78,6 +81,8 @@ def interleaved(fns, repeat: int, block: int = 5) -> list[tuple[float, float, fl
     own = [[] for _ in fns]
     for _ in range(repeat):
         for fn, w, c, o in zip(fns, wall, cpu, own):
+            if gap > 0:
+                time.sleep(gap)
             for _ in range(max(block, 1)):
                 t, pt, tt = time.perf_counter(), time.process_time(), time.thread_time()
                 fn()
@@ -153,6 +158,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=10, help="interleaved rounds")
     ap.add_argument("--block", type=int, default=5,
                     help="calls of each runtime per round (each timed; medians over all)")
+    ap.add_argument("--gap", type=float, default=GAP,
+                    help="seconds idle before each block (default %(default)s: ONNX Runtime's "
+                    "pool spins ~20-30 ms after its calls; 0: none, as before session 23)")
     ap.add_argument("--tiny", action="store_true", help="the 2-layer test geometry")
     ap.add_argument("--layers", type=int, help="keep the first N encoder layers")
     ap.add_argument("--dyn-int8", action="store_true",
@@ -188,7 +196,7 @@ def main(argv=None) -> int:
                     ours = (median_time(lambda m=mod: P.interpret(m, feed), 1), float("nan"),
                             float("nan"))
                     peer = interleaved([lambda s=sess: s.run(None, feed)], args.repeat,
-                                       args.block)[0]
+                                       args.block, args.gap)[0]
                 else:
                     got, want = exe.run(**feed)[0], sess.run(None, feed)[0]
                     scale = float(np.abs(want).max()) or 1.0
@@ -197,7 +205,7 @@ def main(argv=None) -> int:
                     pooled, runs = worker_runs(exe)
                     ours, peer = interleaved([lambda e=exe: e.run(**feed),
                                               lambda s=sess: s.run(None, feed)],
-                                             args.repeat, args.block)
+                                             args.repeat, args.block, args.gap)
                     what += f"; load average {before} -> {load()}"
                     if n > 1:
                         now = worker_runs(exe)
