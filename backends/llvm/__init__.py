@@ -19,7 +19,10 @@ from partita.backends.llvm.emit.module import (
     signature,
     wants_unrolling,
 )
-from partita.backends.llvm.lower import lower
+
+# the function under another name: bound as ``lower`` it would hide the subpackage (``import
+# partita.backends.llvm.lower.context as c`` failed: "cannot import name 'context' from 'lower'")
+from partita.backends.llvm.lower import lower as lower_function
 from partita.backends.llvm.lower.vector_plan import ISAS
 from partita.backends.llvm.runtime.arena import plan_arena
 from partita.backends.llvm.runtime.cache import fetch, keep, region_key
@@ -108,7 +111,7 @@ def compile_region(function, options: dict) -> LLVMRegion:
 
 def _compile_region(function, isa: str, threads: int, mcpu, features,
                     emulate: bool = False) -> LLVMRegion:
-    plan = lower(function, isa, threads)
+    plan = lower_function(function, isa, threads)
     used = {k.params.get(p) for k in plan.kernels for p in ("isa", "gather")}
     lacking = host_cpu.lacking(used) if mcpu in (None, "native") and not emulate else []
     if lacking:  # kernels this host cannot run: compiled for a CPU with them, refused at run

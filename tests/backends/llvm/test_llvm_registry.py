@@ -153,3 +153,15 @@ def test_kernel_families_are_composed_not_mixed():
                 assert known or n.attr == "em", f"{cls.__name__} reads self.{n.attr}, not its own"
     for fn in emitters().values():
         assert family_of(fn) in FAMILIES.values()
+
+
+def test_the_lower_subpackage_is_not_hidden_by_its_function():
+    """``partita.backends.llvm.lower`` is the subpackage (the package's own ``lower`` function
+    once hid it: ``import partita.backends.llvm.lower.context as c`` raised ImportError)."""
+    import types
+
+    import partita.backends.llvm as llvm
+    import partita.backends.llvm.lower.context as context
+
+    assert isinstance(llvm.lower, types.ModuleType) and llvm.lower.context is context
+    assert callable(context.lower)
