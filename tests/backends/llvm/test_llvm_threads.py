@@ -207,6 +207,24 @@ def test_float_products_in_mlas_order_split_over_two_threads(isa, kind):
         assert one.run([x])[0].tobytes() == want.tobytes()
 
 
+def test_chunk_sizes_split_evenly_between_two_threads():
+    """chunk_size picks, among sizes up to about SPLIT_CHUNKS chunks' (a multiple of the row
+    pairs), the one two equally fast threads claiming from both ends finish first: 56 rows in
+    pairs go in 14 chunks of 4 (28 rows each), not 7 of 8 (32 for one thread)."""
+    from partita.backends.llvm.runtime.threads import SPLIT_CHUNKS, chunk_size, makespan
+
+    assert makespan(56, 8) == 32 and makespan(56, 4) == 28 and makespan(7, 1) == 4
+    assert makespan(10, 4) == 6  # 4 + 2 against 4: the shorter last chunk goes to the back
+    assert chunk_size(56, multiple=2) == 4 and chunk_size(112) == 14
+    assert chunk_size(7) == 1 and chunk_size(14, multiple=2) == 2  # 7 pairs: no even split
+    for total in range(1, 400):
+        for multiple in (1, 2):
+            size = chunk_size(total, multiple=multiple)
+            first = -(-max(1, -(-total // SPLIT_CHUNKS)) // multiple) * multiple
+            assert size % multiple == 0 and 1 <= -(-total // size) <= 2 * SPLIT_CHUNKS
+            assert size <= first and makespan(total, size) <= makespan(total, first)
+
+
 @pytest.mark.parametrize("isa", ["avx2", "vnni"])
 @pytest.mark.parametrize(
     "kind, hw, k, cin, cout",
