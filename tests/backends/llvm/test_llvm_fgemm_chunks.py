@@ -126,15 +126,18 @@ def test_chunk_plan():
 
 def test_chunk_plan_splits_weights_past_l2_by_panels():
     # AVX-512's 64-column panels: ResNet's 7 x 7 stage (8 panels, 9 row tiles) and 14 x 14
-    # 3 x 3 convolutions (2.4 MB of weights) stream half the weights per thread; 196 x 1024 x
-    # 256 (1 MB, in L2), weights in L2 and tall products keep row chunks
+    # 3 x 3 convolutions (2.4 MB of weights) stream half the weights per thread, and so do
+    # products of more rows with twice L2's share of weights or more (196 x 1024 x 512, 2 MB;
+    # 192 x 768 x 768); 196 x 1024 x 256 (1 MB, in L2), weights in L2 and tall products keep
+    # row chunks
     implicit = [16, 256, [1, 1], 14]
-    for m, k, n, conv in ((49, 4608, 512, True), (49, 2048, 512, False), (196, 2304, 256, True)):
+    for m, k, n, conv in ((49, 4608, 512, True), (49, 2048, 512, False), (196, 2304, 256, True),
+                          (196, 1024, 512, False), (192, 768, 768, False)):
         p = {"M": m, "K": k, "N": n, "rows": 6, "cols": 4} | ({"implicit": implicit} if conv
                                                                else {})
         mode, size, count = chunks.chunk_plan(p)
         assert mode == "panels" and size % 64 == 0 and count >= 2 and count * size >= n
-    for m, k, n in ((196, 1024, 256), (784, 1152, 128), (192, 768, 768), (128, 512, 512)):
+    for m, k, n in ((196, 1024, 256), (784, 1152, 128), (3136, 64, 256), (128, 512, 512)):
         mode, _, _ = chunks.chunk_plan({"M": m, "K": k, "N": n, "rows": 6, "cols": 4})
         assert mode == "rows"
 

@@ -21,7 +21,9 @@ MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks 
 # ran worse by panels (4 chunks) and keeps rows. BERT's products at seq 128 (128 rows: 22 row
 # chunks of 6 each reread 2.4-9.4 MB of weights; 6-24 panel chunks each reread x, 0.4-1.5
 # MB) by panels: its FDENSEs 0.66-0.79 -> 0.50-0.54 of one thread's time (session 20, thr10).
-# More rows than 128 (x's rereads growing with them) were not measured and keep rows.
+# More rows than 128 (x's rereads growing with them) keep rows, unless the weights are twice
+# L2's share or more: ResNet-50's 196 x 1024 x 512 (2 MB; each of 17 row chunks read it all
+# from L3) 0.74 -> 0.5x of one thread's time by panels (session 23, per-kernel medians).
 WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 128
 # such a split's chunks each reread all of x: at most n / m * X_REREADS chunks (x's rereads
 # about the weights' size), WIDE_MIN_CHUNKS at least. BERT's 768 x 768 and 3072 x 768 (12
@@ -40,7 +42,8 @@ def chunk_plan(p: dict) -> tuple[str, int, int]:
     want = max(2, min(MAX_CHUNKS, m_ * k_ * n_ // CHUNK_MACS))
     panels = n_ // width
     tiles = -(-m_ // tr)
-    wide = n_ >= m_ and k_ * n_ > WIDE_WEIGHTS and ("implicit" in p or m_ <= WIDE_ROWS)
+    wide = n_ >= m_ and k_ * n_ > WIDE_WEIGHTS and (
+        "implicit" in p or m_ <= WIDE_ROWS or k_ * n_ >= 2 * WIDE_WEIGHTS)
     if panels >= 2 and ((tiles < 2 * want or m_ < 4 * tr) and panels >= tiles or wide):
         # each chunk rereads x (m * k): about as much x as weights in all, 4 at least; not an
         # implicit convolution (ResNet's 196 x 512 x 1024 would go 16 -> 4 chunks: unmeasured)
