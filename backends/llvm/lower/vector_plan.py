@@ -456,12 +456,25 @@ def channel_groups(params: dict) -> int:
     return -(-nvec // (2 if params.get("isa") == "amx" else params["V"]))
 
 
+def _writes_pixels(conv, channels: int) -> bool:
+    """Whether ``conv`` stores its output pixel by pixel, ``channels`` bytes each, in a form
+    that can land in a padded image (out_pad): an int8 VCONV, or a float convolution in ONNX
+    Runtime's sum order quantizing its outputs (FCONV ``quant``: a QDQ model's convolutions
+    that ORT runs in float) over one image."""
+    if conv.kind == Kind.VCONV:
+        return conv.params["OC"] == channels
+    return (conv.kind == Kind.FCONV and bool(conv.params.get("quant"))
+            and conv.params["O"] == channels and conv.params["images"] == 1)
+
+
 def write_into_halos(plan) -> None:
     """A convolution whose only reader is a depthwise convolution writes its output straight
     into the depthwise kernel's zero-point-padded input buffer (``out_pad``: the padded row
     width, channels, top and left border, the image's width); the depthwise kernel then only
-    refills the border (``prepadded``) instead of copying its whole input. Needs the channels
-    to be unpadded (a multiple of 16) and the value to be no output of the segment."""
+    refills the border (``prepadded``) instead of copying its whole input (one thread's copy,
+    the worker waiting: a QDQ MobileNetV2's 10 depthwise kernels after an FCONV). Needs the
+    channels to be unpadded (a multiple of 16) and the value to be no output of the
+    segment."""
     readers, producer = plan.links()
     for k in plan.kernels:
         if k.kind != Kind.VDW or len(k.inputs) != 2 or k.params.get("prepadded"):
@@ -469,8 +482,8 @@ def write_into_halos(plan) -> None:
         x, padded = k.inputs
         conv = producer.get(x)
         p = k.params
-        if (conv is None or conv.kind != Kind.VCONV or x in plan.outputs or readers.get(x) != 1
-                or conv.params["OC"] != p["Cs"] or "out_pad" in conv.params
+        if (conv is None or x in plan.outputs or readers.get(x) != 1 or not _writes_pixels(
+                conv, p["Cs"]) or "out_pad" in conv.params
                 or "batch" in p or "batch" in conv.params):  # one padded image at a time
             continue
         top, left = p["pad"][0], p["pad"][1]

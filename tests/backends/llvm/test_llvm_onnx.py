@@ -43,3 +43,35 @@ def test_onnx_net_on_llvm_equals_onnxruntime(name):
         assert got.tobytes() == P.interpret(mod, feeds)[0].tobytes()
         assert got.tobytes() == ort_run(path, feeds, "enable_all")[0].tobytes()
 
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_quantizing_float_conv_writes_into_the_depthwise_padding(threads, monkeypatch):
+    """A QDQ MobileNetV2's float convolutions (FCONV in ORT's order, quantized outputs) store
+    straight into the next depthwise kernel's padded input (vector_plan.write_into_halos), as
+    the int8 ones do: no depthwise kernel copies its input, and the model still equals ORT bit
+    for bit, with two threads through both drivers."""
+    from partita.backends.llvm.lower import context
+
+    seen = []
+    real = context.write_into_halos
+
+    def spy(plan):
+        real(plan)
+        _, producer = plan.links()
+        seen.extend((producer[k.inputs[0]].kind, k.params.get("prepadded"))
+                    for k in plan.kernels if k.kind == "VDW")
+
+    monkeypatch.setattr(context, "write_into_halos", spy)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    path = models("nets", "mobilenet_v2_035_96.qdq_s8s8_pc.onnx")[0]
+    mod = from_onnx(path)
+    exe = P.build(mod, "llvm" + (" -threads=2" if threads == 2 else ""))
+    assert ("FCONV", True) in seen and all(pre for _, pre in seen)
+    for region in (s.region for s in exe.steps if getattr(s.region, "modes", None)):
+        turns = iter(["pool", "alone"] * 2)
+        region.modes.choose = lambda turns=turns: next(turns)
+    for seed in range(2):
+        feeds = feeds_for(mod, seed)
+        (got,) = exe.run(*feeds.values())
+        assert got.tobytes() == ort_run(path, feeds, "enable_all")[0].tobytes()

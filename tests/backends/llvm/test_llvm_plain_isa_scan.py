@@ -44,7 +44,7 @@ def plain_ir(mod, monkeypatch) -> tuple[list[str], list]:
     """The LLVM IR texts of ``mod``'s ``-isa=plain`` build (its first llvm region) and the
     plan's kernels, generated afresh (no region cache); nothing is compiled."""
     seen: dict = {}
-    real_lower = llvm_backend.lower
+    real_lower = llvm_backend.lower_function
 
     def lower(*args, **kwargs):
         seen["plan"] = real_lower(*args, **kwargs)
@@ -55,7 +55,7 @@ def plain_ir(mod, monkeypatch) -> tuple[list[str], list]:
         raise _Captured
 
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
-    monkeypatch.setattr(llvm_backend, "lower", lower)
+    monkeypatch.setattr(llvm_backend, "lower_function", lower)
     monkeypatch.setattr(llvm_backend, "compile_parts", compile_parts)
     with pytest.raises(_Captured):
         P.build(mod, "llvm -isa=plain")

@@ -35,13 +35,13 @@ def fresh_cache(tmp_path, monkeypatch):
 def lowerings(monkeypatch) -> list:
     """Counts lower() calls made by compile_region."""
     calls = []
-    real = llvm_backend.lower
+    real = llvm_backend.lower_function
 
     def counting(*args, **kwargs):
         calls.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(llvm_backend, "lower", counting)
+    monkeypatch.setattr(llvm_backend, "lower_function", counting)
     return calls
 
 

@@ -217,9 +217,14 @@ class FloatConvKernels(Family):
         sums = self.blocks_sum(b, blocks, nrows * nvec, step.product, step.chain,
                                step.lane_sums, start)
         for r in range(nrows):
+            pix = b.add(row, c64(r))
+            if p.get("out_pad"):  # a depthwise kernel's padded input (write_into_halos)
+                ws, _, top, left, width = p["out_pad"]
+                pix = b.add(b.mul(b.add(b.udiv(pix, c64(width)), c64(top)), c64(ws)),
+                            b.add(b.urem(pix, c64(width)), c64(left)))
             for v in range(nvec):
                 value = self.epilogue(b, sums[r * nvec + v], p, bias, chans[v])
-                at = b.add(b.mul(b.add(row, c64(r)), c64(p["O"])), chans[v])
+                at = b.add(b.mul(pix, c64(p["O"])), chans[v])
                 if p.get("quant"):
                     self.store_quantized(b, value, p, ptrs[4:], y, at,
                                          lanes if v == nvec - 1 else VEC)
