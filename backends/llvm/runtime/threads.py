@@ -40,7 +40,12 @@ SLOTS = ("seq", "claimed", "done", "quit", "active", "owner", "job_id", "slow", 
 # i32 globals: the futex word the worker sleeps on, and its flag; the futex word the driver
 # waits on for a job's end (the job number's low 32 bits), and its flag
 WORDS = ("epoch", "sleeping", "finished", "waiting")
-IDLE_SPINS = 1 << 11  # pauses the worker waits for the next call before it sleeps (~0.1 ms)
+# pauses the worker waits for the next call before it sleeps: ~0.2 ms of its CPU after each
+# call here (Intel Xeon, session 23). 1 << 11 (~0.05 ms) was shorter than the ~0.1 ms of Python
+# between two back-to-back runs (the inputs' checks, the outputs' copies), so the worker slept
+# before every call and a halted virtual CPU woke up through the first kernels: MobileNetV2's
+# two threads 0.72 -> 0.65 of one thread on amx, 0.69 -> 0.65 on vnni (benchmarks/cpu.py)
+IDLE_SPINS = 1 << 14
 SHUTDOWN = "partita_pool_shutdown"
 SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
 # pause instructions waited for the worker before the run counts as slow (its remaining kernels
