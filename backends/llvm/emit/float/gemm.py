@@ -70,10 +70,7 @@ def lanes(count: int) -> ir.Constant:
 
 class FloatGemm(Family):
     # what it uses of the other kernel families (through the emit context)
-    split_run = via("pool")
-    split_chunks = via("pool")
     zero_border = via("fchunks")
-    chunk_counter = via("fchunks")
     dense_split = via("fchunks")
 
     def vfma(self, b, a, w, acc):
