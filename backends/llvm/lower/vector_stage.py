@@ -81,13 +81,16 @@ def stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
       constants and the narrowing a saturating one."""
     flags = {"fold_zp": False, "round_all": False, "saturate": False, "umul": False,
              "offset": 0}
+    if params["rounding"] == "tflite_builtin":  # its own stage (vrequant_upward)
+        flags["saturate"] = _saturate(params)
+        flags["fold_zp"] = _fold_upward_zp(params, consts, wabs.size)
+        return flags
     if params["rounding"] != "tflite":
         return flags
     n = wabs.size
     e = consts["rshift"][:n].astype(np.int64)
     flags["round_all"] = bool((e > 0).all())
-    flags["saturate"] = {(-128, 127): "int8", (0, 255): "uint8"}.get(
-        (params["lo"], params["hi"]), False)
+    flags["saturate"] = _saturate(params)
     if not params["rq_zp"] and not params["left"]:
         bound = np.abs(consts["corr"][:n].astype(np.int64)) + 255 * wabs + 1
         rnd = consts["rnd"][:n].astype(np.int64) + (np.int64(params["out_zp"]) << e)
@@ -104,6 +107,31 @@ def stage_flags(params: dict, consts: dict, wabs: np.ndarray) -> dict:
             offset_accumulators(consts)
             flags["offset"] = ACC_OFFSET  # the code compares the sums with it
     return flags
+
+
+def _saturate(params: dict):
+    """The clamp's type when it is the output type's whole range (a saturating narrowing)."""
+    return {(-128, 127): "int8", (0, 255): "uint8"}.get((params["lo"], params["hi"]), False)
+
+
+def _fold_upward_zp(params: dict, consts: dict, n: int) -> bool:
+    """"tflite_builtin": the output zero point rides in the 64-bit addends, + zp * 2^(32 +
+    bsh) (vector_output_stage.vrequant_upward shifts the sum right by 32, then by bsh: a
+    multiple of 2^(32 + bsh) added before adds zp after, exactly) where no sum can leave int64:
+    |(x << bls) * M| <= 2^62 (x << bls an int32, |M| < 2^31), plus the addend and zp's term."""
+    zp = int(params["out_zp"])
+    if zp == 0:
+        return False
+    bsh = [int(v) for v in consts["bsh"]]
+    addends = [int(v) for pair in zip(consts["bhe"], consts["bho"]) for v in pair]
+    if any((1 << 62) + abs(a) + abs(zp) * (1 << (32 + e)) >= (1 << 63) - 1
+           for a, e in zip(addends[:n], bsh[:n])):
+        return False
+    for name, lanes in (("bhe", slice(0, None, 2)), ("bho", slice(1, None, 2))):
+        terms = [zp * (1 << (32 + e)) for e in bsh[lanes]]
+        consts[name] = (consts[name].astype(np.int64) + np.array(terms, np.int64))
+    consts["ozp"][:] = 0
+    return True
 
 
 def offset_accumulators(consts: dict) -> None:

@@ -87,3 +87,38 @@ def test_packed_narrowing_is_emitted_where_it_applies():
     assert packs(mod, "vnni") == {"avx512.packssdw"}
     assert packs(mod, "avxvnni") == {"avx2.packssdw"}
     assert not packs(_pointwise(64, 128, (5, 5), semantics="tflite_double"), "vnni")
+
+
+@pytest.mark.parametrize("isa", ["plain", "avx2", "avxvnni", "vnni", "amx"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_the_builtin_stage_takes_the_saturating_clamp_and_the_folded_zero_point(isa, dtype):
+    """TFLite's optimized kernels' stage ("tflite_builtin", vrequant_upward) with the clamp on
+    the type's whole range and a nonzero output zero point: the saturating narrowing and the
+    zero point folded into the 64-bit addends (vector_stage._fold_upward_zp), as the default
+    stage has them; the bits of the interpreter, one and two threads, on every tier (AMX and
+    the VNNI tiers emulated where this CPU lacks them)."""
+    mod = _pointwise(64, 128, (4, 8), dtype, dtype, None, "tflite_builtin", seed=5)
+    params = _vconv(mod, isa).params
+    assert params["saturate"] == dtype and params["fold_zp"]
+    for threads in ("", " -threads=2"):
+        assert_equals_interpreter(mod, isa, seed=3, threads=threads)
+
+
+def test_the_builtin_zero_point_stays_out_of_addends_it_could_overflow():
+    """_fold_upward_zp leaves the zero point to its own add where zp * 2^(32 + bsh) could take
+    a 64-bit sum past int64 (a shift of 28 bits), and where it is 0."""
+    from partita.backends.llvm.lower import vector_stage
+
+    def consts(bsh):
+        bsh = np.array(bsh, np.int64)
+        addend = (np.int64(1) << 30) + (np.int64(1) << (31 + bsh))
+        return {"bsh": bsh.astype(np.int32), "bhe": addend[0::2].copy(),
+                "bho": addend[1::2].copy(), "ozp": np.full(bsh.size, 9, np.int32)}
+
+    c = consts([3, 4, 28, 2])
+    assert not vector_stage._fold_upward_zp({"out_zp": 9}, c, 4) and c["ozp"][0] == 9
+    c = consts([3, 4, 5, 2])
+    assert not vector_stage._fold_upward_zp({"out_zp": 0}, c, 4)
+    before = c["bho"].copy()
+    assert vector_stage._fold_upward_zp({"out_zp": -7}, c, 4) and not c["ozp"].any()
+    assert (c["bho"] - before == [-7 << 36, -7 << 34]).all()
