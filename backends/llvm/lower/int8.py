@@ -56,6 +56,7 @@ def lower_maxpool(low: LowerContext, call: Call) -> bool:
         "strides": list(a.strides),
         "padding": list(a.padding),
         "dilation": list(a.dilation),
+        **split_elements(low, call, SPLIT_QUANT),  # output rows over two threads
     }
     low.emit(Kind.MAXPOOL, call, [low.src(data[0])], params)
     return True

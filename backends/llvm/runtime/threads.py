@@ -323,7 +323,8 @@ class ThreadPool(Family):
                 b.call(parts[0], [table])
                 b.call(parts[1], [table])
 
-    def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "") -> None:
+    def split_chunks(self, k, b, pointers, total: int, size: int, emit, tag: str = "",
+                     around=None) -> None:
         """[0, ``total``) in chunks of ``size`` (the last maybe shorter) that this thread claims
         from the front and the driver's worker from the back, one at a time (this thread's
         first claim FIRST_SHARE of them at once, if set: the worker, later to start, claims its
@@ -338,7 +339,9 @@ class ThreadPool(Family):
         on an Intel Xeon (AMX MobileNetV2, worker forced): 0.65-0.68 of one thread against
         0.76-0.79 from one end in separate processes on quiet minutes, alike interleaved in
         one process (session 19, docs/performance.md). ``tag`` names a kernel's second split
-        (its functions and counter ``{name}{tag}_...``)."""
+        (its functions and counter ``{name}{tag}_...``). ``around`` = (enter, leave):
+        ``enter(builder)`` runs in each part before its first claim, ``leave(builder)`` after its
+        last (the AMX kernels' tile configuration, once per part rather than per chunk)."""
         ptr = ir.PointerType()
         n = len(pointers)
         rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
@@ -369,6 +372,8 @@ class ThreadPool(Family):
             # claimed): fewer claims alternating between the cores
             first = max(1, int(count * FIRST_SHARE)) if step == 1 else 1
             inc = pb.alloca(I64)
+            if around is not None:
+                around[0](pb)
             pb.store(c64(first), inc)
             pb.branch(loop)
             pb.position_at_end(loop)
@@ -390,6 +395,8 @@ class ThreadPool(Family):
                           pb.select(pb.icmp_signed("<", end_, c64(total)), end_, c64(total))])
             pb.branch(loop)
             pb.position_at_end(done)
+            if around is not None:
+                around[1](pb)
             pb.ret_void()
             parts.append(part)
         self.split_run(k, b, pointers, parts)

@@ -143,3 +143,47 @@ def test_two_threads_split_im2col_rows(monkeypatch, tmp_path):
     exe = P.build(mod, "llvm -threads=2")
     assert ("IM2COL", 2) in firsts
     _forced_both(exe, image, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint8"])
+def test_two_threads_split_max_pool_rows(dtype, monkeypatch, tmp_path):
+    """MAXPOOL (ResNet's 3 x 3 / 2 after its first convolution) in chunks of output rows
+    (scalar.py first_axis): the bits of -threads=1 and of the interpreter, nan and signed
+    zeros included (numpy's max: nan wins, of equal taps the later); a small one stays on one
+    thread."""
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
+    firsts = []
+    real = scalar.ScalarKernels.first_axis
+    monkeypatch.setattr(scalar.ScalarKernels, "first_axis", lambda self, k, *a: firsts.append(
+        (k.kind, k.params.get("threads", 1))) or real(self, k, *a))
+
+    def pool(shape):
+        x = Var("x", TensorType(shape, dtype))
+        out = get_op("nn.max_pool2d")(x, pool_size=(3, 3), strides=(2, 2),
+                                      padding=(1, 1, 1, 1), layout="NHWC")
+        return P.InferType()(relay.IRModule.from_expr(relay.Function([x], out)))
+
+    shape = (1, 67, 66, 33)  # out 34 x 33 x 33 = 37,026 elements: split; odd rows and channels
+    mod = pool(shape)
+    assert [k.params.get("threads", 1) for k in
+            lower(mod["main"], host_isa(), threads=2).kernels] == [2]
+    rng = np.random.default_rng(5)
+    if dtype == "float32":
+        data = rng.standard_normal(shape).astype(np.float32)
+        data.flat[::97] = np.nan
+        data.flat[1::13] = np.float32(-0.0)
+        data.flat[2::13] = np.float32(0.0)
+    else:
+        info = np.iinfo(dtype)
+        data = rng.integers(info.min, info.max + 1, shape, dtype=dtype)
+    want = P.interpret(mod, [data])[0]
+    one = P.build(mod, "llvm -threads=1").run(data)[0]
+    assert one.tobytes() == want.tobytes()
+    exe = P.build(mod, "llvm -threads=2")
+    assert ("MAXPOOL", 2) in firsts
+    _forced_both(exe, data, want)
+    small = pool((1, 20, 20, 16))
+    assert [k.params.get("threads", 1) for k in
+            lower(small["main"], host_isa(), threads=2).kernels] == [1]

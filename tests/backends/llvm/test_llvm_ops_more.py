@@ -102,7 +102,7 @@ def test_float_average_of_negative_zeros_keeps_the_reference_sign():
 @given(
     h=st.integers(2, 8), w=st.integers(2, 8), pool=st.tuples(st.integers(1, 3), st.integers(1, 3)),
     stride=st.integers(1, 2), pad=st.integers(0, 1), ceil=st.booleans(),
-    dtype=st.sampled_from(["float32", "int8", "int32"]), seed=st.integers(0, 99),
+    dtype=st.sampled_from(["float32", "int8", "uint8", "int32"]), seed=st.integers(0, 99),
     layout=st.sampled_from(["NCHW", "NHWC"]),
 )  # fmt: skip
 def test_max_pooling(h, w, pool, stride, pad, ceil, dtype, seed, layout):

@@ -277,6 +277,13 @@ class ScalarKernels(Family):
 
     @emits(Kind.MAXPOOL)
     def k_maxpool(self, k: Kernel):
+        """Max pooling of NHWC 8-bit or float32 data: per output pixel, its row of channels
+        starts at the type's least value (float -inf) and each window tap inside the image
+        updates the whole row (a contiguous loop LLVM vectorizes); padding is never read. A
+        float tap wins when it is nan or >= the best so far (numpy's max: nan wins, of equal
+        taps the later, so a zero's sign is numpy's); a pixel whose window lies wholly in the
+        padding gets 0 (8-bit) or -inf. With ``threads`` 2 the output rows in chunks the
+        driver's worker shares (first_axis)."""
         fn, b, (x, y) = self.function(k, 1)
         _, h, w, c = self.shape(k.inputs[0])
         _, oh, ow, _ = self.shape(k.output)
@@ -284,59 +291,48 @@ class ScalarKernels(Family):
         (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
         top, left = p["padding"][0], p["padding"][1]
         dtype = self.dtype(k.inputs[0])
-        if dtype == "float32":
-            return self._fmaxpool(k, fn, b, x, y)
-        best = b.alloca(I64)
-        with (
-            for_range(b, self.shape(k.inputs[0])[0], "n") as nb,
-            for_range(b, oh, "oy") as oy,
-            for_range(b, ow, "ox") as ox,
-            for_range(b, c, "ch") as ch,
-        ):
-            xb, yb = b.mul(nb, c64(h * w * c)), b.mul(nb, c64(oh * ow * c))  # image nb
-            b.store(c64(-1 << 20), best)
-            with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
-                iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
-                                                     (top, left), (h, w))
-                with b.if_then(inside):
-                    idx = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
-                    v = self.signed(b, self.load_at(b, x, b.add(xb, idx), I8), dtype)
-                    cur = b.load(best, typ=I64)
-                    b.store(b.select(b.icmp_signed(">", v, cur), v, cur), best)
-            out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
-            self.store_at(b, b.trunc(b.load(best, typ=I64), I8), y, b.add(yb, out), I8)
-        b.ret_void()
-        return fn
+        floats = dtype == "float32"
+        ety = F32 if floats else I8
+        least = (ir.Constant(F32, float("-inf")) if floats else
+                 ir.Constant(I8, -128 if dtype == "int8" else 0))
 
-    def _fmaxpool(self, k: Kernel, fn, b, x, y):
-        """Float32 max pooling: padding is never read; the window's largest value (nan if a
-        tap is nan; of equal taps the later, so a zero's sign is numpy's max's)."""
-        _, h, w, c = self.shape(k.inputs[0])
-        _, oh, ow, _ = self.shape(k.output)
-        p = k.params
-        (ph, pw), (sh, sw), (dh, dw) = p["pool"], p["strides"], p["dilation"]
-        top, left = p["padding"][0], p["padding"][1]
-        best = b.alloca(F32)
-        with (
-            for_range(b, self.shape(k.inputs[0])[0], "n") as nb,
-            for_range(b, oh, "oy") as oy,
-            for_range(b, ow, "ox") as ox,
-            for_range(b, c, "ch") as ch,
-        ):
-            xb, yb = b.mul(nb, c64(h * w * c)), b.mul(nb, c64(oh * ow * c))  # image nb
-            b.store(ir.Constant(F32, float("-inf")), best)
-            with for_range(b, ph, "ky") as ky, for_range(b, pw, "kx") as kx:
-                iy, ix, inside = self.window_tap(b, (oy, ox), (ky, kx), (sh, sw), (dh, dw),
-                                                     (top, left), (h, w))
-                with b.if_then(inside):
-                    at = b.add(b.mul(b.add(b.mul(iy, c64(w)), ix), c64(c)), ch)
-                    v = self.load_at(b, x, b.add(xb, at), F32)
-                    cur = b.load(best, typ=F32)  # numpy's max: nan wins, equal taps the later
-                    take = b.or_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered(">=", v, cur))
-                    take = b.and_(take, b.fcmp_ordered("ord", cur, cur))
-                    b.store(b.select(take, v, cur), best)
-            out = b.add(b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(c)), ch)
-            self.store_at(b, b.load(best, typ=F32), y, b.add(yb, out), F32)
+        def better(eb, v, cur):
+            if floats:
+                take = eb.or_(eb.fcmp_unordered("uno", v, v), eb.fcmp_ordered(">=", v, cur))
+                return eb.and_(take, eb.fcmp_ordered("ord", cur, cur))
+            return eb.icmp_signed(">", v, cur) if dtype == "int8" else eb.icmp_unsigned(">", v, cur)
+
+        def rows(eb, ps, lo, hi):
+            xp, yp = ps
+            with for_range(eb, eb.sub(hi, lo), "r") as i:
+                r = eb.add(lo, i)  # image r // oh, output row r % oh
+                nb, oy = eb.udiv(r, c64(oh)), eb.urem(r, c64(oh))
+                xb = eb.mul(nb, c64(h * w * c))
+                with for_range(eb, ow, "ox") as ox:
+                    out = eb.mul(eb.add(eb.mul(r, c64(ow)), ox), c64(c))
+                    with for_range(eb, c, "ch") as ch:
+                        self.store_at(eb, least, yp, eb.add(out, ch), ety)
+                    seen = ir.Constant(ir.IntType(1), 0)
+                    for ky in range(ph):
+                        for kx in range(pw):
+                            iy, ix, inside = self.window_tap(
+                                eb, (oy, ox), (c64(ky), c64(kx)), (sh, sw), (dh, dw),
+                                (top, left), (h, w))
+                            seen = eb.or_(seen, inside)
+                            with eb.if_then(inside):
+                                src = eb.add(xb, eb.mul(eb.add(eb.mul(iy, c64(w)), ix), c64(c)))
+                                with for_range(eb, c, "ch") as ch:
+                                    v = self.load_at(eb, xp, eb.add(src, ch), ety)
+                                    at = eb.add(out, ch)
+                                    cur = self.load_at(eb, yp, at, ety)
+                                    self.store_at(eb, eb.select(better(eb, v, cur), v, cur), yp,
+                                                  at, ety)
+                    if not floats:  # no tap inside: 0, as the scalar loop's start truncated
+                        with eb.if_then(eb.not_(seen)):
+                            with for_range(eb, c, "ch") as ch:
+                                self.store_at(eb, ir.Constant(I8, 0), yp, eb.add(out, ch), I8)
+
+        self.first_axis(k, b, [x, y], self.shape(k.inputs[0])[0] * oh, ow * c, rows)
         b.ret_void()
         return fn
 

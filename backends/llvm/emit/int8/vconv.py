@@ -47,6 +47,8 @@ class VectorKernels(Family):
     conv_epilogue = via("tiles")
     amx_cells = via("amx")
     amx_rows = via("amx")
+    amx_enter = via("amx")
+    amx_leave = via("amx")
     pack_input = via("pack")
     nibble_steps = via("exact_avx2")
     fix_steps = via("exact_avx2")
@@ -159,7 +161,7 @@ class VectorKernels(Family):
         def rows(rb, args, g):
             if p["isa"] == "amx":
                 return self.amx_rows(rb, args[0], args[1], g, p, self.amx_cells(rb, p),
-                                     (args[-2], args[-1]))
+                                     (args[-2], args[-1]), configure=False)
             self.conv_rows(rb, args[0], args[1], g, p, *self.conv_cells(rb, p),
                            (args[-2], args[-1]))
 
@@ -193,7 +195,8 @@ class VectorKernels(Family):
             total = (-(-p["OW"] // p["R"]) if amx else
                      p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
         self.split_chunks(k, b, pointers, total, chunk_size(total),
-                          lambda eb, ps, lo, hi: eb.call(ranged, [*ps, lo, hi]), tag="_units")
+                          lambda eb, ps, lo, hi: eb.call(ranged, [*ps, lo, hi]), tag="_units",
+                          around=(self.amx_enter, self.amx_leave) if amx else None)
         b.ret_void()
         return fn
 
