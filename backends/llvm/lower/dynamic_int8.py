@@ -92,9 +92,16 @@ def lower_int_dense(low: LowerContext, call) -> bool:
         # out = S - zw[n] * rowsum(x')[m] - zx' * (colsum[n] - K zw[n]), all wrapped to int32
         "cz": _wrap32(colsum - k * zw),
     }
-    scratch = low.workspace(m * kp + 4 * m)  # x' rows padded to Kp, then their int32 sums
+    # x' rows padded to Kp, then their int32 sums; split: a second one the worker packs into
+    scratch = low.workspace(scratch_bytes(params) * params.get("threads", 1))
     low.emit(Kind.DYNQ_DENSE, call, [low.src(x), low.src(zx), scratch], params, arrays)
     return True
+
+
+def scratch_bytes(p: dict) -> int:
+    """DYNQ_DENSE's packed x': M rows of Kp bytes, then their int32 sums, to a whole number of
+    cache lines (the worker's copy of a split kernel starts on a line of its own)."""
+    return -(-(p["M"] * p["Kp"] + 4 * p["M"]) // 64) * 64
 
 
 def _slabs(padded: np.ndarray, n: int, kp: int) -> np.ndarray:

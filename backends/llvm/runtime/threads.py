@@ -340,8 +340,11 @@ class ThreadPool(Family):
         0.76-0.79 from one end in separate processes on quiet minutes, alike interleaved in
         one process (session 19, docs/performance.md). ``tag`` names a kernel's second split
         (its functions and counter ``{name}{tag}_...``). ``around`` = (enter, leave):
-        ``enter(builder)`` runs in each part before its first claim, ``leave(builder)`` after its
-        last (the AMX kernels' tile configuration, once per part rather than per chunk)."""
+        a part that finds chunks left runs ``enter(builder, pointers, back)`` (``back``: the
+        worker's end) before its first claim and may return the pointers its chunks get (a
+        scratch of its own), and ``leave(builder)`` after its last: the AMX kernels' tile
+        configuration once per part rather than per chunk, DYNQ_DENSE's packing of x on both
+        threads at once rather than on the driver's before the split."""
         ptr = ir.PointerType()
         n = len(pointers)
         rng = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [ptr] * n + [I64, I64]),
@@ -372,8 +375,16 @@ class ThreadPool(Family):
             # claimed): fewer claims alternating between the cores
             first = max(1, int(count * FIRST_SHARE)) if step == 1 else 1
             inc = pb.alloca(I64)
-            if around is not None:
-                around[0](pb)
+            if around is not None:  # nothing left (a late driver's second part): no enter
+                seen = pb.load_atomic(counter, "acquire", 8, typ=I64)
+                left = pb.icmp_signed("<", pb.add(pb.and_(seen, c64((1 << 32) - 1)),
+                                                  pb.lshr(seen, c64(32))), c64(count))
+                start, empty = (part.append_basic_block(m) for m in ("enter", "empty"))
+                pb.cbranch(left, start, empty)
+                pb.position_at_end(empty)
+                pb.ret_void()
+                pb.position_at_end(start)
+                ps = around[0](pb, ps, step != 1) or ps
             pb.store(c64(first), inc)
             pb.branch(loop)
             pb.position_at_end(loop)

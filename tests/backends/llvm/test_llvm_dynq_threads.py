@@ -117,3 +117,36 @@ def test_dynq_dense_weight_rows_in_chunks(isa, m, accumulate, monkeypatch, tmp_p
     for _ in range(6):
         assert exe.run(*xs)[0].tobytes() == want.tobytes()
     assert all(len(t) >= 3 for r in regions for t in r.modes.times.values())
+
+
+@pytest.mark.parametrize("isa", ["amx", "vnni", "avx2"])
+@pytest.mark.parametrize("x_dtype", ["uint8", "int8"])
+def test_dynq_dense_parts_pack_their_own_rows(isa, x_dtype, monkeypatch, tmp_path):
+    """A split DYNQ_DENSE (BERT's 128 x 768 x 768 shape, exact sums: AMX tiles on -isa=amx,
+    VNNI's register tile on vnni) packs x' in each part that finds chunks left, the worker's
+    into a second scratch (lower/dynamic_int8.py scratch_bytes): both drivers give the
+    interpreter's bits, and the workspace holds both copies."""
+    from partita.backends.llvm.lower.dynamic_int8 import scratch_bytes
+    from partita.backends.llvm.runtime.jit import runs_isa
+
+    if not runs_isa(isa):
+        pytest.skip(f"{isa} code does not run on this host")
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    m, k_, n = 128, 768, 768
+    mod = dense_module(m, k_, n, x_dtype, "int8", "exact", 6)
+    plan = lower(mod["main"], isa, threads=2)
+    dense = [k for k in plan.kernels if k.kind == "DYNQ_DENSE"]
+    assert len(dense) == 1 and dense[0].params.get("threads") == 2
+    assert (dense[0].params["isa"] == "amx") == (isa == "amx")
+    scratch = plan.buffers[dense[0].inputs[-1]]
+    assert int(np.prod(scratch[0])) * np.dtype(scratch[1]).itemsize >= 2 * scratch_bytes(
+        dense[0].params)
+    xs = inputs(m, k_, x_dtype, 7)
+    want = P.interpret(mod, xs)[0]
+    assert P.build(mod, f"llvm -isa={isa} -threads=1").run(*xs)[0].tobytes() == want.tobytes()
+    exe = P.build(mod, f"llvm -isa={isa} -threads=2")
+    regions = _both_drivers(exe)
+    for _ in range(6):
+        assert exe.run(*xs)[0].tobytes() == want.tobytes()
+    assert all(len(t) >= 3 for r in regions for t in r.modes.times.values())

@@ -11,6 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
+from partita.backends.llvm.lower.dynamic_int8 import scratch_bytes
 
 from .vnni_dense import tile_columns
 
@@ -49,18 +50,28 @@ class DynqDenseKernels(Family):
         (runtime/threads.py split_chunks): a late worker holds up one chunk, not half."""
         p = k.params
         fn, b, (x, zx_ptr, ws, y) = self.function(k, 3)
-        self._dynq_pack(b, k, x, ws)
         rows = self._dynq_rows(k)
         w, zw, cz = self.cargs["weights"], self.cargs["zw"], self.cargs["cz"]
         pointers = [ws, y, w, zw, cz, zx_ptr]
         n_ = p["N"]
         if p.get("threads", 1) < 2:
+            self._dynq_pack(b, k, x, ws)
             b.call(rows, [*pointers, c64(0), c64(n_)])
             b.ret_void()
             return fn
+
+        def enter(eb, ps, back):
+            """Each part packs x' into a scratch of its own (the worker's: the second half of
+            ws, lower/dynamic_int8.py) before its first chunk: both threads at once, where
+            the driver alone packed before the split while the worker waited."""
+            own = eb.gep(ps[0], [c64(scratch_bytes(p) if back else 0)], source_etype=I8)
+            self._dynq_pack(eb, k, ps[-1], own)
+            return [own, *ps[1:]]
+
         chunk = dynq_dense_chunk(n_, p["isa"], p.get("tile", 0))
-        self.split_chunks(k, b, pointers, n_, chunk,
-                          lambda eb, ps, lo, hi: eb.call(rows, [*ps, lo, hi]))
+        self.split_chunks(k, b, [*pointers, x], n_, chunk,
+                          lambda eb, ps, lo, hi: eb.call(rows, [*ps[:-1], lo, hi]),
+                          around=(enter, lambda eb: None))
         b.ret_void()
         return fn
 

@@ -196,7 +196,8 @@ class VectorKernels(Family):
                      p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
         self.split_chunks(k, b, pointers, total, chunk_size(total),
                           lambda eb, ps, lo, hi: eb.call(ranged, [*ps, lo, hi]), tag="_units",
-                          around=(self.amx_enter, self.amx_leave) if amx else None)
+                          around=(lambda eb, ps, back: self.amx_enter(eb), self.amx_leave)
+                          if amx else None)
         b.ret_void()
         return fn
 
