@@ -13,6 +13,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.float.bmm import FloatBatchedProducts
 from partita.backends.llvm.emit.float.chunks import DenseChunks
 from partita.backends.llvm.emit.float.conv import FloatConvKernels
+from partita.backends.llvm.emit.float.depthwise import FloatDepthwiseKernels
 from partita.backends.llvm.emit.float.gemm import FloatGemm
 from partita.backends.llvm.emit.float.kernels import FloatKernels
 from partita.backends.llvm.emit.float.rows import RowKernels
@@ -55,7 +56,8 @@ FLOAT_KINDS = (
 # (a family names what it uses of another with ``via("attribute")``, emit/base.py)
 FAMILIES = {
     "int8": ScalarKernels, "float_scalar": FloatScalarKernels, "qtransformer": QTransformerKernels,
-    "fconv": FloatConvKernels, "floats": FloatKernels, "rows": RowKernels, "data": DataKernels,
+    "fconv": FloatConvKernels, "fdw": FloatDepthwiseKernels, "floats": FloatKernels,
+    "rows": RowKernels, "data": DataKernels,
     "spatial": SpatialKernels, "ints": IntKernels, "gemm": FloatGemm, "vector": VectorKernels,
     "vstage": OutputStage, "vdw": DepthwiseKernels, "products": ProductKernels,
     "qbinary": QBinaryKernels, "reduce": ReduceKernels, "wmac": WideMacKernels, "pool": ThreadPool,

@@ -9,7 +9,7 @@
 Exact sums (the interpreter's float64, rounded once) are float32 FMA chains here, within
 float32 rounding of the reference. ONNX Runtime's ("mlas") and PyTorch's ("torch_cpu") float32
 orders are reproduced bit for bit: sum_order.py turns the order into tiles of K blocks that
-the kernels (conv.py) follow per output; im2col's k order is (channel, kernel row,
+the kernels (conv.py, depthwise.py) follow per output; im2col's k order is (channel, kernel row,
 kernel column) as theirs. Weights may be constant expressions (a dequantize of int8 weights,
 transposed by the layout pass): they are evaluated here with the ops' references.
 """

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_checks import build_graph, llvm_target
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.runtime import jit
-from test_llvm_kernels import build_graph, llvm_target
 
 import partita as P
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_llvm_kernels import _isa_available, build_graph, depthwise_graph
+from kernel_checks import build_graph, depthwise_graph, isa_available
 
 import partita as P
 
@@ -22,7 +22,7 @@ import partita as P
        threads=st.sampled_from(["", " -threads=2"]))
 def test_avx2_depthwise_on_extreme_values(route, seed, in_dtype, hw, stride, channels,
                                           minus128, threads, tmp_path_factory):
-    if not _isa_available("avx2"):
+    if not isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.emit.int8 import vdepthwise
     from partita.backends.llvm.lower import lower
@@ -70,7 +70,7 @@ def test_avx2_depthwise_row_pairs_geometry(hw, k, stride, dilation, threads, til
     """The AVX2 row-pair depthwise kernel over kernel sizes, strides, dilations and row widths
     (two output rows per step, an odd last row again with the row before; tiles of ``tile``
     pixels, a row's last pixels again with the tile before them), one and two threads."""
-    if not _isa_available("avx2"):
+    if not isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.lower import vector_plan as vplan
 

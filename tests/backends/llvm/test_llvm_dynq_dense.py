@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_checks import llvm_target
 from partita.backends.llvm.host_cpu import lacking
-from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita.ir import Constant, Function, IRModule, TensorType, Var, get_op

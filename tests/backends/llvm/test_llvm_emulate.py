@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_checks import build_graph
 from partita.backends.llvm.emit import emulate as emulate_module
 from partita.backends.llvm.emit.emulate import emulate_ir, lacking_instructions
 from partita.backends.llvm.runtime import jit
-from test_llvm_kernels import build_graph
 
 import partita as P
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_checks import llvm_target
 from partita.backends.llvm.emit.float import ewise_vec
-from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita import relay

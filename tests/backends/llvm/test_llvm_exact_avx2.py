@@ -2,7 +2,7 @@
 runs AVX2 code: VPMADDUBSW of |x| and the weights signed by x ("sign"), VPMADDUBSW with unsafe
 weight pairs corrected by a sparse second product ("ubsw"), VPMADDUBSW on the weights' nibbles
 ("nibbles"), int16 weights into VPMADDWD ("wide"); their packing-time splits; and their
-two-thread splits. The shapes and the interpreter check are test_llvm_kernels.py's."""
+two-thread splits. The shapes and the interpreter check are kernel_checks.py's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_llvm_kernels import _isa_available, assert_equals_interpreter, build_graph, convs
+from kernel_checks import assert_equals_interpreter, build_graph, convs, isa_available
 
 import partita as P
 
@@ -30,7 +30,7 @@ def test_exact_avx2_products_equal_the_interpreter(mode, case, wmax, dw, threads
     input rows shared by two output rows and a tile of 4 (``rows``) or 2 pixels (``rows2``),
     two taps per VPMADDWD (``taps``) or one VPMULLD per tap; one thread or two (rows or
     channel panels split)."""
-    if not _isa_available("avx2"):
+    if not isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.lower import vector_plan as vplan
 
@@ -94,7 +94,7 @@ def test_exact_avx2_products_split_over_two_threads(mode, kind):
     """The VPMADDUBSW kernels large enough for -threads=2 to split them (a pointwise
     convolution's pixel tiles; a dense layer's channel panels, whose second products are
     listed per panel): the same bits as the interpreter, unsafe pairs included."""
-    if not _isa_available("avx2"):
+    if not isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.lower import lower
     from partita.backends.llvm.lower import vector_plan as vplan
@@ -125,7 +125,7 @@ def test_pointwise_row_in_either_loop_order(mode, channels_outer, threads, tmp_p
     outer, one thread or two (pixel tiles split): with a tail tile of pixels (11 x 13 = 143
     pixels, no multiple of any tile) and a narrower last channel group (70 channels), unsafe
     weight pairs included, the same bits as the interpreter."""
-    if not _isa_available("avx2"):
+    if not isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.emit.int8 import vconv
     from partita.backends.llvm.lower import lower
@@ -159,7 +159,7 @@ def test_sign_kernel_on_extreme_pairs(in_dtype, seed, kind, cin, cout, minus128,
     -128 and 127, uint8 0 and 255, read as x ^ 0x80), so pairs reach 2 * 128 * 127 = 32512;
     with a weight of -128 the layer is no sign kernel (-128 signed stays -128) and falls back
     to another exact route. The same bits as the interpreter."""
-    if not _isa_available("avx2"):
+    if not isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.lower import lower
     from partita.backends.llvm.lower import vector_plan as vplan
@@ -198,7 +198,7 @@ def test_sign_kernel_skips_the_padding_half(cout, kernel, monkeypatch):
     with a narrower last group): the sign kernel leaves the padding half's products out
     (vconv._live_halves) and the real channels keep their bits, on 1 x 1 rows (channel groups
     outer, a constant first channel) and on 3 x 3 ones, at the ends of the input range."""
-    if not _isa_available("avx2"):
+    if not isa_available("avx2"):
         pytest.skip("this CPU does not run avx2 code")
     from partita.backends.llvm.emit.int8 import vconv
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_checks import llvm_target
 from partita.backends.llvm.emit.float import conv as fconv
 from partita.backends.llvm.lower.context import lower
-from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita.ir import Function, IRModule, TensorType, Var

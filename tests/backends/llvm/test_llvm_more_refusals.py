@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from kernel_checks import llvm_target
 from partita.backends.llvm.lower.context import LLVMError
-from test_llvm_kernels import llvm_target
 from test_llvm_ops_more import assert_same_bits, run_llvm, sample
 
 import partita as P

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_checks import llvm_target
 from partita.backends.llvm.lower.context import lower
-from test_llvm_kernels import llvm_target
 
 import partita as P
 from partita import relay

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_checks import build_graph, llvm_target
 from partita.backends.llvm.lower import wide_mac as q16_lower
 from partita.backends.llvm.lower.context import lower
-from test_llvm_kernels import build_graph, llvm_target
 
 import partita as P
 from partita.ir import Constant, Function, IRModule, TensorType, Var

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from kernel_checks import llvm_target
 from partita.backends.llvm.lower.wide_mac import pair_slots
-from test_llvm_kernels import llvm_target
 from test_llvm_more_refusals import ISAS
 from test_llvm_q16 import SEMANTICS, VECTOR, _check_wmac, _ints, _stage
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from kernel_checks import llvm_target
 from partita.backends.llvm.lower.context import LLVMError
-from test_llvm_kernels import llvm_target
 from test_llvm_more_refusals import ISAS, check
 
 import partita as P

@@ -113,9 +113,9 @@ def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
     """A fully connected layer (one pixel), and on AMX a short row of pixels (MobileNet's 7 x 7
     layers; VNNI splits its pixel tiles), split their output channel groups, the narrower tail
     group included, over the two threads; the same bits as the interpreter on every run."""
+    from kernel_checks import build_graph, llvm_target
     from partita.backends.llvm.lower.context import lower
     from partita.backends.llvm.lower.vector_plan import by_channels
-    from test_llvm_kernels import build_graph, llvm_target
     geo = ({"rows": pixels} if kind == "dense" else
            {"hw": (1, pixels), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
             "padding": (0, 0, 0, 0)})
@@ -137,8 +137,8 @@ def test_channel_halves_over_two_threads(isa, kind, pixels, cin, cout):
 def test_two_input_tables_split_their_vectors_over_two_threads(isa, size, dtype):
     """LUT2 (a residual qnn.add) of 4096 elements and more gathers half of its vectors on the
     worker; the scalar tail (sizes off the vector width) stays with the calling thread."""
+    from kernel_checks import llvm_target
     from partita.backends.llvm.lower.context import lower
-    from test_llvm_kernels import llvm_target
 
     xs = [P.var(f"x{i}", (1, size), dtype) for i in range(2)]
     zp = 3 if dtype == "int8" else 131
@@ -187,9 +187,9 @@ def test_float_products_in_mlas_order_split_over_two_threads(isa, kind):
     """FCONV (float products summed in ONNX Runtime's order) splits each tile's rows, or a
     one-row tile's channels, over the two threads, in the register tile of the ISA (AVX-512's
     32 registers or 16): the same bits as one thread and the interpreter on every run."""
+    from kernel_checks import llvm_target
     from partita.backends.llvm.layout import LLVMConvertLayout
     from partita.backends.llvm.lower import lower
-    from test_llvm_kernels import llvm_target
 
     mod, shape = _onnx_float_model(kind)
     nhwc = LLVMConvertLayout()(P.InferType()(mod))  # as the llvm host's pass gives it
@@ -237,9 +237,9 @@ def test_int8_kernels_split_in_chunks_keep_the_bits(isa, kind, hw, k, cin, cout,
     """VDW's output rows and VCONV's rows or pixel tiles in chunks (runtime/threads.py
     chunk_size, about SPLIT_CHUNKS of them) that the driver's thread and the worker claim;
     with the worker on every run the same bits as the interpreter."""
+    from kernel_checks import build_graph, llvm_target
     from partita.backends.llvm.lower.context import lower
     from partita.backends.llvm.runtime import threads
-    from test_llvm_kernels import build_graph, llvm_target
     claims = []
     real = threads.ThreadPool.split_chunks
     monkeypatch.setattr(threads.ThreadPool, "split_chunks", lambda self, kk, b, ps, total, size,
@@ -278,9 +278,9 @@ def test_chunks_from_either_end_cover_the_kernel(isa, kind, hw, k, cin, cout, mo
     back) and the short chunk's end are each checked; and with the worker both ends meet
     somewhere (swapped, the worker's first claim, all the back has not claimed, is cut where
     the back claimer got to). Every way the interpreter's bits."""
+    from kernel_checks import build_graph, llvm_target
     from partita.backends.llvm.lower.context import lower
     from partita.backends.llvm.runtime import threads
-    from test_llvm_kernels import build_graph, llvm_target
 
     real = threads.ThreadPool.split_run
     monkeypatch.setattr(threads.ThreadPool, "split_run", lambda self, kk, b, ps, parts:

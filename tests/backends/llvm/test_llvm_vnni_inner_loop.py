@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_checks import assert_equals_interpreter, build_graph, llvm_target
 from partita.backends.llvm.lower import lower
-from test_llvm_kernels import assert_equals_interpreter, build_graph, llvm_target
 
 import partita as P
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_checks import assert_equals_interpreter
 from partita.backends.llvm import generate_parts
 from partita.backends.llvm.emit.int8 import tile_epilogue
 from partita.backends.llvm.lower import lower
-from test_llvm_kernels import assert_equals_interpreter
 
 import partita as P
 
