@@ -26,6 +26,7 @@ from partita.ir import Call, Constant, Function, If, Let, Tuple, TupleGetItem, T
 from partita.ir.graph import dataflow_order
 from partita.ir.refs import REF_NODES
 
+from .dynq_epilogue import dynq_epilogues
 from .flip_input import flip_into_producers
 from .float_bn_reads import float_bn_reads
 from .float_conv import weight_only
@@ -183,6 +184,7 @@ class LowerContext:
         flip_into_producers(plan)
         float_into_pads(plan)
         float_bn_reads(plan)
+        dynq_epilogues(plan)
         return plan
 
     def gathered(self, node: Tuple) -> bool:

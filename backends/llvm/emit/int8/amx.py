@@ -21,6 +21,7 @@ class AMXTiles(Family):
 
     # what it uses of the other kernel families and of the emit context
     conv_epilogue = via("tiles")
+    dynq_store = via("dynq")
 
     def amx_cells(self, b, p):
         """The block's int32 sums as the output stage reads them, ``out[32][V]``."""
@@ -111,13 +112,14 @@ class AMXTiles(Family):
         self.conv_epilogue(b, y, g, p, out, (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs),
                            corr=True, skip=skip)
 
-    def amx_dense_rows(self, b, args, p):
+    def amx_dense_rows(self, b, args, p, epi=None):
         """DYNQ_DENSE's outputs of weight rows [lo, hi) (multiples of 16: whole B tiles) for
         every data row (``args`` = ws, y, w, zw, cz, zx, lo, hi as ``_dynq_rows``): blocks of
         R (32, or 16 when M < 32) rows x 32 weight rows (a last 16 when hi - lo is odd in
         16s), TDPBUSD over 64-byte slices of x' (ws, rows of Kp bytes) and of the weights (1 KB
         slabs, lower/dynamic_int8.py), then out = S - zw[n] rowsum[m] - zx' cz[n] in <16 x i32>
-        lanes; the last row block ends at row M, overlapping its neighbour (stored once)."""
+        lanes (``epi``: through the fused epilogue, dynq_dense.py ``dynq_store``); the last row
+        block ends at row M, overlapping its neighbour (stored once)."""
         ws, y, w, zw, cz, zx, lo, hi = args
         m_, kp, r_ = p["M"], p["Kp"], p["R"]
         kb_count = kp // 64
@@ -132,7 +134,7 @@ class AMXTiles(Family):
             with for_range(b, -(-m_ // r_), "mb") as mb:
                 start = b.mul(mb, c64(r_))
                 m0 = b.select(b.icmp_signed(">", start, c64(m_ - r_)), c64(m_ - r_), start)
-                self._amx_dense_block(b, (ws, w, sums, y, zw, cz, zxv), p, out, m0,
+                self._amx_dense_block(b, (ws, w, sums, y, zw, cz, zxv, epi), p, out, m0,
                                       b.sub(start, m0), n0, vecs, kb_count)
 
         with for_range(b, pairs, "nb") as j:
@@ -142,8 +144,8 @@ class AMXTiles(Family):
         self.amx_call(b, "tilerelease")
 
     def _amx_dense_block(self, b, ptrs, p, out, m0, skip, n0, vecs, kb_count):
-        ws, w, sums, y, zw, cz, zxv = ptrs
-        kp, r_, n_ = p["Kp"], p["R"], p["N"]
+        ws, w, sums, y, zw, cz, zxv, epi = ptrs
+        kp, r_ = p["Kp"], p["R"]
         tiles_a = r_ // 16
         for a in range(tiles_a):
             for v in range(vecs):
@@ -177,5 +179,4 @@ class AMXTiles(Family):
                 zwv = b.load(b.gep(zw, [n], source_etype=I32), typ=V16, align=4)
                 czv = b.load(b.gep(cz, [n], source_etype=I32), typ=V16, align=4)
                 s = b.sub(b.sub(acc, b.mul(zwv, rsv)), b.mul(zxv, czv))
-                dst = b.gep(y, [b.add(b.mul(m, c64(n_)), n)], source_etype=I32)
-                b.store(s, dst, align=4)
+                self.dynq_store(b, p, s, m, n, y, epi)

@@ -9,7 +9,8 @@ whole tiles that this thread and the driver's worker claim (runtime/threads.py s
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
+from partita.backends.llvm.emit.base import F32, I8, I32, I64, Family, c64, for_range, via
+from partita.backends.llvm.emit.float import ewise_vec
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.dynamic_int8 import scratch_bytes
 
@@ -49,10 +50,11 @@ class DynqDenseKernels(Family):
         DYNQ_DENSE_CHUNKS of them) that this thread and the driver's worker claim one at a time
         (runtime/threads.py split_chunks): a late worker holds up one chunk, not half."""
         p = k.params
-        fn, b, (x, zx_ptr, ws, y) = self.function(k, 3)
+        fn, b, args = self.function(k, len(k.inputs))
+        (x, zx_ptr, ws), y = args[:3], args[-1]
         rows = self._dynq_rows(k)
         w, zw, cz = self.cargs["weights"], self.cargs["zw"], self.cargs["cz"]
-        pointers = [ws, y, w, zw, cz, zx_ptr]
+        pointers = [ws, y, w, zw, cz, zx_ptr, *self._epi_operands(k, args[3:-1])]
         n_ = p["N"]
         if p.get("threads", 1) < 2:
             self._dynq_pack(b, k, x, ws)
@@ -114,21 +116,24 @@ class DynqDenseKernels(Family):
         for every row of x', TILE_N weight rows (while they last) by TILE_M data rows."""
         p = k.params
         ptr = ir.PointerType()
-        ty = ir.FunctionType(ir.VoidType(), [ptr] * 6 + [I64, I64])
+        n_ptr = 6 + len(self._epi_sources(p))
+        ty = ir.FunctionType(ir.VoidType(), [ptr] * n_ptr + [I64, I64])
         fn = ir.Function(self.module, ty, f"{k.name}_cols")
         fn.linkage = "internal"
-        for arg in fn.args[:6]:
+        for arg in fn.args[:n_ptr]:
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        ws, y, w, zw, cz, zx_ptr, lo, hi = fn.args
-        m_, n_, kp = p["M"], p["N"], p["Kp"]
+        ws, y, w, zw, cz, zx_ptr = fn.args[:6]
+        lo, hi = fn.args[n_ptr:]
+        epi = self._epi_leaves(p, list(fn.args[6:n_ptr]))
+        m_, kp = p["M"], p["Kp"]
         tm, tn = DYNQ_TILE
         offset = 128 if p["x_dtype"] == "int8" else 0
         zx = b.trunc(self.load_value(b, zx_ptr, c64(0), p["zx_dtype"])[1], I32)
         zx = b.add(zx, ir.Constant(I32, offset))
         if p["isa"] == "amx" or p.get("tile"):  # AMX tiles, VNNI's register tile (emit/int8)
             rows_of = self.amx_dense_rows if p["isa"] == "amx" else self.vnni_dense_rows
-            rows_of(b, [ws, y, w, zw, cz, zx, lo, hi], p)
+            rows_of(b, [ws, y, w, zw, cz, zx, lo, hi], p, epi)
             b.ret_void()
             return fn
         step_bytes = p.get("step", 32)
@@ -159,7 +164,7 @@ class DynqDenseKernels(Family):
                     s = b.call(reduce, [b.load(cells[r][c], typ=vt)])
                     s = b.sub(s, b.mul(self.load_at(b, zw, n, I32), rs))
                     s = b.sub(s, b.mul(zx, self.load_at(b, cz, n, I32)))
-                    self.store_at(b, s, y, b.add(b.mul(m, c64(n_)), n), I32)
+                    self.dynq_store(b, p, s, m, n, y, epi)
 
         blocks = b.udiv(b.sub(hi, lo), c64(tn))
         with for_range(b, blocks, "nb") as nb:
@@ -174,6 +179,72 @@ class DynqDenseKernels(Family):
                 tile(m, n0, 1, 1)
         b.ret_void()
         return fn
+
+    # -- the fused elementwise epilogue (lower/dynq_epilogue.py) ---------------------------
+    @staticmethod
+    def _epi_sources(p) -> list:
+        """The epilogue's leaves that are operands (buffers, constants), in order."""
+        return [leaf for leaf in p.get("epi", {}).get("leaves", []) if leaf[0] != "prod"]
+
+    def _epi_operands(self, k, buffers) -> list:
+        """The pointers of the epilogue's operand leaves: its input buffers (``buffers``, the
+        kernel's arguments after x, zx and the scratch) and constants."""
+        return [buffers[src[1]] if src[0] == "buf" else self.cargs[src[1]]
+                for _, _, src in self._epi_sources(k.params)]
+
+    @staticmethod
+    def _epi_leaves(p, pointers) -> list | None:
+        """Per leaf of the epilogue, its pointer (None for the product's sums)."""
+        if "epi" not in p:
+            return None
+        it = iter(pointers)
+        return [None if leaf[0] == "prod" else next(it) for leaf in p["epi"]["leaves"]]
+
+    def dynq_store(self, b, p, s, m, n, y, epi) -> None:
+        """out[m, n ..] = ``s`` (int32 lanes, or one int32); with an epilogue (``epi``: a
+        pointer per leaf) its tree on ``s`` instead, in float32 steps as the EWISE it replaces
+        (ewise_vec.apply), stored as float32."""
+        at = b.add(b.mul(m, c64(p["N"])), n)
+        if epi is None:
+            b.store(s, b.gep(y, [at], source_etype=I32), align=4)
+            return
+        one = not isinstance(s.type, ir.VectorType)
+        if one:
+            s = b.insert_element(ir.Constant(ir.VectorType(I32, 1), None), s, ir.Constant(I32, 0))
+        lanes = s.type.count
+        vf = ir.VectorType(F32, lanes)
+        leaves, loaded = p["epi"]["leaves"], {}
+
+        def leaf(j):
+            how, dtype, _ = leaves[j]
+            if how == "prod":
+                return s
+            if j not in loaded:
+                et = F32 if dtype == "float32" else I32
+                vt = ir.VectorType(et, lanes)
+                if how == "scalar":
+                    v = b.load(epi[j], typ=et)
+                    v = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), v,
+                                                          ir.Constant(I32, 0)),
+                                         ir.Constant(vt, ir.Undefined),
+                                         ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+                else:
+                    v = b.load(b.gep(epi[j], [n if how == "col" else at], source_etype=et),
+                               typ=vt, align=4)
+                loaded[j] = v
+            return loaded[j]
+
+        def value(node):
+            if node[0] == "leaf":
+                return leaf(node[1])
+            return ewise_vec.apply(b, node[1], [value(c) for c in node[2]], vf)
+
+        out = value(p["epi"]["tree"])
+        if one:
+            out = b.extract_element(out, ir.Constant(I32, 0))
+            b.store(out, b.gep(y, [at], source_etype=F32))
+            return
+        b.store(out, b.gep(y, [at], source_etype=F32), align=4)
 
     def _dynq_operand(self, b, ptr, at, dtype, p):
         """32 bytes of K at byte ``at``: as bytes for VPMADDUBSW, else widened (int16 halves

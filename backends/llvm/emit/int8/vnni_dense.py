@@ -9,7 +9,7 @@ out = S - zw[n] rowsum[m] - zx' cz[n] in lanes."""
 from __future__ import annotations
 
 from llvmlite import ir
-from partita.backends.llvm.emit.base import I8, I32, Family, c64, for_range
+from partita.backends.llvm.emit.base import I8, I32, Family, c64, for_range, via
 
 from .vector_types import vsplat
 
@@ -26,9 +26,12 @@ def tile_columns(lanes: int) -> int:
 class VNNIDense(Family):
     """The VNNI register tile of the dynamic-int8 product."""
 
-    def vnni_dense_rows(self, b, args, p):
+    dynq_store = via("dynq")
+
+    def vnni_dense_rows(self, b, args, p, epi=None):
         """Outputs of weight rows [lo, hi) (multiples of the lanes) for every data row
-        (``args`` = ws, y, w, zw, cz, zx, lo, hi as ``_dynq_rows``): groups of COLS vectors (the
+        (``args`` = ws, y, w, zw, cz, zx, lo, hi as ``_dynq_rows``; ``epi``: the fused
+        epilogue's pointers, dynq_dense.py ``dynq_store``): groups of COLS vectors (the
         last group what is left), each against tiles of ROWS data rows (the last tile the
         M % ROWS left)."""
         ws, y, w, zw, cz, zx, lo, hi = args
@@ -43,11 +46,11 @@ class VNNIDense(Family):
         def group(n0, vecs):
             full, rem = divmod(m_, ROWS)
             with for_range(b, full, "mt") as mt:
-                self._tile(b, (ws, w, y, zw, cz, zxv), p, cells[:ROWS], b.mul(mt, c64(ROWS)),
-                           n0, vecs)
+                self._tile(b, (ws, w, y, zw, cz, zxv, epi), p, cells[:ROWS],
+                           b.mul(mt, c64(ROWS)), n0, vecs)
             if rem:
-                self._tile(b, (ws, w, y, zw, cz, zxv), p, cells[:rem], c64(full * ROWS), n0,
-                           vecs)
+                self._tile(b, (ws, w, y, zw, cz, zxv, epi), p, cells[:rem], c64(full * ROWS),
+                           n0, vecs)
 
         with for_range(b, groups, "ng") as g:
             group(b.add(lo, b.mul(g, c64(width))), COLS)
@@ -58,8 +61,8 @@ class VNNIDense(Family):
                 group(n_last, vecs)
 
     def _tile(self, b, ptrs, p, cells, m0, n0, vecs):
-        ws, w, y, zw, cz, zxv = ptrs
-        m_, n_, kp, lanes = p["M"], p["N"], p["Kp"], p["tile"]
+        ws, w, y, zw, cz, zxv, epi = ptrs
+        m_, kp, lanes = p["M"], p["Kp"], p["tile"]
         quads = kp // 4
         vt, bt = ir.VectorType(I32, lanes), ir.VectorType(I8, 4 * lanes)
         dot = self._intrinsic(f"llvm.x86.avx512.vpdpbusd.{32 * lanes}", vt, [vt, bt, bt])
@@ -88,7 +91,7 @@ class VNNIDense(Family):
                 zwv = b.load(b.gep(zw, [n], source_etype=I32), typ=vt, align=4)
                 czv = b.load(b.gep(cz, [n], source_etype=I32), typ=vt, align=4)
                 s = b.sub(b.sub(b.load(row[v], typ=vt), b.mul(zwv, rsv)), b.mul(zxv, czv))
-                b.store(s, b.gep(y, [b.add(b.mul(m, c64(n_)), n)], source_etype=I32), align=4)
+                self.dynq_store(b, p, s, m, n, y, epi)
 
 
 __all__ = ["TILES", "VNNIDense", "tile_columns"]
