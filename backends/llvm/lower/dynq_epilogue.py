@@ -7,6 +7,8 @@ stores its outputs:
 The EWISE's tree is evaluated per vector of the product's outputs with the same float32 steps
 (emit/float/ewise_vec.py ``apply``: cast, multiply, add, erf, ... each one rounding), so the
 bits are the two kernels'. The int32 buffer's round trip and a kernel go (BERT: six per layer);
+and a transpose to attention heads after it (``_heads``: Q, K and V's) goes too, the product
+storing each output where the transpose would have put it;
 over two threads each thread finishes the columns it computed, where the separate EWISE split
 by rows read half of them from the other core. The fused kernel runs where the EWISE ran (its
 other operands, the scales, are computed after the product).
@@ -44,6 +46,39 @@ def dynq_epilogues(plan) -> None:
         plan.kernels[plan.kernels.index(e)] = dense
     for d in dropped:  # its old place: the first occurrence (the EWISE's place is later)
         plan.kernels.pop(next(i for i, k in enumerate(plan.kernels) if k is d))
+    _heads(plan)
+
+
+# a transpose of [1, M, heads, H] a folded product writes itself: "heads" [1, heads, M, H]
+# (BERT's Q and V), "heads_t" [1, heads, H, M] (K, transposed for Q K^T)
+PERMS = {(0, 2, 1, 3): "heads", (0, 2, 3, 1): "heads_t"}
+
+
+def _heads(plan) -> None:
+    """Fold each TRANSPOSE of PERMS that alone reads a folded product's [1, M, heads, H]
+    output (H a multiple of 16: a vector of columns stays in one head) into the product:
+    params "out_perm" = [kind, H], its stores land in the transpose's layout."""
+    readers, producer = plan.links()
+    dropped = []
+    for t in plan.kernels:
+        kind = PERMS.get(tuple(t.params.get("perm", ()))) if t.kind == Kind.TRANSPOSE else None
+        if kind is None or len(t.inputs) != 1:
+            continue
+        (x,) = t.inputs
+        d = producer.get(x)
+        if (d is None or d.kind != Kind.DYNQ_DENSE or "epi" not in d.params
+                or "out_perm" in d.params):
+            continue
+        shape, dtype = plan.buffers[x]
+        q = d.params
+        if (readers.get(x) != 1 or x in plan.outputs or dtype != "float32" or len(shape) != 4
+                or shape[0] != 1 or shape[1] != q["M"] or shape[2] * shape[3] != q["N"]
+                or shape[3] % 16):
+            continue
+        q["out_perm"] = [kind, int(shape[3])]
+        d.output = t.output
+        dropped.append(t)
+    plan.kernels[:] = [k for k in plan.kernels if all(k is not t for t in dropped)]
 
 
 def _foldable(plan, e, producer, readers):

@@ -55,6 +55,10 @@ def test_bert_dynamic_int8_products_take_their_scales_bias_and_residual(
     assert sum(1 for k in fused for leaf in k.params["epi"]["leaves"] if leaf[0] == "full") == 4
     assert [(k.params["M"], k.params["N"]) for k in dense if "epi" not in k.params] == [
         (1, 64), (1, 3)]
+    # Q and V written as [heads, S, H], K as [heads, H, S]: no TRANSPOSE kernel left
+    assert sorted(k.params.get("out_perm", ["-"])[0] for k in fused) == [
+        "-"] * 6 + ["heads"] * 4 + ["heads_t"] * 2
+    assert not any(k.kind == "TRANSPOSE" for k in plan.kernels)
     feeds = _feeds()
     want = P.interpret(mod, feeds)[0]
     exe = P.build(mod, f"llvm -isa={isa} -threads={threads}")

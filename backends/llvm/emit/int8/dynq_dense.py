@@ -240,9 +240,18 @@ class DynqDenseKernels(Family):
             return ewise_vec.apply(b, node[1], [value(c) for c in node[2]], vf)
 
         out = value(p["epi"]["tree"])
-        if one:
-            out = b.extract_element(out, ir.Constant(I32, 0))
-            b.store(out, b.gep(y, [at], source_etype=F32))
+        kind, h = p.get("out_perm", (None, 0))
+        if kind is not None:  # lower/dynq_epilogue.py _heads: a head's block, [M][H] or [H][M]
+            head, col = b.udiv(n, c64(h)), b.urem(n, c64(h))
+            block = b.mul(head, c64(p["M"] * h))
+            inner = (b.add(b.mul(m, c64(h)), col) if kind == "heads"
+                     else b.add(b.mul(col, c64(p["M"])), m))
+            at = b.add(block, inner)
+        if one or kind == "heads_t":  # lanes M apart in [H][M]: one store each
+            for i in range(lanes):
+                lane = b.extract_element(out, ir.Constant(I32, i))
+                where = b.add(at, c64(i * (p["M"] if kind == "heads_t" else 1)))
+                b.store(lane, b.gep(y, [where], source_etype=F32))
             return
         b.store(out, b.gep(y, [at], source_etype=F32), align=4)
 
