@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from partita.backends.llvm.lower import context
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.lower.dynq_epilogue import dynq_epilogues
@@ -138,3 +140,69 @@ def test_a_product_read_twice_keeps_its_ewise():
     assert not any("epi" in k.params for k in plan.kernels)
     dynq_epilogues(plan)  # idempotent on a plan with nothing to fold
     assert not any("epi" in k.params for k in plan.kernels)
+
+
+UNARY = ["negative", "nn.relu", "erf"]
+BINARY = ["add", "subtract", "multiply", "maximum", "minimum"]
+
+
+@st.composite
+def _trees(draw, depth=3):
+    """A float32 tree over the leaves "p" (the product's cast), "s" (a scalar input), "c" (a
+    constant per column), "r" (a full input) and "k" (a scalar constant)."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["p", "s", "c", "r", "k"]))
+    if draw(st.booleans()):
+        return (draw(st.sampled_from(UNARY)), draw(_trees(depth - 1)))
+    return (draw(st.sampled_from(BINARY)), draw(_trees(depth - 1)), draw(_trees(depth - 1)))
+
+
+def _relay_tree(tree, leaves):
+    if isinstance(tree, str):
+        return leaves[tree]
+    op, *kids = tree
+    return get_op(op)(*[_relay_tree(k, leaves) for k in kids])
+
+
+@settings(max_examples=30, deadline=None)
+@given(tree=_trees(), m=st.sampled_from([1, 3, 16, 21, 33]), n=st.sampled_from([16, 24, 48, 64]),
+       isa=st.sampled_from(["amx", "vnni", "avxvnni", "avx2", "plain"]),
+       threads=st.sampled_from([1, 2]), seed=st.integers(0, 99))
+def test_random_epilogue_trees_keep_the_bits(tree, m, n, isa, threads, seed):
+    """Any vector elementwise tree over a dynamic-int8 product and scalar, per-column and
+    full-layout operands, folded or not (a tree the fold takes: the product read once, as a
+    cast, and N at least a vector): the interpreter's bits on every tier, one or two threads
+    (a product this small stays on one thread; the fold's code is the same)."""
+    if not runs_isa(isa):
+        isa = "plain"
+    k = 40
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    x = Var("x", TensorType((m, k), "uint8"))
+    zx = Var("zx", TensorType((), "int32"))
+    r = Var("r", TensorType((m, n), "float32"))
+    s = Var("s", TensorType((), "float32"))
+    prod = get_op("qnn.dense")(x, relay.const(w), zx, relay.const(np.zeros(n, np.int32)),
+                               relay.const(np.float32(0.5)),
+                               relay.const(np.full(n, 0.25, np.float32)), units=n,
+                               out_dtype="int32", accumulate="exact")
+    leaves = {"p": _cast(prod), "s": s, "r": r,
+              "c": relay.const(rng.standard_normal(n).astype(np.float32)),
+              "k": relay.const(np.float32(rng.standard_normal()))}
+    body = _relay_tree(tree, leaves)
+    if not isinstance(tree, str) or tree != "p":
+        body = get_op("add")(body, leaves["p"])  # the product read at least once
+    mod = P.InferType()(IRModule({"main": Function([x, zx, r, s], body)}))
+    feeds = [rng.integers(0, 256, (m, k)).astype(np.uint8), np.array(rng.integers(0, 256),
+             np.int32), (rng.standard_normal((m, n)) * 100).astype(np.float32),
+             np.array(rng.standard_normal() * 1e-3, np.float32)]
+    plan = lower(mod["main"], isa, threads=threads)
+    dense = [kk for kk in plan.kernels if kk.kind == "DYNQ_DENSE"]
+    assert len(dense) == 1
+    if "epi" in dense[0].params:  # the int32 sums feed the tree only: no kernel reads them
+        assert plan.buffers[dense[0].output][1] == "float32"
+        assert not any(plan.buffers[i] == ((m, n), "int32") for kk in plan.kernels
+                       for i in kk.inputs)
+    want = P.interpret(mod, feeds)[0]
+    got = P.build(mod, f"llvm -isa={isa} -threads={threads}").run(*feeds)[0]
+    assert got.tobytes() == want.tobytes()
