@@ -22,6 +22,8 @@ class AMXTiles(Family):
     # what it uses of the other kernel families and of the emit context
     conv_epilogue = via("tiles")
     dynq_store = via("dynq")
+    dynq_value = via("dynq")
+    heads_t_rows = via("dynq")
 
     def amx_cells(self, b, p):
         """The block's int32 sums as the output stage reads them, ``out[32][V]``."""
@@ -167,16 +169,38 @@ class AMXTiles(Family):
             for v in range(vecs):
                 ptr = b.gep(out, [c64((16 * a * vecs + v) * 64)], source_etype=I8)
                 self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
+        def sums_of(r, v):  # row r's int32 outputs of vector v: S - zw rowsum - zx' cz
+            rsv = vsplat(b, b.load(b.gep(sums, [b.add(m0, r)], source_etype=I32), typ=I32))
+            n = b.add(n0, c64(16 * v))
+            acc = b.load(b.gep(out, [b.add(b.mul(r, c64(vecs)), c64(v))], source_etype=V16),
+                         typ=V16, align=4)
+            zwv = b.load(b.gep(zw, [n], source_etype=I32), typ=V16, align=4)
+            czv = b.load(b.gep(cz, [n], source_etype=I32), typ=V16, align=4)
+            return b.sub(b.sub(acc, b.mul(zwv, rsv)), b.mul(zxv, czv)), n
+
+        if p.get("out_perm", (None,))[0] == "heads_t":  # K's [H][S]: whole columns of 16 rows
+            self._amx_heads_t(b, p, sums_of, y, epi, m0, vecs)  # (the overlap stored again:
+            return                                                # the same values)
         with for_range(b, b.sub(c64(r_), skip), "er") as i:
             r = b.add(skip, i)
-            m = b.add(m0, r)
-            rs = b.load(b.gep(sums, [m], source_etype=I32), typ=I32)
-            rsv = vsplat(b, rs)
             for v in range(vecs):
-                n = b.add(n0, c64(16 * v))
-                acc = b.load(b.gep(out, [b.add(b.mul(r, c64(vecs)), c64(v))],
-                                   source_etype=V16), typ=V16, align=4)
-                zwv = b.load(b.gep(zw, [n], source_etype=I32), typ=V16, align=4)
-                czv = b.load(b.gep(cz, [n], source_etype=I32), typ=V16, align=4)
-                s = b.sub(b.sub(acc, b.mul(zwv, rsv)), b.mul(zxv, czv))
-                self.dynq_store(b, p, s, m, n, y, epi)
+                s, n = sums_of(r, v)
+                self.dynq_store(b, p, s, b.add(m0, r), n, y, epi)
+
+    def _amx_heads_t(self, b, p, sums_of, y, epi, m0, vecs):
+        """A block's outputs into K's [H][S] heads layout: per 16 rows and vector, the 16
+        epilogue vectors transposed (heads_t_rows) and stored a column (16 rows) at a time."""
+        h, m_ = p["out_perm"][1], p["M"]
+        for g in range(p["R"] // 16):
+            for v in range(vecs):
+                values = []
+                for j in range(16):  # n: the vector's first column, the same for each row
+                    r = c64(16 * g + j)
+                    s, n = sums_of(r, v)
+                    values.append(self.dynq_value(b, p, s, b.add(m0, r), n, epi))
+                cols = self.heads_t_rows(b, values)
+                head, col = b.udiv(n, c64(h)), b.urem(n, c64(h))
+                base = b.add(b.mul(head, c64(m_ * h)), b.add(m0, c64(16 * g)))
+                for i, vec in enumerate(cols):
+                    at = b.add(base, b.mul(b.add(col, c64(i)), c64(m_)))
+                    b.store(vec, b.gep(y, [at], source_etype=ir.FloatType()), align=4)

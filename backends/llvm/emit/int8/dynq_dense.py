@@ -208,6 +208,32 @@ class DynqDenseKernels(Family):
         if epi is None:
             b.store(s, b.gep(y, [at], source_etype=I32), align=4)
             return
+        self._dynq_epi_store(b, p, s, m, n, y, epi, at)
+
+    def dynq_value(self, b, p, s, m, n, epi):
+        """The epilogue's float32 lanes for the int32 lanes ``s`` of out[m, n ..]."""
+        return self._dynq_epi_store(b, p, s, m, n, None, epi, b.add(b.mul(m, c64(p["N"])), n))
+
+    @staticmethod
+    def heads_t_rows(b, values) -> list:
+        """16 rows' float32 vectors (out[m0 .. m0 + 15, n .. n + 15]) stored into K's [H][S]
+        heads layout (lower/dynq_epilogue.py "heads_t") as 16 whole vectors, one per column:
+        a 16 x 16 transpose in registers (4 stages of pairwise shuffles, each swapping the
+        off-diagonal blocks of its size)."""
+        rows = list(values)
+        for size in (8, 4, 2, 1):
+            for i in range(16):
+                if i & size:
+                    continue
+                lo = [c if c & size == 0 else 16 + c - size for c in range(16)]
+                hi = [c + size if c & size == 0 else 16 + c for c in range(16)]
+                a, c = rows[i], rows[i + size]
+                rows[i] = b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, 16), lo))
+                rows[i + size] = b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, 16), hi))
+        return rows
+
+    def _dynq_epi_store(self, b, p, s, m, n, y, epi, at):
+        """The epilogue on ``s``; stored at out[m, n ..] (``y``), or returned (``y`` None)."""
         one = not isinstance(s.type, ir.VectorType)
         if one:
             s = b.insert_element(ir.Constant(ir.VectorType(I32, 1), None), s, ir.Constant(I32, 0))
@@ -240,6 +266,8 @@ class DynqDenseKernels(Family):
             return ewise_vec.apply(b, node[1], [value(c) for c in node[2]], vf)
 
         out = value(p["epi"]["tree"])
+        if y is None:
+            return out
         kind, h = p.get("out_perm", (None, 0))
         if kind is not None:  # lower/dynq_epilogue.py _heads: a head's block, [M][H] or [H][M]
             head, col = b.udiv(n, c64(h)), b.urem(n, c64(h))
