@@ -90,9 +90,9 @@ def _forced_both(exe, data, want) -> None:
         assert exe.run(data)[0].tobytes() == want.tobytes()
 
 
-def test_two_threads_split_transpose(monkeypatch, tmp_path):
-    """TRANSPOSE (the first axis longer than 1) in chunks (scalar.py first_axis): the bits of
-    -threads=1 and of the interpreter; a small one stays on one thread."""
+def _first_axis_calls(monkeypatch, tmp_path) -> list:
+    """(kind, threads) of each kernel emitted through scalar.py ``first_axis`` from here on,
+    built afresh (no cached regions or objects) in one process."""
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
@@ -100,6 +100,13 @@ def test_two_threads_split_transpose(monkeypatch, tmp_path):
     real = scalar.ScalarKernels.first_axis
     monkeypatch.setattr(scalar.ScalarKernels, "first_axis", lambda self, k, *a: firsts.append(
         (k.kind, k.params.get("threads", 1))) or real(self, k, *a))
+    return firsts
+
+
+def test_two_threads_split_transpose(monkeypatch, tmp_path):
+    """TRANSPOSE (the first axis longer than 1) in chunks (scalar.py first_axis): the bits of
+    -threads=1 and of the interpreter; a small one stays on one thread."""
+    firsts = _first_axis_calls(monkeypatch, tmp_path)
     rng = np.random.default_rng(2)
     x = Var("x", TensorType((1, 3, 61, 400), "int8"))  # 73,200 elements: split
     mod = P.InferType()(relay.IRModule.from_expr(
@@ -126,13 +133,8 @@ def test_two_threads_split_im2col_rows(monkeypatch, tmp_path):
     from partita.backends.llvm.lower import mac
     from partita.frontends import from_onnx
 
-    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
-    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(mac, "SPLIT_COPY", 1 << 12)  # 48 x 48 x 27 = 62,208 bytes: split here
-    firsts = []
-    real = scalar.ScalarKernels.first_axis
-    monkeypatch.setattr(scalar.ScalarKernels, "first_axis", lambda self, k, *a: firsts.append(
-        (k.kind, k.params.get("threads", 1))) or real(self, k, *a))
+    firsts = _first_axis_calls(monkeypatch, tmp_path)
     nets = Path(__file__).resolve().parents[2] / "models" / "onnx" / "nets"
     # ORT's AVX2 kernels forced: on a VNNI host the default import sums exactly, no IM2COL
     mod = from_onnx(nets / "mobilenet_v1_025_96.qop_u8s8_pc.onnx", ort_cpu="avx2")
@@ -151,13 +153,7 @@ def test_two_threads_split_max_pool_rows(dtype, monkeypatch, tmp_path):
     (scalar.py first_axis): the bits of -threads=1 and of the interpreter, nan and signed
     zeros included (numpy's max: nan wins, of equal taps the later); a small one stays on one
     thread."""
-    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
-    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("PARTITA_COMPILE_JOBS", "1")
-    firsts = []
-    real = scalar.ScalarKernels.first_axis
-    monkeypatch.setattr(scalar.ScalarKernels, "first_axis", lambda self, k, *a: firsts.append(
-        (k.kind, k.params.get("threads", 1))) or real(self, k, *a))
+    firsts = _first_axis_calls(monkeypatch, tmp_path)
 
     def pool(shape):
         x = Var("x", TensorType(shape, dtype))
