@@ -104,6 +104,11 @@ def tflite_cases() -> dict:
         ),
         "tflite_concat_input_without_quantization": (
             "tflite/ops/concat_same_scale.tflite", [("w", 816, "<I", 0)], "refused", "scale"),
+        # found by tools/fuzz.py --seed 2401 --target "npu, llvm" (case 19,229): an int8
+        # output without quantization parameters under a fused activation (a bare TypeError)
+        "tflite_activation_output_without_quantization": (
+            "tflite/ops/concat_diff_scale.tflite", [("w", 1334, "<B", 0)], "refused",
+            "no quantization parameters"),
         # found by tools/fuzz.py --seed 1313 --target "npu, llvm" (case 73,402): an int8 zero
         # point of 256 reached the NPU's RSQRT table and overflowed there
         # the same campaign (case 95,765): a denormal input scale made RSQRT's rescale 1 / 0

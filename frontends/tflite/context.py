@@ -139,10 +139,16 @@ def quantized_activation_range(out: Tensor, lo: float, hi: float | None, dtype: 
     """TFLite's CalculateActivationRangeQuantized: zp + round(f / scale) in float32, within the
     dtype's range."""
     qmin, qmax = INT_RANGES[dtype]
+    if out.scale is None or out.zero_point is None or not len(out.scale) or not len(
+            out.zero_point):
+        raise TFLiteFormatError(
+            f"{out.describe()} has no quantization parameters, but its operator computes "
+            f"{dtype} values with a fused activation, whose bounds TFLite derives from them"
+        )
     scale, zp = np.float32(out.scale[0]), int(out.zero_point[0])
     if not (np.isfinite(scale) and scale > 0):
         raise TFLiteFormatError(
-            f"tensor {out.describe()} has quantization scale {float(scale)!r}; TFLite requires a "
+            f"{out.describe()} has quantization scale {float(scale)!r}; TFLite requires a "
             f"positive, finite scale (its interpreter refuses the model at setup)"
         )
 
