@@ -11,13 +11,18 @@ reading of the pseudo-code).
 
 AMX tiles are state: the stand-ins keep it in a 64-byte configuration plus eight 1 KB tiles on
 the stack frame of each function that configures tiles (no thread-local storage: MCJIT has
-none), so two threads running tile kernels keep separate tiles as on hardware."""
+none), so two threads running tile kernels keep separate tiles as on hardware. A function that
+uses tiles without configuring them (a split kernel's chunk function: its part loaded the
+configuration once, emit/int8/amx.py) starts from partita's one configuration, TILE_CONFIG,
+as its caller left the tiles configured."""
 
 from __future__ import annotations
 
 import re
 
 from llvmlite import ir
+
+from .int8.amx import TILE_CONFIG
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 PTR = ir.PointerType()
@@ -72,7 +77,12 @@ def emulate_ir(text: str, have: set[str], amx_native: bool = False) -> str:
         else:
             body = re.sub(rf'@"?{re.escape(name)}"?\(', f"{new}(", body)
     if any(n.removeprefix("llvm.x86.") in AMX for n in wanted):
-        body = _tile_state_allocas(body)
+        body, unconfigured = _tile_state_allocas(body)
+        if unconfigured:  # their state starts from TILE_CONFIG: the stand-in ldtilecfg's
+            wanted.setdefault("llvm.x86.ldtilecfg", ["ptr"])
+            cfg = ", ".join(f"i8 {v}" for v in TILE_CONFIG)
+            body += (f'\n@"{PREFIX}tile_config" = internal constant [64 x i8] [{cfg}], '
+                     f"align 64\n")
     module = ir.Module(name="emulate")
     for name, params in wanted.items():
         _define(module, name.removeprefix("llvm.x86."), params)
@@ -119,10 +129,13 @@ def _param_types(params: str) -> list[str]:
     return [re.sub(r'\s+%("[^"]*"|[\w.]+)\s*$', "", p.strip()) for p in out]
 
 
-def _tile_state_allocas(body: str) -> str:
-    """An alloca of the tile state at the entry of every function that uses tiles."""
+def _tile_state_allocas(body: str) -> tuple[str, bool]:
+    """An alloca of the tile state at the entry of every function that uses tiles, configured
+    there with TILE_CONFIG where the function loads no configuration itself; and whether any
+    was."""
     out: list[str] = []
     func: list[str] | None = None
+    unconfigured = False
     for line in body.splitlines():
         if line.startswith("define "):
             func = [line]
@@ -131,12 +144,17 @@ def _tile_state_allocas(body: str) -> str:
             if line == "}":
                 if any(STATE in ln for ln in func):
                     entry = next(i for i, ln in enumerate(func) if ln.rstrip().endswith(":"))
-                    func.insert(entry + 1, f"  {STATE} = alloca [{STATE_BYTES} x i8], align 64")
+                    start = [f"  {STATE} = alloca [{STATE_BYTES} x i8], align 64"]
+                    if not any(f'@"{PREFIX}ldtilecfg"' in ln for ln in func):
+                        unconfigured = True
+                        start.append(f'  call void @"{PREFIX}ldtilecfg"(ptr {STATE}, '
+                                     f'ptr @"{PREFIX}tile_config")')
+                    func[entry + 1:entry + 1] = start
                 out += func
                 func = None
         else:
             out.append(line)
-    return "\n".join(out)
+    return "\n".join(out), unconfigured
 
 
 # -- the stand-ins ---------------------------------------------------------------------------

@@ -208,6 +208,28 @@ def test_random_epilogue_trees_keep_the_bits(tree, m, n, isa, threads, seed):
     assert got.tobytes() == want.tobytes()
 
 
+def heads_module(m: int, perm):
+    """scales + bias over a 128-column dynamic-int8 product of ``m`` rows, reshaped to [1, m,
+    2 heads, 64] and transposed by ``perm``; (module, feeds)."""
+    n, k = 128, 64
+    rng = np.random.default_rng(m)
+    x = Var("x", TensorType((m, k), "uint8"))
+    zx = Var("zx", TensorType((), "int32"))
+    s = Var("s", TensorType((), "float32"))
+    prod = get_op("qnn.dense")(x, relay.const(rng.integers(-128, 128, (n, k)).astype(np.int8)),
+                               zx, relay.const(np.zeros(n, np.int32)),
+                               relay.const(np.float32(0.5)),
+                               relay.const(np.full(n, 0.25, np.float32)), units=n,
+                               out_dtype="int32", accumulate="exact")
+    y = get_op("add")(get_op("multiply")(_cast(prod), s),
+                      relay.const(rng.standard_normal(n).astype(np.float32)))
+    y = get_op("transpose")(get_op("reshape")(y, newshape=(1, m, 2, 64)), axes=list(perm))
+    mod = P.InferType()(IRModule({"main": Function([x, zx, s], y)}))
+    feeds = [rng.integers(0, 256, (m, k)).astype(np.uint8), np.array(3, np.int32),
+             np.array(0.02, np.float32)]
+    return mod, feeds
+
+
 @pytest.mark.parametrize("isa", ["amx", "vnni", "avxvnni", "avx2", "plain"])
 @pytest.mark.parametrize("m", [16, 40])  # amx: one block of 16; blocks of 32, the last overlapping
 @pytest.mark.parametrize("perm", [(0, 2, 1, 3), (0, 2, 3, 1)])
@@ -219,27 +241,11 @@ def test_products_store_into_attention_heads(isa, m, perm, monkeypatch, tmp_path
         pytest.skip(f"{isa} code does not run on this host")
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
-    n, k = 128, 64
-    rng = np.random.default_rng(m)
-    x = Var("x", TensorType((m, k), "uint8"))
-    zx = Var("zx", TensorType((), "int32"))
-    s = Var("s", TensorType((), "float32"))
-    r = Var("r", TensorType((m, n), "float32"))
-    prod = get_op("qnn.dense")(x, relay.const(rng.integers(-128, 128, (n, k)).astype(np.int8)),
-                               zx, relay.const(np.zeros(n, np.int32)),
-                               relay.const(np.float32(0.5)),
-                               relay.const(np.full(n, 0.25, np.float32)), units=n,
-                               out_dtype="int32", accumulate="exact")
-    y = get_op("add")(get_op("multiply")(_cast(prod), s),
-                      relay.const(rng.standard_normal(n).astype(np.float32)))
-    y = get_op("transpose")(get_op("reshape")(y, newshape=(1, m, 2, 64)), axes=list(perm))
-    mod = P.InferType()(IRModule({"main": Function([x, zx, r, s], y)}))
+    mod, feeds = heads_module(m, perm)
     plan = lower(mod["main"], isa)
     dense = [kk for kk in plan.kernels if kk.kind == "DYNQ_DENSE"]
     assert dense[0].params["out_perm"] == ["heads" if perm == (0, 2, 1, 3) else "heads_t", 64]
     assert not any(kk.kind in ("TRANSPOSE", "EWISE") for kk in plan.kernels)
     assert (dense[0].params["isa"] == "amx") == (isa == "amx")
-    feeds = [rng.integers(0, 256, (m, k)).astype(np.uint8), np.array(3, np.int32),
-             np.zeros((m, n), np.float32), np.array(0.02, np.float32)]
     want = P.interpret(mod, feeds)[0]
     assert P.build(mod, f"llvm -isa={isa}").run(*feeds)[0].tobytes() == want.tobytes()

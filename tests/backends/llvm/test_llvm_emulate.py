@@ -264,3 +264,32 @@ def test_a_cpu_without_avx2_runs_the_avx2_kernels(monkeypatch, tmp_path):
     assert "llvm.x86.avx2.pmadd.wd" in seen
     data = np.random.default_rng(3).integers(-128, 128, (1, 8, 8, 64), dtype=np.int8)
     assert np.array_equal(exe.run(data)[0], P.interpret(mod, [data])[0])
+
+
+def test_emulated_amx_split_kernels_run_their_chunks_on_the_parts_configuration(
+        tmp_path, monkeypatch):
+    """A split AMX kernel's parts load the tile configuration once and its chunk functions use
+    the tiles without loading it (emit/int8/amx.py): emulated, such a function's tile state
+    starts from TILE_CONFIG (its own frame's), so a -threads=2 AMX build runs anywhere with
+    the interpreter's bits, both drivers: a pointwise convolution (64 x 64 pixels in blocks of
+    32) and a dynamic-int8 product (40 rows, into K's transposed heads)."""
+    from test_llvm_dynq_epilogue import heads_module
+
+    monkeypatch.setattr(jit, "_AMX", False)
+    monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
+    monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
+    geo = {"hw": (64, 64), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+           "padding": (0, 0, 0, 0)}
+    conv = build_graph("conv", "int8", 64, 64, geo, 3, True, None)[0]
+    data = np.random.default_rng(4).integers(-128, 128, (1, 64, 64, 64), dtype=np.int8)
+    dense, feeds = heads_module(40, (0, 2, 3, 1))
+    for mod, inputs in ((conv, [data]), (dense, feeds)):
+        exe = P.build(mod, "llvm -isa=amx -emulate=yes -threads=2")
+        regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
+        assert regions and all(r.needs == [] for r in regions)
+        for r in regions:
+            turns = iter(["pool", "alone"] * 2)
+            r.modes.choose = lambda turns=turns: next(turns)  # both drivers
+        want = P.interpret(mod, inputs)[0]
+        for _ in range(3):
+            assert exe.run(*inputs)[0].tobytes() == want.tobytes()

@@ -16,6 +16,21 @@ from .vector_types import PTR8, V16, vsplat
 I32 = ir.IntType(32)
 
 
+def _tile_config() -> list[int]:
+    cfg = [0] * 64
+    cfg[0] = 1  # palette 1
+    for t in range(8):
+        cfg[16 + 2 * t] = 64  # bytes per row (little-endian u16)
+        cfg[48 + t] = 16  # rows
+    return cfg
+
+
+# every AMX kernel's one tile configuration: palette 1, eight tiles of 16 rows x 64 bytes (a
+# split kernel's parts load it once, and their chunks' functions run on it: emit/emulate.py's
+# stand-ins start such a function's tiles from it)
+TILE_CONFIG = _tile_config()
+
+
 class AMXTiles(Family):
     """The AMX blocks of the int8 vector convolution; its output stage is the vector family's."""
 
@@ -30,15 +45,11 @@ class AMXTiles(Family):
         return b.alloca(V16, size=p["R"] * p["V"])
 
     def amx_config(self):
-        """The 64-byte tile configuration (palette 1, eight tiles of 16 x 64 bytes)."""
+        """The 64-byte tile configuration (TILE_CONFIG)."""
         name = "amx_tile_config"
         if name in self.module.globals:
             return self.module.globals[name]
-        cfg = [0] * 64
-        cfg[0] = 1
-        for t in range(8):
-            cfg[16 + 2 * t] = 64  # bytes per row (little-endian u16)
-            cfg[48 + t] = 16  # rows
+        cfg = TILE_CONFIG
         ty = ir.ArrayType(I8, 64)
         g = ir.GlobalVariable(self.module, ty, name)
         g.initializer = ir.Constant(ty, cfg)
