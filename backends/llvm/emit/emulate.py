@@ -21,8 +21,7 @@ from __future__ import annotations
 import re
 
 from llvmlite import ir
-
-from .int8.amx import TILE_CONFIG
+from partita.backends.llvm.emit.int8.amx import TILE_CONFIG
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 PTR = ir.PointerType()

@@ -31,6 +31,22 @@ def _tile_config() -> list[int]:
 TILE_CONFIG = _tile_config()
 
 
+def transpose16(b, rows) -> list:
+    """16 vectors of 16 lanes transposed (lane i of vector j -> lane j of vector i): 4 stages
+    of pairwise shuffles, each swapping the off-diagonal blocks of its size."""
+    rows = list(rows)
+    for size in (8, 4, 2, 1):
+        for i in range(16):
+            if i & size:
+                continue
+            lo = [c if c & size == 0 else 16 + c - size for c in range(16)]
+            hi = [c + size if c & size == 0 else 16 + c for c in range(16)]
+            a, c = rows[i], rows[i + size]
+            rows[i] = b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, 16), lo))
+            rows[i + size] = b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, 16), hi))
+    return rows
+
+
 class AMXTiles(Family):
     """The AMX blocks of the int8 vector convolution; its output stage is the vector family's."""
 
@@ -38,7 +54,6 @@ class AMXTiles(Family):
     conv_epilogue = via("tiles")
     dynq_store = via("dynq")
     dynq_value = via("dynq")
-    heads_t_rows = via("dynq")
 
     def amx_cells(self, b, p):
         """The block's int32 sums as the output stage reads them, ``out[32][V]``."""
@@ -199,8 +214,9 @@ class AMXTiles(Family):
                 self.dynq_store(b, p, s, b.add(m0, r), n, y, epi)
 
     def _amx_heads_t(self, b, p, sums_of, y, epi, m0, vecs):
-        """A block's outputs into K's [H][S] heads layout: per 16 rows and vector, the 16
-        epilogue vectors transposed (heads_t_rows) and stored a column (16 rows) at a time."""
+        """A block's outputs into K's [H][S] heads layout (lower/dynq_epilogue.py "heads_t"):
+        per 16 rows and vector, the 16 epilogue vectors transposed (transpose16) and stored
+        a column (16 rows) at a time."""
         h, m_ = p["out_perm"][1], p["M"]
         for g in range(p["R"] // 16):
             for v in range(vecs):
@@ -209,7 +225,7 @@ class AMXTiles(Family):
                     r = c64(16 * g + j)
                     s, n = sums_of(r, v)
                     values.append(self.dynq_value(b, p, s, b.add(m0, r), n, epi))
-                cols = self.heads_t_rows(b, values)
+                cols = transpose16(b, values)
                 head, col = b.udiv(n, c64(h)), b.urem(n, c64(h))
                 base = b.add(b.mul(head, c64(m_ * h)), b.add(m0, c64(16 * g)))
                 for i, vec in enumerate(cols):

@@ -214,24 +214,6 @@ class DynqDenseKernels(Family):
         """The epilogue's float32 lanes for the int32 lanes ``s`` of out[m, n ..]."""
         return self._dynq_epi_store(b, p, s, m, n, None, epi, b.add(b.mul(m, c64(p["N"])), n))
 
-    @staticmethod
-    def heads_t_rows(b, values) -> list:
-        """16 rows' float32 vectors (out[m0 .. m0 + 15, n .. n + 15]) stored into K's [H][S]
-        heads layout (lower/dynq_epilogue.py "heads_t") as 16 whole vectors, one per column:
-        a 16 x 16 transpose in registers (4 stages of pairwise shuffles, each swapping the
-        off-diagonal blocks of its size)."""
-        rows = list(values)
-        for size in (8, 4, 2, 1):
-            for i in range(16):
-                if i & size:
-                    continue
-                lo = [c if c & size == 0 else 16 + c - size for c in range(16)]
-                hi = [c + size if c & size == 0 else 16 + c for c in range(16)]
-                a, c = rows[i], rows[i + size]
-                rows[i] = b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, 16), lo))
-                rows[i + size] = b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, 16), hi))
-        return rows
-
     def _dynq_epi_store(self, b, p, s, m, n, y, epi, at):
         """The epilogue on ``s``; stored at out[m, n ..] (``y``), or returned (``y`` None)."""
         one = not isinstance(s.type, ir.VectorType)
