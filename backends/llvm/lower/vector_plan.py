@@ -89,6 +89,17 @@ DW_CV_OUTER = True  # the AVX2 row-pair kernel: channel vectors outer, row pairs
 # last tile and repeated last row cost more than the shared loads save), else DW_TAP_PAIRS
 DW_ROW_PAIRS_MIN_WIDTH = 16
 DW_QUADS = True  # VNNI depthwise: input rows in byte quads (VPDPBUSD), else int16 pairs
+# -isa=plain depthwise: int16 pairs of input rows shared by two output rows, as generic IR of
+# VPMADDWD's sums (dw_row_pairs), else the tap loop's int32 products (one VPMULLD per tap).
+# MobileNetV2 1.0 224 on the Xeon of session 25 (LLVM writes it as VPMADDWD + VPADDD on zmm),
+# per-kernel medians in one process: the 17 depthwise kernels 1.12 -> 0.81 ms
+DW_PLAIN_ROW_PAIRS = True
+# ... at stride 2 only for output rows this wide (the 28 -> 14 and 14 -> 7 layers ran 5-10%
+# slower by row pairs than by taps; 112 -> 56 14% faster)
+DW_PLAIN_STRIDED_MIN_WIDTH = 32
+# output pixels per step where LLVM writes the generic IR in zmm registers (else DW_AVX2_TILE):
+# 8 against 4, 7 x 7 layers 15 against 24 us, 28 x 28 52 against 46 us; the rest even
+DW_PLAIN_TILE = 8
 
 
 def _zmm() -> bool:
@@ -263,6 +274,16 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
             for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
                 consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows, 2)
             new.update(rowpairs=2, isa=isa, dw_tile=DW_AVX2_TILE, cv_outer=DW_CV_OUTER)
+        elif (isa == "plain" and not params.get("pairs") and DW_PLAIN_ROW_PAIRS
+              and (max(geo["sh"], geo["sw"]) == 1 or geo["OW"] >= DW_PLAIN_STRIDED_MIN_WIDTH)):
+            # generic IR of VPMADDWD's sums (vdepthwise.dw_paired_rows); a wider tile where
+            # LLVM writes it in zmm registers
+            taps = packed.reshape(geo["KH"], geo["KW"], cs)
+            for name, nrows in (("wpairs", 1), ("wpairs2", 2)):
+                consts[name] = dw_pair_weights(taps, geo["sh"], geo["dh"], nrows, 2)
+            zmm = _zmm()
+            new.update(rowpairs=2, isa=isa, dw_tile=DW_PLAIN_TILE if zmm else DW_AVX2_TILE,
+                       cv_outer=not zmm and DW_CV_OUTER)
         elif isa in ("avx2", "avxvnni") and not params.get("pairs") and DW_TAP_PAIRS:
             # VPMADDWD on interleaved pairs of taps (vdepthwise); "isa" names what the code
             # needs of the CPU (host_cpu.lacking)

@@ -187,6 +187,17 @@ class DepthwiseKernels(Family):
                 return b.add(acc, vconcat(b, *products))
 
             wty = w32
+        elif p.get("isa") == "plain":  # VPMADDWD + VPADDD as generic IR, for any target
+            wide = ir.VectorType(I32, 32)
+            even = ir.Constant(V16, list(range(0, 32, 2)))
+            odd = ir.Constant(V16, list(range(1, 32, 2)))
+
+            def dot(acc, col, w):
+                prod = b.mul(b.sext(col, wide), b.sext(w, wide))
+                return b.add(acc, b.add(b.shuffle_vector(prod, prod, even),
+                                        b.shuffle_vector(prod, prod, odd)))
+
+            wty = w32
         else:
             fn = (self._intrinsic("llvm.x86.avx512.vpdpwssd.512", V16, [V16, w32, w32])
                   if size == 2 else
