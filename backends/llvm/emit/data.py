@@ -55,23 +55,67 @@ class DataKernels(Family):
 
     @emits(Kind.DYNQ)
     def k_dynq(self, k):
-        """One field of DynamicQuantizeLinear, in float32 as the reference: the range [min(x, 0),
-        max(x, 0)], scale = (hi - lo) / 255 (1 for an empty range), zero point = rint(clamp(0 -
-        lo / scale, 0, 255)) (ONNX Runtime's clamp order: NaN, from a range reaching -inf, gives
-        255), data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0).
+        """DynamicQuantizeLinear in float32 as the reference. Field "range" (one kernel per
+        quantized tensor, lower/float_ops.py): the range [min(x, 0), max(x, 0)], scale = (hi -
+        lo) / 255 (1 for an empty range), zero point = rint(clamp(0 - lo / scale, 0, 255))
+        (ONNX Runtime's clamp order: NaN, from a range reaching -inf, gives 255), stored as
+        two floats, so the tensor is scanned once for its three fields. Field 0 reads x and
+        them: data = clamp(rint(x / scale) + zero point, 0, 255) (nan: 0); fields 1 and 2 read
+        them only: the scale, the zero point as uint8.
         ``threads`` 2: the range scan in chunks of DYNQ_CHUNK elements, each chunk's range
         kept, then taken in chunk order by the scan's rule; the data field's elements in chunks
         too (runtime/threads.py split_chunks). The scan's rule (a strictly smaller / larger
         value, NaN never, +0.0 to start) makes the range the same values whatever the order, so
         the bits are one thread's."""
-        fn, b, (x, y) = self.function(k, 1)
+        field = k.params["field"]
+        fn, b, args = self.function(k, len(k.inputs))
         n = 1
         for d in self.shape(k.inputs[0]):
             n *= d
         f32 = lambda v: ir.Constant(F32, v)  # noqa: E731
         rint = self.intrinsic("llvm.roundeven", F32)
-        lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
         split = k.params.get("threads", 1) > 1
+        if field == "range":
+            x, y = args
+            scale, zp = self.dynq_range(b, k, x, n, split)
+            self.store_at(b, scale, y, c64(0), F32)
+            self.store_at(b, zp, y, c64(1), F32)
+            b.ret_void()
+            return fn
+        if field == 1:  # reads the range only
+            kept, y = args
+            self.store_at(b, self.load_at(b, kept, c64(0), F32), y, c64(0), F32)
+        elif field == 2:
+            kept, y = args
+            self.store_at(b, b.fptoui(self.load_at(b, kept, c64(1), F32), I8), y, c64(0), I8)
+        else:
+            x, kept, y = args
+
+            def clamp(b, v):
+                v = b.select(b.fcmp_ordered("<", v, f32(0.0)), f32(0.0), v)
+                return b.select(b.fcmp_ordered(">", v, f32(255.0)), f32(255.0), v)
+
+            def data(b, x, y, kept, lo, hi):
+                scale, zp = self.load_at(b, kept, c64(0), F32), self.load_at(b, kept, c64(1), F32)
+                with for_range(b, b.sub(hi, lo), "e") as i:
+                    e = b.add(lo, i)
+                    q = b.fadd(b.call(rint, [b.fdiv(self.load_at(b, x, e, F32), scale)]), zp)
+                    q = b.select(b.fcmp_unordered("uno", q, q), f32(0.0), clamp(b, q))
+                    self.store_at(b, b.fptoui(q, I8), y, e, I8)
+
+            if not split:
+                data(b, x, y, kept, c64(0), c64(n))
+            else:
+                self.split_chunks(k, b, [x, y, kept], n, DYNQ_CHUNK,
+                                  lambda eb, ps, lo, hi: data(eb, *ps, lo, hi), tag="_data")
+        b.ret_void()
+        return fn
+
+    def dynq_range(self, b, k, x, n: int, split: bool):
+        """(scale, zero point) of x's n floats, as float32 values (k_dynq's "range" field)."""
+        f32 = lambda v: ir.Constant(F32, v)  # noqa: E731
+        rint = self.intrinsic("llvm.roundeven", F32)
+        lo_cell, hi_cell = b.alloca(F32), b.alloca(F32)
         width = k.params.get("lanes", 8)  # the scan's lanes: 16 on the AVX-512 tiers
         if not split:
             self.dynq_scan(b, x, c64(0), c64(n), lo_cell, hi_cell, width=width)
@@ -101,43 +145,11 @@ class DataKernels(Family):
         lo, hi = b.load(lo_cell, typ=F32), b.load(hi_cell, typ=F32)
         scale = b.select(b.fcmp_ordered("==", hi, lo), f32(1.0), b.fdiv(b.fsub(hi, lo), f32(255.0)))
 
-        def clamp(b, v):
-            v = b.select(b.fcmp_ordered("<", v, f32(0.0)), f32(0.0), v)
-            return b.select(b.fcmp_ordered(">", v, f32(255.0)), f32(255.0), v)
-
         def ort_clamp(b, v):  # std::max(0, std::min(255, v)): NaN (the range has -inf) -> 255
             t = b.select(b.fcmp_ordered("<", v, f32(255.0)), v, f32(255.0))
             return b.select(b.fcmp_ordered("<", f32(0.0), t), t, f32(0.0))
 
-        zp = b.call(rint, [ort_clamp(b, b.fsub(f32(0.0), b.fdiv(lo, scale)))])
-        field = k.params["field"]
-
-        def data(b, x, y, scale, zp, lo, hi):
-            with for_range(b, b.sub(hi, lo), "e") as i:
-                e = b.add(lo, i)
-                q = b.fadd(b.call(rint, [b.fdiv(self.load_at(b, x, e, F32), scale)]), zp)
-                q = b.select(b.fcmp_unordered("uno", q, q), f32(0.0), clamp(b, q))
-                self.store_at(b, b.fptoui(q, I8), y, e, I8)
-
-        if field == 1:
-            self.store_at(b, scale, y, c64(0), F32)
-        elif field == 2:
-            self.store_at(b, b.fptoui(zp, I8), y, c64(0), I8)
-        elif not split:
-            data(b, x, y, scale, zp, c64(0), c64(n))
-        else:
-            pair = b.alloca(F32, c64(2))
-            self.store_at(b, scale, pair, c64(0), F32)
-            self.store_at(b, zp, pair, c64(1), F32)
-
-            def chunk(eb, ps, lo, hi):
-                xs, ys, ps_ = ps
-                data(eb, xs, ys, self.load_at(eb, ps_, c64(0), F32),
-                     self.load_at(eb, ps_, c64(1), F32), lo, hi)
-
-            self.split_chunks(k, b, [x, y, pair], n, DYNQ_CHUNK, chunk, tag="_data")
-        b.ret_void()
-        return fn
+        return scale, b.call(rint, [ort_clamp(b, b.fsub(f32(0.0), b.fdiv(lo, scale)))])
 
     def dynq_take(self, b, v, lo_cell, hi_cell) -> None:
         """The range scan's rule: a strictly smaller / larger value replaces (NaN never)."""

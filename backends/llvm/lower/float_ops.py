@@ -295,14 +295,21 @@ def lower_item(low: LowerContext, item) -> bool:
     name = getattr(getattr(producer, "op", None), "name", "")
     if name == "nn.batch_norm":
         return lower_batch_norm_item(low, item, producer)
-    if name == "qnn.dynamic_quantize":  # each field its own pass over the data
+    if name == "qnn.dynamic_quantize":  # the range scanned once, each field read from it
         src = producer.args[0]
-        params = {"field": item.index}
+        params = {}
         if low.isa in ("vnni", "amx"):
             params["lanes"] = 16  # the range scan's vectors: one zmm of floats
         if low.threads > 1 and int(np.prod(src.checked_type.shape)) >= DYNQ_THREADS:
             params["threads"] = 2  # the range scan (and the data) in chunks over two threads
-        low.emit(Kind.DYNQ, item, [low.src(src)], params)
+        ranges = low.memo("dynq_range")  # the producer -> its (scale, zero point) buffer
+        if id(producer) not in ranges:
+            ranges[id(producer)] = low.scratch(Kind.DYNQ, [low.src(src)], (2,), "float32",
+                                               {**params, "field": "range"})
+        inputs = [low.src(src), ranges[id(producer)]]
+        if item.index:  # the scale, the zero point: one value each, read from the range
+            params, inputs = {}, inputs[1:]
+        low.emit(Kind.DYNQ, item, inputs, {**params, "field": item.index})
         return True
     if name != "split":
         return False
