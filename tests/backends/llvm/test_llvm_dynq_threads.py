@@ -56,9 +56,10 @@ def test_dynq_split_over_two_threads_keeps_the_bits(isa, case, monkeypatch, tmp_
                    if k.kind == "DYNQ"]
         # the range scanned once (field "range"), the data read in chunks; scale and zero point
         # one value each
-        assert [k.params["field"] for k in kernels] == ["range", 0, 1, 2] or sorted(
-            map(str, (k.params["field"] for k in kernels))) == ["0", "1", "2", "range"]
-        assert all(k.params.get("threads") == 2 for k in kernels if k.params["field"] in ("range", 0))
+        fields = {k.params["field"]: k for k in kernels}
+        assert len(kernels) == 4 and set(fields) == {"range", 0, 1, 2}
+        assert fields["range"].params.get("threads") == fields[0].params.get("threads") == 2
+        assert kernels[0] is fields["range"] and fields[1].inputs == [fields["range"].output]
         x = _data(shape, case, rng)
         want = P.interpret(mod, [x])
         one = P.build(mod, f"llvm -isa={isa} -threads=1").run(x)
