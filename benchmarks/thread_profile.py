@@ -152,11 +152,19 @@ class Handoffs:
 
     def read(self, profile) -> None:
         f = {n: i for i, n in enumerate(self.fields)}
+        occurrence: dict[str, int] = defaultdict(int)
+        keys_of = {}  # step -> its split kernels' keys, as main's kernel times name them
+        for si, step in enumerate(profile.steps):
+            keys_of[si] = []
+            for op in step.ops:
+                occurrence[op.name] += 1
+                if op.name in self.split:
+                    kind = op.metrics.get("kernel", step.target)
+                    keys_of[si].append(f"{occurrence[op.name]}:{kind}:{op.name}")
         for si, trace in self.steps.items():
             jobs = trace[trace[:, f["job"]] > self.seen[si]]
             jobs = jobs[np.argsort(jobs[:, f["job"]])]
-            keys = [f"{si}:{oi}:{op.name}" for oi, op in enumerate(profile.steps[si].ops)
-                    if op.name in self.split]
+            keys = keys_of[si]
             if len(jobs):
                 self.seen[si] = int(jobs[-1, f["job"]])
             if len(jobs) != len(keys):
@@ -239,9 +247,9 @@ def main(argv=None) -> int:
         os.environ["PARTITA_COMPILE_JOBS"] = "1"  # split_chunks' plans seen in this process
         real = threads.ThreadPool.split_chunks
 
-        def split_chunks(self, k, b, pointers, total, size, emit, tag=""):
+        def split_chunks(self, k, b, pointers, total, size, emit, *args, **kwargs):
             CHUNKS[k.name] = (total, size)
-            return real(self, k, b, pointers, total, size, emit, tag)
+            return real(self, k, b, pointers, total, size, emit, *args, **kwargs)
 
         threads.ThreadPool.split_chunks = split_chunks
     with tempfile.TemporaryDirectory() as tmp:

@@ -385,3 +385,33 @@ def test_the_handoff_trace_records_one_job_per_split_kernel_and_who_ran_it(tmp_p
             assert (claim == 0) == (late == 1)  # the worker's part ran on exactly one thread
             if claim:
                 assert claim <= done
+
+
+def test_thread_profile_reports_every_split_kernels_handoffs(capsys, monkeypatch):
+    """benchmarks/thread_profile.py --handoff end to end on AMX code (-emulate=yes where the CPU
+    lacks AMX), whose kernels pass split_chunks an ``around`` hook: one hand-off row per split
+    kernel (the report had lost its rows when the kernel times changed keys, and the --handoff
+    wrapper refused ``around``)."""
+    import importlib.util
+
+    from kernel_checks import llvm_target
+
+    from partita.backends.llvm.runtime import threads
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "thread_profile.py"
+    spec = importlib.util.spec_from_file_location("thread_profile_under_test", path)
+    tp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tp)
+    monkeypatch.setattr(threads.ThreadPool, "split_chunks", threads.ThreadPool.split_chunks)
+    monkeypatch.setattr(threads, "TRACE", threads.TRACE)
+    for name in ("PARTITA_REGION_CACHE", "PARTITA_COMPILE_JOBS", "PARTITA_CACHE_DIR"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+        monkeypatch.delenv(name)
+    options = llvm_target("amx").removeprefix("llvm ")
+    assert tp.main(["--model", str(NETS / "mobilenet_v2_035_96.tflite"), "--runs", "1",
+                    "--block", "1", "--handoff", f"--options={options}"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("hand-offs (threads.TRACE", 1)[1].split("sums:", 1)[0]
+    rows = [line for line in table.splitlines()[2:] if line.strip()]
+    assert len(rows) >= 3 and any(line.split()[-1].startswith("vconv_") for line in rows)
+    assert "x" in rows[0].split()[-2]  # the chunk plan split_chunks recorded (count x units)
