@@ -395,7 +395,6 @@ def test_thread_profile_reports_every_split_kernels_handoffs(capsys, monkeypatch
     import importlib.util
 
     from kernel_checks import llvm_target
-
     from partita.backends.llvm.runtime import threads
 
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "thread_profile.py"
