@@ -117,7 +117,8 @@ def tasks() -> dict:
     return out
 
 
-CHUNKS: dict = {}  # --handoff: kernel name -> (units, units per chunk) of its split_chunks
+CHUNKS: dict = {}  # --handoff: kernel name -> [(units, units per chunk)] of its split_chunks
+# (one per split: a DYNQ kernel or a convolution packing its input on both threads has two)
 
 
 class Handoffs:
@@ -160,7 +161,8 @@ class Handoffs:
                 occurrence[op.name] += 1
                 if op.name in self.split:
                     kind = op.metrics.get("kernel", step.target)
-                    keys_of[si].append(f"{occurrence[op.name]}:{kind}:{op.name}")
+                    splits = len(CHUNKS.get(self.function.get(op.name, op.name), [None]))
+                    keys_of[si] += [f"{occurrence[op.name]}:{kind}:{op.name}"] * splits
         for si, trace in self.steps.items():
             jobs = trace[trace[:, f["job"]] > self.seen[si]]
             jobs = jobs[np.argsort(jobs[:, f["job"]])]
@@ -170,14 +172,22 @@ class Handoffs:
             if len(jobs) != len(keys):
                 self.mismatched += 1
                 continue
+            merged: dict[str, tuple] = {}  # a kernel's splits: parts and waits summed
             for key, j in zip(keys, jobs):
                 late = bool(j[f["late"]])
-                self.rows[key].append((
-                    j[f["claim"]] - j[f["publish"]] if j[f["claim"]] else None,
-                    j[f["own_done"]] - j[f["publish"]],
-                    j[f["worker_done"]] - j[f["claim"]] if j[f["claim"]] else None,
-                    0 if late else j[f["end"]] - j[f["own_done"]],
-                    late))
+                row = (j[f["claim"]] - j[f["publish"]] if j[f["claim"]] else None,
+                       j[f["own_done"]] - j[f["publish"]],
+                       j[f["worker_done"]] - j[f["claim"]] if j[f["claim"]] else None,
+                       0 if late else j[f["end"]] - j[f["own_done"]],
+                       late)
+                if key in merged:
+                    old = merged[key]
+                    row = (old[0] if old[0] is not None else row[0], old[1] + row[1],
+                           None if None in (old[2], row[2]) else old[2] + row[2],
+                           old[3] + row[3], old[4] or row[4])
+                merged[key] = row
+            for key, row in merged.items():
+                self.rows[key].append(row)
 
     def report(self, rows, times) -> list[str]:
         us = 1e6 / self.hz
@@ -212,8 +222,8 @@ class Handoffs:
                 sums[name] += 0.0 if v != v else v  # nan: the worker never claimed it
             kind = next(r[2] for r in rows if key.endswith(":" + r[4]))
             name = key.split(":", 2)[2]
-            units, size = CHUNKS.get(self.function.get(name, name), (0, 0))
-            chunks = f"{-(-units // size)}x{size}" if size else "halves"
+            plans = CHUNKS.get(self.function.get(name, name), [])
+            chunks = "+".join(f"{-(-units // size)}x{size}" for units, size in plans) or "halves"
             out.append(f"    {kind:10s} {t1 * 1e6:7.1f} {t2 * 1e6:7.1f} {t2 / t1:5.2f} "
                        f"{claim:6.2f} {claim_min:6.2f} {own:7.1f} {worker:7.1f} {wait:6.2f} "
                        f"{wait_min:6.2f} {late:5.2f} {chunks:>8s}  {name[:40]}")
@@ -248,7 +258,7 @@ def main(argv=None) -> int:
         real = threads.ThreadPool.split_chunks
 
         def split_chunks(self, k, b, pointers, total, size, emit, *args, **kwargs):
-            CHUNKS[k.name] = (total, size)
+            CHUNKS.setdefault(k.name, []).append((total, size))
             return real(self, k, b, pointers, total, size, emit, *args, **kwargs)
 
         threads.ThreadPool.split_chunks = split_chunks

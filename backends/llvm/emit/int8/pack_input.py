@@ -22,27 +22,41 @@ class InputPacking(Family):
     def pack_input(self, b, x, dst, p, copy=True):
         """dst[Hs][Ws][Cs] = x placed at (top, left), the rest filled with the zero point;
         without ``copy`` only the border is filled (a producer wrote the inside)."""
+        self.pack_rows(b, x, dst, p, self.pack_zero(b, self.cargs["izp"], p), c64(0),
+                       c64(p["H"]), copy)
+
+    def pack_zero(self, b, izp, p):
+        """The byte the border holds: the input zero point (x ^ 0x80 where "flipped")."""
+        zp = b.trunc(b.load(izp, typ=I32), I8)
+        return b.xor(zp, ir.Constant(I8, -128)) if p.get("flipped", False) else zp
+
+    def pack_rows(self, b, x, dst, p, zp, y0, y1, copy=True):
+        """pack_input for input rows [y0, y1) (i64 values): their padded rows whole (border
+        and pixels), the padded rows above the image where y0 is 0 and below it where y1 is
+        H. Ranges that tile [0, H) write every byte once: a split kernel's chunks pack its
+        input on both threads (vconv.PACK_SPLIT_BYTES)."""
         memset = self.module.declare_intrinsic("llvm.memset", [ir.PointerType(), I64])
         memcpy = self.module.declare_intrinsic(
             "llvm.memcpy", [ir.PointerType(), ir.PointerType(), I64]
         )
         false = ir.Constant(ir.IntType(1), 0)
-        zp = b.trunc(b.load(self.cargs["izp"], typ=I32), I8)
         flipped = p.get("flipped", False)
-        if flipped:
-            zp = b.xor(zp, ir.Constant(I8, -128))
         hs, ws, cs, c = p["Hs"], p["Ws"], p["Cs"], p["C"]
-        top, left = p["pad"][0], p["pad"][1]
-        if cs == c or not copy:  # whole rows: one copy per row, the zero point in the border
-            row, width = ws * cs, p["W"] * c
+        top, left, height = p["pad"][0], p["pad"][1], p["H"]
+        row, width = ws * cs, p["W"] * c
+        if flipped and copy and cs != c:
+            raise ValueError("flipped packing takes whole rows (Cs == C) only")
+        with b.if_then(b.icmp_signed("==", y0, c64(0))):
             b.call(memset, [dst, zp, c64(top * row), false])
-            after = (top + p["H"]) * row
-            b.call(
-                memset,
-                [b.gep(dst, [c64(after)], source_etype=I8), zp, c64(hs * row - after), false],
-            )
-            with for_range(b, p["H"], "py") as y:
-                at = b.mul(b.add(y, c64(top)), c64(row))
+        with b.if_then(b.icmp_signed("==", y1, c64(height))):
+            after = (top + height) * row
+            b.call(memset, [b.gep(dst, [c64(after)], source_etype=I8), zp,
+                            c64(hs * row - after), false])
+        pixels = cs == 4 and p["W"] >= 16  # 1-3 channels (an image): 16 pixels per shuffle
+        with for_range(b, b.sub(y1, y0), "py") as i:
+            y = b.add(y0, i)
+            at = b.mul(b.add(y, c64(top)), c64(row))
+            if cs == c or not copy:  # whole rows: one copy per row, the zero point beside it
                 b.call(memset, [b.gep(dst, [at], source_etype=I8), zp, c64(left * cs), false])
                 start = b.add(at, c64(left * cs))
                 if copy:
@@ -54,16 +68,24 @@ class InputPacking(Family):
                         b.call(memcpy, [to, src, c64(width), false])
                 rest = b.gep(dst, [b.add(start, c64(width))], source_etype=I8)
                 b.call(memset, [rest, zp, c64(row - left * cs - width), false])
-            return
-        if flipped:
-            raise ValueError("flipped packing takes whole rows (Cs == C) only")
-        b.call(memset, [dst, zp, c64(hs * ws * cs), false])
-        if cs == 4 and p["W"] >= 16:  # 1-3 channels (an image): 16 pixels per shuffle
-            return self.pack_pixels(b, x, dst, p, zp)
-        with for_range(b, p["H"], "py") as y, for_range(b, p["W"], "px") as xx:
+            else:  # pixels of fewer channels than their slots: the row's zero points first
+                b.call(memset, [b.gep(dst, [at], source_etype=I8), zp, c64(row), false])
+                if pixels:
+                    self.pack_pixels(b, x, dst, p, zp, y)
+                else:
+                    self.pack_slots(b, x, dst, p, y)
+
+    def pack_slots(self, b, x, dst, p, y):
+        """Input row ``y``'s pixels into their slots one memcpy each (pack_rows' fallback)."""
+        memcpy = self.module.declare_intrinsic(
+            "llvm.memcpy", [ir.PointerType(), ir.PointerType(), I64]
+        )
+        c, cs, ws, top, left = p["C"], p["Cs"], p["Ws"], p["pad"][0], p["pad"][1]
+        with for_range(b, p["W"], "px") as xx:
             src = b.gep(x, [b.mul(b.add(b.mul(y, c64(p["W"])), xx), c64(c))], source_etype=I8)
-            at = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(xx, c64(left))), c64(cs))
-            b.call(memcpy, [b.gep(dst, [at], source_etype=I8), src, c64(c), false])
+            to = b.mul(b.add(b.mul(b.add(y, c64(top)), c64(ws)), b.add(xx, c64(left))), c64(cs))
+            b.call(memcpy, [b.gep(dst, [to], source_etype=I8), src, c64(c),
+                            ir.Constant(ir.IntType(1), 0)])
 
     def copy_flipped(self, b, src, dst, size: int):
         """dst[i] = src[i] ^ 0x80 for ``size`` bytes (a multiple of 4): 64 bytes per step, then
@@ -80,11 +102,11 @@ class InputPacking(Family):
                 b.store(b.xor(value, ir.Constant(I32, 0x80808080 - (1 << 32))),
                         b.gep(dst, [at], source_etype=I8), align=1)
 
-    def pack_pixels(self, b, x, dst, p, zp):
-        """pack_input for 4-channel slots of 1-3 channel pixels: 16 pixels (16 c bytes) at a
-        time widened to 64 bytes by one byte shuffle with the zero point (VPERMB where the CPU
-        has it), a row's last pixels by the same shuffle of its last 16; the border already
-        holds the zero point."""
+    def pack_pixels(self, b, x, dst, p, zp, y):
+        """pack_rows for 4-channel slots of 1-3 channel pixels, input row ``y``: 16 pixels (16
+        c bytes) at a time widened to 64 bytes by one byte shuffle with the zero point (VPERMB
+        where the CPU has it), the row's last pixels by the same shuffle of its last 16; the
+        border already holds the zero point."""
         c, ws, width = p["C"], p["Ws"], p["W"]
         top, left = p["pad"][0], p["pad"][1]
         src_ty = ir.VectorType(I8, 16 * c)
@@ -115,8 +137,7 @@ class InputPacking(Family):
                 b.store(quarter, b.gep(dst, [b.add(at, c64(16 * j))], source_etype=I8),
                         align=1)
 
-        with for_range(b, p["H"], "py") as y:
-            with for_range(b, width // 16, "pv") as v:
-                move(y, b.mul(v, c64(16)))
-            if width % 16:
-                move(y, c64(width - 16))
+        with for_range(b, width // 16, "pv") as v:
+            move(y, b.mul(v, c64(16)))
+        if width % 16:
+            move(y, c64(width - 16))

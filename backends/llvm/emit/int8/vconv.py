@@ -36,6 +36,10 @@ CHANNELS_OUTER = True
 # the sign kernel leaves out the products of a channel vector's upper half where it is padding
 # (OC % 16 in 1..8: a 24-channel layer computes 24 channels, not 32; _live_halves)
 SKIP_PADDING_HALF = True
+# -threads=2: an input of at least this many bytes that the kernel packs (pack_input: MobileNetV2's
+# 224 x 224 x 3 image into 4-byte slots) is packed by rows in chunks on both threads before its
+# own split (a second hand-off), not on the driver's thread while the worker waits
+PACK_SPLIT_BYTES = 1 << 16
 
 class VectorKernels(Family):
     """A kernel family: ``k_vconv`` (its output stage is vector_output_stage.OutputStage,
@@ -50,6 +54,8 @@ class VectorKernels(Family):
     amx_enter = via("amx")
     amx_leave = via("amx")
     pack_input = via("pack")
+    pack_rows = via("pack")
+    pack_zero = via("pack")
     nibble_steps = via("exact_avx2")
     fix_steps = via("exact_avx2")
     sign_step = via("exact_avx2")
@@ -176,7 +182,15 @@ class VectorKernels(Family):
         src = x
         if p["pack"]:
             src = args[1]
-            self.pack_input(b, x, src, p)
+            if p.get("threads", 1) > 1 and p["H"] * p["W"] * p["C"] >= PACK_SPLIT_BYTES:
+                izp = self.vglobals(k)["izp"]  # the rows packed on both threads, first
+                self.split_chunks(
+                    k, b, [x, src, izp], p["H"], chunk_size(p["H"]),
+                    lambda eb, ps, lo, hi: self.pack_rows(
+                        eb, ps[0], ps[1], p, self.pack_zero(eb, ps[2], p), lo, hi),
+                    tag="_pack")
+            else:
+                self.pack_input(b, x, src, p)
         if p.get("threads", 1) < 2:
             if amx:
                 self.amx_rows(b, src, y, self.vglobals(k), p, out, None)
