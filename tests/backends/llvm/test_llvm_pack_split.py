@@ -1,10 +1,10 @@
 """A vector convolution's packed input over two threads (vconv.PACK_SPLIT_BYTES,
-pack_input.pack_rows): an input of at least PACK_SPLIT_BYTES that the kernel copies into padded pixel slots (an image's
-1-3 channels into 4-byte slots, 5 channels into 8, whole rows where the channels fill their
-slots, int8 rows flipped to uint8 for the VNNI kernels) is packed in chunks of rows on both
-threads before the convolution's own split. Every tier (-emulate=yes where the CPU lacks one),
-padding above and below the image or not, the worker forced and absent: the interpreter's
-bits."""
+pack_input.pack_rows): an input of at least PACK_SPLIT_BYTES that the kernel copies into padded
+pixel slots (an image's 1-3 channels into 4-byte slots, 5 channels into 8, whole rows where the
+channels fill their slots, int8 rows flipped to uint8 for the VNNI kernels) is packed in chunks
+of rows on both threads before the convolution's own split. Every tier (-emulate=yes where the
+CPU lacks one), padding above and below the image or not, the worker forced and absent: the
+interpreter's bits."""
 
 from __future__ import annotations
 
