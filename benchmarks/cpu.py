@@ -273,9 +273,60 @@ def run_model(args) -> None:
                       f"{sum(m.crowded for m in modes)})")
         for line in peak_summary(builds[tier][1], x, args.profile_runs):
             print(line)
+    for line in goal_summary(runs, ours, peers, theirs, quantized=not onnx or _quantized(
+            args.model)):
+        print(line)
 
 
 INT8_GOAL, FLOAT_GOAL = 0.60, 0.75  # the issue's kernel goals, fractions of the tier's peak
+# issue 28's model goals: partita / peer at most this (int8 models: XNNPACK and ONNX Runtime
+# 0.8x, OpenVINO 1.0x; float models: ONNX Runtime 1.0x), two threads at most TWO_THREADS of one,
+# -isa=plain within PLAIN of the best tier
+PEER_GOALS = {True: {"TFLite + XNNPACK": 0.8, "OpenVINO": 1.0, "ONNX Runtime": 0.8},
+              False: {"ONNX Runtime": 1.0}}
+TWO_THREADS, PLAIN = 0.6, 2.5
+
+
+def _quantized(model: Path) -> bool:
+    """Whether an ONNX model is statically quantized (QOperator or QDQ nodes): the issue's int8
+    goals; a float or dynamic-int8 model (BERT's) has ONNX Runtime's 1.0x."""
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(model), load_external_data=False).graph.node}
+    return bool(ops & {"QuantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger"})
+
+
+def goal_summary(runs, ours, peers, theirs, quantized: bool) -> list[str]:
+    """The run's figures against issue 28's goals, one line each: the best tier and every
+    tier's two threads over one, plain against the best tier, the best tier against each peer
+    at each thread count. Ratios of medians from these interleaved rounds (a quiet machine's
+    figures: on a busy one they say little)."""
+    mine = {(tier, t): ti for (tier, name, t, _), ti in zip(runs, ours) if "semantics" not in name}
+    tiers = sorted({tier for tier, _ in mine}, key=lambda tr: mine[tr, 1] if (tr, 1) in mine
+                   else float("inf"))
+    if not tiers or (tiers[0], 1) not in mine:
+        return []
+    best = tiers[0]
+
+    def verdict(value, goal):
+        return f"{value:.2f} ({'met' if value <= goal else 'not met'}: <= {goal})"
+
+    out = [f"\ngoals (issue 28) in this run; best tier {best} (the fastest one thread):"]
+    pairs = [f"{tr} {verdict(mine[tr, 2] / mine[tr, 1], TWO_THREADS)}" for tr in tiers
+             if (tr, 2) in mine and (tr, 1) in mine]
+    if pairs:
+        out.append("  two threads / one: " + "; ".join(pairs))
+    if "plain" in tiers and best != "plain":
+        out.append("  -isa=plain / " + best + ": " + "; ".join(
+            f"{t} thread(s) {mine['plain', t] / mine[best, t]:.2f}x "
+            f"({'met' if mine['plain', t] / mine[best, t] <= PLAIN else 'not met'}: <= {PLAIN}x)"
+            for t in (1, 2) if ("plain", t) in mine and (best, t) in mine))
+    goals = PEER_GOALS[quantized]
+    for (name, t, _), ti in zip(peers, theirs):
+        if name in goals and (best, t) in mine:
+            out.append(f"  {best} against {name}, {t} thread(s): "
+                       f"{verdict(mine[best, t] / ti, goals[name])}")
+    return out
 
 
 def peak_summary(exe, x, runs: int) -> list[str]:
