@@ -101,9 +101,37 @@ def _machine(cpu: str | None = None, features: str | None = None):
     )
 
 
+# PARTITA_LLVM_HOST=NAME (a CPU of host_cpu.CPU_FEATURES: x86-64-v3, alderlake, icelake-server,
+# x86-64-v2, ...): this process takes its host for that older CPU. Every feature of the vector
+# tiers that NAME lacks is reported off, so native code, the tiers this CPU "runs", -isa=auto,
+# AMX's grant and -emulate's stand-ins are what a machine of that kind gets: the test suite as
+# a Zen 3 (AVX2 only) or an SSE-only host sees it, run on a newer CPU (docs/testing.md)
+PRETEND_ENV = "PARTITA_LLVM_HOST"
+# feature name prefixes a pretended CPU reports off unless its table has them (the vector
+# tiers' own, and everything that needs AVX where the named CPU has none)
+_TIERED = ("avx512", "amx", "avxvnni", "avxifma", "avxneconvert", "evex512", "avx10")
+_AVX_ONLY = ("avx", "fma", "f16c", "vaes", "vpclmulqdq")
+
+
 def host_features() -> str:
     _init()
-    return llvm.get_host_cpu_features().flatten()
+    flat = llvm.get_host_cpu_features().flatten()
+    name = os.environ.get(PRETEND_ENV)
+    if not name:
+        return flat
+    from partita.backends.llvm.host_cpu import CPU_FEATURES
+
+    if name not in CPU_FEATURES:
+        raise LLVMError(f"{PRETEND_ENV}={name!r} is not a CPU of the llvm backend's table "
+                        f"(e.g. x86-64-v2, x86-64-v3, alderlake, icelake-server)")
+    keep = CPU_FEATURES[name]
+    drop = _TIERED + (() if "+avx" in keep else _AVX_ONLY)
+    out = []
+    for f in flat.split(","):
+        if f.startswith("+") and f not in keep and f[1:].startswith(drop):
+            f = "-" + f[1:]
+        out.append(f)
+    return ",".join(out)
 
 
 def host_isa() -> str:
