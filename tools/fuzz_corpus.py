@@ -109,6 +109,12 @@ def tflite_cases() -> dict:
         "tflite_activation_output_without_quantization": (
             "tflite/ops/concat_diff_scale.tflite", [("w", 1334, "<B", 0)], "refused",
             "no quantization parameters"),
+        # found by tools/fuzz.py --seed 2501 --target "npu, llvm -isa=plain -threads=2" (case
+        # 28,310): an 8-bit SUM over 41,943,040 values (a grown dimension) overflowed int32 in
+        # the frontend (a bare OverflowError); TFLite's int32 accumulator cannot hold that sum
+        "tflite_sum_past_int32": (
+            "tflite/ops/sum_hw_tall.tflite", [("w", 808, "<q", -128), ("w", 840, "<i", 1048576)],
+            "refused", "can pass int32"),
         # found by tools/fuzz.py --seed 1313 --target "npu, llvm" (case 73,402): an int8 zero
         # point of 256 reached the NPU's RSQRT table and overflowed there
         # the same campaign (case 95,765): a denormal input scale made RSQRT's rescale 1 / 0

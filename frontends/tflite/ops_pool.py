@@ -104,6 +104,10 @@ def reduce_sum(ctx: OpContext) -> Expr:
     check_quantized_io(ctx, x, out)
     shape = ctx.shape(0)
     n = int(np.prod([shape[a] for a in axes]))
+    lo, hi = INT_RANGES[x.dtype]
+    if n * max(-lo, hi) > np.iinfo(np.int32).max:
+        ctx.fail(f"SUM of {n} {x.dtype} values: the sum can pass int32, the accumulator "
+                 f"TFLite's kernels and partita sum in")
     wide = ctx.call("cast", ctx.expr(0), dtype="int32")
     total = ctx.call("sum", wide, axis=axes, keepdims=keep)
     s_in, zp_in = ctx.qparams(x)
