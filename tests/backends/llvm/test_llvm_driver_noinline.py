@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from kernel_checks import llvm_target
 from test_llvm_pairs_routing import _layer
 from test_llvm_plain_no_x86 import _build_capturing
 
@@ -18,7 +19,8 @@ HEAD = re.compile(r'^(define|declare) [^@]*@"?([\w.]+)"?\(.*$', re.M)
 
 def test_every_kernel_the_driver_calls_is_noinline(monkeypatch):
     mod = _layer("conv", "exact", "tflite")
-    exe, text = _build_capturing(mod, "llvm -isa=avx2 -threads=1", monkeypatch)
+    # avx2 code, run through -emulate=yes on a CPU without AVX2
+    exe, text = _build_capturing(mod, llvm_target("avx2", " -threads=1"), monkeypatch)
     # the drivers' own module (each part is compiled alone: no inlining across parts)
     (part,) = [t for t in text.split("; ModuleID") if 'define void @"partita_run"(' in t]
     driver = part[part.index('define void @"partita_run"('):]

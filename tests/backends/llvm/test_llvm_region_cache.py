@@ -81,9 +81,11 @@ def test_any_change_to_the_graph_misses(monkeypatch, change):
 def test_options_and_source_are_in_the_key(monkeypatch):
     calls = lowerings(monkeypatch)
     mod = model()
-    P.build(mod, "llvm")
+    # tiers named: on a plain host "llvm" (auto) is -isa=plain, the same key (built, not run:
+    # avx2 code is compiled on any host)
+    P.build(mod, "llvm -isa=avx2")
     P.build(mod, "llvm -isa=plain")
-    P.build(mod, "llvm -threads=2")
+    P.build(mod, "llvm -isa=plain -threads=2")
     assert len(calls) == 3
     monkeypatch.setattr(region_cache, "source_digest", lambda: b"an edited partita")
     run_and_check(mod)

@@ -25,6 +25,10 @@ from partita.backends.llvm.plan import Kernel
 
 RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 ELEMENT_CHUNK = 1 << 14  # elements per claimed chunk of a split QUANT / LUT (threads 2)
+# MAXPOOL: windows of at most this many taps are written out tap by tap, larger ones are loops
+# (each tap's IR is ~30 instructions: a mutated model's 65536 x 3 window made LLVM run for
+# minutes; fuzz seed 2501, case 76,730)
+UNROLLED_TAPS = 64
 
 
 class ScalarKernels(Family):
@@ -304,6 +308,7 @@ class ScalarKernels(Family):
 
         def rows(eb, ps, lo, hi):
             xp, yp = ps
+            seen = eb.alloca(ir.IntType(1))  # whether a pixel's window met the image
             with for_range(eb, eb.sub(hi, lo), "r") as i:
                 r = eb.add(lo, i)  # image r // oh, output row r % oh
                 nb, oy = eb.udiv(r, c64(oh)), eb.urem(r, c64(oh))
@@ -312,23 +317,30 @@ class ScalarKernels(Family):
                     out = eb.mul(eb.add(eb.mul(r, c64(ow)), ox), c64(c))
                     with for_range(eb, c, "ch") as ch:
                         self.store_at(eb, least, yp, eb.add(out, ch), ety)
-                    seen = ir.Constant(ir.IntType(1), 0)
-                    for ky in range(ph):
-                        for kx in range(pw):
-                            iy, ix, inside = self.window_tap(
-                                eb, (oy, ox), (c64(ky), c64(kx)), (sh, sw), (dh, dw),
-                                (top, left), (h, w))
-                            seen = eb.or_(seen, inside)
-                            with eb.if_then(inside):
-                                src = eb.add(xb, eb.mul(eb.add(eb.mul(iy, c64(w)), ix), c64(c)))
-                                with for_range(eb, c, "ch") as ch:
-                                    v = self.load_at(eb, xp, eb.add(src, ch), ety)
-                                    at = eb.add(out, ch)
-                                    cur = self.load_at(eb, yp, at, ety)
-                                    self.store_at(eb, eb.select(better(eb, v, cur), v, cur), yp,
-                                                  at, ety)
+                    eb.store(ir.Constant(ir.IntType(1), 0), seen)
+
+                    def tap(ky, kx):
+                        iy, ix, inside = self.window_tap(
+                            eb, (oy, ox), (ky, kx), (sh, sw), (dh, dw), (top, left), (h, w))
+                        eb.store(eb.or_(eb.load(seen, typ=ir.IntType(1)), inside), seen)
+                        with eb.if_then(inside):
+                            src = eb.add(xb, eb.mul(eb.add(eb.mul(iy, c64(w)), ix), c64(c)))
+                            with for_range(eb, c, "ch") as ch:
+                                v = self.load_at(eb, xp, eb.add(src, ch), ety)
+                                at = eb.add(out, ch)
+                                cur = self.load_at(eb, yp, at, ety)
+                                self.store_at(eb, eb.select(better(eb, v, cur), v, cur), yp,
+                                              at, ety)
+
+                    if ph * pw <= UNROLLED_TAPS:  # the window's taps written out
+                        for ky in range(ph):
+                            for kx in range(pw):
+                                tap(c64(ky), c64(kx))
+                    else:  # a large window (a mutated model's 65536 x 3): loops, not IR per tap
+                        with for_range(eb, ph, "ky") as ky, for_range(eb, pw, "kx") as kx:
+                            tap(ky, kx)
                     if not floats:  # no tap inside: 0, as the scalar loop's start truncated
-                        with eb.if_then(eb.not_(seen)):
+                        with eb.if_then(eb.not_(eb.load(seen, typ=ir.IntType(1)))):
                             with for_range(eb, c, "ch") as ch:
                                 self.store_at(eb, ir.Constant(I8, 0), yp, eb.add(out, ch), I8)
 
