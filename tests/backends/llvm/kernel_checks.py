@@ -151,3 +151,17 @@ def depthwise_graph(rng, hw, k, stride, dilation, wmin=-128):
     )
     mod = P.IRModule.from_expr(P.Function([x], y))
     return mod, rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)
+
+
+def pool_data(rng, shape, dtype, nan_step: int = 97, zero_step: int = 13) -> np.ndarray:
+    """A max pool's input over its type's whole range; float32: normal values with nan every
+    ``nan_step`` elements and -0.0 / +0.0 pairs every ``zero_step`` (numpy's max: nan wins, of
+    equal taps the later, so a zero's sign says which tap won)."""
+    if dtype == "float32":
+        data = rng.standard_normal(shape).astype(np.float32)
+        data.flat[::nan_step] = np.nan
+        data.flat[1::zero_step] = np.float32(-0.0)
+        data.flat[2::zero_step] = np.float32(0.0)
+        return data
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, shape, dtype=dtype)

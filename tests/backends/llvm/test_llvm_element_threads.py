@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_checks import pool_data
 from partita.backends.llvm.emit.int8 import scalar
 from partita.backends.llvm.lower.context import lower
 from partita.backends.llvm.runtime.jit import host_isa
@@ -165,15 +166,7 @@ def test_two_threads_split_max_pool_rows(dtype, monkeypatch, tmp_path):
     mod = pool(shape)
     assert [k.params.get("threads", 1) for k in
             lower(mod["main"], host_isa(), threads=2).kernels] == [2]
-    rng = np.random.default_rng(5)
-    if dtype == "float32":
-        data = rng.standard_normal(shape).astype(np.float32)
-        data.flat[::97] = np.nan
-        data.flat[1::13] = np.float32(-0.0)
-        data.flat[2::13] = np.float32(0.0)
-    else:
-        info = np.iinfo(dtype)
-        data = rng.integers(info.min, info.max + 1, shape, dtype=dtype)
+    data = pool_data(np.random.default_rng(5), shape, dtype, 97, 13)
     want = P.interpret(mod, [data])[0]
     one = P.build(mod, "llvm -threads=1").run(data)[0]
     assert one.tobytes() == want.tobytes()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_checks import pool_data
 from test_llvm_plain_no_x86 import _build_capturing
 
 import partita as P
@@ -59,15 +60,7 @@ def test_large_windows_equal_the_interpreter(dtype, threads, monkeypatch, tmp_pa
     shape, window = (1, 70, 40, 17), (9, 11)  # 99 taps, past UNROLLED_TAPS
     assert window[0] * window[1] > scalar.UNROLLED_TAPS
     mod = _pool(shape, dtype, window)
-    rng = np.random.default_rng(3)
-    if dtype == "float32":
-        data = rng.standard_normal(shape).astype(np.float32)
-        data.flat[::89] = np.nan
-        data.flat[1::7] = np.float32(-0.0)
-        data.flat[2::7] = np.float32(0.0)
-    else:
-        info = np.iinfo(dtype)
-        data = rng.integers(info.min, info.max + 1, shape, dtype=dtype)
+    data = pool_data(np.random.default_rng(3), shape, dtype, 89, 7)
     want = P.interpret(mod, [data])[0]
     exe = P.build(mod, f"llvm -threads={threads}")
     for mode in ("pool", "alone") if threads == 2 else ("alone",):
