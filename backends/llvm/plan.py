@@ -42,7 +42,7 @@ class Plan:
 
     def links(self) -> tuple[dict[int, int], dict[int, Kernel]]:
         """(buffer -> how many kernels read it, buffer -> the kernel writing it): what the plan
-        passes after the walk (vector_plan.write_into_halos, flip_input, float_halos) ask before
+        passes after the walk (int8_halos.write_into_halos, flip_input, float_halos) ask before
         they fold one kernel into another."""
         readers: dict[int, int] = {}
         for k in self.kernels:

@@ -32,11 +32,9 @@ from .float_bn_reads import float_bn_reads
 from .float_conv import weight_only
 from .float_halos import float_into_pads
 from .half import lower_half, lower_tuple_item
+from .int8_halos import write_into_halos
 from .registry import FLOAT, lowering_for
 from .tables import const_array
-from .vector_plan import (
-    write_into_halos,
-)
 
 EIGHT_BIT = ("int8", "uint8")
 # -threads=2: a TRANSPOSE or an int8 IM2COL (one image) of this many output elements or more

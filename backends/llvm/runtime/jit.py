@@ -119,7 +119,7 @@ def host_features() -> str:
     name = os.environ.get(PRETEND_ENV)
     if not name:
         return flat
-    from partita.backends.llvm.host_cpu import CPU_FEATURES
+    from partita.backends.llvm.cpu_table import CPU_FEATURES
 
     if name not in CPU_FEATURES:
         raise LLVMError(f"{PRETEND_ENV}={name!r} is not a CPU of the llvm backend's table "

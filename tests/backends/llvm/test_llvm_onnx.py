@@ -48,7 +48,7 @@ def test_onnx_net_on_llvm_equals_onnxruntime(name):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_quantizing_float_conv_writes_into_the_depthwise_padding(threads, monkeypatch):
     """A QDQ MobileNetV2's float convolutions (FCONV in ORT's order, quantized outputs) store
-    straight into the next depthwise kernel's padded input (vector_plan.write_into_halos), as
+    straight into the next depthwise kernel's padded input (int8_halos.write_into_halos), as
     the int8 ones do: no depthwise kernel copies its input, and the model still equals ORT bit
     for bit, with two threads through both drivers."""
     from partita.backends.llvm.lower import context
