@@ -48,7 +48,7 @@ def lower_fmean(low: LowerContext, call: Call) -> bool:
 def lower_maxpool(low: LowerContext, call: Call) -> bool:
     """nn.max_pool2d of 8-bit or float32 NHWC data: MAXPOOL."""
     data, dtypes, _ = data_operands(call)
-    if not (dtypes[0] in (*EIGHT_BIT, "float32") and call.attrs.layout == "NHWC"):
+    if not (data and dtypes[0] in (*EIGHT_BIT, "float32") and call.attrs.layout == "NHWC"):
         return False
     a = call.attrs
     params = {
@@ -69,7 +69,8 @@ def lower_lut(low: LowerContext, call: Call) -> bool:
     data, dtypes, out = data_operands(call)
     consts_scalar = all(const_array(a).ndim == 0 for a in call.args if isinstance(a, Constant))
     # 16x8 LOGISTIC / TANH: int16 -> int16 through a 65,536-entry table
-    wide = call.op.name in ("qnn.sigmoid", "qnn.tanh") and dtypes[0] == out == "int16"
+    wide = (call.op.name in ("qnn.sigmoid", "qnn.tanh") and len(data) == 1
+            and dtypes[0] == out == "int16")
     if not (
         len(data) == 1
         and call.op.kind in ("elemwise", "broadcast")  # a table maps each element alone
@@ -111,6 +112,7 @@ def lower_quantize(low: LowerContext, call: Call) -> bool:
     data, dtypes, out = data_operands(call)
     if not (
         all(isinstance(a, Constant) for a in call.args[1:])
+        and len(data) == 1  # a constant's quantize (a mutated model's) is not a kernel's
         and dtypes[0] == "float32"
         and out in (*EIGHT_BIT, "int16", "int32")
         and call.attrs.semantics in ("tflite", "onnx", "fbgemm")

@@ -2,7 +2,8 @@
 a loop in the IR, not a copy of the tap's code per tap. A fuzzed TFLite model's 65536 x 3 window
 (tests/fuzz_corpus/llvm_host/hang_maxpool_window_65536.tflite) made LLVM compile for minutes;
 now its build takes a second and its IR does not grow with the window. Large windows equal the
-interpreter for int8, uint8 and float32 (nan and signed zeros) at one and two threads."""
+interpreter for int8, uint8 and float32 (nan and signed zeros) at one and two threads. And the
+llvm host's other fuzz reproducer of session 25 (a quantize of a constant)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,21 @@ def test_large_windows_equal_the_interpreter(dtype, threads, monkeypatch, tmp_pa
             if getattr(st.region, "modes", None) is not None:
                 st.region.modes.choose = lambda mode=mode: mode
         assert exe.run(data)[0].tobytes() == want.tobytes()
+
+
+def test_llvm_host_reproducers_are_refused_or_run():
+    """The llvm host's other fuzz reproducer (tools/fuzz.py --seed 2502 --target "npu, llvm",
+    case 5,482): a QuantizeLinear of a constant (no data operand) is refused by name, where the
+    lowerings raised IndexError; under "npu, ref" it runs."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+    import fuzz
+    from partita.frontends import from_onnx
+
+    from partita.errors import PartitaError
+
+    data = (CORPUS / "indexerror_quantize_of_a_constant.onnx").read_bytes()
+    with pytest.raises(PartitaError, match="qnn.quantize"):
+        P.build(from_onnx(data), "npu, llvm")
+    assert fuzz.check("onnx", data)[0] == "ok"
