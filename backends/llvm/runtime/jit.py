@@ -101,7 +101,7 @@ def _machine(cpu: str | None = None, features: str | None = None):
     )
 
 
-# PARTITA_LLVM_HOST=NAME (a CPU of host_cpu.CPU_FEATURES: x86-64-v3, alderlake, icelake-server,
+# PARTITA_LLVM_HOST=NAME (a CPU of cpu_table.CPU_FEATURES: x86-64-v3, alderlake, icelake-server,
 # x86-64-v2, ...): this process takes its host for that older CPU. Every feature of the vector
 # tiers that NAME lacks is reported off, so native code, the tiers this CPU "runs", -isa=auto,
 # AMX's grant and -emulate's stand-ins are what a machine of that kind gets: the test suite as
