@@ -330,7 +330,7 @@ def _op_label(call: Call) -> str:
 def measured(est: SystemEstimate, executable, profile) -> dict:
     """The table's quantities from a run: the NPU's simulated cycles and their time at the
     preset's clock (plus the same invocation overhead the estimate counts), the host steps'
-    measured time, the compiled regions' SRAM peak and arena sizes; transfers are the
+    measured kernel time, the compiled regions' SRAM peak and arena sizes; transfers are the
     estimate's (nothing on this machine moves them)."""
     totals = profile.totals
     acc_cycles = sum(t.get("cycles", 0) for name, t in totals.items() if name != _host(est))
@@ -338,7 +338,7 @@ def measured(est: SystemEstimate, executable, profile) -> dict:
     calls = [s for s in profile.steps if s.target != _host(est)]
     overhead = {s.name: s.call_overhead_s for s in est.steps}
     acc_s += sum(overhead.get(s.symbol, 0.0) for s in calls)
-    host_s = sum(s.time_s for s in profile.steps if s.target == _host(est))
+    host_s = sum(_host_step_s(s) for s in profile.steps if s.target == _host(est))
     sram = arena = 0
     for step in getattr(executable, "steps", ()):
         region = getattr(step, "region", None)
@@ -359,6 +359,13 @@ def measured(est: SystemEstimate, executable, profile) -> dict:
     }
     out["total_s"] = out["accelerator_s"] + out["host_s"] + out["transfer_s"]
     return out
+
+
+def _host_step_s(step) -> float:
+    """A host step's kernels' time where its profile timed them (the step's wall time counts
+    the profiler's own bookkeeping, tens of microseconds a region), else its wall time."""
+    kernels = sum(op.time_s for op in step.ops) if step.ops else 0.0
+    return kernels if kernels > 0 else step.time_s
 
 
 def _host(est: SystemEstimate) -> str:

@@ -11,6 +11,7 @@ engine closed crashes the process).
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import select
@@ -114,9 +115,15 @@ _AVX_ONLY = ("avx", "fma", "f16c", "vaes", "vpclmulqdq")
 
 
 def host_features() -> str:
+    """LLVM's feature string for this host (or for PARTITA_LLVM_HOST's CPU), worked out once per
+    name: a profile asks for it per region run."""
+    return _host_features(os.environ.get(PRETEND_ENV) or "")
+
+
+@functools.cache
+def _host_features(name: str) -> str:
     _init()
     flat = llvm.get_host_cpu_features().flatten()
-    name = os.environ.get(PRETEND_ENV)
     if not name:
         return flat
     from partita.backends.llvm.cpu_table import CPU_FEATURES
