@@ -22,6 +22,10 @@ driver published the job (median and minimum), each thread's part, the driver's 
 worker at the kernel's end (the imbalance), how often the driver ran the worker's part itself
 ("late"), and the kernel's chunks (count x units).
 Bits: every run's output equals the one-thread build's. Quote ``uptime`` with the figures.
+Both two-thread builds live in this process, each with its own worker, which spins for a while
+after its build's calls: ``--gap`` seconds idle before each block let it nap first (without
+the gap, session 26 saw TwoModes' runs 15% slower than the forced ones in this script and
+equal to them in separate processes).
 """
 
 from __future__ import annotations
@@ -240,6 +244,10 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="tflite")
     ap.add_argument("--runs", type=int, default=9, help="interleaved rounds")
     ap.add_argument("--block", type=int, default=5, help="runs of each build per round")
+    ap.add_argument("--gap", type=float, default=0.02,
+                    help="seconds idle before each build's block (default %(default)s): the "
+                         "other two-thread build's worker spins after its calls and would take "
+                         "this one's second core")
     ap.add_argument("--top", type=int, default=8, help="one-thread kernels listed")
     ap.add_argument("--layers", type=int, default=2, help="bert: encoder layers kept")
     ap.add_argument("--seq", type=int, default=128)
@@ -291,6 +299,7 @@ def main(argv=None) -> int:
     for _ in range(args.runs):
         builds = (("1 thread", one), ("2 threads (TwoModes)", two), ("2 threads forced", forced))
         for name, e in builds:
+            time.sleep(args.gap)  # the previous build's worker stops spinning (threads.IDLE_SPINS)
             before = tasks() if name == "2 threads forced" else None
             for _ in range(args.block):
                 w, c = time.perf_counter(), time.process_time()
