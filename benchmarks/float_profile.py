@@ -1,5 +1,6 @@
 """Where a float ONNX model's time goes, per kernel, in partita ``llvm`` and in ONNX Runtime's
-own profile (``SessionOptions.enable_profiling``), 1 thread, in one process:
+own profile (``SessionOptions.enable_profiling``), 1 thread (``--threads 2``: two), in one
+process:
 
     python benchmarks/float_profile.py [--model resnet50|bert|bert-dyn|PATH.onnx] [--runs 5]
                                        [--layers N] [--isa avx2] [--latency 1 2] [--repeat 6]
@@ -80,17 +81,20 @@ def conv_weight_shapes(path: Path) -> dict:
     return out
 
 
-def profiles(path: Path, feed: dict, runs: int, isa: str):
+def profiles(path: Path, feed: dict, runs: int, isa: str, threads: int = 1):
     """({(kernel name, kind, macs): minimum seconds} of partita's profile, {ORT node name:
     (op type, macs or None, minimum seconds)} of ORT's own profile), the two runtimes'
-    profiled runs alternating (so the machine's load falls on both alike)."""
+    profiled runs alternating (so the machine's load falls on both alike). ``threads`` 2:
+    partita's ``-threads=2`` build (its profile always runs the two-thread driver) and ORT's
+    ``intra_op_num_threads=2``."""
     import onnxruntime as ort
     from partita.frontends import from_onnx
 
-    exe = P.build(from_onnx(path, {k: v.shape for k, v in feed.items()}), f"llvm -isa={isa}")
+    mod = from_onnx(path, {k: v.shape for k, v in feed.items()})
+    exe = P.build(mod, f"llvm -isa={isa} -threads={threads}")
     exe.run(**feed)
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     so.log_severity_level = 3
     so.enable_profiling = True
     ours: dict = {}
@@ -193,6 +197,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--layers", type=int, help="bert: keep the first N encoder layers")
     ap.add_argument("--isa", default="avx2")
+    ap.add_argument("--threads", type=int, default=1, help="the profiles' threads (1 or 2)")
     ap.add_argument("--latency", type=int, nargs="*", help="thread counts: whole-model times")
     ap.add_argument("--repeat", type=int, default=6, help="--latency: calls of each runtime")
     args = ap.parse_args(argv)
@@ -204,10 +209,10 @@ def main(argv=None) -> int:
                 print(f"{path.name}, {latency(path, feed, threads, args.repeat, args.isa)}",
                       flush=True)
             return 0
-        ours, theirs = profiles(path, feed, args.runs, args.isa)
+        ours, theirs = profiles(path, feed, args.runs, args.isa, args.threads)
     load = load_average()
-    print(f"{path.name}: 1 thread, minimum of {args.runs} profiled runs per kernel (alternating); "
-          f"load average {load}")
+    print(f"{path.name}: {args.threads} thread(s), minimum of {args.runs} profiled runs per "
+          f"kernel (alternating); load average {load}")
     kinds = collections.Counter()
     for (_, kind, _), t in ours.items():
         kinds[kind] += t
