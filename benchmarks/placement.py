@@ -6,10 +6,10 @@ run faster than all-on-the-accelerator, as its estimate says?
 For each model, both placements are estimated with ``host_model="measured"`` (this CPU's
 calibrated host model), built, checked bit for bit against the interpreter, and profiled
 ``--repeat`` times; the measured column (``partition.estimate.measured``: the NPU's simulated
-cycles at the preset's clock plus the host steps' measured time) is the fastest run's. The
+cycles at the preset's clock plus the host kernels' measured time) is the fastest run's. The
 last column says whether the measured times agree with the estimate's direction. This is a
-speed, so it lives here and not in the tests: an SSE-only host runs small int8 kernels slower
-than the host model expects, and there the answer can be "no" (docs/testing.md).
+speed, so it lives here and not in the tests: it depends on the CPU and its load (until
+session 26 a test asserted it, and failed on an SSE-only host; docs/testing.md).
 """
 
 from __future__ import annotations
