@@ -3,7 +3,7 @@ own profile (``SessionOptions.enable_profiling``), 1 thread (``--threads 2``: tw
 process:
 
     python benchmarks/float_profile.py [--model resnet50|bert|bert-dyn|PATH.onnx] [--runs 5]
-                                       [--layers N] [--isa avx2] [--latency 1 2] [--repeat 6]
+                                       [--layers N] [--isa auto] [--latency 1 2] [--repeat 6]
 
 Each kernel's (each ORT node's) figure is its **minimum** over ``--runs`` profiled runs: on a
 shared machine the minimum is the least disturbed run of each kernel (medians move with the
@@ -196,11 +196,16 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--layers", type=int, help="bert: keep the first N encoder layers")
-    ap.add_argument("--isa", default="avx2")
+    ap.add_argument("--isa", default="auto",
+                    help="partita's -isa= (default: this CPU's best tier, as a user's build)")
     ap.add_argument("--threads", type=int, default=1, help="the profiles' threads (1 or 2)")
     ap.add_argument("--latency", type=int, nargs="*", help="thread counts: whole-model times")
     ap.add_argument("--repeat", type=int, default=6, help="--latency: calls of each runtime")
     args = ap.parse_args(argv)
+    if args.isa == "auto":  # name the tier in the tables
+        from partita.backends.llvm import resolve_isa
+
+        args.isa = resolve_isa({})
     sys.path.insert(0, str(ROOT / "benchmarks"))
     with tempfile.TemporaryDirectory() as tmp:
         path, feed = model_and_feed(args, Path(tmp))
