@@ -16,26 +16,12 @@ from partita.backends.llvm import host_cpu
 from partita.backends.llvm.emit.base import DRIVER, TIMED, TSC
 from partita.backends.llvm.errors import LLVMError
 from partita.backends.llvm.peak import speed_metrics
+from partita.backends.llvm.runtime.arena import packed, zeroed
 from partita.backends.llvm.runtime.jit import Loaded, amx_permitted
 from partita.backends.llvm.runtime.modes import TwoModes
 from partita.backends.llvm.runtime.threads import ALONE, SHUTDOWN
 
 from partita.ir import TensorType
-
-
-def aligned(array, to: int = 64) -> np.ndarray:
-    """``array`` contiguous with its first byte on a ``to``-byte boundary (a cache line): the
-    kernels' 64-byte weight vectors then never straddle two lines (numpy's own arrays start 16
-    bytes into one as often as not). gemm.py's products ran 7-15% faster so (session 22,
-    fgemm22: identical builds differed by up to 20% with the weights' address)."""
-    array = np.ascontiguousarray(array)
-    if array.ctypes.data % to == 0:
-        return array
-    raw = np.empty(array.nbytes + to, np.uint8)
-    start = -raw.ctypes.data % to
-    out = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
 
 
 class LLVMRegion(CompiledRegion):
@@ -75,7 +61,7 @@ class LLVMRegion(CompiledRegion):
                 "does not grant AMX tiles: compile it again here (-isa=auto picks what runs)"
             )
         self.calls = [(str(fn), [int(i) for i in args]) for fn, args in calls]
-        self.consts = [aligned(c) for c in consts]
+        self.consts = packed(consts)  # one buffer, each on a cache line (2 MB pages if large)
         self.offsets, self.arena_bytes = list(arena[0]), int(arena[1])
         self._local = threading.local()
         self.buffers = [(tuple(s), d) for s, d in buffers]
@@ -105,12 +91,11 @@ class LLVMRegion(CompiledRegion):
         """This thread's arena (allocated on its first run), views of it, the pointer table."""
         state = getattr(self._local, "state", None)
         if state is None:
-            arena = np.zeros(self.arena_bytes + 128, np.uint8)  # 64 B alignment + 64 B slack
-            base = -arena.ctypes.data % 64
+            arena = zeroed(self.arena_bytes + 64)  # on a cache line, + 64 B slack
             views = [
                 None
                 if off is None
-                else arena[base + off : base + off + int(np.prod(shape)) * np.dtype(dt).itemsize]
+                else arena[off : off + int(np.prod(shape)) * np.dtype(dt).itemsize]
                 .view(dt)
                 .reshape(shape)
                 for off, (shape, dt) in zip(self.offsets, self.buffers)

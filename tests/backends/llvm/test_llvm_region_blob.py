@@ -106,10 +106,10 @@ def test_outputs_are_copied_once_and_stay_the_callers():
 def test_llvm_region_constants_start_on_cache_lines(monkeypatch):
     """Every constant of a region, compiled or loaded, starts on a 64-byte boundary (the float
     products' weight vectors are 64-byte loads: one straddling two lines cost up to 15%), with
-    its values, dtype and shape unchanged; ``aligned`` copies only what is off a boundary."""
+    its values, dtype and shape unchanged (``packed``: one buffer, each on a line of it)."""
     import partita.backends.llvm.region as region_module
     from partita.backends.llvm import load_region
-    from partita.backends.llvm.region import aligned
+    from partita.backends.llvm.runtime.arena import packed
 
     from partita import relay
 
@@ -135,11 +135,36 @@ def test_llvm_region_constants_start_on_cache_lines(monkeypatch):
         assert all(c.ctypes.data % 64 == 0 and c.flags.c_contiguous for c in r.consts)
     xd = rng.standard_normal((12, 40)).astype(np.float32)
     assert np.array_equal(again.run([xd])[0], region.run([xd])[0])
-    for a in (off_line(np.arange(15, dtype=np.float32).reshape(3, 5)),
-              off_line(np.arange(15, dtype=np.float32).reshape(3, 5)).T,
-              np.zeros((0, 4), np.int8)):
-        b = aligned(a)
-        assert b.ctypes.data % 64 == 0 or b.nbytes == 0
+    some = (off_line(np.arange(15, dtype=np.float32).reshape(3, 5)),
+            off_line(np.arange(15, dtype=np.float32).reshape(3, 5)).T,
+            np.zeros((0, 4), np.int8), np.arange(7, dtype=np.int16))
+    for a, b in zip(some, packed(some)):
+        assert b.ctypes.data % 64 == 0 and b.flags.c_contiguous and b.flags.writeable
         assert b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b)
-    on = aligned(np.arange(64, dtype=np.int32))
-    assert aligned(on) is on
+
+
+def test_large_buffers_start_on_huge_pages():
+    """A region's constants together and its arena, from HUGE_MIN bytes on, start on a 2 MB
+    boundary (memory advised for huge pages, where Python's mmap has MADV_HUGEPAGE); smaller ones
+    on a cache line; zero-filled, writable, and alive as long as a view of them is."""
+    import gc
+    import mmap
+
+    from partita.backends.llvm.runtime.arena import HUGE_MIN, HUGE_PAGE, packed, zeroed
+
+    small = zeroed(1000)
+    assert small.ctypes.data % 64 == 0 and small.nbytes == 1000 and not small.any()
+    big = zeroed(HUGE_MIN + 12345)
+    assert big.nbytes == HUGE_MIN + 12345 and not big.any() and big.flags.writeable
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        assert big.ctypes.data % HUGE_PAGE == 0
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((700, 400)).astype(np.float32), rng.integers(0, 9, (33,))]
+    views = packed(arrays)
+    del big
+    gc.collect()
+    views[0][...]  # the mapping outlives everything but its views
+    assert all(np.array_equal(a, v) for a, v in zip(arrays, views))
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        assert views[0].ctypes.data % HUGE_PAGE == 0
+    assert views[1].ctypes.data % 64 == 0
