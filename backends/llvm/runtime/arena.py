@@ -21,8 +21,9 @@ ALIGN = 64
 # memory on a 2 MB boundary that Linux is asked to back with huge pages (MADV_HUGEPAGE, which
 # transparent_hugepage "madvise" honours; numpy asks only for arrays of 4 MB and more). The
 # kernels then walk a few page-table entries, not hundreds: AMX MobileNetV2 (3.5 MB of
-# weights, a 1.5 MB arena) 1.87 -> 1.72 ms back to back, and its first call after a 50 ms
-# pause 3.8-4.4 -> 2.7-2.9 ms (session 26, separate processes alternating). Smaller buffers
+# weights, a 1.5 MB arena) 0.89-0.97x back to back and its first call after a 50 ms pause
+# 5.9-7.1 -> 3.9-4.0 ms, ResNet-50 v2 0.84-0.90x (session 26, separate processes
+# alternating; docs/performance.md). Smaller buffers
 # keep 4 KB pages: a huge page each would cost many small regions 2 MB of memory apiece.
 HUGE_PAGE = 1 << 21
 HUGE_MIN = 1 << 20
@@ -48,7 +49,9 @@ def zeroed(nbytes: int) -> np.ndarray:
 
 def packed(arrays) -> list[np.ndarray]:
     """``arrays`` copied into one ``zeroed`` buffer, each C-contiguous on a cache line of it,
-    with its dtype, shape and values."""
+    with its dtype, shape and values: the kernels' 64-byte weight vectors never straddle two
+    lines (numpy's own arrays start 16 bytes into one as often as not; identical builds
+    differed by up to 20% with the weights' address, session 22's fgemm22)."""
     arrays = [np.ascontiguousarray(a) for a in arrays]
     sizes = [-(-a.nbytes // ALIGN) * ALIGN for a in arrays]
     buffer = zeroed(max(1, sum(sizes)))
