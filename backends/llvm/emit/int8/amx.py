@@ -14,6 +14,9 @@ from partita.backends.llvm.lower.vector_plan import by_channels
 from .vector_types import PTR8, V16, vsplat
 
 I32 = ir.IntType(32)
+B64 = ir.VectorType(I8, 64)
+# the most bytes a block's staged A rows take (amx_stage): R = 32 pixels of up to 1,024 bytes
+AMX_STAGE_BYTES = 32 << 10
 
 
 def _tile_config() -> list[int]:
@@ -96,36 +99,73 @@ class AMXTiles(Family):
         clo, chi = c64(0), c64(pairs + odd)  # channel pairs (a last single vector if odd)
         if bounds is not None and by_channels(Kind.VCONV, p):
             (lo, hi), (clo, chi) = (c64(0), c64(blocks)), bounds
+        stage = self.amx_stage(b, p)
         if configure:
             self.amx_enter(b)
         with for_range(b, b.sub(hi, lo), "mb") as i:
             start = b.mul(b.add(i, lo), c64(p["R"]))
             m0 = b.select(b.icmp_signed(">", start, c64(m - p["R"])), c64(m - p["R"]), start)
             skip = b.sub(start, m0)  # rows the previous block stored (the last block only)
+            a = (src, m0, p["C"])  # the A tiles' bytes: base, first row, row stride
+            if stage is not None:
+                self.amx_stage_rows(b, src, stage, m0, p)
+                a = (b.bitcast(stage, PTR8), c64(0), 64 * p["KB"])
             if pairs:
                 with for_range(b, b.sub(self.clamp(b, chi, 0, pairs), clo), "nb") as j:
                     nb = b.mul(b.add(j, clo), c64(2))
-                    self.amx_block(b, src, y, g, p, out, (m0, skip), nb, 2)
+                    self.amx_block(b, a, y, g, p, out, (m0, skip), nb, 2)
             if odd:
                 with b.if_then(b.icmp_signed(">", chi, c64(pairs))):
-                    self.amx_block(b, src, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
+                    self.amx_block(b, a, y, g, p, out, (m0, skip), c64(nvec - 1), 1)
         if configure:
             self.amx_leave(b)
 
-    def amx_block(self, b, src, y, g, p, out, rows, nb, vecs):
+    def amx_stage(self, b, p):
+        """A block's A rows on cache lines (``amx_stage_rows``), or None: a tile row 64 bytes
+        off a line costs two lines' loads, and TILELOADD then runs ~3x slower (16 rows x 64
+        bytes: ~60 cycles instead of ~20 here; benchmarks/amx_loop_ceiling.py). So where the
+        pixels' stride C is no multiple of 64, each block of R pixels is first copied to a
+        buffer of R rows of KB x 64 bytes (in L1), which every channel pair's tiles then read."""
+        size = p["R"] * 64 * p["KB"]
+        if p["C"] % 64 == 0 or size > AMX_STAGE_BYTES:
+            return None
+        stage = b.alloca(B64, size=size // 64)
+        stage.align = 64
+        return stage
+
+    def amx_stage_rows(self, b, src, stage, m0, p):
+        """Pixels m0 .. m0 + R of ``src`` (C bytes apart) into ``stage`` (64 x KB bytes apart):
+        KB x 64 bytes a pixel (the bytes past the pixel's C meet zero weights), one unaligned
+        64-byte load and one aligned store each."""
+        c, kb = p["C"], p["KB"]
+        with for_range(b, p["R"], "stage") as r:
+            at = b.mul(b.add(m0, r), c64(c))
+            for j in range(kb):
+                value = b.load(b.gep(src, [b.add(at, c64(64 * j))], source_etype=I8),
+                               typ=B64, align=1)
+                b.store(value, b.gep(stage, [b.add(b.mul(r, c64(kb)), c64(j))],
+                                     source_etype=B64), align=64)
+
+    def amx_load_a(self, b, a_rows, kb) -> None:
+        """Tiles 4 and 5: the block's two 16-pixel x 64-byte slices ``kb`` of A, ``a_rows`` =
+        (base, first row, stride in bytes)."""
+        src, a0, c = a_rows
+        at = b.add(b.mul(a0, c64(c)), b.mul(kb, c64(64)))
+        for a in range(2):
+            ptr = b.gep(src, [b.add(at, c64(16 * c * a))], source_etype=I8)
+            self.amx_call(b, "tileloadd64", 4 + a, ptr, c64(c))
+
+    def amx_block(self, b, a_rows, y, g, p, out, rows, nb, vecs):
         """32 pixels from m0 x ``vecs`` x 16 channels from 16 * nb: sums over the 64-deep
         slices into tiles, stored to ``out``, then the output stage for the pixels from
-        m0 + skip (``rows`` = (m0, skip))."""
-        (m0, skip), c, kb_count = rows, p["C"], p["KB"]
+        m0 + skip (``rows`` = (m0, skip)); the A tiles read ``a_rows`` (amx_load_a)."""
+        (m0, skip), kb_count = rows, p["KB"]
         dot = "tdpbssd" if p["signed"] else "tdpbusd"
         for a in range(2):
             for v in range(vecs):
                 self.amx_call(b, "tilezero", 2 * a + v)
         with for_range(b, kb_count, "kb") as kb:
-            at = b.add(b.mul(m0, c64(c)), b.mul(kb, c64(64)))
-            for a in range(2):
-                ptr = b.gep(src, [b.add(at, c64(16 * c * a))], source_etype=I8)
-                self.amx_call(b, "tileloadd64", 4 + a, ptr, c64(c))
+            self.amx_load_a(b, a_rows, kb)
             for v in range(vecs):
                 slab = b.add(b.mul(b.add(nb, c64(v)), c64(kb_count)), kb)
                 ptr = b.gep(g["weights"], [b.mul(slab, c64(1024))], source_etype=I8)
