@@ -21,7 +21,7 @@ from partita.backends.llvm.kinds import Kind
 # only a batch norm + relu of more than this many floats (1 MB: its pass writes the image back to
 # memory and the product reads it from there): packing costs a scratch block's write and read
 # in L2, about what the EWISE costs while its image stays in L2 (session 21: 14 x 14 x 1024 and
-# 7 x 7 x 2048 even, 56 x 56 x 256 and 28 x 28 x 512 faster; docs/performance.md)
+# 7 x 7 x 2048 even, 56 x 56 x 256 and 28 x 28 x 512 faster; docs/performance-history.md)
 MIN_FLOATS = 1 << 18
 
 

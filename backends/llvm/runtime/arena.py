@@ -23,7 +23,7 @@ ALIGN = 64
 # kernels then walk a few page-table entries, not hundreds: AMX MobileNetV2 (3.5 MB of
 # weights, a 1.5 MB arena) 0.89-0.97x back to back and its first call after a 50 ms pause
 # 5.9-7.1 -> 3.9-4.0 ms, ResNet-50 v2 0.84-0.90x (session 26, separate processes
-# alternating; docs/performance.md). Smaller buffers
+# alternating; docs/performance-history.md). Smaller buffers
 # keep 4 KB pages: a huge page each would cost many small regions 2 MB of memory apiece.
 HUGE_PAGE = 1 << 21
 HUGE_MIN = 1 << 20

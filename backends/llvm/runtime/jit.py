@@ -42,7 +42,7 @@ def _init() -> None:
             llvm.initialize_native_asmprinter()
             # vectorised loops keep a scalar remainder instead of folding their tail into
             # masked stores: LLVM 22.1 wrote masked-off bytes of a short loop's tail (seen in
-            # the 8-bit softmax, 7 wrong bytes of a (2, 9) row loop; docs/performance.md)
+            # the 8-bit softmax, 7 wrong bytes of a (2, 9) row loop; docs/performance-history.md)
             llvm.set_option("", "-prefer-predicate-over-epilogue=scalar-epilogue")
             _soft_float_helpers()
             _READY = True

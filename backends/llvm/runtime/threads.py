@@ -75,7 +75,7 @@ CLAIM_SHARE = 0.01
 # the share of a kernel's chunks the driver's first claim takes (split_chunks; at least one):
 # the worker, later to start, claims the back chunks meanwhile on its own core. 0 (one chunk,
 # as before): 3/8 was not measurably better on the busy machine of session 22 (its two runs
-# with the worker were slower, confounded by the worker's presence: docs/performance.md)
+# with the worker were slower, confounded by the worker's presence: docs/performance-history.md)
 FIRST_SHARE = 0.0
 
 
@@ -338,7 +338,7 @@ class ThreadPool(Family):
         in the next kernel (chunks claimed in turn from one end go to either core). Measured
         on an Intel Xeon (AMX MobileNetV2, worker forced): 0.65-0.68 of one thread against
         0.76-0.79 from one end in separate processes on quiet minutes, alike interleaved in
-        one process (session 19, docs/performance.md). ``tag`` names a kernel's second split
+        one process (session 19, docs/performance-history.md). ``tag`` names a kernel's second split
         (its functions and counter ``{name}{tag}_...``). ``around`` = (enter, leave):
         a part that finds chunks left runs ``enter(builder, pointers, back)`` (``back``: the
         worker's end) before its first claim and may return the pointers its chunks get (a

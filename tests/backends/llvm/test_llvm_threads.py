@@ -319,7 +319,7 @@ def test_a_worker_sharing_the_drivers_cpu_gives_it_back_while_it_waits_for_a_job
     Every run's bits stay one thread's and every run ends (a lost wake-up would leave the
     driver on its 1 ms backstop; a deadlock would hang). The speed of this placement (1.7-1.9x
     one thread's time before the change, about 1.0-1.1x after) is measured, not asserted:
-    docs/performance.md, session 20 (thr9)."""
+    docs/performance-history.md, session 20 (thr9)."""
     mod = from_tflite(str(NETS / "mobilenet_v2_035_96.tflite"))
     x = np.random.default_rng(5).integers(-128, 128, (1, 96, 96, 3), dtype=np.int8)
     want = P.interpret(mod, [x])[0]

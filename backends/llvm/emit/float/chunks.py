@@ -27,7 +27,7 @@ MAX_CHUNKS = 24       # atomic add is lost in it), and at most this many chunks 
 WIDE_WEIGHTS, WIDE_ROWS = BIG_WEIGHTS, 128
 # such a split's chunks each reread all of x: at most n / m * X_REREADS chunks (x's rereads
 # about the weights' size), WIDE_MIN_CHUNKS at least. BERT's 768 x 768 and 3072 x 768 (12
-# panels) in 6 chunks, not 12: see the session 20 (thr10) section of docs/performance.md
+# panels) in 6 chunks, not 12: see the session 20 (thr10) section of docs/performance-history.md
 X_REREADS, WIDE_MIN_CHUNKS = 1, 4
 # a panel split of fewer chunks cuts each panel's rows into parts too (chunk_grid)
 PANEL_CHUNKS = 16
