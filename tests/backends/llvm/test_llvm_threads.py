@@ -225,6 +225,33 @@ def test_chunk_sizes_split_evenly_between_two_threads():
             assert size <= first and makespan(total, size) <= makespan(total, first)
 
 
+def test_timed_chunk_sizes_are_finer_for_longer_kernels():
+    """With the kernel's multiply-adds and tier, chunk_size prices claims and the half chunk
+    one thread waits for at the end in time: MobileNetV2's 7 x 7 products (24 channel groups,
+    20 M multiply-adds) go in chunks of one group on avx2 (~300 us), of two on amx (~33 us),
+    where the count-based sizes gave three; a short kernel keeps few chunks."""
+    from partita.backends.llvm.runtime.threads import (
+        MAX_CHUNKS,
+        chunk_size,
+        makespan,
+        timed_chunk_size,
+    )
+
+    assert chunk_size(24, work=20_070_400, isa="avx2") == 1
+    assert chunk_size(24, work=20_070_400, isa="amx") == 2
+    assert chunk_size(24) == 3
+    assert chunk_size(24, work=100_000, isa="amx") >= 6  # ~0.2 us of work: claims dominate
+    assert chunk_size(24, work=20_070_400, isa="unknown") == 3  # no rate: counted
+    for total in (1, 7, 24, 98, 112, 6272):
+        for multiple in (1, 2):
+            for seconds in (1e-6, 30e-6, 3e-4, 3e-2):
+                size = timed_chunk_size(total, multiple, seconds)
+                assert size % multiple == 0 and -(-total // size) <= MAX_CHUNKS
+                longer = timed_chunk_size(total, multiple, 10 * seconds)
+                assert longer <= size  # a longer kernel never gets coarser chunks
+                assert makespan(total, size) >= -(-total // 2)
+
+
 @pytest.mark.parametrize("isa", ["avx2", "vnni"])
 @pytest.mark.parametrize(
     "kind, hw, k, cin, cout",

@@ -13,7 +13,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
-from partita.backends.llvm.runtime.threads import chunk_size
+from partita.backends.llvm.runtime.threads import chunk_size, split_work
 
 from .vector_types import (
     B64,
@@ -208,7 +208,8 @@ class VectorKernels(Family):
         else:
             total = (-(-p["OW"] // p["R"]) if amx else
                      p["OH"] if p["OH"] > 1 else p["OW"] // p["R"])
-        self.split_chunks(k, b, pointers, total, chunk_size(total),
+        size = chunk_size(total, work=split_work(k), isa=p["isa"])
+        self.split_chunks(k, b, pointers, total, size,
                           lambda eb, ps, lo, hi: eb.call(ranged, [*ps, lo, hi]), tag="_units",
                           around=(lambda eb, ps, back: self.amx_enter(eb), self.amx_leave)
                           if amx else None)
