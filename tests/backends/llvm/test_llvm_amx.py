@@ -62,6 +62,26 @@ def test_amx_kernels_equal_the_interpreter(case, pre_clip, threads):
     assert mac[0].params["isa"] == ("amx" if pre_clip or case[2] % 64 == 0 else "vnni")
 
 
+@pytest.mark.parametrize("cin, staged", [(24, True), (144, True), (64, False), (192, False)])
+def test_amx_rows_off_cache_lines_are_staged(cin, staged):
+    """A pointwise convolution reading an intermediate whose channel count is no multiple of
+    64 copies each block's A rows onto cache lines first (emit/int8/amx.py amx_stage: TILELOADD
+    of rows off a line runs ~6x slower); a multiple of 64 reads them in place. Bits equal the
+    interpreter either way (on tiles where the CPU grants them, else emulated)."""
+    from partita.backends.llvm.emit.module import generate_parts
+
+    geo = {"hw": (7, 28), "k": (1, 1), "strides": (1, 1), "dilation": (1, 1),
+           "padding": (0, 0, 0, 0)}
+    mod, _ = build_graph("conv", "int8", cin, 40, geo, 7, True, None, pre_clip=True)
+    plan = lower(P.InferType()(mod)["main"], "amx")
+    (mac,) = [k for k in plan.kernels if k.kind == "VCONV"]
+    assert mac.params["isa"] == "amx" and mac.params["C"] == cin
+    text = "".join(make() for make in generate_parts(plan))
+    assert ("amx_stage" in text) == staged  # the copy loop's label
+    got, ref = _run_both(mod, llvm_target("amx"), seed=11)
+    assert np.array_equal(got, ref), f"{np.count_nonzero(got != ref)} outputs differ"
+
+
 def test_a_short_row_stays_on_vnni():
     """Fewer than 32 rows (a batch-1 classifier) is a matrix-vector product: VNNI's."""
     mod, _ = build_graph("dense", "int8", 64, 10, {"rows": 1}, 0, True, None)

@@ -138,7 +138,7 @@ class AMXTiles(Family):
         KB x 64 bytes a pixel (the bytes past the pixel's C meet zero weights), one unaligned
         64-byte load and one aligned store each."""
         c, kb = p["C"], p["KB"]
-        with for_range(b, p["R"], "stage") as r:
+        with for_range(b, p["R"], "amx_stage") as r:
             at = b.mul(b.add(m0, r), c64(c))
             for j in range(kb):
                 value = b.load(b.gep(src, [b.add(at, c64(64 * j))], source_etype=I8),
