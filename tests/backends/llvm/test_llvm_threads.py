@@ -211,7 +211,7 @@ def test_chunk_sizes_split_evenly_between_two_threads():
     """chunk_size picks, among sizes up to about SPLIT_CHUNKS chunks' (a multiple of the row
     pairs), the one two equally fast threads claiming from both ends finish first: 56 rows in
     pairs go in 14 chunks of 4 (28 rows each), not 7 of 8 (32 for one thread)."""
-    from partita.backends.llvm.runtime.threads import SPLIT_CHUNKS, chunk_size, makespan
+    from partita.backends.llvm.runtime.chunks import SPLIT_CHUNKS, chunk_size, makespan
 
     assert makespan(56, 8) == 32 and makespan(56, 4) == 28 and makespan(7, 1) == 4
     assert makespan(10, 4) == 6  # 4 + 2 against 4: the shorter last chunk goes to the back
@@ -230,7 +230,7 @@ def test_timed_chunk_sizes_are_finer_for_longer_kernels():
     one thread waits for at the end in time: MobileNetV2's 7 x 7 products (24 channel groups,
     20 M multiply-adds) go in chunks of one group on avx2 (~300 us), of two on amx (~33 us),
     where the count-based sizes gave three; a short kernel keeps few chunks."""
-    from partita.backends.llvm.runtime.threads import (
+    from partita.backends.llvm.runtime.chunks import (
         MAX_CHUNKS,
         chunk_size,
         makespan,
@@ -261,7 +261,7 @@ def test_timed_chunk_sizes_are_finer_for_longer_kernels():
      ("conv", (1, 49), (1, 1), 160, 96)],  # a pointwise row: pixel tiles, the tail with the last
 )
 def test_int8_kernels_split_in_chunks_keep_the_bits(isa, kind, hw, k, cin, cout, monkeypatch):
-    """VDW's output rows and VCONV's rows or pixel tiles in chunks (runtime/threads.py
+    """VDW's output rows and VCONV's rows or pixel tiles in chunks (runtime/chunks.py
     chunk_size, about SPLIT_CHUNKS of them) that the driver's thread and the worker claim;
     with the worker on every run the same bits as the interpreter."""
     from kernel_checks import build_graph, llvm_target

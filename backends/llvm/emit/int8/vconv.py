@@ -13,7 +13,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.base import I8, I32, I64, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import by_channels, channel_groups
-from partita.backends.llvm.runtime.threads import chunk_size, split_work
+from partita.backends.llvm.runtime.chunks import chunk_size, split_work
 
 from .vector_types import (
     B64,

@@ -9,7 +9,7 @@ from llvmlite import ir
 from partita.backends.llvm.emit.base import I32, Family, c64, for_range, via
 from partita.backends.llvm.kinds import Kind, emits
 from partita.backends.llvm.lower.vector_plan import dw_row_pairs
-from partita.backends.llvm.runtime.threads import chunk_size
+from partita.backends.llvm.runtime.chunks import chunk_size
 
 from .vector_types import B16, B64, H16, V8, V16, V32, kconst, vconcat, vpart
 
