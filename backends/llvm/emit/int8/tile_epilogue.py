@@ -111,8 +111,8 @@ class TileEpilogue(Family):
 
 def _packs(p, vecs: int) -> bool:
     """Whether a tile of ``vecs`` channel vectors narrows by OutputStage.vnarrow: AVX-512
-    (VNNI), 2 or 4 whole vectors (OC a multiple of 16), a TFLite stage."""
-    return (PACK_NARROW and p["isa"] == "vnni" and vecs in (2, 4) and p["OC"] % 16 == 0
+    (VNNI, or an AMX block's), 2 or 4 whole vectors (OC a multiple of 16), a TFLite stage."""
+    return (PACK_NARROW and p["isa"] in ("vnni", "amx") and vecs in (2, 4) and p["OC"] % 16 == 0
             and p["rounding"] in ("tflite", "tflite_builtin") and not p.get("wide"))
 
 
