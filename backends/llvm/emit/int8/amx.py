@@ -2,7 +2,9 @@
 and for dynamic quantization's int32 product (``k_dynq_dense``, emit/int8/dynq_dense.py): tiles 0-3
 accumulate a block of 32 pixels (rows) x 32 channels (tile 2 * a + v: A tile a, B tile v),
 tiles 4-5 hold the block's two 16-pixel x 64-byte slices of input, 6-7 the two 1 KB weight
-slices (16 k-quads x 16 channels x 4); every tile is 16 rows of 64 bytes."""
+slices (16 k-quads x 16 channels x 4); every tile is 16 rows of 64 bytes. The input's rows
+are read where they lie when they start on cache lines, else from a copy that puts them there
+(``amx_stage``)."""
 
 from __future__ import annotations
 
@@ -125,8 +127,8 @@ class AMXTiles(Family):
 
     def amx_stage(self, b, p):
         """A block's A rows on cache lines (``amx_stage_rows``), or None: a tile row 64 bytes
-        off a line costs two lines' loads, and TILELOADD then runs ~3x slower (16 rows x 64
-        bytes: ~60 cycles instead of ~20 here; benchmarks/amx_loop_ceiling.py). So where the
+        off a line costs two lines' loads, and TILELOADD then runs ~6x slower (16 rows x 64
+        bytes: ~60 cycles instead of ~10 here; benchmarks/amx_loop_ceiling.py). So where the
         pixels' stride C is no multiple of 64, each block of R pixels is first copied to a
         buffer of R rows of KB x 64 bytes (in L1), which every channel pair's tiles then read."""
         size = p["R"] * 64 * p["KB"]
