@@ -19,6 +19,7 @@ CLAIM_S = 0.3e-6
 MAX_CHUNKS = 64
 SPLIT_RATE = {"amx": 600, "vnni": 270, "avxvnni": 160, "avx2": 65, "plain": 90}
 
+
 def chunk_size(total: int, chunks: int = SPLIT_CHUNKS, multiple: int = 1, work: int = 0,
                isa: str | None = None) -> int:
     """Units per chunk for about ``chunks`` chunks of [0, ``total``) (split_chunks), a

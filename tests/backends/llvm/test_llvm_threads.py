@@ -230,12 +230,7 @@ def test_timed_chunk_sizes_are_finer_for_longer_kernels():
     one thread waits for at the end in time: MobileNetV2's 7 x 7 products (24 channel groups,
     20 M multiply-adds) go in chunks of one group on avx2 (~300 us), of two on amx (~33 us),
     where the count-based sizes gave three; a short kernel keeps few chunks."""
-    from partita.backends.llvm.runtime.chunks import (
-        MAX_CHUNKS,
-        chunk_size,
-        makespan,
-        timed_chunk_size,
-    )
+    from partita.backends.llvm.runtime.chunks import MAX_CHUNKS, chunk_size, timed_chunk_size
 
     assert chunk_size(24, work=20_070_400, isa="avx2") == 1
     assert chunk_size(24, work=20_070_400, isa="amx") == 2
@@ -249,7 +244,6 @@ def test_timed_chunk_sizes_are_finer_for_longer_kernels():
                 assert size % multiple == 0 and -(-total // size) <= MAX_CHUNKS
                 longer = timed_chunk_size(total, multiple, 10 * seconds)
                 assert longer <= size  # a longer kernel never gets coarser chunks
-                assert makespan(total, size) >= -(-total // 2)
 
 
 @pytest.mark.parametrize("isa", ["avx2", "vnni"])

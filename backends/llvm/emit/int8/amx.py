@@ -17,9 +17,6 @@ from .vector_types import PTR8, V16, vsplat
 
 I32 = ir.IntType(32)
 B64 = ir.VectorType(I8, 64)
-# a block whose rows are all its own (every one but a row's last) goes through the unrolled
-# epilogue (tile_epilogue.epilogue_unrolled), the last through the row loop
-AMX_UNROLLED_EPILOGUE = True
 # the most bytes a block's staged A rows take (amx_stage): R = 32 pixels of up to 1,024 bytes
 AMX_STAGE_BYTES = 32 << 10
 
@@ -183,11 +180,9 @@ class AMXTiles(Family):
                 ptr = b.gep(out, [c64((16 * a * vecs + v) * 64)], source_etype=I8)
                 self.amx_call(b, "tilestored64", 2 * a + v, ptr, c64(vecs * 64))
         tile = (c64(0), m0, b.mul(nb, c64(16)), p["R"], vecs)
-        if not AMX_UNROLLED_EPILOGUE:
-            self.conv_epilogue(b, y, g, p, out, tile, corr=True, skip=skip)
-            return
         # every block but a row's last, overlapping one stores all its rows: the unrolled
-        # epilogue (channel constants loaded once, a pixel's vectors narrowed together)
+        # epilogue (channel constants loaded once, a pixel's vectors narrowed together); the
+        # last one the row loop from its first own row
         with b.if_else(b.icmp_signed("==", skip, c64(0))) as (whole, last):
             with whole:
                 self.conv_epilogue(b, y, g, p, out, tile, corr=True)
