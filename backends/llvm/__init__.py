@@ -96,22 +96,24 @@ def compile_region(function, options: dict) -> LLVMRegion:
     features = isa_features(isa) if native and isa in ("avx2", "avxvnni") else None
     if emulate:
         features = None  # the host's own: the instructions it lacks get stand-ins
-    key = region_key(function, f"{isa}+emulate" if emulate else isa, threads,
-                     options.get("mcpu"), features)
+    winograd = str(options.get("winograd") or "yes") != "no"
+    tag = isa + ("+emulate" if emulate else "") + ("" if winograd else "+direct")
+    key = region_key(function, tag, threads, options.get("mcpu"), features)
     data = fetch(key)
     if data is not None:
         try:
             return load_region(data)
         except LLVMError:
             pass  # a corrupt entry with a matching checksum: rebuilt below
-    region = _compile_region(function, isa, threads, options.get("mcpu"), features, emulate)
+    region = _compile_region(function, isa, threads, options.get("mcpu"), features, emulate,
+                             winograd)
     keep(key, region.to_bytes())
     return region
 
 
 def _compile_region(function, isa: str, threads: int, mcpu, features,
-                    emulate: bool = False) -> LLVMRegion:
-    plan = lower_function(function, isa, threads)
+                    emulate: bool = False, winograd: bool = True) -> LLVMRegion:
+    plan = lower_function(function, isa, threads, winograd)
     used = {k.params.get(p) for k in plan.kernels for p in ("isa", "gather")}
     lacking = host_cpu.lacking(used) if mcpu in (None, "native") and not emulate else []
     if lacking:  # kernels this host cannot run: compiled for a CPU with them, refused at run
@@ -162,6 +164,13 @@ backend = Backend(
             "tiles, AVX2) run as exact generic-code stand-ins, so any kernel family runs (slowly, "
             "bit for bit) on any x86-64 host: for checking a tier's code where it cannot run "
             "(auto: $PARTITA_LLVM_EMULATE, else no)",
+        ),
+        "winograd": Option(
+            "yes",
+            ("yes", "no"),
+            "yes: float32 3 x 3 convolutions of stride 1 compute 2 x 2 outputs from 16 products "
+            "(Winograd's F(2x2, 3x3): 2.25x fewer multiply-adds, sums within ~1e-6 of the "
+            "output's scale); no: every output one FMA chain in k order",
         ),
         "threads": Option(
             "1",

@@ -57,6 +57,7 @@ class Kind(str, Enum):
     # float and any-dtype kernels (emit/float/*.py, emit/reductions.py, emit/data.py)
     EWISE = "EWISE"  # a fused tree of elementwise ops (each step rounded to its dtype)
     FDENSE = "FDENSE"  # float32 matrix product (nn.dense, nn.gemm, pointwise convolutions)
+    FWINO = "FWINO"  # float32 3 x 3 convolution as Winograd's F(2 x 2, 3 x 3)
     FBMM = "FBMM"  # float32 batch_matmul
     FSOFTMAX = "FSOFTMAX"  # float32 softmax
     FLAYERNORM = "FLAYERNORM"  # float32 layer_norm

@@ -55,7 +55,7 @@ PEAK = {
 }
 # int8 products per cycle that can reach int32 sums, where it differs from the nominal PEAK
 ACHIEVABLE_INT8 = {"avx2": 32}
-FLOAT_PRODUCTS = {Kind.FDENSE, Kind.FBMM, Kind.FCONV, Kind.FDW, Kind.FCONVT}
+FLOAT_PRODUCTS = {Kind.FDENSE, Kind.FBMM, Kind.FCONV, Kind.FDW, Kind.FCONVT, Kind.FWINO}
 INT_PRODUCTS = {Kind.VCONV, Kind.VDW, Kind.DYNQ_DENSE, Kind.QBMM, Kind.EXACT_INT_DENSE,
                 Kind.IBMM, Kind.FC, Kind.CONV, Kind.DWCONV, Kind.WMAC, Kind.GCONV}
 CHAIN = 1 << 22  # adds per timing of the clock (~1.4 ms at 3 GHz), best of several

@@ -19,6 +19,7 @@ from partita.backends.llvm.emit.float.kernels import FloatKernels
 from partita.backends.llvm.emit.float.rows import RowKernels
 from partita.backends.llvm.emit.float.scalar import FloatScalarKernels
 from partita.backends.llvm.emit.float.spatial import SpatialKernels
+from partita.backends.llvm.emit.float.winograd import FloatWinograd
 from partita.backends.llvm.emit.int8.amx import AMXTiles
 from partita.backends.llvm.emit.int8.dynq_dense import DynqDenseKernels
 from partita.backends.llvm.emit.int8.exact_avx2 import ExactAVX2Steps
@@ -48,7 +49,7 @@ from .softmax16 import Softmax16Kernels
 FLOAT_KINDS = (
     Kind.EWISE, Kind.FDENSE, Kind.FBMM, Kind.FSOFTMAX, Kind.FLAYERNORM, Kind.FREDUCE,
     Kind.TAKE, Kind.CONST, Kind.DYNQ_DENSE, Kind.DYNQ, Kind.GATHER, Kind.FIM2COL, Kind.FCONV,
-    Kind.FPAD, Kind.FDW, Kind.FGAP, Kind.FCONVT,
+    Kind.FPAD, Kind.FDW, Kind.FGAP, Kind.FCONVT, Kind.FWINO,
 )  # fmt: skip
 
 
@@ -65,6 +66,7 @@ FAMILIES = {
     "tiles": TileEpilogue,
     "qvec": QuantVectors, "vdense": VNNIDense, "dynq": DynqDenseKernels, "pack": InputPacking,
     "tables": TableKernels, "fchunks": DenseChunks, "bmm": FloatBatchedProducts,
+    "wino": FloatWinograd,
 }
 
 
@@ -297,8 +299,8 @@ def generate(plan) -> ir.Module:
 
 # rough relative LLVM time per kernel function, to balance the parts of a parallel compile
 SPLIT_BODIES = (Kind.VCONV, Kind.VDW)  # split kernels whose row-range function may live elsewhere
-COST = {Kind.VCONV: 6, Kind.VDW: 3, Kind.FDENSE: 3, Kind.FCONV: 3, Kind.FDW: 2, Kind.EWISE: 2,
-        Kind.QSOFTMAX: 3, Kind.QBMM: 3}
+COST = {Kind.VCONV: 6, Kind.VDW: 3, Kind.FDENSE: 3, Kind.FWINO: 3, Kind.FCONV: 3, Kind.FDW: 2,
+        Kind.EWISE: 2, Kind.QSOFTMAX: 3, Kind.QBMM: 3}
 
 
 def wants_unrolling(plan) -> bool:

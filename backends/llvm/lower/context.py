@@ -63,8 +63,10 @@ class LowerContext:
     Lowering functions (``@lowers`` in registry.py) receive it as ``low``.
     """
 
-    def __init__(self, fn: Function, isa: str = "plain", threads: int = 1):
+    def __init__(self, fn: Function, isa: str = "plain", threads: int = 1,
+                 winograd: bool = True):
         self.fn, self.isa, self.threads = fn, isa, threads
+        self.winograd = winograd  # float 3 x 3 convolutions may take Winograd's form
         self.buffers: list[tuple[tuple[int, ...], str]] = []
         self.ids: dict[int, int] = {}
         self.kernels: list[Kernel] = []
@@ -253,11 +255,12 @@ def data_operands(call: Call) -> tuple[list, list, str | None]:
     return data, [a.checked_type.dtype for a in data], out
 
 
-def lower(fn: Function, isa: str = "plain", threads: int = 1) -> Plan:
+def lower(fn: Function, isa: str = "plain", threads: int = 1, winograd: bool = True) -> Plan:
     """The kernels of host function ``fn`` (an LLVMError names the first op it cannot take);
     ``isa`` picks the conv/dense kernels: vnni, avx2 (vector) or plain (scalar loops);
-    ``threads`` 2 splits the large float matrix products over a second thread."""
-    return LowerContext(fn, isa, threads).run()
+    ``threads`` 2 splits the large float matrix products over a second thread; ``winograd``
+    False keeps float 3 x 3 convolutions direct (lower/float_winograd.py)."""
+    return LowerContext(fn, isa, threads, winograd).run()
 
 
 __all__ = ["EIGHT_BIT", "Kernel", "LLVMError", "LowerContext", "Plan", "Var", "lower", "where"]

@@ -32,6 +32,8 @@ from partita.backends.llvm.numerics.sum_order import (
 from partita.ir import Call, Constant, Function
 
 from .float_products import gemm_tile, panels, vector_registers
+from .float_winograd import eligible as winograd_ok
+from .float_winograd import lower_winograd
 from .registry import OP, lowers
 
 if TYPE_CHECKING:
@@ -55,6 +57,11 @@ def lower_fconv(low: LowerContext, call) -> bool:
     ):
         return False
     weights = np.transpose(weights, [a.kernel_layout.index(c) for c in "HWIO"])
+    n = int(x.checked_type.shape[0])
+    _, oh, ow, _ = (int(d) for d in call.checked_type.shape)
+    if (a.accumulate == "exact" and winograd_ok(low, call, weights, n, oh, ow)
+            and lower_winograd(low, call, weights, epilogue)):
+        return True  # 2 x 2 outputs from 16 products of C x O (float_winograd.py)
     if (a.accumulate == "exact" and a.groups == 1 and weights.shape[3] % VEC == 0
             and _lower_gemm(low, call, weights)):
         return True  # FDENSE's panels (two threads for large products); else FCONV's tails

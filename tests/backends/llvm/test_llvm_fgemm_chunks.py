@@ -2,7 +2,8 @@
 blocks x k blocks (sums kept in y between k blocks), a short last row tile split in two, and
 two threads claiming chunks of rows or of column panels one at a time. Every output stays one
 FMA chain in k order, so each form gives the bits of the unblocked one-thread product, within
-float32 rounding of the interpreter's exact sums."""
+float32 rounding of the interpreter's exact sums. The 3 x 3 convolutions here are FDENSE's
+(``-winograd=no``; test_llvm_winograd.py has Winograd's form)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ def _gemm(rng, m, k, n, bias):
 
 
 def _fdense(mod, threads):
-    return [kk for kk in lower(P.InferType()(mod)["main"], host_isa(), threads=threads).kernels
-            if kk.kind == "FDENSE"]
+    plan = lower(P.InferType()(mod)["main"], host_isa(), threads=threads, winograd=False)
+    return [kk for kk in plan.kernels if kk.kind == "FDENSE"]
 
 
 CASES = {
@@ -70,7 +71,7 @@ def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, tmp_path,
     rng = np.random.default_rng(len(case))
     mod, shape = CASES[case](rng)
     a = rng.standard_normal(shape).astype(np.float32)
-    one = P.build(mod, "llvm").run(a)[0]
+    one = P.build(mod, "llvm -winograd=no").run(a)[0]
     want = P.interpret(mod, [a])[0]
     scale = float(np.abs(want).max())
     assert float(np.abs(one - want).max()) <= 1e-5 * scale
@@ -86,7 +87,7 @@ def test_chunks_over_two_threads_give_the_one_thread_bits(monkeypatch, tmp_path,
         kind, (rsize, parts), (_, panels) = chunks.chunk_grid(kk.params)
         assert parts > 1 and kk.params["M"] > (parts - 1) * rsize
         assert (panels > 1) == (kind == "panels")
-    exe = P.build(mod, "llvm -threads=2")
+    exe = P.build(mod, "llvm -winograd=no -threads=2")
     regions = [s.region for s in exe.steps if getattr(s.region, "modes", None) is not None]
     assert regions, "no region has the two-thread driver"
     for region in regions:  # both drivers, whatever the machine's load
@@ -106,12 +107,12 @@ def test_blocking_leaves_the_bits_of_an_unblocked_product(monkeypatch, tmp_path)
     a = rng.standard_normal(shape).astype(np.float32)
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "default"))
-    want = P.build(mod, "llvm").run(a)[0]
+    want = P.build(mod, "llvm -winograd=no").run(a)[0]
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path / "blocked"))
     monkeypatch.setattr(gemm, "PANEL_FLOATS", 64 * 16)
     monkeypatch.setattr(gemm, "ROW_BLOCK_FLOATS", 1)
     assert gemm.k_blocks(700, 1)[0] > 1 and gemm.row_block(64, 6) == 1
-    assert P.build(mod, "llvm").run(a)[0].tobytes() == want.tobytes()
+    assert P.build(mod, "llvm -winograd=no").run(a)[0].tobytes() == want.tobytes()
 
 
 def test_chunk_plan():

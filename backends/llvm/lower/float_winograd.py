@@ -1,0 +1,106 @@
+"""Lowering of float32 3 x 3 convolutions to Winograd's F(2 x 2, 3 x 3) (FWINO):
+
+    nn.conv2d 3 x 3, stride 1, dilation 1, groups 1, exact sums, NHWC, one image,
+    even output height and width, C and O multiples of 16      FPAD -> FWINO (+ bias, relu)
+
+Each 2 x 2 block of outputs (a tile) is computed from the 4 x 4 window of the padded input
+around it with 16 products of C x O instead of 36: the window transformed (V = B^T d B), one
+matrix product per element of the 4 x 4 transform (V[e] x U[e], U = G g G^T the weights
+transformed here, in float64, rounded once), and the 16 results transformed back (Y = A^T M A).
+2.25x fewer multiply-adds than the direct sum (emit/float/winograd.py computes it); the sums
+are still float32 but not one FMA chain per output: measured against float64 sums on random
+layers of ResNet-50's shapes, 3-8e-7 of the output's scale where the direct chain gives
+about 2e-7 (docs/numerics.md: what "exact" float convolutions promise).
+
+The llvm target's ``-winograd=no`` keeps every such convolution on FDENSE's implicit
+product.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from partita.backends.llvm.kinds import Kind
+
+from .float_products import gemm_tile, panels
+
+if TYPE_CHECKING:
+    from .context import LowerContext
+
+VEC = 16
+# the transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016)
+BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
+AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+MIN_CHANNELS = 32  # fewer input or output channels: the transforms cost more than they save
+MIN_TILES = 16  # fewer 2 x 2 tiles (8 x 8 outputs): the products' rows too few for the tile
+# the transformed window and products of a block of tiles, one thread's scratch (floats):
+# 16 x tiles x (C + O), about L2's size
+BLOCK_FLOATS = 1 << 19
+
+
+def eligible(low: LowerContext, call, weights: np.ndarray, n: int, oh: int, ow: int) -> bool:
+    """Whether lower_winograd takes this convolution (``weights`` HWIO)."""
+    a = call.attrs
+    kh, kw, c, o = weights.shape
+    return (low.winograd and (kh, kw) == (3, 3) and tuple(a.strides) == (1, 1)
+            and tuple(a.dilation) == (1, 1) and a.groups == 1 and n == 1
+            and oh % 2 == 0 and ow % 2 == 0 and c % VEC == 0 and o % VEC == 0
+            and min(c, o) >= MIN_CHANNELS and (oh // 2) * (ow // 2) >= MIN_TILES)
+
+
+def transformed_weights(weights: np.ndarray) -> np.ndarray:
+    """U[e] = (G g G^T)[e // 4, e % 4] per input and output channel: [16][C][O] float32."""
+    u = np.einsum("ai,ijco,bj->abco", G, weights.astype(np.float64), G)
+    return u.reshape(16, *weights.shape[2:]).astype(np.float32)
+
+
+def block_tiles(tiles: int, c: int, o: int) -> int:
+    """Tiles per block: the largest divisor of ``tiles`` whose scratch fits BLOCK_FLOATS (at
+    least the smallest divisor of 6 or more), so every block has the same rows."""
+    fits = [d for d in range(1, tiles + 1) if tiles % d == 0 and 16 * d * (c + o) <= BLOCK_FLOATS]
+    big = [d for d in fits if d >= 6]
+    if big:
+        return max(big)
+    return min(d for d in range(6, tiles + 1) if tiles % d == 0) if tiles >= 6 else tiles
+
+
+def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bool:
+    """FPAD (folded into its producer by float_halos where it can) and FWINO for ``call``;
+    ``epilogue`` float_conv's (a following bias, residual add and relu absorbed)."""
+    x, a = call.args[0], call.attrs
+    _, _, c, o = weights.shape
+    _, h, w, _ = (int(d) for d in x.checked_type.shape)
+    _, oh, ow, _ = (int(d) for d in call.checked_type.shape)
+    top, left, bottom, right = a.padding
+    hp, wp = h + top + bottom, w + left + right
+    if (hp, wp) != (oh + 2, ow + 2):
+        return False
+    src = low.src(x)
+    if any(a.padding):
+        src = low.scratch(Kind.FPAD, [src], (1, hp, wp, c), "float32",
+                          {"padding": list(a.padding)})
+    tiles = (oh // 2) * (ow // 2)
+    per = block_tiles(tiles, c, o)
+    blocks = tiles // per
+    params = {"B": 16, "M": tiles, "K": c, "N": o, "C": c, "O": o, "out": [oh, ow], "wp": wp,
+              "per": per, "blocks": blocks, "bias": "none", "vec": True, **gemm_tile(low.isa)}
+    u = transformed_weights(weights)
+    arrays = {"wt": np.concatenate([panels(u[e], VEC * params["cols"]) for e in range(16)])}
+    # two threads: chunks of a block and half the output channels where blocks are few
+    parts = 2 if low.threads > 1 and blocks < 4 and o % (2 * VEC * params["cols"]) == 0 else 1
+    params["parts"] = parts
+    if low.threads > 1 and blocks * parts >= 2:
+        params["threads"] = 2
+    last = epilogue(low, call, o, params, arrays, True, o, residual=True)
+    scratch = 16 * per * (c + o) * 4
+    ws = low.workspace(scratch * params.get("threads", 1))
+    inputs = [src, ws]
+    if "residual_of" in params:  # ResNet's shortcut, added after the bias
+        inputs.append(low.src(params.pop("residual_of")))
+    low.emit(Kind.FWINO, last, inputs, params, arrays)
+    return True
+
+
+__all__ = ["eligible", "lower_winograd", "transformed_weights"]
