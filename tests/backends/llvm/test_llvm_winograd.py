@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from drivers import alternate_drivers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from partita.backends.llvm.lower import float_winograd
 
 import partita as P
@@ -118,3 +120,41 @@ def test_the_kernel_reports_its_own_multiply_adds():
     ops = [op for step in exe.profile(x).steps for op in step.ops
            if op.metrics.get("kernel") == "FWINO"]
     assert [op.metrics["macs"] for op in ops] == [16 * 64 * 32 * 64]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    th=st.integers(4, 12),
+    tw=st.integers(4, 12),
+    c=st.sampled_from([32, 48, 64, 96]),
+    o=st.sampled_from([32, 48, 64, 80, 128]),
+    pad=st.sampled_from([(1, 1, 1, 1), (0, 0, 0, 0), (2, 1, 0, 1)]),
+    bias=st.booleans(),
+    residual=st.booleans(),
+    relu=st.booleans(),
+    threads=st.sampled_from([1, 2]),
+)
+def test_random_winograd_convolutions(th, tw, c, o, pad, bias, residual, relu, threads):
+    """Any even output of 4 x 4 tiles or more, any pads summing to 2 (or none), a bias, a
+    residual (a 1 x 1 convolution of the same input, computed first) and a relu in the
+    epilogue or not: FWINO, within TOLERANCE of the interpreter."""
+    oh, ow = 2 * th, 2 * tw
+    h, w = oh + 2 - pad[0] - pad[2], ow + 2 - pad[1] - pad[3]
+    rng = np.random.default_rng(th * 100 + tw)
+    x = relay.var("x", shape=(1, h, w, c))
+    if pad == (0, 0, 0, 0) and residual:
+        residual = False  # the shortcut has the input's size, not the output's
+    wt = (rng.standard_normal((3, 3, c, o)) * np.sqrt(2 / (9 * c))).astype(np.float32)
+    y = relay.nn.conv2d(x, relay.const(wt), padding=list(pad), data_layout="NHWC",
+                        kernel_layout="HWIO")
+    if bias:
+        y = relay.nn.bias_add(y, relay.const(rng.standard_normal(o).astype(np.float32)), axis=3)
+    if residual and (h, w) == (oh, ow):
+        short = relay.nn.conv2d(x, relay.const(rng.standard_normal((1, 1, c, o)).astype(
+            np.float32)), data_layout="NHWC", kernel_layout="HWIO")
+        y = relay.add(y, short)
+    if relu:
+        y = relay.nn.relu(y)
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x], y)))
+    exe, _ = check(mod, (1, h, w, c), f"llvm -threads={threads}")
+    assert "FWINO" in kinds(exe)
