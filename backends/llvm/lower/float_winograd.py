@@ -1,16 +1,21 @@
 """Lowering of float32 3 x 3 convolutions to Winograd's F(2 x 2, 3 x 3) (FWINO):
 
     nn.conv2d 3 x 3, stride 1, dilation 1, groups 1, exact sums, NHWC, one image,
-    even output height and width, C and O multiples of 16      FPAD -> FWINO (+ bias, relu)
+    C and O multiples of 16, 32 or more, 4 x 4 tiles or more     FPAD -> FWINO (+ bias,
+                                                                  residual, relu)
 
-Each 2 x 2 block of outputs (a tile) is computed from the 4 x 4 window of the padded input
-around it with 16 products of C x O instead of 36: the window transformed (V = B^T d B), one
-matrix product per element of the 4 x 4 transform (V[e] x U[e], U = G g G^T the weights
-transformed here, in float64, rounded once), and the 16 results transformed back (Y = A^T M A).
+Each 2 x 2 block of outputs (a tile; an odd height or width's last tiles half outside, their
+window's last row or column the padding's, their outside pixels not stored) is computed from
+the 4 x 4 window of the padded input around it with 16 products of C x O instead of 36: the
+window transformed (V = B^T d B), one matrix product per element of the 4 x 4 transform
+(V[e] x U[e], U = G g G^T the weights transformed here, in float64, rounded once), and the 16
+results transformed back (Y = A^T M A).
 2.25x fewer multiply-adds than the direct sum (emit/float/winograd.py computes it); the sums
 are still float32 but not one FMA chain per output: measured against float64 sums on random
 layers of ResNet-50's shapes, 3-8e-7 of the output's scale where the direct chain gives
-about 2e-7 (docs/numerics.md: what "exact" float convolutions promise).
+about 2e-7 (docs/performance.md, session 28). Non-finite inputs spread further: a NaN or inf
+reaches every output of the tiles whose 4 x 4 windows hold it (inf - inf in the transforms
+gives NaN where the direct sum gives inf).
 
 The llvm target's ``-winograd=no`` keeps every such convolution on FDENSE's implicit
 product.
@@ -35,6 +40,10 @@ G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float
 AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 MIN_CHANNELS = 32  # fewer input or output channels: the transforms cost more than they save
 MIN_TILES = 16  # fewer 2 x 2 tiles (8 x 8 outputs): the products' rows too few for the tile
+# transformed weights past this many floats (4 MB, beyond L2) streamed for fewer than
+# FEW_TILES rows: memory-bound. ResNet-50's 7 x 7 x 512 (16 tiles, 16 MB): 1.00 ms against the
+# direct product's 0.90 on a Zen 5 (14 x 14 x 256: 49 tiles, 4 MB, 0.53 against 0.96)
+BIG_WEIGHTS, FEW_TILES = 1 << 20, 32
 # the transformed window and products of a block of tiles, one thread's scratch (floats):
 # 16 x tiles x (C + O), about L2's size
 BLOCK_FLOATS = 1 << 19
@@ -46,8 +55,14 @@ def eligible(low: LowerContext, call, weights: np.ndarray, n: int, oh: int, ow: 
     kh, kw, c, o = weights.shape
     return (low.winograd and (kh, kw) == (3, 3) and tuple(a.strides) == (1, 1)
             and tuple(a.dilation) == (1, 1) and a.groups == 1 and n == 1
-            and oh % 2 == 0 and ow % 2 == 0 and c % VEC == 0 and o % VEC == 0
-            and min(c, o) >= MIN_CHANNELS and (oh // 2) * (ow // 2) >= MIN_TILES)
+            and c % VEC == 0 and o % VEC == 0 and min(c, o) >= MIN_CHANNELS
+            and tiles(oh, ow) >= MIN_TILES
+            and (tiles(oh, ow) >= FEW_TILES or 16 * c * o <= BIG_WEIGHTS))
+
+
+def tiles(oh: int, ow: int) -> int:
+    """The 2 x 2 tiles of an oh x ow output."""
+    return -(-oh // 2) * -(-ow // 2)
 
 
 def transformed_weights(weights: np.ndarray) -> np.ndarray:
@@ -78,14 +93,18 @@ def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bo
     if (hp, wp) != (oh + 2, ow + 2):
         return False
     src = low.src(x)
-    if any(a.padding):
+    odd_h, odd_w = oh % 2, ow % 2  # an odd output's last tiles: a zero row / column more
+    if any(a.padding) or odd_h or odd_w:
+        hp, wp = hp + odd_h, wp + odd_w
         src = low.scratch(Kind.FPAD, [src], (1, hp, wp, c), "float32",
-                          {"padding": list(a.padding)})
-    tiles = (oh // 2) * (ow // 2)
+                          {"padding": [top, left, bottom + odd_h, right + odd_w]})
+    th, tw = -(-oh // 2), -(-ow // 2)
+    tiles = th * tw
     per = block_tiles(tiles, c, o)
     blocks = tiles // per
-    params = {"B": 16, "M": tiles, "K": c, "N": o, "C": c, "O": o, "out": [oh, ow], "wp": wp,
-              "per": per, "blocks": blocks, "bias": "none", "vec": True, **gemm_tile(low.isa)}
+    params = {"B": 16, "M": tiles, "K": c, "N": o, "C": c, "O": o, "out": [oh, ow], "tw": tw,
+              "wp": wp, "per": per, "blocks": blocks, "bias": "none", "vec": True,
+              **gemm_tile(low.isa)}
     u = transformed_weights(weights)
     arrays = {"wt": np.concatenate([panels(u[e], VEC * params["cols"]) for e in range(16)])}
     # two threads: chunks of a block and half the output channels where blocks are few

@@ -83,7 +83,7 @@ class FloatWinograd(Family):
 
     def tile_origin(self, b, p, t):
         """Tile t's top-left output pixel (row, column)."""
-        tw = p["out"][1] // 2
+        tw = p["tw"]
         return b.mul(b.udiv(t, c64(tw)), c64(2)), b.mul(b.urem(t, c64(tw)), c64(2))
 
     def transform_in(self, b, p, x, v, t0):
@@ -127,7 +127,6 @@ class FloatWinograd(Family):
         residual, relu (float_conv.epilogue's order)."""
         per, o = p["per"], p["O"]
         ow = p["out"][1]
-        zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
         with for_range(b, per, "yt") as tl:
             oy, ox = self.tile_origin(b, p, b.add(t0, tl))
             base = b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(o))
@@ -140,14 +139,37 @@ class FloatWinograd(Family):
                 add = self.vload_f(b, bias, ch) if p.get("bias", "none") != "none" else None
                 for r in range(2):
                     for s, value in enumerate(at_combine(b, [cols[j][r] for j in range(4)])):
-                        if add is not None:
-                            value = b.fadd(value, add)
-                        at = b.add(b.add(base, c64((r * ow + s) * o)), ch)
-                        if p.get("residual"):
-                            value = b.fadd(value, self.vload_f(b, res, at))
-                        if p.get("relu"):  # as np.maximum(x, 0): -0 -> +0, NaN stays NaN
-                            value = b.select(b.fcmp_ordered("<=", value, zero), zero, value)
-                        self.vstore_f(b, value, y, at)
+                        inside = self.inside(b, p, oy, ox, r, s)
+                        if inside is None:
+                            self.store_pixel(b, p, value, add, res, y, base, ch, r, s)
+                            continue
+                        with b.if_then(inside):  # an odd output's last row or column
+                            self.store_pixel(b, p, value, add, res, y, base, ch, r, s)
+
+    def inside(self, b, p, oy, ox, r, s):
+        """Whether tile pixel (r, s) at (oy, ox) is in the output (None: always, even sizes)."""
+        oh, ow = p["out"]
+        conds = []
+        if r and oh % 2:
+            conds.append(b.icmp_unsigned("<", b.add(oy, c64(r)), c64(oh)))
+        if s and ow % 2:
+            conds.append(b.icmp_unsigned("<", b.add(ox, c64(s)), c64(ow)))
+        if not conds:
+            return None
+        return conds[0] if len(conds) == 1 else b.and_(conds[0], conds[1])
+
+    def store_pixel(self, b, p, value, add, res, y, base, ch, r, s):
+        """value (+ bias, + the residual, relu) stored at tile pixel (r, s)."""
+        o, ow = p["O"], p["out"][1]
+        zero = ir.Constant(V16F, [ir.Constant(F32, 0.0)] * VEC)
+        if add is not None:
+            value = b.fadd(value, add)
+        at = b.add(b.add(base, c64((r * ow + s) * o)), ch)
+        if p.get("residual"):
+            value = b.fadd(value, self.vload_f(b, res, at))
+        if p.get("relu"):  # as np.maximum(x, 0): -0 -> +0, NaN stays NaN
+            value = b.select(b.fcmp_ordered("<=", value, zero), zero, value)
+        self.vstore_f(b, value, y, at)
 
 
 def bt_combine(b, d):
