@@ -2,9 +2,10 @@
 and this core's clock, measured (``partita profile``'s GMAC/s and fraction of peak).
 
 Peak per core, in multiply-adds per cycle, of the fastest instruction each tier's kernels use
-for a product (two vector multiply-add ports, as Skylake/Ice Lake/Sapphire Rapids and Zen 3/4
+for a product (two vector multiply-add ports, as Skylake/Ice Lake/Sapphire Rapids and Zen 3/4/5
 have; a part with one 512-bit port, or Zen 4's double-pumped AVX-512, reaches half the
-AVX-512 rates):
+AVX-512 rates; ``benchmarks/product_rates.py`` measures each row on the CPU at hand: an AMD
+EPYC Zen 5 reached every row, 127 for VPDPBUSD zmm, 32 for VFMADD zmm):
 
     tier      int8 products                                    float32 products
     plain     16   SSE2 PMADDWD, 8 int16 pairs x 2 ports        8   SSE MULPS + ADDPS, 4 lanes x 2

@@ -1,0 +1,106 @@
+"""Multiply-adds per cycle of each tier's product instructions on this core, against the peaks
+backends/llvm/peak.py assumes (two vector multiply-add ports):
+
+    python benchmarks/product_rates.py [--reps 32768]
+
+Each row is an inline-assembly loop of 12 independent chains of one instruction (or a short
+sequence), timed at peak.py's measured clock, best of 15 timings: the instruction's throughput
+on this CPU, not a kernel's. A CPU whose rate is half the table's (one 512-bit port, or
+double-pumped AVX-512 as on Zen 4) reaches half the tier's nominal peak; the profile's fractions
+of peak are then against a rate it cannot reach. Rows this CPU cannot run are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's partita
+
+import partita  # noqa: E402, F401  (the source tree's import hook)
+
+PEAK_NOTE = {"vpdpbusd zmm": "vnni int8 128", "vpdpbusd ymm (vex)": "avxvnni int8 64",
+             "vpmaddubsw ymm": "avx2 int8 nominal 64", "vpmaddwd ymm": "avx2 exact int8 32",
+             "vfmadd231ps zmm": "vnni / amx float 32", "vfmadd231ps ymm": "avx2 float 16"}
+
+
+def chains(op: str, reg: str, vex: bool = False) -> str:
+    prefix = "{vex} " if vex else ""
+    return "".join(f"{prefix}{op} %{reg}1, %{reg}0, %{reg}{r}\n" for r in range(2, 14))
+
+
+# (name, multiply-adds per repetition, AT&T body, the host features it needs)
+ROUTES = [
+    ("vpdpbusd zmm", 12 * 64, chains("vpdpbusd", "zmm"), {"+avx512vnni"}),
+    ("vpdpbusd ymm (vex)", 12 * 32, chains("vpdpbusd", "ymm", vex=True), {"+avxvnni"}),
+    ("vpmaddubsw zmm", 12 * 64, chains("vpmaddubsw", "zmm"), {"+avx512bw"}),
+    ("vpmaddubsw ymm", 12 * 32, chains("vpmaddubsw", "ymm"), {"+avx2"}),
+    ("vpmaddwd ymm", 12 * 16, chains("vpmaddwd", "ymm"), {"+avx2"}),
+    ("vpmaddwd xmm", 12 * 4, chains("vpmaddwd", "xmm"), set()),
+    ("vfmadd231ps zmm", 12 * 16, chains("vfmadd231ps", "zmm"), {"+avx512f"}),
+    ("vfmadd231ps ymm", 12 * 8, chains("vfmadd231ps", "ymm"), {"+fma"}),
+]
+
+
+def rates(reps: int) -> dict[str, float]:
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+    from partita.backends.llvm.host_cpu import host_features
+    from partita.backends.llvm.peak import measured_clock_hz
+    from partita.backends.llvm.runtime.jit import Loaded, compile_ir, ensure_initialized
+
+    ensure_initialized()
+    llvm.initialize_native_asmparser()
+    have = host_features()
+    routes = [r for r in ROUTES if r[3] <= have]
+    module = ir.Module(name="partita_product_rates")
+    i64 = ir.IntType(64)
+    clobbers = ",".join(f"~{{xmm{r}}}" for r in range(16))
+    for k, (_, _, body, _) in enumerate(routes):
+        fn = ir.Function(module, ir.FunctionType(i64, [i64]), f"route{k}")
+        entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+        b = ir.IRBuilder(entry)
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(i64)
+        i.add_incoming(ir.Constant(i64, 0), entry)
+        b.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), body, clobbers,
+                            side_effect=True), [])
+        ni = b.add(i, ir.Constant(i64, 1))
+        i.add_incoming(ni, loop)
+        b.cbranch(b.icmp_signed("<", ni, fn.args[0]), loop, done)
+        b.position_at_end(done)
+        b.ret(ni)
+    loaded = Loaded(compile_ir(str(module))[0])
+    clock = measured_clock_hz()
+    out = {"clock GHz": clock / 1e9}
+    for k, (name, macs, _, _) in enumerate(routes):
+        f = loaded.function(f"route{k}", [ctypes.c_int64], ctypes.c_int64)
+        f(1000)
+        best = float("inf")
+        for _ in range(15):
+            t = time.perf_counter()
+            f(reps)
+            best = min(best, time.perf_counter() - t)
+        out[name] = macs * reps / (best * clock)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=1 << 15)
+    args = ap.parse_args()
+    from partita.backends.llvm.host_cpu import host_cpu
+
+    found = rates(args.reps)
+    print(f"CPU: {host_cpu()} (LLVM's name); measured clock {found.pop('clock GHz'):.3f} GHz")
+    print(f"{'instruction':24s} {'multiply-adds / cycle':>22s}   peak.py's row")
+    for name, rate in found.items():
+        print(f"{name:24s} {rate:22.1f}   {PEAK_NOTE.get(name, '')}")
+
+
+if __name__ == "__main__":
+    main()
