@@ -98,6 +98,8 @@ def test_winograd_no_keeps_the_direct_product_and_its_own_cache_entry(monkeypatc
     again, _ = check(mod, xs, "llvm")  # from the cache: still the Winograd region
     assert kinds(again) == ["FPAD", "FWINO"]
     assert np.array_equal(again.run(x)[0], wino.run(x)[0])
+    with pytest.raises(P.PartitaError, match="-winograd=maybe is not one of yes, no"):
+        P.build(mod, "llvm -winograd=maybe")
 
 
 @pytest.mark.parametrize("why, args", [
