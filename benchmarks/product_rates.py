@@ -13,9 +13,7 @@ of peak are then against a rate it cannot reach. Rows this CPU cannot run are sk
 from __future__ import annotations
 
 import argparse
-import ctypes
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's partita
@@ -46,47 +44,13 @@ ROUTES = [
 
 
 def rates(reps: int) -> dict[str, float]:
-    import llvmlite.binding as llvm
-    from llvmlite import ir
+    """Each ROUTES row this CPU runs: multiply-adds per cycle (peak.route_rates)."""
     from partita.backends.llvm.host_cpu import host_features
-    from partita.backends.llvm.peak import measured_clock_hz
-    from partita.backends.llvm.runtime.jit import Loaded, compile_ir, ensure_initialized
+    from partita.backends.llvm.peak import measured_clock_hz, route_rates
 
-    ensure_initialized()
-    llvm.initialize_native_asmparser()
     have = host_features()
-    routes = [r for r in ROUTES if r[3] <= have]
-    module = ir.Module(name="partita_product_rates")
-    i64 = ir.IntType(64)
-    clobbers = ",".join(f"~{{xmm{r}}}" for r in range(16))
-    for k, (_, _, body, _) in enumerate(routes):
-        fn = ir.Function(module, ir.FunctionType(i64, [i64]), f"route{k}")
-        entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
-        b = ir.IRBuilder(entry)
-        b.branch(loop)
-        b.position_at_end(loop)
-        i = b.phi(i64)
-        i.add_incoming(ir.Constant(i64, 0), entry)
-        b.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), body, clobbers,
-                            side_effect=True), [])
-        ni = b.add(i, ir.Constant(i64, 1))
-        i.add_incoming(ni, loop)
-        b.cbranch(b.icmp_signed("<", ni, fn.args[0]), loop, done)
-        b.position_at_end(done)
-        b.ret(ni)
-    loaded = Loaded(compile_ir(str(module))[0])
-    clock = measured_clock_hz()
-    out = {"clock GHz": clock / 1e9}
-    for k, (name, macs, _, _) in enumerate(routes):
-        f = loaded.function(f"route{k}", [ctypes.c_int64], ctypes.c_int64)
-        f(1000)
-        best = float("inf")
-        for _ in range(15):
-            t = time.perf_counter()
-            f(reps)
-            best = min(best, time.perf_counter() - t)
-        out[name] = macs * reps / (best * clock)
-    return out
+    routes = [r[:3] for r in ROUTES if r[3] <= have]
+    return {"clock GHz": measured_clock_hz() / 1e9, **route_rates(routes, reps, timings=15)}
 
 
 def main() -> None:

@@ -217,16 +217,23 @@ _ROUTES = (
 def int8_route_rates(reps: int = 1 << 16) -> dict[str, float]:
     """int8 products per cycle of each AVX2 product sequence (``_ROUTES``), measured: the best
     of 5 timings of ``reps`` repetitions at the measured clock. AVX2 CPUs only."""
+    return route_rates(_ROUTES, reps, timings=5)
+
+
+def route_rates(routes, reps: int = 1 << 16, timings: int = 5) -> dict[str, float]:
+    """Products per cycle of each (name, products per repetition, AT&T body) in ``routes``:
+    an inline-assembly loop of the body, the best of ``timings`` timings of ``reps``
+    repetitions at the measured clock (benchmarks/product_rates.py: every tier's rows)."""
     import llvmlite.binding as llvm
     from partita.backends.llvm.runtime.jit import Loaded, compile_ir, ensure_initialized
 
     ensure_initialized()
     llvm.initialize_native_asmparser()
-    module = ir.Module(name="partita_int8_routes")
+    module = ir.Module(name="partita_routes")
     i64 = ir.IntType(64)
     clobbers = ",".join(f"~{{xmm{r}}}" for r in range(16))
-    for name, _, body in _ROUTES:
-        fn = ir.Function(module, ir.FunctionType(i64, [i64]), "r_" + name.replace("+", "_"))
+    for k, (_, _, body) in enumerate(routes):
+        fn = ir.Function(module, ir.FunctionType(i64, [i64]), f"route{k}")
         entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
         b = ir.IRBuilder(entry)
         b.branch(loop)
@@ -243,11 +250,11 @@ def int8_route_rates(reps: int = 1 << 16) -> dict[str, float]:
     loaded = Loaded(compile_ir(str(module))[0])
     clock = measured_clock_hz()
     rates = {}
-    for name, products, _ in _ROUTES:
-        f = loaded.function("r_" + name.replace("+", "_"), [ctypes.c_int64], ctypes.c_int64)
+    for k, (name, products, _) in enumerate(routes):
+        f = loaded.function(f"route{k}", [ctypes.c_int64], ctypes.c_int64)
         f(1000)
         best = float("inf")
-        for _ in range(5):
+        for _ in range(timings):
             t = time.perf_counter()
             f(reps)
             best = min(best, time.perf_counter() - t)
@@ -256,4 +263,4 @@ def int8_route_rates(reps: int = 1 << 16) -> dict[str, float]:
 
 
 __all__ = ["ACHIEVABLE_INT8", "PEAK", "int8_route_rates", "kernel_depth", "kernel_macs",
-           "measured_clock_hz", "peak_per_cycle", "speed_metrics"]
+           "measured_clock_hz", "peak_per_cycle", "route_rates", "speed_metrics"]
