@@ -23,6 +23,7 @@ product.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,11 +75,12 @@ def transformed_weights(weights: np.ndarray) -> np.ndarray:
 def block_tiles(tiles: int, c: int, o: int) -> int:
     """Tiles per block: the largest divisor of ``tiles`` whose scratch fits BLOCK_FLOATS (at
     least the smallest divisor of 6 or more), so every block has the same rows."""
-    fits = [d for d in range(1, tiles + 1) if tiles % d == 0 and 16 * d * (c + o) <= BLOCK_FLOATS]
-    big = [d for d in fits if d >= 6]
+    small = [d for d in range(1, math.isqrt(tiles) + 1) if tiles % d == 0]
+    divisors = sorted({*small, *(tiles // d for d in small)})
+    big = [d for d in divisors if d >= 6 and 16 * d * (c + o) <= BLOCK_FLOATS]
     if big:
         return max(big)
-    return min(d for d in range(6, tiles + 1) if tiles % d == 0) if tiles >= 6 else tiles
+    return min(d for d in divisors if d >= 6) if tiles >= 6 else tiles
 
 
 def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bool:
@@ -92,15 +94,17 @@ def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bo
     hp, wp = h + top + bottom, w + left + right
     if (hp, wp) != (oh + 2, ow + 2):
         return False
+    th, tw = -(-oh // 2), -(-ow // 2)
+    tiles = th * tw
+    per = block_tiles(tiles, c, o)
+    if 16 * per * (c + o) > 4 * BLOCK_FLOATS:
+        return False  # no even block near the budget (a tile count of large prime factors)
     src = low.src(x)
     odd_h, odd_w = oh % 2, ow % 2  # an odd output's last tiles: a zero row / column more
     if any(a.padding) or odd_h or odd_w:
         hp, wp = hp + odd_h, wp + odd_w
         src = low.scratch(Kind.FPAD, [src], (1, hp, wp, c), "float32",
                           {"padding": [top, left, bottom + odd_h, right + odd_w]})
-    th, tw = -(-oh // 2), -(-ow // 2)
-    tiles = th * tw
-    per = block_tiles(tiles, c, o)
     blocks = tiles // per
     params = {"B": 16, "M": tiles, "K": c, "N": o, "C": c, "O": o, "out": [oh, ow], "tw": tw,
               "wp": wp, "per": per, "blocks": blocks, "bias": "none", "vec": True,

@@ -12,6 +12,7 @@ from drivers import alternate_drivers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from partita.backends.llvm.lower import float_winograd
+from partita.backends.llvm.lower.context import lower
 
 import partita as P
 from partita import relay
@@ -87,6 +88,17 @@ def test_block_and_part_plans():
     for tiles, c, o in [(784, 64, 64), (196, 128, 128), (49, 256, 256), (143, 512, 512)]:
         per = float_winograd.block_tiles(tiles, c, o)
         assert tiles % per == 0 and (per >= 6 or per == tiles)
+
+
+def test_no_even_block_near_the_budget_stays_direct():
+    """A tile count whose divisors jump past the scratch budget (1,009 x 1,009 tiles, 1,009
+    prime): the convolution stays direct rather than take a block of 10 MB (planned only)."""
+    assert float_winograd.block_tiles(1009 * 1009, 80, 80) == 1009
+    mod, _ = conv3x3(2018, 2018, 80, 80)
+    plan = lower(mod["main"], "plain")
+    assert "FWINO" not in {k.kind for k in plan.kernels}
+    small, _ = conv3x3(18, 18, 80, 80)  # 81 tiles: one block
+    assert "FWINO" in {k.kind for k in lower(small["main"], "plain").kernels}
 
 
 def test_winograd_no_keeps_the_direct_product_and_its_own_cache_entry(monkeypatch, tmp_path):
