@@ -271,7 +271,7 @@ def run_model(args) -> None:
                       f"{sum(m.counts['pool'] + m.counts['alone'] for m in modes)} (TwoModes' "
                       f"choice; probe runs crowded by a third thread, judging nothing: "
                       f"{sum(m.crowded for m in modes)})")
-        for line in peak_summary(builds[tier][1], x, args.profile_runs):
+        for line in peak_summary(builds[tier][1], x, args.profile_runs, tier):
             print(line)
     for line in goal_summary(runs, ours, peers, theirs, quantized=not onnx or _quantized(
             args.model)):
@@ -329,9 +329,11 @@ def goal_summary(runs, ours, peers, theirs, quantized: bool) -> list[str]:
     return out
 
 
-def peak_summary(exe, x, runs: int) -> list[str]:
+def peak_summary(exe, x, runs: int, tier: str = "") -> list[str]:
     """The tier's product kernels against its peak, from the median time of each kernel over
-    ``runs`` one-thread profiles: int8 kernels with K >= 64, and float products."""
+    ``runs`` one-thread profiles: int8 kernels with K >= 64, and float products. Then the clock
+    under the tier's vector load (peak.vector_clock_hz) where it is not the measured one: the
+    fractions at that clock, what the tier can reach while it runs."""
     per_kernel: dict[str, list] = {}
     for _ in range(max(runs, 1)):
         for step in exe.profile(x).steps:
@@ -368,6 +370,18 @@ def peak_summary(exe, x, runs: int) -> list[str]:
             f"{100 * max(fractions):.0f}%; {met} of {len(rows)} at the goal "
             f"({100 * goal:.0f}%)"
         )
+    register = {"vnni": "zmm", "amx": "zmm", "avxvnni": "ymm", "avx2": "ymm"}.get(tier)
+    if lines and register:
+        from partita.backends.llvm.peak import measured_clock_hz, vector_clock_hz
+
+        scalar, vector = measured_clock_hz(), vector_clock_hz(register)
+        if abs(vector / scalar - 1) <= 0.03:
+            lines.append(f"  clock under {register} multiply-adds {vector / 1e9:.2f} GHz: the "
+                         f"measured clock's ({scalar / 1e9:.2f}) within 3%")
+        else:
+            lines.append(f"  clock under {register} multiply-adds {vector / 1e9:.2f} GHz, not "
+                         f"{scalar / 1e9:.2f}: the fractions above x {scalar / vector:.2f} "
+                         f"at the clock the tier runs at")
     return lines or ["  (no product kernels with a known size)"]
 
 

@@ -14,6 +14,7 @@ from partita.backends.llvm.peak import (
     int8_route_rates,
     measured_clock_hz,
     peak_per_cycle,
+    vector_clock_hz,
 )
 from test_llvm_dynq_dense import dense_module, inputs
 
@@ -25,6 +26,18 @@ from partita.runtime.artifact import load_executable_bytes
 def test_the_measured_clock_is_a_clock():
     hz = measured_clock_hz()
     assert 3e8 < hz < 8e9  # a dependent add per cycle: this core's cycles per second
+
+
+@pytest.mark.parametrize("register, needs", [("zmm", "+avx512f"), ("ymm", "+fma")])
+def test_the_clock_under_vector_multiply_adds_is_a_clock(register, needs):
+    """The add chain beside VFMADDs on ``register``: a clock at most the scalar one's (a
+    vector license may lower it), not far below it (the FMAs hide in the chain's shadow)."""
+    from partita.backends.llvm.host_cpu import host_features
+
+    if needs not in host_features():
+        pytest.skip(f"this host has no {needs[1:]}")
+    ratio = vector_clock_hz(register) / measured_clock_hz()
+    assert 0.4 < ratio < 1.15, ratio
 
 
 @pytest.mark.parametrize(
