@@ -4,12 +4,12 @@ a scratch of its thread's own (the kernel's workspace, half each with two thread
 
     V[e][t][c] = (B^T d_t B)[e]       d_t the 4 x 4 window of the padded input at tile t
     M[e][t][o] = sum_c V[e][t][c] U[e][c][o]     16 products (gemm.py's, on U's panels)
-    y[tile t's 2 x 2 pixels][o] = (A^T M[.][t][o] A) (+ bias, relu)
+    y[tile t's 2 x 2 pixels][o] = (A^T M[.][t][o] A) (+ bias, + residual, relu)
 
-vectorized over 16 channels. With ``threads`` 2 the chunks the two threads claim
-(runtime/threads.py split_chunks) are blocks, or (``parts`` 2: few blocks) a block's half of
-the output channels, each computing its block's transform itself; every output is written by
-one chunk, so the bits are one thread's."""
+vectorized over 16 channels (an odd output's last tiles store only their pixels inside).
+With ``threads`` 2 the chunks the two threads claim (runtime/threads.py split_chunks) are
+blocks, or (``parts`` 2: few blocks) a block's half of the output channels, each computing its
+block's transform itself; every output is written by one chunk, so the bits are one thread's."""
 
 from __future__ import annotations
 
