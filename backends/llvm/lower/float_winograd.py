@@ -1,7 +1,7 @@
 """Lowering of float32 3 x 3 convolutions to Winograd's F(2 x 2, 3 x 3) (FWINO):
 
-    nn.conv2d 3 x 3, stride 1, dilation 1, groups 1, exact sums, NHWC, one image,
-    C and O multiples of 16, 32 or more, 4 x 4 tiles or more     FPAD -> FWINO (+ bias,
+    nn.conv2d 3 x 3, stride 1, dilation 1, groups 1, exact sums, NHWC, any batch,
+    C and O multiples of 16, 32 or more, 16 tiles or more        FPAD -> FWINO (+ bias,
                                                                   residual, relu)
 
 Each 2 x 2 block of outputs (a tile; an odd height or width's last tiles half outside, their
@@ -55,10 +55,10 @@ def eligible(low: LowerContext, call, weights: np.ndarray, n: int, oh: int, ow: 
     a = call.attrs
     kh, kw, c, o = weights.shape
     return (low.winograd and (kh, kw) == (3, 3) and tuple(a.strides) == (1, 1)
-            and tuple(a.dilation) == (1, 1) and a.groups == 1 and n == 1
+            and tuple(a.dilation) == (1, 1) and a.groups == 1
             and c % VEC == 0 and o % VEC == 0 and min(c, o) >= MIN_CHANNELS
-            and tiles(oh, ow) >= MIN_TILES
-            and (tiles(oh, ow) >= FEW_TILES or 16 * c * o <= BIG_WEIGHTS))
+            and n * tiles(oh, ow) >= MIN_TILES
+            and (n * tiles(oh, ow) >= FEW_TILES or 16 * c * o <= BIG_WEIGHTS))
 
 
 def tiles(oh: int, ow: int) -> int:
@@ -88,14 +88,14 @@ def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bo
     ``epilogue`` float_conv's (a following bias, residual add and relu absorbed)."""
     x, a = call.args[0], call.attrs
     _, _, c, o = weights.shape
-    _, h, w, _ = (int(d) for d in x.checked_type.shape)
+    n, h, w, _ = (int(d) for d in x.checked_type.shape)
     _, oh, ow, _ = (int(d) for d in call.checked_type.shape)
     top, left, bottom, right = a.padding
     hp, wp = h + top + bottom, w + left + right
     if (hp, wp) != (oh + 2, ow + 2):
         return False
     th, tw = -(-oh // 2), -(-ow // 2)
-    tiles = th * tw
+    tiles = n * th * tw  # the images' tiles in a row: a batch is a longer product
     per = block_tiles(tiles, c, o)
     if 16 * per * (c + o) > 4 * BLOCK_FLOATS:
         return False  # no even block near the budget (a tile count of large prime factors)
@@ -103,12 +103,12 @@ def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bo
     odd_h, odd_w = oh % 2, ow % 2  # an odd output's last tiles: a zero row / column more
     if any(a.padding) or odd_h or odd_w:
         hp, wp = hp + odd_h, wp + odd_w
-        src = low.scratch(Kind.FPAD, [src], (1, hp, wp, c), "float32",
+        src = low.scratch(Kind.FPAD, [src], (n, hp, wp, c), "float32",
                           {"padding": [top, left, bottom + odd_h, right + odd_w]})
     blocks = tiles // per
-    params = {"B": 16, "M": tiles, "K": c, "N": o, "C": c, "O": o, "out": [oh, ow], "tw": tw,
-              "wp": wp, "per": per, "blocks": blocks, "bias": "none", "vec": True,
-              **gemm_tile(low.isa)}
+    params = {"B": 16, "M": tiles, "K": c, "N": o, "C": c, "O": o, "out": [oh, ow], "th": th,
+              "tw": tw, "hp": hp, "wp": wp, "per": per, "blocks": blocks, "bias": "none",
+              "vec": True, **gemm_tile(low.isa)}
     u = transformed_weights(weights)
     arrays = {"wt": np.concatenate([panels(u[e], VEC * params["cols"]) for e in range(16)])}
     # two threads: chunks of a block and half the output channels where blocks are few

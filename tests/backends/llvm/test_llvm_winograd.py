@@ -23,10 +23,10 @@ TIERS = ["amx", "vnni", "avxvnni", "avx2", "plain"]
 TOLERANCE = 3e-6
 
 
-def conv3x3(h, w, c, o, stride=1, pad=(1, 1, 1, 1), relu=True, seed=0):
-    """NHWC conv 3 x 3 (He-scaled weights) + bias (+ relu)."""
+def conv3x3(h, w, c, o, stride=1, pad=(1, 1, 1, 1), relu=True, seed=0, n=1):
+    """NHWC conv 3 x 3 (He-scaled weights) + bias (+ relu) of ``n`` images."""
     rng = np.random.default_rng(seed)
-    x = relay.var("x", shape=(1, h, w, c))
+    x = relay.var("x", shape=(n, h, w, c))
     wt = (rng.standard_normal((3, 3, c, o)) * np.sqrt(2 / (9 * c))).astype(np.float32)
     y = relay.nn.conv2d(x, relay.const(wt), strides=(stride, stride), padding=list(pad),
                         data_layout="NHWC", kernel_layout="HWIO")
@@ -34,7 +34,7 @@ def conv3x3(h, w, c, o, stride=1, pad=(1, 1, 1, 1), relu=True, seed=0):
     if relu:
         y = relay.nn.relu(y)
     mod = relay.IRModule.from_expr(relay.Function([x], y))
-    return relay.transform.InferType()(mod), (1, h, w, c)
+    return relay.transform.InferType()(mod), (n, h, w, c)
 
 
 def kinds(exe) -> list[str]:
@@ -52,11 +52,13 @@ def check(mod, xs, target, seed=1):
     return exe, x
 
 
-# (h, w, c, o): odd sizes; one block, parts 2 with two threads (8 x 8, 64 -> 128); several blocks
+# (h, w, c, o, pad[, images]): odd sizes; a batch; one block, parts 2 with two threads (8 x 8,
+# 64 -> 128); several blocks
 # (20 x 24, made small below); no padding border (valid: pad 0); channels not a multiple of
 # a full panel (48 -> 80)
 SHAPES = {
     "odd": (7, 9, 32, 64, (1, 1, 1, 1)),  # the last tiles' outside row / column not stored
+    "batch": (5, 6, 32, 32, (1, 1, 1, 1), 3),  # three images' tiles in one product
     "halves": (8, 8, 64, 128, (1, 1, 1, 1)),
     "blocks": (20, 24, 32, 32, (1, 1, 1, 1)),
     "valid": (18, 10, 32, 48, (0, 0, 0, 0)),
@@ -70,8 +72,8 @@ def test_winograd_equals_the_interpreter_on_every_tier(monkeypatch, tmp_path, ti
     monkeypatch.setenv("PARTITA_REGION_CACHE", "0")
     monkeypatch.setenv("PARTITA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(float_winograd, "BLOCK_FLOATS", 1 << 14)  # 20 x 24: blocks of 15 tiles
-    h, w, c, o, pad = SHAPES[shape]
-    mod, xs = conv3x3(h, w, c, o, pad=pad)
+    h, w, c, o, pad, *n = SHAPES[shape]
+    mod, xs = conv3x3(h, w, c, o, pad=pad, n=n[0] if n else 1)
     one, x = check(mod, xs, f"llvm -isa={tier} -emulate=yes")
     assert "FWINO" in kinds(one) and "FDENSE" not in kinds(one)
     two, _ = check(mod, xs, f"llvm -isa={tier} -emulate=yes -threads=2")
@@ -148,14 +150,16 @@ def test_the_kernel_reports_its_own_multiply_adds():
     residual=st.booleans(),
     relu=st.booleans(),
     threads=st.sampled_from([1, 2]),
+    n=st.sampled_from([1, 2]),
 )
-def test_random_winograd_convolutions(oh, ow, c, o, pad, bias, residual, relu, threads):
-    """Any output of 4 x 4 tiles or more (odd sizes too), any pads summing to 2 (or none), a
-    bias, a residual (a 1 x 1 convolution of the same input, computed first) and a relu in
-    the epilogue or not: FWINO, within TOLERANCE of the interpreter."""
+def test_random_winograd_convolutions(oh, ow, c, o, pad, bias, residual, relu, threads, n):
+    """Any output of 4 x 4 tiles or more (odd sizes too) of one or two images, any pads
+    summing to 2 (or none), a bias, a residual (a 1 x 1 convolution of the same input,
+    computed first) and a relu in the epilogue or not: FWINO, within TOLERANCE of the
+    interpreter."""
     h, w = oh + 2 - pad[0] - pad[2], ow + 2 - pad[1] - pad[3]
     rng = np.random.default_rng(oh * 100 + ow)
-    x = relay.var("x", shape=(1, h, w, c))
+    x = relay.var("x", shape=(n, h, w, c))
     if pad == (0, 0, 0, 0) and residual:
         residual = False  # the shortcut has the input's size, not the output's
     wt = (rng.standard_normal((3, 3, c, o)) * np.sqrt(2 / (9 * c))).astype(np.float32)
@@ -170,5 +174,5 @@ def test_random_winograd_convolutions(oh, ow, c, o, pad, bias, residual, relu, t
     if relu:
         y = relay.nn.relu(y)
     mod = relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([x], y)))
-    exe, _ = check(mod, (1, h, w, c), f"llvm -threads={threads}")
+    exe, _ = check(mod, (n, h, w, c), f"llvm -threads={threads}")
     assert "FWINO" in kinds(exe)

@@ -82,17 +82,20 @@ class FloatWinograd(Family):
         return fn
 
     def tile_origin(self, b, p, t):
-        """Tile t's top-left output pixel (row, column)."""
-        tw = p["tw"]
-        return b.mul(b.udiv(t, c64(tw)), c64(2)), b.mul(b.urem(t, c64(tw)), c64(2))
+        """Tile t's image and top-left output pixel (row, column): an image's tiles in rows,
+        the images one after another."""
+        th, tw = p["th"], p["tw"]
+        img, t = b.udiv(t, c64(th * tw)), b.urem(t, c64(th * tw))
+        return img, b.mul(b.udiv(t, c64(tw)), c64(2)), b.mul(b.urem(t, c64(tw)), c64(2))
 
     def transform_in(self, b, p, x, v, t0):
         """V[e][t - t0][c] for the block's tiles: the padded input's 4 x 4 window at (2 ty,
         2 tx), B^T d B on its rows then its columns."""
-        per, c, wp = p["per"], p["C"], p["wp"]
+        per, c, hp, wp = p["per"], p["C"], p["hp"], p["wp"]
         with for_range(b, per, "wt") as tl:
-            oy, ox = self.tile_origin(b, p, b.add(t0, tl))
-            base = b.mul(b.add(b.mul(oy, c64(wp)), ox), c64(c))
+            img, oy, ox = self.tile_origin(b, p, b.add(t0, tl))
+            row = b.add(b.mul(img, c64(hp)), oy)
+            base = b.mul(b.add(b.mul(row, c64(wp)), ox), c64(c))
             with for_range(b, c // VEC, "wc") as cv:
                 at = b.add(base, b.mul(cv, c64(VEC)))
                 d = [[self.vload_f(b, x, b.add(at, c64((i * wp + j) * c))) for j in range(4)]
@@ -126,10 +129,11 @@ class FloatWinograd(Family):
         """y's 2 x 2 pixels of each tile, channels n0 .. n0 + part: A^T M A, + bias, + the
         residual, relu (float_conv.epilogue's order)."""
         per, o = p["per"], p["O"]
-        ow = p["out"][1]
+        oh, ow = p["out"]
         with for_range(b, per, "yt") as tl:
-            oy, ox = self.tile_origin(b, p, b.add(t0, tl))
-            base = b.mul(b.add(b.mul(oy, c64(ow)), ox), c64(o))
+            img, oy, ox = self.tile_origin(b, p, b.add(t0, tl))
+            row = b.add(b.mul(img, c64(oh)), oy)
+            base = b.mul(b.add(b.mul(row, c64(ow)), ox), c64(o))
             with for_range(b, part // VEC, "yc") as cv:
                 ch = b.add(n0, b.mul(cv, c64(VEC)))
                 at = b.add(b.mul(tl, c64(o)), ch)
