@@ -110,7 +110,7 @@ def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bo
     blocks = tiles // per
     params = {"B": 16, "M": tiles, "K": c, "N": o, "C": c, "O": o, "out": [oh, ow], "th": th,
               "tw": tw, "hp": hp, "wp": wp, "per": per, "blocks": blocks, "bias": "none",
-              "vec": True, **gemm_tile(low.isa)}
+              "vec": True, "scratch": 16 * per * (c + o), **gemm_tile(low.isa)}
     u = transformed_weights(weights)
     arrays = {"wt": np.concatenate([panels(u[e], VEC * params["cols"]) for e in range(16)])}
     # two threads: chunks of a block and half the output channels where blocks are few
@@ -119,8 +119,8 @@ def lower_winograd(low: LowerContext, call, weights: np.ndarray, epilogue) -> bo
     if low.threads > 1 and blocks * parts >= 2:
         params["threads"] = 2
     last = epilogue(low, call, o, params, arrays, True, o, residual=True)
-    scratch = 16 * per * (c + o) * 4
-    ws = low.workspace(scratch * params.get("threads", 1))
+    # a thread's scratch (floats): V and M of a block; one per thread
+    ws = low.workspace(4 * params["scratch"] * params.get("threads", 1))
     inputs = [src, ws]
     if "residual_of" in params:  # ResNet's shortcut, added after the bias
         inputs.append(low.src(params.pop("residual_of")))

@@ -42,10 +42,9 @@ class FloatWinograd(Family):
             b.call(body, [x, w, y, bias, res, ws, c64(0), c64(chunks)])
             b.ret_void()
             return fn
-        scratch = 16 * p["per"] * (p["C"] + p["O"])
-
         def enter(eb, ps, back):  # the worker's scratch: the workspace's second half
-            return [*ps[:5], eb.gep(ps[5], [c64(scratch if back else 0)], source_etype=F32)]
+            at = c64(p["scratch"] if back else 0)
+            return [*ps[:5], eb.gep(ps[5], [at], source_etype=F32)]
 
         self.split_chunks(k, b, [x, w, y, bias, res, ws], chunks, 1,
                           lambda eb, ps, lo, hi: eb.call(body, [*ps, lo, hi]),
@@ -81,21 +80,23 @@ class FloatWinograd(Family):
         b.ret_void()
         return fn
 
-    def tile_origin(self, b, p, t):
-        """Tile t's image and top-left output pixel (row, column): an image's tiles in rows,
-        the images one after another."""
+    def tile_at(self, b, p, t, height, width, channels):
+        """Tile t's top-left output pixel (row, column) and that pixel's element index in an
+        NHWC array of ``height`` x ``width`` x ``channels`` images (the padded input, whose
+        window starts there, or the output): an image's tiles in rows, the images one after
+        another."""
         th, tw = p["th"], p["tw"]
         img, t = b.udiv(t, c64(th * tw)), b.urem(t, c64(th * tw))
-        return img, b.mul(b.udiv(t, c64(tw)), c64(2)), b.mul(b.urem(t, c64(tw)), c64(2))
+        oy, ox = b.mul(b.udiv(t, c64(tw)), c64(2)), b.mul(b.urem(t, c64(tw)), c64(2))
+        row = b.add(b.mul(img, c64(height)), oy)
+        return oy, ox, b.mul(b.add(b.mul(row, c64(width)), ox), c64(channels))
 
     def transform_in(self, b, p, x, v, t0):
         """V[e][t - t0][c] for the block's tiles: the padded input's 4 x 4 window at (2 ty,
         2 tx), B^T d B on its rows then its columns."""
         per, c, hp, wp = p["per"], p["C"], p["hp"], p["wp"]
         with for_range(b, per, "wt") as tl:
-            img, oy, ox = self.tile_origin(b, p, b.add(t0, tl))
-            row = b.add(b.mul(img, c64(hp)), oy)
-            base = b.mul(b.add(b.mul(row, c64(wp)), ox), c64(c))
+            _, _, base = self.tile_at(b, p, b.add(t0, tl), hp, wp, c)
             with for_range(b, c // VEC, "wc") as cv:
                 at = b.add(base, b.mul(cv, c64(VEC)))
                 d = [[self.vload_f(b, x, b.add(at, c64((i * wp + j) * c))) for j in range(4)]
@@ -131,9 +132,7 @@ class FloatWinograd(Family):
         per, o = p["per"], p["O"]
         oh, ow = p["out"]
         with for_range(b, per, "yt") as tl:
-            img, oy, ox = self.tile_origin(b, p, b.add(t0, tl))
-            row = b.add(b.mul(img, c64(oh)), oy)
-            base = b.mul(b.add(b.mul(row, c64(ow)), ox), c64(o))
+            oy, ox, base = self.tile_at(b, p, b.add(t0, tl), oh, ow, o)
             with for_range(b, part // VEC, "yc") as cv:
                 ch = b.add(n0, b.mul(cv, c64(VEC)))
                 at = b.add(b.mul(tl, c64(o)), ch)
