@@ -370,6 +370,7 @@ def peak_summary(exe, x, runs: int, tier: str = "") -> list[str]:
             f"{100 * max(fractions):.0f}%; {met} of {len(rows)} at the goal "
             f"({100 * goal:.0f}%)"
         )
+    lines += product_rate_lines(tier, [cls for cls in ("int8", "float") if groups[cls]])
     register = {"vnni": "zmm", "amx": "zmm", "avxvnni": "ymm", "avx2": "ymm"}.get(tier)
     if lines and register:
         from partita.backends.llvm.peak import measured_clock_hz, vector_clock_hz
@@ -383,6 +384,31 @@ def peak_summary(exe, x, runs: int, tier: str = "") -> list[str]:
                          f"{scalar / 1e9:.2f}: the fractions above x {scalar / vector:.2f} "
                          f"at the clock the tier runs at")
     return lines or ["  (no product kernels with a known size)"]
+
+
+def product_rate_lines(tier: str, classes) -> list[str]:
+    """Per kernel class: the rate this core runs the tier's product instruction at
+    (peak.tier_rate), said where it falls short of the rate the fractions are against (a CPU
+    with one 512-bit multiply port runs VPDPBUSD zmm at 64 a cycle, not PEAK's 128): the
+    fractions above are then of a rate this core cannot reach."""
+    from partita.backends.llvm.peak import ACHIEVABLE_INT8, peak_per_cycle, tier_rate
+
+    lines = []
+    for cls in classes:
+        found = tier_rate(tier, cls)
+        if found is None:
+            continue
+        name, rate = found
+        assumed = ACHIEVABLE_INT8.get(tier, 0) if cls == "int8" else 0
+        assumed = assumed or peak_per_cycle(tier, cls)
+        if rate >= 0.9 * assumed:
+            lines.append(f"  {name}: {rate:.1f} multiply-adds a cycle on this core (the "
+                         f"{cls} fractions are against {assumed})")
+        else:
+            lines.append(f"  {name}: {rate:.1f} multiply-adds a cycle on this core, not "
+                         f"{assumed}: the {cls} fractions above x {assumed / rate:.2f} against "
+                         f"the rate it runs")
+    return lines
 
 
 def agree(got, want) -> str:

@@ -25,31 +25,13 @@ PEAK_NOTE = {"vpdpbusd zmm": "vnni int8 128", "vpdpbusd ymm (vex)": "avxvnni int
              "vfmadd231ps zmm": "vnni / amx float 32", "vfmadd231ps ymm": "avx2 float 16"}
 
 
-def chains(op: str, reg: str, vex: bool = False) -> str:
-    prefix = "{vex} " if vex else ""
-    return "".join(f"{prefix}{op} %{reg}1, %{reg}0, %{reg}{r}\n" for r in range(2, 14))
-
-
-# (name, multiply-adds per repetition, AT&T body, the host features it needs)
-ROUTES = [
-    ("vpdpbusd zmm", 12 * 64, chains("vpdpbusd", "zmm"), {"+avx512vnni"}),
-    ("vpdpbusd ymm (vex)", 12 * 32, chains("vpdpbusd", "ymm", vex=True), {"+avxvnni"}),
-    ("vpmaddubsw zmm", 12 * 64, chains("vpmaddubsw", "zmm"), {"+avx512bw"}),
-    ("vpmaddubsw ymm", 12 * 32, chains("vpmaddubsw", "ymm"), {"+avx2"}),
-    ("vpmaddwd ymm", 12 * 16, chains("vpmaddwd", "ymm"), {"+avx2"}),
-    ("vpmaddwd xmm", 12 * 4, chains("vpmaddwd", "xmm"), set()),
-    ("vfmadd231ps zmm", 12 * 16, chains("vfmadd231ps", "zmm"), {"+avx512f"}),
-    ("vfmadd231ps ymm", 12 * 8, chains("vfmadd231ps", "ymm"), {"+fma"}),
-]
-
-
 def rates(reps: int) -> dict[str, float]:
-    """Each ROUTES row this CPU runs: multiply-adds per cycle (peak.route_rates)."""
+    """Each peak.PRODUCT_ROUTES row this CPU runs: multiply-adds per cycle (peak.route_rates)."""
     from partita.backends.llvm.host_cpu import host_features
-    from partita.backends.llvm.peak import measured_clock_hz, route_rates
+    from partita.backends.llvm.peak import PRODUCT_ROUTES, measured_clock_hz, route_rates
 
     have = host_features()
-    routes = [r[:3] for r in ROUTES if r[3] <= have]
+    routes = [r[:3] for r in PRODUCT_ROUTES if r[3] <= have]
     return {"clock GHz": measured_clock_hz() / 1e9, **route_rates(routes, reps, timings=15)}
 
 

@@ -259,6 +259,54 @@ _ROUTES = (
 )
 
 
+def _chains(op: str, reg: str, vex: bool = False) -> str:
+    prefix = "{vex} " if vex else ""
+    return "".join(f"{prefix}{op} %{reg}1, %{reg}0, %{reg}{r}\n" for r in range(2, 14))
+
+
+# every tier's product instruction, as a throughput loop of 12 independent chains: (name,
+# multiply-adds per repetition, AT&T body, the host features it needs); the rows
+# benchmarks/product_rates.py times, and TIER_ROUTES' sources
+PRODUCT_ROUTES = (
+    ("vpdpbusd zmm", 12 * 64, _chains("vpdpbusd", "zmm"), frozenset({"+avx512vnni"})),
+    ("vpdpbusd ymm (vex)", 12 * 32, _chains("vpdpbusd", "ymm", vex=True),
+     frozenset({"+avxvnni"})),
+    ("vpmaddubsw zmm", 12 * 64, _chains("vpmaddubsw", "zmm"), frozenset({"+avx512bw"})),
+    ("vpmaddubsw ymm", 12 * 32, _chains("vpmaddubsw", "ymm"), frozenset({"+avx2"})),
+    ("vpmaddwd ymm", 12 * 16, _chains("vpmaddwd", "ymm"), frozenset({"+avx2"})),
+    ("vpmaddwd xmm", 12 * 4, _chains("vpmaddwd", "xmm"), frozenset()),
+    ("vfmadd231ps zmm", 12 * 16, _chains("vfmadd231ps", "zmm"), frozenset({"+avx512f"})),
+    ("vfmadd231ps ymm", 12 * 8, _chains("vfmadd231ps", "ymm"), frozenset({"+fma"})),
+)
+# the product each tier's kernels run, by (tier, "int8" | "float"): the rate PEAK (or, on
+# avx2, ACHIEVABLE_INT8) assumes for it; avx2's int8 one is the route into int32 sums
+TIER_ROUTES = {
+    ("vnni", "int8"): "vpdpbusd zmm",
+    ("avxvnni", "int8"): "vpdpbusd ymm (vex)",
+    ("avx2", "int8"): "vpmaddubsw+vpmaddwd+vpaddd",
+    ("vnni", "float"): "vfmadd231ps zmm",
+    ("amx", "float"): "vfmadd231ps zmm",
+    ("avxvnni", "float"): "vfmadd231ps ymm",
+    ("avx2", "float"): "vfmadd231ps ymm",
+}
+
+
+def tier_rate(isa: str, cls: str, reps: int = 1 << 15) -> tuple[str, float] | None:
+    """The product instruction ``isa``'s ``cls`` kernels run and the multiply-adds per cycle
+    this core runs it at (its throughput loop, best of 7 timings at the measured clock), or
+    None for a tier without one row (plain, amx's int8: benchmarks/amx_loop_ceiling.py) or
+    one this CPU cannot run. A CPU with one 512-bit multiply port runs the vnni rows at half
+    PEAK's rate: a kernel's fraction of peak is then against a rate the core cannot reach."""
+    from partita.backends.llvm.host_cpu import host_features
+
+    name = TIER_ROUTES.get((isa, cls))
+    routes = {r[0]: r for r in PRODUCT_ROUTES} | {r[0]: (*r, frozenset({"+avx2"}))
+                                                  for r in _ROUTES}
+    if name is None or not routes[name][3] <= host_features():
+        return None
+    return name, route_rates([routes[name][:3]], reps, timings=7)[name]
+
+
 def int8_route_rates(reps: int = 1 << 16) -> dict[str, float]:
     """int8 products per cycle of each AVX2 product sequence (``_ROUTES``), measured: the best
     of 5 timings of ``reps`` repetitions at the measured clock. AVX2 CPUs only."""
@@ -307,6 +355,6 @@ def route_rates(routes, reps: int = 1 << 16, timings: int = 5) -> dict[str, floa
     return rates
 
 
-__all__ = ["ACHIEVABLE_INT8", "PEAK", "int8_route_rates", "kernel_depth", "kernel_macs",
-           "measured_clock_hz", "peak_per_cycle", "route_rates", "speed_metrics",
-           "vector_clock_hz"]
+__all__ = ["ACHIEVABLE_INT8", "PEAK", "PRODUCT_ROUTES", "TIER_ROUTES", "int8_route_rates",
+           "kernel_depth", "kernel_macs", "measured_clock_hz", "peak_per_cycle", "route_rates",
+           "speed_metrics", "tier_rate", "vector_clock_hz"]

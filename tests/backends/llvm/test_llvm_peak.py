@@ -118,3 +118,23 @@ def test_int8_route_rates_measure_every_route():
     rates = int8_route_rates(1 << 14)
     assert {"vpmaddubsw", "vpmaddubsw+vpmaddwd+vpaddd"} <= set(rates)
     assert all(np.isfinite(r) and r > 0 for r in rates.values())
+
+
+def test_tier_rate_times_the_instruction_each_tier_runs(monkeypatch):
+    """cpu.py's check of the peak table on the CPU at hand: each tier's product instruction
+    (TIER_ROUTES) this CPU can run is timed, one it cannot is not tried (None, not a fault of
+    the assembler), and plain has no one instruction to time."""
+    from partita.backends.llvm import host_cpu
+    from partita.backends.llvm.peak import PRODUCT_ROUTES, TIER_ROUTES, tier_rate
+
+    features = host_cpu.host_features()
+    needs = {r[0]: r[3] for r in PRODUCT_ROUTES}
+    for (isa, cls), name in TIER_ROUTES.items():
+        found = tier_rate(isa, cls, reps=1 << 10)
+        runnable = needs.get(name, frozenset({"+avx2"})) <= features
+        assert (found is not None) == runnable, (isa, cls)
+        if found is not None:
+            assert found[0] == name and np.isfinite(found[1]) and found[1] > 0
+    assert tier_rate("plain", "int8") is None and tier_rate("amx", "int8") is None
+    monkeypatch.setattr(host_cpu, "host_features", lambda: set())
+    assert all(tier_rate(isa, cls) is None for isa, cls in TIER_ROUTES)
