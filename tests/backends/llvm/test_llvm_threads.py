@@ -435,3 +435,34 @@ def test_thread_profile_reports_every_split_kernels_handoffs(capsys, monkeypatch
     rows = [line for line in table.splitlines()[2:] if line.strip()]
     assert len(rows) >= 3 and any(line.split()[-1].startswith("vconv_") for line in rows)
     assert "x" in rows[0].split()[-2]  # the chunk plan split_chunks recorded (count x units)
+
+
+@pytest.mark.skipif(host_isa() == "plain", reason="the split kernels are the vector ones")
+def test_thread_watch_sums_each_two_thread_runs_handoffs(capsys, monkeypatch):
+    """benchmarks/thread_watch.py end to end: a timeline line, then every sum of a two-thread
+    run (its split kernels' jobs, both threads' parts, the hand-offs) for the fast blocks, and
+    the one-thread build of the same rounds."""
+    import importlib.util
+
+    from partita.backends.llvm.runtime import threads
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "thread_watch.py"
+    spec = importlib.util.spec_from_file_location("thread_watch_under_test", path)
+    tw = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tw)
+    monkeypatch.setattr(threads, "TRACE", threads.TRACE)
+    for name in ("PARTITA_REGION_CACHE", "PARTITA_CACHE_DIR"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+        monkeypatch.delenv(name)
+    assert tw.main(["--model", str(NETS / "mobilenet_v2_035_96.tflite"), "--seconds", "1",
+                    "--every", "0.5", "--block", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "ratio" in out.split("blocks;", 1)[0]
+    table = {line.split("  ")[1].strip(): line.split()[-2:] for line in
+             out.split("slow blocks", 1)[1].splitlines() if line.startswith("  ")}
+    assert set(tw.SUMS) | {"one thread, same rounds"} <= set(table)
+    fast = {k: float(v[0]) for k, v in table.items()}
+    assert fast["jobs"] >= 3 and fast["driver parts"] > 0
+    # the worker took parts, or (a busy machine) was late and the driver ran them
+    assert fast["worker parts"] > 0 or fast["late"] > 0
+    assert fast["driver parts"] < fast["wall"] and fast["one thread, same rounds"] > 0
