@@ -371,6 +371,12 @@ def vector_kernel(kind: str, params: dict, arrays: dict, in_shape, out_shape, is
 
 AMX_ROWS = 32  # pixels per AMX block: two 16-row A tiles against one or two B tiles
 AMX_SPLIT_BLOCKS = 3  # up to this many blocks in a row, two threads split the channels
+# fewer full pixel tiles than this in a single row (MobileNetV2's 7 x 7 layers: 4 tiles of 12 on
+# vnni), two threads split the output channels: each streams half the weights once, and the
+# groups even out where 4 tiles cannot (thread_watch.py, Zen 5, four alternating pairs: the
+# driver's waits at the kernels' ends 31-34 -> 22-26 us a run, two threads 0.568 -> 0.563 of
+# one thread; 2, a fully connected layer only, before)
+CHANNEL_SPLIT_TILES = 8
 
 
 def amx_fits(geo: dict, params: dict, overread: bool) -> bool:
@@ -460,14 +466,15 @@ def split_worthwhile(kind: str, params: dict) -> bool:
 
 def by_channels(kind: str, params: dict) -> bool:
     """Whether a split convolution halves its output channels rather than its rows: a single
-    row of pixels that is at most AMX_SPLIT_BLOCKS AMX blocks (MobileNet's 7 x 7 layers) or
-    less than two VNNI pixel tiles (a fully connected layer). Each thread then streams half of
-    the weights once, instead of all of them from a cold cache."""
+    row of pixels that is at most AMX_SPLIT_BLOCKS AMX blocks or fewer than CHANNEL_SPLIT_TILES
+    full pixel tiles of the other tiers (MobileNet's 7 x 7 layers, a fully connected layer).
+    Each thread then streams half of the weights once, instead of all of them from a cold
+    cache."""
     if kind != Kind.VCONV or params["OH"] != 1:
         return False
     if params.get("isa") == "amx":
         return -(-params["OW"] // params["R"]) <= AMX_SPLIT_BLOCKS
-    return params["OW"] // params["R"] < 2
+    return params["OW"] // params["R"] < CHANNEL_SPLIT_TILES
 
 
 def channel_groups(params: dict) -> int:
