@@ -31,7 +31,7 @@ def rates(reps: int) -> dict[str, float]:
     from partita.backends.llvm.peak import PRODUCT_ROUTES, measured_clock_hz, route_rates
 
     have = host_features()
-    routes = [r[:3] for r in PRODUCT_ROUTES if r[3] <= have]
+    routes = [r for r in PRODUCT_ROUTES if r[3] <= have]
     return {"clock GHz": measured_clock_hz() / 1e9, **route_rates(routes, reps, timings=15)}
 
 

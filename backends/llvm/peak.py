@@ -244,24 +244,26 @@ def speed_metrics(kind: str, macs: int, seconds: float | None, isa: str | None,
     return out
 
 
-# (name, products per repetition, AT&T body): 12 independent chains, so throughput not latency
+def _chains(op: str, reg: str, vex: bool = False) -> str:
+    prefix = "{vex} " if vex else ""
+    return "".join(f"{prefix}{op} %{reg}1, %{reg}0, %{reg}{r}\n" for r in range(2, 14))
+
+
+_AVX2 = frozenset({"+avx2"})
+# (name, products per repetition, AT&T body, the host features it needs): 12 independent
+# chains, so throughput not latency; the AVX2 sequences into int32 sums
 _ROUTES = (
-    ("vpmaddubsw", 12 * 32, "".join(f"vpmaddubsw %ymm1, %ymm0, %ymm{r}\n" for r in range(2, 14))),
-    ("vpmaddwd", 12 * 16, "".join(f"vpmaddwd %ymm1, %ymm0, %ymm{r}\n" for r in range(2, 14))),
+    ("vpmaddubsw", 12 * 32, _chains("vpmaddubsw", "ymm"), _AVX2),
+    ("vpmaddwd", 12 * 16, _chains("vpmaddwd", "ymm"), _AVX2),
     ("vpmaddubsw+vpmaddwd+vpaddd", 6 * 32, "".join(
         f"vpmaddubsw %ymm1, %ymm0, %ymm{2 + r}\nvpmaddwd %ymm15, %ymm{2 + r}, %ymm{2 + r}\n"
-        f"vpaddd %ymm{2 + r}, %ymm{8 + r}, %ymm{8 + r}\n" for r in range(6))),
+        f"vpaddd %ymm{2 + r}, %ymm{8 + r}, %ymm{8 + r}\n" for r in range(6)), _AVX2),
     # the exact sign kernel's step (vconv sign_step): the weights signed by the activations
     ("vpsignb+vpmaddubsw+vpmaddwd+vpaddd", 6 * 32, "".join(
         f"vpsignb %ymm0, %ymm1, %ymm{2 + r}\nvpmaddubsw %ymm{2 + r}, %ymm0, %ymm{2 + r}\n"
         f"vpmaddwd %ymm15, %ymm{2 + r}, %ymm{2 + r}\n"
-        f"vpaddd %ymm{2 + r}, %ymm{8 + r}, %ymm{8 + r}\n" for r in range(6))),
+        f"vpaddd %ymm{2 + r}, %ymm{8 + r}, %ymm{8 + r}\n" for r in range(6)), _AVX2),
 )
-
-
-def _chains(op: str, reg: str, vex: bool = False) -> str:
-    prefix = "{vex} " if vex else ""
-    return "".join(f"{prefix}{op} %{reg}1, %{reg}0, %{reg}{r}\n" for r in range(2, 14))
 
 
 # every tier's product instruction, as a throughput loop of 12 independent chains: (name,
@@ -272,8 +274,8 @@ PRODUCT_ROUTES = (
     ("vpdpbusd ymm (vex)", 12 * 32, _chains("vpdpbusd", "ymm", vex=True),
      frozenset({"+avxvnni"})),
     ("vpmaddubsw zmm", 12 * 64, _chains("vpmaddubsw", "zmm"), frozenset({"+avx512bw"})),
-    ("vpmaddubsw ymm", 12 * 32, _chains("vpmaddubsw", "ymm"), frozenset({"+avx2"})),
-    ("vpmaddwd ymm", 12 * 16, _chains("vpmaddwd", "ymm"), frozenset({"+avx2"})),
+    ("vpmaddubsw ymm", 12 * 32, _chains("vpmaddubsw", "ymm"), _AVX2),
+    ("vpmaddwd ymm", 12 * 16, _chains("vpmaddwd", "ymm"), _AVX2),
     ("vpmaddwd xmm", 12 * 4, _chains("vpmaddwd", "xmm"), frozenset()),
     ("vfmadd231ps zmm", 12 * 16, _chains("vfmadd231ps", "zmm"), frozenset({"+avx512f"})),
     ("vfmadd231ps ymm", 12 * 8, _chains("vfmadd231ps", "ymm"), frozenset({"+fma"})),
@@ -300,11 +302,10 @@ def tier_rate(isa: str, cls: str, reps: int = 1 << 15) -> tuple[str, float] | No
     from partita.backends.llvm.host_cpu import host_features
 
     name = TIER_ROUTES.get((isa, cls))
-    routes = {r[0]: r for r in PRODUCT_ROUTES} | {r[0]: (*r, frozenset({"+avx2"}))
-                                                  for r in _ROUTES}
+    routes = {r[0]: r for r in (*PRODUCT_ROUTES, *_ROUTES)}
     if name is None or not routes[name][3] <= host_features():
         return None
-    return name, route_rates([routes[name][:3]], reps, timings=7)[name]
+    return name, route_rates([routes[name]], reps, timings=7)[name]
 
 
 def int8_route_rates(reps: int = 1 << 16) -> dict[str, float]:
@@ -314,9 +315,9 @@ def int8_route_rates(reps: int = 1 << 16) -> dict[str, float]:
 
 
 def route_rates(routes, reps: int = 1 << 16, timings: int = 5) -> dict[str, float]:
-    """Products per cycle of each (name, products per repetition, AT&T body) in ``routes``:
-    an inline-assembly loop of the body, the best of ``timings`` timings of ``reps``
-    repetitions at the measured clock (benchmarks/product_rates.py: every tier's rows)."""
+    """Products per cycle of each (name, products per repetition, AT&T body, features) in
+    ``routes``: an inline-assembly loop of the body, the best of ``timings`` timings of
+    ``reps`` repetitions at the measured clock (benchmarks/product_rates.py: every tier's rows)."""
     import llvmlite.binding as llvm
     from partita.backends.llvm.runtime.jit import Loaded, compile_ir, ensure_initialized
 
@@ -325,7 +326,7 @@ def route_rates(routes, reps: int = 1 << 16, timings: int = 5) -> dict[str, floa
     module = ir.Module(name="partita_routes")
     i64 = ir.IntType(64)
     clobbers = ",".join(f"~{{xmm{r}}}" for r in range(16))
-    for k, (_, _, body) in enumerate(routes):
+    for k, (_, _, body, *_) in enumerate(routes):
         fn = ir.Function(module, ir.FunctionType(i64, [i64]), f"route{k}")
         entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
         b = ir.IRBuilder(entry)
@@ -343,7 +344,7 @@ def route_rates(routes, reps: int = 1 << 16, timings: int = 5) -> dict[str, floa
     loaded = Loaded(compile_ir(str(module))[0])
     clock = measured_clock_hz()
     rates = {}
-    for k, (name, products, _) in enumerate(routes):
+    for k, (name, products, *_) in enumerate(routes):
         f = loaded.function(f"route{k}", [ctypes.c_int64], ctypes.c_int64)
         f(1000)
         best = float("inf")
